@@ -1,0 +1,80 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"syscall"
+
+	"github.com/ptojit/ptojit/cmd/internal/cli"
+)
+
+// engineName is the engine's executable name.
+const engineName = "ptojitd"
+
+// engineCommands are the commands the engine serves; the client lists them
+// in its help and forwards them.
+var engineCommands = []*cli.Command{
+	{Name: "build", Summary: "build a chip callable from a request, answering from the cache when it can"},
+	{Name: "cache", Summary: "inspect and manage the artifact cache (stats, ls, show, verify, trim, clear)"},
+	{Name: "daemon", Summary: "start, stop or query the local daemon that owns the cache"},
+	{Name: "envaudit", Summary: "check that every environment read is classified in the registry"},
+	{Name: "key", Summary: "show every input of a build's key, or diff two keys"},
+	{Name: "run", Summary: "register a built callable with local child workers and run it"},
+	{Name: "toolchain", Summary: "identify the installed toolchain components"},
+}
+
+func isEngineCommand(name string) bool {
+	for _, c := range engineCommands {
+		if c.Name == name {
+			return true
+		}
+	}
+	return false
+}
+
+// findEngine locates ptojitd: beside this executable, then PTOJIT_ENGINE,
+// then on PATH.
+func findEngine(env *cli.Env) (string, error) {
+	if exe, err := os.Executable(); err == nil {
+		p := filepath.Join(filepath.Dir(exe), engineName)
+		if fi, err := os.Stat(p); err == nil && fi.Mode().IsRegular() {
+			return p, nil
+		}
+	}
+	if p := env.Getenv("PTOJIT_ENGINE"); p != "" {
+		return p, nil
+	}
+	if p, err := exec.LookPath(engineName); err == nil {
+		return p, nil
+	}
+	return "", errors.New("the engine ptojitd was not found beside the ptojit executable, in PTOJIT_ENGINE, or on PATH; build both with: go build -o bin/ ./cmd/...")
+}
+
+// forward runs an engine command by executing the engine with the same
+// arguments.
+func forward(ctx context.Context, env *cli.Env, args []string) (bool, error) {
+	if !isEngineCommand(args[0]) {
+		return false, nil
+	}
+	path, err := findEngine(env)
+	if err != nil {
+		return true, err
+	}
+	argv := append([]string{engineName}, args...)
+	if env.Stdin == os.Stdin && env.Stdout == os.Stdout && env.Stderr == os.Stderr {
+		// Replace this process: the engine inherits stdio, signals and the
+		// exit status, at the cost of one execve.
+		return true, syscall.Exec(path, argv, os.Environ())
+	}
+	cmd := exec.CommandContext(ctx, path, args...)
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = env.Stdin, env.Stdout, env.Stderr
+	err = cmd.Run()
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		return true, cli.Exit(ee.ExitCode())
+	}
+	return true, err
+}

@@ -1,0 +1,28 @@
+// Command ptojit is the thin client of the ptojit build cache: static, built
+// from the standard library, pflag and ptojit's standard-library-only
+// packages, so it starts in a few milliseconds. It runs record, fingerprint,
+// hashid and callable itself and forwards every other command to the engine,
+// ptojitd.
+package main
+
+import (
+	"context"
+	"os"
+
+	"github.com/ptojit/ptojit/cmd/internal/cli"
+	"github.com/ptojit/ptojit/cmd/internal/clientcmd"
+)
+
+func program() *cli.Program {
+	return &cli.Program{
+		Name:     "ptojit",
+		Summary:  "content-addressed build cache and JIT compiler driver for PTO kernels",
+		Commands: clientcmd.Commands(),
+		Fallback: forward,
+		Extra:    engineCommands,
+	}
+}
+
+func main() {
+	os.Exit(program().Main(context.Background(), cli.OSEnv("ptojit"), os.Args[1:]))
+}

@@ -1,0 +1,130 @@
+package ptojit_test
+
+// This test keeps the import arrows of DESIGN.md, as Go's own
+// go/build/deps_test.go keeps the standard library's.
+
+import (
+	"os"
+	"os/exec"
+	"slices"
+	"strings"
+	"testing"
+)
+
+const module = "github.com/ptojit/ptojit"
+
+// arrows lists, for each layer of ptojit, the layers it may import. A package
+// belongs to the layer with the longest matching path prefix. "*" allows
+// everything.
+var arrows = map[string][]string{
+	"inventory":              {},
+	"registry":               {},
+	"api":                    {},
+	"cache":                  {},
+	"envaudit":               {},
+	"toolchain":              {"inventory"},
+	"worker":                 {"registry"},
+	"jit":                    {"api", "cache", "toolchain", "inventory", "registry", "envaudit"},
+	"cmd/internal/cli":       {},
+	"cmd/internal/clientcmd": {"cmd/internal/cli", "api", "inventory", "registry"},
+	"cmd/ptojit":             {"cmd/internal/cli", "cmd/internal/clientcmd", "api", "inventory", "registry"},
+	"cmd/ptojitd":            {"*"},
+	"bench":                  {"*"},
+	"":                       {"*"}, // the module root holds only tests
+}
+
+// stdlibOnly layers may import nothing outside the standard library and
+// ptojit, directly or indirectly; extra lists the one module each may add.
+var stdlibOnly = map[string][]string{
+	"inventory":              nil,
+	"registry":               nil,
+	"api":                    nil,
+	"cmd/internal/cli":       {"github.com/spf13/pflag"},
+	"cmd/internal/clientcmd": {"github.com/spf13/pflag"},
+	"cmd/ptojit":             {"github.com/spf13/pflag"},
+}
+
+func layerOf(rel string) (string, bool) {
+	best, found := "", false
+	for l := range arrows {
+		if (rel == l || l == "" || strings.HasPrefix(rel, l+"/")) && (!found || len(l) > len(best)) {
+			best, found = l, true
+		}
+	}
+	return best, found
+}
+
+func goList(t *testing.T, env []string, args ...string) []string {
+	t.Helper()
+	cmd := exec.Command("go", append([]string{"list"}, args...)...)
+	cmd.Env = append(cmd.Environ(), env...)
+	out, err := cmd.Output()
+	if err != nil {
+		msg := ""
+		if ee, ok := err.(*exec.ExitError); ok {
+			msg = string(ee.Stderr)
+		}
+		t.Fatalf("go list %v: %v\n%s", args, err, msg)
+	}
+	return strings.Split(strings.TrimSpace(string(out)), "\n")
+}
+
+func TestImportArrows(t *testing.T) {
+	for _, line := range goList(t, nil, "-f", "{{.ImportPath}}{{range .Imports}} {{.}}{{end}}", "./...") {
+		f := strings.Fields(line)
+		pkg := strings.TrimPrefix(strings.TrimPrefix(f[0], module), "/")
+		from, ok := layerOf(pkg)
+		if !ok {
+			t.Errorf("package %s is in no layer: add it to the arrows in deps_test.go and DESIGN.md", f[0])
+			continue
+		}
+		allowed := arrows[from]
+		for _, imp := range f[1:] {
+			if !strings.HasPrefix(imp, module+"/") {
+				continue
+			}
+			to, _ := layerOf(strings.TrimPrefix(imp, module+"/"))
+			if to == from || slices.Contains(allowed, "*") || slices.Contains(allowed, to) {
+				continue
+			}
+			t.Errorf("%s imports %s: layer %q may import only %v", f[0], imp, from, allowed)
+		}
+	}
+}
+
+func TestStandardLibraryOnly(t *testing.T) {
+	for layer, extra := range stdlibOnly {
+		if _, err := os.Stat(layer); err != nil {
+			continue // the layer has no code yet
+		}
+		lines := goList(t, []string{"CGO_ENABLED=0"}, "-deps", "-f", "{{if not .Standard}}{{.ImportPath}}{{end}}", "./"+layer+"/...")
+		for _, dep := range lines {
+			if dep == "" || strings.HasPrefix(dep, module) {
+				continue
+			}
+			if !slices.ContainsFunc(extra, func(m string) bool { return dep == m || strings.HasPrefix(dep, m+"/") }) {
+				t.Errorf("%s depends on %s; it may use only the standard library%s", layer, dep, map[bool]string{true: " and " + strings.Join(extra, ", ")}[len(extra) > 0])
+			}
+		}
+	}
+}
+
+// TestClientIsStatic proves that the thin client builds without cgo and
+// links none of the heavy dependencies whose package initialization would
+// slow every build's process start (DESIGN.md "Process model").
+func TestClientIsStatic(t *testing.T) {
+	deps := goList(t, []string{"CGO_ENABLED=0"}, "-deps", "./cmd/ptojit")
+	for _, d := range deps {
+		for _, banned := range []string{"github.com/dgraph-io/badger", "github.com/go-git/", "github.com/tree-sitter/", "runtime/cgo", "github.com/ebitengine/purego"} {
+			if strings.HasPrefix(d, banned) {
+				t.Errorf("cmd/ptojit depends on %s", d)
+			}
+		}
+	}
+	cgo := goList(t, nil, "-deps", "-f", "{{if .CgoFiles}}{{.ImportPath}}{{end}}", "./cmd/ptojit")
+	for _, d := range cgo {
+		if d != "" && strings.HasPrefix(d, module) {
+			t.Errorf("cmd/ptojit depends on cgo package %s", d)
+		}
+	}
+}
