@@ -1,0 +1,103 @@
+/*
+ * ptojit_sim.h: the C ABI between a simulated chip callable and the worker
+ * that executes it (platforms a2a3sim and a5sim).
+ *
+ * A ChipCallable's orchestration binary and each child CoreCallable binary are
+ * ELF shared objects built for the host. The worker loads them, fills a
+ * ptojit_runtime with one entry per child kernel (func_id -> function), and
+ * calls the orchestration's entry symbol (the blob's func_name) with the
+ * task's arguments. The config symbol (the blob's config_name) returns the
+ * orchestration's static configuration and is resolved, never executed
+ * beyond that call, during prewarm.
+ *
+ * Every structure starts with abi_version; a loader rejects a version it
+ * does not know. All integers are little-endian host integers; pointers are
+ * host pointers valid for the duration of the call.
+ */
+#ifndef PTOJIT_SIM_H
+#define PTOJIT_SIM_H
+
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define PTOJIT_SIM_ABI_VERSION 1u
+
+/* Element types of a tensor. */
+enum ptojit_dtype {
+    PTOJIT_DTYPE_FLOAT32 = 1,
+    PTOJIT_DTYPE_INT32 = 2,
+    PTOJIT_DTYPE_FLOAT16 = 3,
+};
+
+#define PTOJIT_MAX_DIMS 4
+
+/* A tensor in the worker's shared-memory arena. */
+typedef struct ptojit_tensor {
+    void *data;                       /* first element */
+    uint64_t nbytes;                  /* bytes addressable from data */
+    uint32_t dtype;                   /* enum ptojit_dtype */
+    uint32_t ndim;                    /* 0..PTOJIT_MAX_DIMS */
+    uint64_t shape[PTOJIT_MAX_DIMS];  /* elements per dimension */
+} ptojit_tensor;
+
+/* The arguments of one call, in signature order split by kind: tensor
+ * arguments (IN, OUT, INOUT) in tensors[], scalar arguments in scalars[]. */
+typedef struct ptojit_args {
+    uint32_t abi_version;
+    uint32_t tensor_count;
+    ptojit_tensor *tensors;
+    uint32_t scalar_count;
+    uint32_t reserved;
+    const uint64_t *scalars;          /* raw 64-bit scalar values */
+} ptojit_args;
+
+/* A kernel (CoreCallable) entry point: returns 0 on success. Each kernel
+ * shared object exports it under the name PTOJIT_KERNEL_SYMBOL. */
+typedef int32_t (*ptojit_kernel_fn)(const ptojit_args *args);
+#define PTOJIT_KERNEL_SYMBOL "ptojit_kernel"
+
+typedef struct ptojit_kernel_entry {
+    int32_t func_id;
+    uint32_t reserved;
+    ptojit_kernel_fn fn;
+} ptojit_kernel_entry;
+
+/* What the worker hands the orchestration. */
+typedef struct ptojit_runtime {
+    uint32_t abi_version;
+    uint32_t kernel_count;
+    const ptojit_kernel_entry *kernels;
+} ptojit_runtime;
+
+/* Static configuration returned by the config symbol. */
+typedef struct ptojit_config {
+    uint32_t abi_version;
+    uint32_t block_dim;               /* parallel blocks the orchestration uses */
+} ptojit_config;
+
+/* The orchestration's entry (named by the blob's func_name): returns 0 on
+ * success, non-zero on failure. */
+typedef int32_t (*ptojit_orchestration_fn)(const ptojit_runtime *rt, const ptojit_args *args);
+
+/* The orchestration's config symbol (named by the blob's config_name). */
+typedef const ptojit_config *(*ptojit_config_fn)(void);
+
+/* Finds the kernel registered for func_id, or NULL. */
+static inline ptojit_kernel_fn ptojit_find_kernel(const ptojit_runtime *rt, int32_t func_id)
+{
+    for (uint32_t i = 0; i < rt->kernel_count; i++) {
+        if (rt->kernels[i].func_id == func_id) {
+            return rt->kernels[i].fn;
+        }
+    }
+    return 0;
+}
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* PTOJIT_SIM_H */
