@@ -19,6 +19,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"runtime/debug"
 	"slices"
 	"strings"
@@ -45,6 +46,24 @@ type Env struct {
 	Prog string
 	// StderrIsTerminal enables progress bars.
 	StderrIsTerminal bool
+	// Dir is the working directory relative paths are resolved against
+	// (the client's, when the daemon runs a command); "" means the
+	// process's own.
+	Dir string
+}
+
+// Abs resolves a path given by the user against env.Dir.
+func (env *Env) Abs(p string) string {
+	if p == "" || filepath.IsAbs(p) {
+		return p
+	}
+	if env.Dir != "" {
+		return filepath.Join(env.Dir, p)
+	}
+	if a, err := filepath.Abs(p); err == nil {
+		return a
+	}
+	return p
 }
 
 // OSEnv returns the Env of this process.
@@ -344,7 +363,7 @@ func OpenInput(env *Env, name string) (io.ReadCloser, error) {
 	if name == "" || name == "-" {
 		return io.NopCloser(env.Stdin), nil
 	}
-	f, err := os.Open(name)
+	f, err := os.Open(env.Abs(name))
 	if err != nil {
 		return nil, err
 	}

@@ -1,0 +1,178 @@
+package api
+
+import (
+	"bufio"
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+)
+
+// The daemon protocol. A client connects to the daemon's Unix socket and
+// sends one DaemonRequest; the daemon answers with one DaemonResponse and
+// closes the connection. Each message is a frame: a 4-byte little-endian
+// length, then that many bytes of JSON. Requests larger than
+// MaxDaemonRequest and responses larger than MaxDaemonResponse are refused.
+const (
+	MaxDaemonRequest  = 64 << 20
+	MaxDaemonResponse = 256 << 20
+	// DaemonProtocol is the protocol version; a daemon refuses other
+	// versions with an error reply, and the client then replaces it.
+	DaemonProtocol = 1
+)
+
+// Daemon operations.
+const (
+	OpPing   = "ping"   // readiness and version check
+	OpRun    = "run"    // run an engine command as the client would
+	OpStatus = "status" // report the daemon's state
+	OpStop   = "stop"   // finish in-flight requests and exit
+)
+
+// DaemonRequest is what a client sends.
+type DaemonRequest struct {
+	Protocol int    `json:"protocol"`
+	Op       string `json:"op"`
+	// For OpRun: the command line after the program name, the client's
+	// working directory (relative paths are resolved against it), its
+	// environment ("NAME=value" strings) and its standard input, when the
+	// command reads it.
+	Args  []string `json:"args,omitempty"`
+	Dir   string   `json:"dir,omitempty"`
+	Env   []string `json:"env,omitempty"`
+	Stdin []byte   `json:"stdin,omitempty"`
+}
+
+// DaemonResponse is what the daemon answers.
+type DaemonResponse struct {
+	Protocol int    `json:"protocol"`
+	Error    string `json:"error,omitempty"` // the request itself failed
+	// For OpRun: the command's output and exit code.
+	Stdout []byte `json:"stdout,omitempty"`
+	Stderr []byte `json:"stderr,omitempty"`
+	Exit   int    `json:"exit"`
+	// For OpPing and OpStatus.
+	PID    int             `json:"pid,omitempty"`
+	Status json.RawMessage `json:"status,omitempty"`
+}
+
+// ErrFrameTooLarge is returned for a frame over the size limit.
+var ErrFrameTooLarge = errors.New("daemon protocol: frame too large")
+
+// WriteFrame writes v as one frame.
+func WriteFrame(w io.Writer, v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	buf := make([]byte, 4, 4+len(b))
+	binary.LittleEndian.PutUint32(buf, uint32(len(b)))
+	_, err = w.Write(append(buf, b...))
+	return err
+}
+
+// ReadFrame reads one frame of at most limit bytes into v.
+func ReadFrame(r io.Reader, limit int, v any) error {
+	var hdr [4]byte
+	if _, err := io.ReadFull(r, hdr[:]); err != nil {
+		return err
+	}
+	n := binary.LittleEndian.Uint32(hdr[:])
+	if int64(n) > int64(limit) {
+		return fmt.Errorf("%w: %d bytes (limit %d)", ErrFrameTooLarge, n, limit)
+	}
+	b := make([]byte, n)
+	if _, err := io.ReadFull(r, b); err != nil {
+		if errors.Is(err, io.EOF) {
+			err = io.ErrUnexpectedEOF
+		}
+		return err
+	}
+	if err := json.Unmarshal(b, v); err != nil {
+		return fmt.Errorf("daemon protocol: bad frame: %w", err)
+	}
+	return nil
+}
+
+// CallDaemon sends req over a new connection to the socket at path and
+// returns the response. A connection error (no daemon) is returned as is,
+// so callers can tell it from a reply.
+func CallDaemon(path string, req *DaemonRequest) (*DaemonResponse, error) {
+	conn, err := net.DialUnix("unix", nil, &net.UnixAddr{Name: path, Net: "unix"})
+	if err != nil {
+		return nil, err
+	}
+	defer conn.Close()
+	req.Protocol = DaemonProtocol
+	if err := WriteFrame(conn, req); err != nil {
+		return nil, &DaemonLostError{Err: err}
+	}
+	var resp DaemonResponse
+	if err := ReadFrame(bufio.NewReader(conn), MaxDaemonResponse, &resp); err != nil {
+		return nil, &DaemonLostError{Err: err}
+	}
+	if resp.Protocol != DaemonProtocol {
+		return nil, fmt.Errorf("daemon speaks protocol %d, this client %d", resp.Protocol, DaemonProtocol)
+	}
+	return &resp, nil
+}
+
+// DaemonLostError reports a daemon that accepted a request but did not
+// answer it (it was killed or crashed mid-request).
+type DaemonLostError struct{ Err error }
+
+func (e *DaemonLostError) Error() string {
+	return "the daemon closed the connection without answering (" + e.Err.Error() + ")"
+}
+
+func (e *DaemonLostError) Unwrap() error { return e.Err }
+
+// CacheDir returns the cache directory: PTOJIT_CACHE_DIR, else
+// $XDG_CACHE_HOME/ptojit, else $HOME/.cache/ptojit.
+func CacheDir(getenv func(string) string) (string, error) {
+	if d := getenv("PTOJIT_CACHE_DIR"); d != "" {
+		return filepath.Abs(d)
+	}
+	if d := getenv("XDG_CACHE_HOME"); d != "" && filepath.IsAbs(d) {
+		return filepath.Join(d, "ptojit"), nil
+	}
+	if h := getenv("HOME"); h != "" {
+		return filepath.Join(h, ".cache", "ptojit"), nil
+	}
+	return "", errors.New("no cache directory: set PTOJIT_CACHE_DIR, XDG_CACHE_HOME or HOME")
+}
+
+// maxSocketPath is the longest path a Unix socket address holds on Linux.
+const maxSocketPath = 107
+
+// DaemonDir returns the directory holding the daemon's socket, start lock
+// and log for the cache at cacheDir. Each cache directory has its own
+// daemon: $XDG_RUNTIME_DIR/ptojit/<id> when XDG_RUNTIME_DIR is set, else
+// <cacheDir>/daemon, else (when that path is too long for a socket)
+// <tmp>/ptojit-<uid>/<id>; <id> is derived from the cache directory.
+func DaemonDir(cacheDir string, getenv func(string) string) string {
+	sum := sha256.Sum256([]byte(cacheDir))
+	id := hex.EncodeToString(sum[:8])
+	if rt := getenv("XDG_RUNTIME_DIR"); rt != "" && filepath.IsAbs(rt) {
+		return filepath.Join(rt, "ptojit", id)
+	}
+	d := filepath.Join(cacheDir, "daemon")
+	if len(filepath.Join(d, SocketName)) <= maxSocketPath {
+		return d
+	}
+	return filepath.Join(os.TempDir(), "ptojit-"+strconv.Itoa(os.Getuid()), id)
+}
+
+// Names of the files in the daemon directory.
+const (
+	SocketName    = "daemon.sock"
+	StartLockName = "start.lock"
+	LogName       = "daemon.log"
+)

@@ -1,0 +1,127 @@
+package api
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+)
+
+// DaemonStart says how to start a daemon when none answers.
+type DaemonStart struct {
+	// Dir is the daemon directory (DaemonDir).
+	Dir string
+	// Engine is the path of the ptojitd executable and Args its arguments
+	// for running the daemon in the foreground (e.g. "daemon", "run",
+	// "--cache-dir", D). The daemon is given a pipe as file descriptor 3 and
+	// must write "ready\n" to it once its socket accepts connections.
+	Engine string
+	Args   []string
+	// Env is the daemon's environment (nil: this process's).
+	Env []string
+}
+
+// SocketPath returns the daemon socket in dir.
+func SocketPath(dir string) string { return filepath.Join(dir, SocketName) }
+
+// Ping reports whether a daemon answers on the socket in dir.
+func Ping(dir string) bool {
+	resp, err := CallDaemon(SocketPath(dir), &DaemonRequest{Op: OpPing})
+	return err == nil && resp.Error == ""
+}
+
+// EnsureDaemon returns once a daemon answers in s.Dir, starting one if
+// none does. Start-up is race-free: callers serialize on an flock of the
+// start lock, the first starts the daemon and waits for its readiness
+// signal (not a timeout), and the rest find it answering. A daemon that
+// fails to start is reported with the end of its log.
+func EnsureDaemon(s DaemonStart) error {
+	if Ping(s.Dir) {
+		return nil
+	}
+	if err := os.MkdirAll(s.Dir, 0o700); err != nil {
+		return err
+	}
+	lock, err := os.OpenFile(filepath.Join(s.Dir, StartLockName), os.O_CREATE|os.O_RDWR, 0o600)
+	if err != nil {
+		return err
+	}
+	defer lock.Close()
+	for {
+		err = syscall.Flock(int(lock.Fd()), syscall.LOCK_EX)
+		if !errors.Is(err, syscall.EINTR) {
+			break
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("daemon start lock: %w", err)
+	}
+	defer syscall.Flock(int(lock.Fd()), syscall.LOCK_UN)
+	if Ping(s.Dir) {
+		return nil // another client started it while we waited
+	}
+	return startDaemon(s)
+}
+
+func startDaemon(s DaemonStart) error {
+	logPath := filepath.Join(s.Dir, LogName)
+	logf, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	if err != nil {
+		return err
+	}
+	defer logf.Close()
+	pr, pw, err := os.Pipe()
+	if err != nil {
+		return err
+	}
+	defer pr.Close()
+	devnull, err := os.Open(os.DevNull)
+	if err != nil {
+		pw.Close()
+		return err
+	}
+	defer devnull.Close()
+	cmd := exec.Command(s.Engine, s.Args...)
+	cmd.Env = s.Env
+	cmd.Stdin = devnull
+	cmd.Stdout = logf
+	cmd.Stderr = logf
+	cmd.ExtraFiles = []*os.File{pw}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	if err := cmd.Start(); err != nil {
+		pw.Close()
+		return fmt.Errorf("starting the daemon: %w", err)
+	}
+	pw.Close()
+	// Reap the child if it dies early; once it runs it outlives us.
+	go cmd.Wait()
+	line, err := bufio.NewReader(pr).ReadString('\n')
+	if err != nil || strings.TrimSpace(line) != "ready" {
+		return fmt.Errorf("the daemon did not start; end of %s:\n%s", LogName, tail(logPath, 2048))
+	}
+	return nil
+}
+
+// tail returns up to n bytes from the end of a file.
+func tail(path string, n int64) string {
+	f, err := os.Open(path)
+	if err != nil {
+		return "(no log)"
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return "(no log)"
+	}
+	off := fi.Size() - n
+	if off < 0 {
+		off = 0
+	}
+	b, _ := io.ReadAll(io.NewSectionReader(f, off, fi.Size()-off))
+	return strings.TrimSpace(string(b))
+}
