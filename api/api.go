@@ -1,0 +1,464 @@
+// Package api defines the JSON build request and response of ptojit (DESIGN.md
+// "Build request and response"). It imports only the standard library, so the
+// thin client can read and write these types without linking the engine.
+//
+// A request names the platform, the runtime, the orchestration source and its
+// entry and config symbols, the kernels (func_id, source, signature), the chip
+// signature and scalar count, extra content roots, extra sources and their
+// fingerprint, options (an identity record), the toolchain roots and the
+// output directory:
+//
+//	{
+//	  "platform": "a2a3sim",
+//	  "runtime": "tensormap_and_ringbuffer",
+//	  "orchestration": {"source": "orchestration.c", "function": "vadd_orch", "config": "vadd_orch_config"},
+//	  "kernels": [{"func_id": 0, "source": "kernel_add.c", "signature": ["IN", "IN", "OUT"]}],
+//	  "signature": ["IN", "IN", "OUT", "SCALAR"],
+//	  "scalar_count": 1,
+//	  "options": {"opt_level": 2},
+//	  "toolchain": {"runtime_root": "../toolchain/runtime"},
+//	  "output_dir": "out"
+//	}
+//
+// Relative paths are relative to the directory of the request file (the
+// working directory for a request read from standard input); Resolve makes
+// them absolute. An omitted output_dir means DefaultOutputDir beside the
+// request.
+//
+// The types are plain data: safe for concurrent reads, not for concurrent
+// mutation.
+package api
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"path/filepath"
+	"regexp"
+	"strings"
+)
+
+// MaxRequestBytes bounds a request document.
+const MaxRequestBytes = 4 << 20
+
+// MaxKernels bounds the kernels of one request (a ChipCallable holds at most
+// 1024 children).
+const MaxKernels = 1024
+
+// MaxSignature bounds a chip signature (a ChipCallable holds 256 entries) and
+// MaxKernelSignature a kernel's (a CoreCallable holds 32).
+const (
+	MaxSignature       = 256
+	MaxKernelSignature = 32
+)
+
+// MaxSymbol bounds function and config names (the blob holds 64 bytes).
+const MaxSymbol = 63
+
+// DefaultOutputDir is the output directory of a request that names none,
+// relative to the request's directory.
+const DefaultOutputDir = "ptojit-out"
+
+// Platforms lists the accepted platforms: two simulators built with the host
+// compiler and two devices built with the CANN compiler.
+var Platforms = []string{"a2a3sim", "a5sim", "a2a3", "a5"}
+
+// IsSim reports whether platform is a simulator platform.
+func IsSim(platform string) bool { return strings.HasSuffix(platform, "sim") }
+
+// Policies lists the identity policies; "" selects the environment's
+// (PYPTO_CACHE_IDENTITY) or "content".
+var Policies = []string{"content", "build"}
+
+// Direction is the direction of one argument of a signature. In JSON it is
+// written as its name and read from its name or its number.
+type Direction int32
+
+// The directions, numbered as the runtime numbers them.
+const (
+	Scalar Direction = 0
+	In     Direction = 1
+	Out    Direction = 2
+	InOut  Direction = 3
+)
+
+var directionNames = [...]string{"SCALAR", "IN", "OUT", "INOUT"}
+
+// String returns the direction's name, or "Direction(n)".
+func (d Direction) String() string {
+	if d >= 0 && int(d) < len(directionNames) {
+		return directionNames[d]
+	}
+	return fmt.Sprintf("Direction(%d)", int32(d))
+}
+
+// Valid reports whether d is one of the four directions.
+func (d Direction) Valid() bool { return d >= Scalar && d <= InOut }
+
+// MarshalJSON writes the name.
+func (d Direction) MarshalJSON() ([]byte, error) {
+	if !d.Valid() {
+		return nil, fmt.Errorf("invalid direction %d", int32(d))
+	}
+	return json.Marshal(d.String())
+}
+
+// UnmarshalJSON reads a name (any case) or a number 0..3.
+func (d *Direction) UnmarshalJSON(b []byte) error {
+	var s string
+	if err := json.Unmarshal(b, &s); err == nil {
+		for i, n := range directionNames {
+			if strings.EqualFold(s, n) {
+				*d = Direction(i)
+				return nil
+			}
+		}
+		return fmt.Errorf("unknown direction %q (want SCALAR, IN, OUT or INOUT)", s)
+	}
+	var n int32
+	if err := json.Unmarshal(b, &n); err != nil {
+		return fmt.Errorf("direction must be a name or a number 0..3, not %s", b)
+	}
+	if !Direction(n).Valid() {
+		return fmt.Errorf("direction %d out of range 0..3", n)
+	}
+	*d = Direction(n)
+	return nil
+}
+
+// Orchestration names the orchestration source and its symbols.
+type Orchestration struct {
+	// Source is the orchestration's source file (.c, .cc, .cpp, .cxx or .pto).
+	Source string `json:"source"`
+	// Function is the entry symbol (the blob's func_name).
+	Function string `json:"function"`
+	// Config is the config symbol (the blob's config_name); may be empty.
+	Config string `json:"config,omitempty"`
+}
+
+// Kernel is one child CoreCallable.
+type Kernel struct {
+	FuncID    int32       `json:"func_id"`
+	Source    string      `json:"source"`
+	Signature []Direction `json:"signature"`
+}
+
+// Toolchain selects the identity policy and the installation roots. Empty
+// roots are resolved by the toolchain package from the environment.
+type Toolchain struct {
+	Policy      string `json:"policy,omitempty"`
+	PyptoRoot   string `json:"pypto_root,omitempty"`
+	RuntimeRoot string `json:"runtime_root,omitempty"`
+	PtoIsaRoot  string `json:"pto_isa_root,omitempty"`
+	PtoIsaPin   string `json:"pto_isa_pin,omitempty"`
+	PtoIsaURL   string `json:"pto_isa_url,omitempty"`
+	PtoasRoot   string `json:"ptoas_root,omitempty"`
+	CannRoot    string `json:"cann_root,omitempty"`
+}
+
+// Request is a build request.
+type Request struct {
+	Platform      string        `json:"platform"`
+	Runtime       string        `json:"runtime"`
+	Orchestration Orchestration `json:"orchestration"`
+	Kernels       []Kernel      `json:"kernels"`
+	// Signature is the chip callable's argument directions.
+	Signature   []Direction `json:"signature"`
+	ScalarCount int32       `json:"scalar_count"`
+	// ExtraRoots are further content roots whose files are part of the key
+	// (headers the sources include, data files).
+	ExtraRoots []string `json:"extra_roots,omitempty"`
+	// ExtraSources are application sources (directories contribute their
+	// Python files only) and ExtraFingerprint (plain JSON) or
+	// ExtraFingerprintWire (a canonical encoded record) the application's
+	// own fingerprint of them.
+	ExtraSources         []string        `json:"extra_sources,omitempty"`
+	ExtraFingerprint     json.RawMessage `json:"extra_fingerprint,omitempty"`
+	ExtraFingerprintWire string          `json:"extra_fingerprint_wire,omitempty"`
+	// Options is an identity record in the plain JSON form (object -> dict,
+	// array -> list, integer -> int, other number -> float, string -> str);
+	// OptionsWire is the canonical encoded form, which can also express
+	// tuples and bytes. At most one of the two may be given.
+	Options     json.RawMessage `json:"options,omitempty"`
+	OptionsWire string          `json:"options_wire,omitempty"`
+	Toolchain   Toolchain       `json:"toolchain"`
+	// OutputDir receives the outputs; DefaultOutputDir when empty.
+	OutputDir string `json:"output_dir,omitempty"`
+}
+
+// FieldError is an invalid request field; Field is its JSON path, such as
+// "kernels[1].signature".
+type FieldError struct {
+	Field string
+	Msg   string
+}
+
+func (e *FieldError) Error() string { return "request: " + e.Field + ": " + e.Msg }
+
+// RequestError is a request document that cannot be read.
+type RequestError struct{ Err error }
+
+func (e *RequestError) Error() string { return "request: " + e.Err.Error() }
+func (e *RequestError) Unwrap() error { return e.Err }
+
+// ReadRequest reads a request document, rejecting unknown fields, trailing
+// data and documents over MaxRequestBytes, and validates it. It does not
+// resolve paths.
+func ReadRequest(r io.Reader) (*Request, error) {
+	b, err := io.ReadAll(io.LimitReader(r, MaxRequestBytes+1))
+	if err != nil {
+		return nil, &RequestError{err}
+	}
+	if len(b) > MaxRequestBytes {
+		return nil, &RequestError{fmt.Errorf("larger than %d bytes", MaxRequestBytes)}
+	}
+	return ParseRequest(b)
+}
+
+// ParseRequest parses and validates a request document.
+func ParseRequest(b []byte) (*Request, error) {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	var req Request
+	if err := dec.Decode(&req); err != nil {
+		var te *json.UnmarshalTypeError
+		if errors.As(err, &te) && te.Field != "" {
+			return nil, &FieldError{Field: te.Field, Msg: fmt.Sprintf("must be %s, not a JSON %s", te.Type, te.Value)}
+		}
+		return nil, &RequestError{err}
+	}
+	if dec.More() {
+		return nil, &RequestError{errors.New("trailing data after the request object")}
+	}
+	if err := req.Validate(); err != nil {
+		return nil, err
+	}
+	return &req, nil
+}
+
+var symbolRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+
+// Validate checks every field that can be checked without the filesystem.
+func (r *Request) Validate() error {
+	if !contains(Platforms, r.Platform) {
+		return &FieldError{"platform", fmt.Sprintf("%q is not one of %s", r.Platform, strings.Join(Platforms, ", "))}
+	}
+	if r.Runtime == "" || !symbolRE.MatchString(r.Runtime) {
+		return &FieldError{"runtime", fmt.Sprintf("%q is not a runtime name (letters, digits, underscores)", r.Runtime)}
+	}
+	if r.Orchestration.Source == "" {
+		return &FieldError{"orchestration.source", "missing"}
+	}
+	if err := checkSymbol("orchestration.function", r.Orchestration.Function, true); err != nil {
+		return err
+	}
+	if err := checkSymbol("orchestration.config", r.Orchestration.Config, false); err != nil {
+		return err
+	}
+	if len(r.Kernels) > MaxKernels {
+		return &FieldError{"kernels", fmt.Sprintf("%d kernels, at most %d", len(r.Kernels), MaxKernels)}
+	}
+	seen := map[int32]int{}
+	for i, k := range r.Kernels {
+		f := fmt.Sprintf("kernels[%d]", i)
+		if k.FuncID < 0 {
+			return &FieldError{f + ".func_id", fmt.Sprintf("%d is negative", k.FuncID)}
+		}
+		if j, dup := seen[k.FuncID]; dup {
+			return &FieldError{f + ".func_id", fmt.Sprintf("%d already used by kernels[%d]", k.FuncID, j)}
+		}
+		seen[k.FuncID] = i
+		if k.Source == "" {
+			return &FieldError{f + ".source", "missing"}
+		}
+		if len(k.Signature) > MaxKernelSignature {
+			return &FieldError{f + ".signature", fmt.Sprintf("%d entries, at most %d", len(k.Signature), MaxKernelSignature)}
+		}
+	}
+	if len(r.Signature) > MaxSignature {
+		return &FieldError{"signature", fmt.Sprintf("%d entries, at most %d", len(r.Signature), MaxSignature)}
+	}
+	if r.ScalarCount < 0 {
+		return &FieldError{"scalar_count", fmt.Sprintf("%d is negative", r.ScalarCount)}
+	}
+	scalars := int32(0)
+	for _, d := range r.Signature {
+		if d == Scalar {
+			scalars++
+		}
+	}
+	if r.Signature != nil && scalars != r.ScalarCount {
+		return &FieldError{"scalar_count", fmt.Sprintf("%d, but the signature has %d SCALAR entries", r.ScalarCount, scalars)}
+	}
+	for i, p := range r.ExtraRoots {
+		if p == "" {
+			return &FieldError{fmt.Sprintf("extra_roots[%d]", i), "empty path"}
+		}
+	}
+	for i, p := range r.ExtraSources {
+		if p == "" {
+			return &FieldError{fmt.Sprintf("extra_sources[%d]", i), "empty path"}
+		}
+	}
+	if len(r.Options) > 0 && r.OptionsWire != "" {
+		return &FieldError{"options_wire", "give options or options_wire, not both"}
+	}
+	if len(r.ExtraFingerprint) > 0 && r.ExtraFingerprintWire != "" {
+		return &FieldError{"extra_fingerprint_wire", "give extra_fingerprint or extra_fingerprint_wire, not both"}
+	}
+	if r.Toolchain.Policy != "" && !contains(Policies, r.Toolchain.Policy) {
+		return &FieldError{"toolchain.policy", fmt.Sprintf("%q is not one of %s", r.Toolchain.Policy, strings.Join(Policies, ", "))}
+	}
+	return nil
+}
+
+func checkSymbol(field, s string, required bool) error {
+	switch {
+	case s == "" && required:
+		return &FieldError{field, "missing"}
+	case s == "":
+		return nil
+	case len(s) > MaxSymbol:
+		return &FieldError{field, fmt.Sprintf("%d bytes, at most %d", len(s), MaxSymbol)}
+	case !symbolRE.MatchString(s):
+		return &FieldError{field, fmt.Sprintf("%q is not a C identifier", s)}
+	}
+	return nil
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+// Resolve makes every path of the request absolute, joining relative ones
+// to dir (which must be absolute), and fills in the default output
+// directory. It is idempotent.
+func (r *Request) Resolve(dir string) error {
+	if !filepath.IsAbs(dir) {
+		return &RequestError{errors.New("the request directory must be absolute")}
+	}
+	abs := func(p string) string {
+		if p == "" || filepath.IsAbs(p) {
+			return p
+		}
+		return filepath.Join(dir, p)
+	}
+	r.Orchestration.Source = abs(r.Orchestration.Source)
+	for i := range r.Kernels {
+		r.Kernels[i].Source = abs(r.Kernels[i].Source)
+	}
+	for i := range r.ExtraRoots {
+		r.ExtraRoots[i] = abs(r.ExtraRoots[i])
+	}
+	for i := range r.ExtraSources {
+		r.ExtraSources[i] = abs(r.ExtraSources[i])
+	}
+	t := &r.Toolchain
+	for _, p := range []*string{&t.PyptoRoot, &t.RuntimeRoot, &t.PtoIsaRoot, &t.PtoasRoot, &t.CannRoot} {
+		*p = abs(*p)
+	}
+	if r.OutputDir == "" {
+		r.OutputDir = DefaultOutputDir
+	}
+	r.OutputDir = abs(r.OutputDir)
+	return nil
+}
+
+// Paths returns every path of the request with its field name, in a fixed
+// order, skipping empty ones.
+func (r *Request) Paths() []FieldPath {
+	var out []FieldPath
+	add := func(f, p string) {
+		if p != "" {
+			out = append(out, FieldPath{f, p})
+		}
+	}
+	add("orchestration.source", r.Orchestration.Source)
+	for i, k := range r.Kernels {
+		add(fmt.Sprintf("kernels[%d].source", i), k.Source)
+	}
+	for i, p := range r.ExtraRoots {
+		add(fmt.Sprintf("extra_roots[%d]", i), p)
+	}
+	for i, p := range r.ExtraSources {
+		add(fmt.Sprintf("extra_sources[%d]", i), p)
+	}
+	t := &r.Toolchain
+	add("toolchain.pypto_root", t.PyptoRoot)
+	add("toolchain.runtime_root", t.RuntimeRoot)
+	add("toolchain.pto_isa_root", t.PtoIsaRoot)
+	add("toolchain.ptoas_root", t.PtoasRoot)
+	add("toolchain.cann_root", t.CannRoot)
+	add("output_dir", r.OutputDir)
+	return out
+}
+
+// FieldPath is one path of a request and the field that holds it.
+type FieldPath struct {
+	Field string
+	Path  string
+}
+
+// Status is the outcome of a build.
+type Status string
+
+// The statuses of a Response.
+const (
+	// StatusHit: answered from the cache, no compiler ran.
+	StatusHit Status = "hit"
+	// StatusMiss: compiled and published to the cache.
+	StatusMiss Status = "miss"
+	// StatusUncached: compiled but neither looked up nor published, because
+	// the identity is unavailable or a fresh_request variable is set;
+	// Unavailable says why.
+	StatusUncached Status = "uncached"
+	// StatusError: the build failed; Error says why.
+	StatusError Status = "error"
+)
+
+// Output is one file written to the output directory.
+type Output struct {
+	Name string `json:"name"`
+	// Path is the absolute path of the file.
+	Path string `json:"path"`
+	Size int64  `json:"size"`
+	// Digest is the lowercase hex SHA-256 of the file.
+	Digest string `json:"digest"`
+}
+
+// Timings are the durations of a build's phases in milliseconds.
+type Timings struct {
+	Identity float64 `json:"identity"`
+	Lookup   float64 `json:"lookup"`
+	Compile  float64 `json:"compile"`
+	Publish  float64 `json:"publish"`
+	Total    float64 `json:"total"`
+}
+
+// Response is the answer to a build request.
+type Response struct {
+	Status Status `json:"status"`
+	// Key is the 64 hex digits of the key record's digest; empty when the
+	// identity is unavailable.
+	Key string `json:"key,omitempty"`
+	// Hashid is the chip callable's hashid, "sha256:" and 64 hex digits.
+	Hashid  string   `json:"hashid,omitempty"`
+	Outputs []Output `json:"outputs,omitempty"`
+	// Callable is the path of the ChipCallable blob among Outputs.
+	Callable string `json:"callable,omitempty"`
+	// Unavailable lists every reason the build was not cached
+	// (StatusUncached).
+	Unavailable []string `json:"unavailable,omitempty"`
+	// MissReason says why a lookup missed (StatusMiss): no entry, a changed
+	// header, a corrupt blob.
+	MissReason string  `json:"miss_reason,omitempty"`
+	Error      string  `json:"error,omitempty"`
+	Timings    Timings `json:"timings"`
+}

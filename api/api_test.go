@@ -1,0 +1,122 @@
+package api
+
+import (
+	"encoding/json"
+	"errors"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+const good = `{
+  "platform": "a2a3sim",
+  "runtime": "tensormap_and_ringbuffer",
+  "orchestration": {"source": "orch.c", "function": "vadd_orch", "config": "vadd_orch_config"},
+  "kernels": [
+    {"func_id": 0, "source": "k0.c", "signature": ["IN", "IN", "OUT"]},
+    {"func_id": 1, "source": "/abs/k1.c", "signature": [3, 0]}
+  ],
+  "signature": [1, 1, 2, "scalar"],
+  "scalar_count": 1,
+  "options": {"opt": 2},
+  "toolchain": {"runtime_root": "../rt"}
+}`
+
+func TestParseRequest(t *testing.T) {
+	r, err := ParseRequest([]byte(good))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []Direction{In, In, Out, Scalar}; len(r.Signature) != 4 || r.Signature[3] != want[3] || r.Signature[2] != want[2] {
+		t.Errorf("signature = %v, want %v", r.Signature, want)
+	}
+	if r.Kernels[1].Signature[0] != InOut {
+		t.Errorf("kernels[1].signature[0] = %v", r.Kernels[1].Signature[0])
+	}
+	dir := filepath.FromSlash("/req/dir")
+	if err := r.Resolve(dir); err != nil {
+		t.Fatal(err)
+	}
+	for f, want := range map[string]string{
+		r.Orchestration.Source:  "/req/dir/orch.c",
+		r.Kernels[1].Source:     "/abs/k1.c",
+		r.Toolchain.RuntimeRoot: "/req/rt",
+		r.OutputDir:             "/req/dir/" + DefaultOutputDir,
+		r.Toolchain.PtoasRoot:   "",
+		r.Kernels[0].Source:     "/req/dir/k0.c",
+	} {
+		if f != filepath.FromSlash(want) {
+			t.Errorf("resolved %q, want %q", f, want)
+		}
+	}
+	if err := r.Resolve("rel"); err == nil {
+		t.Error("Resolve with a relative directory succeeded")
+	}
+	b, err := json.Marshal(r.Signature)
+	if err != nil || string(b) != `["IN","IN","OUT","SCALAR"]` {
+		t.Errorf("marshal signature = %s, %v", b, err)
+	}
+}
+
+func TestRequestErrors(t *testing.T) {
+	for _, tc := range []struct {
+		edit  func(string) string
+		field string
+	}{
+		{func(s string) string { return strings.Replace(s, `"a2a3sim"`, `"x86"`, 1) }, "platform"},
+		{func(s string) string { return strings.Replace(s, `"tensormap_and_ringbuffer"`, `"a b"`, 1) }, "runtime"},
+		{func(s string) string { return strings.Replace(s, `"vadd_orch",`, `"1x",`, 1) }, "orchestration.function"},
+		{func(s string) string {
+			return strings.Replace(s, `"vadd_orch_config"`, `"`+strings.Repeat("c", 64)+`"`, 1)
+		}, "orchestration.config"},
+		{func(s string) string { return strings.Replace(s, `"func_id": 1`, `"func_id": 0`, 1) }, "kernels[1].func_id"},
+		{func(s string) string { return strings.Replace(s, `"func_id": 1`, `"func_id": -1`, 1) }, "kernels[1].func_id"},
+		{func(s string) string { return strings.Replace(s, `"scalar_count": 1`, `"scalar_count": 2`, 1) }, "scalar_count"},
+		{func(s string) string { return strings.Replace(s, `"scalar_count": 1`, `"scalar_count": "1"`, 1) }, "scalar_count"},
+		{func(s string) string { return strings.Replace(s, `"source": "orch.c",`, `"source": "",`, 1) }, "orchestration.source"},
+		{func(s string) string { return strings.Replace(s, `{"opt": 2}`, `{"opt": 2}, "options_wire": "x"`, 1) }, "options_wire"},
+		{func(s string) string {
+			return strings.Replace(s, `"toolchain": {`, `"toolchain": {"policy": "fast", `, 1)
+		}, "toolchain.policy"},
+	} {
+		_, err := ParseRequest([]byte(tc.edit(good)))
+		var fe *FieldError
+		if !errors.As(err, &fe) || fe.Field != tc.field {
+			t.Errorf("%s: got %v, want a FieldError for %s", tc.field, err, tc.field)
+		}
+	}
+	for _, bad := range []string{
+		strings.Replace(good, `"runtime"`, `"runtimee"`, 1), // unknown field
+		good + `{}`, // trailing data
+		strings.Replace(good, `"IN", "IN", "OUT"]`, `"IN", "UP"]`, 1),
+		`[]`,
+	} {
+		if _, err := ParseRequest([]byte(bad)); err == nil {
+			t.Errorf("accepted %.60q", bad)
+		}
+	}
+}
+
+func FuzzParseRequest(f *testing.F) {
+	f.Add([]byte(good))
+	f.Add([]byte(`{"platform":"a5","runtime":"r","orchestration":{"source":"o.pto","function":"f"},"kernels":[]}`))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		r, err := ParseRequest(b)
+		if err != nil {
+			return
+		}
+		// A valid request survives a round trip through JSON unchanged.
+		out, err := json.Marshal(r)
+		if err != nil {
+			t.Fatalf("marshal a valid request: %v", err)
+		}
+		r2, err := ParseRequest(out)
+		if err != nil {
+			t.Fatalf("reparse %s: %v", out, err)
+		}
+		out2, _ := json.Marshal(r2)
+		if string(out) != string(out2) {
+			t.Fatalf("round trip changed the request:\n%s\n%s", out, out2)
+		}
+	})
+}
