@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"sync"
 	"unicode/utf8"
+	"unsafe"
 )
 
 // Schema is the identity record schema version written by Encode.
@@ -41,7 +42,7 @@ func Encode(v Value) ([]byte, error) {
 func AppendEncode(dst []byte, v Value) ([]byte, error) {
 	e := encoder{buf: dst}
 	e.buf = append(e.buf, wirePrefix...)
-	if err := e.value(v, nil); err != nil {
+	if err := e.value(v); err != nil {
 		return dst, err
 	}
 	e.buf = append(e.buf, ']')
@@ -76,7 +77,18 @@ type encoder struct {
 	buf []byte
 	// open holds the identity of every List, Tuple and Dict on the path
 	// from the root to the value being encoded, to detect cycles.
-	open []uintptr
+	open []container
+	// keys is a stack of dict keys being sorted and written; each dict
+	// uses the top of it while it is open.
+	keys []Str
+}
+
+// container identifies a List, Tuple (first element and length: two
+// slices of one array with different lengths are different values) or
+// Dict (n is -1).
+type container struct {
+	p uintptr
+	n int
 }
 
 // pathStep is one step of the path to a value, kept only to build errors.
@@ -91,25 +103,48 @@ func (p *pathStep) String() string {
 	if p == nil {
 		return ""
 	}
+	return p.parent.String() + p.step()
+}
+
+func (p *pathStep) step() string {
 	if p.isKey {
-		return p.parent.String() + "[" + strconv.Quote(string(p.key)) + "]"
+		return "[" + strconv.Quote(string(p.key)) + "]"
 	}
-	return p.parent.String() + "[" + strconv.Itoa(p.index) + "]"
+	return "[" + strconv.Itoa(p.index) + "]"
 }
 
-func (e *encoder) fail(at *pathStep, format string, args ...any) error {
-	return &EncodeError{Path: at.String(), Reason: fmt.Sprintf(format, args...)}
+// within prefixes the path of an *EncodeError from a nested value with the
+// step that leads to that value. The encoder builds paths only on failure,
+// so the common path allocates nothing for them.
+func within(err error, step pathStep) error {
+	if ee, ok := err.(*EncodeError); ok {
+		ee.Path = step.step() + ee.Path
+	}
+	return err
 }
 
-func (e *encoder) enter(p uintptr, at *pathStep) error {
-	if slices.Contains(e.open, p) {
-		return e.fail(at, "cycle: a container contains itself")
+func (e *encoder) fail(format string, args ...any) error {
+	return &EncodeError{Reason: fmt.Sprintf(format, args...)}
+}
+
+func (e *encoder) enter(c container) error {
+	if slices.Contains(e.open, c) {
+		return e.fail("cycle: a container contains itself")
 	}
-	e.open = append(e.open, p)
+	e.open = append(e.open, c)
 	return nil
 }
 
-func (e *encoder) value(v Value, at *pathStep) error {
+const hexDigits = "0123456789abcdef"
+
+func appendHexString(dst []byte, s string) []byte {
+	for i := 0; i < len(s); i++ {
+		dst = append(dst, hexDigits[s[i]>>4], hexDigits[s[i]&0x0f])
+	}
+	return dst
+}
+
+func (e *encoder) value(v Value) error {
 	switch v := v.(type) {
 	case None:
 		e.buf = append(e.buf, `["none"]`...)
@@ -129,49 +164,52 @@ func (e *encoder) value(v Value, at *pathStep) error {
 		e.buf = append(e.buf, `"]`...)
 	case Float:
 		e.buf = append(e.buf, `["float64","`...)
-		var b [8]byte
-		for i := range b {
-			b[i] = byte(v >> (56 - 8*i))
+		for shift := 60; shift >= 0; shift -= 4 {
+			e.buf = append(e.buf, hexDigits[(v>>shift)&0x0f])
 		}
-		e.buf = hex.AppendEncode(e.buf, b[:])
 		e.buf = append(e.buf, `"]`...)
 	case Str:
-		if !ValidStr(string(v)) {
-			return e.fail(at, "str holds bytes that are not code points (invalid UTF-8)")
-		}
-		e.buf = append(e.buf, `["str","`...)
-		e.buf = hex.AppendEncode(e.buf, []byte(v))
-		e.buf = append(e.buf, `"]`...)
+		return e.str(v)
 	case Bytes:
 		e.buf = append(e.buf, `["bytes","`...)
 		e.buf = hex.AppendEncode(e.buf, v)
 		e.buf = append(e.buf, `"]`...)
 	case List:
-		return e.seq(`["list",[`, []Value(v), at)
+		return e.seq(`["list",[`, []Value(v))
 	case Tuple:
-		return e.seq(`["tuple",[`, []Value(v), at)
+		return e.seq(`["tuple",[`, []Value(v))
 	case Dict:
-		return e.dict(v, at)
+		return e.dict(v)
 	case nil:
-		return e.fail(at, "nil Value (use inventory.None{})")
+		return e.fail("nil Value (use inventory.None{})")
 	default:
-		return e.fail(at, "unsupported type %T", v)
+		return e.fail("unsupported type %T", v)
 	}
 	return nil
 }
 
-func (e *encoder) seq(open string, items []Value, at *pathStep) error {
+func (e *encoder) str(s Str) error {
+	if !ValidStr(string(s)) {
+		return e.fail("str holds bytes that are not code points (invalid UTF-8)")
+	}
+	e.buf = append(e.buf, `["str","`...)
+	e.buf = appendHexString(e.buf, string(s))
+	e.buf = append(e.buf, `"]`...)
+	return nil
+}
+
+func (e *encoder) seq(open string, items []Value) error {
 	e.buf = append(e.buf, open...)
 	if len(items) > 0 {
-		if err := e.enter(uintptr(reflect.ValueOf(items).UnsafePointer()), at); err != nil {
+		if err := e.enter(container{uintptr(unsafe.Pointer(unsafe.SliceData(items))), len(items)}); err != nil {
 			return err
 		}
 		for i, x := range items {
 			if i > 0 {
 				e.buf = append(e.buf, ',')
 			}
-			if err := e.value(x, &pathStep{parent: at, index: i}); err != nil {
-				return err
+			if err := e.value(x); err != nil {
+				return within(err, pathStep{index: i})
 			}
 		}
 		e.open = e.open[:len(e.open)-1]
@@ -180,31 +218,36 @@ func (e *encoder) seq(open string, items []Value, at *pathStep) error {
 	return nil
 }
 
-func (e *encoder) dict(d Dict, at *pathStep) error {
+func (e *encoder) dict(d Dict) error {
 	e.buf = append(e.buf, `["dict",[`...)
 	if len(d) > 0 {
-		if err := e.enter(uintptr(reflect.ValueOf(d).UnsafePointer()), at); err != nil {
+		if err := e.enter(container{uintptr(reflect.ValueOf(d).UnsafePointer()), -1}); err != nil {
 			return err
 		}
-		keys := make([]Str, 0, len(d))
+		base := len(e.keys)
 		for k := range d {
-			keys = append(keys, k)
+			e.keys = append(e.keys, k)
 		}
+		// Nested dicts push above base and may move e.keys; this slice
+		// keeps the array holding this dict's keys.
+		keys := e.keys[base:]
 		slices.Sort(keys) // byte order of the UTF-8 form is code-point order
 		for i, k := range keys {
 			if i > 0 {
 				e.buf = append(e.buf, ',')
 			}
 			e.buf = append(e.buf, '[')
-			if err := e.value(k, &pathStep{parent: at, key: k, isKey: true}); err != nil {
-				return err
+			if err := e.str(k); err != nil { // not e.value: boxing k allocates
+				return within(err, pathStep{key: k, isKey: true})
 			}
 			e.buf = append(e.buf, ',')
-			if err := e.value(d[k], &pathStep{parent: at, key: k, isKey: true}); err != nil {
-				return err
+			if err := e.value(d[k]); err != nil {
+				return within(err, pathStep{key: k, isKey: true})
 			}
 			e.buf = append(e.buf, ']')
 		}
+		clear(keys)
+		e.keys = e.keys[:base]
 		e.open = e.open[:len(e.open)-1]
 	}
 	e.buf = append(e.buf, "]]"...)
