@@ -1,0 +1,1111 @@
+package cache
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/dgraph-io/badger/v4"
+)
+
+// Badger database layout. Every key starts with a one-byte kind:
+//
+//	'e' key(32)     -> entry (see entry.go)
+//	'u' key(32)     -> last use, 8 bytes big-endian Unix nanoseconds
+//	'b' digest(32)  -> blob bytes
+//	's' name        -> counter, 8 bytes big-endian; names are hits, misses,
+//	                   uncached, errors, corrupt, evictions and
+//	                   "uncached:" + reason
+//
+// An entry and its last use are written in one transaction, after the blobs.
+const (
+	kindEntry    = 'e'
+	kindLastUsed = 'u'
+	kindBlob     = 'b'
+	kindCounter  = 's'
+)
+
+// Tuning. Values of valueThreshold bytes or more (blobs: shared objects,
+// callables) live in Badger's value log; entries and small blobs stay in
+// the LSM tree.
+const (
+	valueThreshold   = 4 << 10
+	memTableSize     = 16 << 20
+	valueLogFileSize = 256 << 20
+	blockCacheSize   = 16 << 20
+	// flushInterval bounds how long last-use times and counters stay in
+	// memory only.
+	flushInterval = 2 * time.Second
+	// gcDiscardRatio is the share of a value-log file that must be garbage
+	// before Trim rewrites it.
+	gcDiscardRatio = 0.5
+	// maxTxnRetries bounds retries of a transaction that conflicted.
+	maxTxnRetries = 8
+)
+
+func dbKey(kind byte, id []byte) []byte {
+	k := make([]byte, 1+len(id))
+	k[0] = kind
+	copy(k[1:], id)
+	return k
+}
+
+// OpenError is a failure to open a cache directory. It matches ErrLocked
+// when another process holds the directory.
+type OpenError struct {
+	Dir string
+	Err error
+}
+
+func (e *OpenError) Error() string { return fmt.Sprintf("cache: open %s: %v", e.Dir, e.Err) }
+func (e *OpenError) Unwrap() error { return e.Err }
+
+// Badger is a Store in a Badger database directory. It is safe for
+// concurrent use by multiple goroutines; only one process may open a
+// directory at a time (read-only stores share it with other read-only
+// stores, not with a writer).
+type Badger struct {
+	opt   Options
+	dir   string
+	db    *badger.DB
+	stats counters // counts not yet added to the database (all counts when read-only)
+
+	closed atomic.Bool
+	stop   chan struct{} // closed by Close to stop the flusher
+	done   chan struct{} // closed when the flusher returns
+
+	// Lock order: mu, then touchMu.
+	mu  sync.Mutex // guards idx and every deletion of blobs
+	idx *index     // nil until first needed
+
+	touchMu sync.Mutex // guards touches
+	touches map[Key]time.Time
+
+	// testHookAfterBlobs, when set, runs between the blob writes and the
+	// entry write of Put; an error aborts the Put as a crash would.
+	testHookAfterBlobs func() error
+}
+
+var (
+	_ Store         = (*Badger)(nil)
+	_ FaultInjector = (*Badger)(nil)
+)
+
+type badgerLogger struct{ Logger }
+
+func (l badgerLogger) Errorf(f string, a ...interface{})   { l.Logger.Errorf(f, a...) }
+func (l badgerLogger) Warningf(f string, a ...interface{}) { l.Logger.Warningf(f, a...) }
+func (l badgerLogger) Infof(f string, a ...interface{})    { l.Logger.Infof(f, a...) }
+func (l badgerLogger) Debugf(f string, a ...interface{})   { l.Logger.Debugf(f, a...) }
+
+// Open opens or creates the store in dir (created with mode 0700). When
+// another process holds dir it fails at once with an *OpenError matching
+// ErrLocked; OpenWait waits instead. A read-only store of a directory that
+// does not exist yet is empty and creates nothing.
+func Open(dir string, opt Options) (*Badger, error) {
+	if dir == "" {
+		return nil, &OpenError{Dir: dir, Err: errors.New("empty directory name")}
+	}
+	bo := badger.DefaultOptions(dir).
+		WithValueThreshold(valueThreshold).
+		WithMemTableSize(memTableSize).
+		WithValueLogFileSize(valueLogFileSize).
+		WithBlockCacheSize(blockCacheSize).
+		WithNumVersionsToKeep(1).
+		WithLogger(nil)
+	if opt.Logger != nil {
+		bo = bo.WithLogger(badgerLogger{opt.Logger})
+	}
+	if opt.ReadOnly {
+		if _, err := os.Stat(filepath.Join(dir, badger.ManifestFilename)); errors.Is(err, os.ErrNotExist) {
+			bo = bo.WithDir("").WithValueDir("").WithInMemory(true)
+		} else {
+			bo = bo.WithReadOnly(true)
+		}
+	} else if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, &OpenError{Dir: dir, Err: err}
+	}
+	db, err := badger.Open(bo)
+	if err != nil {
+		if strings.Contains(err.Error(), "Cannot acquire directory lock") {
+			err = ErrLocked
+		}
+		return nil, &OpenError{Dir: dir, Err: err}
+	}
+	b := &Badger{
+		opt:     opt,
+		dir:     dir,
+		db:      db,
+		stop:    make(chan struct{}),
+		done:    make(chan struct{}),
+		touches: make(map[Key]time.Time),
+	}
+	if opt.ReadOnly {
+		close(b.done)
+	} else {
+		go b.flusher()
+	}
+	return b, nil
+}
+
+// Backoff of OpenWait.
+const (
+	openWaitFirst = 5 * time.Millisecond
+	openWaitMax   = 250 * time.Millisecond
+)
+
+// testHookOpenWait, when set, runs each time OpenWait finds the directory
+// locked, before it waits.
+var testHookOpenWait func()
+
+// OpenWait is Open that waits while another process holds dir: it retries
+// with exponential backoff from 5 ms up to 250 ms between attempts, until
+// Open succeeds, fails for another reason, or ctx ends (then it returns the
+// last *OpenError joined with ctx's error). Polling is used because Badger
+// takes its flock without blocking.
+func OpenWait(ctx context.Context, dir string, opt Options) (*Badger, error) {
+	wait := openWaitFirst
+	for {
+		b, err := Open(dir, opt)
+		if err == nil || !errors.Is(err, ErrLocked) {
+			return b, err
+		}
+		if testHookOpenWait != nil {
+			testHookOpenWait()
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return nil, errors.Join(err, ctx.Err())
+		case <-t.C:
+		}
+		wait = min(2*wait, openWaitMax)
+	}
+}
+
+// Dir returns the store's directory.
+func (b *Badger) Dir() string { return b.dir }
+
+func (b *Badger) flusher() {
+	defer close(b.done)
+	t := time.NewTicker(flushInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-b.stop:
+			return
+		case <-t.C:
+			b.flush()
+		}
+	}
+}
+
+// flush writes the batched last-use times and counters. It is a no-op on a
+// read-only store. Errors leave the batch for the next flush.
+func (b *Badger) flush() error {
+	if b.opt.ReadOnly {
+		return nil
+	}
+	return errors.Join(b.flushTouches(), b.flushCounters())
+}
+
+func (b *Badger) flushTouches() error {
+	b.touchMu.Lock()
+	ts := b.touches
+	b.touches = make(map[Key]time.Time)
+	b.touchMu.Unlock()
+	if len(ts) == 0 {
+		return nil
+	}
+	keys := make([]Key, 0, len(ts))
+	for k := range ts {
+		keys = append(keys, k)
+	}
+	var err error
+	for len(keys) > 0 && err == nil {
+		n := min(len(keys), 1000)
+		err = b.update(func(txn *badger.Txn) error {
+			for _, k := range keys[:n] {
+				if _, err := txn.Get(dbKey(kindEntry, k[:])); errors.Is(err, badger.ErrKeyNotFound) {
+					continue // deleted since
+				} else if err != nil {
+					return err
+				}
+				if err := txn.Set(dbKey(kindLastUsed, k[:]), encodeTime(ts[k])); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		if err == nil {
+			keys = keys[n:]
+		}
+	}
+	if err != nil {
+		b.touchMu.Lock()
+		for _, k := range keys {
+			if t, ok := b.touches[k]; !ok || ts[k].After(t) {
+				b.touches[k] = ts[k]
+			}
+		}
+		b.touchMu.Unlock()
+		return fmt.Errorf("cache: write last-use times: %w", err)
+	}
+	b.mu.Lock()
+	if b.idx != nil {
+		for k, t := range ts {
+			b.idx.touch(k, t)
+		}
+	}
+	b.mu.Unlock()
+	return nil
+}
+
+var counterNames = []string{"hits", "misses", "uncached", "errors", "corrupt", "evictions"}
+
+func counterFields(s *Stats) []*int64 {
+	return []*int64{&s.Hits, &s.Misses, &s.Uncached, &s.Errors, &s.Corrupt, &s.Evictions}
+}
+
+const uncachedPrefix = "uncached:"
+
+func (b *Badger) flushCounters() error {
+	d := b.stats.take(true)
+	if !d.any() {
+		return nil
+	}
+	add := func(txn *badger.Txn, name string, n int64) error {
+		if n == 0 {
+			return nil
+		}
+		k := dbKey(kindCounter, []byte(name))
+		var v int64
+		item, err := txn.Get(k)
+		switch {
+		case err == nil:
+			err = item.Value(func(val []byte) error {
+				if len(val) == 8 {
+					v = int64(binary.BigEndian.Uint64(val))
+				}
+				return nil
+			})
+		case errors.Is(err, badger.ErrKeyNotFound):
+			err = nil
+		}
+		if err != nil {
+			return err
+		}
+		return txn.Set(k, binary.BigEndian.AppendUint64(nil, uint64(v+n)))
+	}
+	err := b.update(func(txn *badger.Txn) error {
+		for i, f := range counterFields(&d) {
+			if err := add(txn, counterNames[i], *f); err != nil {
+				return err
+			}
+		}
+		for r, n := range d.UncachedReasons {
+			if err := add(txn, uncachedPrefix+r, n); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		b.stats.restore(d)
+		return fmt.Errorf("cache: write counters: %w", err)
+	}
+	return nil
+}
+
+// update runs fn in a read-write transaction, retrying on conflicts.
+func (b *Badger) update(fn func(*badger.Txn) error) error {
+	var err error
+	for range maxTxnRetries {
+		err = b.db.Update(fn)
+		if !errors.Is(err, badger.ErrConflict) {
+			return err
+		}
+	}
+	return err
+}
+
+func encodeTime(t time.Time) []byte {
+	return binary.BigEndian.AppendUint64(nil, uint64(t.UnixNano()))
+}
+
+func decodeTime(b []byte) (time.Time, bool) {
+	if len(b) != 8 {
+		return time.Time{}, false
+	}
+	return time.Unix(0, int64(binary.BigEndian.Uint64(b))), true
+}
+
+// readEntry reads and decodes an entry and its last use in txn. A missing
+// entry returns badger.ErrKeyNotFound; an undecodable one an error wrapping
+// errEntry.
+func (b *Badger) readEntry(txn *badger.Txn, key Key) (*Entry, error) {
+	item, err := txn.Get(dbKey(kindEntry, key[:]))
+	if err != nil {
+		return nil, err
+	}
+	var e *Entry
+	if err := item.Value(func(v []byte) error {
+		var err error
+		e, err = decodeEntry(key, v)
+		return err
+	}); err != nil {
+		return nil, err
+	}
+	if item, err := txn.Get(dbKey(kindLastUsed, key[:])); err == nil {
+		_ = item.Value(func(v []byte) error {
+			if t, ok := decodeTime(v); ok && t.After(e.LastUsed) {
+				e.LastUsed = t
+			}
+			return nil
+		})
+	} else if !errors.Is(err, badger.ErrKeyNotFound) {
+		return nil, err
+	}
+	b.touchMu.Lock()
+	if t, ok := b.touches[key]; ok && t.After(e.LastUsed) {
+		e.LastUsed = t
+	}
+	b.touchMu.Unlock()
+	return e, nil
+}
+
+// Get implements Store.
+func (b *Badger) Get(ctx context.Context, key Key) (*Hit, error) {
+	if b.closed.Load() {
+		return nil, ErrClosed
+	}
+	var (
+		hit    *Hit
+		reason string
+		bad    *Digest // a corrupt blob to delete
+	)
+	err := b.db.View(func(txn *badger.Txn) error {
+		e, err := b.readEntry(txn, key)
+		if errors.Is(err, errEntry) {
+			reason = err.Error()
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		data := make([][]byte, len(e.Outputs))
+		for i, o := range e.Outputs {
+			item, err := txn.Get(dbKey(kindBlob, o.Digest[:]))
+			if errors.Is(err, badger.ErrKeyNotFound) {
+				reason = missingReason(o.Digest)
+				return nil
+			}
+			if err != nil {
+				return err
+			}
+			if data[i], err = item.ValueCopy(nil); err != nil {
+				return err
+			}
+			if reason = checkBlob(o, data[i]); reason != "" {
+				bad = &o.Digest
+				return nil
+			}
+		}
+		hit = &Hit{Entry: e, Data: data}
+		return nil
+	})
+	switch {
+	case errors.Is(err, badger.ErrKeyNotFound):
+		b.stats.add(func(s *Stats) { s.Misses++ })
+		return nil, &MissError{Key: key, Reason: ReasonNoEntry}
+	case err != nil:
+		return nil, fmt.Errorf("cache: get %s: %w", key.String()[:12], err)
+	case reason != "":
+		b.stats.add(func(s *Stats) { s.Misses++; s.Corrupt++ })
+		if !b.opt.ReadOnly {
+			if err := b.removeDamaged(key, bad); err != nil {
+				return nil, fmt.Errorf("cache: get %s: %s: remove: %w", key.String()[:12], reason, err)
+			}
+		}
+		return nil, &MissError{Key: key, Reason: reason, Corrupt: true}
+	}
+	b.stats.add(func(s *Stats) { s.Hits++ })
+	if !b.opt.ReadOnly {
+		now := b.opt.now()
+		b.touchMu.Lock()
+		if t, ok := b.touches[key]; !ok || now.After(t) {
+			b.touches[key] = now
+		}
+		b.touchMu.Unlock()
+	}
+	return hit, nil
+}
+
+// loadLocked builds the index from the database. b.mu is held.
+func (b *Badger) loadLocked() error {
+	if b.idx != nil {
+		return nil
+	}
+	x := newIndex()
+	err := b.db.View(func(txn *badger.Txn) error {
+		it := txn.NewIterator(badger.IteratorOptions{PrefetchValues: false, Prefix: []byte{kindEntry}})
+		defer it.Close()
+		for it.Rewind(); it.Valid(); it.Next() {
+			item := it.Item()
+			var k Key
+			if len(item.Key()) != 1+len(k) {
+				continue
+			}
+			copy(k[:], item.Key()[1:])
+			var e *Entry
+			if err := item.Value(func(v []byte) error {
+				var err error
+				e, err = decodeEntry(k, v)
+				return err
+			}); errors.Is(err, errEntry) {
+				// Undecodable: an entry without blobs, so that
+				// eviction and Verify can still remove it.
+				x.entries[k] = &indexEntry{}
+				continue
+			} else if err != nil {
+				return err
+			}
+			x.addEntry(e)
+		}
+		it.Close()
+		it = txn.NewIterator(badger.IteratorOptions{PrefetchValues: false, Prefix: []byte{kindLastUsed}})
+		for it.Rewind(); it.Valid(); it.Next() {
+			item := it.Item()
+			var k Key
+			if len(item.Key()) != 1+len(k) {
+				continue
+			}
+			copy(k[:], item.Key()[1:])
+			_ = item.Value(func(v []byte) error {
+				if t, ok := decodeTime(v); ok {
+					x.touch(k, t)
+				}
+				return nil
+			})
+		}
+		it.Close()
+		it = txn.NewIterator(badger.IteratorOptions{PrefetchValues: false, Prefix: []byte{kindBlob}})
+		seen := make(map[Digest]bool)
+		for it.Rewind(); it.Valid(); it.Next() {
+			item := it.Item()
+			var d Digest
+			if len(item.Key()) != 1+len(d) {
+				continue
+			}
+			copy(d[:], item.Key()[1:])
+			seen[d] = true
+			x.addBlob(d, item.ValueSize()) // approximate for blobs no entry names
+		}
+		for d := range x.blobs {
+			if !seen[d] {
+				x.removeBlob(d)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("cache: read index: %w", err)
+	}
+	b.touchMu.Lock()
+	for k, t := range b.touches {
+		x.touch(k, t)
+	}
+	b.touchMu.Unlock()
+	b.idx = x
+	return nil
+}
+
+// deleteLocked removes entries and the blobs they leave unreferenced, in
+// one transaction. b.mu is held and the index loaded.
+func (b *Badger) deleteLocked(keys []Key, blobs []Digest) error {
+	var orphans []Digest
+	err := b.update(func(txn *badger.Txn) error {
+		for _, k := range keys {
+			if err := txn.Delete(dbKey(kindEntry, k[:])); err != nil {
+				return err
+			}
+			if err := txn.Delete(dbKey(kindLastUsed, k[:])); err != nil {
+				return err
+			}
+		}
+		for _, d := range blobs {
+			if err := txn.Delete(dbKey(kindBlob, d[:])); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	for _, d := range blobs {
+		b.idx.removeBlob(d)
+	}
+	for _, k := range keys {
+		orphans = append(orphans, b.idx.removeEntry(k)...)
+	}
+	return b.deleteBlobsLocked(orphans)
+}
+
+// deleteBlobsLocked deletes blobs. b.mu is held and the index loaded.
+func (b *Badger) deleteBlobsLocked(ds []Digest) error {
+	for len(ds) > 0 {
+		n := min(len(ds), 1000)
+		err := b.update(func(txn *badger.Txn) error {
+			for _, d := range ds[:n] {
+				if err := txn.Delete(dbKey(kindBlob, d[:])); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		for _, d := range ds[:n] {
+			b.idx.removeBlob(d)
+		}
+		ds = ds[n:]
+	}
+	return nil
+}
+
+// removeDamaged removes a damaged entry and, when known, its corrupt blob.
+func (b *Badger) removeDamaged(key Key, bad *Digest) error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if err := b.loadLocked(); err != nil {
+		return err
+	}
+	var blobs []Digest
+	if bad != nil {
+		blobs = append(blobs, *bad)
+	}
+	return b.deleteLocked([]Key{key}, blobs)
+}
+
+// Put implements Store.
+func (b *Badger) Put(ctx context.Context, e *Entry, data [][]byte) error {
+	if b.opt.ReadOnly {
+		return ErrReadOnly
+	}
+	if b.closed.Load() {
+		return ErrClosed
+	}
+	c, blobs, err := prepare(e, data, b.opt.now())
+	if err != nil {
+		return err
+	}
+	if size := distinctSize(c); b.opt.MaxBytes > 0 && size > b.opt.MaxBytes {
+		return &DataError{Key: e.Key, Reason: fmt.Sprintf("%d bytes exceed the limit of %d", size, b.opt.MaxBytes), Err: ErrTooLarge}
+	}
+	ds := distinctDigests(c)
+	b.mu.Lock()
+	if err := b.loadLocked(); err != nil {
+		b.mu.Unlock()
+		return err
+	}
+	b.idx.pin(ds)
+	b.mu.Unlock()
+	pinned := true
+	defer func() {
+		if pinned {
+			b.mu.Lock()
+			b.idx.unpin(ds)
+			b.mu.Unlock()
+		}
+	}()
+	wrap := func(err error) error { return fmt.Errorf("cache: put %s: %w", e.Key.String()[:12], err) }
+
+	// Blobs first, each in its own transaction, skipping stored ones.
+	for _, d := range ds {
+		if err := ctx.Err(); err != nil {
+			return wrap(err)
+		}
+		bk := dbKey(kindBlob, d[:])
+		err := b.update(func(txn *badger.Txn) error {
+			if _, err := txn.Get(bk); err == nil {
+				return nil
+			} else if !errors.Is(err, badger.ErrKeyNotFound) {
+				return err
+			}
+			return txn.Set(bk, blobs[d])
+		})
+		if err != nil {
+			return wrap(fmt.Errorf("write blob %s: %w", shortHex(d[:]), err))
+		}
+		b.mu.Lock()
+		b.idx.addBlob(d, int64(len(blobs[d])))
+		b.mu.Unlock()
+	}
+	if b.testHookAfterBlobs != nil {
+		if err := b.testHookAfterBlobs(); err != nil {
+			return wrap(err)
+		}
+	}
+
+	// The entry last.
+	enc := encodeEntry(c)
+	err = b.update(func(txn *badger.Txn) error {
+		uk := dbKey(kindLastUsed, c.Key[:])
+		last := c.LastUsed
+		if item, err := txn.Get(uk); err == nil {
+			_ = item.Value(func(v []byte) error {
+				if t, ok := decodeTime(v); ok && t.After(last) {
+					last = t
+				}
+				return nil
+			})
+		}
+		c.LastUsed = last
+		if err := txn.Set(dbKey(kindEntry, c.Key[:]), enc); err != nil {
+			return err
+		}
+		return txn.Set(uk, encodeTime(last))
+	})
+	if err != nil {
+		return wrap(fmt.Errorf("write entry: %w", err))
+	}
+
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	orphans := b.idx.addEntry(c)
+	b.idx.unpin(ds)
+	pinned = false
+	if err := b.deleteBlobsLocked(orphans); err != nil {
+		return wrap(fmt.Errorf("delete replaced blobs: %w", err))
+	}
+	if b.opt.MaxBytes > 0 && b.idx.bytes > b.opt.MaxBytes {
+		if err := b.trimLocked(b.opt.MaxBytes, &TrimReport{}); err != nil {
+			return wrap(fmt.Errorf("evict: %w", err))
+		}
+	}
+	return nil
+}
+
+// trimLocked deletes orphans, then evicts least-recently-used entries until
+// the size fits. b.mu is held and the index loaded.
+func (b *Badger) trimLocked(maxBytes int64, r *TrimReport) error {
+	orphans := b.idx.orphans()
+	if err := b.deleteBlobsLocked(orphans); err != nil {
+		return err
+	}
+	r.Orphans += len(orphans)
+	for _, k := range b.idx.lru() {
+		if b.idx.bytes <= maxBytes {
+			break
+		}
+		if err := b.deleteLocked([]Key{k}, nil); err != nil {
+			return err
+		}
+		b.stats.add(func(s *Stats) { s.Evictions++ })
+		r.Evicted = append(r.Evicted, k)
+	}
+	return nil
+}
+
+// Entry implements Store.
+func (b *Badger) Entry(ctx context.Context, key Key) (*Entry, error) {
+	if b.closed.Load() {
+		return nil, ErrClosed
+	}
+	var e *Entry
+	err := b.db.View(func(txn *badger.Txn) error {
+		var err error
+		e, err = b.readEntry(txn, key)
+		return err
+	})
+	switch {
+	case errors.Is(err, badger.ErrKeyNotFound):
+		return nil, &MissError{Key: key, Reason: ReasonNoEntry}
+	case errors.Is(err, errEntry):
+		return nil, &MissError{Key: key, Reason: err.Error(), Corrupt: true}
+	case err != nil:
+		return nil, fmt.Errorf("cache: entry %s: %w", key.String()[:12], err)
+	}
+	return e, nil
+}
+
+// List implements Store. It reads all entries first, then calls fn without
+// holding a transaction.
+func (b *Badger) List(ctx context.Context, fn func(*Entry) error) error {
+	if b.closed.Load() {
+		return ErrClosed
+	}
+	var es []*Entry
+	err := b.db.View(func(txn *badger.Txn) error {
+		it := txn.NewIterator(badger.IteratorOptions{PrefetchValues: false, Prefix: []byte{kindEntry}})
+		defer it.Close()
+		var keys []Key
+		for it.Rewind(); it.Valid(); it.Next() {
+			var k Key
+			if len(it.Item().Key()) == 1+len(k) {
+				copy(k[:], it.Item().Key()[1:])
+				keys = append(keys, k)
+			}
+		}
+		for _, k := range keys {
+			e, err := b.readEntry(txn, k)
+			if errors.Is(err, errEntry) {
+				continue
+			}
+			if err != nil {
+				return err
+			}
+			es = append(es, e)
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("cache: list: %w", err)
+	}
+	for _, e := range es {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if err := fn(e); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Delete implements Store.
+func (b *Badger) Delete(ctx context.Context, key Key) error {
+	if b.opt.ReadOnly {
+		return ErrReadOnly
+	}
+	if b.closed.Load() {
+		return ErrClosed
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if err := b.loadLocked(); err != nil {
+		return err
+	}
+	if err := b.deleteLocked([]Key{key}, nil); err != nil {
+		return fmt.Errorf("cache: delete %s: %w", key.String()[:12], err)
+	}
+	return nil
+}
+
+// Verify implements Store. It holds the store's lock while it re-hashes, so
+// Puts wait; Gets do not.
+func (b *Badger) Verify(ctx context.Context) (*VerifyReport, error) {
+	if b.closed.Load() {
+		return nil, ErrClosed
+	}
+	b.flush()
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if err := b.loadLocked(); err != nil {
+		return nil, err
+	}
+	r := &VerifyReport{}
+	bad := make(map[Digest]string)
+	sizes := make(map[Digest]int64)
+	entries := make(map[Key]*Entry)
+	err := b.db.View(func(txn *badger.Txn) error {
+		it := txn.NewIterator(badger.IteratorOptions{PrefetchValues: false, Prefix: []byte{kindBlob}})
+		defer it.Close()
+		for it.Rewind(); it.Valid(); it.Next() {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			item := it.Item()
+			var d Digest
+			if len(item.Key()) != 1+len(d) {
+				continue
+			}
+			copy(d[:], item.Key()[1:])
+			if err := item.Value(func(v []byte) error {
+				r.Blobs++
+				r.Bytes += int64(len(v))
+				sizes[d] = int64(len(v))
+				if sha256.Sum256(v) != d {
+					bad[d] = fmt.Sprintf("blob %s corrupt: sha256 mismatch", shortHex(d[:]))
+				}
+				return nil
+			}); err != nil {
+				return err
+			}
+		}
+		it.Close()
+		it = txn.NewIterator(badger.IteratorOptions{PrefetchValues: false, Prefix: []byte{kindEntry}})
+		for it.Rewind(); it.Valid(); it.Next() {
+			item := it.Item()
+			var k Key
+			if len(item.Key()) != 1+len(k) {
+				continue
+			}
+			copy(k[:], item.Key()[1:])
+			r.Entries++
+			err := item.Value(func(v []byte) error {
+				e, err := decodeEntry(k, v)
+				if err == nil {
+					entries[k] = e
+				}
+				return err
+			})
+			if errors.Is(err, errEntry) {
+				if r.BadEntries == nil {
+					r.BadEntries = make(map[Key]string)
+				}
+				r.BadEntries[k] = err.Error()
+			} else if err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("cache: verify: %w", err)
+	}
+	byDigest := make(map[Digest]*CorruptBlob)
+	var removed []Key
+	for k := range r.BadEntries {
+		removed = append(removed, k)
+	}
+	for k, e := range entries {
+		for _, o := range e.Outputs {
+			reason, isBad := bad[o.Digest]
+			if size, ok := sizes[o.Digest]; !ok {
+				reason, isBad = missingReason(o.Digest), true
+			} else if !isBad && size != o.Size {
+				reason, isBad = fmt.Sprintf("blob %s corrupt: size %d, want %d", shortHex(o.Digest[:]), size, o.Size), true
+			}
+			if !isBad {
+				continue
+			}
+			cb := byDigest[o.Digest]
+			if cb == nil {
+				cb = &CorruptBlob{Digest: o.Digest, Reason: reason}
+				byDigest[o.Digest] = cb
+			}
+			if !slices.Contains(cb.Entries, k) {
+				cb.Entries = append(cb.Entries, k)
+			}
+			if !slices.Contains(removed, k) {
+				removed = append(removed, k)
+			}
+		}
+	}
+	for d, reason := range bad {
+		if byDigest[d] == nil {
+			byDigest[d] = &CorruptBlob{Digest: d, Reason: reason}
+		}
+	}
+	for _, cb := range byDigest {
+		slices.SortFunc(cb.Entries, func(a, b Key) int { return bytes.Compare(a[:], b[:]) })
+	}
+	r.Corrupt = sortCorrupt(byDigest)
+	slices.SortFunc(removed, func(a, b Key) int { return bytes.Compare(a[:], b[:]) })
+	if b.opt.ReadOnly {
+		return r, nil
+	}
+	var badBlobs []Digest
+	for d := range bad {
+		badBlobs = append(badBlobs, d)
+	}
+	if err := b.deleteLocked(removed, badBlobs); err != nil {
+		return nil, fmt.Errorf("cache: verify: remove damaged entries: %w", err)
+	}
+	r.Removed = removed
+	b.stats.add(func(s *Stats) { s.Corrupt += int64(len(removed)) })
+	orphans := b.idx.orphans()
+	for _, d := range orphans {
+		r.OrphanBytes += b.idx.blobs[d].size
+	}
+	if err := b.deleteBlobsLocked(orphans); err != nil {
+		return nil, fmt.Errorf("cache: verify: delete orphan blobs: %w", err)
+	}
+	r.Orphans = len(orphans)
+	return r, nil
+}
+
+// Trim implements Store. Badger's value-log GC reclaims the space of
+// value-log files whose garbage share reaches one half; the share is known
+// after compactions, so space may be returned to the file system over the
+// following Trims rather than at once.
+func (b *Badger) Trim(ctx context.Context, maxBytes int64) (*TrimReport, error) {
+	if b.opt.ReadOnly {
+		return nil, ErrReadOnly
+	}
+	if b.closed.Load() {
+		return nil, ErrClosed
+	}
+	if err := b.flush(); err != nil {
+		return nil, err
+	}
+	b.mu.Lock()
+	if err := b.loadLocked(); err != nil {
+		b.mu.Unlock()
+		return nil, err
+	}
+	r := &TrimReport{BytesBefore: b.idx.bytes, MaxBytes: maxBytes}
+	err := b.trimLocked(maxBytes, r)
+	r.BytesAfter = b.idx.bytes
+	b.mu.Unlock()
+	if err != nil {
+		return r, fmt.Errorf("cache: trim: %w", err)
+	}
+	for ctx.Err() == nil {
+		err := b.db.RunValueLogGC(gcDiscardRatio)
+		if err != nil {
+			if !errors.Is(err, badger.ErrNoRewrite) && !errors.Is(err, badger.ErrRejected) {
+				return r, fmt.Errorf("cache: trim: value-log GC: %w", err)
+			}
+			break
+		}
+		r.ValueLogGC++
+	}
+	return r, b.flush()
+}
+
+// Clear implements Store.
+func (b *Badger) Clear(ctx context.Context) error {
+	if b.opt.ReadOnly {
+		return ErrReadOnly
+	}
+	if b.closed.Load() {
+		return ErrClosed
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if err := b.db.DropPrefix([]byte{kindEntry}, []byte{kindLastUsed}, []byte{kindBlob}); err != nil {
+		return fmt.Errorf("cache: clear: %w", err)
+	}
+	x := newIndex()
+	if b.idx != nil {
+		x.pins = b.idx.pins
+	}
+	b.idx = x
+	b.touchMu.Lock()
+	clear(b.touches)
+	b.touchMu.Unlock()
+	return nil
+}
+
+// Stats implements Store.
+func (b *Badger) Stats(ctx context.Context) (*Stats, error) {
+	if b.closed.Load() {
+		return nil, ErrClosed
+	}
+	if err := b.flush(); err != nil {
+		return nil, err
+	}
+	s := &Stats{UncachedReasons: make(map[string]int64), MaxBytes: b.opt.MaxBytes}
+	err := b.db.View(func(txn *badger.Txn) error {
+		it := txn.NewIterator(badger.IteratorOptions{Prefix: []byte{kindCounter}})
+		defer it.Close()
+		fields := counterFields(s)
+		for it.Rewind(); it.Valid(); it.Next() {
+			item := it.Item()
+			name := string(item.Key()[1:])
+			var n int64
+			if err := item.Value(func(v []byte) error {
+				if len(v) == 8 {
+					n = int64(binary.BigEndian.Uint64(v))
+				}
+				return nil
+			}); err != nil {
+				return err
+			}
+			if r, ok := strings.CutPrefix(name, uncachedPrefix); ok {
+				s.UncachedReasons[r] += n
+			} else if i := slices.Index(counterNames, name); i >= 0 {
+				*fields[i] += n
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("cache: stats: %w", err)
+	}
+	d := b.stats.take(false)
+	addStats(s, &d)
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if err := b.loadLocked(); err != nil {
+		return nil, err
+	}
+	s.Entries = int64(len(b.idx.entries))
+	s.Bytes = b.idx.bytes
+	return s, nil
+}
+
+// Count implements Store.
+func (b *Badger) Count(ctx context.Context, event, reason string) error {
+	if b.closed.Load() {
+		return ErrClosed
+	}
+	return b.stats.countEvent(event, reason)
+}
+
+// Close implements Store: it writes the batched last-use times and counters
+// and closes the database. Closing twice is not an error.
+func (b *Badger) Close() error {
+	if b.closed.Swap(true) {
+		return nil
+	}
+	if !b.opt.ReadOnly {
+		close(b.stop)
+	}
+	<-b.done
+	ferr := b.flush()
+	if err := b.db.Close(); err != nil {
+		return errors.Join(ferr, fmt.Errorf("cache: close: %w", err))
+	}
+	return ferr
+}
+
+// CorruptBlob implements FaultInjector: it rewrites the stored blob with one
+// bit flipped (an empty blob becomes one zero byte), bypassing Put's checks.
+func (b *Badger) CorruptBlob(ctx context.Context, d Digest) error {
+	k := dbKey(kindBlob, d[:])
+	return b.update(func(txn *badger.Txn) error {
+		item, err := txn.Get(k)
+		if err != nil {
+			return fmt.Errorf("cache: corrupt blob %s: %w", shortHex(d[:]), err)
+		}
+		v, err := item.ValueCopy(nil)
+		if err != nil {
+			return err
+		}
+		if len(v) == 0 {
+			v = []byte{0}
+		} else {
+			v[len(v)/2] ^= 1
+		}
+		return txn.Set(k, v)
+	})
+}
+
+// RemoveBlob implements FaultInjector.
+func (b *Badger) RemoveBlob(ctx context.Context, d Digest) error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if err := b.update(func(txn *badger.Txn) error { return txn.Delete(dbKey(kindBlob, d[:])) }); err != nil {
+		return err
+	}
+	if b.idx != nil {
+		b.idx.removeBlob(d)
+	}
+	return nil
+}

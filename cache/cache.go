@@ -1,0 +1,345 @@
+// Package cache is ptojit's artifact store: content-addressed blobs and the
+// entries that name them, kept in a Badger database (Badger) or in memory
+// (Memory). It knows keys as 32-byte arrays, not how they were computed, and
+// imports no other ptojit package.
+//
+// # Model
+//
+// A blob is a byte string stored under its SHA-256 digest. An Entry is stored
+// under a Key; it holds the encoded key record (opaque here, kept so that
+// `ptojit key` can explain and diff it), the list of outputs (name, size,
+// digest, mode), free-form metadata, and the creation time, last-use time and
+// compile time.
+//
+// Put writes every blob first and the entry last, so a reader never sees an
+// entry whose blobs were not all written; a crash between the two leaves
+// orphan blobs, which Trim and Verify collect. Get reads the entry and every
+// blob and verifies each blob's size and SHA-256 before returning it. A
+// missing or corrupt blob (or an undecodable entry) is a miss with a reason
+// (a *MissError), counted as corrupt, and the entry is removed, as the go
+// command's build cache does with missing(reason): a damaged entry is never
+// served and never crashes the caller.
+//
+// # Size and eviction
+//
+// Bytes counts each distinct blob once. When Options.MaxBytes is positive, a
+// Put that leaves Bytes above it evicts least-recently-used entries (by
+// LastUsed) until it fits; Trim does the same for any limit, deletes orphan
+// blobs and then runs Badger's value-log garbage collection. Get updates
+// LastUsed in memory and writes the new times in batches (on Trim, Stats,
+// List, Close and at most every flushInterval), so a hit costs no write.
+//
+// # Counters
+//
+// Stats reports hits, misses, uncached builds (with reasons), errors,
+// corrupt entries and evictions. Get counts hits and misses; the caller
+// counts "uncached" and "error" events with Count. Badger persists counters
+// in the database in batches like LastUsed, so a process that is killed may
+// lose its last few counts.
+//
+// # Read-only stores
+//
+// With Options.ReadOnly (PTOJIT_CACHE_READONLY=1) a store never writes: Put,
+// Delete, Trim and Clear return ErrReadOnly, Get does not update LastUsed or
+// remove corrupt entries, Verify only reports, and counters live in memory
+// for the life of the store.
+//
+// # Processes
+//
+// Badger allows one process per database directory (see the DESIGN's process
+// model: the daemon owns the store). Open fails with an error that matches
+// ErrLocked when another process holds the directory; OpenWait waits for it.
+package cache
+
+import (
+	"context"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Key identifies an entry: the digest of a key record computed by the
+// caller. Its zero value is a valid key.
+type Key [32]byte
+
+// String returns the key as 64 lowercase hex digits.
+func (k Key) String() string { return hex.EncodeToString(k[:]) }
+
+// ParseKey parses 64 hex digits.
+func ParseKey(s string) (Key, error) {
+	var k Key
+	if len(s) != 2*len(k) {
+		return k, fmt.Errorf("cache: key %q: want %d hex digits", s, 2*len(k))
+	}
+	if _, err := hex.Decode(k[:], []byte(s)); err != nil {
+		return k, fmt.Errorf("cache: key %q: not hex", s)
+	}
+	return k, nil
+}
+
+// Digest is the SHA-256 of a blob.
+type Digest = [32]byte
+
+// Output is one artifact of an entry. Mode holds the file mode bits the
+// output should be written with (e.g. 0o755 for a shared object).
+type Output struct {
+	Name   string
+	Size   int64
+	Digest Digest
+	Mode   uint32
+}
+
+// Entry is the metadata of a cache entry. A store returns a new Entry on
+// every call; the caller may keep and modify it.
+type Entry struct {
+	Key Key
+	// Record is the encoded key record, opaque bytes to the cache.
+	Record  []byte
+	Outputs []Output
+	// Meta holds small named strings, e.g. "hashid", "platform".
+	Meta        map[string]string
+	Created     time.Time
+	LastUsed    time.Time
+	CompileTime time.Duration
+}
+
+// Size returns the sum of the entry's output sizes.
+func (e *Entry) Size() int64 {
+	var n int64
+	for _, o := range e.Outputs {
+		n += o.Size
+	}
+	return n
+}
+
+// Hit is the result of a successful Get. Data[i] holds Outputs[i] of Entry,
+// verified against its size and digest. Entry.LastUsed is the last use
+// before this one.
+type Hit struct {
+	Entry *Entry
+	Data  [][]byte
+}
+
+// ErrMiss matches every miss (errors.Is(err, ErrMiss)).
+var ErrMiss = errors.New("cache miss")
+
+// ErrReadOnly is returned by the operations that would write a read-only
+// store.
+var ErrReadOnly = errors.New("cache: store is read-only")
+
+// ErrLocked matches the error of Open when another process holds the cache
+// directory.
+var ErrLocked = errors.New("cache directory is in use by another process")
+
+// ErrClosed is returned by operations on a closed store.
+var ErrClosed = errors.New("cache: store is closed")
+
+// Reasons of misses that are not corruption.
+const (
+	ReasonNoEntry = "no entry"
+)
+
+// MissError is a miss with its reason: "no entry", "blob 3f2a...: corrupt:
+// sha256 mismatch", "blob 3f2a...: missing", "entry corrupt: ...". It
+// matches ErrMiss.
+type MissError struct {
+	Key    Key
+	Reason string
+	// Corrupt is set when the entry existed but was damaged (and removed,
+	// unless the store is read-only).
+	Corrupt bool
+}
+
+func (e *MissError) Error() string {
+	return fmt.Sprintf("cache miss for %s: %s", e.Key.String()[:12], e.Reason)
+}
+
+// Is reports whether target is ErrMiss.
+func (e *MissError) Is(target error) bool { return target == ErrMiss }
+
+// DataError reports a Put whose data does not match its outputs, or whose
+// entry exceeds a limit of the entry encoding.
+type DataError struct {
+	Key    Key
+	Output string // the output's name, "" for the entry as a whole
+	Reason string
+	Err    error // ErrTooLarge or nil
+}
+
+func (e *DataError) Unwrap() error { return e.Err }
+
+func (e *DataError) Error() string {
+	if e.Output == "" {
+		return fmt.Sprintf("cache: put %s: %s", e.Key.String()[:12], e.Reason)
+	}
+	return fmt.Sprintf("cache: put %s: output %q: %s", e.Key.String()[:12], e.Output, e.Reason)
+}
+
+// ErrTooLarge matches a DataError for an entry whose blobs alone exceed the
+// store's MaxBytes.
+var ErrTooLarge = errors.New("entry larger than the cache size limit")
+
+// Events counted by Count.
+const (
+	EventUncached = "uncached" // a build whose identity was unavailable; reason required
+	EventError    = "error"    // a build that failed; reason optional
+)
+
+// Stats are a store's counters and size. Entries, Bytes and MaxBytes
+// describe the store now; the other fields count events since the counters
+// were created.
+type Stats struct {
+	Hits            int64            `json:"hits"`
+	Misses          int64            `json:"misses"`
+	Uncached        int64            `json:"uncached"`
+	Errors          int64            `json:"errors"`
+	Corrupt         int64            `json:"corrupt"`
+	Evictions       int64            `json:"evictions"`
+	UncachedReasons map[string]int64 `json:"uncached_reasons"`
+	Entries         int64            `json:"entries"`
+	Bytes           int64            `json:"bytes"`
+	MaxBytes        int64            `json:"max_bytes"`
+}
+
+// CorruptBlob is a damaged or missing blob found by Verify.
+type CorruptBlob struct {
+	Digest  Digest `json:"-"`
+	Reason  string `json:"reason"`
+	Entries []Key  `json:"-"` // the entries that named it
+}
+
+// VerifyReport is the result of Verify.
+type VerifyReport struct {
+	Entries int   // entries checked
+	Blobs   int   // blobs re-hashed
+	Bytes   int64 // bytes re-hashed
+	// Corrupt lists damaged or missing blobs.
+	Corrupt []CorruptBlob
+	// BadEntries lists entries that could not be decoded, with reasons.
+	BadEntries map[Key]string
+	// Removed lists the entries removed (none on a read-only store).
+	Removed []Key
+	// Orphans counts blobs named by no entry, deleted.
+	Orphans int
+	// OrphanBytes is their size.
+	OrphanBytes int64
+}
+
+// OK reports whether Verify found nothing damaged. Orphans are not damage.
+func (r *VerifyReport) OK() bool { return len(r.Corrupt) == 0 && len(r.BadEntries) == 0 }
+
+// TrimReport is the result of Trim.
+type TrimReport struct {
+	BytesBefore int64
+	BytesAfter  int64
+	MaxBytes    int64
+	Evicted     []Key // least recently used first
+	Orphans     int   // blobs named by no entry, deleted
+	// ValueLogGC counts value-log files rewritten by Badger's GC.
+	ValueLogGC int
+}
+
+// Store is an artifact store. Implementations in this package are safe for
+// concurrent use by multiple goroutines.
+type Store interface {
+	// Get returns the entry and its verified data. A miss is a *MissError:
+	// "no entry", or a damaged entry (corrupt or missing blob, undecodable
+	// entry), which is counted as corrupt and removed. Get counts a hit or
+	// a miss and updates LastUsed.
+	Get(ctx context.Context, key Key) (*Hit, error)
+	// Put stores data[i] as e.Outputs[i]: it fills zero Sizes and Digests,
+	// checks the others against data (a *DataError on mismatch), writes
+	// the blobs first and the entry last. A zero Created is set to now, a
+	// zero LastUsed to Created. Putting an existing key replaces its entry.
+	// Put does not modify e.
+	Put(ctx context.Context, e *Entry, data [][]byte) error
+	// Entry returns the metadata of one entry, without reading blobs or
+	// counting anything. A missing entry is a *MissError.
+	Entry(ctx context.Context, key Key) (*Entry, error)
+	// List calls fn for every entry in key order, stopping at fn's first
+	// error, which it returns. Undecodable entries are skipped (Verify
+	// reports them).
+	List(ctx context.Context, fn func(*Entry) error) error
+	// Delete removes an entry and the blobs no other entry names. Deleting
+	// a missing key is not an error.
+	Delete(ctx context.Context, key Key) error
+	// Verify re-hashes every blob, removes the entries that name a corrupt
+	// or missing blob and deletes orphan blobs.
+	Verify(ctx context.Context) (*VerifyReport, error)
+	// Trim evicts least-recently-used entries until Bytes <= maxBytes,
+	// deletes blobs no entry names and compacts storage.
+	Trim(ctx context.Context, maxBytes int64) (*TrimReport, error)
+	// Clear removes every entry and blob. Counters are kept.
+	Clear(ctx context.Context) error
+	// Stats returns the counters and the size.
+	Stats(ctx context.Context) (*Stats, error)
+	// Count counts an event: EventUncached with its reason, or EventError.
+	Count(ctx context.Context, event string, reason string) error
+	// Close flushes batched writes and releases the store.
+	Close() error
+}
+
+// Logger receives a Badger store's log messages. Its method set is that of
+// badger.Logger.
+type Logger interface {
+	Errorf(string, ...any)
+	Warningf(string, ...any)
+	Infof(string, ...any)
+	Debugf(string, ...any)
+}
+
+// DefaultMaxBytes is the default size limit: 5 GiB.
+const DefaultMaxBytes int64 = 5 << 30
+
+// Options configure a store.
+type Options struct {
+	// MaxBytes caps the size of the blobs; 0 means no limit.
+	MaxBytes int64
+	// ReadOnly makes the store never write.
+	ReadOnly bool
+	// Logger receives Badger's messages; nil silences them.
+	Logger Logger
+	// Now returns the current time; nil means time.Now.
+	Now func() time.Time
+}
+
+func (o *Options) now() time.Time {
+	if o.Now != nil {
+		return o.Now()
+	}
+	return time.Now()
+}
+
+// FaultInjector is implemented by the stores of this package, for tests of
+// the code that uses them: it damages a stored blob in place.
+type FaultInjector interface {
+	// CorruptBlob flips one bit of the stored blob with the given digest.
+	CorruptBlob(ctx context.Context, d Digest) error
+	// RemoveBlob deletes the stored blob, leaving its entries.
+	RemoveBlob(ctx context.Context, d Digest) error
+}
+
+// Limits of the entry encoding; Put rejects entries beyond them and the
+// decoder refuses to read beyond them.
+const (
+	MaxRecordBytes = 1 << 20 // key record
+	MaxOutputs     = 4096
+	MaxNameBytes   = 4096 // output name
+	MaxMetaPairs   = 256
+	MaxMetaBytes   = 64 << 10 // one meta key or value
+	maxEntryBytes  = MaxRecordBytes + MaxOutputs*(MaxNameBytes+64) + MaxMetaPairs*2*(MaxMetaBytes+8) + 64
+)
+
+func shortHex(d []byte) string { return hex.EncodeToString(d[:6]) }
+
+// CountError reports a Count call with an unknown event or a missing
+// reason.
+type CountError struct {
+	Event  string
+	Reason string
+}
+
+func (e *CountError) Error() string {
+	return fmt.Sprintf("cache: count %q: %s", e.Event, e.Reason)
+}

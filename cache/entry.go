@@ -1,0 +1,275 @@
+package cache
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"time"
+)
+
+// An entry is stored as:
+//
+//	"PJE1"                         magic and version
+//	uvarint len, record bytes
+//	uvarint n, n times:            outputs
+//	    uvarint len, name bytes
+//	    uvarint size
+//	    32 bytes digest
+//	    uvarint mode
+//	uvarint n, n times:            meta, sorted by key, keys distinct
+//	    uvarint len, key bytes
+//	    uvarint len, value bytes
+//	varint created (Unix nanoseconds)
+//	varint compile time (nanoseconds, >= 0)
+//
+// and nothing after. The key and LastUsed are stored beside it.
+const entryMagic = "PJE1"
+
+// errEntry is wrapped by every decoding error.
+var errEntry = errors.New("entry corrupt")
+
+func encodeEntry(e *Entry) []byte {
+	b := make([]byte, 0, 64+len(e.Record)+len(e.Outputs)*64)
+	b = append(b, entryMagic...)
+	b = binary.AppendUvarint(b, uint64(len(e.Record)))
+	b = append(b, e.Record...)
+	b = binary.AppendUvarint(b, uint64(len(e.Outputs)))
+	for _, o := range e.Outputs {
+		b = binary.AppendUvarint(b, uint64(len(o.Name)))
+		b = append(b, o.Name...)
+		b = binary.AppendUvarint(b, uint64(o.Size))
+		b = append(b, o.Digest[:]...)
+		b = binary.AppendUvarint(b, uint64(o.Mode))
+	}
+	keys := slices.Sorted(maps.Keys(e.Meta))
+	b = binary.AppendUvarint(b, uint64(len(keys)))
+	for _, k := range keys {
+		b = binary.AppendUvarint(b, uint64(len(k)))
+		b = append(b, k...)
+		v := e.Meta[k]
+		b = binary.AppendUvarint(b, uint64(len(v)))
+		b = append(b, v...)
+	}
+	b = binary.AppendVarint(b, e.Created.UnixNano())
+	b = binary.AppendVarint(b, int64(e.CompileTime))
+	return b
+}
+
+type entryDecoder struct {
+	b   []byte
+	err error
+}
+
+func (d *entryDecoder) fail(format string, args ...any) {
+	if d.err == nil {
+		d.err = fmt.Errorf("%w: %s", errEntry, fmt.Sprintf(format, args...))
+	}
+}
+
+func (d *entryDecoder) uvarint(what string, max uint64) uint64 {
+	if d.err != nil {
+		return 0
+	}
+	v, n := binary.Uvarint(d.b)
+	if n <= 0 {
+		d.fail("bad %s", what)
+		return 0
+	}
+	if v > max {
+		d.fail("%s %d exceeds %d", what, v, max)
+		return 0
+	}
+	d.b = d.b[n:]
+	return v
+}
+
+func (d *entryDecoder) varint(what string) int64 {
+	if d.err != nil {
+		return 0
+	}
+	v, n := binary.Varint(d.b)
+	if n <= 0 {
+		d.fail("bad %s", what)
+		return 0
+	}
+	d.b = d.b[n:]
+	return v
+}
+
+func (d *entryDecoder) bytes(what string, max uint64) []byte {
+	n := d.uvarint(what+" length", max)
+	if d.err != nil {
+		return nil
+	}
+	if uint64(len(d.b)) < n {
+		d.fail("%s truncated", what)
+		return nil
+	}
+	v := d.b[:n:n]
+	d.b = d.b[n:]
+	return v
+}
+
+// decodeEntry decodes an entry stored under key. It never panics and reads
+// no more than the limits allow; the result does not alias b.
+func decodeEntry(key Key, b []byte) (*Entry, error) {
+	if len(b) > maxEntryBytes {
+		return nil, fmt.Errorf("%w: %d bytes", errEntry, len(b))
+	}
+	if !bytes.HasPrefix(b, []byte(entryMagic)) {
+		return nil, fmt.Errorf("%w: bad magic", errEntry)
+	}
+	d := &entryDecoder{b: b[len(entryMagic):]}
+	e := &Entry{Key: key}
+	if r := d.bytes("record", MaxRecordBytes); len(r) > 0 {
+		e.Record = bytes.Clone(r)
+	}
+	n := d.uvarint("output count", MaxOutputs)
+	for i := uint64(0); i < n && d.err == nil; i++ {
+		var o Output
+		o.Name = string(d.bytes("output name", MaxNameBytes))
+		o.Size = int64(d.uvarint("output size", 1<<62))
+		if d.err == nil && len(d.b) < len(o.Digest) {
+			d.fail("output digest truncated")
+		}
+		if d.err == nil {
+			copy(o.Digest[:], d.b)
+			d.b = d.b[len(o.Digest):]
+		}
+		o.Mode = uint32(d.uvarint("output mode", 1<<32-1))
+		e.Outputs = append(e.Outputs, o)
+	}
+	n = d.uvarint("meta count", MaxMetaPairs)
+	prev := ""
+	for i := uint64(0); i < n && d.err == nil; i++ {
+		k := string(d.bytes("meta key", MaxMetaBytes))
+		v := string(d.bytes("meta value", MaxMetaBytes))
+		if d.err != nil {
+			break
+		}
+		if i > 0 && k <= prev {
+			d.fail("meta keys not sorted")
+			break
+		}
+		prev = k
+		if e.Meta == nil {
+			e.Meta = make(map[string]string, n)
+		}
+		e.Meta[k] = v
+	}
+	e.Created = time.Unix(0, d.varint("created"))
+	ct := d.varint("compile time")
+	if d.err == nil && ct < 0 {
+		d.fail("negative compile time")
+	}
+	e.CompileTime = time.Duration(ct)
+	if d.err == nil && len(d.b) != 0 {
+		d.fail("%d trailing bytes", len(d.b))
+	}
+	if d.err != nil {
+		return nil, d.err
+	}
+	e.LastUsed = e.Created
+	return e, nil
+}
+
+// prepare checks e and data for Put and returns a copy of e with Sizes and
+// Digests filled, Created and LastUsed set, and the distinct digests with
+// their data.
+func prepare(e *Entry, data [][]byte, now time.Time) (*Entry, map[Digest][]byte, error) {
+	bad := func(out, format string, args ...any) error {
+		return &DataError{Key: e.Key, Output: out, Reason: fmt.Sprintf(format, args...)}
+	}
+	if len(data) != len(e.Outputs) {
+		return nil, nil, bad("", "%d outputs but %d data", len(e.Outputs), len(data))
+	}
+	switch {
+	case len(e.Record) > MaxRecordBytes:
+		return nil, nil, bad("", "record of %d bytes exceeds %d", len(e.Record), MaxRecordBytes)
+	case len(e.Outputs) > MaxOutputs:
+		return nil, nil, bad("", "%d outputs exceed %d", len(e.Outputs), MaxOutputs)
+	case len(e.Meta) > MaxMetaPairs:
+		return nil, nil, bad("", "%d meta pairs exceed %d", len(e.Meta), MaxMetaPairs)
+	case e.CompileTime < 0:
+		return nil, nil, bad("", "negative compile time")
+	}
+	for k, v := range e.Meta {
+		if len(k) > MaxMetaBytes || len(v) > MaxMetaBytes {
+			return nil, nil, bad("", "meta %.40q exceeds %d bytes", k, MaxMetaBytes)
+		}
+	}
+	c := &Entry{
+		Key:         e.Key,
+		Record:      bytes.Clone(e.Record),
+		Outputs:     slices.Clone(e.Outputs),
+		Meta:        maps.Clone(e.Meta),
+		Created:     e.Created,
+		LastUsed:    e.LastUsed,
+		CompileTime: e.CompileTime,
+	}
+	if c.Created.IsZero() {
+		c.Created = now
+	}
+	if c.LastUsed.IsZero() {
+		c.LastUsed = c.Created
+	}
+	blobs := make(map[Digest][]byte, len(data))
+	names := make(map[string]bool, len(data))
+	for i := range c.Outputs {
+		o := &c.Outputs[i]
+		if o.Name == "" || len(o.Name) > MaxNameBytes {
+			return nil, nil, bad(o.Name, "name must have 1 to %d bytes", MaxNameBytes)
+		}
+		if names[o.Name] {
+			return nil, nil, bad(o.Name, "duplicate output name")
+		}
+		names[o.Name] = true
+		d := data[i]
+		if o.Size == 0 {
+			o.Size = int64(len(d))
+		} else if o.Size != int64(len(d)) {
+			return nil, nil, bad(o.Name, "size %d but %d bytes of data", o.Size, len(d))
+		}
+		sum := sha256.Sum256(d)
+		if o.Digest == (Digest{}) {
+			o.Digest = sum
+		} else if o.Digest != sum {
+			return nil, nil, bad(o.Name, "digest %s but data hashes to %s", shortHex(o.Digest[:]), shortHex(sum[:]))
+		}
+		blobs[o.Digest] = d
+	}
+	return c, blobs, nil
+}
+
+// blobSize returns the bytes of the distinct blobs of e.
+func distinctSize(e *Entry) int64 {
+	seen := make(map[Digest]bool, len(e.Outputs))
+	var n int64
+	for _, o := range e.Outputs {
+		if !seen[o.Digest] {
+			seen[o.Digest] = true
+			n += o.Size
+		}
+	}
+	return n
+}
+
+// checkBlob verifies a blob read back from a store against an output and
+// returns the miss reason, or "" when it is intact.
+func checkBlob(o Output, data []byte) string {
+	if int64(len(data)) != o.Size {
+		return fmt.Sprintf("blob %s corrupt: size %d, want %d", shortHex(o.Digest[:]), len(data), o.Size)
+	}
+	if sha256.Sum256(data) != o.Digest {
+		return fmt.Sprintf("blob %s corrupt: sha256 mismatch", shortHex(o.Digest[:]))
+	}
+	return ""
+}
+
+func missingReason(d Digest) string {
+	return fmt.Sprintf("blob %s missing", shortHex(d[:]))
+}

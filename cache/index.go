@@ -1,0 +1,234 @@
+package cache
+
+import (
+	"bytes"
+	"slices"
+	"sync"
+	"time"
+)
+
+// index is the in-memory view of a store's entries and blobs that size
+// accounting, reference counting and eviction need. It is not safe for
+// concurrent use; its owner guards it.
+type index struct {
+	entries map[Key]*indexEntry
+	blobs   map[Digest]*indexBlob
+	bytes   int64 // sum of blobs' sizes
+	// pins counts the in-flight Puts that are writing or have written a
+	// blob whose entry is not yet stored: such a blob is not an orphan.
+	pins map[Digest]int
+}
+
+type indexEntry struct {
+	lastUsed time.Time
+	digests  []Digest // distinct
+}
+
+type indexBlob struct {
+	size int64
+	refs int // entries naming the blob
+}
+
+func newIndex() *index {
+	return &index{
+		entries: make(map[Key]*indexEntry),
+		blobs:   make(map[Digest]*indexBlob),
+		pins:    make(map[Digest]int),
+	}
+}
+
+func distinctDigests(e *Entry) []Digest {
+	ds := make([]Digest, 0, len(e.Outputs))
+	for _, o := range e.Outputs {
+		if !slices.Contains(ds, o.Digest) {
+			ds = append(ds, o.Digest)
+		}
+	}
+	return ds
+}
+
+// addBlob records a stored blob; it is a no-op for a known blob.
+func (x *index) addBlob(d Digest, size int64) {
+	if _, ok := x.blobs[d]; ok {
+		return
+	}
+	x.blobs[d] = &indexBlob{size: size}
+	x.bytes += size
+}
+
+// removeBlob forgets a blob, whatever its references.
+func (x *index) removeBlob(d Digest) {
+	if b, ok := x.blobs[d]; ok {
+		x.bytes -= b.size
+		delete(x.blobs, d)
+	}
+}
+
+// addEntry records an entry whose blobs are recorded (a blob the index does
+// not know is added with its output size) and returns the blobs that a
+// replaced entry left unreferenced.
+func (x *index) addEntry(e *Entry) []Digest {
+	var orphans []Digest
+	if _, ok := x.entries[e.Key]; ok {
+		orphans = x.removeEntry(e.Key)
+	}
+	ds := distinctDigests(e)
+	for _, o := range e.Outputs {
+		x.addBlob(o.Digest, o.Size)
+	}
+	for _, d := range ds {
+		x.blobs[d].refs++
+	}
+	x.entries[e.Key] = &indexEntry{lastUsed: e.LastUsed, digests: ds}
+	return slices.DeleteFunc(orphans, func(d Digest) bool { return x.blobs[d] != nil && x.blobs[d].refs > 0 })
+}
+
+// removeEntry forgets an entry and returns the blobs it left unreferenced
+// and unpinned.
+func (x *index) removeEntry(k Key) []Digest {
+	ie, ok := x.entries[k]
+	if !ok {
+		return nil
+	}
+	delete(x.entries, k)
+	var orphans []Digest
+	for _, d := range ie.digests {
+		if b := x.blobs[d]; b != nil {
+			b.refs--
+			if b.refs <= 0 && x.pins[d] == 0 {
+				orphans = append(orphans, d)
+			}
+		}
+	}
+	return orphans
+}
+
+func (x *index) pin(ds []Digest) {
+	for _, d := range ds {
+		x.pins[d]++
+	}
+}
+
+func (x *index) unpin(ds []Digest) {
+	for _, d := range ds {
+		if x.pins[d]--; x.pins[d] <= 0 {
+			delete(x.pins, d)
+		}
+	}
+}
+
+// orphans returns the blobs no entry names and no Put has pinned.
+func (x *index) orphans() []Digest {
+	var ds []Digest
+	for d, b := range x.blobs {
+		if b.refs <= 0 && x.pins[d] == 0 {
+			ds = append(ds, d)
+		}
+	}
+	slices.SortFunc(ds, func(a, b Digest) int { return bytes.Compare(a[:], b[:]) })
+	return ds
+}
+
+// touch sets an entry's last use if t is later.
+func (x *index) touch(k Key, t time.Time) {
+	if ie, ok := x.entries[k]; ok && t.After(ie.lastUsed) {
+		ie.lastUsed = t
+	}
+}
+
+// lru returns the entries in least-recently-used order, ties broken by key.
+func (x *index) lru() []Key {
+	keys := make([]Key, 0, len(x.entries))
+	for k := range x.entries {
+		keys = append(keys, k)
+	}
+	slices.SortFunc(keys, func(a, b Key) int {
+		if c := x.entries[a].lastUsed.Compare(x.entries[b].lastUsed); c != 0 {
+			return c
+		}
+		return bytes.Compare(a[:], b[:])
+	})
+	return keys
+}
+
+// counters are a store's event counts. They are safe for concurrent use.
+type counters struct {
+	mu sync.Mutex // guards the fields below
+	c  Stats
+	// dirty is set when c changed since the last flush (Badger).
+	dirty bool
+}
+
+func (c *counters) add(f func(s *Stats)) {
+	c.mu.Lock()
+	f(&c.c)
+	c.dirty = true
+	c.mu.Unlock()
+}
+
+// take returns the counts and, with reset, zeroes them (Badger flushes
+// deltas).
+func (c *counters) take(reset bool) Stats {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	s := c.c
+	s.UncachedReasons = make(map[string]int64, len(c.c.UncachedReasons))
+	for k, v := range c.c.UncachedReasons {
+		s.UncachedReasons[k] = v
+	}
+	if reset {
+		c.c = Stats{}
+		c.dirty = false
+	}
+	return s
+}
+
+// restore adds back deltas that could not be flushed.
+func (c *counters) restore(s Stats) {
+	c.add(func(t *Stats) { addStats(t, &s) })
+}
+
+func addStats(t, s *Stats) {
+	t.Hits += s.Hits
+	t.Misses += s.Misses
+	t.Uncached += s.Uncached
+	t.Errors += s.Errors
+	t.Corrupt += s.Corrupt
+	t.Evictions += s.Evictions
+	for k, v := range s.UncachedReasons {
+		if t.UncachedReasons == nil {
+			t.UncachedReasons = make(map[string]int64)
+		}
+		t.UncachedReasons[k] += v
+	}
+}
+
+// countEvent validates and counts a Count call.
+func (c *counters) countEvent(event, reason string) error {
+	switch event {
+	case EventUncached:
+		if reason == "" {
+			return &CountError{Event: event, Reason: "needs a reason"}
+		}
+		if len(reason) > MaxMetaBytes {
+			return &CountError{Event: event, Reason: "reason too long"}
+		}
+		c.add(func(s *Stats) {
+			s.Uncached++
+			if s.UncachedReasons == nil {
+				s.UncachedReasons = make(map[string]int64)
+			}
+			s.UncachedReasons[reason]++
+		})
+	case EventError:
+		c.add(func(s *Stats) { s.Errors++ })
+	default:
+		return &CountError{Event: event, Reason: "unknown event"}
+	}
+	return nil
+}
+
+// any reports whether s counts any event.
+func (s *Stats) any() bool {
+	return s.Hits|s.Misses|s.Uncached|s.Errors|s.Corrupt|s.Evictions != 0 || len(s.UncachedReasons) > 0
+}
