@@ -1,0 +1,181 @@
+package clientcmd
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/spf13/pflag"
+
+	"github.com/ptojit/ptojit/cmd/internal/cli"
+	"github.com/ptojit/ptojit/inventory"
+)
+
+func init() {
+	register(&cli.Command{
+		Name:    "fingerprint",
+		Usage:   "fingerprint [--python-only] [--extra] [--extra-fingerprint S] [--records] [--json] PATH...",
+		Summary: "print the content fingerprint of files and directories",
+		Long: `Prints digest(("content", [root, ...])), the identity of the bytes of the
+files under the PATHs, as pypto._identity.fingerprint_content computes it.
+Each PATH is one root: a file, or a directory read recursively (skipping
+.git, __pycache__, *.pyc and *.pyo). With --python-only, directories keep
+only their .py files.
+
+With --extra, prints instead the extra-sources digest
+digest(("extra_sources", content, extra_fingerprint)) over the PATHs as
+python-only roots (no PATH is valid), with --extra-fingerprint as the
+application's extra fingerprint (None when not given).
+
+--records prints the records the digest is taken of, in the wire form, one
+per line, before the digest. --json prints {"digest", "unavailable",
+"files", "bytes", "seconds"}.
+
+The fingerprint is unavailable (exit status 1, the reason on stderr) for a
+missing input, a broken symlink, a directory cycle, anything that is neither
+a regular file nor a directory, an unreadable input, or an input that
+changed while it was read.`,
+		Setup: func(fs *pflag.FlagSet) cli.RunFunc {
+			var o fingerprintOptions
+			fs.BoolVar(&o.pythonOnly, "python-only", false, "directories contribute only .py files")
+			fs.BoolVar(&o.extra, "extra", false, "print the extra-sources digest of the PATHs")
+			fs.StringVar(&o.extraFingerprint, "extra-fingerprint", "", "the application's extra fingerprint (with --extra)")
+			fs.BoolVar(&o.records, "records", false, "print the records before the digest")
+			fs.BoolVar(&o.json, "json", false, "print a JSON object")
+			return func(ctx context.Context, env *cli.Env, args []string) error {
+				o.extraFingerprintSet = fs.Changed("extra-fingerprint")
+				return runFingerprint(env, o, args)
+			}
+		},
+	})
+}
+
+type fingerprintOptions struct {
+	pythonOnly          bool
+	extra               bool
+	extraFingerprint    string
+	extraFingerprintSet bool
+	records             bool
+	json                bool
+}
+
+// fingerprintResult is the --json output.
+type fingerprintResult struct {
+	Digest      *string  `json:"digest"`
+	Unavailable *string  `json:"unavailable"`
+	Files       int      `json:"files"`
+	Bytes       int64    `json:"bytes"`
+	Seconds     float64  `json:"seconds"`
+	Records     []string `json:"records,omitempty"`
+}
+
+func runFingerprint(env *cli.Env, o fingerprintOptions, args []string) error {
+	if o.extraFingerprintSet && !o.extra {
+		return cli.Usagef("fingerprint: --extra-fingerprint needs --extra")
+	}
+	start := time.Now()
+	roots := make([]inventory.ContentRoot, 0, len(args))
+	for _, a := range args {
+		if a == "" {
+			return cli.Usagef("fingerprint: empty PATH")
+		}
+		if env.Dir != "" && !strings.HasPrefix(a, "/") {
+			a = env.Dir + "/" + a // joined, not cleaned: ".." stays for the filesystem
+		}
+		r, err := inventory.NewContentRoot(a, o.pythonOnly || o.extra)
+		if err != nil {
+			return cli.Usagef("fingerprint: %v", err)
+		}
+		roots = append(roots, r)
+	}
+
+	var (
+		res     fingerprintResult
+		records []inventory.Value
+		digest  inventory.Sum
+		err     error
+	)
+	var content *inventory.Content
+	if len(roots) > 0 || !o.extra {
+		content, err = inventory.Fingerprint(roots)
+	}
+	if content != nil {
+		res.Files, res.Bytes = content.Files, content.Bytes
+		records = append(records, content.Record())
+		digest = content.Digest
+	}
+	if err == nil && o.extra {
+		var extra inventory.Value = inventory.None{}
+		if o.extraFingerprintSet {
+			extra = inventory.Str(o.extraFingerprint)
+			if !inventory.ValidStr(o.extraFingerprint) {
+				return cli.Usagef("fingerprint: --extra-fingerprint is not valid UTF-8")
+			}
+		}
+		contentDigest := inventory.MustDigest(inventory.T(inventory.Str("content"), inventory.List{}))
+		if content != nil {
+			contentDigest = content.Digest
+		} else {
+			records = append(records, inventory.T(inventory.Str("content"), inventory.List{}))
+		}
+		rec := inventory.T(inventory.Str("extra_sources"), inventory.Str(contentDigest.String()), extra)
+		records = append(records, rec)
+		digest, err = inventory.Digest(rec)
+	}
+	res.Seconds = time.Since(start).Seconds()
+
+	var unavailable *inventory.UnavailableError
+	if err != nil && !errors.As(err, &unavailable) {
+		return fmt.Errorf("fingerprint: %w", err)
+	}
+	if unavailable != nil {
+		reason := unavailable.Error()
+		res.Unavailable = &reason
+	} else {
+		d := digest.String()
+		res.Digest = &d
+	}
+
+	if o.records && unavailable == nil {
+		for _, r := range records {
+			b, err := inventory.Encode(r)
+			if err != nil {
+				return fmt.Errorf("fingerprint: %w", err)
+			}
+			if o.json {
+				res.Records = append(res.Records, string(b))
+			} else if err := writeLine(env.Stdout, b); err != nil {
+				return err
+			}
+		}
+	}
+	if o.json {
+		if err := cli.WriteJSON(env.Stdout, res); err != nil {
+			return err
+		}
+	} else if res.Digest != nil {
+		if _, err := fmt.Fprintln(env.Stdout, *res.Digest); err != nil {
+			return err
+		}
+	}
+	if unavailable != nil {
+		fmt.Fprintf(env.Stderr, "%s: %s\n", progName(env), *res.Unavailable)
+		return cli.Exit(cli.ExitFailure)
+	}
+	return nil
+}
+
+func writeLine(w io.Writer, b []byte) error {
+	_, err := w.Write(append(b, '\n'))
+	return err
+}
+
+func progName(env *cli.Env) string {
+	if env.Prog != "" {
+		return env.Prog
+	}
+	return "ptojit"
+}

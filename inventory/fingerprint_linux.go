@@ -1,0 +1,270 @@
+package inventory
+
+import (
+	"errors"
+	"hash"
+	"syscall"
+	"unsafe"
+)
+
+// The filesystem primitives of the walk, on raw system calls: os.File
+// costs several extra calls and allocations per file, which matter when
+// thousands of small files are read.
+
+// getwd returns the kernel's working directory, as Python's os.getcwd does
+// (os.Getwd would prefer $PWD, which may spell it through a symlink).
+func getwd() (string, error) { return syscall.Getwd() }
+
+func kindOfMode(mode uint32) fileKind {
+	switch mode & syscall.S_IFMT {
+	case syscall.S_IFREG:
+		return kindReg
+	case syscall.S_IFDIR:
+		return kindDir
+	case syscall.S_IFLNK:
+		return kindLink
+	case syscall.S_IFIFO:
+		return kindFIFO
+	case syscall.S_IFSOCK:
+		return kindSocket
+	case syscall.S_IFCHR:
+		return kindCharDev
+	case syscall.S_IFBLK:
+		return kindBlockDev
+	}
+	return kindUnknown
+}
+
+func kindOfDT(t uint8) fileKind {
+	switch t {
+	case syscall.DT_REG:
+		return kindReg
+	case syscall.DT_DIR:
+		return kindDir
+	case syscall.DT_LNK:
+		return kindLink
+	case syscall.DT_FIFO:
+		return kindFIFO
+	case syscall.DT_SOCK:
+		return kindSocket
+	case syscall.DT_CHR:
+		return kindCharDev
+	case syscall.DT_BLK:
+		return kindBlockDev
+	}
+	return kindUnknown
+}
+
+func toFileStat(st *syscall.Stat_t) fileStat {
+	return fileStat{
+		kind:  kindOfMode(st.Mode),
+		dev:   uint64(st.Dev),
+		ino:   st.Ino,
+		size:  st.Size,
+		mtime: st.Mtim.Nano(),
+		ctime: st.Ctim.Nano(),
+	}
+}
+
+func lstat(path string) (fileStat, error) {
+	var st syscall.Stat_t
+	for {
+		err := syscall.Lstat(path, &st)
+		if err == syscall.EINTR {
+			continue
+		}
+		if err != nil {
+			return fileStat{}, err
+		}
+		return toFileStat(&st), nil
+	}
+}
+
+func readlink(path string) (string, error) {
+	for n := 256; ; n *= 2 {
+		b := make([]byte, n)
+		m, err := syscall.Readlink(path, b)
+		if err == syscall.EINTR {
+			continue
+		}
+		if err != nil {
+			return "", err
+		}
+		if m < n {
+			return string(b[:m]), nil
+		}
+	}
+}
+
+func isNotExist(err error) bool { return errors.Is(err, syscall.ENOENT) }
+
+// errReason is the reason for a failed call on a path that should be there.
+func errReason(err error) string {
+	var errno syscall.Errno
+	if errors.As(err, &errno) {
+		switch errno {
+		case syscall.EACCES, syscall.EPERM:
+			return "unreadable: " + errno.Error()
+		case syscall.ELOOP:
+			return "symlink loop"
+		}
+		return errno.Error()
+	}
+	return err.Error()
+}
+
+// dirErrReason is the reason for a directory that could not be listed.
+func dirErrReason(err error) string {
+	var errno syscall.Errno
+	if errors.As(err, &errno) {
+		switch errno {
+		case syscall.ELOOP, syscall.ENOTDIR, syscall.ENOENT:
+			return "directory replaced while read"
+		case syscall.EACCES, syscall.EPERM:
+			return "unreadable directory: " + errno.Error()
+		}
+		return "cannot list directory: " + errno.Error()
+	}
+	return "cannot list directory: " + err.Error()
+}
+
+func open(path string, flags int) (int, error) {
+	if testHookOpen != nil {
+		if err := testHookOpen(path); err != nil {
+			return -1, err
+		}
+	}
+	for {
+		fd, err := syscall.Open(path, flags|syscall.O_CLOEXEC|syscall.O_NOFOLLOW, 0)
+		if err == syscall.EINTR {
+			continue
+		}
+		return fd, err
+	}
+}
+
+// listDir opens the directory path (not following a final symlink) and
+// returns its metadata and its names, "." and ".." left out.
+func listDir(path string, buf []byte) (fileStat, []dirent, error) {
+	fd, err := open(path, syscall.O_RDONLY|syscall.O_DIRECTORY)
+	if err != nil {
+		return fileStat{}, nil, err
+	}
+	defer syscall.Close(fd)
+	var st syscall.Stat_t
+	if err := syscall.Fstat(fd, &st); err != nil {
+		return fileStat{}, nil, err
+	}
+	var ents []dirent
+	for {
+		n, err := syscall.ReadDirent(fd, buf)
+		if err == syscall.EINTR {
+			continue
+		}
+		if err != nil {
+			return fileStat{}, nil, err
+		}
+		if n <= 0 {
+			break
+		}
+		ents = parseDirents(buf[:n], ents)
+	}
+	return toFileStat(&st), ents, nil
+}
+
+// parseDirents appends the names of a getdents64 buffer: records of
+// d_ino u64, d_off i64, d_reclen u16, d_type u8, then the NUL-terminated
+// name.
+func parseDirents(b []byte, ents []dirent) []dirent {
+	const nameOff = 19
+	for len(b) >= nameOff {
+		reclen := int(*(*uint16)(unsafe.Pointer(&b[16])))
+		if reclen < nameOff || reclen > len(b) {
+			break
+		}
+		ino := *(*uint64)(unsafe.Pointer(&b[0]))
+		typ := b[18]
+		name := b[nameOff:reclen]
+		for i, c := range name {
+			if c == 0 {
+				name = name[:i]
+				break
+			}
+		}
+		b = b[reclen:]
+		if string(name) == "." || string(name) == ".." {
+			continue
+		}
+		ents = append(ents, dirent{name: string(name), ino: ino, kind: kindOfDT(typ)})
+	}
+	return ents
+}
+
+// hashFile reads the regular file path into h, writing the SHA-256 to sum,
+// and returns the file's size, or a reason why the content is unavailable:
+// the file is opened without following a final symlink, read to exactly
+// its size, and its path is checked (before the descriptor is closed, so
+// the inode cannot be reused) to still name the same inode with the same
+// size, mtime and ctime.
+func hashFile(path string, buf []byte, h hash.Hash, sum *Sum) (int64, string) {
+	fd, err := open(path, syscall.O_RDONLY|syscall.O_NONBLOCK)
+	if err != nil {
+		switch err {
+		case syscall.ELOOP:
+			return 0, "file replaced by a symlink while read"
+		case syscall.ENOENT:
+			return 0, "file removed while read"
+		}
+		return 0, errReason(err)
+	}
+	defer syscall.Close(fd)
+	var st0 syscall.Stat_t
+	if err := syscall.Fstat(fd, &st0); err != nil {
+		return 0, errReason(err)
+	}
+	before := toFileStat(&st0)
+	if before.kind != kindReg {
+		return 0, "not a regular file or directory (" + before.kind.String() + ")"
+	}
+	h.Reset()
+	for remaining := before.size; remaining > 0; {
+		b := buf
+		if int64(len(b)) > remaining {
+			b = b[:remaining]
+		}
+		n, err := syscall.Read(fd, b)
+		if err == syscall.EINTR {
+			continue
+		}
+		if err != nil {
+			return 0, errReason(err)
+		}
+		if n == 0 {
+			return 0, "file changed while read (size)"
+		}
+		h.Write(b[:n])
+		remaining -= int64(n)
+	}
+	if testHookFileRead != nil {
+		testHookFileRead(path)
+	}
+	after, err := lstat(path)
+	if err != nil {
+		if isNotExist(err) {
+			return 0, "file removed while read"
+		}
+		return 0, errReason(err)
+	}
+	switch {
+	case !after.sameInode(before):
+		return 0, "file replaced while read"
+	case after.size != before.size:
+		return 0, "file changed while read (size)"
+	case after.mtime != before.mtime:
+		return 0, "file changed while read (mtime)"
+	case after.ctime != before.ctime:
+		return 0, "file changed while read (ctime)"
+	}
+	h.Sum(sum[:0])
+	return before.size, ""
+}

@@ -1,0 +1,27 @@
+//go:build !linux
+
+package inventory
+
+import (
+	"errors"
+	"hash"
+	"os"
+)
+
+// Content fingerprints read the filesystem with Linux system calls; on
+// other systems every input is unavailable.
+
+var errUnsupported = errors.New("content fingerprints are supported on Linux only")
+
+func getwd() (string, error) { return os.Getwd() }
+
+func lstat(string) (fileStat, error)                     { return fileStat{}, errUnsupported }
+func readlink(string) (string, error)                    { return "", errUnsupported }
+func isNotExist(err error) bool                          { return errors.Is(err, os.ErrNotExist) }
+func errReason(err error) string                         { return err.Error() }
+func dirErrReason(err error) string                      { return err.Error() }
+func listDir(string, []byte) (fileStat, []dirent, error) { return fileStat{}, nil, errUnsupported }
+
+func hashFile(string, []byte, hash.Hash, *Sum) (int64, string) {
+	return 0, errUnsupported.Error()
+}
