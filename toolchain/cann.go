@@ -1,0 +1,156 @@
+package toolchain
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/ptojit/ptojit/inventory"
+)
+
+// CannInfoFile is the name of the file in which a CANN toolkit states its
+// build.
+const CannInfoFile = "ascend_toolkit_install.info"
+
+// maxInfoFile bounds the size of an info file worth parsing.
+const maxInfoFile = 64 << 10
+
+// resolveCann identifies a CANN installation: by the innerversion (else
+// version) of the one info file its root reaches, or, when anything about
+// that is unexpected, by every file of the root. Declared roots are read in
+// every case.
+func resolveCann(cfg *Config) ComponentInputs {
+	root := cfg.CannRoot
+	if root == "" {
+		root = cfg.getenv(CannRootEnv)
+	}
+	if root == "" {
+		return Unavailable("no CANN root (--cann-root or " + CannRootEnv + ")")
+	}
+	ci := rootInputs(root, "CANN", "--cann-root")
+	if ci.UnavailableReason != "" {
+		return ci
+	}
+	declared, reason := declaredRoots(cfg.DeviceRoots)
+	if reason != "" {
+		return Unavailable(reason)
+	}
+	version, _ := CannVersion(root)
+	if version == "" {
+		ci.Roots = append(ci.Roots, declared...)
+		return ci
+	}
+	return ComponentInputs{Roots: declared, ReportedVersion: version}
+}
+
+func declaredRoots(paths []string) ([]inventory.ContentRoot, string) {
+	var out []inventory.ContentRoot
+	for _, p := range paths {
+		r, err := inventory.NewContentRoot(p, false)
+		if err != nil {
+			return nil, "declared device root: " + err.Error()
+		}
+		out = append(out, r)
+	}
+	return out, ""
+}
+
+// CannVersion returns "innerversion=<v>" (or "version=<v>" when the file
+// has no innerversion) from the one ascend_toolkit_install.info that root
+// reaches: root/ascend_toolkit_install.info or root/*-linux/…, candidates
+// counted by the file they resolve to, so the arm64-linux symlink to
+// aarch64-linux is one candidate. Otherwise it returns "" and why: no info
+// file, two distinct ones, an unreadable or unparsable one, or empty
+// values.
+func CannVersion(root string) (version, reason string) {
+	cands := []string{filepath.Join(root, CannInfoFile)}
+	dirs, _ := filepath.Glob(filepath.Join(root, "*-linux", CannInfoFile))
+	sort.Strings(dirs)
+	cands = append(cands, dirs...)
+	var files []os.FileInfo
+	var paths []string
+	for _, c := range cands {
+		fi, err := os.Stat(c)
+		if err != nil {
+			continue
+		}
+		dup := false
+		for _, f := range files {
+			if os.SameFile(f, fi) {
+				dup = true
+			}
+		}
+		if !dup {
+			files = append(files, fi)
+			paths = append(paths, c)
+		}
+	}
+	switch len(files) {
+	case 0:
+		return "", "no " + CannInfoFile
+	case 1:
+	default:
+		return "", "more than one distinct " + CannInfoFile
+	}
+	f, err := os.Open(paths[0])
+	if err != nil {
+		return "", CannInfoFile + ": " + errText(err)
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, maxInfoFile+1))
+	if err != nil {
+		return "", CannInfoFile + ": " + errText(err)
+	}
+	if len(b) > maxInfoFile {
+		return "", CannInfoFile + " is too large"
+	}
+	info, err := ParseCannInfo(b)
+	if err != nil {
+		return "", CannInfoFile + ": " + err.Error()
+	}
+	if v := info["innerversion"]; v != "" {
+		return "innerversion=" + v, ""
+	}
+	if v := info["version"]; v != "" {
+		return "version=" + v, ""
+	}
+	return "", CannInfoFile + " has no innerversion or version"
+}
+
+// ParseCannInfo parses the key=value lines of an ascend_toolkit_install.info
+// file. Blank lines and lines starting with # are skipped; keys and values
+// are trimmed of spaces, and one pair of matching quotes around a value is
+// removed. A line without "=", an empty key, a NUL byte, or a key given
+// twice with different values is an error.
+func ParseCannInfo(b []byte) (map[string]string, error) {
+	if bytes.IndexByte(b, 0) >= 0 {
+		return nil, errors.New("binary content")
+	}
+	out := map[string]string{}
+	for line := range strings.Lines(string(b)) {
+		line = strings.TrimSpace(line)
+		if line == "" || line[0] == '#' {
+			continue
+		}
+		k, v, ok := strings.Cut(line, "=")
+		if !ok {
+			return nil, errors.New("line without '='")
+		}
+		k, v = strings.TrimSpace(k), strings.TrimSpace(v)
+		if k == "" {
+			return nil, errors.New("empty key")
+		}
+		if len(v) >= 2 && (v[0] == '"' || v[0] == '\'') && v[len(v)-1] == v[0] {
+			v = v[1 : len(v)-1]
+		}
+		if old, dup := out[k]; dup && old != v {
+			return nil, errors.New("key " + k + " given twice")
+		}
+		out[k] = v
+	}
+	return out, nil
+}

@@ -1,0 +1,288 @@
+package toolchain
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+
+	"golang.org/x/sync/singleflight"
+
+	"github.com/ptojit/ptojit/inventory"
+)
+
+// Options configures an InstallationIdentityCache.
+type Options struct {
+	// BeforeDir is passed to inventory.FingerprintWith for every content
+	// read, and called for every directory the PTO-ISA check walks; the
+	// daemon starts watching the directory there. An error aborts the read
+	// (the component is then unavailable and nothing is memoized).
+	BeforeDir func(resolvedDir string) error
+	// Workers is passed to inventory.FingerprintWith (0: its default).
+	Workers int
+}
+
+// InstallationIdentityCache computes component identities and memoizes the
+// successful ones by their complete resolved inventory: policy, component
+// name, roots, unavailable reason, verified revision, reported version and
+// epoch. A changed selection is a different key. Concurrent callers asking
+// for the same key share one read (singleflight); a failed read is returned
+// to its callers and not memoized, so the next Capture reads again.
+//
+// Forget and ForgetAll drop memos when the files beneath them change; a read
+// that was in flight when Forget ran is not memoized either.
+//
+// An InstallationIdentityCache is safe for concurrent use.
+type InstallationIdentityCache struct {
+	opt    Options
+	flight singleflight.Group
+
+	// mu guards memo and gen. No other lock is taken while it is held.
+	mu   sync.Mutex
+	memo map[inventory.Sum]*memoEntry
+	// gen counts Forget/ForgetAll calls; a read started at an older
+	// generation is not memoized, and flights are keyed by generation so
+	// that callers after a Forget never join an older read.
+	gen uint64
+
+	// readHook, when set (tests), runs at the start of every component read.
+	readHook func(name string)
+}
+
+type memoEntry struct {
+	id ComponentIdentity
+	// roots are the root paths as given and as resolved.
+	roots []string
+	// dirs holds every resolved directory the read visited.
+	dirs map[string]struct{}
+}
+
+// NewInstallationIdentityCache returns an empty cache.
+func NewInstallationIdentityCache(opt Options) *InstallationIdentityCache {
+	return &InstallationIdentityCache{opt: opt, memo: map[inventory.Sum]*memoEntry{}}
+}
+
+// Capture returns the identity of the five components of in: every
+// component's digest or the reason it has none, and the toolchain digest
+// when all five have one. Unavailable components are part of the result,
+// not errors; the error is non-nil only when ctx ends first.
+func (c *InstallationIdentityCache) Capture(ctx context.Context, in *ToolchainInputs) (*Identity, error) {
+	policy := in.Policy
+	if policy == "" {
+		policy = PolicyContent
+	}
+	id := &Identity{Policy: policy, Components: make([]ComponentIdentity, len(Names))}
+	type pending struct {
+		i  int
+		ch <-chan singleflight.Result
+	}
+	var waits []pending
+	for i, name := range Names {
+		ci := in.Component(name)
+		if ci.UnavailableReason != "" {
+			id.Components[i] = ComponentIdentity{Name: name, Unavailable: ci.UnavailableReason}
+			continue
+		}
+		key := memoKey(policy, in.Epoch, name, ci)
+		c.mu.Lock()
+		m, gen := c.memo[key], c.gen
+		c.mu.Unlock()
+		if m != nil {
+			id.Components[i] = m.id
+			continue
+		}
+		inputs := *ci
+		fk := key.String() + "@" + strconv.FormatUint(gen, 10)
+		ch := c.flight.DoChan(fk, func() (any, error) {
+			return c.read(policy, in.Epoch, name, inputs, key, gen), nil
+		})
+		waits = append(waits, pending{i, ch})
+	}
+	for _, w := range waits {
+		select {
+		case r := <-w.ch:
+			id.Components[w.i] = r.Val.(ComponentIdentity)
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+	var sums [5]inventory.Sum
+	id.Usable = true
+	for i, ci := range id.Components {
+		if ci.Unavailable != "" {
+			id.Usable = false
+		}
+		sums[i] = ci.Digest
+	}
+	if id.Usable {
+		id.Digest = ToolchainDigest(sums)
+	}
+	return id, nil
+}
+
+// read computes one component's identity and memoizes it when it has a
+// digest and no Forget ran meanwhile.
+func (c *InstallationIdentityCache) read(policy Policy, epoch, name string, ci ComponentInputs, key inventory.Sum, gen uint64) ComponentIdentity {
+	if c.readHook != nil {
+		c.readHook(name)
+	}
+	dirs := map[string]struct{}{}
+	var dmu sync.Mutex
+	before := func(dir string) error {
+		dmu.Lock()
+		dirs[dir] = struct{}{}
+		dmu.Unlock()
+		if c.opt.BeforeDir != nil {
+			return c.opt.BeforeDir(dir)
+		}
+		return nil
+	}
+	var out ComponentIdentity
+	switch policy {
+	case PolicyBuild:
+		out = buildIdentity(name, ci, epoch, before)
+	default:
+		out = contentIdentity(name, ci, inventory.FingerprintOptions{Workers: c.opt.Workers, BeforeDir: before})
+	}
+	if out.Unavailable != "" {
+		return out
+	}
+	e := &memoEntry{id: out, dirs: dirs}
+	for _, r := range ci.Roots {
+		e.roots = append(e.roots, r.Path())
+		if res, err := filepath.EvalSymlinks(r.Path()); err == nil && res != r.Path() {
+			e.roots = append(e.roots, res)
+		}
+	}
+	c.mu.Lock()
+	if c.gen == gen {
+		c.memo[key] = e
+	}
+	c.mu.Unlock()
+	return out
+}
+
+// contentIdentity is the content-policy identity of one component.
+func contentIdentity(name string, ci ComponentInputs, opt inventory.FingerprintOptions) ComponentIdentity {
+	out := ComponentIdentity{Name: name}
+	ev := inventory.Dict{}
+	switch {
+	case ci.VerifiedRevision != "":
+		ev["verified_revision"] = inventory.Str(ci.VerifiedRevision)
+	case len(ci.Roots) > 0:
+		content, err := inventory.FingerprintWith(ci.Roots, opt)
+		if err != nil {
+			out.Unavailable = readFailure(err)
+			return out
+		}
+		ev["content"] = inventory.Str(content.Digest.String())
+		out.Files, out.Bytes = content.Files, content.Bytes
+	}
+	if ci.ReportedVersion != "" {
+		ev["reported_version"] = inventory.Str(ci.ReportedVersion)
+	}
+	return finish(out, ev)
+}
+
+func finish(out ComponentIdentity, ev inventory.Dict) ComponentIdentity {
+	if len(ev) == 0 {
+		out.Unavailable = "no evidence: no content inputs, revision or version"
+		return out
+	}
+	d, err := ComponentDigest(out.Name, ev)
+	if err != nil {
+		out.Unavailable = "evidence has no identity record: " + err.Error()
+		return out
+	}
+	out.Digest, out.Evidence = d, ev
+	return out
+}
+
+// readFailure turns a failed read into an unavailable reason.
+func readFailure(err error) string {
+	var ue *inventory.UnavailableError
+	if errors.As(err, &ue) {
+		return ue.Error()
+	}
+	return "cannot read contents: " + err.Error()
+}
+
+// memoKey is the digest of the complete resolved inventory of a component.
+func memoKey(policy Policy, epoch, name string, ci *ComponentInputs) inventory.Sum {
+	roots := make(inventory.List, len(ci.Roots))
+	for i, r := range ci.Roots {
+		roots[i] = inventory.T(inventory.StrFromOSBytes(r.Path()), inventory.Bool(rootPythonOnly(r)))
+	}
+	if policy != PolicyBuild {
+		epoch = ""
+	}
+	return inventory.MustDigest(inventory.T(
+		inventory.Str("ptojit.toolchain.memo"), inventory.IntOf(1),
+		inventory.Str(string(policy)), inventory.StrFromOSBytes(epoch), inventory.Str(name), roots,
+		inventory.StrFromOSBytes(ci.UnavailableReason),
+		inventory.StrFromOSBytes(ci.VerifiedRevision),
+		inventory.StrFromOSBytes(ci.ReportedVersion),
+	))
+}
+
+func rootPythonOnly(r inventory.ContentRoot) bool { return r.PythonOnly() }
+
+// Forget drops every memo that depends on path: memos whose roots or whose
+// visited directories contain path, and memos whose roots lie under path.
+// Reads in flight are not memoized. It returns how many memos it dropped.
+func (c *InstallationIdentityCache) Forget(path string) int {
+	path = filepath.Clean(path)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.gen++
+	n := 0
+	for k, e := range c.memo {
+		if e.dependsOn(path) {
+			delete(c.memo, k)
+			n++
+		}
+	}
+	return n
+}
+
+func (e *memoEntry) dependsOn(path string) bool {
+	for _, r := range e.roots {
+		if within(path, r) || within(r, path) {
+			return true
+		}
+	}
+	for p := path; ; {
+		if _, ok := e.dirs[p]; ok {
+			return true
+		}
+		parent := filepath.Dir(p)
+		if parent == p {
+			return false
+		}
+		p = parent
+	}
+}
+
+// within reports whether p is dir or lies beneath it.
+func within(p, dir string) bool {
+	return p == dir || strings.HasPrefix(p, dir) && (strings.HasSuffix(dir, string(os.PathSeparator)) || p[len(dir)] == os.PathSeparator)
+}
+
+// ForgetAll drops every memo (the daemon calls it when its watch queue
+// overflows).
+func (c *InstallationIdentityCache) ForgetAll() {
+	c.mu.Lock()
+	c.gen++
+	clear(c.memo)
+	c.mu.Unlock()
+}
+
+// Len returns the number of memoized component identities.
+func (c *InstallationIdentityCache) Len() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.memo)
+}

@@ -1,0 +1,60 @@
+// Package toolchain identifies the five installations every PTO build depends
+// on — pypto, runtime, pto_isa, ptoas and device_toolchain, in that order —
+// and memoizes their identity. It imports inventory and nothing else of
+// ptojit.
+//
+// # Inputs
+//
+// Resolve runs one adapter per component and returns ToolchainInputs: for
+// each component a ComponentInputs (content roots, an unavailable reason, an
+// optional verified revision, an optional reported version), plus the exact
+// tools the compilation path must run (HostCC, HostCXX, Ptoas). Every
+// component starts unavailable; only an adapter that has accounted for the
+// whole component clears the reason.
+//
+//   - pypto: the PyPTO root, every file (not python-only: the package ships
+//     its native extension beside its Python sources, and both are imported
+//     code).
+//   - runtime: the runtime root, every file.
+//   - pto_isa: verified_revision = the pin, when HEAD == pin and the worktree
+//     holds exactly the pinned tree (see CheckPtoIsa); otherwise the root's
+//     contents.
+//   - ptoas: the launcher selected by the explicit root or PTOAS_ROOT;
+//     reported_version is its complete --version output. A failed probe
+//     falls back to the root's contents; no root is unavailable.
+//   - device_toolchain: on a2a3/a5 the CANN installation (explicit root or
+//     ASCEND_HOME_PATH): reported_version "innerversion=<v>" (or
+//     "version=<v>") from the one ascend_toolkit_install.info the root
+//     reaches, else the whole root's contents; declared roots are read in
+//     every case. On a2a3sim/a5sim the host C and C++ compilers (CC/CXX, else
+//     cc/c++ on PATH): reported_version holds both complete --version texts,
+//     and the roots are the drivers and everything they report
+//     (-print-prog-name=cc1|cc1plus|as|ld, the install and program
+//     directories of -print-search-dirs, the link inputs -print-file-name
+//     names, and the include search list of -E -v).
+//
+// # Identity records
+//
+// Under the content policy a component's evidence is a Dict with any of
+//
+//	verified_revision  Str  (only pto_isa; its roots are then not read)
+//	reported_version   Str  (ptoas, device_toolchain)
+//	content            Str  64 lowercase hex of inventory.Fingerprint(roots).Digest
+//
+// and its digest is digest(("component", name, evidence)). A component with
+// an unavailable reason, an unreadable root, or no evidence at all has no
+// digest. The toolchain digest is
+//
+//	digest(("toolchain", 1, {name: component digest as 64 hex}))
+//
+// and exists only when all five components have one.
+//
+// Under the build policy (PYPTO_CACHE_IDENTITY=build) the evidence is
+// {"build": Dict} instead, with any of "epoch" (PYPTO_CACHE_EPOCH),
+// "revision" (a verified revision, or the HEAD of a clean source checkout),
+// "version" (a reported version) and "files" (per root: ELF files by GNU
+// build-id, other files by content). A dirty source checkout makes the
+// component unavailable. No content-policy evidence has a "build" key, so the
+// two policies never share a component digest, and so never a toolchain
+// digest.
+package toolchain

@@ -1,0 +1,263 @@
+package toolchain
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/ptojit/ptojit/inventory"
+)
+
+// Environment variables the adapters read as defaults.
+const (
+	PtoasRootEnv  = "PTOAS_ROOT"
+	CannRootEnv   = "ASCEND_HOME_PATH"
+	PtoIsaRootEnv = "PTO_ISA_ROOT"
+)
+
+// ConfigError is a Config that Resolve cannot work with (an unknown policy
+// or platform).
+type ConfigError struct{ Field, Reason string }
+
+func (e *ConfigError) Error() string { return "toolchain " + e.Field + ": " + e.Reason }
+
+// probeTimeout bounds every tool probe (--version and friends).
+const probeTimeout = 30 * time.Second
+
+// maxProbeOutput bounds what a probe may print.
+const maxProbeOutput = 1 << 20
+
+// Resolve runs the five adapters and returns their inputs. Components that
+// cannot be accounted for carry an unavailable reason; the error is non-nil
+// only for an unusable Config (unknown policy or platform).
+func Resolve(ctx context.Context, cfg Config) (*ToolchainInputs, error) {
+	policy := cfg.Policy
+	if policy == "" {
+		p, err := ParsePolicy(cfg.getenv(PolicyEnv))
+		if err != nil {
+			return nil, &ConfigError{Field: "policy", Reason: err.Error() + " in " + PolicyEnv}
+		}
+		policy = p
+	} else if _, err := ParsePolicy(string(policy)); err != nil {
+		return nil, &ConfigError{Field: "policy", Reason: err.Error()}
+	}
+	if !slices.Contains(Platforms, cfg.Platform) {
+		return nil, &ConfigError{Field: "platform", Reason: fmt.Sprintf("unknown platform %q (want one of %s)", cfg.Platform, strings.Join(Platforms, ", "))}
+	}
+	in := &ToolchainInputs{Policy: policy}
+	if policy == PolicyBuild {
+		in.Epoch = cfg.getenv(EpochEnv)
+	}
+	in.Pypto = rootInputs(cfg.PyptoRoot, "PyPTO", "--pypto-root")
+	in.Runtime = rootInputs(cfg.RuntimeRoot, "runtime", "--runtime-root")
+	var wg sync.WaitGroup
+	wg.Go(func() { in.PtoIsa = resolvePtoIsa(ctx, &cfg, nil) })
+	wg.Go(func() { in.Ptoas, in.PtoasLauncher = resolvePtoas(ctx, &cfg) })
+	wg.Go(func() {
+		if IsSim(cfg.Platform) {
+			in.DeviceToolchain, in.HostCC, in.HostCXX = resolveHostCompiler(ctx, &cfg)
+		} else {
+			in.DeviceToolchain = resolveCann(&cfg)
+		}
+	})
+	wg.Wait()
+	return in, nil
+}
+
+// rootInputs is the whole-content inventory of one root directory.
+func rootInputs(path, what, flag string) ComponentInputs {
+	if path == "" {
+		return Unavailable("no " + what + " root (" + flag + ")")
+	}
+	if _, err := os.Stat(path); err != nil {
+		return Unavailable(what + " root: " + errText(err))
+	}
+	r, err := inventory.NewContentRoot(path, false)
+	if err != nil {
+		return Unavailable(what + " root: " + err.Error())
+	}
+	return ComponentInputs{Roots: []inventory.ContentRoot{r}}
+}
+
+// resolvePtoIsa identifies PTO-ISA by the pin when the checkout is proven
+// to be the pinned tree, else by its contents.
+func resolvePtoIsa(ctx context.Context, cfg *Config, beforeDir func(string) error) ComponentInputs {
+	root := cfg.PtoIsaRoot
+	if root == "" {
+		root = cfg.getenv(PtoIsaRootEnv)
+	}
+	if root == "" {
+		return Unavailable("no PTO-ISA root (--pto-isa-root or " + PtoIsaRootEnv + ")")
+	}
+	if cfg.PtoIsaURL != "" && cfg.PtoIsaPin != "" {
+		if _, err := EnsurePtoIsaRoot(ctx, cfg.PtoIsaURL, cfg.PtoIsaPin, root); err != nil {
+			return Unavailable(err.Error())
+		}
+	}
+	ci := rootInputs(root, "PTO-ISA", "--pto-isa-root")
+	if ci.UnavailableReason != "" || cfg.PtoIsaPin == "" {
+		return ci
+	}
+	check, err := CheckPtoIsa(root, cfg.PtoIsaPin, beforeDir)
+	if err == nil && check.Verified {
+		ci.VerifiedRevision = strings.ToLower(cfg.PtoIsaPin)
+	}
+	return ci
+}
+
+// resolvePtoas selects the ptoas launcher and probes its --version.
+func resolvePtoas(ctx context.Context, cfg *Config) (ComponentInputs, string) {
+	root := cfg.PtoasRoot
+	if root == "" {
+		root = cfg.getenv(PtoasRootEnv)
+	}
+	if root == "" {
+		return Unavailable("no ptoas root (--ptoas-root or " + PtoasRootEnv + ")"), ""
+	}
+	abs, err := filepath.Abs(root)
+	if err != nil {
+		return Unavailable("ptoas root: " + err.Error()), ""
+	}
+	launcher := ""
+	for _, cand := range []string{abs, filepath.Join(abs, "bin", "ptoas"), filepath.Join(abs, "ptoas")} {
+		if isExecutableFile(cand) {
+			launcher = cand
+			break
+		}
+	}
+	if _, err := os.Stat(abs); err != nil {
+		return Unavailable("ptoas root: " + errText(err)), ""
+	}
+	if launcher == "" {
+		return Unavailable("no ptoas launcher in the ptoas root (bin/ptoas or ptoas)"), ""
+	}
+	ci := rootInputs(abs, "ptoas", "--ptoas-root")
+	if ci.UnavailableReason != "" {
+		return ci, launcher
+	}
+	out, err := probe(ctx, cfg, launcher, "--version")
+	if err != nil || strings.TrimSpace(out) == "" {
+		return ci, launcher // failed probe: the root's contents identify it
+	}
+	ci.Roots = nil
+	ci.ReportedVersion = out
+	return ci, launcher
+}
+
+func isExecutableFile(p string) bool {
+	fi, err := os.Stat(p)
+	return err == nil && fi.Mode().IsRegular() && fi.Mode().Perm()&0o111 != 0
+}
+
+// ProbeError is a tool probe that failed.
+type ProbeError struct {
+	Tool   string // base name of the program
+	Args   []string
+	Reason string
+}
+
+func (e *ProbeError) Error() string {
+	return e.Tool + " " + strings.Join(e.Args, " ") + ": " + e.Reason
+}
+
+// probe runs prog with args in the compilation path's environment (with
+// LC_ALL=C, so messages are not translated) and returns its standard
+// output, or its standard error when the output is empty.
+func probe(ctx context.Context, cfg *Config, prog string, args ...string) (string, error) {
+	out, errOut, err := probeBoth(ctx, cfg, prog, args...)
+	if err != nil {
+		return "", err
+	}
+	if len(out) == 0 {
+		return errOut, nil
+	}
+	return out, nil
+}
+
+func probeBoth(ctx context.Context, cfg *Config, prog string, args ...string) (string, string, error) {
+	ctx, cancel := context.WithTimeout(ctx, probeTimeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, prog, args...)
+	cmd.Env = append(slices.Clone(cfg.environ()), "LC_ALL=C")
+	var stdout, stderr limitedBuffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	cmd.WaitDelay = time.Second
+	fail := func(reason string) (string, string, error) {
+		return "", "", &ProbeError{Tool: filepath.Base(prog), Args: args, Reason: reason}
+	}
+	if err := cmd.Run(); err != nil {
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
+			msg := strings.TrimSpace(firstLine(stderr.String()))
+			return fail(ee.String() + optional(": ", msg))
+		}
+		return fail(errText(err))
+	}
+	if stdout.over || stderr.over {
+		return fail("output exceeds the probe limit")
+	}
+	return stdout.String(), stderr.String(), nil
+}
+
+func optional(sep, s string) string {
+	if s == "" {
+		return ""
+	}
+	return sep + s
+}
+
+func firstLine(s string) string {
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		return s[:i]
+	}
+	return s
+}
+
+// limitedBuffer keeps at most maxProbeOutput bytes.
+type limitedBuffer struct {
+	bytes.Buffer
+	over bool
+}
+
+func (b *limitedBuffer) Write(p []byte) (int, error) {
+	if b.Len()+len(p) > maxProbeOutput {
+		b.over = true
+		p = p[:max(0, maxProbeOutput-b.Len())]
+	}
+	b.Buffer.Write(p)
+	return len(p), nil
+}
+
+// lookPath finds name as exec.LookPath does, but on the PATH of cfg, and
+// returns an absolute path (symlinks kept, so the program sees the name it
+// was installed under).
+func lookPath(cfg *Config, name string) (string, error) {
+	if strings.Contains(name, "/") {
+		abs, err := filepath.Abs(name)
+		if err != nil {
+			return "", err
+		}
+		if !isExecutableFile(abs) {
+			return "", errors.New("not an executable file")
+		}
+		return abs, nil
+	}
+	for _, dir := range filepath.SplitList(cfg.getenv("PATH")) {
+		if dir == "" {
+			dir = "."
+		}
+		p := filepath.Join(dir, name)
+		if isExecutableFile(p) {
+			return filepath.Abs(p)
+		}
+	}
+	return "", errors.New("not found on PATH")
+}
