@@ -1,0 +1,478 @@
+package envaudit
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"go/scanner"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strings"
+	"sync"
+)
+
+// Scan is one scan root and the file suffixes audited under it.
+type Scan struct {
+	// Dir is the root's path relative to the repository root, with
+	// forward slashes; "." is the repository root itself.
+	Dir string
+	// Exts are the audited suffixes, with the dot: ".py", ".cpp", ".go".
+	Exts []string
+}
+
+// DefaultRegistry is the registry of the PyPTO layout, relative to the
+// repository root.
+const DefaultRegistry = "python/pypto/_environment.json"
+
+// DefaultScans is the PyPTO layout: Python under python/pypto, C++ under
+// src, include and python/bindings.
+var DefaultScans = []Scan{
+	{Dir: "python/pypto", Exts: []string{".py"}},
+	{Dir: "src", Exts: []string{".cpp", ".h"}},
+	{Dir: "include", Exts: []string{".cpp", ".h"}},
+	{Dir: "python/bindings", Exts: []string{".cpp", ".h"}},
+}
+
+// Language of a suffix: .py is Python, .go is Go, anything else is C++.
+func languageOf(name string) string {
+	switch path.Ext(name) {
+	case ".py":
+		return "python"
+	case ".go":
+		return "go"
+	}
+	return "cpp"
+}
+
+// maxSourceSize bounds one source file.
+const maxSourceSize = 64 << 20
+
+// Config says what to audit.
+type Config struct {
+	// Root is the repository root; paths in findings and exceptions are
+	// relative to it.
+	Root     string
+	Registry *Registry
+	// Scans defaults to DefaultScans.
+	Scans []Scan
+	// Files, when non-nil, limits the audit to these files (relative to
+	// the current directory, or absolute); those outside the scan roots
+	// or without an audited suffix are ignored. Unused exceptions are
+	// reported only by a whole-tree audit (Files nil).
+	Files []string
+	// Jobs bounds the files parsed at once; 0 means GOMAXPROCS.
+	Jobs int
+	// Full parses every Python file, even those that cannot hold a read.
+	Full bool
+}
+
+// Finding kinds.
+const (
+	KindUnclassified = "unclassified" // a literal name the registry lacks
+	KindDynamic      = "dynamic"      // a dynamic read no exception allows
+	KindSyntax       = "syntax"       // a file that cannot be parsed
+)
+
+// Finding is one problem in one file.
+type Finding struct {
+	Path     string `json:"path"`
+	Line     int    `json:"line"`
+	Kind     string `json:"kind"`
+	Variable string `json:"variable,omitempty"`
+	Function string `json:"function,omitempty"`
+	Message  string `json:"message"`
+}
+
+// String is the finding's output line.
+func (f Finding) String() string { return fmt.Sprintf("%s:%d: %s", f.Path, f.Line, f.Message) }
+
+// UnusedException is a dynamic-read exception no read used.
+type UnusedException struct {
+	Path     string `json:"path"`
+	Function string `json:"function"`
+}
+
+func (u UnusedException) String() string {
+	return fmt.Sprintf("Unused dynamic-read exception: %s:%s", u.Path, u.Function)
+}
+
+// Report is the result of an audit. Findings are sorted by path, line and
+// message; unused exceptions by path and function.
+type Report struct {
+	Findings         []Finding         `json:"findings"`
+	UnusedExceptions []UnusedException `json:"unused_exceptions"`
+	// Files is the number of files audited.
+	Files int `json:"files"`
+}
+
+// OK reports whether the audit found nothing.
+func (r *Report) OK() bool { return len(r.Findings) == 0 && len(r.UnusedExceptions) == 0 }
+
+// Lines returns the report's output lines.
+func (r *Report) Lines() []string {
+	var out []string
+	for _, f := range r.Findings {
+		out = append(out, f.String())
+	}
+	for _, u := range r.UnusedExceptions {
+		out = append(out, u.String())
+	}
+	return out
+}
+
+// FileError is a source file that could not be read.
+type FileError struct {
+	Path string
+	Err  error
+}
+
+func (e *FileError) Error() string { return e.Path + ": " + e.Err.Error() }
+func (e *FileError) Unwrap() error { return e.Err }
+
+// unit is one piece of work: a Python or C++ file, or the Go files of one
+// directory.
+type unit struct {
+	lang  string
+	dir   string   // Go: the directory, relative
+	files []string // relative paths to scan
+}
+
+// fileResult is what a unit found in one file.
+type fileResult struct {
+	path  string
+	reads []Read
+	err   error // *SyntaxError or *FileError
+}
+
+// Audit checks the sources cfg selects against cfg.Registry.
+func Audit(ctx context.Context, cfg Config) (*Report, error) {
+	if cfg.Registry == nil {
+		return nil, errors.New("envaudit: no registry")
+	}
+	scans := cfg.Scans
+	if scans == nil {
+		scans = DefaultScans
+	}
+	for _, s := range scans {
+		if s.Dir == "" || path.IsAbs(s.Dir) || path.Clean(s.Dir) != s.Dir || s.Dir == ".." || strings.HasPrefix(s.Dir, "../") {
+			return nil, fmt.Errorf("envaudit: scan root %q is not a clean relative path", s.Dir)
+		}
+	}
+	root := cfg.Root
+	if root == "" {
+		root = "."
+	}
+	var files []string
+	var err error
+	if cfg.Files == nil {
+		files, err = treeFiles(root, scans)
+	} else {
+		files, err = selectedFiles(root, scans, cfg.Files)
+	}
+	if err != nil {
+		return nil, err
+	}
+	units := makeUnits(files)
+	results := make([][]fileResult, len(units))
+	jobs := cfg.Jobs
+	if jobs <= 0 {
+		jobs = runtime.GOMAXPROCS(0)
+	}
+	next := make(chan int)
+	var wg sync.WaitGroup
+	for range min(jobs, max(len(units), 1)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var py *PythonScanner
+			defer func() {
+				if py != nil {
+					py.Close()
+				}
+			}()
+			for i := range next {
+				u := units[i]
+				if u.lang == "python" && py == nil {
+					py = NewPythonScanner()
+					py.Full = cfg.Full
+				}
+				results[i] = runUnit(root, u, py, cfg.Files != nil)
+			}
+		}()
+	}
+feed:
+	for i := range units {
+		select {
+		case next <- i:
+		case <-ctx.Done():
+			break feed
+		}
+	}
+	close(next)
+	wg.Wait()
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	rep := &Report{Files: len(files), Findings: []Finding{}, UnusedExceptions: []UnusedException{}}
+	used := map[exceptionKey]bool{}
+	for _, rs := range results {
+		for _, r := range rs {
+			var se *SyntaxError
+			switch {
+			case errors.As(r.err, &se):
+				rep.Findings = append(rep.Findings, Finding{Path: r.path, Line: se.Line, Kind: KindSyntax,
+					Message: "cannot parse: " + se.Msg})
+				continue
+			case r.err != nil:
+				return nil, r.err
+			}
+			for _, rd := range r.reads {
+				switch {
+				case !rd.Dynamic():
+					if !cfg.Registry.Classified(rd.Variable) {
+						rep.Findings = append(rep.Findings, Finding{Path: r.path, Line: rd.Line, Kind: KindUnclassified,
+							Variable: rd.Variable, Function: rd.Function, Message: "unclassified environment input: " + rd.Variable})
+					}
+				case cfg.Registry.Allows(r.path, rd.Function):
+					used[exceptionKey{r.path, rd.Function}] = true
+				default:
+					rep.Findings = append(rep.Findings, Finding{Path: r.path, Line: rd.Line, Kind: KindDynamic,
+						Function: rd.Function, Message: "unclassified environment input: dynamic read in " + rd.Function})
+				}
+			}
+		}
+	}
+	slices.SortFunc(rep.Findings, func(a, b Finding) int {
+		return cmp.Or(strings.Compare(a.Path, b.Path), cmp.Compare(a.Line, b.Line), strings.Compare(a.Message, b.Message))
+	})
+	if cfg.Files == nil {
+		for _, e := range cfg.Registry.exceptions {
+			if !used[exceptionKey{e.Path, e.Function}] {
+				rep.UnusedExceptions = append(rep.UnusedExceptions, UnusedException{e.Path, e.Function})
+			}
+		}
+		slices.SortFunc(rep.UnusedExceptions, func(a, b UnusedException) int {
+			return cmp.Or(strings.Compare(a.Path, b.Path), strings.Compare(a.Function, b.Function))
+		})
+	}
+	return rep, nil
+}
+
+func makeUnits(files []string) []unit {
+	var units []unit
+	goDirs := map[string]int{}
+	for _, f := range files {
+		lang := languageOf(f)
+		if lang != "go" {
+			units = append(units, unit{lang: lang, files: []string{f}})
+			continue
+		}
+		d := path.Dir(f)
+		i, ok := goDirs[d]
+		if !ok {
+			i = len(units)
+			goDirs[d] = i
+			units = append(units, unit{lang: "go", dir: d})
+		}
+		units[i].files = append(units[i].files, f)
+	}
+	return units
+}
+
+func readSource(root, rel string) ([]byte, error) {
+	name := filepath.Join(root, filepath.FromSlash(rel))
+	fi, err := os.Stat(name)
+	if err != nil {
+		return nil, &FileError{Path: rel, Err: err}
+	}
+	if fi.Size() > maxSourceSize {
+		return nil, &FileError{Path: rel, Err: fmt.Errorf("larger than %d bytes", maxSourceSize)}
+	}
+	b, err := os.ReadFile(name)
+	if err != nil {
+		return nil, &FileError{Path: rel, Err: err}
+	}
+	return b, nil
+}
+
+func runUnit(root string, u unit, py *PythonScanner, selected bool) []fileResult {
+	switch u.lang {
+	case "python", "cpp":
+		rel := u.files[0]
+		src, err := readSource(root, rel)
+		if err != nil {
+			return []fileResult{{path: rel, err: err}}
+		}
+		if u.lang == "cpp" {
+			return []fileResult{{path: rel, reads: ScanCpp(src)}}
+		}
+		reads, err := py.Scan(src)
+		return []fileResult{{path: rel, reads: reads, err: err}}
+	}
+	// Go: the package's other files (not tests) supply constants.
+	pkg := NewGoPackage()
+	var out []fileResult
+	scanned := map[string]bool{}
+	for _, rel := range u.files {
+		scanned[rel] = true
+	}
+	names := u.files
+	if selected {
+		if ents, err := os.ReadDir(filepath.Join(root, filepath.FromSlash(u.dir))); err == nil {
+			for _, e := range ents {
+				rel := path.Join(u.dir, e.Name())
+				if e.Type().IsRegular() && strings.HasSuffix(e.Name(), ".go") && !strings.HasSuffix(e.Name(), "_test.go") && !scanned[rel] {
+					names = append(names, rel)
+				}
+			}
+		}
+	}
+	for _, rel := range names {
+		src, err := readSource(root, rel)
+		if err != nil {
+			if scanned[rel] {
+				out = append(out, fileResult{path: rel, err: err})
+			}
+			continue
+		}
+		if err := pkg.Add(rel, src, scanned[rel]); err != nil && scanned[rel] {
+			line := 1
+			var el scanner.ErrorList
+			if errors.As(err, &el) && len(el) > 0 {
+				line = el[0].Pos.Line
+				err = el[0]
+			}
+			out = append(out, fileResult{path: rel, err: &SyntaxError{Line: line, Msg: syntaxMsg(err)}})
+		}
+	}
+	for rel, reads := range pkg.Reads() {
+		out = append(out, fileResult{path: rel, reads: reads})
+	}
+	return out
+}
+
+func syntaxMsg(err error) string {
+	var e *scanner.Error
+	if errors.As(err, &e) {
+		return e.Msg
+	}
+	return "syntax error"
+}
+
+// skipDir reports whether the walk skips a directory: testdata and hidden
+// directories hold no production sources.
+func skipDir(name string) bool {
+	return name == "testdata" || strings.HasPrefix(name, ".") && name != "." && name != ".."
+}
+
+// skipFile reports whether a file is never audited: Go tests.
+func skipFile(name string) bool { return strings.HasSuffix(name, "_test.go") }
+
+// treeFiles lists the audited files of every scan root, sorted and without
+// duplicates.
+func treeFiles(root string, scans []Scan) ([]string, error) {
+	seen := map[string]bool{}
+	var files []string
+	for _, s := range scans {
+		dir := filepath.Join(root, filepath.FromSlash(s.Dir))
+		err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+			if err != nil {
+				if p == dir && errors.Is(err, fs.ErrNotExist) {
+					return nil // a layout without this root
+				}
+				return err
+			}
+			if d.IsDir() {
+				if p != dir && skipDir(d.Name()) {
+					return filepath.SkipDir
+				}
+				return nil
+			}
+			if !d.Type().IsRegular() || skipFile(d.Name()) || !slices.Contains(s.Exts, path.Ext(d.Name())) {
+				return nil
+			}
+			rel, err := filepath.Rel(root, p)
+			if err != nil {
+				return err
+			}
+			rel = filepath.ToSlash(rel)
+			if !seen[rel] {
+				seen[rel] = true
+				files = append(files, rel)
+			}
+			return nil
+		})
+		if err != nil {
+			return nil, fmt.Errorf("envaudit: listing %s: %w", s.Dir, err)
+		}
+	}
+	slices.Sort(files)
+	return files, nil
+}
+
+// selectedFiles keeps the names (relative to the current directory, or
+// absolute) that a whole-tree audit would visit.
+func selectedFiles(root string, scans []Scan, names []string) ([]string, error) {
+	absRoot, err := filepath.Abs(root)
+	if err != nil {
+		return nil, err
+	}
+	seen := map[string]bool{}
+	var files []string
+	for _, n := range names {
+		abs, err := filepath.Abs(n)
+		if err != nil {
+			continue
+		}
+		fi, err := os.Stat(abs)
+		if err != nil || !fi.Mode().IsRegular() {
+			continue // deleted or not a file: nothing to audit
+		}
+		rel, err := filepath.Rel(absRoot, abs)
+		if err != nil {
+			continue
+		}
+		rel = filepath.ToSlash(rel)
+		if rel == ".." || strings.HasPrefix(rel, "../") || seen[rel] {
+			continue
+		}
+		if inScan(rel, scans) {
+			seen[rel] = true
+			files = append(files, rel)
+		}
+	}
+	slices.Sort(files)
+	return files, nil
+}
+
+// inScan reports whether a whole-tree audit visits the file rel.
+func inScan(rel string, scans []Scan) bool {
+	if skipFile(path.Base(rel)) {
+		return false
+	}
+	for _, s := range scans {
+		var under string
+		switch {
+		case s.Dir == ".":
+			under = rel
+		case strings.HasPrefix(rel, s.Dir+"/"):
+			under = rel[len(s.Dir)+1:]
+		default:
+			continue
+		}
+		if !slices.Contains(s.Exts, path.Ext(rel)) {
+			continue
+		}
+		dirs := strings.Split(under, "/")
+		if slices.ContainsFunc(dirs[:len(dirs)-1], skipDir) {
+			continue
+		}
+		return true
+	}
+	return false
+}

@@ -1,0 +1,63 @@
+// Package envaudit checks that every environment variable a code base reads
+// is classified in its environment registry, the _environment.json file of
+// DESIGN.md "Environment registry". It is the static lint behind
+// `ptojit envaudit`: it parses sources without importing or running them.
+//
+// # Registry
+//
+// A registry is a JSON object:
+//
+//	{"schema": 1,
+//	 "variables": {NAME: {"category": CATEGORY, "reason": TEXT}, ...},
+//	 "dynamic_reads": [{"path": PATH, "function": FUNCTION, "reason": TEXT}, ...]}
+//
+// NAME matches [A-Z][A-Z0-9_]*, CATEGORY is one of semantic,
+// tool_resolution, fresh_request, nonsemantic, and every reason is
+// non-empty. A dynamic-read exception names one exact file (a clean path
+// relative to the repository root, no leading "/", no "*") and one function
+// in it; it allows the dynamic reads of that function only and never hides a
+// literal name. Unknown keys are ignored; a name or exception listed twice is
+// an error. The build driver reads the same file through LoadRegistry.
+//
+// # Reads
+//
+// A read is either a literal variable name, or a dynamic read: a name the
+// scanner cannot resolve statically, or a bulk read of the whole environment.
+// Each read carries the function holding it, which is what an exception
+// names.
+//
+// Python (parsed with tree-sitter): os.getenv and os.getenvb; .get, .pop and
+// .setdefault of os.environ and os.environb (first argument or key=);
+// loads of os.environ[...] and os.environb[...]; any other os.environ.<method>
+// call (a dynamic read). Names may be reached through `import os as o`,
+// `from os import environ as E, getenv` and assignments from os.* names
+// (`read = os.environ.get`). Aliases are lexically scoped: a name bound in a
+// scope (assignment, parameter, import, for target, with/except alias, def,
+// class, del) does not inherit the enclosing alias there, and methods see the
+// module's bindings, not the class's. An argument resolves when it is a string
+// literal (implicit concatenation included), a bytes literal that decodes as
+// ASCII, or a module- or class-level constant: a name assigned exactly once
+// in that scope, at the top level of its body, from a literal or an earlier
+// constant, and declared `global` nowhere. A function that binds the name
+// anywhere (including a parameter) shadows the constant. Passing, iterating,
+// copying or otherwise using os.environ as a value is a bulk read; storing it
+// in a name makes an alias. The function of a read is the innermost
+// enclosing def, or "<module>".
+//
+// C++ (a lexer of its own that skips comments, string and character
+// literals, raw strings R"d(...)d" and digit separators, and splices line
+// continuations): every getenv( and secure_getenv( call. Adjacent string
+// literals are joined into one name; any other argument is a dynamic read.
+// The line is that of the call; the function is "<cpp>".
+//
+// Go (go/parser): os.Getenv, os.LookupEnv, syscall.Getenv, and calls
+// through any function value or method named Getenv, getenv, LookupEnv or
+// lookupEnv (ptojit passes os.Getenv around as cli.Env.Getenv); os.Environ,
+// syscall.Environ, os.ExpandEnv and os.Expand are bulk reads. Arguments
+// resolve when they are string literals or constant expressions of them,
+// including package-level constants declared in other files of the package.
+// The function is "Name", "Type.Method", or "<package>" for package-level
+// initializers; a function literal counts as its enclosing function.
+// Implicit inheritance of the environment by child processes is not a read
+// and is not reported.
+package envaudit

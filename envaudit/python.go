@@ -1,0 +1,1040 @@
+package envaudit
+
+import (
+	"bytes"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+	"unicode/utf8"
+
+	sitter "github.com/tree-sitter/go-tree-sitter"
+	python "github.com/tree-sitter/tree-sitter-python/bindings/go"
+)
+
+// SyntaxError is a source file the scanner cannot parse; its reads are
+// unknown.
+type SyntaxError struct {
+	Line int
+	Msg  string
+}
+
+func (e *SyntaxError) Error() string { return fmt.Sprintf("line %d: %s", e.Line, e.Msg) }
+
+// PythonScanner finds the environment reads of Python sources. It owns a
+// tree-sitter parser, which is not safe for concurrent use: use one
+// PythonScanner per goroutine, and Close it.
+type PythonScanner struct {
+	parser *sitter.Parser
+	// Full disables the textual prefilter (files mentioning neither
+	// "getenv" nor "environ" cannot hold a recognised read and are not
+	// parsed); benchmarks set it to measure the full parse.
+	Full bool
+}
+
+// NewPythonScanner returns a scanner with its own parser.
+func NewPythonScanner() *PythonScanner {
+	p := sitter.NewParser()
+	if err := p.SetLanguage(pyLanguage()); err != nil {
+		panic("envaudit: tree-sitter-python: " + err.Error()) // ABI mismatch: a build defect
+	}
+	return &PythonScanner{parser: p}
+}
+
+// Close frees the parser.
+func (s *PythonScanner) Close() { s.parser.Close() }
+
+// Scan returns the reads of the Python source src in source order. A file
+// tree-sitter cannot parse is a *SyntaxError.
+func (s *PythonScanner) Scan(src []byte) ([]Read, error) {
+	if !s.Full && !bytes.Contains(src, []byte("getenv")) && !bytes.Contains(src, []byte("environ")) {
+		return nil, nil
+	}
+	tree := s.parser.Parse(src, nil)
+	if tree == nil {
+		return nil, &SyntaxError{Line: 1, Msg: "parser gave no tree"}
+	}
+	defer tree.Close()
+	root := tree.RootNode()
+	if root.HasError() {
+		return nil, firstError(root)
+	}
+	t := buildPyTree(root, src)
+	return t.reads(), nil
+}
+
+func firstError(n *sitter.Node) error {
+	for {
+		var next *sitter.Node
+		for i := uint(0); i < n.ChildCount(); i++ {
+			c := n.Child(i)
+			if c.IsError() || c.IsMissing() {
+				msg := "syntax error"
+				if c.IsMissing() {
+					msg = "missing " + c.Kind()
+				}
+				return &SyntaxError{Line: int(c.StartPosition().Row) + 1, Msg: msg}
+			}
+			if c.HasError() {
+				next = c
+				break
+			}
+		}
+		if next == nil {
+			return &SyntaxError{Line: int(n.StartPosition().Row) + 1, Msg: "syntax error"}
+		}
+		n = next
+	}
+}
+
+// Kinds and fields of the nodes the scanner looks at; everything else is
+// pyOther.
+type pyKind uint8
+
+const (
+	pyOther pyKind = iota
+	pyModule
+	pyFunction
+	pyClass
+	pyLambda
+	pyIdentifier
+	pyAttribute
+	pyCall
+	pySubscript
+	pyArgumentList
+	pyKeywordArgument
+	pyString
+	pyConcatenatedString
+	pyStringStart
+	pyStringEnd
+	pyInterpolation
+	pyParenthesized
+	pyAssignment
+	pyAugmentedAssignment
+	pyFor
+	pyForIn
+	pyNamedExpression
+	pyDelete
+	pyExcept
+	pyAsPattern
+	pyAsPatternTarget
+	pyGlobal
+	pyNonlocal
+	pyImport
+	pyImportFrom
+	pyAliasedImport
+	pyDottedName
+	pyRelativeImport
+	pyParameters
+	pyLambdaParameters
+	pyTypedParameter
+	pyDefaultParameter
+	pyTypedDefaultParameter
+	pyListSplatPattern
+	pyDictSplatPattern
+	pyPatternList
+	pyTuplePattern
+	pyListPattern
+	pyTuple
+	pyList
+	pyExpressionList
+	pyListSplat
+	pyBlock
+	pyExpressionStatement
+	pyCasePattern
+	pySplatPattern
+	pyDictionarySplat
+	pyComment
+	pyKindCount
+)
+
+var pyKindNames = map[string]pyKind{
+	"module": pyModule, "function_definition": pyFunction, "class_definition": pyClass,
+	"lambda": pyLambda, "identifier": pyIdentifier, "attribute": pyAttribute, "call": pyCall,
+	"subscript": pySubscript, "argument_list": pyArgumentList, "keyword_argument": pyKeywordArgument,
+	"string": pyString, "concatenated_string": pyConcatenatedString, "string_start": pyStringStart,
+	"string_end": pyStringEnd, "interpolation": pyInterpolation,
+	"parenthesized_expression": pyParenthesized, "assignment": pyAssignment,
+	"augmented_assignment": pyAugmentedAssignment, "for_statement": pyFor, "for_in_clause": pyForIn,
+	"named_expression": pyNamedExpression, "delete_statement": pyDelete, "except_clause": pyExcept,
+	"as_pattern": pyAsPattern, "as_pattern_target": pyAsPatternTarget, "global_statement": pyGlobal,
+	"nonlocal_statement": pyNonlocal, "import_statement": pyImport, "import_from_statement": pyImportFrom,
+	"aliased_import": pyAliasedImport, "dotted_name": pyDottedName, "relative_import": pyRelativeImport,
+	"parameters": pyParameters, "lambda_parameters": pyLambdaParameters, "typed_parameter": pyTypedParameter,
+	"default_parameter": pyDefaultParameter, "typed_default_parameter": pyTypedDefaultParameter,
+	"list_splat_pattern": pyListSplatPattern, "dictionary_splat_pattern": pyDictSplatPattern,
+	"pattern_list": pyPatternList, "tuple_pattern": pyTuplePattern, "list_pattern": pyListPattern,
+	"tuple": pyTuple, "list": pyList, "expression_list": pyExpressionList, "list_splat": pyListSplat,
+	"block": pyBlock, "expression_statement": pyExpressionStatement, "case_pattern": pyCasePattern,
+	"splat_pattern": pySplatPattern, "dictionary_splat": pyDictionarySplat, "comment": pyComment,
+}
+
+type pyField uint8
+
+const (
+	fNone pyField = iota
+	fName
+	fLeft
+	fRight
+	fValue
+	fFunction
+	fArguments
+	fObject
+	fAttribute
+	fSubscript
+	fAlias
+	fModuleName
+	fBody
+	fType
+	fFieldCount
+)
+
+var pyFieldNames = map[string]pyField{
+	"name": fName, "left": fLeft, "right": fRight, "value": fValue, "function": fFunction,
+	"arguments": fArguments, "object": fObject, "attribute": fAttribute, "subscript": fSubscript,
+	"alias": fAlias, "module_name": fModuleName, "body": fBody, "type": fType,
+}
+
+// pyTables maps the grammar's symbol and field ids to the kinds above,
+// once per process.
+type pyTables struct {
+	lang   *sitter.Language
+	kinds  []pyKind
+	named  []bool
+	fields []pyField
+}
+
+var pyTablesOnce = sync.OnceValue(func() *pyTables {
+	lang := sitter.NewLanguage(python.Language())
+	t := &pyTables{lang: lang}
+	n := int(lang.NodeKindCount())
+	t.kinds = make([]pyKind, n)
+	t.named = make([]bool, n)
+	for id := 0; id < n; id++ {
+		t.named[id] = lang.NodeKindIsNamed(uint16(id))
+		if t.named[id] {
+			t.kinds[id] = pyKindNames[lang.NodeKindForId(uint16(id))]
+		}
+	}
+	t.fields = make([]pyField, int(lang.FieldCount())+1)
+	for id := 1; id < len(t.fields); id++ {
+		t.fields[id] = pyFieldNames[lang.FieldNameForId(uint16(id))]
+	}
+	return t
+})
+
+func pyLanguage() *sitter.Language { return pyTablesOnce().lang }
+
+// pyNode is one named node, copied out of the C tree so that the analysis
+// runs without crossing cgo. Nodes are stored in preorder, so the subtree
+// of node i is nodes[i+1 : nodes[i].end].
+type pyNode struct {
+	kind        pyKind
+	field       pyField
+	start, stop uint32 // byte range
+	line        int32  // 1-based
+	parent      int32
+	first, next int32 // first named child, next named sibling; -1 for none
+	end         int32 // index after the last node of the subtree
+}
+
+type pyTree struct {
+	src   []byte
+	nodes []pyNode
+	// analysis state
+	target   []bool  // node is in a store or delete position
+	scopeOf  []int32 // innermost enclosing scope (module, def, class, lambda)
+	scopes   map[int32]*pyScope
+	globals  map[string]bool // names declared global anywhere
+	bindings map[int32]map[string]bool
+}
+
+type pyScope struct {
+	node      int32
+	nodes     []int32 // nodes of this scope, not of nested ones
+	stores    map[string]int
+	aliases   map[string][]string
+	constants map[string]string
+	done      bool
+}
+
+func buildPyTree(root *sitter.Node, src []byte) *pyTree {
+	tb := pyTablesOnce()
+	t := &pyTree{src: src, nodes: make([]pyNode, 0, len(src)/8)}
+	c := root.Walk()
+	defer c.Close()
+	// stack of the recorded ancestors and the last child recorded under each
+	type frame struct{ node, last int32 }
+	stack := []frame{{-1, -1}}
+	for {
+		n := c.Node()
+		id := n.KindId()
+		recorded := false
+		if int(id) < len(tb.named) && tb.named[id] && tb.kinds[id] != pyComment {
+			top := &stack[len(stack)-1]
+			idx := int32(len(t.nodes))
+			fid := c.FieldId()
+			var f pyField
+			if int(fid) < len(tb.fields) {
+				f = tb.fields[fid]
+			}
+			k := tb.kinds[id]
+			pn := pyNode{kind: k, field: f, start: uint32(n.StartByte()), line: int32(n.StartPosition().Row) + 1,
+				parent: top.node, first: -1, next: -1}
+			if k == pyIdentifier || k == pyStringStart || k == pyStringEnd || k == pyDottedName {
+				pn.stop = uint32(n.EndByte())
+			}
+			t.nodes = append(t.nodes, pn)
+			if top.last >= 0 {
+				t.nodes[top.last].next = idx
+			} else if top.node >= 0 {
+				t.nodes[top.node].first = idx
+			}
+			top.last = idx
+			recorded = true
+		}
+		// Unrecorded nodes (tokens, comments) are leaves.
+		if recorded && c.GotoFirstChild() {
+			stack = append(stack, frame{int32(len(t.nodes) - 1), -1})
+			continue
+		}
+		if recorded {
+			t.nodes[len(t.nodes)-1].end = int32(len(t.nodes))
+		}
+		for !c.GotoNextSibling() {
+			if !c.GotoParent() {
+				return t
+			}
+			f := stack[len(stack)-1]
+			stack = stack[:len(stack)-1]
+			t.nodes[f.node].end = int32(len(t.nodes))
+		}
+	}
+}
+
+func (t *pyTree) text(i int32) string {
+	n := &t.nodes[i]
+	return string(t.src[n.start:n.stop])
+}
+
+// child returns the first child of i with field f, or -1.
+func (t *pyTree) child(i int32, f pyField) int32 {
+	for c := t.nodes[i].first; c >= 0; c = t.nodes[c].next {
+		if t.nodes[c].field == f {
+			return c
+		}
+	}
+	return -1
+}
+
+func (t *pyTree) isScope(i int32) bool {
+	switch t.nodes[i].kind {
+	case pyModule, pyFunction, pyClass, pyLambda:
+		return true
+	}
+	return false
+}
+
+func (t *pyTree) analyse() {
+	n := int32(len(t.nodes))
+	t.target = make([]bool, n)
+	t.scopeOf = make([]int32, n)
+	t.scopes = map[int32]*pyScope{}
+	t.globals = map[string]bool{}
+	t.bindings = map[int32]map[string]bool{}
+	for i := int32(0); i < n; i++ {
+		nd := &t.nodes[i]
+		if nd.parent < 0 {
+			t.scopeOf[i] = i
+		} else if t.isScope(nd.parent) {
+			t.scopeOf[i] = nd.parent
+		} else {
+			t.scopeOf[i] = t.scopeOf[nd.parent]
+		}
+		if t.isScope(i) {
+			t.scopes[i] = &pyScope{node: i}
+		}
+		switch nd.kind {
+		case pyAssignment, pyAugmentedAssignment, pyFor, pyForIn:
+			if l := t.child(i, fLeft); l >= 0 {
+				t.markTarget(l)
+			}
+		case pyNamedExpression:
+			if l := t.child(i, fName); l >= 0 {
+				t.markTarget(l)
+			}
+		case pyExcept, pyAsPattern:
+			if l := t.child(i, fAlias); l >= 0 {
+				t.markTarget(l)
+			}
+		case pyDelete:
+			for c := nd.first; c >= 0; c = t.nodes[c].next {
+				t.markTarget(c)
+			}
+		case pyGlobal:
+			for c := nd.first; c >= 0; c = t.nodes[c].next {
+				if t.nodes[c].kind == pyIdentifier {
+					t.globals[t.text(c)] = true
+				}
+			}
+		}
+	}
+	for i := int32(0); i < n; i++ {
+		if t.nodes[i].parent >= 0 {
+			s := t.scopes[t.scopeOf[i]]
+			s.nodes = append(s.nodes, i)
+		}
+	}
+	for _, s := range t.scopes {
+		s.stores = map[string]int{}
+		for _, i := range s.nodes {
+			t.boundBy(i, func(name string) { s.stores[name]++ })
+		}
+	}
+}
+
+func (t *pyTree) markTarget(i int32) {
+	t.target[i] = true
+	switch t.nodes[i].kind {
+	case pyPatternList, pyTuplePattern, pyListPattern, pyTuple, pyList, pyExpressionList,
+		pyParenthesized, pyListSplatPattern, pyListSplat, pyAsPatternTarget:
+		for c := t.nodes[i].first; c >= 0; c = t.nodes[c].next {
+			t.markTarget(c)
+		}
+	}
+}
+
+// boundBy calls bind for each name node i binds in the scope holding it.
+func (t *pyTree) boundBy(i int32, bind func(string)) {
+	nd := &t.nodes[i]
+	switch nd.kind {
+	case pyIdentifier:
+		if t.target[i] || t.isParameterName(i) || t.isCaptureName(i) {
+			bind(t.text(i))
+		}
+	case pyFunction, pyClass:
+		if c := t.child(i, fName); c >= 0 {
+			bind(t.text(c))
+		}
+	case pyImport, pyImportFrom:
+		for c := nd.first; c >= 0; c = t.nodes[c].next {
+			if t.nodes[c].field != fName {
+				continue
+			}
+			switch t.nodes[c].kind {
+			case pyDottedName:
+				name := t.text(c)
+				if nd.kind == pyImport {
+					name, _, _ = strings.Cut(name, ".")
+				}
+				bind(name)
+			case pyAliasedImport:
+				if a := t.child(c, fAlias); a >= 0 {
+					bind(t.text(a))
+				}
+			}
+		}
+	}
+}
+
+// isParameterName reports whether identifier i names a parameter.
+func (t *pyTree) isParameterName(i int32) bool {
+	p := t.nodes[i].parent
+	if p < 0 {
+		return false
+	}
+	switch t.nodes[p].kind {
+	case pyParameters, pyLambdaParameters:
+		return true
+	case pyListSplatPattern, pyDictSplatPattern:
+		pp := t.nodes[p].parent
+		return pp >= 0 && (t.nodes[pp].kind == pyParameters || t.nodes[pp].kind == pyLambdaParameters || t.nodes[pp].kind == pyTypedParameter)
+	case pyTypedParameter:
+		return t.nodes[i].field == fNone
+	case pyDefaultParameter, pyTypedDefaultParameter:
+		return t.nodes[i].field == fName
+	}
+	return false
+}
+
+// isCaptureName reports whether identifier i is a capture in a match
+// statement's case pattern.
+func (t *pyTree) isCaptureName(i int32) bool {
+	p := t.nodes[i].parent
+	if p < 0 {
+		return false
+	}
+	switch t.nodes[p].kind {
+	case pySplatPattern:
+		return true
+	case pyAsPattern:
+		return t.nodes[i].next < 0 && t.nodes[p].first != i
+	case pyDottedName:
+		pp := t.nodes[p].parent
+		return pp >= 0 && t.nodes[pp].kind == pyCasePattern && t.nodes[p].first == i && t.nodes[i].next < 0
+	}
+	return false
+}
+
+// isLoad reports whether identifier i is an expression that reads a name.
+func (t *pyTree) isLoad(i int32) bool {
+	if t.target[i] || t.isParameterName(i) || t.isCaptureName(i) {
+		return false
+	}
+	p := t.nodes[i].parent
+	if p < 0 {
+		return false
+	}
+	f := t.nodes[i].field
+	switch t.nodes[p].kind {
+	case pyAttribute:
+		return f == fObject
+	case pyKeywordArgument, pyFunction, pyClass:
+		return f != fName
+	case pyGlobal, pyNonlocal, pyDottedName, pyAliasedImport, pyImport, pyImportFrom, pyRelativeImport:
+		return false
+	}
+	return true
+}
+
+// parentOf returns the parent of i and i's field in it, looking through
+// parentheses.
+func (t *pyTree) parentOf(i int32) (int32, pyField) {
+	for {
+		p := t.nodes[i].parent
+		if p < 0 || t.nodes[p].kind != pyParenthesized {
+			return p, t.nodes[i].field
+		}
+		i = p
+	}
+}
+
+// enclosingScope returns the scope whose bindings scope s inherits:
+// functions and lambdas skip class bodies.
+func (t *pyTree) enclosingScope(s int32) int32 {
+	if t.nodes[s].parent < 0 {
+		return -1
+	}
+	p := t.scopeOf[s]
+	if k := t.nodes[s].kind; k == pyFunction || k == pyLambda {
+		for t.nodes[p].kind == pyClass {
+			p = t.scopeOf[p]
+		}
+	}
+	return p
+}
+
+// scope returns the analysed scope s: its aliases and, for modules and
+// classes, its constants.
+func (t *pyTree) scope(s int32) *pyScope {
+	sc := t.scopes[s]
+	if sc.done {
+		return sc
+	}
+	sc.done = true
+	sc.aliases = map[string][]string{}
+	if p := t.enclosingScope(s); p >= 0 {
+		for name, q := range t.scope(p).aliases {
+			if sc.stores[name] == 0 {
+				sc.aliases[name] = q
+			}
+		}
+	}
+	add := func(name string, q ...string) {
+		cur := sc.aliases[name]
+		for _, x := range q {
+			if !containsString(cur, x) {
+				cur = append(cur[:len(cur):len(cur)], x)
+			}
+		}
+		sc.aliases[name] = cur
+	}
+	for _, i := range sc.nodes {
+		nd := &t.nodes[i]
+		switch nd.kind {
+		case pyImport:
+			for c := nd.first; c >= 0; c = t.nodes[c].next {
+				switch t.nodes[c].kind {
+				case pyDottedName:
+					full := t.text(c)
+					head, _, _ := strings.Cut(full, ".")
+					add(head, head)
+				case pyAliasedImport:
+					if a, m := t.child(c, fAlias), t.child(c, fName); a >= 0 && m >= 0 {
+						add(t.text(a), t.text(m))
+					}
+				}
+			}
+		case pyImportFrom:
+			m := t.child(i, fModuleName)
+			if m < 0 || t.nodes[m].kind != pyDottedName || t.text(m) != "os" {
+				continue
+			}
+			for c := nd.first; c >= 0; c = t.nodes[c].next {
+				if t.nodes[c].field != fName {
+					continue
+				}
+				switch t.nodes[c].kind {
+				case pyDottedName:
+					add(t.text(c), "os."+t.text(c))
+				case pyAliasedImport:
+					if a, n := t.child(c, fAlias), t.child(c, fName); a >= 0 && n >= 0 {
+						add(t.text(a), "os."+t.text(n))
+					}
+				}
+			}
+		}
+	}
+	for _, i := range sc.nodes {
+		if t.nodes[i].kind != pyAssignment {
+			continue
+		}
+		lefts, value := t.assignmentChain(i)
+		if value < 0 || len(lefts) == 0 {
+			continue
+		}
+		var osNames []string
+		for _, q := range t.qualified(value, sc.aliases) {
+			if strings.HasPrefix(q, "os.") {
+				osNames = append(osNames, q)
+			}
+		}
+		if len(osNames) == 0 {
+			continue
+		}
+		// Only the first target of a chain: the inner assignments of
+		// a chain are scope nodes themselves.
+		if l := lefts[0]; t.nodes[l].kind == pyIdentifier {
+			add(t.text(l), osNames...)
+		}
+	}
+	if k := t.nodes[s].kind; k == pyModule || k == pyClass {
+		sc.constants = t.constants(sc)
+	}
+	return sc
+}
+
+// assignmentChain returns the targets of a = b = value (in order) and the
+// value, -1 when there is none (an annotation).
+func (t *pyTree) assignmentChain(i int32) ([]int32, int32) {
+	var lefts []int32
+	for {
+		if l := t.child(i, fLeft); l >= 0 {
+			lefts = append(lefts, l)
+		}
+		r := t.child(i, fRight)
+		if r < 0 || t.nodes[r].kind != pyAssignment {
+			return lefts, r
+		}
+		i = r
+	}
+}
+
+// constants returns the string constants of a module or class scope.
+func (t *pyTree) constants(sc *pyScope) map[string]string {
+	consts := map[string]string{}
+	body := sc.node
+	if t.nodes[body].kind == pyClass {
+		body = t.child(body, fBody)
+		if body < 0 {
+			return consts
+		}
+	}
+	for st := t.nodes[body].first; st >= 0; st = t.nodes[st].next {
+		if t.nodes[st].kind != pyExpressionStatement {
+			continue
+		}
+		a := t.nodes[st].first
+		if a < 0 || t.nodes[a].kind != pyAssignment {
+			continue
+		}
+		lefts, value := t.assignmentChain(a)
+		if value < 0 {
+			continue
+		}
+		v, ok := t.stringValue(value, consts)
+		if !ok {
+			continue
+		}
+		for _, l := range lefts {
+			if t.nodes[l].kind == pyIdentifier && sc.stores[t.text(l)] == 1 {
+				consts[t.text(l)] = v
+			}
+		}
+	}
+	for name := range t.globals {
+		delete(consts, name)
+	}
+	return consts
+}
+
+// qualified returns the dotted names expression i may denote.
+func (t *pyTree) qualified(i int32, aliases map[string][]string) []string {
+	switch t.nodes[i].kind {
+	case pyIdentifier:
+		return aliases[t.text(i)]
+	case pyParenthesized:
+		if c := t.nodes[i].first; c >= 0 && t.nodes[c].next < 0 {
+			return t.qualified(c, aliases)
+		}
+	case pyAttribute:
+		o, a := t.child(i, fObject), t.child(i, fAttribute)
+		if o < 0 || a < 0 {
+			return nil
+		}
+		base := t.qualified(o, aliases)
+		if len(base) == 0 {
+			return nil
+		}
+		attr := t.text(a)
+		out := make([]string, len(base))
+		for k, b := range base {
+			out[k] = b + "." + attr
+		}
+		return out
+	}
+	return nil
+}
+
+func containsString(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+var pyGetenvFuncs = []string{
+	"os.getenv", "os.getenvb",
+	"os.environ.get", "os.environ.pop", "os.environ.setdefault",
+	"os.environb.get", "os.environb.pop", "os.environb.setdefault",
+}
+
+func (t *pyTree) reads() []Read {
+	t.analyse()
+	var out []Read
+	for i := int32(0); i < int32(len(t.nodes)); i++ {
+		nd := &t.nodes[i]
+		matched, arg := false, int32(-1)
+		switch nd.kind {
+		case pyCall:
+			f := t.child(i, fFunction)
+			if f < 0 {
+				continue
+			}
+			names := t.qualified(f, t.scope(t.scopeOf[i]).aliases)
+			for _, q := range names {
+				if containsString(pyGetenvFuncs, q) {
+					matched, arg = true, t.firstArgument(i)
+					break
+				}
+			}
+			if !matched {
+				for _, q := range names {
+					if strings.HasPrefix(q, "os.environ.") || strings.HasPrefix(q, "os.environb.") {
+						matched = true
+					}
+				}
+			}
+		case pySubscript:
+			if t.target[i] {
+				continue
+			}
+			v := t.child(i, fValue)
+			if v >= 0 && t.isEnviron(v) {
+				matched = true
+				if s := t.child(i, fSubscript); s >= 0 && (t.nodes[s].next < 0 || t.nodes[t.nodes[s].next].field != fSubscript) {
+					arg = s
+				}
+			}
+		case pyIdentifier, pyAttribute:
+			if nd.kind == pyIdentifier && !t.isLoad(i) || nd.kind == pyAttribute && t.target[i] {
+				continue
+			}
+			if !t.isEnviron(i) {
+				continue
+			}
+			p, f := t.parentOf(i)
+			if p >= 0 {
+				switch t.nodes[p].kind {
+				case pyAttribute:
+					if f == fObject {
+						continue
+					}
+				case pySubscript:
+					if f == fValue {
+						continue
+					}
+				case pyAssignment:
+					continue
+				}
+			}
+			matched = true
+		}
+		if !matched {
+			continue
+		}
+		r := Read{Line: int(nd.line), Function: t.functionOf(i)}
+		if arg >= 0 {
+			if v, ok := t.stringValue(arg, t.effectiveConstants(i)); ok {
+				r.Variable = v
+			}
+		}
+		out = append(out, r)
+	}
+	return out
+}
+
+func (t *pyTree) isEnviron(i int32) bool {
+	for _, q := range t.qualified(i, t.scope(t.scopeOf[i]).aliases) {
+		if q == "os.environ" || q == "os.environb" {
+			return true
+		}
+	}
+	return false
+}
+
+// firstArgument returns the first positional argument of call i, else its
+// key= argument, else -1.
+func (t *pyTree) firstArgument(call int32) int32 {
+	args := t.child(call, fArguments)
+	if args < 0 {
+		return -1
+	}
+	if t.nodes[args].kind != pyArgumentList {
+		return args // a generator expression: not a string
+	}
+	for c := t.nodes[args].first; c >= 0; c = t.nodes[c].next {
+		if k := t.nodes[c].kind; k != pyKeywordArgument && k != pyDictionarySplat {
+			return c
+		}
+	}
+	for c := t.nodes[args].first; c >= 0; c = t.nodes[c].next {
+		if t.nodes[c].kind == pyKeywordArgument {
+			if n := t.child(c, fName); n >= 0 && t.text(n) == "key" {
+				return t.child(c, fValue)
+			}
+		}
+	}
+	return -1
+}
+
+// functionOf returns the innermost def enclosing i, or "<module>".
+func (t *pyTree) functionOf(i int32) string {
+	for p := t.nodes[i].parent; p >= 0; p = t.nodes[p].parent {
+		if t.nodes[p].kind == pyFunction {
+			if n := t.child(p, fName); n >= 0 {
+				return t.text(n)
+			}
+		}
+	}
+	return ModuleFunction
+}
+
+// effectiveConstants returns the constants visible at node i: the module's,
+// minus every name bound anywhere inside an enclosing def, lambda or class,
+// plus the class's own when i is in a class body.
+func (t *pyTree) effectiveConstants(i int32) map[string]string {
+	consts := t.scope(0).constants
+	copied := false
+	for p := t.nodes[i].parent; p > 0; p = t.nodes[p].parent {
+		if k := t.nodes[p].kind; k != pyFunction && k != pyLambda && k != pyClass {
+			continue
+		}
+		for name := range t.subtreeBindings(p) {
+			if _, ok := consts[name]; ok {
+				if !copied {
+					consts, copied = cloneMap(consts), true
+				}
+				delete(consts, name)
+			}
+		}
+	}
+	if s := t.scopeOf[i]; t.nodes[s].kind == pyClass {
+		cc := t.scope(s).constants
+		if len(cc) > 0 {
+			if !copied {
+				consts = cloneMap(consts)
+			}
+			for k, v := range cc {
+				consts[k] = v
+			}
+		}
+	}
+	return consts
+}
+
+func cloneMap(m map[string]string) map[string]string {
+	c := make(map[string]string, len(m))
+	for k, v := range m {
+		c[k] = v
+	}
+	return c
+}
+
+// subtreeBindings returns every name bound anywhere inside scope node s,
+// nested scopes included, s's own name excluded.
+func (t *pyTree) subtreeBindings(s int32) map[string]bool {
+	if b, ok := t.bindings[s]; ok {
+		return b
+	}
+	b := map[string]bool{}
+	for i := s + 1; i < t.nodes[s].end; i++ {
+		t.boundBy(i, func(name string) { b[name] = true })
+	}
+	t.bindings[s] = b
+	return b
+}
+
+// stringValue evaluates i as a string constant: a str literal, a bytes
+// literal that decodes as ASCII, their implicit concatenation, or a name in
+// consts.
+func (t *pyTree) stringValue(i int32, consts map[string]string) (string, bool) {
+	switch t.nodes[i].kind {
+	case pyIdentifier:
+		v, ok := consts[t.text(i)]
+		return v, ok
+	case pyParenthesized:
+		if c := t.nodes[i].first; c >= 0 && t.nodes[c].next < 0 {
+			return t.stringValue(c, consts)
+		}
+	case pyString:
+		v, _, ok := t.literal(i)
+		return v, ok
+	case pyConcatenatedString:
+		var b strings.Builder
+		kind := -1
+		for c := t.nodes[i].first; c >= 0; c = t.nodes[c].next {
+			v, isBytes, ok := t.literal(c)
+			if !ok {
+				return "", false
+			}
+			k := 0
+			if isBytes {
+				k = 1
+			}
+			if kind >= 0 && k != kind {
+				return "", false // str and bytes do not concatenate
+			}
+			kind = k
+			b.WriteString(v)
+		}
+		return b.String(), kind >= 0
+	}
+	return "", false
+}
+
+// literal decodes string node i. f-strings are not constants.
+func (t *pyTree) literal(i int32) (val string, isBytes, ok bool) {
+	if t.nodes[i].kind != pyString {
+		return "", false, false
+	}
+	var start, stop int32 = -1, -1
+	for c := t.nodes[i].first; c >= 0; c = t.nodes[c].next {
+		switch t.nodes[c].kind {
+		case pyInterpolation:
+			return "", false, false
+		case pyStringStart:
+			start = c
+		case pyStringEnd:
+			stop = c
+		}
+	}
+	if start < 0 || stop < 0 {
+		return "", false, false
+	}
+	opening := t.text(start)
+	prefix := strings.ToLower(strings.TrimRight(opening, `"'`))
+	if strings.Contains(prefix, "f") || strings.Contains(prefix, "t") {
+		return "", false, false
+	}
+	isBytes = strings.Contains(prefix, "b")
+	body := t.src[t.nodes[start].stop:t.nodes[stop].start]
+	var v []byte
+	if strings.Contains(prefix, "r") {
+		v = body
+	} else if v, ok = decodePyEscapes(body, isBytes); !ok {
+		return "", false, false
+	}
+	if isBytes {
+		for _, c := range v {
+			if c >= 0x80 {
+				return "", false, false
+			}
+		}
+	}
+	return string(v), isBytes, true
+}
+
+// decodePyEscapes decodes the escapes of a non-raw Python literal body.
+func decodePyEscapes(b []byte, isBytes bool) ([]byte, bool) {
+	if bytes.IndexByte(b, '\\') < 0 {
+		return b, true
+	}
+	out := make([]byte, 0, len(b))
+	for i := 0; i < len(b); i++ {
+		if b[i] != '\\' || i+1 >= len(b) {
+			out = append(out, b[i])
+			continue
+		}
+		i++
+		switch c := b[i]; c {
+		case '\n':
+		case '\\', '\'', '"':
+			out = append(out, c)
+		case 'a':
+			out = append(out, '\a')
+		case 'b':
+			out = append(out, '\b')
+		case 'f':
+			out = append(out, '\f')
+		case 'n':
+			out = append(out, '\n')
+		case 'r':
+			out = append(out, '\r')
+		case 't':
+			out = append(out, '\t')
+		case 'v':
+			out = append(out, '\v')
+		case 'x', 'u', 'U':
+			n := map[byte]int{'x': 2, 'u': 4, 'U': 8}[c]
+			if c != 'x' && isBytes {
+				out = append(out, '\\', c)
+				continue
+			}
+			if i+1+n > len(b) {
+				return nil, false
+			}
+			v, err := strconv.ParseUint(string(b[i+1:i+1+n]), 16, 32)
+			if err != nil {
+				return nil, false
+			}
+			if isBytes {
+				out = append(out, byte(v))
+			} else {
+				out = utf8.AppendRune(out, rune(v))
+			}
+			i += n
+		case 'N':
+			return nil, false // named characters: not worth a name table
+		default:
+			if c >= '0' && c <= '7' {
+				j := i
+				for j < len(b) && j < i+3 && b[j] >= '0' && b[j] <= '7' {
+					j++
+				}
+				v, _ := strconv.ParseUint(string(b[i:j]), 8, 16)
+				if isBytes {
+					out = append(out, byte(v))
+				} else {
+					out = utf8.AppendRune(out, rune(v))
+				}
+				i = j - 1
+				continue
+			}
+			out = append(out, '\\', c)
+		}
+	}
+	return out, true
+}

@@ -1,0 +1,22 @@
+package envaudit
+
+// Read is one environment read found in a source file.
+type Read struct {
+	// Line is the 1-based line of the read.
+	Line int
+	// Variable is the variable's name; "" for a dynamic read (an
+	// unresolvable name or a bulk read of the whole environment).
+	Variable string
+	// Function holds the read; see the package doc for each language.
+	Function string
+}
+
+// Dynamic reports whether the read's variable is unknown.
+func (r Read) Dynamic() bool { return r.Variable == "" }
+
+// Function names of reads outside any function.
+const (
+	ModuleFunction  = "<module>"  // Python top level and class bodies
+	PackageFunction = "<package>" // Go package-level initializers
+	CppFunction     = "<cpp>"     // every C++ read
+)
