@@ -1,0 +1,399 @@
+package worker
+
+import (
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/ptojit/ptojit/registry"
+)
+
+// Descriptors a child inherits from the parent.
+const (
+	childMailboxFD = 3 // SOCK_SEQPACKET end of the mailbox
+	childArenaFD   = 4 // the arena memfd
+)
+
+// ChildMain runs a child endpoint in this process: the mailbox is descriptor
+// 3 and the arena descriptor 4, as the Worker starts it. It returns when the
+// parent shuts the child down or closes the mailbox, and returns the process
+// exit code. Programs call it from their hidden child mode (ptojitd
+// __worker-child; a test binary's TestMain).
+func ChildMain() int {
+	c := &child{fd: childMailboxFD, log: os.Stderr}
+	if err := c.serve(); err != nil {
+		fmt.Fprintf(os.Stderr, "ptojit worker child: %v\n", err)
+		return 1
+	}
+	return 0
+}
+
+// chipSlot is the executable state of one private slot.
+type chipSlot struct {
+	callable *registry.ChipCallable
+	state    *simCallable
+	loaded   bool // set only after a successful prewarm or lazy prepare
+}
+
+// child is one chip child's state. Not safe for concurrent use: the mailbox
+// carries one operation at a time.
+type child struct {
+	fd      int
+	log     io.Writer
+	init    InitArgs
+	arena   []byte
+	table   *registry.TargetTable
+	loader  *simLoader
+	slots   []chipSlot
+	scratch cmem
+	rbuf    []byte
+	oob     []byte
+	wbuf    []byte
+}
+
+func (c *child) debugf(format string, args ...any) {
+	if c.init.Flags&InitDebug != 0 {
+		fmt.Fprintf(c.log, "worker %d: "+format+"\n", append([]any{c.init.WorkerID}, args...)...)
+	}
+}
+
+func (c *child) warnf(format string, args ...any) {
+	fmt.Fprintf(c.log, "worker %d: warning: "+format+"\n", append([]any{c.init.WorkerID}, args...)...)
+}
+
+// recv reads one frame and at most one passed descriptor.
+func (c *child) recv() (Frame, int, error) {
+	for {
+		n, oobn, flags, _, err := unix.Recvmsg(c.fd, c.rbuf, c.oob, unix.MSG_CMSG_CLOEXEC)
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			return Frame{}, -1, err
+		}
+		if n == 0 {
+			return Frame{}, -1, io.EOF
+		}
+		fd := -1
+		if oobn > 0 {
+			fds, perr := parseRights(c.oob[:oobn])
+			if perr != nil || len(fds) != 1 || flags&unix.MSG_CTRUNC != 0 {
+				for _, f := range fds {
+					unix.Close(f)
+				}
+				return Frame{}, -1, errors.New("control message carries other than one descriptor")
+			}
+			fd = fds[0]
+		}
+		f, err := ParseFrame(c.rbuf[:n])
+		if err != nil && fd >= 0 {
+			unix.Close(fd)
+			fd = -1
+		}
+		return f, fd, err
+	}
+}
+
+func parseRights(oob []byte) ([]int, error) {
+	msgs, err := unix.ParseSocketControlMessage(oob)
+	if err != nil {
+		return nil, err
+	}
+	var fds []int
+	for _, m := range msgs {
+		f, err := unix.ParseUnixRights(&m)
+		if err != nil {
+			return fds, err
+		}
+		fds = append(fds, f...)
+	}
+	return fds, nil
+}
+
+func (c *child) reply(op Op, st Status, r Reply) error {
+	var err error
+	c.wbuf, err = AppendFrame(c.wbuf[:0], op|ReplyBit, st, r.Append(nil))
+	if err != nil {
+		return err
+	}
+	for {
+		_, err = unix.Write(c.fd, c.wbuf)
+		if err != unix.EINTR {
+			return err
+		}
+	}
+}
+
+func (c *child) serve() error {
+	c.rbuf = make([]byte, MailboxSize+1)
+	c.oob = make([]byte, unix.CmsgSpace(4*4))
+	c.wbuf = make([]byte, 0, MailboxSize)
+	f, fd, err := c.recv()
+	if err != nil {
+		return fmt.Errorf("read INIT: %w", err)
+	}
+	if fd >= 0 {
+		unix.Close(fd)
+	}
+	if f.Op != OpInit {
+		return fmt.Errorf("first frame is %v, want INIT", f.Op)
+	}
+	if c.init, err = ParseInitArgs(f.Args); err != nil {
+		return err
+	}
+	if c.init.Role != RoleChip {
+		return fmt.Errorf("this child serves chip endpoints, INIT asks for role %d", c.init.Role)
+	}
+	if c.arena, err = mapArena(childArenaFD, c.init.ArenaSize); err != nil {
+		return err
+	}
+	if c.loader, err = newSimLoader(); err != nil {
+		return err
+	}
+	defer c.loader.close()
+	if c.scratch, err = newCmem(scratchBytes); err != nil {
+		return err
+	}
+	c.table = registry.NewTargetTable(registry.LocalChip, int(c.init.Slots))
+	c.table.SetWorkerID(int(c.init.WorkerID))
+	c.table.SetReleaseHook(c.clearSlot)
+	c.slots = make([]chipSlot, c.init.Slots)
+	// Slot independence: occupy the first SlotBase slots with identities no
+	// descriptor can have, so this child's private slots differ from its
+	// siblings' for the same hashids.
+	for i := range c.init.SlotBase {
+		d := sha256.Sum256(fmt.Appendf(nil, "ptojit reserved slot %d", i))
+		if _, err := c.table.Install(registry.Hashid(d), registry.ChipCallableKind, d, [32]byte{}); err != nil {
+			return err
+		}
+	}
+	if err := c.reply(OpInit, StatusOK, Reply{}); err != nil {
+		return err
+	}
+	for {
+		f, fd, err := c.recv()
+		if err == io.EOF {
+			return nil // the parent closed the mailbox
+		}
+		var fe *FrameError
+		if errors.As(err, &fe) {
+			if err := c.reply(OpNop, StatusBadFrame, Reply{Message: err.Error()}); err != nil {
+				return err
+			}
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		st, r := c.handle(f, fd)
+		if err := c.reply(f.Op, st, r); err != nil {
+			return err
+		}
+		if f.Op == OpShutdown {
+			return nil
+		}
+	}
+}
+
+func (c *child) handle(f Frame, fd int) (Status, Reply) {
+	if fd >= 0 && f.Op != OpRegister {
+		unix.Close(fd)
+		return StatusBadFrame, Reply{Message: fmt.Sprintf("%v carries a descriptor", f.Op)}
+	}
+	switch f.Op {
+	case OpNop, OpShutdown:
+		return StatusOK, Reply{}
+	case OpReady:
+		n, _ := c.table.Len()
+		return StatusOK, Reply{Detail: uint32(n) - c.init.SlotBase}
+	case OpTask:
+		return c.task(f.Args)
+	case OpRegister:
+		return c.register(f.Args, fd)
+	case OpUnregister:
+		d, err := ParseDigestArgs(f.Args)
+		if err != nil {
+			return StatusBadFrame, Reply{Message: err.Error()}
+		}
+		return c.unregister(d)
+	}
+	return StatusBadFrame, Reply{Message: fmt.Sprintf("unexpected %v", f.Op)}
+}
+
+// statusOf maps a registry error to a reply status.
+func statusOf(err error, otherwise Status) Status {
+	switch registry.CodeOf(err) {
+	case registry.HashidDescriptorMismatch:
+		return StatusDescriptorMismatch
+	case registry.CallableKindUnsupported:
+		return StatusKindUnsupported
+	case registry.LocalSlotExhausted:
+		return StatusSlotExhausted
+	case registry.HashidNotInstalled:
+		return StatusNotInstalled
+	case registry.CallableBlobInvalid, registry.SPYCPayloadInvalid:
+		return StatusPayloadInvalid
+	case registry.PlatformUnsupported:
+		return StatusPlatformMismatch
+	}
+	return otherwise
+}
+
+func (c *child) register(args []byte, fd int) (Status, Reply) {
+	if fd < 0 {
+		return StatusBadFrame, Reply{Message: "REGISTER_CALLABLE without a staged payload descriptor"}
+	}
+	ra, err := ParseRegisterArgs(args)
+	if err != nil {
+		unix.Close(fd)
+		return StatusBadFrame, Reply{Message: err.Error()}
+	}
+	rep := Reply{Digest: ra.Digest}
+	payload, err := readStaged(fd, ra.PayloadLen)
+	unix.Close(fd)
+	if err != nil {
+		rep.Message = err.Error()
+		return StatusPayloadInvalid, rep
+	}
+	h := registry.Hashid(ra.Digest)
+	switch {
+	case c.init.Flags&FaultExitOnRegister != 0:
+		c.debugf("register %v: injected exit", h)
+		os.Exit(3)
+	case c.init.Flags&FaultStallOnRegister != 0:
+		c.debugf("register %v: injected stall", h)
+		select {}
+	}
+	// Kind first: an unsupported kind is rejected before anything is parsed
+	// or installed.
+	if registry.Kind(ra.Kind) != registry.ChipCallableKind {
+		rep.Message = fmt.Sprintf("chip child does not resolve %v", registry.Kind(ra.Kind))
+		return StatusKindUnsupported, rep
+	}
+	slot, err := c.table.InstallPayload(h, registry.ChipCallableKind, c.init.Platform, c.init.Runtime, payload)
+	if err != nil {
+		rep.Message = err.Error()
+		return statusOf(err, StatusPayloadInvalid), rep
+	}
+	refs := c.table.Refs(h)
+	c.debugf("register %v: slot %d refs %d", h, slot, refs)
+	if refs > 1 {
+		return StatusOK, rep // the same descriptor and payload: shared state
+	}
+	cc, err := registry.ParseChipCallable(payload)
+	if err == nil {
+		c.slots[slot] = chipSlot{callable: cc}
+		if c.init.Flags&FaultSkipPrewarm != 0 {
+			c.debugf("register %v: prewarm skipped (injected)", h)
+			return StatusOK, rep
+		}
+		err = c.prewarm(slot)
+	}
+	if err != nil {
+		// Roll back the registration this request created.
+		if _, rerr := c.table.Release(h); rerr != nil {
+			c.warnf("register %v: rollback: %v", h, rerr)
+		}
+		rep.Message = err.Error()
+		return statusOf(err, StatusPrewarmFailed), rep
+	}
+	return StatusOK, rep
+}
+
+// prewarm loads the executable state of slot and marks it loaded only after
+// every step succeeded.
+func (c *child) prewarm(slot int) error {
+	s := &c.slots[slot]
+	if !simPlatforms[c.init.Platform] {
+		return &registry.Error{Code: registry.PlatformUnsupported, WorkerID: int(c.init.WorkerID), Namespace: registry.LocalChip,
+			Op: "prewarm", Err: fmt.Errorf("platform %q has no host execution engine", c.init.Platform)}
+	}
+	if c.init.Flags&FaultFailPrewarm != 0 {
+		return errors.New("prewarm failed (injected fault)")
+	}
+	st, err := c.loader.prepare(s.callable)
+	if err != nil {
+		return fmt.Errorf("prewarm: %w", err)
+	}
+	s.state, s.loaded = st, true
+	return nil
+}
+
+// clearSlot is the release hook: it runs after the hashid stopped resolving
+// (step 3 of unregister) and clears the executable state (step 4).
+func (c *child) clearSlot(slot int, h registry.Hashid) {
+	if _, err := c.table.Resolve(h); err != nil {
+		c.debugf("unregister %v: resolution stopped (%v) before slot cleanup", h, registry.CodeOf(err))
+	} else {
+		c.debugf("unregister %v: still resolves during slot cleanup", h)
+	}
+	if slot < len(c.slots) {
+		c.slots[slot].state.release()
+		c.slots[slot] = chipSlot{}
+	}
+	c.debugf("unregister %v: slot %d cleared", h, slot)
+}
+
+func (c *child) unregister(d [DigestSize]byte) (Status, Reply) {
+	h := registry.Hashid(d)
+	rep := Reply{Digest: d}
+	if c.init.Flags&FaultExitOnUnregister != 0 {
+		c.debugf("unregister %v: injected exit", h)
+		os.Exit(3)
+	}
+	freed, err := c.table.Release(h)
+	if err != nil {
+		rep.Message = err.Error()
+		return statusOf(err, StatusBadFrame), rep
+	}
+	c.debugf("unregister %v: freed %v refs %d", h, freed, c.table.Refs(h))
+	return StatusOK, rep
+}
+
+func (c *child) task(args []byte) (Status, Reply) {
+	d, blob, err := SplitTaskArgs(args)
+	if err != nil {
+		return StatusBadFrame, Reply{Message: err.Error()}
+	}
+	rep := Reply{Digest: d}
+	h := registry.Hashid(d)
+	// The final resolve, immediately before execution: a missing mapping
+	// fails before any work.
+	slot, err := c.table.Resolve(h)
+	if err != nil {
+		rep.Message = err.Error()
+		return StatusNotInstalled, rep
+	}
+	if c.init.Flags&FaultExitOnTask != 0 {
+		os.Exit(3)
+	}
+	ta, err := ParseTaskArgs(blob)
+	if err != nil {
+		rep.Message = err.Error()
+		return StatusBadFrame, rep
+	}
+	s := &c.slots[slot]
+	if !s.loaded {
+		c.warnf("task %v: slot was registered but not prewarmed; preparing it in the dispatch path", h)
+		if err := c.prewarm(slot); err != nil {
+			rep.Message = err.Error()
+			return StatusPrewarmFailed, rep
+		}
+	}
+	c.debugf("task %v: slot %d", h, slot)
+	code, err := s.state.run(c.arena, c.scratch, ta)
+	if err != nil {
+		rep.Message = err.Error()
+		return StatusArgsInvalid, rep
+	}
+	rep.Detail = uint32(code)
+	if code != 0 {
+		rep.Message = fmt.Sprintf("orchestration returned %d", code)
+		return StatusExecFailed, rep
+	}
+	return StatusOK, rep
+}

@@ -1,0 +1,400 @@
+package worker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"sync"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/ptojit/ptojit/registry"
+)
+
+// Worker-level error codes, beside the registry's, for replies that the
+// seed names no code for.
+const (
+	// PrewarmFailed: the target could not load the callable's executable
+	// state; it rolled the registration back.
+	PrewarmFailed registry.ErrorCode = "PREWARM_FAILED"
+	// TaskFailed: the callable ran and reported failure.
+	TaskFailed registry.ErrorCode = "TASK_FAILED"
+	// TaskArgsInvalid: the task's arguments do not fit the callable or the
+	// arena; nothing ran.
+	TaskArgsInvalid registry.ErrorCode = "TASK_ARGS_INVALID"
+	// FrameInvalid: a peer sent a malformed mailbox frame.
+	FrameInvalid registry.ErrorCode = "MAILBOX_FRAME_INVALID"
+)
+
+// codeOf maps a reply status to an error code.
+func codeOf(s Status) registry.ErrorCode {
+	switch s {
+	case StatusDescriptorMismatch:
+		return registry.HashidDescriptorMismatch
+	case StatusKindUnsupported:
+		return registry.CallableKindUnsupported
+	case StatusSlotExhausted:
+		return registry.LocalSlotExhausted
+	case StatusNotInstalled:
+		return registry.HashidNotInstalled
+	case StatusPayloadInvalid:
+		return registry.CallableBlobInvalid
+	case StatusPlatformMismatch:
+		return registry.PlatformUnsupported
+	case StatusPrewarmFailed:
+		return PrewarmFailed
+	case StatusExecFailed:
+		return TaskFailed
+	case StatusArgsInvalid:
+		return TaskArgsInvalid
+	}
+	return FrameInvalid
+}
+
+// EndpointError is a failure of the mailbox itself: the child died, timed
+// out, or broke the protocol. The outcome of the operation in flight is
+// unknown, and the endpoint is no longer used. Safe to share.
+type EndpointError struct {
+	WorkerID int
+	Op       string
+	Err      error
+}
+
+func (e *EndpointError) Error() string {
+	return fmt.Sprintf("worker %d: %s: %v", e.WorkerID, e.Op, e.Err)
+}
+
+func (e *EndpointError) Unwrap() error { return e.Err }
+
+// ErrChildExited is the cause of an EndpointError when the child process is
+// gone.
+var ErrChildExited = errors.New("child process exited")
+
+// ErrTimeout is the cause of an EndpointError when a control operation's
+// reply did not arrive in time.
+var ErrTimeout = errors.New("no reply before the control timeout")
+
+// endpoint is the parent side of one child's mailbox. It implements
+// registry.Target. Safe for concurrent use: mu is the per-endpoint mailbox
+// lock, so one operation is in flight at a time.
+type endpoint struct {
+	id      int
+	ns      registry.Namespace
+	role    uint32
+	timeout time.Duration // control operations
+
+	mu   sync.Mutex // the mailbox lock; guards everything below
+	fd   int        // parent end of the SOCK_SEQPACKET pair; -1 once closed
+	dead error      // why the endpoint is unusable, or nil
+	wbuf []byte
+	rbuf []byte
+	oob  []byte
+
+	cmd    *exec.Cmd
+	exited chan struct{} // closed when cmd has been waited for
+}
+
+var _ registry.Target = (*endpoint)(nil)
+
+func (e *endpoint) ID() int                       { return e.id }
+func (e *endpoint) Namespace() registry.Namespace { return e.ns }
+
+// start starts the child process with the mailbox and the arena.
+func startEndpoint(id int, role uint32, argv []string, env []string, arena *os.File, stderr io.Writer, timeout time.Duration) (*endpoint, error) {
+	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_SEQPACKET|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return nil, fmt.Errorf("worker %d: socketpair: %w", id, err)
+	}
+	childEnd := os.NewFile(uintptr(fds[1]), "mailbox")
+	defer childEnd.Close()
+	for _, fd := range fds {
+		// Room for a few frames in flight in each direction.
+		unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_SNDBUF, 4*MailboxSize)
+	}
+	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.Env = env
+	cmd.ExtraFiles = []*os.File{childEnd, arena}
+	cmd.Stdout = stderr
+	cmd.Stderr = stderr
+	if err := cmd.Start(); err != nil {
+		unix.Close(fds[0])
+		return nil, fmt.Errorf("worker %d: start child: %w", id, err)
+	}
+	ns := registry.LocalChip
+	if role == RoleSub {
+		ns = registry.LocalPython
+	}
+	e := &endpoint{
+		id: id, ns: ns, role: role, timeout: timeout, fd: fds[0],
+		wbuf: make([]byte, 0, MailboxSize), rbuf: make([]byte, MailboxSize+1), oob: make([]byte, unix.CmsgSpace(4*4)),
+		cmd: cmd, exited: make(chan struct{}),
+	}
+	go func() {
+		cmd.Wait()
+		close(e.exited)
+	}()
+	return e, nil
+}
+
+// pid returns the child's process id.
+func (e *endpoint) pid() int { return e.cmd.Process.Pid }
+
+// fail marks the endpoint unusable and kills the child; e.mu is held.
+func (e *endpoint) fail(op string, cause error) error {
+	err := &EndpointError{WorkerID: e.id, Op: op, Err: cause}
+	if e.dead == nil {
+		e.dead = err
+		e.cmd.Process.Kill()
+	}
+	return err
+}
+
+// call sends one request frame (with an optional descriptor passed by
+// SCM_RIGHTS) and waits for its reply. A positive timeout bounds the wait;
+// the timeout, the child's death or a malformed reply make the endpoint
+// unusable (the mailbox has one operation in flight and no sequence
+// numbers, so it cannot resynchronize). A reply with a non-OK status is
+// returned as is, with a nil error.
+func (e *endpoint) call(op Op, args func([]byte) ([]byte, error), passFD int, timeout time.Duration) (Status, Reply, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.dead != nil {
+		return 0, Reply{}, e.dead
+	}
+	var err error
+	hdr, err := AppendFrame(e.wbuf[:0], op, StatusOK, nil)
+	if err != nil {
+		return 0, Reply{}, err
+	}
+	frame, err := args(hdr)
+	if err != nil {
+		return 0, Reply{}, err
+	}
+	if n := len(frame) - HeaderSize; n > ArgsCapacity {
+		return 0, Reply{}, &FrameError{Msg: fmt.Sprintf("args of %d bytes exceed the capacity of %d", n, ArgsCapacity)}
+	} else {
+		putArgsLen(frame, n)
+	}
+	e.wbuf = frame[:0]
+	var oob []byte
+	if passFD >= 0 {
+		oob = unix.UnixRights(passFD)
+	}
+	for {
+		err = unix.Sendmsg(e.fd, frame, oob, nil, 0)
+		if err != unix.EINTR {
+			break
+		}
+	}
+	if err != nil {
+		return 0, Reply{}, e.fail(op.String(), e.deathCause(err))
+	}
+	n, err := e.recv(timeout)
+	if err != nil {
+		return 0, Reply{}, e.fail(op.String(), err)
+	}
+	f, err := ParseFrame(e.rbuf[:n])
+	if err != nil {
+		return 0, Reply{}, e.fail(op.String(), err)
+	}
+	if f.Op != op|ReplyBit {
+		return 0, Reply{}, e.fail(op.String(), fmt.Errorf("reply is %v", f.Op))
+	}
+	r, err := ParseReply(f.Args)
+	if err != nil {
+		return 0, Reply{}, e.fail(op.String(), err)
+	}
+	return f.Status, r, nil
+}
+
+func putArgsLen(frame []byte, n int) {
+	frame[12], frame[13], frame[14], frame[15] = byte(n), byte(n>>8), byte(n>>16), byte(n>>24)
+}
+
+// deathCause turns a write error on a dead peer into ErrChildExited.
+func (e *endpoint) deathCause(err error) error {
+	if err == unix.EPIPE || err == unix.ECONNRESET {
+		return ErrChildExited
+	}
+	return err
+}
+
+// recv reads one reply into e.rbuf; e.mu is held.
+func (e *endpoint) recv(timeout time.Duration) (int, error) {
+	var deadline time.Time
+	if timeout > 0 {
+		deadline = time.Now().Add(timeout)
+	}
+	for {
+		if timeout > 0 {
+			left := time.Until(deadline)
+			if left <= 0 {
+				return 0, ErrTimeout
+			}
+			pfd := []unix.PollFd{{Fd: int32(e.fd), Events: unix.POLLIN}}
+			ms := int(left / time.Millisecond)
+			if ms == 0 {
+				ms = 1
+			}
+			n, err := unix.Poll(pfd, ms)
+			if err == unix.EINTR {
+				continue
+			}
+			if err != nil {
+				return 0, err
+			}
+			if n == 0 {
+				continue
+			}
+		}
+		n, _, flags, _, err := unix.Recvmsg(e.fd, e.rbuf, e.oob, unix.MSG_CMSG_CLOEXEC)
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			return 0, e.deathCause(err)
+		}
+		if n == 0 {
+			return 0, ErrChildExited
+		}
+		if flags&(unix.MSG_TRUNC|unix.MSG_CTRUNC) != 0 {
+			return 0, errors.New("reply truncated or carries descriptors")
+		}
+		return n, nil
+	}
+}
+
+// statusErr turns a non-OK reply into a *registry.Error (a definite refusal
+// in the sense of registry.Target).
+func (e *endpoint) statusErr(op string, h registry.Hashid, st Status, r Reply) error {
+	return &registry.Error{Code: codeOf(st), WorkerID: e.id, Namespace: e.ns, Hashid: h.String(), Op: op, Err: errors.New(r.Message)}
+}
+
+// checkDigest rejects a reply that names another hashid than requested.
+func (e *endpoint) checkDigest(op string, h registry.Hashid, r Reply) error {
+	if r.Digest != h.Digest() {
+		e.mu.Lock()
+		err := e.fail(op, fmt.Errorf("%s: reply names %v", registry.ReplyHashidMismatch, registry.Hashid(r.Digest)))
+		e.mu.Unlock()
+		return err
+	}
+	return nil
+}
+
+func (e *endpoint) controlTimeout(ctx context.Context) time.Duration {
+	t := e.timeout
+	if d, ok := ctx.Deadline(); ok {
+		if left := time.Until(d); t <= 0 || left < t {
+			t = max(left, time.Millisecond)
+		}
+	}
+	return t
+}
+
+// Register sends REGISTER_CALLABLE with the payload staged in a sealed memfd.
+func (e *endpoint) Register(ctx context.Context, h registry.Hashid, kind registry.Kind, payload []byte) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	f, err := stagePayload(payload)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	ra := RegisterArgs{Digest: h.Digest(), Kind: uint32(kind), RefType: RefSealedMemfd, PayloadLen: uint64(len(payload))}
+	st, r, err := e.call(OpRegister, func(b []byte) ([]byte, error) { return ra.Append(b), nil }, int(f.Fd()), e.controlTimeout(ctx))
+	if err != nil {
+		return err
+	}
+	if err := e.checkDigest("register", h, r); err != nil {
+		return err
+	}
+	if st != StatusOK {
+		return e.statusErr("register", h, st, r)
+	}
+	return nil
+}
+
+// Unregister sends UNREGISTER_CALLABLE.
+func (e *endpoint) Unregister(ctx context.Context, h registry.Hashid) error {
+	st, r, err := e.call(OpUnregister, func(b []byte) ([]byte, error) { return append(b, h[:]...), nil }, -1, e.controlTimeout(ctx))
+	if err != nil {
+		return err
+	}
+	if err := e.checkDigest("unregister", h, r); err != nil {
+		return err
+	}
+	if st != StatusOK {
+		return e.statusErr("unregister", h, st, r)
+	}
+	return nil
+}
+
+// task sends one TASK frame and waits for its completion.
+func (e *endpoint) task(h registry.Hashid, a TaskArgs) error {
+	st, r, err := e.call(OpTask, func(b []byte) ([]byte, error) {
+		return AppendTaskArgs(append(b, h[:]...), a)
+	}, -1, 0)
+	if err != nil {
+		return err
+	}
+	if err := e.checkDigest("task", h, r); err != nil {
+		return err
+	}
+	if st != StatusOK {
+		return e.statusErr("task", h, st, r)
+	}
+	return nil
+}
+
+// nop is the bare round trip over the same mailbox.
+func (e *endpoint) nop() error {
+	st, r, err := e.call(OpNop, func(b []byte) ([]byte, error) { return b, nil }, -1, 0)
+	if err == nil && st != StatusOK {
+		err = e.statusErr("nop", registry.Hashid{}, st, r)
+	}
+	return err
+}
+
+// simple sends a control frame without a digest (INIT, READY, SHUTDOWN).
+func (e *endpoint) simple(op Op, args []byte, timeout time.Duration) (Reply, error) {
+	st, r, err := e.call(op, func(b []byte) ([]byte, error) { return append(b, args...), nil }, -1, timeout)
+	if err != nil {
+		return r, err
+	}
+	if st != StatusOK {
+		return r, &EndpointError{WorkerID: e.id, Op: op.String(), Err: fmt.Errorf("%v: %s", st, r.Message)}
+	}
+	return r, nil
+}
+
+// close shuts the child down (politely, then by force after timeout) and
+// releases the mailbox.
+func (e *endpoint) close(timeout time.Duration) error {
+	e.mu.Lock()
+	alive := e.dead == nil
+	e.mu.Unlock()
+	if alive {
+		e.simple(OpShutdown, nil, timeout)
+	}
+	e.mu.Lock()
+	if e.fd >= 0 {
+		unix.Close(e.fd)
+		e.fd = -1
+	}
+	if e.dead == nil {
+		e.dead = &EndpointError{WorkerID: e.id, Op: "close", Err: errors.New("worker closed")}
+	}
+	e.mu.Unlock()
+	select {
+	case <-e.exited:
+	case <-time.After(timeout):
+		e.cmd.Process.Kill()
+		<-e.exited
+	}
+	return nil
+}

@@ -1,0 +1,204 @@
+package worker
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"slices"
+	"sync"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+// requiredSeals are the seals a staged payload must carry: its size and
+// content can no longer change, so a child reads exactly what the parent
+// hashed.
+const requiredSeals = unix.F_SEAL_SHRINK | unix.F_SEAL_GROW | unix.F_SEAL_WRITE
+
+// stagePayload copies payload into a new sealed memfd and returns it.
+func stagePayload(payload []byte) (*os.File, error) {
+	fd, err := unix.MemfdCreate("ptojit-register", unix.MFD_CLOEXEC|unix.MFD_ALLOW_SEALING)
+	if err != nil {
+		return nil, fmt.Errorf("stage payload: memfd_create: %w", err)
+	}
+	f := os.NewFile(uintptr(fd), "ptojit-register")
+	if _, err := f.Write(payload); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("stage payload: %w", err)
+	}
+	if _, err := unix.FcntlInt(uintptr(fd), unix.F_ADD_SEALS, requiredSeals|unix.F_SEAL_SEAL); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("stage payload: seal: %w", err)
+	}
+	return f, nil
+}
+
+// readStaged reads a staged payload of exactly n bytes from fd, checking its
+// seals and size. It does not close fd.
+func readStaged(fd int, n uint64) ([]byte, error) {
+	seals, err := unix.FcntlInt(uintptr(fd), unix.F_GET_SEALS, 0)
+	if err != nil {
+		return nil, fmt.Errorf("staged payload: %w", err)
+	}
+	if seals&requiredSeals != requiredSeals {
+		return nil, fmt.Errorf("staged payload is not sealed (seals %#x)", seals)
+	}
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		return nil, fmt.Errorf("staged payload: %w", err)
+	}
+	if uint64(st.Size) != n {
+		return nil, fmt.Errorf("staged payload has %d bytes, the frame says %d", st.Size, n)
+	}
+	if n == 0 {
+		return []byte{}, nil
+	}
+	m, err := unix.Mmap(fd, 0, int(n), unix.PROT_READ, unix.MAP_SHARED)
+	if err != nil {
+		return nil, fmt.Errorf("staged payload: mmap: %w", err)
+	}
+	defer unix.Munmap(m)
+	return slices.Clone(m), nil
+}
+
+// Arena is the shared-memory tensor arena: one memfd mapped MAP_SHARED by
+// the parent and by every child, so tensors are passed as offsets. The
+// parent allocates from it; children only read and write the ranges a task
+// names. Safe for concurrent use.
+type Arena struct {
+	file *os.File
+	mem  []byte
+
+	mu   sync.Mutex // guards free
+	free []span     // sorted by offset, coalesced
+}
+
+type span struct{ off, len uint64 }
+
+// arenaAlign is the alignment of every allocation.
+const arenaAlign = 64
+
+func newArena(size int64) (*Arena, error) {
+	if size <= 0 || size%int64(os.Getpagesize()) != 0 {
+		return nil, fmt.Errorf("arena size %d is not a positive multiple of the page size", size)
+	}
+	fd, err := unix.MemfdCreate("ptojit-arena", unix.MFD_CLOEXEC)
+	if err != nil {
+		return nil, fmt.Errorf("arena: memfd_create: %w", err)
+	}
+	f := os.NewFile(uintptr(fd), "ptojit-arena")
+	if err := unix.Ftruncate(fd, size); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("arena: %w", err)
+	}
+	mem, err := unix.Mmap(fd, 0, int(size), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
+	if err != nil {
+		f.Close()
+		return nil, fmt.Errorf("arena: mmap: %w", err)
+	}
+	return &Arena{file: f, mem: mem, free: []span{{0, uint64(size)}}}, nil
+}
+
+// mapArena maps an arena received from the parent (child side).
+func mapArena(fd int, size uint64) ([]byte, error) {
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		return nil, fmt.Errorf("arena: %w", err)
+	}
+	if uint64(st.Size) != size {
+		return nil, fmt.Errorf("arena has %d bytes, INIT says %d", st.Size, size)
+	}
+	return unix.Mmap(fd, 0, int(size), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
+}
+
+// Size returns the arena's size in bytes.
+func (a *Arena) Size() uint64 { return uint64(len(a.mem)) }
+
+// ErrArenaFull is returned when an allocation does not fit.
+var ErrArenaFull = errors.New("worker: tensor arena full")
+
+// Buffer is an allocation in the arena. Its bytes are shared with every
+// child; the caller must not touch them while a task that names them runs.
+type Buffer struct {
+	arena *Arena
+	Off   uint64
+	Len   uint64
+}
+
+// Alloc allocates n bytes (rounded up to 64) in the arena.
+func (a *Arena) Alloc(n uint64) (Buffer, error) {
+	if n == 0 {
+		n = 1
+	}
+	need := (n + arenaAlign - 1) &^ (arenaAlign - 1)
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	for i, s := range a.free {
+		if s.len < need {
+			continue
+		}
+		b := Buffer{arena: a, Off: s.off, Len: n}
+		if s.len == need {
+			a.free = slices.Delete(a.free, i, i+1)
+		} else {
+			a.free[i] = span{s.off + need, s.len - need}
+		}
+		return b, nil
+	}
+	return Buffer{}, ErrArenaFull
+}
+
+// Free returns b to the arena.
+func (b Buffer) Free() {
+	a := b.arena
+	if a == nil {
+		return
+	}
+	need := (b.Len + arenaAlign - 1) &^ (arenaAlign - 1)
+	if b.Len == 0 {
+		need = arenaAlign
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	i, _ := slices.BinarySearchFunc(a.free, b.Off, func(s span, off uint64) int {
+		switch {
+		case s.off < off:
+			return -1
+		case s.off > off:
+			return 1
+		}
+		return 0
+	})
+	a.free = slices.Insert(a.free, i, span{b.Off, need})
+	// Coalesce with the neighbours.
+	if i+1 < len(a.free) && a.free[i].off+a.free[i].len == a.free[i+1].off {
+		a.free[i].len += a.free[i+1].len
+		a.free = slices.Delete(a.free, i+1, i+2)
+	}
+	if i > 0 && a.free[i-1].off+a.free[i-1].len == a.free[i].off {
+		a.free[i-1].len += a.free[i].len
+		a.free = slices.Delete(a.free, i, i+1)
+	}
+}
+
+// Bytes returns the buffer's bytes in the parent's mapping.
+func (b Buffer) Bytes() []byte { return b.arena.mem[b.Off : b.Off+b.Len : b.Off+b.Len] }
+
+// Float32s returns the buffer as float32 values (Len/4 of them).
+func (b Buffer) Float32s() []float32 {
+	if b.Len < 4 {
+		return nil
+	}
+	return unsafe.Slice((*float32)(unsafe.Pointer(&b.arena.mem[b.Off])), b.Len/4)
+}
+
+// Tensor returns a reference to the buffer as a tensor of dtype and shape.
+func (b Buffer) Tensor(dtype DType, shape ...uint64) Tensor {
+	return Tensor{Offset: b.Off, Nbytes: b.Len, DType: dtype, Shape: shape}
+}
+
+func (a *Arena) close() error {
+	err := unix.Munmap(a.mem)
+	return errors.Join(err, a.file.Close())
+}

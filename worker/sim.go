@@ -1,0 +1,237 @@
+package worker
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"unsafe"
+
+	"github.com/ebitengine/purego"
+	"golang.org/x/sys/unix"
+
+	"github.com/ptojit/ptojit/registry"
+)
+
+// The C ABI of testdata/examples/toolchain/runtime/include/ptojit_sim.h
+// (x86-64 and arm64 LP64 layouts).
+const (
+	simABIVersion  = 1
+	kernelSymbol   = "ptojit_kernel"
+	sizeofTensor   = 56 // data, nbytes, dtype, ndim, shape[4]
+	sizeofArgs     = 32 // abi_version, tensor_count, tensors, scalar_count, reserved, scalars
+	sizeofKernel   = 16 // func_id, reserved, fn
+	sizeofRuntime  = 16 // abi_version, kernel_count, kernels
+	sizeofConfig   = 8  // abi_version, block_dim
+	scratchBytes   = sizeofArgs + MaxTensors*sizeofTensor + MaxScalars*8
+	pageRoundBytes = 4096
+)
+
+// simPlatforms are the platforms whose chip callables a child executes as
+// host shared objects.
+var simPlatforms = map[string]bool{"a2a3sim": true, "a5sim": true}
+
+// cmem is memory outside the Go heap (an anonymous mapping) that C code may
+// hold pointers into.
+type cmem struct{ b []byte }
+
+func newCmem(n int) (cmem, error) {
+	n = (n + pageRoundBytes - 1) &^ (pageRoundBytes - 1)
+	b, err := unix.Mmap(-1, 0, n, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS)
+	if err != nil {
+		return cmem{}, fmt.Errorf("mmap: %w", err)
+	}
+	return cmem{b}, nil
+}
+
+func (m cmem) addr(off int) uintptr { return uintptr(unsafe.Pointer(&m.b[off])) }
+func (m cmem) free() {
+	if m.b != nil {
+		unix.Munmap(m.b)
+	}
+}
+
+// simLoader loads chip callables into one child process. Not safe for
+// concurrent use (a child has one mailbox operation in flight).
+type simLoader struct {
+	dir string // private temporary directory of this child
+	gen int    // makes every materialized file name unique
+}
+
+func newSimLoader() (*simLoader, error) {
+	dir, err := os.MkdirTemp("", "ptojit-child-")
+	if err != nil {
+		return nil, err
+	}
+	return &simLoader{dir: dir}, nil
+}
+
+func (l *simLoader) close() { os.RemoveAll(l.dir) }
+
+// clean removes the private directory from text that a loader produced
+// (dlerror messages name the file), so no local path leaves the child.
+func (l *simLoader) clean(s string) string { return strings.ReplaceAll(s, l.dir, "<private>") }
+
+// simCallable is the executable state of one prewarmed chip callable.
+type simCallable struct {
+	libs     []uintptr // dlopen handles, orchestration first
+	entry    uintptr
+	config   uintptr
+	blockDim uint32
+	rt       cmem // ptojit_runtime followed by the kernel entries
+	tensors  int  // tensor arguments the signature takes
+	scalars  int  // scalar arguments the signature takes
+}
+
+// load materializes and opens one shared object from bytes.
+func (l *simLoader) load(what string, bin []byte) (uintptr, error) {
+	l.gen++
+	path := filepath.Join(l.dir, fmt.Sprintf("%s-%d.so", what, l.gen))
+	if err := os.WriteFile(path, bin, 0o600); err != nil {
+		return 0, fmt.Errorf("materialize %s: %s", what, l.clean(err.Error()))
+	}
+	// The mapping outlives the file: remove it at once so nothing is left
+	// behind if the child is killed.
+	defer os.Remove(path)
+	h, err := purego.Dlopen(path, purego.RTLD_NOW|purego.RTLD_LOCAL)
+	if err != nil {
+		return 0, fmt.Errorf("dlopen %s: %s", what, l.clean(err.Error()))
+	}
+	return h, nil
+}
+
+// prepare loads a chip callable: the orchestration shared object, its entry
+// and config symbols, and every child kernel's ptojit_kernel. It calls the
+// config symbol (the orchestration's static configuration) and nothing else:
+// no orchestration logic runs during prewarm.
+func (l *simLoader) prepare(c *registry.ChipCallable) (_ *simCallable, err error) {
+	s := &simCallable{}
+	defer func() {
+		if err != nil {
+			s.release()
+		}
+	}()
+	for _, d := range c.Signature {
+		if d == registry.Scalar {
+			s.scalars++
+		} else {
+			s.tensors++
+		}
+	}
+	if c.FuncName == "" {
+		return nil, errors.New("the callable names no orchestration entry symbol")
+	}
+	h, err := l.load("orchestration", c.Binary)
+	if err != nil {
+		return nil, err
+	}
+	s.libs = append(s.libs, h)
+	if s.entry, err = purego.Dlsym(h, c.FuncName); err != nil {
+		return nil, fmt.Errorf("entry symbol %q: %s", c.FuncName, l.clean(err.Error()))
+	}
+	if c.ConfigName != "" {
+		if s.config, err = purego.Dlsym(h, c.ConfigName); err != nil {
+			return nil, fmt.Errorf("config symbol %q: %s", c.ConfigName, l.clean(err.Error()))
+		}
+		p, _, _ := purego.SyscallN(s.config)
+		if p == 0 {
+			return nil, fmt.Errorf("config symbol %q returned NULL", c.ConfigName)
+		}
+		cfg := unsafe.Slice((*byte)(unsafe.Add(unsafe.Pointer(nil), p)), sizeofConfig)
+		if v := binary.LittleEndian.Uint32(cfg[0:]); v != simABIVersion {
+			return nil, fmt.Errorf("config abi_version %d, this worker knows %d", v, simABIVersion)
+		}
+		s.blockDim = binary.LittleEndian.Uint32(cfg[4:])
+	}
+	if s.rt, err = newCmem(sizeofRuntime + sizeofKernel*len(c.Children)); err != nil {
+		return nil, err
+	}
+	for i, ch := range c.Children {
+		h, err := l.load(fmt.Sprintf("kernel%d", ch.FuncID), ch.Core.Binary)
+		if err != nil {
+			return nil, err
+		}
+		s.libs = append(s.libs, h)
+		fn, err := purego.Dlsym(h, kernelSymbol)
+		if err != nil {
+			return nil, fmt.Errorf("kernel func_id %d: %s", ch.FuncID, l.clean(err.Error()))
+		}
+		e := s.rt.b[sizeofRuntime+sizeofKernel*i:]
+		binary.LittleEndian.PutUint32(e[0:], uint32(ch.FuncID))
+		binary.LittleEndian.PutUint64(e[8:], uint64(fn))
+	}
+	binary.LittleEndian.PutUint32(s.rt.b[0:], simABIVersion)
+	binary.LittleEndian.PutUint32(s.rt.b[4:], uint32(len(c.Children)))
+	if len(c.Children) > 0 {
+		binary.LittleEndian.PutUint64(s.rt.b[8:], uint64(s.rt.addr(sizeofRuntime)))
+	}
+	return s, nil
+}
+
+// release clears the executable state: closes every shared object.
+func (s *simCallable) release() {
+	if s == nil {
+		return
+	}
+	for i := len(s.libs) - 1; i >= 0; i-- {
+		purego.Dlclose(s.libs[i])
+	}
+	s.libs = nil
+	s.rt.free()
+	s.rt = cmem{}
+	s.entry = 0
+}
+
+// run calls the orchestration entry with args whose tensors live in arena.
+// scratch holds the ptojit_args structure. A non-zero return of the
+// orchestration is returned as code with a nil error.
+func (s *simCallable) run(arena []byte, scratch cmem, a TaskArgs) (int32, error) {
+	if len(a.Tensors) != s.tensors || len(a.Scalars) != s.scalars {
+		return 0, fmt.Errorf("callable takes %d tensors and %d scalars, task passes %d and %d",
+			s.tensors, s.scalars, len(a.Tensors), len(a.Scalars))
+	}
+	var base uintptr
+	if len(arena) > 0 {
+		base = uintptr(unsafe.Pointer(&arena[0]))
+	}
+	tOff := sizeofArgs
+	sOff := tOff + MaxTensors*sizeofTensor
+	for i, t := range a.Tensors {
+		if t.Offset > uint64(len(arena)) || t.Nbytes > uint64(len(arena))-t.Offset {
+			return 0, fmt.Errorf("tensor %d [%d, +%d) lies outside the %d-byte arena", i, t.Offset, t.Nbytes, len(arena))
+		}
+		n := t.DType.Size()
+		for _, d := range t.Shape {
+			n *= d
+		}
+		if t.DType.Size() == 0 || n > t.Nbytes {
+			return 0, fmt.Errorf("tensor %d: shape and dtype need more than its %d bytes", i, t.Nbytes)
+		}
+		e := scratch.b[tOff+sizeofTensor*i:]
+		binary.LittleEndian.PutUint64(e[0:], uint64(base)+t.Offset)
+		binary.LittleEndian.PutUint64(e[8:], t.Nbytes)
+		binary.LittleEndian.PutUint32(e[16:], uint32(t.DType))
+		binary.LittleEndian.PutUint32(e[20:], uint32(len(t.Shape)))
+		for d := range MaxDims {
+			var v uint64
+			if d < len(t.Shape) {
+				v = t.Shape[d]
+			}
+			binary.LittleEndian.PutUint64(e[24+8*d:], v)
+		}
+	}
+	for i, v := range a.Scalars {
+		binary.LittleEndian.PutUint64(scratch.b[sOff+8*i:], v)
+	}
+	h := scratch.b
+	binary.LittleEndian.PutUint32(h[0:], simABIVersion)
+	binary.LittleEndian.PutUint32(h[4:], uint32(len(a.Tensors)))
+	binary.LittleEndian.PutUint64(h[8:], uint64(scratch.addr(tOff)))
+	binary.LittleEndian.PutUint32(h[16:], uint32(len(a.Scalars)))
+	binary.LittleEndian.PutUint32(h[20:], 0)
+	binary.LittleEndian.PutUint64(h[24:], uint64(scratch.addr(sOff)))
+	r, _, _ := purego.SyscallN(s.entry, s.rt.addr(0), scratch.addr(0))
+	return int32(uint32(r)), nil
+}

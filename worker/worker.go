@@ -1,0 +1,301 @@
+package worker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/ptojit/ptojit/registry"
+)
+
+// Defaults of Config.
+const (
+	DefaultArenaSize      = 64 << 20
+	DefaultSlots          = 64
+	DefaultControlTimeout = 30 * time.Second
+)
+
+// Config configures a Worker.
+type Config struct {
+	// ChildCommand is the argv that starts a chip child: a program that
+	// calls ChildMain (ptojitd __worker-child; a test binary's TestMain).
+	ChildCommand []string
+	// ChildEnv is the children's environment; nil means this process's.
+	ChildEnv []string
+	// ChipWorkers is the number of chip children (LOCAL_CHIP), ids
+	// 0..ChipWorkers-1.
+	ChipWorkers int
+	// SubWorkers is the number of Python SUB children (LOCAL_PYTHON), ids
+	// ChipWorkers..ChipWorkers+SubWorkers-1.
+	SubWorkers int
+	// Python is the interpreter SUB children run under ("python3").
+	Python string
+	// Platform and Runtime go into every CHIP_CALLABLE descriptor.
+	Platform, Runtime string
+	// ArenaSize is the tensor arena's size in bytes (DefaultArenaSize).
+	ArenaSize int64
+	// Slots is each child's number of private slots (DefaultSlots).
+	Slots int
+	// ControlTimeout bounds every INIT, READY, REGISTER_CALLABLE and
+	// UNREGISTER_CALLABLE round trip (DefaultControlTimeout).
+	ControlTimeout time.Duration
+	// Stderr receives the children's diagnostics; nil means os.Stderr.
+	Stderr io.Writer
+	// Debug makes children log identity-table events (with their private
+	// slots) to Stderr.
+	Debug bool
+
+	// Test hooks: INIT flag bits and slot bases per worker id.
+	faults   map[int]uint32
+	slotBase map[int]uint32
+}
+
+// Worker is an L3 worker: it owns N chip children and optional Python SUB
+// children, the shared tensor arena, and the parent-side registration table.
+// Register, Unregister and Run are safe for concurrent use; Start and Close
+// are called once.
+type Worker struct {
+	cfg   Config
+	arena *Arena
+	reg   *registry.Registrar
+
+	mu        sync.Mutex // guards started, closed, endpoints
+	started   bool
+	closed    bool
+	endpoints []*endpoint // by worker id
+}
+
+// New checks cfg and creates the arena; no child starts before Start.
+func New(cfg Config) (*Worker, error) {
+	if cfg.ChipWorkers < 0 || cfg.SubWorkers < 0 || cfg.ChipWorkers+cfg.SubWorkers == 0 {
+		return nil, fmt.Errorf("worker: need at least one child (chip %d, sub %d)", cfg.ChipWorkers, cfg.SubWorkers)
+	}
+	if cfg.ChipWorkers > 0 && len(cfg.ChildCommand) == 0 {
+		return nil, errors.New("worker: no child command")
+	}
+	if cfg.ChipWorkers > 0 {
+		if _, err := registry.TargetArch(cfg.Platform); err != nil {
+			return nil, fmt.Errorf("worker: %w", err)
+		}
+		if cfg.Runtime == "" || len(cfg.Runtime) > maxName || len(cfg.Platform) > maxName {
+			return nil, fmt.Errorf("worker: runtime name must have 1..%d bytes", maxName)
+		}
+	}
+	if cfg.Python == "" {
+		cfg.Python = "python3"
+	}
+	if cfg.ArenaSize == 0 {
+		cfg.ArenaSize = DefaultArenaSize
+	}
+	if cfg.Slots == 0 {
+		cfg.Slots = DefaultSlots
+	}
+	if cfg.ControlTimeout == 0 {
+		cfg.ControlTimeout = DefaultControlTimeout
+	}
+	if cfg.Stderr == nil {
+		cfg.Stderr = os.Stderr
+	}
+	a, err := newArena(cfg.ArenaSize)
+	if err != nil {
+		return nil, fmt.Errorf("worker: %w", err)
+	}
+	return &Worker{cfg: cfg, arena: a, reg: registry.NewRegistrar()}, nil
+}
+
+// Arena returns the shared tensor arena.
+func (w *Worker) Arena() *Arena { return w.arena }
+
+// ChipWorkerIDs returns the ids of the chip children.
+func (w *Worker) ChipWorkerIDs() []int {
+	ids := make([]int, w.cfg.ChipWorkers)
+	for i := range ids {
+		ids[i] = i
+	}
+	return ids
+}
+
+// SubWorkerIDs returns the ids of the Python SUB children.
+func (w *Worker) SubWorkerIDs() []int {
+	ids := make([]int, w.cfg.SubWorkers)
+	for i := range ids {
+		ids[i] = w.cfg.ChipWorkers + i
+	}
+	return ids
+}
+
+// Start starts every child, installs every registration made before Start
+// on it (whole scope, so a child is ready only with every pre-start
+// hashid installed), and waits for every child to report ready.
+func (w *Worker) Start(ctx context.Context) (err error) {
+	w.mu.Lock()
+	if w.started || w.closed {
+		w.mu.Unlock()
+		return errors.New("worker: Start called twice or after Close")
+	}
+	w.started = true
+	w.mu.Unlock()
+
+	n := w.cfg.ChipWorkers + w.cfg.SubWorkers
+	eps := make([]*endpoint, n)
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for id := range n {
+		wg.Go(func() { eps[id], errs[id] = w.startChild(ctx, id) })
+	}
+	wg.Wait()
+	w.mu.Lock()
+	w.endpoints = eps
+	w.mu.Unlock()
+	if err := errors.Join(errs...); err != nil {
+		w.Close()
+		return err
+	}
+	return nil
+}
+
+func (w *Worker) startChild(ctx context.Context, id int) (*endpoint, error) {
+	role := uint32(RoleChip)
+	argv := w.cfg.ChildCommand
+	if id >= w.cfg.ChipWorkers {
+		role = RoleSub
+		argv = []string{w.cfg.Python, "-c", subChildScript}
+	}
+	env := w.cfg.ChildEnv
+	if env == nil {
+		env = os.Environ()
+	}
+	e, err := startEndpoint(id, role, argv, env, w.arena.file, w.cfg.Stderr, w.cfg.ControlTimeout)
+	if err != nil {
+		return nil, err
+	}
+	ia := InitArgs{
+		WorkerID: uint32(id), Role: role, Slots: uint32(w.cfg.Slots), ArenaSize: uint64(w.cfg.ArenaSize),
+		Flags: w.cfg.faults[id], SlotBase: w.cfg.slotBase[id], Platform: w.cfg.Platform, Runtime: w.cfg.Runtime,
+	}
+	if w.cfg.Debug {
+		ia.Flags |= InitDebug
+	}
+	if _, err := e.simple(OpInit, ia.Append(nil), w.cfg.ControlTimeout); err != nil {
+		return e, err
+	}
+	// Pre-start registrations: every live handle of the namespace, once per
+	// handle, before the child reports ready.
+	if err := w.reg.Attach(ctx, e); err != nil {
+		return e, err
+	}
+	if _, err := e.simple(OpReady, nil, w.cfg.ControlTimeout); err != nil {
+		return e, err
+	}
+	return e, nil
+}
+
+// installed asks a child how many hashids it has installed (READY reply).
+func (w *Worker) installed(id int) (int, error) {
+	e, err := w.endpoint(id)
+	if err != nil {
+		return 0, err
+	}
+	r, err := e.simple(OpReady, nil, w.cfg.ControlTimeout)
+	return int(r.Detail), err
+}
+
+func (w *Worker) endpoint(id int) (*endpoint, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if id < 0 || id >= len(w.endpoints) || w.endpoints[id] == nil {
+		return nil, fmt.Errorf("worker: no child with id %d", id)
+	}
+	return w.endpoints[id], nil
+}
+
+// targets returns the active endpoints of namespace ns: the registration
+// scope.
+func (w *Worker) targets(ns registry.Namespace) []registry.Target {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	var ts []registry.Target
+	for _, e := range w.endpoints {
+		if e == nil || e.ns != ns {
+			continue
+		}
+		e.mu.Lock()
+		alive := e.dead == nil
+		e.mu.Unlock()
+		if alive {
+			ts = append(ts, e)
+		}
+	}
+	return ts
+}
+
+// Register registers a callable on every active child of its namespace
+// (whole scope) and returns its handle: a ChipCallable blob for
+// registry.ChipCallableKind (LOCAL_CHIP), a SPYC envelope for
+// registry.PythonSerializedKind (LOCAL_PYTHON). Before Start the scope is
+// empty and Start installs the registration on every child. Repeated
+// registrations return independent handles.
+func (w *Worker) Register(ctx context.Context, kind registry.Kind, payload []byte) (registry.CallableHandle, error) {
+	desc, err := registry.Descriptor(kind, w.cfg.Platform, w.cfg.Runtime, payload)
+	if err != nil {
+		return registry.CallableHandle{}, err
+	}
+	ns, err := registry.NamespaceOf(kind)
+	if err != nil {
+		return registry.CallableHandle{}, err
+	}
+	w.mu.Lock()
+	closed := w.closed
+	w.mu.Unlock()
+	if closed {
+		return registry.CallableHandle{}, errors.New("worker: closed")
+	}
+	return w.reg.Register(ctx, kind, slices.Clone(payload), desc, w.targets(ns))
+}
+
+// Unregister consumes a handle: every child of its scope drops one
+// reference. Callers must not unregister a handle that a running Run may
+// still submit.
+func (w *Worker) Unregister(ctx context.Context, h registry.CallableHandle) error {
+	return w.reg.Unregister(ctx, h)
+}
+
+// Uncertain reports whether worker id refuses hashid for this Worker's
+// lifetime because a cleanup was not confirmed.
+func (w *Worker) Uncertain(id int, h registry.Hashid) bool { return w.reg.Uncertain(id, h) }
+
+// Close shuts every child down and releases the arena.
+func (w *Worker) Close() error {
+	w.mu.Lock()
+	if w.closed {
+		w.mu.Unlock()
+		return nil
+	}
+	w.closed = true
+	eps := w.endpoints
+	w.mu.Unlock()
+	var wg sync.WaitGroup
+	for _, e := range eps {
+		if e != nil {
+			wg.Go(func() { e.close(5 * time.Second) })
+		}
+	}
+	wg.Wait()
+	return w.arena.close()
+}
+
+// BareRoundTrip sends one NOP frame to child id and waits for its reply:
+// the mailbox transport with no decode, resolve or execution, the baseline
+// of dispatch latency.
+func (w *Worker) BareRoundTrip(id int) error {
+	e, err := w.endpoint(id)
+	if err != nil {
+		return err
+	}
+	return e.nop()
+}
