@@ -340,6 +340,25 @@ func (b *Badger) update(fn func(*badger.Txn) error) error {
 	return err
 }
 
+// iterate calls fn for every key of a kind, in key order, with the key's id
+// (the bytes after the kind byte). Keys of entries, last uses and blobs
+// whose id is not 32 bytes are skipped. Values are read lazily.
+func iterate(txn *badger.Txn, kind byte, fn func(id []byte, item *badger.Item) error) error {
+	it := txn.NewIterator(badger.IteratorOptions{Prefix: []byte{kind}})
+	defer it.Close()
+	for it.Rewind(); it.Valid(); it.Next() {
+		item := it.Item()
+		id := item.Key()[1:]
+		if kind != kindCounter && len(id) != 32 {
+			continue
+		}
+		if err := fn(id, item); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 func encodeTime(t time.Time) []byte {
 	return binary.BigEndian.AppendUint64(nil, uint64(t.UnixNano()))
 }
@@ -459,65 +478,52 @@ func (b *Badger) loadLocked() error {
 	}
 	x := newIndex()
 	err := b.db.View(func(txn *badger.Txn) error {
-		it := txn.NewIterator(badger.IteratorOptions{PrefetchValues: false, Prefix: []byte{kindEntry}})
-		defer it.Close()
-		for it.Rewind(); it.Valid(); it.Next() {
-			item := it.Item()
-			var k Key
-			if len(item.Key()) != 1+len(k) {
-				continue
-			}
-			copy(k[:], item.Key()[1:])
+		err := iterate(txn, kindEntry, func(id []byte, item *badger.Item) error {
+			k := Key(id)
 			var e *Entry
-			if err := item.Value(func(v []byte) error {
+			err := item.Value(func(v []byte) error {
 				var err error
 				e, err = decodeEntry(k, v)
 				return err
-			}); errors.Is(err, errEntry) {
+			})
+			if errors.Is(err, errEntry) {
 				// Undecodable: an entry without blobs, so that
 				// eviction and Verify can still remove it.
 				x.entries[k] = &indexEntry{}
-				continue
+				return nil
 			} else if err != nil {
 				return err
 			}
 			x.addEntry(e)
+			return nil
+		})
+		if err != nil {
+			return err
 		}
-		it.Close()
-		it = txn.NewIterator(badger.IteratorOptions{PrefetchValues: false, Prefix: []byte{kindLastUsed}})
-		for it.Rewind(); it.Valid(); it.Next() {
-			item := it.Item()
-			var k Key
-			if len(item.Key()) != 1+len(k) {
-				continue
-			}
-			copy(k[:], item.Key()[1:])
-			_ = item.Value(func(v []byte) error {
+		err = iterate(txn, kindLastUsed, func(id []byte, item *badger.Item) error {
+			return item.Value(func(v []byte) error {
 				if t, ok := decodeTime(v); ok {
-					x.touch(k, t)
+					x.touch(Key(id), t)
 				}
 				return nil
 			})
+		})
+		if err != nil {
+			return err
 		}
-		it.Close()
-		it = txn.NewIterator(badger.IteratorOptions{PrefetchValues: false, Prefix: []byte{kindBlob}})
 		seen := make(map[Digest]bool)
-		for it.Rewind(); it.Valid(); it.Next() {
-			item := it.Item()
-			var d Digest
-			if len(item.Key()) != 1+len(d) {
-				continue
-			}
-			copy(d[:], item.Key()[1:])
+		err = iterate(txn, kindBlob, func(id []byte, item *badger.Item) error {
+			d := Digest(id)
 			seen[d] = true
 			x.addBlob(d, item.ValueSize()) // approximate for blobs no entry names
-		}
+			return nil
+		})
 		for d := range x.blobs {
 			if !seen[d] {
 				x.removeBlob(d)
 			}
 		}
-		return nil
+		return err
 	})
 	if err != nil {
 		return fmt.Errorf("cache: read index: %w", err)
@@ -623,45 +629,20 @@ func (b *Badger) Put(ctx context.Context, e *Entry, data [][]byte) error {
 	}
 	b.idx.pin(ds)
 	b.mu.Unlock()
-	pinned := true
-	defer func() {
-		if pinned {
-			b.mu.Lock()
-			b.idx.unpin(ds)
-			b.mu.Unlock()
-		}
-	}()
 	wrap := func(err error) error { return fmt.Errorf("cache: put %s: %w", e.Key.String()[:12], err) }
-
-	// Blobs first, each in its own transaction, skipping stored ones.
-	for _, d := range ds {
-		if err := ctx.Err(); err != nil {
-			return wrap(err)
-		}
-		bk := dbKey(kindBlob, d[:])
-		err := b.update(func(txn *badger.Txn) error {
-			if _, err := txn.Get(bk); err == nil {
-				return nil
-			} else if !errors.Is(err, badger.ErrKeyNotFound) {
-				return err
-			}
-			return txn.Set(bk, blobs[d])
-		})
-		if err != nil {
-			return wrap(fmt.Errorf("write blob %s: %w", shortHex(d[:]), err))
-		}
+	if err := b.putBlobs(ctx, ds, blobs); err != nil {
 		b.mu.Lock()
-		b.idx.addBlob(d, int64(len(blobs[d])))
+		b.idx.unpin(ds) // the written blobs are orphans now
 		b.mu.Unlock()
-	}
-	if b.testHookAfterBlobs != nil {
-		if err := b.testHookAfterBlobs(); err != nil {
-			return wrap(err)
-		}
+		return wrap(err)
 	}
 
-	// The entry last.
+	// The entry last, under b.mu so that the index and the database
+	// agree about which entries exist.
 	enc := encodeEntry(c)
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	defer b.idx.unpin(ds) // runs before the Unlock
 	err = b.update(func(txn *badger.Txn) error {
 		uk := dbKey(kindLastUsed, c.Key[:])
 		last := c.LastUsed
@@ -682,12 +663,7 @@ func (b *Badger) Put(ctx context.Context, e *Entry, data [][]byte) error {
 	if err != nil {
 		return wrap(fmt.Errorf("write entry: %w", err))
 	}
-
-	b.mu.Lock()
-	defer b.mu.Unlock()
 	orphans := b.idx.addEntry(c)
-	b.idx.unpin(ds)
-	pinned = false
 	if err := b.deleteBlobsLocked(orphans); err != nil {
 		return wrap(fmt.Errorf("delete replaced blobs: %w", err))
 	}
@@ -695,6 +671,35 @@ func (b *Badger) Put(ctx context.Context, e *Entry, data [][]byte) error {
 		if err := b.trimLocked(b.opt.MaxBytes, &TrimReport{}); err != nil {
 			return wrap(fmt.Errorf("evict: %w", err))
 		}
+	}
+	return nil
+}
+
+// putBlobs writes the blobs that are not stored yet, each in its own
+// transaction, then runs the crash hook.
+func (b *Badger) putBlobs(ctx context.Context, ds []Digest, blobs map[Digest][]byte) error {
+	for _, d := range ds {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		bk := dbKey(kindBlob, d[:])
+		err := b.update(func(txn *badger.Txn) error {
+			if _, err := txn.Get(bk); err == nil {
+				return nil
+			} else if !errors.Is(err, badger.ErrKeyNotFound) {
+				return err
+			}
+			return txn.Set(bk, blobs[d])
+		})
+		if err != nil {
+			return fmt.Errorf("write blob %s: %w", shortHex(d[:]), err)
+		}
+		b.mu.Lock()
+		b.idx.addBlob(d, int64(len(blobs[d])))
+		b.mu.Unlock()
+	}
+	if b.testHookAfterBlobs != nil {
+		return b.testHookAfterBlobs()
 	}
 	return nil
 }
@@ -750,15 +755,12 @@ func (b *Badger) List(ctx context.Context, fn func(*Entry) error) error {
 	}
 	var es []*Entry
 	err := b.db.View(func(txn *badger.Txn) error {
-		it := txn.NewIterator(badger.IteratorOptions{PrefetchValues: false, Prefix: []byte{kindEntry}})
-		defer it.Close()
 		var keys []Key
-		for it.Rewind(); it.Valid(); it.Next() {
-			var k Key
-			if len(it.Item().Key()) == 1+len(k) {
-				copy(k[:], it.Item().Key()[1:])
-				keys = append(keys, k)
-			}
+		if err := iterate(txn, kindEntry, func(id []byte, _ *badger.Item) error {
+			keys = append(keys, Key(id))
+			return nil
+		}); err != nil {
+			return err
 		}
 		for _, k := range keys {
 			e, err := b.readEntry(txn, k)
@@ -822,19 +824,12 @@ func (b *Badger) Verify(ctx context.Context) (*VerifyReport, error) {
 	sizes := make(map[Digest]int64)
 	entries := make(map[Key]*Entry)
 	err := b.db.View(func(txn *badger.Txn) error {
-		it := txn.NewIterator(badger.IteratorOptions{PrefetchValues: false, Prefix: []byte{kindBlob}})
-		defer it.Close()
-		for it.Rewind(); it.Valid(); it.Next() {
+		err := iterate(txn, kindBlob, func(id []byte, item *badger.Item) error {
 			if err := ctx.Err(); err != nil {
 				return err
 			}
-			item := it.Item()
-			var d Digest
-			if len(item.Key()) != 1+len(d) {
-				continue
-			}
-			copy(d[:], item.Key()[1:])
-			if err := item.Value(func(v []byte) error {
+			d := Digest(id)
+			return item.Value(func(v []byte) error {
 				r.Blobs++
 				r.Bytes += int64(len(v))
 				sizes[d] = int64(len(v))
@@ -842,19 +837,13 @@ func (b *Badger) Verify(ctx context.Context) (*VerifyReport, error) {
 					bad[d] = fmt.Sprintf("blob %s corrupt: sha256 mismatch", shortHex(d[:]))
 				}
 				return nil
-			}); err != nil {
-				return err
-			}
+			})
+		})
+		if err != nil {
+			return err
 		}
-		it.Close()
-		it = txn.NewIterator(badger.IteratorOptions{PrefetchValues: false, Prefix: []byte{kindEntry}})
-		for it.Rewind(); it.Valid(); it.Next() {
-			item := it.Item()
-			var k Key
-			if len(item.Key()) != 1+len(k) {
-				continue
-			}
-			copy(k[:], item.Key()[1:])
+		return iterate(txn, kindEntry, func(id []byte, item *badger.Item) error {
+			k := Key(id)
 			r.Entries++
 			err := item.Value(func(v []byte) error {
 				e, err := decodeEntry(k, v)
@@ -868,11 +857,10 @@ func (b *Badger) Verify(ctx context.Context) (*VerifyReport, error) {
 					r.BadEntries = make(map[Key]string)
 				}
 				r.BadEntries[k] = err.Error()
-			} else if err != nil {
-				return err
+				return nil
 			}
-		}
-		return nil
+			return err
+		})
 	})
 	if err != nil {
 		return nil, fmt.Errorf("cache: verify: %w", err)
@@ -1012,12 +1000,8 @@ func (b *Badger) Stats(ctx context.Context) (*Stats, error) {
 	}
 	s := &Stats{UncachedReasons: make(map[string]int64), MaxBytes: b.opt.MaxBytes}
 	err := b.db.View(func(txn *badger.Txn) error {
-		it := txn.NewIterator(badger.IteratorOptions{Prefix: []byte{kindCounter}})
-		defer it.Close()
 		fields := counterFields(s)
-		for it.Rewind(); it.Valid(); it.Next() {
-			item := it.Item()
-			name := string(item.Key()[1:])
+		return iterate(txn, kindCounter, func(id []byte, item *badger.Item) error {
 			var n int64
 			if err := item.Value(func(v []byte) error {
 				if len(v) == 8 {
@@ -1027,13 +1011,13 @@ func (b *Badger) Stats(ctx context.Context) (*Stats, error) {
 			}); err != nil {
 				return err
 			}
-			if r, ok := strings.CutPrefix(name, uncachedPrefix); ok {
+			if r, ok := strings.CutPrefix(string(id), uncachedPrefix); ok {
 				s.UncachedReasons[r] += n
-			} else if i := slices.Index(counterNames, name); i >= 0 {
+			} else if i := slices.Index(counterNames, string(id)); i >= 0 {
 				*fields[i] += n
 			}
-		}
-		return nil
+			return nil
+		})
 	})
 	if err != nil {
 		return nil, fmt.Errorf("cache: stats: %w", err)
