@@ -1,0 +1,131 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"path"
+	"path/filepath"
+	"strings"
+
+	"github.com/spf13/pflag"
+
+	"github.com/ptojit/ptojit/cmd/internal/cli"
+	"github.com/ptojit/ptojit/envaudit"
+)
+
+func init() {
+	register(&cli.Command{
+		Name:    "envaudit",
+		Usage:   "envaudit [--registry FILE] [--root DIR] [--scan DIR:EXT[,EXT]]... [--json] [FILE...]",
+		Summary: "check that every environment read is classified in the registry",
+		Long: `Scans Python, C++ and Go sources for environment reads and reports every
+variable the environment registry does not classify, and every dynamic read
+(a name that cannot be resolved statically, or a bulk read of the whole
+environment) that no dynamic-read exception allows:
+
+  <path>:<line>: unclassified environment input: <NAME>
+  <path>:<line>: unclassified environment input: dynamic read in <function>
+
+With FILEs (as pre-commit passes them) only those inside a scan root with an
+audited suffix are checked. With none, the whole tree is scanned and unused
+exceptions are reported too:
+
+  Unused dynamic-read exception: <path>:<function>
+
+The defaults follow the PyPTO layout: the registry
+python/pypto/_environment.json; .py under python/pypto; .cpp and .h under
+src, include and python/bindings. Each --scan replaces the defaults with one
+root, e.g. --scan .:go. testdata and hidden directories and Go _test.go files
+are never scanned. Files ending .py are Python, .go Go, anything else C++.
+
+Exit status: 0 clean, 1 findings, 2 usage error or invalid registry.`,
+		Setup: func(fs *pflag.FlagSet) cli.RunFunc {
+			var o envauditOptions
+			fs.StringVar(&o.registry, "registry", "", "the environment registry (default ROOT/"+envaudit.DefaultRegistry+")")
+			fs.StringVar(&o.root, "root", ".", "the repository root: paths in findings and exceptions are relative to it")
+			fs.StringArrayVar(&o.scans, "scan", nil, "a scan root and its audited suffixes, DIR:EXT[,EXT] (repeatable; replaces the defaults)")
+			fs.BoolVar(&o.json, "json", false, "print the findings as JSON")
+			fs.IntVar(&o.jobs, "jobs", 0, "files parsed at once (default: the number of CPUs)")
+			return func(ctx context.Context, env *cli.Env, args []string) error {
+				return runEnvaudit(ctx, env, o, args)
+			}
+		},
+	})
+}
+
+type envauditOptions struct {
+	registry string
+	root     string
+	scans    []string
+	json     bool
+	jobs     int
+}
+
+// parseScan parses DIR:EXT[,EXT].
+func parseScan(s string) (envaudit.Scan, error) {
+	i := strings.LastIndexByte(s, ':')
+	if i < 0 {
+		return envaudit.Scan{}, cli.Usagef("envaudit: --scan %q: want DIR:EXT[,EXT]", s)
+	}
+	dir := path.Clean(filepath.ToSlash(s[:i]))
+	if s[:i] == "" || path.IsAbs(dir) || dir == ".." || strings.HasPrefix(dir, "../") {
+		return envaudit.Scan{}, cli.Usagef("envaudit: --scan %q: DIR must be a path inside the root", s)
+	}
+	var exts []string
+	for _, e := range strings.Split(s[i+1:], ",") {
+		e = strings.TrimSpace(e)
+		if e == "" {
+			continue
+		}
+		if !strings.HasPrefix(e, ".") {
+			e = "." + e
+		}
+		exts = append(exts, e)
+	}
+	if len(exts) == 0 {
+		return envaudit.Scan{}, cli.Usagef("envaudit: --scan %q: no suffix", s)
+	}
+	return envaudit.Scan{Dir: dir, Exts: exts}, nil
+}
+
+func runEnvaudit(ctx context.Context, env *cli.Env, o envauditOptions, files []string) error {
+	cfg := envaudit.Config{Root: o.root, Jobs: o.jobs}
+	for _, s := range o.scans {
+		sc, err := parseScan(s)
+		if err != nil {
+			return err
+		}
+		cfg.Scans = append(cfg.Scans, sc)
+	}
+	if len(files) > 0 {
+		cfg.Files = files
+	}
+	regPath := o.registry
+	if regPath == "" {
+		regPath = filepath.Join(o.root, filepath.FromSlash(envaudit.DefaultRegistry))
+	}
+	reg, err := envaudit.LoadRegistry(regPath)
+	if err != nil {
+		// An invalid or missing registry is invalid input: exit 2.
+		return &cli.ExitError{Code: cli.ExitUsage, Err: err}
+	}
+	cfg.Registry = reg
+	rep, err := envaudit.Audit(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	if o.json {
+		if err := cli.WriteJSON(env.Stdout, rep); err != nil {
+			return err
+		}
+	} else {
+		for _, l := range rep.Lines() {
+			fmt.Fprintln(env.Stdout, l)
+		}
+	}
+	if !rep.OK() {
+		return cli.Exit(cli.ExitFailure)
+	}
+	return nil
+}
+

@@ -1,0 +1,51 @@
+"""Reads whose variable the scanner cannot know, and bulk reads."""
+
+import os
+
+
+def by_name(name):
+    return os.getenv(name)  # want "dynamic read in by_name"
+
+
+def by_subscript(name):
+    return os.environ[name]  # want "dynamic read in by_subscript"
+
+
+def by_expression(prefix):
+    return os.getenv(prefix + "_HOME")  # want "dynamic read in by_expression"
+
+
+def by_fstring():
+    return os.getenv(f"PY_FSTRING")  # want "dynamic read in by_fstring"
+
+
+def bulk():
+    snapshot = dict(os.environ)  # want "dynamic read in bulk"
+    names = list(os.environ)  # want "dynamic read in bulk"
+    for name in os.environ:  # want "dynamic read in bulk"
+        print(name)
+    copy = os.environ.copy()  # want "dynamic read in bulk"
+    items = os.environ.items()  # want "dynamic read in bulk"
+    present = "PY_MEMBER" in os.environ  # want "dynamic read in bulk"
+    run(env=os.environ)  # want "dynamic read in bulk"
+    return snapshot, names, copy, items, present
+
+
+def no_arguments():
+    return os.getenv()  # want "dynamic read in no_arguments"
+
+
+def starred(args):
+    return os.getenv(*args)  # want "dynamic read in starred"
+
+
+def two_keys():
+    return os.environ["A", "B"]  # want "dynamic read in two_keys"
+
+
+os.environ.update({"PY_UPDATED": "1"})  # want "dynamic read in <module>"
+print(os.environ)  # want "dynamic read in <module>"
+
+
+class Holder:
+    value = os.getenv(Holder.__name__)  # want "dynamic read in <module>"
