@@ -128,4 +128,3 @@ func runEnvaudit(ctx context.Context, env *cli.Env, o envauditOptions, files []s
 	}
 	return nil
 }
-
