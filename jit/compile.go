@@ -1,0 +1,375 @@
+package jit
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"golang.org/x/sync/errgroup"
+)
+
+// pipelineVersion names the compile recipe below (flags, output naming). It
+// is part of every key: change it whenever the recipe changes.
+const pipelineVersion = "ptojit-sim/1"
+
+// maxCompilerOutput bounds the compiler messages kept in a CompileError.
+const maxCompilerOutput = 16 << 10
+
+// Language flags of the sim pipeline; the include directories, dependency
+// output and file names are added per unit.
+var (
+	simCFlags   = []string{"-std=gnu11", "-O2", "-fPIC", "-shared"}
+	simCXXFlags = []string{"-std=c++17", "-O2", "-fPIC", "-shared"}
+)
+
+// unit is one source compiled into one shared object.
+type unit struct {
+	role   string // "orchestration" or "kernel.<func_id>"
+	source string // absolute path
+	output string // output file name, e.g. "kernel_0.so"
+}
+
+// compiler runs the sim pipeline's tools. It is used by one build.
+type compiler struct {
+	cc, cxx, ptoas string
+	// ccec is the CANN compiler for device kernels; "" on sim platforms.
+	ccec     string
+	ccecArch string
+	includes []string // -I directories, in order
+	env      []string // the tools' environment
+	// ran counts tool invocations (for the response and tests).
+	mu  sync.Mutex
+	ran int
+}
+
+// CompileError is a tool that failed on one source. Output holds the
+// tool's messages (truncated).
+type CompileError struct {
+	Role   string // "orchestration" or "kernel.<func_id>"
+	Source string // the source's base name
+	Tool   string // the tool's base name
+	Output string
+	Err    error
+}
+
+func (e *CompileError) Error() string {
+	msg := fmt.Sprintf("compile %s (%s): %s: %v", e.Role, e.Source, e.Tool, e.Err)
+	if out := strings.TrimSpace(e.Output); out != "" {
+		msg += "\n" + out
+	}
+	return msg
+}
+
+func (e *CompileError) Unwrap() error { return e.Err }
+
+// ToolchainError is a toolchain that cannot build the request at all (no
+// CANN compiler for a device platform, no ptoas for a .pto source).
+type ToolchainError struct{ Msg string }
+
+func (e *ToolchainError) Error() string { return e.Msg }
+
+// compileResult holds the shared objects of a build and the headers the
+// compiler read.
+type compileResult struct {
+	binaries map[string][]byte // role -> shared object
+	// headers lists every file the compiler read besides the sources, from
+	// its dependency output: absolute, cleaned, sorted, distinct.
+	headers []string
+	// started is when the first tool started.
+	started time.Time
+}
+
+func isCXX(src string) bool {
+	switch strings.ToLower(filepath.Ext(src)) {
+	case ".cc", ".cpp", ".cxx", ".c++", ".pto":
+		return true
+	}
+	return false
+}
+
+// flagsFor returns the flags of a unit, without dependency and output
+// arguments.
+func (c *compiler) flagsFor(u unit) []string {
+	var fl []string
+	if isCXX(u.source) {
+		fl = slices.Clone(simCXXFlags)
+	} else {
+		fl = slices.Clone(simCFlags)
+	}
+	if strings.EqualFold(filepath.Ext(u.source), ".pto") {
+		// The assembled file lives in a temporary directory: keep the
+		// source's directory on the quote include path.
+		fl = append(fl, "-iquote", filepath.Dir(u.source))
+	}
+	for _, d := range c.includes {
+		fl = append(fl, "-I", d)
+	}
+	return fl
+}
+
+// compileAll compiles every unit in a fresh temporary directory under
+// tmpDir, at most GOMAXPROCS at a time.
+func (c *compiler) compileAll(ctx context.Context, tmpDir string, units []unit) (*compileResult, error) {
+	dir, err := os.MkdirTemp(tmpDir, "ptojit-build-")
+	if err != nil {
+		return nil, fmt.Errorf("build directory: %w", err)
+	}
+	defer os.RemoveAll(dir)
+	res := &compileResult{binaries: map[string][]byte{}, started: time.Now()}
+	var mu sync.Mutex // guards res.binaries and headers
+	headers := map[string]bool{}
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(runtime.GOMAXPROCS(0))
+	for i, u := range units {
+		g.Go(func() error {
+			bin, deps, err := c.compileUnit(gctx, filepath.Join(dir, fmt.Sprint(i)), u)
+			if err != nil {
+				return err
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			res.binaries[u.role] = bin
+			for _, d := range deps {
+				headers[d] = true
+			}
+			return nil
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return nil, err
+	}
+	for _, u := range units {
+		delete(headers, filepath.Clean(u.source))
+	}
+	for h := range headers {
+		if !strings.HasPrefix(h, dir+string(filepath.Separator)) {
+			res.headers = append(res.headers, h)
+		}
+	}
+	slices.Sort(res.headers)
+	return res, nil
+}
+
+// compileUnit builds one unit in its own directory and returns the shared
+// object and the files its dependency output names.
+func (c *compiler) compileUnit(ctx context.Context, dir string, u unit) ([]byte, []string, error) {
+	if err := os.Mkdir(dir, 0o700); err != nil {
+		return nil, nil, err
+	}
+	src := u.source
+	fail := func(tool string, out []byte, err error) error {
+		if len(out) > maxCompilerOutput {
+			out = append(out[:maxCompilerOutput:maxCompilerOutput], "\n[truncated]"...)
+		}
+		return &CompileError{Role: u.role, Source: filepath.Base(u.source), Tool: filepath.Base(tool), Output: string(out), Err: err}
+	}
+	if strings.EqualFold(filepath.Ext(src), ".pto") {
+		if c.ptoas == "" {
+			return nil, nil, &ToolchainError{Msg: fmt.Sprintf("%s: a .pto source needs ptoas: set toolchain.ptoas_root or PTOAS_ROOT", u.role)}
+		}
+		asm := filepath.Join(dir, "assembled.cpp")
+		if out, err := c.run(ctx, dir, c.ptoas, src, "-o", asm); err != nil {
+			return nil, nil, fail(c.ptoas, out, err)
+		}
+		src = asm
+	}
+	tool := c.cc
+	if isCXX(u.source) {
+		tool = c.cxx
+	}
+	args := c.flagsFor(u)
+	if c.ccec != "" && strings.HasPrefix(u.role, "kernel.") {
+		tool = c.ccec
+		args = []string{"-xcce", "-O2", "-fPIC", "-shared", "--cce-aicore-arch=" + c.ccecArch}
+		for _, d := range c.includes {
+			args = append(args, "-I", d)
+		}
+	}
+	if tool == "" {
+		return nil, nil, &ToolchainError{Msg: fmt.Sprintf("%s: no compiler for %s sources was resolved", u.role, filepath.Ext(u.source))}
+	}
+	dep := filepath.Join(dir, "deps.d")
+	out := filepath.Join(dir, u.output)
+	args = append(args, "-MD", "-MF", dep, "-o", out, src)
+	if msg, err := c.run(ctx, dir, tool, args...); err != nil {
+		return nil, nil, fail(tool, msg, err)
+	}
+	bin, err := os.ReadFile(out)
+	if err != nil {
+		return nil, nil, fail(tool, nil, fmt.Errorf("reading its output: %w", err))
+	}
+	d, err := os.ReadFile(dep)
+	if err != nil {
+		return nil, nil, fail(tool, nil, fmt.Errorf("no dependency output: %w", err))
+	}
+	deps, err := parseDeps(d)
+	if err != nil {
+		return nil, nil, fail(tool, nil, err)
+	}
+	for i, p := range deps {
+		if !filepath.IsAbs(p) {
+			p = filepath.Join(dir, p)
+		}
+		deps[i] = filepath.Clean(p)
+	}
+	return bin, deps, nil
+}
+
+// run runs a tool in dir and returns its combined output.
+func (c *compiler) run(ctx context.Context, dir, tool string, args ...string) ([]byte, error) {
+	c.mu.Lock()
+	c.ran++
+	c.mu.Unlock()
+	cmd := exec.CommandContext(ctx, tool, args...)
+	cmd.Dir = dir
+	cmd.Env = c.env
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	err := cmd.Run()
+	return out.Bytes(), err
+}
+
+// maxDepsBytes bounds a dependency file.
+const maxDepsBytes = 16 << 20
+
+// parseDeps parses the make rule a compiler writes with -MD -MF: one or more
+// "target: prerequisites" rules with backslash-newline continuations, "\ "
+// for a space in a name, "\#" for '#', "$$" for '$'. It returns the
+// prerequisites of every rule in order, without duplicates.
+func parseDeps(b []byte) ([]string, error) {
+	if len(b) > maxDepsBytes {
+		return nil, errors.New("dependency output too large")
+	}
+	var (
+		deps    []string
+		seen    = map[string]bool{}
+		cur     []byte
+		inName  bool
+		rule    = false // past the target's colon
+		flushed = func() {
+			if inName {
+				s := string(cur)
+				if rule && !seen[s] {
+					seen[s] = true
+					deps = append(deps, s)
+				}
+				cur, inName = cur[:0], false
+			}
+		}
+	)
+	for i := 0; i < len(b); i++ {
+		ch := b[i]
+		switch {
+		case ch == '\\' && i+1 < len(b) && b[i+1] == '\n':
+			flushed()
+			i++
+		case ch == '\\' && i+2 < len(b) && b[i+1] == '\r' && b[i+2] == '\n':
+			flushed()
+			i += 2
+		case ch == '\\' && i+1 < len(b) && (b[i+1] == ' ' || b[i+1] == '#'):
+			cur = append(cur, b[i+1])
+			inName = true
+			i++
+		case ch == '$' && i+1 < len(b) && b[i+1] == '$':
+			cur = append(cur, '$')
+			inName = true
+			i++
+		case ch == '\n':
+			flushed()
+			rule = false
+		case ch == ' ' || ch == '\t' || ch == '\r':
+			flushed()
+		case ch == ':' && !rule && (i+1 == len(b) || b[i+1] == ' ' || b[i+1] == '\t' || b[i+1] == '\n' || b[i+1] == '\\'):
+			// the end of the target (a colon followed by a space; "C:\x"
+			// style names never occur on the platforms we build on)
+			cur, inName = cur[:0], false
+			rule = true
+		default:
+			if !rule && ch == '#' {
+				// a comment line
+				for i < len(b) && b[i] != '\n' {
+					i++
+				}
+				continue
+			}
+			cur = append(cur, ch)
+			inName = true
+		}
+	}
+	flushed()
+	if len(deps) == 0 {
+		return nil, errors.New("dependency output names no files")
+	}
+	return deps, nil
+}
+
+// headerDigest is a header the compiler read and the SHA-256 of its bytes.
+type headerDigest struct {
+	Path   string `json:"path"`
+	Digest string `json:"digest"`
+}
+
+// hashHeaders returns the digest of every header, failing on the first
+// that cannot be read. notAfter, when not zero, rejects a header modified
+// (or whose inode changed) at or after that instant: it may have changed
+// while the compiler read it.
+func hashHeaders(paths []string, notAfter time.Time) ([]headerDigest, error) {
+	out := make([]headerDigest, 0, len(paths))
+	for _, p := range paths {
+		d, mod, err := hashFile(p)
+		if err != nil {
+			return nil, err
+		}
+		if !notAfter.IsZero() && !mod.Before(notAfter) {
+			return nil, fmt.Errorf("header %s changed during the compile", filepath.Base(p))
+		}
+		out = append(out, headerDigest{Path: p, Digest: d})
+	}
+	return out, nil
+}
+
+// hashFile returns the hex SHA-256 of a regular file and the later of its
+// modification and change times.
+func hashFile(p string) (string, time.Time, error) {
+	f, err := os.Open(p)
+	if err != nil {
+		return "", time.Time{}, err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return "", time.Time{}, err
+	}
+	if !fi.Mode().IsRegular() {
+		return "", time.Time{}, fmt.Errorf("%s is not a regular file", filepath.Base(p))
+	}
+	h := sha256.New()
+	if _, err := io.Copy(h, f); err != nil {
+		return "", time.Time{}, err
+	}
+	return fmt.Sprintf("%x", h.Sum(nil)), latestChange(fi), nil
+}
+
+// latestChange returns the later of a file's modification and status change
+// times.
+func latestChange(fi os.FileInfo) time.Time {
+	t := fi.ModTime()
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+		if c := time.Unix(st.Ctim.Sec, st.Ctim.Nsec); c.After(t) {
+			t = c
+		}
+	}
+	return t
+}

@@ -1,0 +1,508 @@
+package jit
+
+import (
+	"context"
+	"crypto/sha256"
+	_ "embed"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/ptojit/ptojit/api"
+	"github.com/ptojit/ptojit/cache"
+	"github.com/ptojit/ptojit/envaudit"
+	"github.com/ptojit/ptojit/inventory"
+	"github.com/ptojit/ptojit/registry"
+	"github.com/ptojit/ptojit/toolchain"
+)
+
+//go:embed environment.json
+var defaultRegistryJSON []byte
+
+// DefaultRegistry returns the embedded environment registry of PyPTO-style
+// variables (jit/environment.json) used when Options.Registry is nil.
+func DefaultRegistry() *envaudit.Registry {
+	r, err := envaudit.ParseRegistry(defaultRegistryJSON)
+	if err != nil {
+		panic("jit: embedded environment registry: " + err.Error())
+	}
+	return r
+}
+
+// EpochVariable is the environment variable whose value is the key's epoch:
+// changing it gives every build a new key.
+const EpochVariable = "PYPTO_CACHE_EPOCH"
+
+// PolicyVariable selects the identity policy when the request names none.
+const PolicyVariable = "PYPTO_CACHE_IDENTITY"
+
+// Output names in the output directory and the cache entry.
+const (
+	CallableName      = "chip_callable.bin"
+	OrchestrationName = "orchestration.so"
+)
+
+// KernelName returns the output name of a kernel's shared object.
+func KernelName(funcID int32) string { return fmt.Sprintf("kernel_%d.so", funcID) }
+
+// maxManifestVariants bounds the header variants remembered per key.
+const maxManifestVariants = 16
+
+// Options configure a Driver.
+type Options struct {
+	// Store is the artifact cache; nil makes every build uncached.
+	Store cache.Store
+	// Identities memoizes installation identities; nil gives the Driver
+	// its own.
+	Identities *toolchain.InstallationIdentityCache
+	// Getenv reads the build's environment (semantic, fresh_request and
+	// tool_resolution variables); nil means os.Getenv.
+	Getenv func(string) string
+	// Environ is the environment the tools run with; nil means
+	// os.Environ(). LC_ALL=C is always added.
+	Environ []string
+	// Registry classifies environment variables; nil means
+	// DefaultRegistry().
+	Registry *envaudit.Registry
+	// TempDir holds the compilers' working directories; "" means
+	// os.TempDir().
+	TempDir string
+	// BeforeRevalidate, when set, runs after the compilers finished and
+	// before the sources are fingerprinted again (tests change a source
+	// there to prove that nothing is published).
+	BeforeRevalidate func()
+}
+
+// Driver turns build requests into chip callables: identity, cache lookup,
+// compilation, publication. It is safe for concurrent use: concurrent
+// builds share the store and the identity memo and nothing else. A daemon
+// creates one Driver and calls Build for every request.
+type Driver struct {
+	opt Options
+}
+
+// New returns a Driver.
+func New(opt Options) *Driver {
+	if opt.Getenv == nil {
+		opt.Getenv = os.Getenv
+	}
+	if opt.Registry == nil {
+		opt.Registry = DefaultRegistry()
+	}
+	if opt.Identities == nil {
+		opt.Identities = toolchain.NewInstallationIdentityCache(toolchain.Options{})
+	}
+	return &Driver{opt: opt}
+}
+
+// WithEnv returns a Driver sharing d's store and identity memo that reads
+// getenv and runs the tools with environ (a daemon serving clients with
+// different environments).
+func (d *Driver) WithEnv(getenv func(string) string, environ []string) *Driver {
+	o := d.opt
+	o.Getenv, o.Environ = getenv, environ
+	return New(o)
+}
+
+func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+
+// RequestError is a request that cannot be built as written (a missing
+// source, a relative path). Field names the request field.
+type RequestError = api.FieldError
+
+// Build builds req, whose paths must be absolute (api.Request.Resolve). It
+// always returns a Response; the error is non-nil exactly when the
+// response's status is "error", and is the same error.
+func (d *Driver) Build(ctx context.Context, req *api.Request) (*api.Response, error) {
+	start := time.Now()
+	resp := &api.Response{}
+	err := d.build(ctx, req, resp)
+	resp.Timings.Total = ms(time.Since(start))
+	if err != nil {
+		resp.Status = api.StatusError
+		resp.Error = err.Error()
+		if d.opt.Store != nil {
+			_ = d.opt.Store.Count(ctx, cache.EventError, errorKind(err))
+		}
+		return resp, err
+	}
+	return resp, nil
+}
+
+// errorKind is the short reason an error is counted under.
+func errorKind(err error) string {
+	var ce *CompileError
+	var fe *api.FieldError
+	var te *ToolchainError
+	switch {
+	case errors.As(err, &ce):
+		return "compile failed"
+	case errors.As(err, &fe):
+		return "invalid request"
+	case errors.As(err, &te):
+		return "toolchain"
+	}
+	return "build failed"
+}
+
+func (d *Driver) build(ctx context.Context, req *api.Request, resp *api.Response) error {
+	t := time.Now()
+	id, err := d.identify(ctx, req)
+	resp.Timings.Identity = ms(time.Since(t))
+	if err != nil {
+		return err
+	}
+	if id.usable {
+		resp.Key = id.key.String()
+	}
+	store := d.opt.Store
+	reasons := slices.Clone(id.unavailable)
+	for _, f := range id.fresh {
+		reasons = append(reasons, f+" is set (fresh_request): no lookup, no publish")
+	}
+	if store == nil {
+		reasons = append(reasons, "no cache store")
+	}
+	cacheable := len(reasons) == 0
+
+	if cacheable {
+		t = time.Now()
+		hit, why, err := d.lookup(ctx, id)
+		resp.Timings.Lookup = ms(time.Since(t))
+		if err != nil {
+			return err
+		}
+		if hit != nil {
+			t = time.Now()
+			err := d.answer(req, hit.Entry.Outputs, hit.Data, resp)
+			resp.Timings.Publish = ms(time.Since(t))
+			if err != nil {
+				return err
+			}
+			resp.Status = api.StatusHit
+			return nil
+		}
+		resp.MissReason = why
+	}
+
+	t = time.Now()
+	res, err := d.compile(ctx, req, id)
+	if err != nil {
+		return err
+	}
+	outs, data, err := pack(req, res)
+	resp.Timings.Compile = ms(time.Since(t))
+	if err != nil {
+		return err
+	}
+
+	t = time.Now()
+	defer func() { resp.Timings.Publish = ms(time.Since(t)) }()
+	if cacheable {
+		if d.opt.BeforeRevalidate != nil {
+			d.opt.BeforeRevalidate()
+		}
+		if why := d.publish(ctx, id, res, outs, data, time.Since(res.started)); why != "" {
+			reasons = append(reasons, why)
+		}
+	}
+	if err := d.answer(req, outs, data, resp); err != nil {
+		return err
+	}
+	if len(reasons) > 0 {
+		resp.Status = api.StatusUncached
+		resp.Unavailable = reasons
+		resp.MissReason = ""
+		if store != nil {
+			_ = store.Count(ctx, cache.EventUncached, countReason(reasons[0]))
+		}
+		return nil
+	}
+	resp.Status = api.StatusMiss
+	return nil
+}
+
+// countReason shortens a reason to its kind, so that the store's counters
+// do not grow one key per path.
+func countReason(r string) string {
+	if i := strings.IndexAny(r, ":("); i > 0 {
+		r = r[:i]
+	}
+	return strings.TrimSpace(r)
+}
+
+// manifest is the direct-mode record stored with a key: the header sets
+// seen for it, most recent first, each with the key of its result entry.
+type manifest struct {
+	Variants []variant `json:"variants"`
+}
+
+type variant struct {
+	Headers []headerDigest `json:"headers"`
+	Result  string         `json:"result"`
+}
+
+// resultRecord is the record whose digest keys the outputs of one header
+// variant of a key.
+func resultRecord(keyRecord inventory.Value, headers []headerDigest) inventory.Value {
+	l := make(inventory.List, len(headers))
+	for i, h := range headers {
+		l[i] = inventory.T(inventory.Str(h.Path), inventory.Str(h.Digest))
+	}
+	return inventory.T(inventory.Str(resultTag), inventory.IntOf(keySchema), keyRecord, l)
+}
+
+// lookup finds the result of the key: the manifest names the header
+// variants; the first whose headers all still have their digests gives
+// the result key. With no manifest or no matching variant the result of
+// the empty header set is looked up, which exists only for sources that
+// include nothing. The store counts the one Get as a hit or a miss.
+func (d *Driver) lookup(ctx context.Context, id *identity) (*cache.Hit, string, error) {
+	store := d.opt.Store
+	rk := inventory.MustDigest(resultRecord(id.record, nil))
+	why := "no entry for the key"
+	e, err := store.Entry(ctx, cache.Key(id.key))
+	switch {
+	case err == nil:
+		var m manifest
+		if jerr := json.Unmarshal([]byte(e.Meta["manifest"]), &m); jerr != nil {
+			why = "unreadable manifest"
+			break
+		}
+		why = "no header variant matches"
+		for i, v := range m.Variants {
+			if changed := changedHeader(v.Headers); changed != "" {
+				if i == 0 {
+					why = "header changed since the last build: " + changed
+				}
+				continue
+			}
+			s, perr := inventory.ParseSum(v.Result)
+			if perr != nil {
+				continue
+			}
+			rk, why = s, ""
+			break
+		}
+	case errors.Is(err, cache.ErrMiss):
+	default:
+		return nil, "", fmt.Errorf("cache lookup: %w", err)
+	}
+	hit, err := store.Get(ctx, cache.Key(rk))
+	if err == nil {
+		return hit, "", nil
+	}
+	var me *cache.MissError
+	switch {
+	case errors.As(err, &me) && why == "":
+		return nil, me.Reason, nil
+	case errors.Is(err, cache.ErrMiss):
+		return nil, why, nil
+	}
+	return nil, "", fmt.Errorf("cache lookup: %w", err)
+}
+
+// changedHeader returns the name of the first header whose digest
+// differs from the recorded one (or that cannot be read), or "".
+func changedHeader(hs []headerDigest) string {
+	for _, h := range hs {
+		d, _, err := hashFile(h.Path)
+		if err != nil || d != h.Digest {
+			return h.Path
+		}
+	}
+	return ""
+}
+
+// publish stores the outputs unless a source or header changed while the
+// compilers ran; it returns why it did not publish, or "".
+func (d *Driver) publish(ctx context.Context, id *identity, res *compileResult, outs []cache.Output, data [][]byte, took time.Duration) string {
+	if why := d.revalidate(id); why != "" {
+		return why
+	}
+	headers, err := hashHeaders(res.headers, res.started)
+	if err != nil {
+		return "not published: " + err.Error()
+	}
+	rrec := resultRecord(id.record, headers)
+	renc, err := inventory.Encode(rrec)
+	if err != nil {
+		return "not published: " + err.Error()
+	}
+	rk := cache.Key(sha256.Sum256(renc))
+	hashid, _ := registry.ChipHashid(id.platform, id.runtime, data[len(data)-1])
+	store := d.opt.Store
+	err = store.Put(ctx, &cache.Entry{
+		Key:         rk,
+		Record:      renc,
+		Outputs:     outs,
+		Meta:        map[string]string{"kind": "result", "key": id.key.String(), "hashid": hashid.String(), "platform": id.platform, "runtime": id.runtime},
+		CompileTime: took,
+	}, data)
+	if err != nil {
+		return "not published: " + err.Error()
+	}
+	// The manifest is written after the result it names.
+	var m manifest
+	if e, err := store.Entry(ctx, cache.Key(id.key)); err == nil {
+		_ = json.Unmarshal([]byte(e.Meta["manifest"]), &m)
+	}
+	nv := variant{Headers: headers, Result: hex.EncodeToString(rk[:])}
+	vs := []variant{nv}
+	for _, v := range m.Variants {
+		if v.Result != nv.Result && len(vs) < maxManifestVariants {
+			vs = append(vs, v)
+		}
+	}
+	mj, _ := json.Marshal(manifest{Variants: vs})
+	for len(mj) > cache.MaxMetaBytes && len(vs) > 1 {
+		vs = vs[:len(vs)-1]
+		mj, _ = json.Marshal(manifest{Variants: vs})
+	}
+	if len(mj) > cache.MaxMetaBytes {
+		return "not published: too many headers for a manifest"
+	}
+	err = store.Put(ctx, &cache.Entry{
+		Key:    cache.Key(id.key),
+		Record: id.encoded,
+		Meta:   map[string]string{"kind": "manifest", "manifest": string(mj), "platform": id.platform, "runtime": id.runtime},
+	}, nil)
+	if err != nil {
+		return "not published: " + err.Error()
+	}
+	return ""
+}
+
+// answer writes the outputs to the request's output directory and fills
+// the response.
+func (d *Driver) answer(req *api.Request, outs []cache.Output, data [][]byte, resp *api.Response) error {
+	written, err := writeOutputs(req.OutputDir, outs, data)
+	if err != nil {
+		return err
+	}
+	resp.Outputs = written
+	for i, o := range outs {
+		if o.Name == CallableName {
+			resp.Callable = written[i].Path
+			h, err := registry.ChipHashid(req.Platform, req.Runtime, data[i])
+			if err != nil {
+				return fmt.Errorf("hashid: %w", err)
+			}
+			resp.Hashid = h.String()
+		}
+	}
+	if resp.Callable == "" {
+		return errors.New("the build has no chip callable")
+	}
+	return nil
+}
+
+// OutputError is an output that could not be written to the output
+// directory.
+type OutputError struct {
+	Name string
+	Err  error
+}
+
+func (e *OutputError) Error() string { return "output " + e.Name + ": " + e.Err.Error() }
+func (e *OutputError) Unwrap() error { return e.Err }
+
+// writeOutputs writes each output to dir through a temporary file and a
+// rename, after checking its bytes against its digest, so the directory
+// never holds a partial or corrupt output.
+func writeOutputs(dir string, outs []cache.Output, data [][]byte) ([]api.Output, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, &OutputError{Name: "directory", Err: err}
+	}
+	res := make([]api.Output, len(outs))
+	for i, o := range outs {
+		if o.Name == "" || o.Name != filepath.Base(o.Name) || o.Name == "." || o.Name == ".." {
+			return nil, &OutputError{Name: o.Name, Err: errors.New("not a plain file name")}
+		}
+		sum := sha256.Sum256(data[i])
+		if sum != o.Digest || int64(len(data[i])) != o.Size {
+			return nil, &OutputError{Name: o.Name, Err: errors.New("bytes do not match the output's digest; nothing written")}
+		}
+		mode := os.FileMode(o.Mode & 0o777)
+		if mode == 0 {
+			mode = 0o644
+		}
+		p := filepath.Join(dir, o.Name)
+		if err := writeAtomic(p, data[i], mode); err != nil {
+			return nil, &OutputError{Name: o.Name, Err: err}
+		}
+		res[i] = api.Output{Name: o.Name, Path: p, Size: o.Size, Digest: hex.EncodeToString(sum[:])}
+	}
+	return res, nil
+}
+
+func writeAtomic(p string, b []byte, mode os.FileMode) (err error) {
+	f, err := os.CreateTemp(filepath.Dir(p), "."+filepath.Base(p)+".tmp-*")
+	if err != nil {
+		return err
+	}
+	tmp := f.Name()
+	defer func() {
+		if err != nil {
+			f.Close()
+			os.Remove(tmp)
+		}
+	}()
+	if _, err = f.Write(b); err != nil {
+		return err
+	}
+	if err = f.Chmod(mode); err != nil {
+		return err
+	}
+	if err = f.Close(); err != nil {
+		return err
+	}
+	return os.Rename(tmp, p)
+}
+
+// pack returns the cache outputs of a compile: the shared objects and, last,
+// the ChipCallable blob.
+func pack(req *api.Request, res *compileResult) ([]cache.Output, [][]byte, error) {
+	cc := registry.ChipCallable{
+		Signature:   dirs(req.Signature),
+		FuncName:    req.Orchestration.Function,
+		ConfigName:  req.Orchestration.Config,
+		ScalarCount: req.ScalarCount,
+		Binary:      res.binaries["orchestration"],
+	}
+	outs := []cache.Output{{Name: OrchestrationName, Mode: 0o755}}
+	data := [][]byte{cc.Binary}
+	for _, k := range req.Kernels {
+		bin := res.binaries[kernelRole(k.FuncID)]
+		cc.Children = append(cc.Children, registry.Child{FuncID: k.FuncID, Core: registry.CoreCallable{Signature: dirs(k.Signature), Binary: bin}})
+		outs = append(outs, cache.Output{Name: KernelName(k.FuncID), Mode: 0o755})
+		data = append(data, bin)
+	}
+	blob, err := cc.MarshalBinary()
+	if err != nil {
+		return nil, nil, fmt.Errorf("pack chip callable: %w", err)
+	}
+	outs = append(outs, cache.Output{Name: CallableName, Mode: 0o644})
+	data = append(data, blob)
+	for i := range outs {
+		outs[i].Size = int64(len(data[i]))
+		outs[i].Digest = sha256.Sum256(data[i])
+	}
+	return outs, data, nil
+}
+
+func dirs(ds []api.Direction) []registry.Direction {
+	out := make([]registry.Direction, len(ds))
+	for i, d := range ds {
+		out[i] = registry.Direction(d)
+	}
+	return out
+}
+
+func kernelRole(funcID int32) string { return fmt.Sprintf("kernel.%d", funcID) }

@@ -1,0 +1,291 @@
+package jit
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/ptojit/ptojit/api"
+	"github.com/ptojit/ptojit/cache"
+	"github.com/ptojit/ptojit/registry"
+	"github.com/ptojit/ptojit/toolchain"
+)
+
+// copyExamples copies testdata/examples (the vadd example and its fixture
+// toolchain) into a temporary directory and returns the request there.
+func copyExamples(t *testing.T) (dir string, req *api.Request) {
+	t.Helper()
+	src := filepath.Join("..", "testdata", "examples")
+	dir = t.TempDir()
+	err := filepath.WalkDir(src, func(p string, e fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(src, p)
+		if rel == filepath.Join("vadd", "out") {
+			return filepath.SkipDir
+		}
+		dst := filepath.Join(dir, rel)
+		if e.IsDir() {
+			return os.MkdirAll(dst, 0o755)
+		}
+		fi, err := e.Info()
+		if err != nil {
+			return err
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		return os.WriteFile(dst, b, fi.Mode().Perm())
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return dir, loadRequest(t, filepath.Join(dir, "vadd", "request.json"))
+}
+
+func loadRequest(t *testing.T, path string) *api.Request {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req, err := api.ParseRequest(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := req.Resolve(filepath.Dir(path)); err != nil {
+		t.Fatal(err)
+	}
+	return req
+}
+
+// env is a clean build environment: PATH only, plus vars.
+func env(vars ...string) (func(string) string, []string) {
+	environ := append([]string{"PATH=" + os.Getenv("PATH")}, vars...)
+	return func(k string) string {
+		for i := len(environ) - 1; i >= 0; i-- {
+			if v, ok := strings.CutPrefix(environ[i], k+"="); ok {
+				return v
+			}
+		}
+		return ""
+	}, environ
+}
+
+// identities is shared by the tests: reading the host compiler's
+// installation is the slow part of an identity.
+var identities = toolchain.NewInstallationIdentityCache(toolchain.Options{})
+
+func newDriver(t *testing.T, store cache.Store, vars ...string) *Driver {
+	getenv, environ := env(vars...)
+	return New(Options{Store: store, Identities: identities, Getenv: getenv, Environ: environ, TempDir: t.TempDir()})
+}
+
+func build(t *testing.T, d *Driver, req *api.Request, want api.Status) *api.Response {
+	t.Helper()
+	r, err := d.Build(context.Background(), req)
+	if err != nil {
+		t.Fatalf("build: %v", err)
+	}
+	if r.Status != want {
+		t.Fatalf("status %s (miss reason %q, unavailable %q), want %s", r.Status, r.MissReason, r.Unavailable, want)
+	}
+	checkOutputs(t, r)
+	return r
+}
+
+// checkOutputs proves every output in the output directory has the digest
+// the response names, and that the callable parses and has the hashid.
+func checkOutputs(t *testing.T, r *api.Response) {
+	t.Helper()
+	if len(r.Outputs) == 0 {
+		t.Fatal("no outputs")
+	}
+	for _, o := range r.Outputs {
+		b, err := os.ReadFile(o.Path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sum := sha256.Sum256(b)
+		if hex.EncodeToString(sum[:]) != o.Digest || int64(len(b)) != o.Size {
+			t.Errorf("output %s does not match its digest", o.Name)
+		}
+	}
+	blob, err := os.ReadFile(r.Callable)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := registry.ParseChipCallable(blob); err != nil {
+		t.Fatalf("callable: %v", err)
+	}
+	h, err := registry.ChipHashid("a2a3sim", "tensormap_and_ringbuffer", blob)
+	if err != nil || h.String() != r.Hashid {
+		t.Errorf("hashid %s, want %s (%v)", r.Hashid, h, err)
+	}
+}
+
+func TestBuildMissThenHit(t *testing.T) {
+	dir, req := copyExamples(t)
+	store := cache.NewMemory(cache.Options{})
+	d := newDriver(t, store)
+	first := build(t, d, req, api.StatusMiss)
+	second := build(t, d, req, api.StatusHit)
+	if first.Key != second.Key || first.Hashid != second.Hashid || len(first.Key) != 64 {
+		t.Errorf("keys %s/%s hashids %s/%s", first.Key, second.Key, first.Hashid, second.Hashid)
+	}
+	if second.Timings.Compile != 0 {
+		t.Errorf("a hit spent %v ms compiling", second.Timings.Compile)
+	}
+
+	// Editing an included header that is no key input: a miss that names
+	// the header, then a hit again; restoring it finds the first variant.
+	hdr := filepath.Join(dir, "vadd", "vadd.h")
+	orig, _ := os.ReadFile(hdr)
+	if err := os.WriteFile(hdr, append(slices.Clone(orig), "\n/* edited */\n"...), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r := build(t, d, req, api.StatusMiss)
+	if r.Key != first.Key || !strings.Contains(r.MissReason, "vadd.h") {
+		t.Errorf("header edit: key %s (want %s), reason %q", r.Key, first.Key, r.MissReason)
+	}
+	build(t, d, req, api.StatusHit)
+	if err := os.WriteFile(hdr, orig, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if r := build(t, d, req, api.StatusHit); r.Hashid != first.Hashid {
+		t.Errorf("restored header: hashid %s, want %s", r.Hashid, first.Hashid)
+	}
+
+	// Editing a kernel changes the key.
+	k := filepath.Join(dir, "vadd", "kernel_scale.c")
+	b, _ := os.ReadFile(k)
+	os.WriteFile(k, append(b, "\n"...), 0o644)
+	if r := build(t, d, req, api.StatusMiss); r.Key == first.Key {
+		t.Error("kernel edit kept the key")
+	}
+	os.WriteFile(k, b, 0o644)
+
+	// An option changes the key; a semantic variable too.
+	req2 := *req
+	req2.Options = []byte(`{"opt_level": 3}`)
+	if r := build(t, d, &req2, api.StatusMiss); r.Key == first.Key {
+		t.Error("option change kept the key")
+	}
+	if r := build(t, newDriver(t, store, "PYPTO_OPT_LEVEL=3"), req, api.StatusMiss); r.Key == first.Key {
+		t.Error("semantic variable kept the key")
+	}
+	if r := build(t, newDriver(t, store, "PYPTO_CACHE_EPOCH=2"), req, api.StatusMiss); r.Key == first.Key {
+		t.Error("epoch kept the key")
+	}
+	build(t, d, req, api.StatusHit)
+}
+
+func TestFreshRequest(t *testing.T) {
+	_, req := copyExamples(t)
+	store := cache.NewMemory(cache.Options{})
+	build(t, newDriver(t, store), req, api.StatusMiss)
+	r := build(t, newDriver(t, store, "PYPTO_JIT_FORCE_RECOMPILE=1"), req, api.StatusUncached)
+	if len(r.Unavailable) != 1 || !strings.Contains(r.Unavailable[0], "PYPTO_JIT_FORCE_RECOMPILE") {
+		t.Errorf("unavailable %q", r.Unavailable)
+	}
+	if r.Timings.Lookup != 0 || r.Timings.Compile == 0 {
+		t.Errorf("fresh request looked up (%v ms) or did not compile (%v ms)", r.Timings.Lookup, r.Timings.Compile)
+	}
+}
+
+func TestUnavailableIdentity(t *testing.T) {
+	_, req := copyExamples(t)
+	req.Toolchain.PtoasRoot = ""
+	req.Toolchain.PyptoRoot = filepath.Join(filepath.Dir(req.Toolchain.PyptoRoot), "missing")
+	store := cache.NewMemory(cache.Options{})
+	d := newDriver(t, store)
+	for range 2 {
+		r := build(t, d, req, api.StatusUncached)
+		if r.Key != "" || len(r.Unavailable) != 2 {
+			t.Fatalf("key %q, unavailable %q: want no key and two reasons", r.Key, r.Unavailable)
+		}
+	}
+	st, _ := store.Stats(context.Background())
+	if st.Entries != 0 || st.Uncached != 2 {
+		t.Errorf("stats %+v: want no entry and two uncached builds", st)
+	}
+}
+
+func TestSourceChangedDuringCompile(t *testing.T) {
+	dir, req := copyExamples(t)
+	store := cache.NewMemory(cache.Options{})
+	getenv, environ := env()
+	k := filepath.Join(dir, "vadd", "kernel_add.c")
+	d := New(Options{Store: store, Identities: identities, Getenv: getenv, Environ: environ, TempDir: t.TempDir(), BeforeRevalidate: func() {
+		b, _ := os.ReadFile(k)
+		os.WriteFile(k, append(b, "\n/* changed while compiling */\n"...), 0o644)
+	}})
+	r := build(t, d, req, api.StatusUncached)
+	if len(r.Unavailable) != 1 || !strings.Contains(r.Unavailable[0], "kernel.0 changed during the compile") {
+		t.Errorf("unavailable %q", r.Unavailable)
+	}
+	st, _ := store.Stats(context.Background())
+	if st.Entries != 0 {
+		t.Errorf("%d entries published", st.Entries)
+	}
+}
+
+func TestCorruptBlobIsAMiss(t *testing.T) {
+	_, req := copyExamples(t)
+	store := cache.NewMemory(cache.Options{})
+	d := newDriver(t, store)
+	first := build(t, d, req, api.StatusMiss)
+	var digest [32]byte
+	for _, o := range first.Outputs {
+		if o.Name == CallableName {
+			hex.Decode(digest[:], []byte(o.Digest))
+		}
+	}
+	if err := cache.FaultInjector(store).CorruptBlob(context.Background(), digest); err != nil {
+		t.Fatal(err)
+	}
+	r := build(t, d, req, api.StatusMiss)
+	if r.MissReason == "" || r.Hashid != first.Hashid {
+		t.Errorf("miss reason %q, hashid %s want %s", r.MissReason, r.Hashid, first.Hashid)
+	}
+	build(t, d, req, api.StatusHit)
+}
+
+func TestRequestErrors(t *testing.T) {
+	_, req := copyExamples(t)
+	d := newDriver(t, nil)
+	bad := *req
+	bad.Kernels = slices.Clone(req.Kernels)
+	bad.Kernels[1].Source += ".missing"
+	r, err := d.Build(context.Background(), &bad)
+	if err == nil || r.Status != api.StatusError || !strings.Contains(err.Error(), "kernels[1].source") {
+		t.Errorf("missing source: %v, %s", err, r.Status)
+	}
+	bad = *req
+	bad.OutputDir = "out"
+	if _, err := d.Build(context.Background(), &bad); err == nil || !strings.Contains(err.Error(), "not absolute") {
+		t.Errorf("relative output dir: %v", err)
+	}
+	// A compile error names the unit and carries the compiler's message.
+	dir := t.TempDir()
+	src := filepath.Join(dir, "broken.c")
+	os.WriteFile(src, []byte("int ptojit_kernel(void) { return undeclared; }\n"), 0o644)
+	bad = *req
+	bad.Kernels = []api.Kernel{{FuncID: 7, Source: src}}
+	_, err = d.Build(context.Background(), &bad)
+	if err == nil || !strings.Contains(err.Error(), "compile kernel.7 (broken.c)") || !strings.Contains(err.Error(), "undeclared") {
+		t.Errorf("compile error: %v", err)
+	}
+	if !bytes.Contains([]byte(err.Error()), []byte("gcc")) && !strings.Contains(err.Error(), "cc") {
+		t.Errorf("compile error names no tool: %v", err)
+	}
+}

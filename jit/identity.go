@@ -1,0 +1,419 @@
+package jit
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+
+	"github.com/ptojit/ptojit/api"
+	"github.com/ptojit/ptojit/envaudit"
+	"github.com/ptojit/ptojit/inventory"
+	"github.com/ptojit/ptojit/toolchain"
+)
+
+// identity is everything a build's key is made of.
+type identity struct {
+	platform, runtime string
+	policy            toolchain.Policy
+	record            inventory.Value // the key record
+	encoded           []byte          // its encoding
+	key               inventory.Sum
+	usable            bool
+	unavailable       []string
+	fresh             []string
+	inputs            *toolchain.ToolchainInputs
+	toolchain         *toolchain.Identity
+	sources           []source
+	sourcesDigest     inventory.Sum // all source roots together
+	extraPaths        []string
+	extraFingerprint  inventory.Value
+	extraDigest       inventory.Sum
+	// flags are the compile flags by language, part of the key.
+	includes []string
+}
+
+// source is one content root of the request's sources.
+type source struct {
+	name    string // "orchestration", "kernel.<func_id>", "extra_roots[i]"
+	root    inventory.ContentRoot
+	content *inventory.Content // nil when unavailable
+}
+
+// KeyOf computes the key of req without building: every input, its digest
+// and every reason the identity is unavailable. req's paths must be
+// absolute.
+func (d *Driver) KeyOf(ctx context.Context, req *api.Request) (*KeyReport, error) {
+	id, err := d.identify(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	inputs, err := FlattenRecord(id.record)
+	if err != nil {
+		return nil, err
+	}
+	r := &KeyReport{
+		Usable:      id.usable,
+		Policy:      string(id.policy),
+		Record:      id.record,
+		RecordWire:  string(id.encoded),
+		Inputs:      inputs,
+		Unavailable: id.unavailable,
+		Fresh:       id.fresh,
+	}
+	if id.usable {
+		r.Key = id.key.String()
+	}
+	if !id.sourcesDigest.IsZero() {
+		r.SourcesDigest = id.sourcesDigest.String()
+	}
+	if id.toolchain != nil && id.toolchain.Usable {
+		r.ToolchainDigest = id.toolchain.Digest.String()
+	}
+	return r, nil
+}
+
+// checkRequest validates req and checks that its paths are absolute and
+// its sources exist.
+func checkRequest(req *api.Request) error {
+	if err := req.Validate(); err != nil {
+		return err
+	}
+	for _, fp := range req.Paths() {
+		if !filepath.IsAbs(fp.Path) {
+			return &api.FieldError{Field: fp.Field, Msg: "path is not absolute (resolve the request against its directory first)"}
+		}
+	}
+	if req.OutputDir == "" {
+		return &api.FieldError{Field: "output_dir", Msg: "missing (resolve the request first)"}
+	}
+	check := func(field, p string) error {
+		fi, err := os.Stat(p)
+		switch {
+		case err != nil:
+			return &api.FieldError{Field: field, Msg: fmt.Sprintf("%s: %v", filepath.Base(p), unwrapPathError(err))}
+		case !fi.Mode().IsRegular():
+			return &api.FieldError{Field: field, Msg: filepath.Base(p) + " is not a regular file"}
+		}
+		return nil
+	}
+	if err := check("orchestration.source", req.Orchestration.Source); err != nil {
+		return err
+	}
+	for i, k := range req.Kernels {
+		if err := check(fmt.Sprintf("kernels[%d].source", i), k.Source); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func unwrapPathError(err error) error {
+	if pe, ok := err.(*os.PathError); ok {
+		return pe.Err
+	}
+	return err
+}
+
+// identify computes the key record of req.
+func (d *Driver) identify(ctx context.Context, req *api.Request) (*identity, error) {
+	if err := checkRequest(req); err != nil {
+		return nil, err
+	}
+	getenv := d.opt.Getenv
+	id := &identity{platform: req.Platform, runtime: req.Runtime}
+
+	for _, v := range d.opt.Registry.Variables(envaudit.FreshRequest) {
+		if getenv(v) != "" {
+			id.fresh = append(id.fresh, v)
+		}
+	}
+
+	policy, err := toolchain.ParsePolicy(req.Toolchain.Policy)
+	if req.Toolchain.Policy == "" {
+		policy, err = toolchain.ParsePolicy(getenv(PolicyVariable))
+	}
+	if err != nil {
+		return nil, &api.FieldError{Field: "toolchain.policy", Msg: err.Error()}
+	}
+	id.policy = policy
+
+	options, err := recordField("options", req.Options, req.OptionsWire)
+	if err != nil {
+		return nil, err
+	}
+	extra, err := recordField("extra_fingerprint", req.ExtraFingerprint, req.ExtraFingerprintWire)
+	if err != nil {
+		return nil, err
+	}
+	switch extra.(type) {
+	case inventory.None, inventory.Str:
+	default:
+		// FingerprintExtraSources takes a string: a structured fingerprint
+		// contributes its digest.
+		extra = inventory.Str(inventory.MustDigest(extra).String())
+	}
+	id.extraFingerprint = extra
+	id.extraPaths = req.ExtraSources
+
+	// Toolchain: resolved once, used for the identity and the compile.
+	tc := req.Toolchain
+	cfg := toolchain.Config{
+		Policy:      policy,
+		Platform:    req.Platform,
+		PyptoRoot:   tc.PyptoRoot,
+		RuntimeRoot: tc.RuntimeRoot,
+		PtoIsaRoot:  tc.PtoIsaRoot,
+		PtoIsaPin:   tc.PtoIsaPin,
+		PtoIsaURL:   tc.PtoIsaURL,
+		PtoasRoot:   tc.PtoasRoot,
+		CannRoot:    tc.CannRoot,
+		Environ:     d.environ(),
+		Getenv:      getenv,
+	}
+	inputs, err := toolchain.Resolve(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("toolchain: %w", err)
+	}
+	id.inputs = inputs
+	tid, err := d.opt.Identities.Capture(ctx, inputs)
+	if err != nil {
+		return nil, fmt.Errorf("toolchain identity: %w", err)
+	}
+	id.toolchain = tid
+	id.unavailable = append(id.unavailable, tid.Reasons()...)
+	id.includes = includeDirs(req, getenv)
+
+	// Sources: one root each, so that the key names the one that changed.
+	id.sources = sourceRoots(req)
+	id.unavailable = append(id.unavailable, fingerprintSources(id.sources)...)
+	var all inventory.List
+	for _, s := range id.sources {
+		if s.content != nil {
+			all = append(all, s.content.Roots...)
+		}
+	}
+	if len(id.unavailable) == 0 || allSourcesRead(id.sources) {
+		id.sourcesDigest = inventory.MustDigest(inventory.T(inventory.Str("content"), all))
+	}
+	if sum, err := inventory.FingerprintExtraSources(id.extraPaths, extra); err != nil {
+		id.unavailable = append(id.unavailable, "extra_sources: "+err.Error())
+	} else {
+		id.extraDigest = sum
+	}
+
+	id.record = d.keyRecord(req, id, options)
+	id.encoded, err = inventory.Encode(id.record)
+	if err != nil {
+		return nil, fmt.Errorf("key record: %w", err)
+	}
+	id.usable = len(id.unavailable) == 0
+	if id.usable {
+		id.key = inventory.MustDigest(id.record)
+	}
+	return id, nil
+}
+
+func allSourcesRead(ss []source) bool {
+	for _, s := range ss {
+		if s.content == nil {
+			return false
+		}
+	}
+	return true
+}
+
+// environ is the tools' environment.
+func (d *Driver) environ() []string {
+	env := d.opt.Environ
+	if env == nil {
+		env = os.Environ()
+	}
+	return append(slices.Clip(env), "LC_ALL=C")
+}
+
+// includeDirs are the -I directories of the sim pipeline: the runtime's
+// include directory, then PTO-ISA's, each when it exists.
+func includeDirs(req *api.Request, getenv func(string) string) []string {
+	var out []string
+	isa := req.Toolchain.PtoIsaRoot
+	if isa == "" {
+		isa = getenv(toolchain.PtoIsaRootEnv)
+	}
+	for _, root := range []string{req.Toolchain.RuntimeRoot, isa} {
+		if root == "" {
+			continue
+		}
+		inc := filepath.Join(root, "include")
+		if fi, err := os.Stat(inc); err == nil && fi.IsDir() {
+			out = append(out, inc)
+		}
+	}
+	return out
+}
+
+// sourceRoots lists the content roots of the request's sources.
+func sourceRoots(req *api.Request) []source {
+	var out []source
+	add := func(name, p string) {
+		r, err := inventory.NewContentRoot(p, false)
+		if err != nil {
+			out = append(out, source{name: name})
+			return
+		}
+		out = append(out, source{name: name, root: r})
+	}
+	add("orchestration", req.Orchestration.Source)
+	for _, k := range req.Kernels {
+		add(kernelRole(k.FuncID), k.Source)
+	}
+	for i, p := range req.ExtraRoots {
+		add(fmt.Sprintf("extra_roots[%d]", i), p)
+	}
+	return out
+}
+
+// fingerprintSources reads every source root and returns the reasons of
+// those that are unavailable.
+func fingerprintSources(ss []source) []string {
+	var reasons []string
+	for i := range ss {
+		s := &ss[i]
+		if s.root.Path() == "" {
+			reasons = append(reasons, s.name+": not a usable path")
+			continue
+		}
+		c, err := inventory.Fingerprint([]inventory.ContentRoot{s.root})
+		if err != nil {
+			s.content = nil
+			reasons = append(reasons, s.name+": "+err.Error())
+			continue
+		}
+		s.content = c
+	}
+	return reasons
+}
+
+// revalidate fingerprints the mutable sources again and returns why the
+// build must not be published ("" when nothing changed).
+func (d *Driver) revalidate(id *identity) string {
+	for _, s := range id.sources {
+		c, err := inventory.Fingerprint([]inventory.ContentRoot{s.root})
+		if err != nil {
+			return "not published: " + s.name + " became unavailable during the compile: " + err.Error()
+		}
+		if s.content == nil || c.Digest != s.content.Digest {
+			return "not published: " + s.name + " changed during the compile"
+		}
+	}
+	sum, err := inventory.FingerprintExtraSources(id.extraPaths, id.extraFingerprint)
+	if err != nil || sum != id.extraDigest {
+		return "not published: extra_sources changed during the compile"
+	}
+	return ""
+}
+
+// recordField reads an identity record given in the plain JSON form or
+// the wire form; neither given is None.
+func recordField(field string, plain []byte, wire string) (inventory.Value, error) {
+	switch {
+	case len(plain) > 0:
+		v, err := inventory.ParseJSON(plain)
+		if err != nil {
+			return nil, &api.FieldError{Field: field, Msg: err.Error()}
+		}
+		return v, nil
+	case wire != "":
+		v, err := inventory.Decode([]byte(wire))
+		if err != nil {
+			return nil, &api.FieldError{Field: field + "_wire", Msg: err.Error()}
+		}
+		return v, nil
+	}
+	return inventory.None{}, nil
+}
+
+// keyRecord builds ("ptojit.build", 1, {...}).
+func (d *Driver) keyRecord(req *api.Request, id *identity, options inventory.Value) inventory.Value {
+	str := func(s string) inventory.Value { return inventory.Str(s) }
+	sumOrNone := func(s inventory.Sum) inventory.Value {
+		if s.IsZero() {
+			return inventory.None{}
+		}
+		return inventory.Str(s.String())
+	}
+	sig := func(ds []api.Direction) inventory.List {
+		l := make(inventory.List, len(ds))
+		for i, x := range ds {
+			l[i] = inventory.IntOf(int64(x))
+		}
+		return l
+	}
+	kernels := inventory.List{}
+	for _, k := range req.Kernels {
+		kernels = append(kernels, inventory.Dict{
+			"func_id":   inventory.IntOf(int64(k.FuncID)),
+			"source":    str(k.Source),
+			"signature": sig(k.Signature),
+		})
+	}
+	build := inventory.Dict{
+		"orchestration": str(req.Orchestration.Source),
+		"function":      str(req.Orchestration.Function),
+		"config":        str(req.Orchestration.Config),
+		"kernels":       kernels,
+		"signature":     sig(req.Signature),
+		"scalar_count":  inventory.IntOf(int64(req.ScalarCount)),
+	}
+	sources := inventory.Dict{}
+	for _, s := range id.sources {
+		if s.content != nil {
+			sources[inventory.Str(s.name)] = str(s.content.Digest.String())
+		} else {
+			sources[inventory.Str(s.name)] = inventory.None{}
+		}
+	}
+	components := inventory.Dict{}
+	if id.toolchain != nil {
+		for _, c := range id.toolchain.Components {
+			components[inventory.Str(c.Name)] = sumOrNone(c.Digest)
+		}
+	}
+	includes := inventory.List{}
+	for _, inc := range id.includes {
+		includes = append(includes, str(inc))
+	}
+	flags := func(fl []string) inventory.List {
+		l := inventory.List{}
+		for _, f := range fl {
+			l = append(l, str(f))
+		}
+		return l
+	}
+	env := inventory.Dict{}
+	for _, v := range d.opt.Registry.Variables(envaudit.Semantic) {
+		if val := d.opt.Getenv(v); val != "" {
+			env[inventory.Str(v)] = inventory.StrFromOSBytes(val)
+		} else {
+			env[inventory.Str(v)] = inventory.None{}
+		}
+	}
+	var epoch inventory.Value = inventory.None{}
+	if e := d.opt.Getenv(EpochVariable); e != "" {
+		epoch = inventory.StrFromOSBytes(e)
+	}
+	return inventory.T(inventory.Str(keyTag), inventory.IntOf(keySchema), inventory.Dict{
+		"policy":        str(string(id.policy)),
+		"platform":      str(req.Platform),
+		"runtime":       str(req.Runtime),
+		"pipeline":      inventory.Dict{"version": str(pipelineVersion), "c_flags": flags(simCFlags), "cxx_flags": flags(simCXXFlags), "include_dirs": includes},
+		"build":         build,
+		"sources":       sources,
+		"extra_sources": sumOrNone(id.extraDigest),
+		"toolchain":     components,
+		"options":       options,
+		"environment":   env,
+		"epoch":         epoch,
+	})
+}

@@ -1,0 +1,68 @@
+package jit
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/ptojit/ptojit/api"
+	"github.com/ptojit/ptojit/toolchain"
+)
+
+// ccecArch maps a device platform to the CANN compiler's AI core
+// architecture.
+var ccecArch = map[string]string{"a2a3": "dav-c220", "a5": "dav-c310"}
+
+// ccecCandidates are where a CANN installation keeps its compiler.
+var ccecCandidates = []string{"bin/ccec", "compiler/ccec_compiler/bin/ccec", "tools/ccec_compiler/bin/ccec"}
+
+// compile runs the pipeline of req's platform with the tools the identity
+// resolved.
+func (d *Driver) compile(ctx context.Context, req *api.Request, id *identity) (*compileResult, error) {
+	c := &compiler{
+		cc:       id.inputs.HostCC,
+		cxx:      id.inputs.HostCXX,
+		ptoas:    id.inputs.PtoasLauncher,
+		includes: id.includes,
+		env:      d.environ(),
+	}
+	if !api.IsSim(req.Platform) {
+		root := req.Toolchain.CannRoot
+		if root == "" {
+			root = d.opt.Getenv(toolchain.CannRootEnv)
+		}
+		ccec := findCCEC(root)
+		if ccec == "" {
+			return nil, &ToolchainError{Msg: fmt.Sprintf("platform %s needs the CANN compiler (ccec): none found; set toolchain.cann_root or %s to a CANN installation, or build for %ssim", req.Platform, toolchain.CannRootEnv, req.Platform)}
+		}
+		c.ccec, c.ccecArch = ccec, ccecArch[req.Platform]
+		if c.cc == "" || c.cxx == "" {
+			// The orchestration runs on the device's host CPU and is
+			// built by CANN's compiler as well.
+			c.cc, c.cxx = ccec, ccec
+		}
+	}
+	units := []unit{{role: "orchestration", source: req.Orchestration.Source, output: OrchestrationName}}
+	for _, k := range req.Kernels {
+		units = append(units, unit{role: kernelRole(k.FuncID), source: k.Source, output: KernelName(k.FuncID)})
+	}
+	tmp := d.opt.TempDir
+	if tmp == "" {
+		tmp = os.TempDir()
+	}
+	return c.compileAll(ctx, tmp, units)
+}
+
+func findCCEC(root string) string {
+	if root == "" {
+		return ""
+	}
+	for _, c := range ccecCandidates {
+		p := filepath.Join(root, c)
+		if fi, err := os.Stat(p); err == nil && fi.Mode().IsRegular() && fi.Mode().Perm()&0o111 != 0 {
+			return p
+		}
+	}
+	return ""
+}
