@@ -64,8 +64,10 @@ type EndpointError struct {
 	Err      error
 }
 
+// Error names the operation and the cause; callers that report several
+// workers add the worker id (as the Registrar does).
 func (e *EndpointError) Error() string {
-	return fmt.Sprintf("worker %d: %s: %v", e.WorkerID, e.Op, e.Err)
+	return fmt.Sprintf("mailbox %s: %v", e.Op, e.Err)
 }
 
 func (e *EndpointError) Unwrap() error { return e.Err }
@@ -153,31 +155,21 @@ func (e *endpoint) fail(op string, cause error) error {
 	return err
 }
 
-// call sends one request frame (with an optional descriptor passed by
+// call sends one request frame, which build appends to dst, (with an optional descriptor passed by
 // SCM_RIGHTS) and waits for its reply. A positive timeout bounds the wait;
 // the timeout, the child's death or a malformed reply make the endpoint
 // unusable (the mailbox has one operation in flight and no sequence
 // numbers, so it cannot resynchronize). A reply with a non-OK status is
 // returned as is, with a nil error.
-func (e *endpoint) call(op Op, args func([]byte) ([]byte, error), passFD int, timeout time.Duration) (Status, Reply, error) {
+func (e *endpoint) call(op Op, build func(dst []byte) ([]byte, error), passFD int, timeout time.Duration) (Status, Reply, error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if e.dead != nil {
 		return 0, Reply{}, e.dead
 	}
-	var err error
-	hdr, err := AppendFrame(e.wbuf[:0], op, StatusOK, nil)
+	frame, err := build(e.wbuf[:0])
 	if err != nil {
 		return 0, Reply{}, err
-	}
-	frame, err := args(hdr)
-	if err != nil {
-		return 0, Reply{}, err
-	}
-	if n := len(frame) - HeaderSize; n > ArgsCapacity {
-		return 0, Reply{}, &FrameError{Msg: fmt.Sprintf("args of %d bytes exceed the capacity of %d", n, ArgsCapacity)}
-	} else {
-		putArgsLen(frame, n)
 	}
 	e.wbuf = frame[:0]
 	var oob []byte
@@ -209,10 +201,6 @@ func (e *endpoint) call(op Op, args func([]byte) ([]byte, error), passFD int, ti
 		return 0, Reply{}, e.fail(op.String(), err)
 	}
 	return f.Status, r, nil
-}
-
-func putArgsLen(frame []byte, n int) {
-	frame[12], frame[13], frame[14], frame[15] = byte(n), byte(n>>8), byte(n>>16), byte(n>>24)
 }
 
 // deathCause turns a write error on a dead peer into ErrChildExited.
@@ -306,7 +294,7 @@ func (e *endpoint) Register(ctx context.Context, h registry.Hashid, kind registr
 	}
 	defer f.Close()
 	ra := RegisterArgs{Digest: h.Digest(), Kind: uint32(kind), RefType: RefSealedMemfd, PayloadLen: uint64(len(payload))}
-	st, r, err := e.call(OpRegister, func(b []byte) ([]byte, error) { return ra.Append(b), nil }, int(f.Fd()), e.controlTimeout(ctx))
+	st, r, err := e.call(OpRegister, func(b []byte) ([]byte, error) { return AppendFrame(b, OpRegister, StatusOK, ra.Append(nil)) }, int(f.Fd()), e.controlTimeout(ctx))
 	if err != nil {
 		return err
 	}
@@ -321,7 +309,7 @@ func (e *endpoint) Register(ctx context.Context, h registry.Hashid, kind registr
 
 // Unregister sends UNREGISTER_CALLABLE.
 func (e *endpoint) Unregister(ctx context.Context, h registry.Hashid) error {
-	st, r, err := e.call(OpUnregister, func(b []byte) ([]byte, error) { return append(b, h[:]...), nil }, -1, e.controlTimeout(ctx))
+	st, r, err := e.call(OpUnregister, func(b []byte) ([]byte, error) { return AppendFrame(b, OpUnregister, StatusOK, h[:]) }, -1, e.controlTimeout(ctx))
 	if err != nil {
 		return err
 	}
@@ -337,7 +325,7 @@ func (e *endpoint) Unregister(ctx context.Context, h registry.Hashid) error {
 // task sends one TASK frame and waits for its completion.
 func (e *endpoint) task(h registry.Hashid, a TaskArgs) error {
 	st, r, err := e.call(OpTask, func(b []byte) ([]byte, error) {
-		return AppendTaskArgs(append(b, h[:]...), a)
+		return AppendTaskFrame(b, h.Digest(), a)
 	}, -1, 0)
 	if err != nil {
 		return err
@@ -353,7 +341,7 @@ func (e *endpoint) task(h registry.Hashid, a TaskArgs) error {
 
 // nop is the bare round trip over the same mailbox.
 func (e *endpoint) nop() error {
-	st, r, err := e.call(OpNop, func(b []byte) ([]byte, error) { return b, nil }, -1, 0)
+	st, r, err := e.call(OpNop, func(b []byte) ([]byte, error) { return AppendFrame(b, OpNop, StatusOK, nil) }, -1, 0)
 	if err == nil && st != StatusOK {
 		err = e.statusErr("nop", registry.Hashid{}, st, r)
 	}
@@ -362,7 +350,7 @@ func (e *endpoint) nop() error {
 
 // simple sends a control frame without a digest (INIT, READY, SHUTDOWN).
 func (e *endpoint) simple(op Op, args []byte, timeout time.Duration) (Reply, error) {
-	st, r, err := e.call(op, func(b []byte) ([]byte, error) { return append(b, args...), nil }, -1, timeout)
+	st, r, err := e.call(op, func(b []byte) ([]byte, error) { return AppendFrame(b, op, StatusOK, args) }, -1, timeout)
 	if err != nil {
 		return r, err
 	}

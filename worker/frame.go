@@ -138,6 +138,20 @@ func AppendFrame(dst []byte, op Op, status Status, args []byte) ([]byte, error) 
 	return append(dst, args...), nil
 }
 
+// AppendTaskFrame appends a whole TASK frame to dst: the header with the
+// reserved callable field 0, then the args area: the raw digest followed by
+// the task-args blob of a. It encodes in place, without allocating.
+func AppendTaskFrame(dst []byte, digest [DigestSize]byte, a TaskArgs) ([]byte, error) {
+	start := len(dst)
+	dst, _ = AppendFrame(dst, OpTask, StatusOK, digest[:])
+	dst, err := AppendTaskArgs(dst, a)
+	if err != nil {
+		return dst[:start], err
+	}
+	binary.LittleEndian.PutUint32(dst[start+12:], uint32(len(dst)-start-HeaderSize))
+	return dst, nil
+}
+
 // ParseFrame decodes one frame. It checks the magic, the layout version, the
 // reserved callable field, and that the length field matches exactly.
 func ParseFrame(b []byte) (Frame, error) {

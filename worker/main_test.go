@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"os"
+	"os/exec"
 	"strings"
 	"sync"
 	"testing"
@@ -25,14 +26,42 @@ func TestMain(m *testing.M) {
 
 // syncBuffer collects the children's stderr.
 type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
+	mu    sync.Mutex
+	b     bytes.Buffer
+	wrote chan struct{} // closed and replaced on every write
 }
 
 func (s *syncBuffer) Write(p []byte) (int, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.wrote != nil {
+		close(s.wrote)
+		s.wrote = nil
+	}
 	return s.b.Write(p)
+}
+
+// waitFor blocks until a log line contains every one of words, woken by the
+// writes themselves; the deadline only turns a hang into a failure.
+func (s *syncBuffer) waitFor(t *testing.T, words ...string) string {
+	t.Helper()
+	deadline := time.After(30 * time.Second)
+	for {
+		s.mu.Lock()
+		if s.wrote == nil {
+			s.wrote = make(chan struct{})
+		}
+		ch := s.wrote
+		s.mu.Unlock()
+		if l := s.lines(words...); len(l) > 0 {
+			return l[0]
+		}
+		select {
+		case <-ch:
+		case <-deadline:
+			t.Fatalf("no log line with %q in:\n%s", words, s.String())
+		}
+	}
 }
 
 func (s *syncBuffer) String() string {
@@ -143,4 +172,16 @@ func chipHashid(t testing.TB, blob []byte) registry.Hashid {
 		t.Fatal(err)
 	}
 	return h
+}
+
+// pythonPayload returns the SPYC envelope of the cloudpickled Python
+// expression expr (python3 and cloudpickle serialize it).
+func pythonPayload(t testing.TB, expr string) []byte {
+	t.Helper()
+	cmd := exec.Command("python3", "-c", "import sys, cloudpickle; sys.stdout.buffer.write(cloudpickle.dumps(eval(sys.argv[1])))", expr)
+	out, err := cmd.Output()
+	if err != nil {
+		t.Skipf("python3 with cloudpickle is unavailable: %v", err)
+	}
+	return registry.AppendSPYC(nil, out)
 }

@@ -154,8 +154,13 @@ func (o *Orchestrator) execute(e *endpoint, t *Task) {
 		return
 	}
 	start := time.Now()
-	t.err = e.task(t.h.Hashid, t.args)
+	err := e.task(t.h.Hashid, t.args)
 	t.latency = time.Since(start)
+	var ee *EndpointError
+	if errors.As(err, &ee) {
+		err = fmt.Errorf("worker %d: %w", e.id, err)
+	}
+	t.err = err
 	close(t.done)
 }
 

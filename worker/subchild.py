@@ -57,6 +57,11 @@ def reply(op, status, digest=ZERO, detail=0, msg=""):
     sock.send(HDR.pack(MAGIC, 1, op | REPLY, status, len(args), 0) + args)
 
 
+def answer(op, result):
+    status, digest, msg = result
+    reply(op, status, digest, msg=msg)
+
+
 def parse(data):
     if len(data) < HDR.size or len(data) > MAILBOX:
         raise ValueError("frame of %d bytes" % len(data))
@@ -215,16 +220,16 @@ def main():
             reply(NOP, BAD_FRAME, msg=str(e))
             continue
         if op == REGISTER:
-            reply(op, *register(args, fds))
+            answer(op, register(args, fds))
             continue
         for fd in fds:
             os.close(fd)
         if fds:
             reply(op, BAD_FRAME, msg="unexpected descriptor")
         elif op == TASK:
-            reply(op, *task(args, mem))
+            answer(op, task(args, mem))
         elif op == UNREGISTER:
-            reply(op, *unregister(args))
+            answer(op, unregister(args))
         elif op == READY:
             reply(op, OK, detail=len(identity))
         elif op in (NOP, INIT):
