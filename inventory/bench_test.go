@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"testing"
+	"time"
 )
 
 // benchRecord returns a nested record of 10,000 entries (100 groups of 100
@@ -62,6 +63,33 @@ func BenchmarkRecord(b *testing.B) {
 			_ = sha256.Sum256(out)
 		}
 	})
+}
+
+// BenchmarkRecordVsJSON alternates the two paths of BenchmarkRecord in
+// every iteration and reports each one's time per operation and their
+// ratio, so that load from other processes on a shared machine falls on
+// both alike.
+func BenchmarkRecordVsJSON(b *testing.B) {
+	typed, untyped := benchRecord()
+	var typedNS, jsonNS time.Duration
+	for b.Loop() {
+		t0 := time.Now()
+		if _, err := Digest(typed); err != nil {
+			b.Fatal(err)
+		}
+		t1 := time.Now()
+		out, err := json.Marshal(untyped)
+		if err != nil {
+			b.Fatal(err)
+		}
+		_ = sha256.Sum256(out)
+		t2 := time.Now()
+		typedNS += t1.Sub(t0)
+		jsonNS += t2.Sub(t1)
+	}
+	b.ReportMetric(float64(typedNS)/float64(b.N), "typed-ns/op")
+	b.ReportMetric(float64(jsonNS)/float64(b.N), "json-ns/op")
+	b.ReportMetric(float64(typedNS)/float64(jsonNS), "typed/json")
 }
 
 // BenchmarkRecordDecode measures Decode of the same record's encoding.

@@ -1,10 +1,10 @@
 package inventory
 
 import (
-	"encoding/hex"
 	"fmt"
 	"math/big"
 	"strconv"
+	"strings"
 	"unicode/utf8"
 )
 
@@ -207,7 +207,7 @@ func (d *decoder) value(depth int, isKey bool) (Value, error) {
 		if err != nil {
 			return nil, err
 		}
-		return Bytes(s), nil
+		return Bytes(s), nil // one copy, into the Bytes the caller owns
 	case "list", "tuple", "dict":
 		if depth >= MaxDepth {
 			return nil, d.fail(tagStart, "nesting deeper than %d containers", MaxDepth)
@@ -389,41 +389,49 @@ func hexDigitAny(c byte) (byte, bool) {
 	return hexDigit(c)
 }
 
-// hexString reads `,"<hex>"]` and returns the decoded bytes; with isStr
-// they must be valid code points.
-func (d *decoder) hexString(isStr bool) ([]byte, error) {
+// hexString reads `,"<hex>"]` and returns the decoded bytes as a string;
+// with isStr they must be valid code points.
+func (d *decoder) hexString(isStr bool) (string, error) {
 	if err := d.open(); err != nil {
-		return nil, err
+		return "", err
 	}
 	start := d.pos
 	for d.pos < len(d.b) && d.b[d.pos] != '"' {
 		if _, ok := hexDigit(d.b[d.pos]); !ok {
-			return nil, d.badHex()
+			return "", d.badHex()
 		}
 		d.pos++
 	}
 	if d.pos >= len(d.b) {
-		return nil, d.unexpected(`'"'`)
+		return "", d.unexpected(`'"'`)
 	}
 	if (d.pos-start)%2 != 0 {
-		return nil, d.fail(d.pos, "odd number of hex digits")
+		return "", d.fail(d.pos, "odd number of hex digits")
 	}
-	out := make([]byte, (d.pos-start)/2)
-	hex.Decode(out, d.b[start:d.pos]) // digits checked above
+	// A strings.Builder hands over its bytes without the copy that
+	// string([]byte) would make.
+	var sb strings.Builder
+	sb.Grow((d.pos - start) / 2)
+	for i := start; i < d.pos; i += 2 {
+		hi, _ := hexDigit(d.b[i])
+		lo, _ := hexDigit(d.b[i+1])
+		sb.WriteByte(hi<<4 | lo)
+	}
+	out := sb.String()
 	if isStr {
 		if i := invalidStrAt(out); i >= 0 {
-			return nil, d.fail(start+2*i, "str bytes are not valid code points in UTF-8 form")
+			return "", d.fail(start+2*i, "str bytes are not valid code points in UTF-8 form")
 		}
 	}
 	if err := d.lit(`"]`); err != nil {
-		return nil, err
+		return "", err
 	}
 	return out, nil
 }
 
 // invalidStrAt returns the index of the first byte of s that is not part of
 // a code point in the Str form (see ValidStr), or -1.
-func invalidStrAt(s []byte) int {
+func invalidStrAt(s string) int {
 	for i := 0; i < len(s); {
 		c := s[i]
 		if c < utf8.RuneSelf {
@@ -434,7 +442,7 @@ func invalidStrAt(s []byte) int {
 			i += 3
 			continue
 		}
-		r, n := utf8.DecodeRune(s[i:])
+		r, n := utf8.DecodeRuneInString(s[i:])
 		if r == utf8.RuneError && n <= 1 {
 			return i
 		}
