@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"go/scanner"
+	"io"
 	"io/fs"
 	"os"
 	"path"
@@ -284,18 +285,27 @@ func makeUnits(files []string) []unit {
 	return units
 }
 
+// readSource reads the file rel of root. Its errors name rel, never the
+// root.
 func readSource(root, rel string) ([]byte, error) {
-	name := filepath.Join(root, filepath.FromSlash(rel))
-	fi, err := os.Stat(name)
-	if err != nil {
-		return nil, &FileError{Path: rel, Err: err}
+	fail := func(err error) error {
+		var pe *fs.PathError
+		if errors.As(err, &pe) {
+			err = pe.Err
+		}
+		return &FileError{Path: rel, Err: err}
 	}
-	if fi.Size() > maxSourceSize {
-		return nil, &FileError{Path: rel, Err: fmt.Errorf("larger than %d bytes", maxSourceSize)}
-	}
-	b, err := os.ReadFile(name)
+	f, err := os.Open(filepath.Join(root, filepath.FromSlash(rel)))
 	if err != nil {
-		return nil, &FileError{Path: rel, Err: err}
+		return nil, fail(err)
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, maxSourceSize+1))
+	if err != nil {
+		return nil, fail(err)
+	}
+	if len(b) > maxSourceSize {
+		return nil, fail(fmt.Errorf("larger than %d bytes", maxSourceSize))
 	}
 	return b, nil
 }
@@ -393,8 +403,16 @@ func treeFiles(root string, scans []Scan) ([]string, error) {
 				}
 				return nil
 			}
-			if !d.Type().IsRegular() || skipFile(d.Name()) || !slices.Contains(s.Exts, path.Ext(d.Name())) {
+			if skipFile(d.Name()) || !slices.Contains(s.Exts, path.Ext(d.Name())) {
 				return nil
+			}
+			if !d.Type().IsRegular() {
+				// A symlink to a file is audited; a broken one fails
+				// when read. Anything else is not a source.
+				fi, err := os.Stat(p)
+				if d.Type()&fs.ModeSymlink == 0 || err == nil && !fi.Mode().IsRegular() {
+					return nil
+				}
 			}
 			rel, err := filepath.Rel(root, p)
 			if err != nil {
