@@ -1,0 +1,181 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/spf13/pflag"
+
+	"github.com/ptojit/ptojit/api"
+	"github.com/ptojit/ptojit/cache"
+	"github.com/ptojit/ptojit/cmd/internal/cli"
+	"github.com/ptojit/ptojit/jit"
+)
+
+func init() {
+	register(&cli.Command{
+		Name:    "build",
+		Usage:   "build --request FILE|- [--json] [--no-daemon] [--cache-dir DIR]",
+		Summary: "build a chip callable from a request, answering from the cache when it can",
+		Long: `Reads a build request (JSON; "-" reads standard input), computes the identity
+of every input, answers from the cache or runs the toolchain, and writes the
+outputs to the request's output directory: the orchestration and kernel
+shared objects and the ChipCallable blob (chip_callable.bin).
+
+Relative paths in a request are relative to the request file's directory
+(the working directory for standard input). Without output_dir the outputs
+go to ptojit-out/ beside the request.
+
+The summary says hit (from the cache, no compiler ran), miss (compiled and
+published), uncached (compiled, not cached: every reason is listed) or error.
+--json prints the response object instead.
+
+The cache is PTOJIT_CACHE_DIR, else $XDG_CACHE_HOME/ptojit, else
+~/.cache/ptojit; PTOJIT_CACHE_READONLY=1 never writes it. The store is
+opened in this process (waiting while another process holds it).
+
+Exit status: 0 hit, miss or uncached; 1 error; 2 usage error or an invalid
+request.`,
+		Setup: func(fs *pflag.FlagSet) cli.RunFunc {
+			var o buildOptions
+			fs.StringVar(&o.request, "request", "", "the build request, FILE or - for standard input")
+			fs.BoolVar(&o.json, "json", false, "print the response as JSON")
+			fs.BoolVar(&o.noDaemon, "no-daemon", false, "open the cache in this process instead of asking the daemon")
+			fs.StringVar(&o.cacheDir, "cache-dir", "", "the cache directory (default: PTOJIT_CACHE_DIR or the user cache directory)")
+			return func(ctx context.Context, env *cli.Env, args []string) error {
+				if len(args) > 0 {
+					return cli.Usagef("build: unexpected argument %q", args[0])
+				}
+				if o.request == "" {
+					return cli.Usagef("build: --request FILE|- is required")
+				}
+				return runBuild(ctx, env, o)
+			}
+		},
+	})
+}
+
+type buildOptions struct {
+	request  string
+	json     bool
+	noDaemon bool
+	cacheDir string
+}
+
+// readRequest reads, validates and resolves a request: relative paths are
+// resolved against the request file's directory, or env's working
+// directory for standard input. An invalid request is a usage error.
+func readRequest(env *cli.Env, name string) (*api.Request, error) {
+	in, err := cli.OpenInput(env, name)
+	if err != nil {
+		return nil, fmt.Errorf("request: %w", err)
+	}
+	defer in.Close()
+	req, err := api.ReadRequest(in)
+	if err != nil {
+		return nil, cli.Usagef("%v", err)
+	}
+	dir := env.Abs(".")
+	if name != "" && name != "-" {
+		dir = filepath.Dir(env.Abs(name))
+	}
+	if err := req.Resolve(dir); err != nil {
+		return nil, err
+	}
+	return req, nil
+}
+
+// openStore opens the cache in this process, waiting while another process
+// holds it.
+func openStore(ctx context.Context, env *cli.Env, dir string, readOnly bool) (*cache.Badger, error) {
+	if dir == "" {
+		d, err := cache.DefaultDir(env.Getenv)
+		if err != nil {
+			return nil, err
+		}
+		dir = d
+	}
+	opt, err := cache.EnvOptions(env.Getenv)
+	if err != nil {
+		return nil, cli.Usagef("%v", err)
+	}
+	opt.ReadOnly = opt.ReadOnly || readOnly
+	return cache.OpenWait(ctx, env.Abs(dir), opt)
+}
+
+func runBuild(ctx context.Context, env *cli.Env, o buildOptions) error {
+	req, err := readRequest(env, o.request)
+	if err != nil {
+		return err
+	}
+	store, err := openStore(ctx, env, o.cacheDir, false)
+	if err != nil {
+		return err
+	}
+	d := jit.New(jit.Options{Store: store, Getenv: env.Getenv})
+	resp, buildErr := d.Build(ctx, req)
+	if err := store.Close(); err != nil && buildErr == nil {
+		return fmt.Errorf("closing the cache: %w", err)
+	}
+	if o.json {
+		if err := cli.WriteJSON(env.Stdout, resp); err != nil {
+			return err
+		}
+		if buildErr != nil {
+			return cli.Exit(cli.ExitFailure)
+		}
+		return nil
+	}
+	if buildErr != nil {
+		var fe *api.FieldError
+		if errors.As(buildErr, &fe) {
+			return cli.Usagef("%v", buildErr)
+		}
+		return buildErr
+	}
+	return writeSummary(env.Stdout, resp)
+}
+
+// writeSummary prints a response for people.
+func writeSummary(w io.Writer, r *api.Response) error {
+	var b strings.Builder
+	switch r.Status {
+	case api.StatusHit:
+		fmt.Fprintf(&b, "hit")
+	case api.StatusMiss:
+		fmt.Fprintf(&b, "miss (%s): compiled and cached", r.MissReason)
+	case api.StatusUncached:
+		fmt.Fprintf(&b, "uncached: compiled, not cached, because:\n")
+		for _, u := range r.Unavailable {
+			fmt.Fprintf(&b, "  - %s\n", u)
+		}
+	default:
+		fmt.Fprintf(&b, "%s", r.Status)
+	}
+	if r.Status != api.StatusUncached {
+		b.WriteString("\n")
+	}
+	if r.Key != "" {
+		fmt.Fprintf(&b, "key     %s\n", r.Key)
+	}
+	fmt.Fprintf(&b, "hashid  %s\n", r.Hashid)
+	fmt.Fprintf(&b, "outputs %s\n", filepath.Dir(r.Callable))
+	for _, o := range r.Outputs {
+		fmt.Fprintf(&b, "  %-20s %9d bytes  %s\n", o.Name, o.Size, o.Digest[:16])
+	}
+	t := r.Timings
+	fmt.Fprintf(&b, "time    %.1f ms (identity %.1f, lookup %.1f, compile %.1f, publish %.1f)\n", t.Total, t.Identity, t.Lookup, t.Compile, t.Publish)
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// fileExists reports whether p names an existing regular file.
+func fileExists(p string) bool {
+	fi, err := os.Stat(p)
+	return err == nil && fi.Mode().IsRegular()
+}

@@ -1,0 +1,195 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/spf13/pflag"
+
+	"github.com/ptojit/ptojit/cache"
+	"github.com/ptojit/ptojit/cmd/internal/cli"
+	"github.com/ptojit/ptojit/inventory"
+	"github.com/ptojit/ptojit/jit"
+)
+
+func init() {
+	register(&cli.Command{
+		Name:    "key",
+		Usage:   "key --request FILE|- [--json] | key diff A B [--json] [--cache-dir DIR]",
+		Summary: "show every input of a build's key, or diff two keys",
+		Long: `Computes the key of a build request without building, and prints the key
+record as an indented tree: every input with its value, each group with its
+digest, and every reason the identity is unavailable. --json prints the
+report (key, usable, inputs with digests, unavailable reasons, the encoded
+record).
+
+Exit status: 0 when the identity is complete, 1 when it is unavailable (a
+build would compile and not be cached) or on error, 2 usage error.`,
+		Setup: func(fs *pflag.FlagSet) cli.RunFunc {
+			var o keyOptions
+			fs.StringVar(&o.request, "request", "", "the build request, FILE or - for standard input")
+			fs.BoolVar(&o.json, "json", false, "print the report as JSON")
+			return func(ctx context.Context, env *cli.Env, args []string) error {
+				if len(args) > 0 {
+					return cli.Usagef("key: unexpected argument %q", args[0])
+				}
+				if o.request == "" {
+					return cli.Usagef("key: --request FILE|- is required")
+				}
+				return runKey(ctx, env, o)
+			}
+		},
+		Subcommands: []*cli.Command{{
+			Name:    "diff",
+			Usage:   "key diff A B [--json] [--cache-dir DIR]",
+			Summary: "print only the inputs that differ between two keys",
+			Long: `Each of A and B is a request file (its key is computed), or the 64 hex
+digits of a key or of a stored entry (its key record is read from the
+cache). Prints one line per input that differs:
+
+  NAME: A-VALUE -> B-VALUE
+
+and nothing else; "no inputs differ" when the records are equal.`,
+			Setup: func(fs *pflag.FlagSet) cli.RunFunc {
+				var o keyDiffOptions
+				fs.BoolVar(&o.json, "json", false, "print the differences as JSON")
+				fs.StringVar(&o.cacheDir, "cache-dir", "", "the cache directory, for keys and entries")
+				return func(ctx context.Context, env *cli.Env, args []string) error {
+					if len(args) != 2 {
+						return cli.Usagef("key diff: want two arguments A B, got %d", len(args))
+					}
+					return runKeyDiff(ctx, env, o, args[0], args[1])
+				}
+			},
+		}},
+	})
+}
+
+type keyOptions struct {
+	request string
+	json    bool
+}
+
+type keyDiffOptions struct {
+	json     bool
+	cacheDir string
+}
+
+func runKey(ctx context.Context, env *cli.Env, o keyOptions) error {
+	req, err := readRequest(env, o.request)
+	if err != nil {
+		return err
+	}
+	d := jit.New(jit.Options{Getenv: env.Getenv})
+	rep, err := d.KeyOf(ctx, req)
+	if err != nil {
+		return err
+	}
+	if o.json {
+		err = cli.WriteJSON(env.Stdout, rep)
+	} else {
+		err = rep.WriteTree(env.Stdout)
+	}
+	if err != nil {
+		return err
+	}
+	if !rep.Usable {
+		return cli.Exit(cli.ExitFailure)
+	}
+	return nil
+}
+
+// keySource reads the key record an argument of key diff names.
+type keySource struct {
+	env      *cli.Env
+	cacheDir string
+	store    *cache.Badger
+}
+
+func (s *keySource) record(ctx context.Context, arg string) (inventory.Value, error) {
+	if arg == "-" || fileExists(s.env.Abs(arg)) {
+		req, err := readRequest(s.env, arg)
+		if err != nil {
+			return nil, err
+		}
+		rep, err := jit.New(jit.Options{Getenv: s.env.Getenv}).KeyOf(ctx, req)
+		if err != nil {
+			return nil, err
+		}
+		return rep.Record, nil
+	}
+	k, err := cache.ParseKey(strings.ToLower(arg))
+	if err != nil {
+		return nil, cli.Usagef("key diff: %q is neither a request file nor a key (64 hex digits)", arg)
+	}
+	if s.store == nil {
+		st, err := openStore(ctx, s.env, s.cacheDir, true)
+		if err != nil {
+			return nil, err
+		}
+		s.store = st
+	}
+	e, err := s.store.Entry(ctx, k)
+	if errors.Is(err, cache.ErrMiss) {
+		return nil, fmt.Errorf("key diff: no entry %s in the cache", k)
+	}
+	if err != nil {
+		return nil, err
+	}
+	rec, err := inventory.Decode(e.Record)
+	if err != nil {
+		return nil, fmt.Errorf("key diff: entry %s: key record: %w", k, err)
+	}
+	return rec, nil
+}
+
+func runKeyDiff(ctx context.Context, env *cli.Env, o keyDiffOptions, a, b string) (err error) {
+	src := &keySource{env: env, cacheDir: o.cacheDir}
+	defer func() {
+		if src.store != nil {
+			if cerr := src.store.Close(); cerr != nil && err == nil {
+				err = cerr
+			}
+		}
+	}()
+	ra, err := src.record(ctx, a)
+	if err != nil {
+		return err
+	}
+	rb, err := src.record(ctx, b)
+	if err != nil {
+		return err
+	}
+	diffs, err := jit.DiffRecords(ra, rb)
+	if err != nil {
+		return err
+	}
+	if o.json {
+		if diffs == nil {
+			diffs = []jit.Difference{}
+		}
+		return cli.WriteJSON(env.Stdout, diffs)
+	}
+	return writeDiffs(env.Stdout, diffs)
+}
+
+func writeDiffs(w io.Writer, diffs []jit.Difference) error {
+	var b strings.Builder
+	if len(diffs) == 0 {
+		b.WriteString("no inputs differ\n")
+	}
+	side := func(s string) string {
+		if s == "" {
+			return "(absent)"
+		}
+		return s
+	}
+	for _, d := range diffs {
+		fmt.Fprintf(&b, "%s: %s -> %s\n", d.Name, side(d.A), side(d.B))
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
