@@ -107,7 +107,7 @@ func quoteByte(c byte) string {
 func (d *decoder) lit(s string) error {
 	for i := 0; i < len(s); i++ {
 		if d.pos >= len(d.b) || d.b[d.pos] != s[i] {
-			return d.unexpected(strconv.Quote(s[i:]))
+			return d.unexpected(fmt.Sprintf("%#q", s[i:]))
 		}
 		d.pos++
 	}

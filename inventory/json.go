@@ -109,7 +109,7 @@ func (p *jsonParser) space() {
 func (p *jsonParser) word(w string, v Value) (Value, error) {
 	for i := 0; i < len(w); i++ {
 		if p.pos >= len(p.b) || p.b[p.pos] != w[i] {
-			return nil, p.unexpected(strconv.Quote(w[i:]))
+			return nil, p.unexpected(fmt.Sprintf("%#q", w[i:]))
 		}
 		p.pos++
 	}
