@@ -191,8 +191,19 @@ func FuzzParseJSON(f *testing.F) {
 			if je.Offset < 0 || je.Offset > len(b) {
 				t.Fatalf("offset %d outside the input of %d bytes", je.Offset, len(b))
 			}
-		} else if _, err := Encode(v); err != nil {
-			t.Fatalf("Encode(ParseJSON(%q)): %v", b, err)
+		} else {
+			enc, err := Encode(v)
+			if err != nil {
+				t.Fatalf("Encode(ParseJSON(%q)): %v", b, err)
+			}
+			// The encoding is canonical: Decode takes it back exactly.
+			dv, err := Decode(enc)
+			if err != nil {
+				t.Fatalf("Decode(Encode(ParseJSON(%q))): %v", b, err)
+			}
+			if again, _ := Encode(dv); !bytes.Equal(again, enc) {
+				t.Fatalf("Encode(Decode(%s)) = %s", enc, again)
+			}
 		}
 
 		// Compare with encoding/json where both read the same language:
