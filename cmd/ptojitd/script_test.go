@@ -1,0 +1,124 @@
+package main
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/json"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/rogpeppe/go-internal/testscript"
+
+	"github.com/ptojit/ptojit/cache"
+	"github.com/ptojit/ptojit/cmd/internal/cli"
+)
+
+// TestMain lets scripts run the engine as "ptojit" (and "ptojitd") in a
+// subprocess of the test binary.
+func TestMain(m *testing.M) {
+	main := func() int { return program().Main(context.Background(), cli.OSEnv("ptojit"), os.Args[1:]) }
+	os.Exit(testscript.RunMain(m, map[string]func() int{"ptojit": main, "ptojitd": main}))
+}
+
+// TestBuildScripts runs the build and key scripts: jit/testdata/script.
+func TestBuildScripts(t *testing.T) {
+	testscript.Run(t, testscript.Params{
+		Dir:   filepath.Join("..", "..", "jit", "testdata", "script"),
+		Setup: setupExamples,
+		Cmds: map[string]func(*testscript.TestScript, bool, []string){
+			"corrupt-blob": cmdCorruptBlob,
+			"append":       cmdAppend,
+			"setenv-json":  cmdSetenvJSON,
+		},
+		Condition: func(cond string) (bool, error) {
+			switch cond {
+			case "cachecmd":
+				// The cache command is another part of the engine.
+				for _, c := range commands {
+					if c.Name == "cache" {
+						return true, nil
+					}
+				}
+				return false, nil
+			}
+			return false, fmt.Errorf("unknown condition %q", cond)
+		},
+	})
+}
+
+// setupExamples copies testdata/examples into the script's work directory
+// and points the cache there.
+func setupExamples(env *testscript.Env) error {
+	src := filepath.Join("..", "..", "testdata", "examples")
+	err := filepath.WalkDir(src, func(p string, e fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(src, p)
+		if rel == filepath.Join("vadd", "out") {
+			return filepath.SkipDir
+		}
+		dst := filepath.Join(env.WorkDir, rel)
+		if e.IsDir() {
+			return os.MkdirAll(dst, 0o755)
+		}
+		fi, err := e.Info()
+		if err != nil {
+			return err
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		return os.WriteFile(dst, b, fi.Mode().Perm())
+	})
+	if err != nil {
+		return err
+	}
+	env.Setenv("PTOJIT_CACHE_DIR", filepath.Join(env.WorkDir, "cache"))
+	env.Setenv("PTOJIT_DAEMON", "0")
+	return nil
+}
+
+// corrupt-blob FILE: flips one bit of the stored blob whose digest is the
+// SHA-256 of FILE, through the cache's fault injector.
+func cmdCorruptBlob(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 1 {
+		ts.Fatalf("usage: corrupt-blob FILE")
+	}
+	d := sha256.Sum256([]byte(ts.ReadFile(args[0])))
+	store, err := cache.Open(ts.Getenv("PTOJIT_CACHE_DIR"), cache.Options{})
+	ts.Check(err)
+	defer store.Close()
+	ts.Check(store.CorruptBlob(context.Background(), d))
+}
+
+// append FILE TEXT: appends a line to FILE.
+func cmdAppend(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 2 {
+		ts.Fatalf("usage: append FILE TEXT")
+	}
+	f, err := os.OpenFile(ts.MkAbs(args[0]), os.O_APPEND|os.O_WRONLY, 0)
+	ts.Check(err)
+	_, err = fmt.Fprintln(f, args[1])
+	ts.Check(err)
+	ts.Check(f.Close())
+}
+
+// setenv-json VAR FILE FIELD: sets VAR to the string FIELD of the JSON
+// object in FILE.
+func cmdSetenvJSON(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 3 {
+		ts.Fatalf("usage: setenv-json VAR FILE FIELD")
+	}
+	var m map[string]any
+	ts.Check(json.Unmarshal([]byte(ts.ReadFile(args[1])), &m))
+	s, ok := m[args[2]].(string)
+	if !ok {
+		ts.Fatalf("%s has no string field %q", args[1], args[2])
+	}
+	ts.Setenv(args[0], s)
+}
