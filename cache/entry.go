@@ -75,8 +75,8 @@ func (d *entryDecoder) uvarint(what string, max uint64) uint64 {
 		return 0
 	}
 	v, n := binary.Uvarint(d.b)
-	if n <= 0 {
-		d.fail("bad %s", what)
+	if n <= 0 || n != len(binary.AppendUvarint(nil, v)) {
+		d.fail("bad %s", what) // truncated, overflowing or not minimal
 		return 0
 	}
 	if v > max {
@@ -92,7 +92,7 @@ func (d *entryDecoder) varint(what string) int64 {
 		return 0
 	}
 	v, n := binary.Varint(d.b)
-	if n <= 0 {
+	if n <= 0 || n != len(binary.AppendVarint(nil, v)) {
 		d.fail("bad %s", what)
 		return 0
 	}

@@ -1,0 +1,114 @@
+package cache
+
+import (
+	"bytes"
+	"errors"
+	"testing"
+	"time"
+)
+
+func TestEntryRoundTrip(t *testing.T) {
+	e := &Entry{
+		Key:         key("k"),
+		Record:      []byte(`["pypto.identity",1,["none"]]`),
+		Outputs:     []Output{{Name: "a.so", Size: 5, Digest: key("d"), Mode: 0o755}, {Name: "callable.bin", Size: 1 << 40}},
+		Meta:        map[string]string{"hashid": "x", "platform": "a2a3sim", "": "empty key"},
+		Created:     time.Unix(1700000000, 123),
+		CompileTime: 2500 * time.Millisecond,
+	}
+	enc := encodeEntry(e)
+	got, err := decodeEntry(e.Key, enc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(encodeEntry(got), enc) || !got.Created.Equal(e.Created) || got.CompileTime != e.CompileTime ||
+		len(got.Outputs) != 2 || got.Outputs[0] != e.Outputs[0] || got.Meta[""] != "empty key" {
+		t.Fatalf("round trip: %+v", got)
+	}
+	for i := range enc {
+		if _, err := decodeEntry(e.Key, enc[:i]); !errors.Is(err, errEntry) {
+			t.Fatalf("prefix of %d bytes decoded: %v", i, err)
+		}
+	}
+	if _, err := decodeEntry(e.Key, append(enc, 0)); !errors.Is(err, errEntry) {
+		t.Fatal("trailing byte accepted")
+	}
+}
+
+// FuzzDecodeEntry checks that the decoder of stored entries never panics,
+// and that whatever it accepts encodes back to the same bytes.
+func FuzzDecodeEntry(f *testing.F) {
+	f.Add(encodeEntry(&Entry{Created: time.Unix(0, 0)}))
+	f.Add(encodeEntry(&Entry{
+		Record:  []byte("r"),
+		Outputs: []Output{{Name: "o", Size: 3, Mode: 0o644}},
+		Meta:    map[string]string{"a": "b", "c": "d"},
+		Created: time.Unix(1700000000, 0), CompileTime: time.Second,
+	}))
+	f.Add([]byte("PJE1\x00\x01\x01o\x03"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		e, err := decodeEntry(Key{}, b)
+		if err != nil {
+			if !errors.Is(err, errEntry) {
+				t.Fatalf("error %v does not wrap errEntry", err)
+			}
+			return
+		}
+		if enc := encodeEntry(e); !bytes.Equal(enc, b) {
+			t.Fatalf("decode then encode changed the bytes:\n%q\n%q", b, enc)
+		}
+	})
+}
+
+func TestParseSize(t *testing.T) {
+	for in, want := range map[string]int64{
+		"1073741824": 1 << 30, "5G": 5 << 30, "5g": 5 << 30, "500MiB": 500 << 20, "1.5G": 3 << 29,
+		"10KB": 10000, "2 GiB": 2 << 30, "0": 0, "7b": 7, "1T": 1 << 40, "3M": 3 << 20,
+	} {
+		got, err := ParseSize(in)
+		if err != nil || got != want {
+			t.Errorf("ParseSize(%q) = %d, %v; want %d", in, got, err, want)
+		}
+	}
+	for _, in := range []string{"", "G", "5X", "-1", "1.5", "1e3", "99999999999T", "5 G B"} {
+		var se *SizeError
+		if _, err := ParseSize(in); !errors.As(err, &se) {
+			t.Errorf("ParseSize(%q) = %v, want a *SizeError", in, err)
+		}
+	}
+}
+
+func TestDefaultDir(t *testing.T) {
+	for _, c := range []struct {
+		env  map[string]string
+		want string
+	}{
+		{map[string]string{"PTOJIT_CACHE_DIR": "rel/dir", "XDG_CACHE_HOME": "/x", "HOME": "/h"}, "rel/dir"},
+		{map[string]string{"XDG_CACHE_HOME": "/x", "HOME": "/h"}, "/x/ptojit"},
+		{map[string]string{"XDG_CACHE_HOME": "relative", "HOME": "/h"}, "/h/.cache/ptojit"},
+		{map[string]string{"HOME": "/h"}, "/h/.cache/ptojit"},
+		{map[string]string{}, ""},
+	} {
+		got, err := DefaultDir(func(k string) string { return c.env[k] })
+		if got != c.want || (err != nil) != (c.want == "") {
+			t.Errorf("DefaultDir(%v) = %q, %v; want %q", c.env, got, err, c.want)
+		}
+	}
+}
+
+func TestEnvOptions(t *testing.T) {
+	env := map[string]string{"PTOJIT_CACHE_MAX_SIZE": "2G", "PTOJIT_CACHE_READONLY": "1"}
+	opt, err := EnvOptions(func(k string) string { return env[k] })
+	if err != nil || opt.MaxBytes != 2<<30 || !opt.ReadOnly {
+		t.Fatalf("EnvOptions = %+v, %v", opt, err)
+	}
+	opt, err = EnvOptions(func(string) string { return "" })
+	if err != nil || opt.MaxBytes != DefaultMaxBytes || opt.ReadOnly {
+		t.Fatalf("EnvOptions of an empty environment = %+v, %v", opt, err)
+	}
+	for _, bad := range []map[string]string{{"PTOJIT_CACHE_MAX_SIZE": "lots"}, {"PTOJIT_CACHE_READONLY": "maybe"}} {
+		if _, err := EnvOptions(func(k string) string { return bad[k] }); err == nil {
+			t.Errorf("EnvOptions(%v) accepted", bad)
+		}
+	}
+}
