@@ -21,12 +21,13 @@ const (
 // ChildMain runs a child endpoint in this process: the mailbox is descriptor
 // 3 and the arena descriptor 4, as the Worker starts it. It returns when the
 // parent shuts the child down or closes the mailbox, and returns the process
-// exit code. Programs call it from their hidden child mode (ptojitd
-// __worker-child; a test binary's TestMain).
-func ChildMain() int {
-	c := &child{fd: childMailboxFD, log: os.Stderr}
+// exit code; diagnostics go to log (the child's stderr, which the Worker
+// forwards to Config.Stderr). Programs call it from their hidden child mode
+// (ptojitd __worker-child; a test binary's TestMain).
+func ChildMain(log io.Writer) int {
+	c := &child{fd: childMailboxFD, log: log}
 	if err := c.serve(); err != nil {
-		fmt.Fprintf(os.Stderr, "ptojit worker child: %v\n", err)
+		fmt.Fprintf(log, "ptojit worker child: %v\n", err)
 		return 1
 	}
 	return 0

@@ -19,7 +19,7 @@ const childEnv = "PTOJIT_WORKER_TEST_CHILD"
 
 func TestMain(m *testing.M) {
 	if os.Getenv(childEnv) == "1" {
-		os.Exit(ChildMain())
+		os.Exit(ChildMain(os.Stderr))
 	}
 	os.Exit(m.Run())
 }
