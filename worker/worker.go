@@ -299,3 +299,17 @@ func (w *Worker) BareRoundTrip(id int) error {
 	}
 	return e.nop()
 }
+
+// Call runs one task of h on child id and waits for it, outside any Run:
+// the same preflight as a submission (live handle, namespace, uncertainty),
+// then one TASK round trip on that child's mailbox.
+func (w *Worker) Call(id int, h registry.CallableHandle, args TaskArgs) error {
+	e, err := w.endpoint(id)
+	if err != nil {
+		return err
+	}
+	if err := w.reg.CheckDispatch(h, e.ns, e.id); err != nil {
+		return err
+	}
+	return e.task(h.Hashid, args)
+}
