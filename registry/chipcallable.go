@@ -195,7 +195,7 @@ func (c *ChipCallable) MarshalBinary() ([]byte, error) {
 // CALLABLE_BLOB_INVALID.
 func ParseChipCallable(blob []byte) (*ChipCallable, error) {
 	var c ChipCallable
-	if err := decodeChipCallable(blob, &c); err != nil {
+	if _, err := decodeChipCallable(blob, &c); err != nil {
 		return nil, err
 	}
 	c.Binary = clone(c.Binary)
@@ -211,10 +211,18 @@ func clone(b []byte) []byte { return append([]byte{}, b...) }
 // public signature, without copying any binary.
 func ChipSignature(blob []byte) ([]Direction, error) {
 	var c ChipCallable
-	if err := decodeChipCallable(blob, &c); err != nil {
+	if _, err := decodeChipCallable(blob, &c); err != nil {
 		return nil, err
 	}
 	return c.Signature, nil
+}
+
+// ChildOffsets validates blob like ParseChipCallable and returns the storage
+// offset of each child as the blob records it (storage starts at byte
+// ChipHeaderSize of the blob).
+func ChildOffsets(blob []byte) ([]uint64, error) {
+	var c ChipCallable
+	return decodeChipCallable(blob, &c)
 }
 
 func readSignature(op, what string, b []byte, count int32, max int) ([]Direction, error) {
@@ -239,75 +247,77 @@ func readName(op, what string, b []byte, n uint32) (string, error) {
 	return string(b[:n]), nil
 }
 
-// decodeChipCallable fills c with slices aliasing blob.
-func decodeChipCallable(blob []byte, c *ChipCallable) error {
+// decodeChipCallable fills c with slices aliasing blob and returns the
+// children's storage offsets.
+func decodeChipCallable(blob []byte, c *ChipCallable) (offsets []uint64, err error) {
 	const op = "parse callable"
 	le := binary.LittleEndian
 	if len(blob) < ChipHeaderSize {
-		return blobErr(op, "blob is %d bytes, shorter than the %d-byte header", len(blob), ChipHeaderSize)
+		return nil, blobErr(op, "blob is %d bytes, shorter than the %d-byte header", len(blob), ChipHeaderSize)
 	}
 	if uint64(len(blob)-ChipHeaderSize) > maxStorage {
-		return blobErr(op, "storage exceeds %d bytes", uint64(maxStorage))
+		return nil, blobErr(op, "storage exceeds %d bytes", uint64(maxStorage))
 	}
-	var err error
 	if c.Signature, err = readSignature(op, "signature", blob[offSignature:], int32(le.Uint32(blob[offSigCount:])), MaxSignature); err != nil {
-		return err
+		return nil, err
 	}
 	if c.FuncName, err = readName(op, "func name", blob[offFuncName:], le.Uint32(blob[offFuncNameLen:])); err != nil {
-		return err
+		return nil, err
 	}
 	if c.ConfigName, err = readName(op, "config name", blob[offConfigName:], le.Uint32(blob[offConfigNameLen:])); err != nil {
-		return err
+		return nil, err
 	}
 	c.ScalarCount = int32(le.Uint32(blob[offScalarCount:]))
 	childCount := int32(le.Uint32(blob[offChildCount:]))
 	if childCount < 0 || childCount > MaxChildren {
-		return blobErr(op, "child count %d outside 0..%d", childCount, MaxChildren)
+		return nil, blobErr(op, "child count %d outside 0..%d", childCount, MaxChildren)
 	}
 	storage := blob[ChipHeaderSize:]
 	n := uint64(len(storage))
 	binSize := uint64(le.Uint32(blob[offBinarySize:]))
 	if binSize > n {
-		return blobErr(op, "orchestration binary size %d exceeds the %d bytes of storage", binSize, n)
+		return nil, blobErr(op, "orchestration binary size %d exceeds the %d bytes of storage", binSize, n)
 	}
 	c.Binary = storage[:binSize]
 	end := binSize
 	c.Children = make([]Child, childCount)
+	offsets = make([]uint64, childCount)
 	for i := range c.Children {
 		ch := &c.Children[i]
 		ch.FuncID = int32(le.Uint32(blob[offChildFuncIDs+4*i:]))
 		off := uint64(le.Uint32(blob[offChildOffsets+4*i:]))
 		switch {
 		case off%ChildAlign != 0:
-			return blobErr(op, "child %d offset %d is not a multiple of %d", i, off, ChildAlign)
+			return nil, blobErr(op, "child %d offset %d is not a multiple of %d", i, off, ChildAlign)
 		case off < end:
-			return blobErr(op, "child %d offset %d overlaps the preceding bytes (which end at %d)", i, off, end)
+			return nil, blobErr(op, "child %d offset %d overlaps the preceding bytes (which end at %d)", i, off, end)
 		case off+CoreHeaderSize > n:
-			return blobErr(op, "child %d header at %d exceeds the %d bytes of storage", i, off, n)
+			return nil, blobErr(op, "child %d header at %d exceeds the %d bytes of storage", i, off, n)
 		}
+		offsets[i] = off
 		cb := storage[off:]
 		if ch.Core.Signature, err = readSignature(op, fmt.Sprintf("child %d signature", i), cb[offCoreSignature:], int32(le.Uint32(cb[offCoreSigCount:])), MaxCoreSignature); err != nil {
-			return err
+			return nil, err
 		}
 		size := uint64(le.Uint32(cb[offCoreBinarySize:]))
 		if off+CoreHeaderSize+size > n {
-			return blobErr(op, "child %d binary (%d bytes at %d) exceeds the %d bytes of storage", i, size, off+CoreHeaderSize, n)
+			return nil, blobErr(op, "child %d binary (%d bytes at %d) exceeds the %d bytes of storage", i, size, off+CoreHeaderSize, n)
 		}
 		ch.Core.ResolvedAddr = le.Uint64(cb[offCoreResolved:])
 		ch.Core.Binary = cb[CoreHeaderSize : CoreHeaderSize+size]
 		end = off + CoreHeaderSize + size
 	}
 	if end != n {
-		return blobErr(op, "blob has %d bytes after the end of its last part", n-end)
+		return nil, blobErr(op, "blob has %d bytes after the end of its last part", n-end)
 	}
-	return nil
+	return offsets, nil
 }
 
 // IsCanonical reports whether blob is a valid ChipCallable that
 // MarshalBinary reproduces byte for byte.
 func IsCanonical(blob []byte) bool {
 	var c ChipCallable
-	if decodeChipCallable(blob, &c) != nil {
+	if _, err := decodeChipCallable(blob, &c); err != nil {
 		return false
 	}
 	out, err := c.MarshalBinary()
