@@ -1,0 +1,491 @@
+package main
+
+import (
+	"context"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"maps"
+	"math"
+	"slices"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/pflag"
+
+	"github.com/ptojit/ptojit/cache"
+	"github.com/ptojit/ptojit/cmd/internal/cli"
+)
+
+func init() {
+	sub := func(name, usage, summary, long string, writes bool, run func(ctx context.Context, env *cli.Env, o *cacheOptions, s cache.Store, args []string) error, extra func(fs *pflag.FlagSet, o *cacheOptions)) *cli.Command {
+		return &cli.Command{
+			Name:    name,
+			Usage:   "cache " + usage,
+			Summary: summary,
+			Long:    strings.TrimSpace(long + "\n\n" + cacheFlagsHelp),
+			Setup: func(fs *pflag.FlagSet) cli.RunFunc {
+				o := &cacheOptions{}
+				fs.StringVar(&o.dir, "cache-dir", "", "the cache directory (default: PTOJIT_CACHE_DIR, $XDG_CACHE_HOME/ptojit or ~/.cache/ptojit)")
+				fs.StringVar(&o.maxSize, "max-size", "", "the size limit, e.g. 500M or 5G (default: PTOJIT_CACHE_MAX_SIZE or 5G)")
+				fs.BoolVar(&o.json, "json", false, "print JSON")
+				if extra != nil {
+					extra(fs, o)
+				}
+				return func(ctx context.Context, env *cli.Env, args []string) error {
+					s, err := openCache(ctx, env, o, !writes)
+					if err != nil {
+						return err
+					}
+					err = run(ctx, env, o, s, args)
+					if cerr := s.Close(); err == nil {
+						err = cerr
+					}
+					return err
+				}
+			},
+		}
+	}
+	register(&cli.Command{
+		Name:    "cache",
+		Usage:   "cache stats|ls|show KEY|verify|trim|clear [--json]",
+		Summary: "inspect, verify and trim the artifact cache",
+		Long: `The artifact cache holds entries (a key record, outputs, times) and the
+content-addressed blobs they name. Until the daemon serves these commands
+they open the cache in this process, waiting while another process (a build,
+the daemon) holds it.
+
+Flags go after the subcommand: ptojit cache stats --json.
+
+` + cacheFlagsHelp,
+		Subcommands: []*cli.Command{
+			sub("stats", "stats [--json]", "print counters and size", `
+Prints the cache directory, the number of entries, the size against its
+limit, and the counters: hits, misses (corrupt ones included), uncached
+builds with their reasons, errors and evictions.`, false, runCacheStats, nil),
+			sub("ls", "ls [--json]", "list entries, most recently used first", `
+Lists every entry: key prefix, size, last use, creation time, compile time,
+output count, hashid and platform. --json prints every field.`, false, runCacheLs, nil),
+			sub("show", "show KEY [--json]", "print one entry", `
+Prints one entry. KEY is the full 64-hex key or a unique prefix of it (at
+least 4 hex digits), like a git object name. The key record is printed as its
+raw wire text; "ptojit key diff" explains and compares records.`, false, runCacheShow, nil),
+			sub("verify", "verify [--json]", "re-hash every blob; remove damaged entries", `
+Re-hashes every blob against its SHA-256, removes the entries that name a
+corrupt or missing blob and the entries that cannot be decoded, and deletes
+blobs that no entry names. Exits 1 when it found damage.
+With PTOJIT_CACHE_READONLY=1 it only reports.`, true, runCacheVerify, nil),
+			sub("trim", "trim [--max-size S] [--json]", "evict least-recently-used entries down to the size limit", `
+Evicts least-recently-used entries until the blobs fit in the size limit
+(--max-size, else PTOJIT_CACHE_MAX_SIZE, else 5G; 0 means no limit: only
+orphan blobs are deleted; "ptojit cache clear" empties the cache),
+deletes blobs that no entry names, then runs Badger's value-log garbage
+collection. The space of deleted values returns to the file system when
+value-log files are rewritten, which may take later trims.`, true, runCacheTrim, nil),
+			sub("clear", "clear [--json]", "remove every entry and blob (counters are kept)", `
+Removes every entry and blob. The counters that "ptojit cache stats" shows
+are kept.`, true, runCacheClear, nil),
+		},
+	})
+}
+
+const cacheFlagsHelp = `Environment: PTOJIT_CACHE_DIR (the directory), PTOJIT_CACHE_MAX_SIZE (the
+limit), PTOJIT_CACHE_READONLY=1 (never write: verify only reports; trim and
+clear fail).`
+
+type cacheOptions struct {
+	dir     string
+	maxSize string
+	json    bool
+	// resolved by openCache
+	resolvedDir string
+	opt         cache.Options
+}
+
+// openCache opens the store in this process, waiting for the lock;
+// readOnly for the commands that only read.
+func openCache(ctx context.Context, env *cli.Env, o *cacheOptions, readOnly bool) (*cache.Badger, error) {
+	dir := o.dir
+	if dir == "" {
+		d, err := cache.DefaultDir(env.Getenv)
+		if err != nil {
+			return nil, err
+		}
+		dir = d
+	}
+	opt, err := cache.EnvOptions(env.Getenv)
+	if err != nil {
+		return nil, cli.Usagef("cache: %v", err)
+	}
+	if o.maxSize != "" {
+		n, err := cache.ParseSize(o.maxSize)
+		if err != nil {
+			return nil, cli.Usagef("cache: --max-size: %v", err)
+		}
+		opt.MaxBytes = n
+	}
+	opt.ReadOnly = opt.ReadOnly || readOnly
+	o.resolvedDir = env.Abs(dir)
+	o.opt = opt
+	return cache.OpenWait(ctx, o.resolvedDir, opt)
+}
+
+// The JSON forms.
+
+type outputJSON struct {
+	Name   string `json:"name"`
+	Size   int64  `json:"size"`
+	Digest string `json:"digest"`
+	Mode   string `json:"mode"`
+}
+
+type entryJSON struct {
+	Key            string            `json:"key"`
+	Size           int64             `json:"size"`
+	Created        time.Time         `json:"created"`
+	LastUsed       time.Time         `json:"last_used"`
+	CompileSeconds float64           `json:"compile_seconds"`
+	Meta           map[string]string `json:"meta"`
+	Outputs        []outputJSON      `json:"outputs"`
+	Record         *string           `json:"record,omitempty"`
+}
+
+func toJSON(e *cache.Entry, withRecord bool) entryJSON {
+	j := entryJSON{
+		Key:            e.Key.String(),
+		Size:           e.Size(),
+		Created:        e.Created.UTC(),
+		LastUsed:       e.LastUsed.UTC(),
+		CompileSeconds: e.CompileTime.Seconds(),
+		Meta:           e.Meta,
+		Outputs:        []outputJSON{},
+	}
+	if j.Meta == nil {
+		j.Meta = map[string]string{}
+	}
+	for _, o := range e.Outputs {
+		j.Outputs = append(j.Outputs, outputJSON{o.Name, o.Size, hex.EncodeToString(o.Digest[:]), fmt.Sprintf("%04o", o.Mode)})
+	}
+	if withRecord {
+		r := string(e.Record)
+		j.Record = &r
+	}
+	return j
+}
+
+type statsJSON struct {
+	Dir string `json:"dir"`
+	*cache.Stats
+}
+
+func runCacheStats(ctx context.Context, env *cli.Env, o *cacheOptions, s cache.Store, args []string) error {
+	if len(args) != 0 {
+		return cli.Usagef("cache stats: unexpected arguments")
+	}
+	st, err := s.Stats(ctx)
+	if err != nil {
+		return err
+	}
+	if o.json {
+		return cli.WriteJSON(env.Stdout, statsJSON{o.resolvedDir, st})
+	}
+	w := tabwriter.NewWriter(env.Stdout, 0, 0, 2, ' ', 0)
+	fmt.Fprintf(w, "cache directory\t%s\n", o.resolvedDir)
+	fmt.Fprintf(w, "entries\t%d\n", st.Entries)
+	if st.MaxBytes > 0 {
+		fmt.Fprintf(w, "size\t%s of %s (%.0f%%)\n", cache.FormatSize(st.Bytes), cache.FormatSize(st.MaxBytes), 100*float64(st.Bytes)/float64(st.MaxBytes))
+	} else {
+		fmt.Fprintf(w, "size\t%s (no limit)\n", cache.FormatSize(st.Bytes))
+	}
+	fmt.Fprintf(w, "hits\t%d\n", st.Hits)
+	fmt.Fprintf(w, "misses\t%d (%d corrupt)\n", st.Misses, st.Corrupt)
+	if n := st.Hits + st.Misses; n > 0 {
+		fmt.Fprintf(w, "hit rate\t%.1f%%\n", 100*float64(st.Hits)/float64(n))
+	}
+	fmt.Fprintf(w, "uncached\t%d\n", st.Uncached)
+	for _, r := range slices.Sorted(maps.Keys(st.UncachedReasons)) {
+		fmt.Fprintf(w, "  %s\t%d\n", r, st.UncachedReasons[r])
+	}
+	fmt.Fprintf(w, "errors\t%d\n", st.Errors)
+	fmt.Fprintf(w, "evictions\t%d\n", st.Evictions)
+	return w.Flush()
+}
+
+func listEntries(ctx context.Context, s cache.Store) ([]*cache.Entry, error) {
+	var es []*cache.Entry
+	err := s.List(ctx, func(e *cache.Entry) error { es = append(es, e); return nil })
+	return es, err
+}
+
+func runCacheLs(ctx context.Context, env *cli.Env, o *cacheOptions, s cache.Store, args []string) error {
+	if len(args) != 0 {
+		return cli.Usagef("cache ls: unexpected arguments")
+	}
+	es, err := listEntries(ctx, s)
+	if err != nil {
+		return err
+	}
+	slices.SortStableFunc(es, func(a, b *cache.Entry) int { return b.LastUsed.Compare(a.LastUsed) })
+	if o.json {
+		out := make([]entryJSON, 0, len(es))
+		for _, e := range es {
+			out = append(out, toJSON(e, false))
+		}
+		return cli.WriteJSON(env.Stdout, out)
+	}
+	w := tabwriter.NewWriter(env.Stdout, 0, 0, 2, ' ', 0)
+	fmt.Fprintf(w, "KEY\tSIZE\tLAST USED\tCREATED\tCOMPILE\tOUTPUTS\tHASHID\tPLATFORM\n")
+	for _, e := range es {
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s\n", e.Key.String()[:12], cache.FormatSize(e.Size()),
+			fmtTime(e.LastUsed), fmtTime(e.Created), e.CompileTime.Round(time.Millisecond),
+			len(e.Outputs), short(e.Meta["hashid"]), orDash(e.Meta["platform"]))
+	}
+	if err := w.Flush(); err != nil {
+		return err
+	}
+	if len(es) == 0 {
+		fmt.Fprintln(env.Stderr, "cache: no entries")
+	}
+	return nil
+}
+
+func fmtTime(t time.Time) string { return t.Local().Format("2006-01-02 15:04:05") }
+
+// short abbreviates a long hashid ("sha256:" and 12 hex digits); show
+// prints it whole.
+func short(s string) string {
+	const n = len("sha256:") + 12
+	if len(s) > n {
+		return s[:n]
+	}
+	return orDash(s)
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+// minKeyPrefix is the shortest key prefix show accepts.
+const minKeyPrefix = 4
+
+// resolveKey finds the entry whose key is arg or starts with arg.
+func resolveKey(ctx context.Context, s cache.Store, arg string) (*cache.Entry, error) {
+	p := strings.ToLower(arg)
+	if len(p) < minKeyPrefix || len(p) > 64 || strings.Trim(p, "0123456789abcdef") != "" {
+		return nil, cli.Usagef("cache show: %q is not a key or a key prefix of at least %d hex digits", arg, minKeyPrefix)
+	}
+	if len(p) == 64 {
+		k, err := cache.ParseKey(p)
+		if err != nil {
+			return nil, cli.Usagef("cache show: %v", err)
+		}
+		e, err := s.Entry(ctx, k)
+		if errors.Is(err, cache.ErrMiss) {
+			return nil, fmt.Errorf("cache show: no entry %s", k)
+		}
+		return e, err
+	}
+	var found []*cache.Entry
+	err := s.List(ctx, func(e *cache.Entry) error {
+		if strings.HasPrefix(e.Key.String(), p) {
+			found = append(found, e)
+		}
+		return nil
+	})
+	switch {
+	case err != nil:
+		return nil, err
+	case len(found) == 0:
+		return nil, fmt.Errorf("cache show: no entry with key prefix %s", p)
+	case len(found) > 1:
+		var b strings.Builder
+		for _, e := range found[:min(len(found), 5)] {
+			b.WriteString("\n  " + e.Key.String())
+		}
+		return nil, fmt.Errorf("cache show: key prefix %s is ambiguous: %d entries%s", p, len(found), b.String())
+	}
+	return found[0], nil
+}
+
+func runCacheShow(ctx context.Context, env *cli.Env, o *cacheOptions, s cache.Store, args []string) error {
+	if len(args) != 1 {
+		return cli.Usagef("cache show: want one KEY")
+	}
+	e, err := resolveKey(ctx, s, args[0])
+	if err != nil {
+		return err
+	}
+	if o.json {
+		return cli.WriteJSON(env.Stdout, toJSON(e, true))
+	}
+	w := tabwriter.NewWriter(env.Stdout, 0, 0, 2, ' ', 0)
+	fmt.Fprintf(w, "key\t%s\n", e.Key)
+	fmt.Fprintf(w, "size\t%s (%d bytes)\n", cache.FormatSize(e.Size()), e.Size())
+	fmt.Fprintf(w, "created\t%s\n", fmtTime(e.Created))
+	fmt.Fprintf(w, "last used\t%s\n", fmtTime(e.LastUsed))
+	fmt.Fprintf(w, "compile time\t%s\n", e.CompileTime.Round(time.Millisecond))
+	if len(e.Meta) > 0 {
+		fmt.Fprintf(w, "meta\t\n")
+		for _, k := range slices.Sorted(maps.Keys(e.Meta)) {
+			fmt.Fprintf(w, "  %s\t%s\n", k, e.Meta[k])
+		}
+	}
+	if err := w.Flush(); err != nil {
+		return err
+	}
+	fmt.Fprintf(env.Stdout, "outputs\n")
+	for _, o := range e.Outputs {
+		fmt.Fprintf(env.Stdout, "  %04o %10d  sha256:%x  %s\n", o.Mode, o.Size, o.Digest, o.Name)
+	}
+	fmt.Fprintf(env.Stdout, "record\n  %s\n", e.Record)
+	return nil
+}
+
+type verifyJSON struct {
+	OK          bool              `json:"ok"`
+	Entries     int               `json:"entries"`
+	Blobs       int               `json:"blobs"`
+	Bytes       int64             `json:"bytes"`
+	Corrupt     []corruptJSON     `json:"corrupt"`
+	BadEntries  map[string]string `json:"bad_entries"`
+	Removed     []string          `json:"removed"`
+	Orphans     int               `json:"orphans"`
+	OrphanBytes int64             `json:"orphan_bytes"`
+	ReadOnly    bool              `json:"read_only"`
+}
+
+type corruptJSON struct {
+	Digest  string   `json:"digest"`
+	Reason  string   `json:"reason"`
+	Entries []string `json:"entries"`
+}
+
+func keyStrings(ks []cache.Key) []string {
+	out := make([]string, 0, len(ks))
+	for _, k := range ks {
+		out = append(out, k.String())
+	}
+	return out
+}
+
+func runCacheVerify(ctx context.Context, env *cli.Env, o *cacheOptions, s cache.Store, args []string) error {
+	if len(args) != 0 {
+		return cli.Usagef("cache verify: unexpected arguments")
+	}
+	r, err := s.Verify(ctx)
+	if err != nil {
+		return err
+	}
+	exit := func() error {
+		if r.OK() {
+			return nil
+		}
+		return cli.Exit(cli.ExitFailure)
+	}
+	if o.json {
+		j := verifyJSON{OK: r.OK(), Entries: r.Entries, Blobs: r.Blobs, Bytes: r.Bytes, Corrupt: []corruptJSON{},
+			BadEntries: map[string]string{}, Removed: keyStrings(r.Removed), Orphans: r.Orphans, OrphanBytes: r.OrphanBytes,
+			ReadOnly: o.opt.ReadOnly}
+		for _, c := range r.Corrupt {
+			j.Corrupt = append(j.Corrupt, corruptJSON{hex.EncodeToString(c.Digest[:]), c.Reason, keyStrings(c.Entries)})
+		}
+		for k, why := range r.BadEntries {
+			j.BadEntries[k.String()] = why
+		}
+		if err := cli.WriteJSON(env.Stdout, j); err != nil {
+			return err
+		}
+		return exit()
+	}
+	out := env.Stdout
+	fmt.Fprintf(out, "verified %d entries, %d blobs (%s)\n", r.Entries, r.Blobs, cache.FormatSize(r.Bytes))
+	for _, c := range r.Corrupt {
+		fmt.Fprintf(out, "%s", c.Reason)
+		if len(c.Entries) > 0 {
+			fmt.Fprintf(out, " (named by %s)", strings.Join(shortKeys(c.Entries), ", "))
+		}
+		fmt.Fprintln(out)
+	}
+	for _, k := range slices.SortedFunc(maps.Keys(r.BadEntries), func(a, b cache.Key) int { return strings.Compare(a.String(), b.String()) }) {
+		fmt.Fprintf(out, "entry %s: %s\n", k.String()[:12], r.BadEntries[k])
+	}
+	switch {
+	case r.OK():
+		fmt.Fprintln(out, "no damage found")
+	case o.opt.ReadOnly:
+		fmt.Fprintln(out, "damaged entries not removed: the cache is read-only")
+	default:
+		fmt.Fprintf(out, "removed %d damaged entries\n", len(r.Removed))
+	}
+	if r.Orphans > 0 {
+		fmt.Fprintf(out, "deleted %d orphan blobs (%s)\n", r.Orphans, cache.FormatSize(r.OrphanBytes))
+	}
+	return exit()
+}
+
+func shortKeys(ks []cache.Key) []string {
+	out := keyStrings(ks)
+	for i := range out {
+		out[i] = out[i][:12]
+	}
+	return out
+}
+
+type trimJSON struct {
+	BytesBefore int64    `json:"bytes_before"`
+	BytesAfter  int64    `json:"bytes_after"`
+	MaxBytes    int64    `json:"max_bytes"`
+	Evicted     []string `json:"evicted"`
+	Orphans     int      `json:"orphans"`
+	ValueLogGC  int      `json:"value_log_gc"`
+}
+
+func runCacheTrim(ctx context.Context, env *cli.Env, o *cacheOptions, s cache.Store, args []string) error {
+	if len(args) != 0 {
+		return cli.Usagef("cache trim: unexpected arguments")
+	}
+	limit := o.opt.MaxBytes
+	if limit <= 0 {
+		limit = math.MaxInt64 // no limit
+	}
+	r, err := s.Trim(ctx, limit)
+	if err != nil {
+		return err
+	}
+	if o.json {
+		return cli.WriteJSON(env.Stdout, trimJSON{r.BytesBefore, r.BytesAfter, o.opt.MaxBytes, keyStrings(r.Evicted), r.Orphans, r.ValueLogGC})
+	}
+	lim := "no limit"
+	if o.opt.MaxBytes > 0 {
+		lim = "limit " + cache.FormatSize(r.MaxBytes)
+	}
+	fmt.Fprintf(env.Stdout, "evicted %d entries: %s -> %s (%s)\n", len(r.Evicted),
+		cache.FormatSize(r.BytesBefore), cache.FormatSize(r.BytesAfter), lim)
+	if r.Orphans > 0 {
+		fmt.Fprintf(env.Stdout, "deleted %d orphan blobs\n", r.Orphans)
+	}
+	fmt.Fprintf(env.Stdout, "value-log GC rewrote %d files\n", r.ValueLogGC)
+	return nil
+}
+
+func runCacheClear(ctx context.Context, env *cli.Env, o *cacheOptions, s cache.Store, args []string) error {
+	if len(args) != 0 {
+		return cli.Usagef("cache clear: unexpected arguments")
+	}
+	before, err := s.Stats(ctx)
+	if err != nil {
+		return err
+	}
+	if err := s.Clear(ctx); err != nil {
+		return err
+	}
+	if o.json {
+		return cli.WriteJSON(env.Stdout, map[string]int64{"entries": before.Entries, "bytes": before.Bytes})
+	}
+	fmt.Fprintf(env.Stdout, "removed %d entries (%s)\n", before.Entries, cache.FormatSize(before.Bytes))
+	return nil
+}
