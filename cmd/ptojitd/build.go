@@ -15,6 +15,7 @@ import (
 	"github.com/ptojit/ptojit/cache"
 	"github.com/ptojit/ptojit/cmd/internal/cli"
 	"github.com/ptojit/ptojit/jit"
+	"github.com/ptojit/ptojit/toolchain"
 )
 
 func init() {
@@ -90,6 +91,42 @@ func readRequest(env *cli.Env, name string) (*api.Request, error) {
 	return req, nil
 }
 
+// engine holds what a long-lived engine process (the daemon) shares with
+// the build and key commands it runs: its open store and its identity memo.
+// Zero fields mean the in-process defaults: the store is opened for each
+// command, and identities are computed afresh. Set once, before any
+// command runs (ShareEngine).
+var engine struct {
+	store      cache.Store
+	identities *toolchain.InstallationIdentityCache
+}
+
+// ShareEngine makes the build and key commands use store (never closed by
+// them) and ids instead of opening the cache themselves. The daemon calls
+// it before serving.
+func ShareEngine(store cache.Store, ids *toolchain.InstallationIdentityCache) {
+	engine.store, engine.identities = store, ids
+}
+
+// storeFor returns the store a command uses and the function that releases
+// it.
+func storeFor(ctx context.Context, env *cli.Env, dir string, readOnly bool) (cache.Store, func() error, error) {
+	if engine.store != nil {
+		return engine.store, func() error { return nil }, nil
+	}
+	st, err := openStore(ctx, env, dir, readOnly)
+	if err != nil {
+		return nil, nil, err
+	}
+	return st, st.Close, nil
+}
+
+// driverFor returns the Driver of a command: with the shared identity memo
+// when there is one.
+func driverFor(env *cli.Env, store cache.Store) *jit.Driver {
+	return jit.New(jit.Options{Store: store, Getenv: env.Getenv, Identities: engine.identities})
+}
+
 // openStore opens the cache in this process, waiting while another process
 // holds it.
 func openStore(ctx context.Context, env *cli.Env, dir string, readOnly bool) (*cache.Badger, error) {
@@ -113,13 +150,12 @@ func runBuild(ctx context.Context, env *cli.Env, o buildOptions) error {
 	if err != nil {
 		return err
 	}
-	store, err := openStore(ctx, env, o.cacheDir, false)
+	store, release, err := storeFor(ctx, env, o.cacheDir, false)
 	if err != nil {
 		return err
 	}
-	d := jit.New(jit.Options{Store: store, Getenv: env.Getenv})
-	resp, buildErr := d.Build(ctx, req)
-	if err := store.Close(); err != nil && buildErr == nil {
+	resp, buildErr := driverFor(env, store).Build(ctx, req)
+	if err := release(); err != nil && buildErr == nil {
 		return fmt.Errorf("closing the cache: %w", err)
 	}
 	if o.json {

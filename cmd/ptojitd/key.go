@@ -83,8 +83,7 @@ func runKey(ctx context.Context, env *cli.Env, o keyOptions) error {
 	if err != nil {
 		return err
 	}
-	d := jit.New(jit.Options{Getenv: env.Getenv})
-	rep, err := d.KeyOf(ctx, req)
+	rep, err := driverFor(env, nil).KeyOf(ctx, req)
 	if err != nil {
 		return err
 	}
@@ -106,7 +105,8 @@ func runKey(ctx context.Context, env *cli.Env, o keyOptions) error {
 type keySource struct {
 	env      *cli.Env
 	cacheDir string
-	store    *cache.Badger
+	store    cache.Store
+	release  func() error
 }
 
 func (s *keySource) record(ctx context.Context, arg string) (inventory.Value, error) {
@@ -115,7 +115,7 @@ func (s *keySource) record(ctx context.Context, arg string) (inventory.Value, er
 		if err != nil {
 			return nil, err
 		}
-		rep, err := jit.New(jit.Options{Getenv: s.env.Getenv}).KeyOf(ctx, req)
+		rep, err := driverFor(s.env, nil).KeyOf(ctx, req)
 		if err != nil {
 			return nil, err
 		}
@@ -126,11 +126,11 @@ func (s *keySource) record(ctx context.Context, arg string) (inventory.Value, er
 		return nil, cli.Usagef("key diff: %q is neither a request file nor a key (64 hex digits)", arg)
 	}
 	if s.store == nil {
-		st, err := openStore(ctx, s.env, s.cacheDir, true)
+		st, release, err := storeFor(ctx, s.env, s.cacheDir, true)
 		if err != nil {
 			return nil, err
 		}
-		s.store = st
+		s.store, s.release = st, release
 	}
 	e, err := s.store.Entry(ctx, k)
 	if errors.Is(err, cache.ErrMiss) {
@@ -150,7 +150,7 @@ func runKeyDiff(ctx context.Context, env *cli.Env, o keyDiffOptions, a, b string
 	src := &keySource{env: env, cacheDir: o.cacheDir}
 	defer func() {
 		if src.store != nil {
-			if cerr := src.store.Close(); cerr != nil && err == nil {
+			if cerr := src.release(); cerr != nil && err == nil {
 				err = cerr
 			}
 		}
