@@ -111,11 +111,14 @@ func CallDaemon(path string, req *DaemonRequest) (*DaemonResponse, error) {
 	}
 	defer conn.Close()
 	req.Protocol = DaemonProtocol
-	if err := WriteFrame(conn, req); err != nil {
-		return nil, &DaemonLostError{Err: err}
-	}
+	// A daemon that refuses the peer replies before reading the request,
+	// so a failed write is judged by whether a reply can still be read.
+	werr := WriteFrame(conn, req)
 	var resp DaemonResponse
 	if err := ReadFrame(bufio.NewReader(conn), MaxDaemonResponse, &resp); err != nil {
+		if werr != nil {
+			err = werr
+		}
 		return nil, &DaemonLostError{Err: err}
 	}
 	if resp.Protocol != DaemonProtocol {
