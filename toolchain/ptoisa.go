@@ -15,14 +15,13 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	git "github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/filemode"
-	"github.com/go-git/go-git/v5/plumbing/format/index"
 	"github.com/go-git/go-git/v5/plumbing/object"
+	"github.com/go-git/go-git/v5/storage/filesystem"
 )
 
 // PtoIsaCheck is the outcome of CheckPtoIsa.
@@ -79,9 +78,24 @@ func CheckPtoIsa(dir, pin string, beforeDir func(string) error) (PtoIsaCheck, er
 		res.Reason = "HEAD " + res.Head + " is not the pin " + pin
 		return res, nil
 	}
-	idx, err := repo.Storer.Index()
+	fsys, ok := repo.Storer.(*filesystem.Storage)
+	if !ok {
+		res.Reason = "repository storage is not on disk"
+		return res, nil
+	}
+	indexPath := filepath.Join(fsys.Filesystem().Root(), "index")
+	raw, err := os.ReadFile(indexPath)
+	var fi os.FileInfo
+	if err == nil {
+		fi, err = os.Stat(indexPath)
+	}
 	if err != nil {
-		res.Reason = "cannot read the index: " + err.Error()
+		res.Reason = "cannot read the index: " + errText(err)
+		return res, nil
+	}
+	idx, err := parseIndex(raw)
+	if err != nil {
+		res.Reason = err.Error()
 		return res, nil
 	}
 	commit, err := repo.CommitObject(head.Hash())
@@ -94,15 +108,19 @@ func CheckPtoIsa(dir, pin string, beforeDir func(string) error) (PtoIsaCheck, er
 		res.Reason = reason
 		return res, nil
 	}
-	if reason := matchTree(repo, commit.TreeHash, entries); reason != "" {
-		res.Reason = reason
-		return res, nil
-	}
+	// The pinned tree and the worktree are compared with the index at the
+	// same time: one reads git objects, the other stats files.
+	treeReason := make(chan string, 1)
+	go func() { treeReason <- matchTree(repo, commit.TreeHash, entries) }()
 	w := worktreeCheck{
 		root: dir, entries: entries, dirs: dirs,
-		indexMtime: idx.ModTime, beforeDir: beforeDir,
+		indexMtime: fi.ModTime(), beforeDir: beforeDir,
 	}
 	reason, err = w.run()
+	if tr := <-treeReason; tr != "" {
+		res.Reason = tr
+		return res, nil
+	}
 	if err != nil {
 		return res, err
 	}
@@ -124,27 +142,28 @@ func isFullHash(s string) bool {
 
 // indexEntries maps the index's paths to their entries and lists the
 // directories they imply, or says why the index cannot be verified.
-func indexEntries(idx *index.Index) (map[string]*index.Entry, map[string]struct{}, string) {
-	entries := make(map[string]*index.Entry, len(idx.Entries))
+func indexEntries(idx *gitIndex) (map[string]*indexEntry, map[string]struct{}, string) {
+	entries := make(map[string]*indexEntry, len(idx.entries))
 	dirs := map[string]struct{}{"": {}}
-	for _, e := range idx.Entries {
+	for i := range idx.entries {
+		e := &idx.entries[i]
 		switch {
-		case e.Stage != 0:
-			return nil, nil, "unmerged index entry " + strconv.Quote(e.Name)
-		case e.SkipWorktree:
-			return nil, nil, "skip-worktree index entry " + strconv.Quote(e.Name)
-		case e.IntentToAdd:
-			return nil, nil, "intent-to-add index entry " + strconv.Quote(e.Name)
-		case e.Mode == filemode.Submodule:
-			return nil, nil, "submodule " + strconv.Quote(e.Name) + " is not verified"
-		case e.Mode != filemode.Regular && e.Mode != filemode.Executable && e.Mode != filemode.Symlink:
-			return nil, nil, fmt.Sprintf("index entry %q has mode %o", e.Name, uint32(e.Mode))
+		case e.stage != 0:
+			return nil, nil, "unmerged index entry " + strconv.Quote(e.name)
+		case e.skipWorktree:
+			return nil, nil, "skip-worktree index entry " + strconv.Quote(e.name)
+		case e.intent:
+			return nil, nil, "intent-to-add index entry " + strconv.Quote(e.name)
+		case filemode.FileMode(e.mode) == filemode.Submodule:
+			return nil, nil, "submodule " + strconv.Quote(e.name) + " is not verified"
+		case !validIndexMode(e.mode):
+			return nil, nil, fmt.Sprintf("index entry %q has mode %o", e.name, e.mode)
 		}
-		if _, dup := entries[e.Name]; dup {
-			return nil, nil, "duplicate index entry " + strconv.Quote(e.Name)
+		if _, dup := entries[e.name]; dup {
+			return nil, nil, "duplicate index entry " + strconv.Quote(e.name)
 		}
-		entries[e.Name] = e
-		for d := e.Name; ; {
+		entries[e.name] = e
+		for d := e.name; ; {
 			i := strings.LastIndexByte(d, '/')
 			if i < 0 {
 				break
@@ -159,8 +178,16 @@ func indexEntries(idx *index.Index) (map[string]*index.Entry, map[string]struct{
 	return entries, dirs, ""
 }
 
+func validIndexMode(m uint32) bool {
+	switch filemode.FileMode(m) {
+	case filemode.Regular, filemode.Executable, filemode.Symlink:
+		return true
+	}
+	return false
+}
+
 // matchTree checks that the tree treeHash holds exactly entries.
-func matchTree(repo *git.Repository, treeHash plumbing.Hash, entries map[string]*index.Entry) string {
+func matchTree(repo *git.Repository, treeHash plumbing.Hash, entries map[string]*indexEntry) string {
 	n := 0
 	var walk func(h plumbing.Hash, prefix string) string
 	walk = func(h plumbing.Hash, prefix string) string {
@@ -180,9 +207,9 @@ func matchTree(repo *git.Repository, treeHash plumbing.Hash, entries map[string]
 			switch {
 			case !ok:
 				return "pinned file " + strconv.Quote(p) + " is not in the index"
-			case e.Mode != te.Mode && !(te.Mode == filemode.Deprecated && e.Mode == filemode.Regular):
+			case filemode.FileMode(e.mode) != te.Mode && !(te.Mode == filemode.Deprecated && filemode.FileMode(e.mode) == filemode.Regular):
 				return "index mode of " + strconv.Quote(p) + " differs from the pinned tree"
-			case e.Hash != te.Hash:
+			case e.hash != te.Hash:
 				return "index blob of " + strconv.Quote(p) + " differs from the pinned tree"
 			}
 			n++
@@ -202,7 +229,7 @@ func matchTree(repo *git.Repository, treeHash plumbing.Hash, entries map[string]
 // parallel.
 type worktreeCheck struct {
 	root       string
-	entries    map[string]*index.Entry
+	entries    map[string]*indexEntry
 	dirs       map[string]struct{}
 	indexMtime time.Time // of the index file; zero when unknown
 	beforeDir  func(string) error
@@ -281,13 +308,13 @@ func (w *worktreeCheck) dir(rel string, push func(string)) {
 			return
 		}
 	}
-	f, err := os.Open(abs)
+	d, err := openDir(abs)
 	if err != nil {
 		w.fail("cannot read directory "+strconv.Quote(rel)+": "+errText(err), nil)
 		return
 	}
-	names, err := f.Readdirnames(-1)
-	f.Close()
+	defer d.close()
+	names, err := d.names()
 	if err != nil {
 		w.fail("cannot read directory "+strconv.Quote(rel)+": "+errText(err), nil)
 		return
@@ -303,13 +330,12 @@ func (w *worktreeCheck) dir(rel string, push func(string)) {
 		if rel != "" {
 			p = rel + "/" + name
 		}
-		var st syscall.Stat_t
-		full := abs + string(os.PathSeparator) + name
-		if err := syscall.Lstat(full, &st); err != nil {
+		st, err := d.lstat(name)
+		if err != nil {
 			w.fail("cannot stat "+strconv.Quote(p)+": "+errText(err), nil)
 			return
 		}
-		if st.Mode&syscall.S_IFMT == syscall.S_IFDIR {
+		if st.kind == kindDir {
 			if _, ok := w.dirs[p]; !ok {
 				w.fail("directory "+strconv.Quote(p)+" is not in the index (untracked or ignored)", nil)
 				return
@@ -322,7 +348,7 @@ func (w *worktreeCheck) dir(rel string, push func(string)) {
 			w.fail("file "+strconv.Quote(p)+" is not in the index (untracked or ignored)", nil)
 			return
 		}
-		if r := w.file(full, p, e, &st); r != "" {
+		if r := w.file(abs+string(os.PathSeparator)+name, p, e, &st); r != "" {
 			w.fail(r, nil)
 			return
 		}
@@ -330,51 +356,69 @@ func (w *worktreeCheck) dir(rel string, push func(string)) {
 	}
 }
 
+// statData is what the check needs of lstat(2).
+type statData struct {
+	kind                fileKind
+	exec                bool // owner execute bit
+	mtimeSec, mtimeNsec int64
+	ctimeSec, ctimeNsec int64
+	ino                 uint64
+	uid, gid            uint32
+	size                int64
+}
+
+type fileKind uint8
+
+const (
+	kindOther fileKind = iota
+	kindRegular
+	kindDir
+	kindSymlink
+)
+
 // file checks one worktree file against its index entry.
-func (w *worktreeCheck) file(full, p string, e *index.Entry, st *syscall.Stat_t) string {
+func (w *worktreeCheck) file(full, p string, e *indexEntry, st *statData) string {
 	var mode filemode.FileMode
-	switch st.Mode & syscall.S_IFMT {
-	case syscall.S_IFREG:
+	switch st.kind {
+	case kindRegular:
 		mode = filemode.Regular
-		if st.Mode&0o100 != 0 {
+		if st.exec {
 			mode = filemode.Executable
 		}
-	case syscall.S_IFLNK:
+	case kindSymlink:
 		mode = filemode.Symlink
 	default:
 		return strconv.Quote(p) + " is not a regular file or symlink"
 	}
-	if mode != e.Mode {
+	if mode != filemode.FileMode(e.mode) {
 		return strconv.Quote(p) + " has a different mode than the index"
 	}
 	if w.statClean(e, st) {
 		return ""
 	}
-	sum, err := blobID(full, mode, st.Size)
+	sum, err := blobID(full, mode)
 	if err != nil {
 		return "cannot read " + strconv.Quote(p) + ": " + errText(err)
 	}
-	if sum != e.Hash {
+	if sum != e.hash {
 		return strconv.Quote(p) + " is modified"
 	}
 	return ""
 }
 
 // statClean reports whether st matches e's stat data and e is not racily
-// clean, so that git would not look at the file's bytes either.
-func (w *worktreeCheck) statClean(e *index.Entry, st *syscall.Stat_t) bool {
-	msec, mnsec := st.Mtim.Sec, st.Mtim.Nsec
-	if e.ModifiedAt.Unix() != int64(uint32(msec)) && e.ModifiedAt.Unix() != msec ||
-		int64(e.ModifiedAt.Nanosecond()) != mnsec ||
-		e.CreatedAt.Unix() != int64(uint32(st.Ctim.Sec)) && e.CreatedAt.Unix() != st.Ctim.Sec ||
-		int64(e.CreatedAt.Nanosecond()) != st.Ctim.Nsec ||
-		e.Inode != uint32(st.Ino) || e.UID != st.Uid || e.GID != st.Gid ||
-		e.Size != uint32(st.Size) {
+// clean, so that git would not look at the file's bytes either. The index
+// holds seconds, inode and size truncated to 32 bits.
+func (w *worktreeCheck) statClean(e *indexEntry, st *statData) bool {
+	if e.mtimeSec != uint32(st.mtimeSec) || int64(e.mtimeNsec) != st.mtimeNsec ||
+		e.ctimeSec != uint32(st.ctimeSec) || int64(e.ctimeNsec) != st.ctimeNsec ||
+		e.ino != uint32(st.ino) || e.uid != st.uid || e.gid != st.gid ||
+		e.size != uint32(st.size) {
 		return false
 	}
 	// Racily clean: the file may have changed within the index's
 	// timestamp granularity after the index was written.
-	if w.indexSec < msec || w.indexSec == msec && w.indexNsec <= mnsec {
+	if w.indexSec < st.mtimeSec || w.indexSec == st.mtimeSec && w.indexNsec <= st.mtimeNsec {
 		return false
 	}
 	return true
@@ -382,7 +426,7 @@ func (w *worktreeCheck) statClean(e *index.Entry, st *syscall.Stat_t) bool {
 
 // blobID returns git's blob id of the file at full: SHA-1 of "blob <size>\0"
 // and the bytes (the link target for a symlink).
-func blobID(full string, mode filemode.FileMode, size int64) (plumbing.Hash, error) {
+func blobID(full string, mode filemode.FileMode) (plumbing.Hash, error) {
 	h := sha1.New()
 	var sum plumbing.Hash
 	if mode == filemode.Symlink {

@@ -6,12 +6,10 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
 	git "github.com/go-git/go-git/v5"
-	"github.com/go-git/go-git/v5/plumbing/format/index"
 )
 
 var isaFiles = map[string]string{
@@ -185,10 +183,11 @@ func TestPtoIsaHeadIsNotPin(t *testing.T) {
 // is not older than the index is re-hashed, as git does.
 func TestPtoIsaRacilyClean(t *testing.T) {
 	now := time.Unix(1700000000, 500)
-	e := &index.Entry{ModifiedAt: now, CreatedAt: now, Inode: 7, UID: 1, GID: 2, Size: 3}
-	st := &syscall.Stat_t{Ino: 7, Uid: 1, Gid: 2, Size: 3}
-	st.Mtim.Sec, st.Mtim.Nsec = now.Unix(), int64(now.Nanosecond())
-	st.Ctim = st.Mtim
+	e := &indexEntry{mtimeSec: uint32(now.Unix()), mtimeNsec: uint32(now.Nanosecond()),
+		ctimeSec: uint32(now.Unix()), ctimeNsec: uint32(now.Nanosecond()), ino: 7, uid: 1, gid: 2, size: 3}
+	st := &statData{kind: kindRegular, ino: 7, uid: 1, gid: 2, size: 3,
+		mtimeSec: now.Unix(), mtimeNsec: int64(now.Nanosecond()),
+		ctimeSec: now.Unix(), ctimeNsec: int64(now.Nanosecond())}
 	for _, tc := range []struct {
 		index time.Time
 		clean bool
@@ -204,7 +203,7 @@ func TestPtoIsaRacilyClean(t *testing.T) {
 			t.Errorf("index at %v: statClean = %v, want %v", tc.index, got, tc.clean)
 		}
 	}
-	st.Size = 4
+	st.size = 4
 	w := &worktreeCheck{indexMtime: now.Add(time.Second)}
 	w.setIndexTime()
 	if w.statClean(e, st) {

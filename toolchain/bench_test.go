@@ -1,0 +1,234 @@
+package toolchain
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	git "github.com/go-git/go-git/v5"
+
+	"github.com/ptojit/ptojit/inventory"
+)
+
+// The benchmarks share fixtures built once per process under one temporary
+// directory (removed by TestMain's caller, the OS, or the next run).
+var (
+	benchOnce sync.Once
+	benchDir  string
+	benchPin  string
+	benchErr  error
+)
+
+// benchFixture builds, once: isa/ a 5,000-file git checkout made with
+// go-git (clean at its only commit), and install/ a generated installation
+// of 20,000 files in four roots of 5,000 (pypto, runtime, pto-isa copy
+// without .git, cann without an info file) plus a ptoas launcher.
+func benchFixture(b *testing.B) (string, string) {
+	benchOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "ptojit-toolchain-bench-")
+		if err != nil {
+			benchErr = err
+			return
+		}
+		benchDir = dir
+		isa := filepath.Join(dir, "isa")
+		repo, err := git.PlainInit(isa, false)
+		if err != nil {
+			benchErr = err
+			return
+		}
+		genInstallation(b, isa, 5000)
+		benchPin = commitAll(b, repo, "pin")
+		for _, name := range []string{"pypto", "runtime", "pto-isa", "cann"} {
+			genInstallation(b, filepath.Join(dir, "install", name), 5000)
+		}
+		writeFiles(b, filepath.Join(dir, "install", "ptoas"), map[string]string{
+			"bin/ptoas": "#!/bin/sh\necho 'ptoas 0.9.1'\n",
+		})
+		os.Chmod(filepath.Join(dir, "install", "ptoas", "bin", "ptoas"), 0o755)
+		if _, err := exec.LookPath("git"); err == nil {
+			// Let git refresh the index once, as any git user's checkout has.
+			cmd := exec.Command("git", "status", "--porcelain", "--ignored")
+			cmd.Dir = isa
+			cmd.Run()
+		}
+	})
+	if benchErr != nil {
+		b.Fatal(benchErr)
+	}
+	return benchDir, benchPin
+}
+
+func benchInputs(b *testing.B, dir string) *ToolchainInputs {
+	root := func(name string) []inventory.ContentRoot {
+		r, err := inventory.NewContentRoot(filepath.Join(dir, "install", name), false)
+		if err != nil {
+			b.Fatal(err)
+		}
+		return []inventory.ContentRoot{r}
+	}
+	return &ToolchainInputs{
+		Policy:          PolicyContent,
+		Pypto:           ComponentInputs{Roots: root("pypto")},
+		Runtime:         ComponentInputs{Roots: root("runtime")},
+		PtoIsa:          ComponentInputs{Roots: root("pto-isa")},
+		Ptoas:           ComponentInputs{ReportedVersion: "ptoas 0.9.1\n"},
+		DeviceToolchain: ComponentInputs{Roots: root("cann")},
+	}
+}
+
+// BenchmarkCapture: a cold capture reads all 20,000 files; a warm one is
+// answered from the memo.
+func BenchmarkCapture(b *testing.B) {
+	dir, _ := benchFixture(b)
+	in := benchInputs(b, dir)
+	ctx := context.Background()
+	b.Run("cold", func(b *testing.B) {
+		for b.Loop() {
+			id, err := NewInstallationIdentityCache(Options{}).Capture(ctx, in)
+			if err != nil || !id.Usable {
+				b.Fatal(err, id.Reasons())
+			}
+		}
+	})
+	b.Run("warm", func(b *testing.B) {
+		c := NewInstallationIdentityCache(Options{})
+		if _, err := c.Capture(ctx, in); err != nil {
+			b.Fatal(err)
+		}
+		for b.Loop() {
+			id, err := c.Capture(ctx, in)
+			if err != nil || !id.Usable {
+				b.Fatal(err, id.Reasons())
+			}
+		}
+	})
+}
+
+// BenchmarkPtoIsaCheck compares, on one 5,000-file checkout: CheckPtoIsa,
+// `git status --porcelain --ignored` (the seed's check), and reading the
+// contents (what an unverified checkout costs).
+func BenchmarkPtoIsaCheck(b *testing.B) {
+	dir, pin := benchFixture(b)
+	isa := filepath.Join(dir, "isa")
+	b.Run("ptojit", func(b *testing.B) {
+		for b.Loop() {
+			c, err := CheckPtoIsa(isa, pin, nil)
+			if err != nil || !c.Verified {
+				b.Fatal(err, c.Reason)
+			}
+		}
+	})
+	b.Run("git-cli", func(b *testing.B) {
+		if _, err := exec.LookPath("git"); err != nil {
+			b.Skip("no git")
+		}
+		for b.Loop() {
+			cmd := exec.Command("git", "status", "--porcelain", "--ignored")
+			cmd.Dir = isa
+			out, err := cmd.Output()
+			if err != nil || len(out) != 0 {
+				b.Fatalf("git status: %v %q", err, out)
+			}
+		}
+	})
+	b.Run("contents", func(b *testing.B) {
+		r, _ := inventory.NewContentRoot(isa, false)
+		for b.Loop() {
+			if _, err := inventory.Fingerprint([]inventory.ContentRoot{r}); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
+
+// BenchmarkSideBySide runs, in every iteration and in turn, each contender
+// once, and reports the median time of each (ms) and the median per-
+// iteration ratio of the PTO-ISA check to git status. Interleaving keeps
+// the comparison fair on a machine shared with other work, whose load
+// changes from one second to the next.
+//
+//	cold-ms      Capture of the 20,000-file installation with a new cache
+//	warm-us      Capture answered from the memo
+//	check-ms     CheckPtoIsa on the 5,000-file checkout
+//	git-ms       git status --porcelain --ignored on the same checkout
+//	contents-ms  reading the checkout's contents (the fallback)
+func BenchmarkSideBySide(b *testing.B) {
+	dir, pin := benchFixture(b)
+	isa := filepath.Join(dir, "isa")
+	in := benchInputs(b, dir)
+	ctx := context.Background()
+	_, gitErr := exec.LookPath("git")
+	warmCache := NewInstallationIdentityCache(Options{})
+	if _, err := warmCache.Capture(ctx, in); err != nil {
+		b.Fatal(err)
+	}
+	isaRoot, _ := inventory.NewContentRoot(isa, false)
+	var cold, warm, chk, gitT, contents, ratio []float64
+	timeIt := func(f func()) float64 {
+		t := time.Now()
+		f()
+		return float64(time.Since(t).Nanoseconds())
+	}
+	for b.Loop() {
+		cold = append(cold, timeIt(func() {
+			id, err := NewInstallationIdentityCache(Options{}).Capture(ctx, in)
+			if err != nil || !id.Usable {
+				b.Fatal(err, id.Reasons())
+			}
+		})/1e6)
+		warm = append(warm, timeIt(func() {
+			if id, err := warmCache.Capture(ctx, in); err != nil || !id.Usable {
+				b.Fatal(err)
+			}
+		})/1e3)
+		c := timeIt(func() {
+			if c, err := CheckPtoIsa(isa, pin, nil); err != nil || !c.Verified {
+				b.Fatal(err, c.Reason)
+			}
+		}) / 1e6
+		chk = append(chk, c)
+		if gitErr == nil {
+			g := timeIt(func() {
+				cmd := exec.Command("git", "status", "--porcelain", "--ignored")
+				cmd.Dir = isa
+				if out, err := cmd.Output(); err != nil || len(out) != 0 {
+					b.Fatalf("git status: %v %q", err, out)
+				}
+			}) / 1e6
+			gitT = append(gitT, g)
+			ratio = append(ratio, c/g)
+		}
+		contents = append(contents, timeIt(func() {
+			if _, err := inventory.Fingerprint([]inventory.ContentRoot{isaRoot}); err != nil {
+				b.Fatal(err)
+			}
+		})/1e6)
+	}
+	b.ReportMetric(0, "ns/op")
+	b.ReportMetric(median(cold), "cold-ms")
+	b.ReportMetric(median(warm), "warm-us")
+	b.ReportMetric(median(chk), "check-ms")
+	b.ReportMetric(median(contents), "contents-ms")
+	if gitErr == nil {
+		b.ReportMetric(median(gitT), "git-ms")
+		b.ReportMetric(median(ratio), "check/git")
+	}
+}
+
+func median(xs []float64) float64 {
+	if len(xs) == 0 {
+		return 0
+	}
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+}
