@@ -345,7 +345,7 @@ func (r *Registrar) Attach(ctx context.Context, t Target) error {
 	r.mu.Lock()
 	ids := make([]uint64, 0, len(r.live))
 	for id, reg := range r.live {
-		if reg.ns == t.Namespace() && !slices.Contains(reg.targets, t) {
+		if reg.ns == t.Namespace() && !slices.ContainsFunc(reg.targets, func(x Target) bool { return x.ID() == t.ID() }) {
 			ids = append(ids, id)
 		}
 	}

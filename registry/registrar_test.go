@@ -1,5 +1,27 @@
 package registry
 
+// The seed's Validation table, as far as it needs no child process:
+//
+//	Stable descriptor hash     TestStableDescriptorHash, TestSharedVectors, TestGolden*
+//	Descriptor mismatch        TestDescriptorMismatch
+//	No public slot             TestNoPublicSlot
+//	Submit handle only         TestHandleValidation (a handle built from a hashid is forged)
+//	Private slot resolve       TestWholeScopeRegister, TestSlotIndependence
+//	Slot independence          TestSlotIndependence
+//	Duplicate register         TestDuplicateRegisterAndTargetRefcount
+//	Target refcount            TestDuplicateRegisterAndTargetRefcount, TestSlotExhaustion
+//	Whole-scope register       TestWholeScopeRegister
+//	Pre-start register         TestPreStartRegisterAttach
+//	Partial register failure   TestPartialRegisterFailure, TestUnknownRegisterOutcome
+//	Cleanup uncertainty        TestCleanupUncertainty
+//	Unregister cleanup         TestUnregisterCleanup
+//	Unsupported kind           TestUnsupportedKindAndNamespace
+//	Hashid format fuzz         TestParseHashid, FuzzParseHashid
+//	No slot consistency        TestSlotIndependence
+//
+// L3 run unchanged, task frame digest and post-start register need child
+// processes and belong to package worker.
+
 import (
 	"context"
 	"crypto/sha256"
@@ -727,5 +749,35 @@ func TestConcurrentRegistrations(t *testing.T) {
 	}
 	if len(r.Live()) != 0 {
 		t.Fatal("live handles remain")
+	}
+}
+
+// uncomparable is a Target whose dynamic type cannot be compared with ==.
+type uncomparable struct {
+	*fakeTarget
+	tags []string
+}
+
+func TestAttachUncomparableTarget(t *testing.T) {
+	ctx := context.Background()
+	r := NewRegistrar()
+	blob, desc := chipCallable(t, "k")
+	h, err := r.Register(ctx, ChipCallableKind, blob, desc, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := newFake(0, LocalChip, 2)
+	if err := r.Attach(ctx, uncomparable{f, nil}); err != nil {
+		t.Fatal(err)
+	}
+	// Attaching the same endpoint again installs nothing more.
+	if err := r.Attach(ctx, uncomparable{f, []string{"again"}}); err != nil {
+		t.Fatal(err)
+	}
+	if f.table.Refs(h.Hashid) != 1 {
+		t.Fatalf("refs %d", f.table.Refs(h.Hashid))
+	}
+	if err := r.Unregister(ctx, h); err != nil || f.table.Refs(h.Hashid) != 0 {
+		t.Fatalf("unregister: %v refs %d", err, f.table.Refs(h.Hashid))
 	}
 }
