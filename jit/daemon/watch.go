@@ -1,0 +1,168 @@
+package daemon
+
+import (
+	"errors"
+	"sort"
+	"sync"
+
+	"github.com/fsnotify/fsnotify"
+)
+
+// Forgetter drops memoized identities: Forget those that depend on path,
+// ForgetAll every one. toolchain.InstallationIdentityCache is one.
+type Forgetter interface {
+	Forget(path string) int
+	ForgetAll()
+}
+
+// maxWatches bounds the directories one daemon watches; past it, reads are
+// no longer memoized (inotify watches are a per-user kernel resource).
+const maxWatches = 200000
+
+// Watcher keeps memoized installation identities true to the files: its
+// BeforeDir, called before every directory of a memoized read is listed,
+// adds an inotify watch there, and any event under a watched directory
+// drops the memos that depend on it. Because the watch exists before the
+// directory is read, a change during the read is seen too, and the
+// identity cache then declines to memoize that read. When a directory
+// cannot be watched, or the kernel's event queue overflows, every memo is
+// dropped, so an unwatched read is never served from memory; both are
+// counted in Status.
+//
+// A Watcher is safe for concurrent use.
+type Watcher struct {
+	fs    *fsnotify.Watcher
+	memos []Forgetter
+
+	mu          sync.Mutex // guards the fields below
+	dirs        map[string]struct{}
+	events      int64
+	forgotten   int64
+	overflows   int64
+	unwatchable map[string]string // dir -> why it could not be watched
+	closed      bool
+}
+
+// NewWatcher starts a watcher that drops memos from each of memos.
+func NewWatcher(memos ...Forgetter) (*Watcher, error) {
+	fw, err := fsnotify.NewBufferedWatcher(1024)
+	if err != nil {
+		return nil, err
+	}
+	w := &Watcher{fs: fw, memos: memos, dirs: map[string]struct{}{}, unwatchable: map[string]string{}}
+	go w.loop()
+	return w, nil
+}
+
+// addWatch is fsnotify's Add; tests replace it to inject failures.
+var addWatch = func(fw *fsnotify.Watcher, dir string) error { return fw.Add(dir) }
+
+// BeforeDir watches dir. It never fails the read: a directory that cannot
+// be watched makes the memo forget everything, which discards the read in
+// flight, so it is served but not remembered.
+func (w *Watcher) BeforeDir(dir string) error {
+	w.mu.Lock()
+	if _, ok := w.dirs[dir]; ok || w.closed {
+		w.mu.Unlock()
+		return nil
+	}
+	var err error
+	if len(w.dirs) >= maxWatches {
+		err = errors.New("too many watched directories")
+	} else {
+		err = addWatch(w.fs, dir)
+	}
+	if err == nil {
+		w.dirs[dir] = struct{}{}
+		w.mu.Unlock()
+		return nil
+	}
+	if len(w.unwatchable) < 100 {
+		w.unwatchable[dir] = err.Error()
+	}
+	w.mu.Unlock()
+	w.forgetAll()
+	return nil
+}
+
+func (w *Watcher) forgetAll() {
+	for _, m := range w.memos {
+		m.ForgetAll()
+	}
+}
+
+func (w *Watcher) loop() {
+	for {
+		select {
+		case ev, ok := <-w.fs.Events:
+			if !ok {
+				return
+			}
+			n := 0
+			for _, m := range w.memos {
+				n += m.Forget(ev.Name)
+			}
+			w.mu.Lock()
+			w.events++
+			w.forgotten += int64(n)
+			if ev.Has(fsnotify.Remove) || ev.Has(fsnotify.Rename) {
+				// The kernel drops the watch of a removed directory;
+				// watch it again when a read lists it next time.
+				delete(w.dirs, ev.Name)
+			}
+			w.mu.Unlock()
+		case err, ok := <-w.fs.Errors:
+			if !ok {
+				return
+			}
+			if errors.Is(err, fsnotify.ErrEventOverflow) {
+				w.mu.Lock()
+				w.overflows++
+				w.mu.Unlock()
+			}
+			// Any error may mean a lost event: forget everything.
+			w.forgetAll()
+		}
+	}
+}
+
+// WatchStatus is the watcher's part of `daemon status`.
+type WatchStatus struct {
+	WatchedDirs int64             `json:"watched_dirs"`
+	Events      int64             `json:"events"`
+	Forgotten   int64             `json:"memos_dropped"`
+	Overflows   int64             `json:"queue_overflows"`
+	Unwatchable map[string]string `json:"unwatchable,omitempty"`
+	Note        string            `json:"note,omitempty"`
+}
+
+// Status reports what the watcher has seen.
+func (w *Watcher) Status() WatchStatus {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	st := WatchStatus{WatchedDirs: int64(len(w.dirs)), Events: w.events, Forgotten: w.forgotten, Overflows: w.overflows}
+	if len(w.unwatchable) > 0 {
+		st.Unwatchable = map[string]string{}
+		keys := make([]string, 0, len(w.unwatchable))
+		for k := range w.unwatchable {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		for _, k := range keys {
+			st.Unwatchable[k] = w.unwatchable[k]
+		}
+		st.Note = "reads under unwatchable directories are not memoized"
+	}
+	if w.overflows > 0 {
+		st.Note += "; the event queue overflowed, so every memo was dropped"
+	}
+	return st
+}
+
+// Close stops watching.
+func (w *Watcher) Close() error {
+	w.mu.Lock()
+	w.closed = true
+	w.mu.Unlock()
+	return w.fs.Close()
+}

@@ -1,0 +1,100 @@
+package daemon
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+
+	"github.com/fsnotify/fsnotify"
+)
+
+// fakeMemo records what the watcher asks it to forget.
+type fakeMemo struct {
+	mu      sync.Mutex
+	paths   []string
+	all     int
+	changed chan struct{}
+}
+
+func newFakeMemo() *fakeMemo { return &fakeMemo{changed: make(chan struct{}, 100)} }
+
+func (m *fakeMemo) Forget(p string) int {
+	m.mu.Lock()
+	m.paths = append(m.paths, p)
+	m.mu.Unlock()
+	m.changed <- struct{}{}
+	return 1
+}
+
+func (m *fakeMemo) ForgetAll() {
+	m.mu.Lock()
+	m.all++
+	m.mu.Unlock()
+	m.changed <- struct{}{}
+}
+
+func TestWatcherForgetsOnChange(t *testing.T) {
+	dir := t.TempDir()
+	m := newFakeMemo()
+	w, err := NewWatcher(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	if err := w.BeforeDir(dir); err != nil {
+		t.Fatal(err)
+	}
+	f := filepath.Join(dir, "tool")
+	if err := os.WriteFile(f, []byte("v2"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	<-m.changed
+	m.mu.Lock()
+	got := append([]string(nil), m.paths...)
+	m.mu.Unlock()
+	if len(got) == 0 || got[0] != f {
+		t.Fatalf("forgot %v, want %s first", got, f)
+	}
+	if st := w.Status(); st.WatchedDirs != 1 || st.Events == 0 || st.Forgotten == 0 {
+		t.Fatalf("status %+v", st)
+	}
+}
+
+func TestWatcherUnwatchableDirDisablesMemo(t *testing.T) {
+	m := newFakeMemo()
+	w, err := NewWatcher(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	old := addWatch
+	addWatch = func(*fsnotify.Watcher, string) error { return errors.New("no space left on device") }
+	defer func() { addWatch = old }()
+	if err := w.BeforeDir("/unwatchable"); err != nil {
+		t.Fatalf("BeforeDir failed the read: %v", err)
+	}
+	<-m.changed
+	if m.all != 1 {
+		t.Fatalf("ForgetAll called %d times, want 1", m.all)
+	}
+	st := w.Status()
+	if st.Unwatchable["/unwatchable"] == "" || st.Note == "" {
+		t.Fatalf("status does not say so: %+v", st)
+	}
+}
+
+func TestWatcherOverflowForgetsAll(t *testing.T) {
+	m := newFakeMemo()
+	w, err := NewWatcher(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	w.fs.Errors <- fsnotify.ErrEventOverflow
+	<-m.changed
+	if st := w.Status(); st.Overflows != 1 || m.all != 1 {
+		t.Fatalf("status %+v, ForgetAll %d", st, m.all)
+	}
+}
