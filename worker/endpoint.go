@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -96,9 +97,15 @@ type endpoint struct {
 	rbuf []byte
 	oob  []byte
 
+	retired atomic.Bool // dead != nil; readable without the mailbox lock
+
 	cmd    *exec.Cmd
 	exited chan struct{} // closed when cmd has been waited for
 }
+
+// active reports whether the endpoint is still in use (not retired by a
+// failure or Close). It does not wait for an operation in flight.
+func (e *endpoint) active() bool { return !e.retired.Load() }
 
 var _ registry.Target = (*endpoint)(nil)
 
@@ -150,6 +157,7 @@ func (e *endpoint) fail(op string, cause error) error {
 	err := &EndpointError{WorkerID: e.id, Op: op, Err: cause}
 	if e.dead == nil {
 		e.dead = err
+		e.retired.Store(true)
 		e.cmd.Process.Kill()
 	}
 	return err
@@ -363,10 +371,7 @@ func (e *endpoint) simple(op Op, args []byte, timeout time.Duration) (Reply, err
 // close shuts the child down (politely, then by force after timeout) and
 // releases the mailbox.
 func (e *endpoint) close(timeout time.Duration) error {
-	e.mu.Lock()
-	alive := e.dead == nil
-	e.mu.Unlock()
-	if alive {
+	if e.active() {
 		e.simple(OpShutdown, nil, timeout)
 	}
 	e.mu.Lock()
@@ -376,6 +381,7 @@ func (e *endpoint) close(timeout time.Duration) error {
 	}
 	if e.dead == nil {
 		e.dead = &EndpointError{WorkerID: e.id, Op: "close", Err: errors.New("worker closed")}
+		e.retired.Store(true)
 	}
 	e.mu.Unlock()
 	select {

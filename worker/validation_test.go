@@ -616,3 +616,73 @@ func TestSubChild(t *testing.T) {
 		t.Errorf("sub ids %v", w.SubWorkerIDs())
 	}
 }
+
+// A child that dies during a task fails that task with ErrChildExited and
+// leaves the registration scope: later registrations install on the active
+// children only, and their tasks run there.
+func TestChildDiesDuringTask(t *testing.T) {
+	vadd, empty, _ := testBlobs(t)
+	cfg, _ := testConfig(2, 0)
+	cfg.faults = map[int]uint32{1: FaultExitOnTask}
+	w := startWorker(t, cfg)
+	h := mustRegister(t, w, vadd)
+	if err := runOn(t, w, h, 1); !errors.Is(err, ErrChildExited) {
+		t.Fatalf("task on a dying child: %v", err)
+	}
+	if err := runOn(t, w, h, 0); err != nil {
+		t.Fatalf("the surviving child: %v", err)
+	}
+	he := mustRegister(t, w, empty)
+	if n, _ := w.installed(0); n != 2 {
+		t.Errorf("worker 0: %d identities, want 2", n)
+	}
+	if err := w.Call(0, he, TaskArgs{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Call(1, he, TaskArgs{}); !errors.Is(err, ErrChildExited) {
+		t.Errorf("call on the dead child: %v", err)
+	}
+}
+
+// LOCAL_SLOT_EXHAUSTED is a definite refusal: the registration fails, the
+// children that installed clean up, nothing is uncertain, and freeing a slot
+// makes room again.
+func TestSlotExhausted(t *testing.T) {
+	vadd, empty, _ := testBlobs(t)
+	c, err := registry.ParseChipCallable(empty)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.ConfigName = "" // same code, another blob: another hashid
+	third, err := c.MarshalBinary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, _ := testConfig(2, 0)
+	cfg.Slots = 2
+	cfg.slotBase = map[int]uint32{1: 1} // worker 1 has one slot left after one install
+	w := startWorker(t, cfg)
+	ctx := context.Background()
+	hv := mustRegister(t, w, vadd)
+	_, err = w.Register(ctx, registry.ChipCallableKind, empty)
+	if !errors.Is(err, registry.RegisterPartialFailure) || !errors.Is(err, registry.LocalSlotExhausted) {
+		t.Fatalf("register beyond worker 1's slots: %v", err)
+	}
+	he := chipHashid(t, empty)
+	if w.Uncertain(0, he) || w.Uncertain(1, he) {
+		t.Error("a definite refusal marked a pair uncertain")
+	}
+	if n, _ := w.installed(0); n != 1 {
+		t.Errorf("worker 0: %d identities after cleanup, want 1", n)
+	}
+	if err := w.Unregister(ctx, hv); err != nil {
+		t.Fatal(err)
+	}
+	h3, err := w.Register(ctx, registry.ChipCallableKind, third)
+	if err != nil {
+		t.Fatalf("register after a slot was freed: %v", err)
+	}
+	if err := w.Call(1, h3, TaskArgs{}); err != nil {
+		t.Fatal(err)
+	}
+}

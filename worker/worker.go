@@ -224,10 +224,7 @@ func (w *Worker) targets(ns registry.Namespace) []registry.Target {
 		if e == nil || e.ns != ns {
 			continue
 		}
-		e.mu.Lock()
-		alive := e.dead == nil
-		e.mu.Unlock()
-		if alive {
+		if e.active() {
 			ts = append(ts, e)
 		}
 	}
