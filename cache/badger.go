@@ -40,7 +40,7 @@ const (
 // the LSM tree.
 const (
 	valueThreshold   = 4 << 10
-	memTableSize     = 16 << 20
+	memTableSize     = 4 << 20
 	valueLogFileSize = 256 << 20
 	blockCacheSize   = 16 << 20
 	// flushInterval bounds how long last-use times and counters stay in
