@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -40,9 +41,11 @@ type InstallationIdentityCache struct {
 	opt    Options
 	flight singleflight.Group
 
-	// mu guards memo and gen. No other lock is taken while it is held.
-	mu   sync.Mutex
-	memo map[inventory.Sum]*memoEntry
+	// mu guards memo, resolved and gen. No other lock is taken while it
+	// is held.
+	mu       sync.Mutex
+	memo     map[inventory.Sum]*memoEntry
+	resolved map[inventory.Sum]*resolvedEntry
 	// gen counts Forget/ForgetAll calls; a read started at an older
 	// generation is not memoized, and flights are keyed by generation so
 	// that callers after a Forget never join an older read.
@@ -62,7 +65,7 @@ type memoEntry struct {
 
 // NewInstallationIdentityCache returns an empty cache.
 func NewInstallationIdentityCache(opt Options) *InstallationIdentityCache {
-	return &InstallationIdentityCache{opt: opt, memo: map[inventory.Sum]*memoEntry{}}
+	return &InstallationIdentityCache{opt: opt, memo: map[inventory.Sum]*memoEntry{}, resolved: map[inventory.Sum]*resolvedEntry{}}
 }
 
 // Capture returns the identity of the five components of in: every
@@ -245,6 +248,12 @@ func (c *InstallationIdentityCache) Forget(path string) int {
 			n++
 		}
 	}
+	for k, e := range c.resolved {
+		if e.dependsOn(path) {
+			delete(c.resolved, k)
+			n++
+		}
+	}
 	return n
 }
 
@@ -277,6 +286,7 @@ func (c *InstallationIdentityCache) ForgetAll() {
 	c.mu.Lock()
 	c.gen++
 	clear(c.memo)
+	clear(c.resolved)
 	c.mu.Unlock()
 }
 
@@ -284,5 +294,95 @@ func (c *InstallationIdentityCache) ForgetAll() {
 func (c *InstallationIdentityCache) Len() int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return len(c.memo)
+	return len(c.memo) + len(c.resolved)
+}
+
+// resolvedEntry is a memoized resolution.
+type resolvedEntry struct {
+	in *ToolchainInputs
+	memoEntry
+}
+
+// Resolve is the package's Resolve, memoized by the complete Config and
+// environment the probes see (a changed selection, PATH or CC is a new
+// key). A resolution is memoized only when every component is available;
+// Forget drops it when anything under its roots, the PTO-ISA worktree or
+// .git directory, the ptoas launcher directory or the CANN root changes.
+// Options.BeforeDir is called for each of those directories. The returned
+// inputs are shared: callers must not modify them.
+func (c *InstallationIdentityCache) Resolve(ctx context.Context, cfg Config) (*ToolchainInputs, error) {
+	key := resolveKey(&cfg)
+	c.mu.Lock()
+	e, gen := c.resolved[key], c.gen
+	c.mu.Unlock()
+	if e != nil {
+		return e.in, nil
+	}
+	ch := c.flight.DoChan("resolve:"+key.String()+"@"+strconv.FormatUint(gen, 10), func() (any, error) {
+		e := &resolvedEntry{memoEntry: memoEntry{dirs: map[string]struct{}{}}}
+		var mu sync.Mutex
+		in, err := resolve(context.WithoutCancel(ctx), cfg, func(dir string) error {
+			mu.Lock()
+			e.dirs[filepath.Clean(dir)] = struct{}{}
+			mu.Unlock()
+			if c.opt.BeforeDir != nil {
+				return c.opt.BeforeDir(dir)
+			}
+			return nil
+		})
+		if err != nil {
+			return in, err
+		}
+		e.in = in
+		for _, n := range Names {
+			ci := in.Component(n)
+			if ci.UnavailableReason != "" {
+				return in, nil
+			}
+			for _, r := range ci.Roots {
+				e.roots = append(e.roots, r.Path())
+				if res, err := filepath.EvalSymlinks(r.Path()); err == nil && res != r.Path() {
+					e.roots = append(e.roots, res)
+				}
+			}
+		}
+		c.mu.Lock()
+		if c.gen == gen {
+			c.resolved[key] = e
+		}
+		c.mu.Unlock()
+		return in, nil
+	})
+	select {
+	case r := <-ch:
+		in, _ := r.Val.(*ToolchainInputs)
+		return in, r.Err
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// resolveKey is the digest of everything a resolution depends on.
+func resolveKey(cfg *Config) inventory.Sum {
+	strs := func(xs []string) inventory.List {
+		l := make(inventory.List, len(xs))
+		for i, x := range xs {
+			l[i] = inventory.StrFromOSBytes(x)
+		}
+		return l
+	}
+	env := slices.Clone(cfg.environ())
+	slices.Sort(env)
+	names := []string{PolicyEnv, EpochEnv, PtoasRootEnv, CannRootEnv, PtoIsaRootEnv, "PATH", "CC", "CXX"}
+	names = append(names, ToolResolutionVars...)
+	read := make([]string, len(names))
+	for i, n := range names {
+		read[i] = cfg.getenv(n)
+	}
+	return inventory.MustDigest(inventory.T(
+		inventory.Str("ptojit.toolchain.resolve"), inventory.IntOf(1),
+		strs([]string{string(cfg.Policy), cfg.Platform, cfg.PyptoRoot, cfg.RuntimeRoot, cfg.PtoIsaRoot,
+			cfg.PtoIsaPin, cfg.PtoIsaURL, cfg.PtoasRoot, cfg.CannRoot}),
+		strs(cfg.DeviceRoots), strs(env), strs(read),
+	))
 }

@@ -39,6 +39,15 @@ const maxProbeOutput = 1 << 20
 // cannot be accounted for carry an unavailable reason; the error is non-nil
 // only for an unusable Config (unknown policy or platform).
 func Resolve(ctx context.Context, cfg Config) (*ToolchainInputs, error) {
+	return resolve(ctx, cfg, nil)
+}
+
+// resolve is Resolve; watch, when set, is called with every directory whose
+// change may change the resolution (beyond the content roots, which
+// Capture reports): the PTO-ISA worktree and its .git directory, the ptoas
+// root and launcher directory, the CANN root and its info files'
+// directories.
+func resolve(ctx context.Context, cfg Config, watch func(string) error) (*ToolchainInputs, error) {
 	policy := cfg.Policy
 	if policy == "" {
 		p, err := ParsePolicy(cfg.getenv(PolicyEnv))
@@ -59,17 +68,60 @@ func Resolve(ctx context.Context, cfg Config) (*ToolchainInputs, error) {
 	in.Pypto = rootInputs(cfg.PyptoRoot, "PyPTO", "--pypto-root")
 	in.Runtime = rootInputs(cfg.RuntimeRoot, "runtime", "--runtime-root")
 	var wg sync.WaitGroup
-	wg.Go(func() { in.PtoIsa = resolvePtoIsa(ctx, &cfg, nil) })
-	wg.Go(func() { in.Ptoas, in.PtoasLauncher = resolvePtoas(ctx, &cfg) })
+	var watchErr error
+	var wmu sync.Mutex
+	note := func(dir string) {
+		if watch == nil || dir == "" {
+			return
+		}
+		wmu.Lock()
+		defer wmu.Unlock()
+		if err := watch(dir); err != nil && watchErr == nil {
+			watchErr = err
+		}
+	}
+	wg.Go(func() {
+		in.PtoIsa = resolvePtoIsa(ctx, &cfg, func(d string) error { note(d); return nil })
+		if root := firstRoot(in.PtoIsa); root != "" {
+			note(filepath.Join(root, ".git"))
+		}
+	})
+	wg.Go(func() {
+		in.Ptoas, in.PtoasLauncher = resolvePtoas(ctx, &cfg)
+		if in.PtoasLauncher != "" {
+			note(filepath.Dir(in.PtoasLauncher))
+		}
+	})
 	wg.Go(func() {
 		if IsSim(cfg.Platform) {
 			in.DeviceToolchain, in.HostCC, in.HostCXX = resolveHostCompiler(ctx, &cfg)
 		} else {
 			in.DeviceToolchain = resolveCann(&cfg)
+			root := cfg.CannRoot
+			if root == "" {
+				root = cfg.getenv(CannRootEnv)
+			}
+			if root != "" {
+				note(root)
+				dirs, _ := filepath.Glob(filepath.Join(root, "*-linux"))
+				for _, d := range dirs {
+					note(d)
+				}
+			}
 		}
 	})
 	wg.Wait()
+	if watchErr != nil {
+		return in, watchErr
+	}
 	return in, nil
+}
+
+func firstRoot(ci ComponentInputs) string {
+	if len(ci.Roots) == 0 {
+		return ""
+	}
+	return ci.Roots[0].Path()
 }
 
 // rootInputs is the whole-content inventory of one root directory.

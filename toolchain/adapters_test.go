@@ -1,0 +1,326 @@
+package toolchain
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/ptojit/ptojit/inventory"
+)
+
+// makeCann writes a CANN-like installation: the toolkit for aarch64-linux
+// with its info file, arm64-linux a symlink to it, and a compiler.
+func makeCann(t *testing.T, info string) string {
+	t.Helper()
+	root := filepath.Join(t.TempDir(), "ascend-toolkit", "latest")
+	writeFiles(t, root, map[string]string{
+		"aarch64-linux/" + CannInfoFile:      info,
+		"aarch64-linux/lib64/libascendcl.so": "\x7fELF fake",
+		"compiler/bin/ccec":                  "#!/bin/sh\n",
+		"arm64-linux":                        "->aarch64-linux",
+	})
+	return root
+}
+
+const cannInfo = "package_name=Ascend-cann-toolkit\nversion=8.0.RC1\ninnerversion=V100R001C17SPC001B225\narch=aarch64\nos=linux\n"
+
+func TestCannInnerversion(t *testing.T) {
+	root := makeCann(t, cannInfo)
+	ci := resolveCann(&Config{CannRoot: root})
+	if ci.UnavailableReason != "" || ci.ReportedVersion != "innerversion=V100R001C17SPC001B225" || len(ci.Roots) != 0 {
+		t.Fatalf("innerversion must win, symlinked duplicate is one candidate: %+v", ci)
+	}
+	// version only.
+	root = makeCann(t, "version=8.0.RC1\n")
+	if ci := resolveCann(&Config{CannRoot: root}); ci.ReportedVersion != "version=8.0.RC1" {
+		t.Fatalf("version: %+v", ci)
+	}
+	// ASCEND_HOME_PATH is the default root.
+	env := map[string]string{CannRootEnv: root}
+	if ci := resolveCann(&Config{Getenv: func(k string) string { return env[k] }}); ci.ReportedVersion != "version=8.0.RC1" {
+		t.Fatalf("env root: %+v", ci)
+	}
+}
+
+func TestCannUnexpectedReadsContents(t *testing.T) {
+	cases := map[string]func(t *testing.T) string{
+		"two_distinct_info_files": func(t *testing.T) string {
+			root := makeCann(t, cannInfo)
+			writeFiles(t, root, map[string]string{"x86_64-linux/" + CannInfoFile: cannInfo})
+			return root
+		},
+		"no_info_file": func(t *testing.T) string {
+			root := makeCann(t, cannInfo)
+			os.Remove(filepath.Join(root, "aarch64-linux", CannInfoFile))
+			return root
+		},
+		"empty_value": func(t *testing.T) string { return makeCann(t, "innerversion=\nversion=\n") },
+		"unparsable":  func(t *testing.T) string { return makeCann(t, "innerversion V1\n") },
+		"conflicting": func(t *testing.T) string { return makeCann(t, "innerversion=A\ninnerversion=B\n") },
+	}
+	for name, mk := range cases {
+		t.Run(name, func(t *testing.T) {
+			root := mk(t)
+			ci := resolveCann(&Config{CannRoot: root})
+			if ci.UnavailableReason != "" || ci.ReportedVersion != "" || len(ci.Roots) != 1 || ci.Roots[0].Path() != root {
+				t.Fatalf("must read every input: %+v", ci)
+			}
+		})
+	}
+}
+
+func TestCannDeclaredRootsAlwaysRead(t *testing.T) {
+	root := makeCann(t, cannInfo)
+	extra := t.TempDir()
+	ci := resolveCann(&Config{CannRoot: root, DeviceRoots: []string{extra}})
+	if ci.ReportedVersion == "" || len(ci.Roots) != 1 || ci.Roots[0].Path() != extra {
+		t.Fatalf("%+v", ci)
+	}
+	root = makeCann(t, "")
+	ci = resolveCann(&Config{CannRoot: root, DeviceRoots: []string{extra}})
+	if len(ci.Roots) != 2 {
+		t.Fatalf("%+v", ci)
+	}
+	if ci := resolveCann(&Config{}); ci.UnavailableReason == "" {
+		t.Fatal("no root must be unavailable")
+	}
+}
+
+// makePtoas writes a ptoas root whose launcher prints version.
+func makePtoas(t *testing.T, script string) string {
+	t.Helper()
+	root := filepath.Join(t.TempDir(), "ptoas")
+	writeFiles(t, root, map[string]string{"bin/ptoas": script, "lib/ptoas.py": "print()\n"})
+	if err := os.Chmod(filepath.Join(root, "bin", "ptoas"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return root
+}
+
+func TestPtoasVersion(t *testing.T) {
+	root := makePtoas(t, "#!/bin/sh\nprintf 'ptoas 0.9.1\\nbuilt with LLVM 19\\n'\n")
+	cfg := &Config{PtoasRoot: root}
+	ci, launcher := resolvePtoas(context.Background(), cfg)
+	if ci.UnavailableReason != "" || ci.ReportedVersion != "ptoas 0.9.1\nbuilt with LLVM 19\n" || len(ci.Roots) != 0 {
+		t.Fatalf("complete --version text: %+v", ci)
+	}
+	if launcher != filepath.Join(root, "bin", "ptoas") {
+		t.Fatalf("launcher %q", launcher)
+	}
+	// A dev build's suffix changes the identity.
+	dev := makePtoas(t, "#!/bin/sh\nprintf 'ptoas 0.9.1.dev4+gdeadbee\\nbuilt with LLVM 19\\n'\n")
+	cd, _ := resolvePtoas(context.Background(), &Config{PtoasRoot: dev})
+	a := contentIdentity(Ptoas, ci, optsNone)
+	b := contentIdentity(Ptoas, cd, optsNone)
+	if a.Digest == b.Digest || a.Unavailable != "" || b.Unavailable != "" {
+		t.Fatal("dev build shares the release's identity")
+	}
+	// PTOAS_ROOT is the default.
+	env := map[string]string{PtoasRootEnv: root}
+	if ci, _ := resolvePtoas(context.Background(), &Config{Getenv: func(k string) string { return env[k] }}); ci.ReportedVersion == "" {
+		t.Fatal("PTOAS_ROOT not used")
+	}
+}
+
+func TestPtoasFailedProbeReadsContents(t *testing.T) {
+	for name, script := range map[string]string{
+		"exit_status": "#!/bin/sh\necho 'unknown option' >&2\nexit 3\n",
+		"no_output":   "#!/bin/sh\n",
+	} {
+		t.Run(name, func(t *testing.T) {
+			root := makePtoas(t, script)
+			ci, launcher := resolvePtoas(context.Background(), &Config{PtoasRoot: root})
+			if ci.UnavailableReason != "" || ci.ReportedVersion != "" || len(ci.Roots) != 1 || ci.Roots[0].Path() != root || launcher == "" {
+				t.Fatalf("failed probe must fall back to contents: %+v", ci)
+			}
+		})
+	}
+}
+
+func TestPtoasMissing(t *testing.T) {
+	for name, cfg := range map[string]*Config{
+		"no_root":      {},
+		"missing_root": {PtoasRoot: filepath.Join(t.TempDir(), "none")},
+		"no_launcher":  {PtoasRoot: t.TempDir()},
+	} {
+		t.Run(name, func(t *testing.T) {
+			ci, launcher := resolvePtoas(context.Background(), cfg)
+			if ci.UnavailableReason == "" || launcher != "" {
+				t.Fatalf("%+v %q", ci, launcher)
+			}
+		})
+	}
+}
+
+// TestResolveMissingPtoas: a missing ptoas makes the identity unusable,
+// with the reason, and the other four components are still reported.
+func TestResolveMissingPtoas(t *testing.T) {
+	dir := t.TempDir()
+	writeFiles(t, dir, map[string]string{"pypto/pypto/__init__.py": "", "pypto/pypto/_core.so": "elf", "runtime/src/rt.cpp": "int x;"})
+	isa, pin := newIsaRepo(t)
+	cann := makeCann(t, cannInfo)
+	cfg := Config{
+		Platform: "a2a3", PyptoRoot: filepath.Join(dir, "pypto"), RuntimeRoot: filepath.Join(dir, "runtime"),
+		PtoIsaRoot: isa, PtoIsaPin: pin, CannRoot: cann,
+		Getenv: func(string) string { return "" },
+	}
+	in, err := Resolve(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	id, err := NewInstallationIdentityCache(Options{}).Capture(context.Background(), in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if id.Usable || !id.Digest.IsZero() {
+		t.Fatal("usable without ptoas")
+	}
+	for _, ci := range id.Components {
+		switch {
+		case ci.Name == Ptoas && !strings.Contains(ci.Unavailable, "ptoas root"):
+			t.Errorf("ptoas reason %q", ci.Unavailable)
+		case ci.Name != Ptoas && (ci.Unavailable != "" || ci.Digest.IsZero()):
+			t.Errorf("%s not reported: %+v", ci.Name, ci)
+		}
+	}
+	if got := id.Components[2].Evidence["verified_revision"]; got == nil {
+		t.Errorf("pto_isa evidence %v", id.Components[2].Evidence)
+	}
+	if got := id.Components[4].Evidence["reported_version"]; got == nil {
+		t.Errorf("device evidence %v", id.Components[4].Evidence)
+	}
+	// With ptoas, usable.
+	cfg.PtoasRoot = makePtoas(t, "#!/bin/sh\necho ptoas 1.0\n")
+	in, _ = Resolve(context.Background(), cfg)
+	if id, _ = NewInstallationIdentityCache(Options{}).Capture(context.Background(), in); !id.Usable {
+		t.Fatalf("not usable: %v", id.Reasons())
+	}
+	if in.PtoasLauncher == "" {
+		t.Fatal("launcher not exposed")
+	}
+	// Bad config.
+	if _, err := Resolve(context.Background(), Config{Platform: "x86"}); err == nil {
+		t.Fatal("unknown platform accepted")
+	}
+	if _, err := Resolve(context.Background(), Config{Platform: "a5", Policy: "fast"}); err == nil {
+		t.Fatal("unknown policy accepted")
+	}
+	env := map[string]string{PolicyEnv: "build", EpochEnv: "7"}
+	in, err = Resolve(context.Background(), Config{Platform: "a5", Getenv: func(k string) string { return env[k] }})
+	if err != nil || in.Policy != PolicyBuild || in.Epoch != "7" {
+		t.Fatalf("PYPTO_CACHE_IDENTITY: %v %+v", err, in)
+	}
+}
+
+var optsNone = contentOpts()
+
+func hostCompilerOrSkip(t *testing.T) {
+	t.Helper()
+	for _, c := range []string{"cc", "c++"} {
+		if _, err := exec.LookPath(c); err != nil {
+			t.Skip("no host compiler")
+		}
+	}
+}
+
+func TestHostCompiler(t *testing.T) {
+	hostCompilerOrSkip(t)
+	cfg := &Config{}
+	ci, cc, cxx := resolveHostCompiler(context.Background(), cfg)
+	if os.Getenv("LD_PRELOAD") != "" || os.Getenv("GCC_EXEC_PREFIX") != "" || os.Getenv("COMPILER_PATH") != "" || os.Getenv("LD_AUDIT") != "" {
+		t.Skip("tool_resolution variables set in the test environment")
+	}
+	if ci.UnavailableReason != "" {
+		t.Fatal(ci.UnavailableReason)
+	}
+	if !filepath.IsAbs(cc) || !filepath.IsAbs(cxx) {
+		t.Fatalf("paths %q %q", cc, cxx)
+	}
+	if !strings.HasPrefix(ci.ReportedVersion, "cc --version:\n") || !strings.Contains(ci.ReportedVersion, "c++ --version:\n") {
+		t.Fatalf("version %q", ci.ReportedVersion)
+	}
+	paths := map[string]bool{}
+	for _, r := range ci.Roots {
+		paths[r.Path()] = true
+	}
+	if !paths[cc] || !paths[cxx] {
+		t.Errorf("drivers not among the roots: %v", paths)
+	}
+	// The include directories are covered by some root.
+	hc, err := ProbeHostCompiler(context.Background(), cfg, cc, cxx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(hc.IncludeDirs) == 0 {
+		t.Fatal("no include directories")
+	}
+	for _, d := range append(hc.IncludeDirs, hc.Programs...) {
+		res, _ := filepath.EvalSymlinks(d)
+		covered := false
+		for _, r := range ci.Roots {
+			rr, _ := filepath.EvalSymlinks(r.Path())
+			if within(res, rr) {
+				covered = true
+			}
+		}
+		if !covered {
+			t.Errorf("%s not covered by a root", d)
+		}
+	}
+}
+
+func TestHostCompilerSelection(t *testing.T) {
+	hostCompilerOrSkip(t)
+	// A fake compiler named by CC is what runs, and a tool_resolution
+	// variable makes the component unavailable but still names the tools.
+	bin := t.TempDir()
+	writeFiles(t, bin, map[string]string{"mycc": "#!/bin/sh\nexec cc \"$@\"\n"})
+	os.Chmod(filepath.Join(bin, "mycc"), 0o755)
+	env := map[string]string{"CC": "mycc", "PATH": bin + string(os.PathListSeparator) + os.Getenv("PATH")}
+	cfg := &Config{Getenv: func(k string) string { return env[k] }}
+	ci, cc, _ := resolveHostCompiler(context.Background(), cfg)
+	if cc != filepath.Join(bin, "mycc") || ci.UnavailableReason != "" {
+		t.Fatalf("CC selection: %q %+v", cc, ci.UnavailableReason)
+	}
+	for _, v := range ToolResolutionVars {
+		env[v] = "x"
+		ci, cc, _ := resolveHostCompiler(context.Background(), cfg)
+		if !strings.Contains(ci.UnavailableReason, v) || cc == "" {
+			t.Errorf("%s: %q", v, ci.UnavailableReason)
+		}
+		delete(env, v)
+	}
+	env["CC"] = "ccache cc"
+	if ci, _, _ := resolveHostCompiler(context.Background(), cfg); ci.UnavailableReason == "" {
+		t.Error("CC with arguments accepted")
+	}
+	env["CC"] = "no-such-compiler"
+	if ci, _, _ := resolveHostCompiler(context.Background(), cfg); ci.UnavailableReason == "" {
+		t.Error("missing compiler accepted")
+	}
+}
+
+func TestParseIncludeDirs(t *testing.T) {
+	out := "ignoring nonexistent directory \"/x\"\n#include \"...\" search starts here:\n /q\n#include <...> search starts here:\n /usr/lib/gcc/x86_64-linux-gnu/12/include\n /usr/include\n /Library/Frameworks (framework directory)\n relative\nEnd of search list.\n /after\n"
+	got := strings.Join(ParseIncludeDirs(out), ",")
+	if got != "/q,/usr/lib/gcc/x86_64-linux-gnu/12/include,/usr/include,/Library/Frameworks" {
+		t.Fatalf("got %s", got)
+	}
+}
+
+func TestParseCannInfo(t *testing.T) {
+	m, err := ParseCannInfo([]byte("# c\n\n version = \"8.0\" \ninnerversion='V1'\nk=v=w\n"))
+	if err != nil || m["version"] != "8.0" || m["innerversion"] != "V1" || m["k"] != "v=w" {
+		t.Fatalf("%v %v", m, err)
+	}
+	for _, bad := range []string{"novalue\n", "=v\n", "a=1\na=2\n", "a=\x00\n"} {
+		if _, err := ParseCannInfo([]byte(bad)); err == nil {
+			t.Errorf("%q accepted", bad)
+		}
+	}
+}
+
+func contentOpts() inventory.FingerprintOptions { return inventory.FingerprintOptions{} }
