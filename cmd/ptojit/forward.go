@@ -9,6 +9,7 @@ import (
 	"syscall"
 
 	"github.com/ptojit/ptojit/cmd/internal/cli"
+	"github.com/ptojit/ptojit/cmd/internal/clientcmd"
 )
 
 // engineName is the engine's executable name.
@@ -58,6 +59,9 @@ func findEngine(env *cli.Env) (string, error) {
 func forward(ctx context.Context, env *cli.Env, args []string) (bool, error) {
 	if !isEngineCommand(args[0]) {
 		return false, nil
+	}
+	if ok, err := clientcmd.ViaDaemon(env, args, func() (string, error) { return findEngine(env) }); ok {
+		return true, err
 	}
 	path, err := findEngine(env)
 	if err != nil {

@@ -31,5 +31,11 @@ func program() *cli.Program {
 }
 
 func main() {
-	os.Exit(program().Main(context.Background(), cli.OSEnv("ptojit"), os.Args[1:]))
+	env := cli.OSEnv("ptojit")
+	args := os.Args[1:]
+	// Commands that use the store go to the daemon, as from the client.
+	if ok, err := clientcmd.ViaDaemon(env, args, os.Executable); ok {
+		os.Exit(cli.Report(env, "ptojit", err))
+	}
+	os.Exit(program().Main(context.Background(), env, args))
 }

@@ -175,6 +175,15 @@ func Listen(cfg Config) (*Server, error) {
 	return &Server{cfg: cfg, ln: ln, lock: lock, stop: make(chan struct{}), started: now, lastDone: now}, nil
 }
 
+// SetHandler sets the handler of OpRun requests; call it before Serve.
+func (s *Server) SetHandler(h Handler) { s.cfg.Handler = h }
+
+// SetStatus sets the reporter of OpStatus requests; call it before Serve.
+func (s *Server) SetStatus(f func() any) { s.cfg.Status = f }
+
+// Done is closed when shutdown begins.
+func (s *Server) Done() <-chan struct{} { return s.stop }
+
 // Shutdown begins an orderly shutdown; reason is logged and reported.
 func (s *Server) Shutdown(reason string) {
 	s.stopOnce.Do(func() {

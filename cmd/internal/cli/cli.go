@@ -46,6 +46,10 @@ type Env struct {
 	Prog string
 	// StderrIsTerminal enables progress bars.
 	StderrIsTerminal bool
+	// Environ is the environment tools run with, as "NAME=value" strings
+	// (the client's, when the daemon runs a command); nil means the
+	// process's own.
+	Environ []string
 	// Dir is the working directory relative paths are resolved against
 	// (the client's, when the daemon runs a command); "" means the
 	// process's own.
@@ -186,15 +190,20 @@ type Program struct {
 // Main runs the program with args (without the program name) and returns
 // the exit code, printing any error to env.Stderr.
 func (p *Program) Main(ctx context.Context, env *Env, args []string) int {
-	err := p.Run(ctx, env, args)
+	return Report(env, p.Name, p.Run(ctx, env, args))
+}
+
+// Report prints err (if any) to env.Stderr as the program prog and returns
+// the exit code for it.
+func Report(env *Env, prog string, err error) int {
 	if err != nil {
 		var ee *ExitError
 		if !errors.As(err, &ee) || ee.Err != nil {
-			fmt.Fprintf(env.Stderr, "%s: %v\n", p.Name, err)
+			fmt.Fprintf(env.Stderr, "%s: %v\n", prog, err)
 		}
 		var ue *UsageError
 		if errors.As(err, &ue) {
-			fmt.Fprintf(env.Stderr, "Run '%s help' for usage.\n", p.Name)
+			fmt.Fprintf(env.Stderr, "Run '%s help' for usage.\n", prog)
 		}
 	}
 	return ExitCode(err)

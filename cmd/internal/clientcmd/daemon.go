@@ -1,0 +1,136 @@
+package clientcmd
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/ptojit/ptojit/api"
+	"github.com/ptojit/ptojit/cmd/internal/cli"
+)
+
+// DaemonServed are the commands that run in the daemon, which owns the
+// store, unless the daemon is disabled.
+var DaemonServed = []string{"build", "cache", "key"}
+
+// DaemonDisabled reports whether args should run in the calling process:
+// PTOJIT_DAEMON=0 (or false/no/off), --no-daemon among the arguments, or
+// PTOJIT_CACHE_READONLY set (a read-only store is opened in-process).
+func DaemonDisabled(env *cli.Env, args []string) bool {
+	switch strings.ToLower(env.Getenv("PTOJIT_DAEMON")) {
+	case "0", "false", "no", "off":
+		return true
+	}
+	switch strings.ToLower(env.Getenv("PTOJIT_CACHE_READONLY")) {
+	case "1", "true", "yes":
+		return true
+	}
+	return slices.Contains(args, "--no-daemon")
+}
+
+// flagValue returns the value of --name in args ("--name v" or
+// "--name=v").
+func flagValue(args []string, name string) string {
+	for i, a := range args {
+		if a == "--"+name && i+1 < len(args) {
+			return args[i+1]
+		}
+		if v, ok := strings.CutPrefix(a, "--"+name+"="); ok {
+			return v
+		}
+	}
+	return ""
+}
+
+// readsStdin reports whether the command line names standard input.
+func readsStdin(args []string) bool {
+	for _, a := range args[1:] {
+		if a == "-" || strings.HasSuffix(a, "=-") {
+			return true
+		}
+	}
+	return false
+}
+
+// ViaDaemon runs args in the daemon of their cache directory, starting the
+// daemon (engine is the ptojitd executable) when none answers. It reports
+// false when args are not served by the daemon or the daemon is disabled;
+// the caller then runs them itself. A daemon that dies while it serves the
+// request is replaced and the request sent once more (every served command
+// can be repeated safely).
+func ViaDaemon(env *cli.Env, args []string, engine func() (string, error)) (bool, error) {
+	if len(args) == 0 || !slices.Contains(DaemonServed, args[0]) || DaemonDisabled(env, args) {
+		return false, nil
+	}
+	for _, a := range args {
+		if a == "-h" || a == "--help" {
+			return false, nil // help needs no daemon
+		}
+	}
+	cacheDir := flagValue(args, "cache-dir")
+	if cacheDir == "" {
+		d, err := api.CacheDir(env.Getenv)
+		if err != nil {
+			return true, err
+		}
+		cacheDir = d
+	}
+	cacheDir = filepath.Clean(env.Abs(cacheDir))
+	ddir := api.DaemonDir(cacheDir, env.Getenv)
+	dir := env.Dir
+	if dir == "" {
+		wd, err := os.Getwd()
+		if err != nil {
+			return true, err
+		}
+		dir = wd
+	}
+	environ := env.Environ
+	if environ == nil {
+		environ = os.Environ()
+	}
+	req := &api.DaemonRequest{Op: api.OpRun, Args: args, Dir: dir, Env: environ}
+	if readsStdin(args) {
+		b, err := io.ReadAll(io.LimitReader(env.Stdin, api.MaxDaemonRequest))
+		if err != nil {
+			return true, err
+		}
+		req.Stdin = b
+	}
+	start := func() error {
+		exe, err := engine()
+		if err != nil {
+			return err
+		}
+		return api.EnsureDaemon(api.DaemonStart{Dir: ddir, Engine: exe,
+			Args: []string{"daemon", "run", "--cache-dir", cacheDir, "--ready-fd", "3"}})
+	}
+	sock := api.SocketPath(ddir)
+	resp, err := api.CallDaemon(sock, req)
+	for attempt := 0; err != nil && attempt < 2; attempt++ {
+		var lost *api.DaemonLostError
+		if errors.As(err, &lost) {
+			if attempt > 0 {
+				break
+			}
+			fmt.Fprintf(env.Stderr, "%s: %v; starting a new daemon and sending the request again\n", env.Prog, err)
+		}
+		if serr := start(); serr != nil {
+			return true, serr
+		}
+		resp, err = api.CallDaemon(sock, req)
+	}
+	if err != nil {
+		return true, fmt.Errorf("daemon: %w", err)
+	}
+	env.Stdout.Write(resp.Stdout)
+	env.Stderr.Write(resp.Stderr)
+	if resp.Error != "" {
+		return true, &cli.ExitError{Code: max(resp.Exit, cli.ExitFailure), Err: errors.New("daemon: " + resp.Error)}
+	}
+	return true, cli.Exit(resp.Exit)
+}

@@ -1,0 +1,387 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/spf13/pflag"
+
+	"github.com/ptojit/ptojit/api"
+	"github.com/ptojit/ptojit/cache"
+	"github.com/ptojit/ptojit/cmd/internal/cli"
+	"github.com/ptojit/ptojit/jit/daemon"
+	"github.com/ptojit/ptojit/toolchain"
+)
+
+// DefaultIdle is how long a daemon without requests lives.
+const DefaultIdle = 10 * time.Minute
+
+// daemonServed are the commands a client sends to the daemon: those that
+// use the store, which only the daemon may open while it runs.
+var daemonServed = map[string]bool{"build": true, "key": true, "cache": true}
+
+type daemonOptions struct {
+	cacheDir string
+	maxSize  string
+	idle     time.Duration
+	readyFD  int
+	json     bool
+}
+
+func daemonFlags(fs *pflag.FlagSet, o *daemonOptions, lifetime bool) {
+	fs.StringVar(&o.cacheDir, "cache-dir", "", "the cache directory the daemon owns (default: PTOJIT_CACHE_DIR or the user cache directory)")
+	if lifetime {
+		fs.DurationVar(&o.idle, "idle", DefaultIdle, "exit after this long without requests (0: never)")
+		fs.StringVar(&o.maxSize, "max-size", "", "the cache size limit kept by trimming while idle (default: PTOJIT_CACHE_MAX_SIZE or 5G)")
+	}
+}
+
+func init() {
+	register(&cli.Command{
+		Name:    "daemon",
+		Usage:   "daemon start|stop|status|run",
+		Summary: "start, stop or query the local daemon that owns the cache",
+		Long: `The daemon owns the artifact cache (one process per cache directory may
+open it) and remembers installation identities between builds, watching
+their files so that a change is seen at once. ptojit build, key and cache
+start it on demand and send their work to it; PTOJIT_DAEMON=0 or
+--no-daemon (build) runs them in the calling process instead.
+
+Its socket, start lock and log live in $XDG_RUNTIME_DIR/ptojit/<id>, else in
+<cache-dir>/daemon: a 0700 directory; the socket is 0600 and the daemon
+serves only its own user. It exits after --idle without requests (default
+10m), on "ptojit daemon stop", or on SIGTERM, finishing the requests in
+flight first.`,
+		Subcommands: []*cli.Command{
+			{
+				Name: "start", Usage: "daemon start [--cache-dir D] [--idle D] [--max-size S]",
+				Summary: "start the daemon unless one is running",
+				Setup: func(fs *pflag.FlagSet) cli.RunFunc {
+					var o daemonOptions
+					daemonFlags(fs, &o, true)
+					return func(ctx context.Context, env *cli.Env, args []string) error {
+						if len(args) > 0 {
+							return cli.Usagef("daemon start: unexpected argument %q", args[0])
+						}
+						dir, err := daemonCacheDir(env, o.cacheDir)
+						if err != nil {
+							return err
+						}
+						ddir := api.DaemonDir(dir, env.Getenv)
+						if err := ensureDaemon(env, dir, o.idle, o.maxSize); err != nil {
+							return err
+						}
+						resp, err := api.CallDaemon(api.SocketPath(ddir), &api.DaemonRequest{Op: api.OpPing})
+						if err != nil {
+							return err
+						}
+						fmt.Fprintf(env.Stdout, "daemon running, pid %d\n", resp.PID)
+						return nil
+					}
+				},
+			},
+			{
+				Name: "stop", Usage: "daemon stop [--cache-dir D]",
+				Summary: "stop the daemon after the requests in flight",
+				Setup: func(fs *pflag.FlagSet) cli.RunFunc {
+					var o daemonOptions
+					daemonFlags(fs, &o, false)
+					return func(ctx context.Context, env *cli.Env, args []string) error {
+						return runDaemonStop(env, o)
+					}
+				},
+			},
+			{
+				Name: "status", Usage: "daemon status [--cache-dir D] [--json]",
+				Summary: "say whether the daemon runs, and what it holds",
+				Long:    "Exit status 0 when a daemon answers, 1 when none runs.",
+				Setup: func(fs *pflag.FlagSet) cli.RunFunc {
+					var o daemonOptions
+					daemonFlags(fs, &o, false)
+					fs.BoolVar(&o.json, "json", false, "print JSON")
+					return func(ctx context.Context, env *cli.Env, args []string) error {
+						return runDaemonStatus(env, o)
+					}
+				},
+			},
+			{
+				Name: "run", Usage: "daemon run [--cache-dir D] [--idle D] [--max-size S]",
+				Summary: "run the daemon in the foreground (what start runs)",
+				Setup: func(fs *pflag.FlagSet) cli.RunFunc {
+					var o daemonOptions
+					daemonFlags(fs, &o, true)
+					fs.IntVar(&o.readyFD, "ready-fd", -1, "write \"ready\" to this file descriptor once serving")
+					fs.MarkHidden("ready-fd")
+					return func(ctx context.Context, env *cli.Env, args []string) error {
+						return runDaemon(ctx, env, o)
+					}
+				},
+			},
+		},
+	})
+}
+
+func daemonCacheDir(env *cli.Env, flag string) (string, error) {
+	dir := flag
+	if dir == "" {
+		d, err := cache.DefaultDir(env.Getenv)
+		if err != nil {
+			return "", err
+		}
+		dir = d
+	}
+	return filepath.Clean(env.Abs(dir)), nil
+}
+
+// ensureDaemon starts the daemon for cacheDir unless one answers.
+func ensureDaemon(env *cli.Env, cacheDir string, idle time.Duration, maxSize string) error {
+	exe, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	args := []string{"daemon", "run", "--cache-dir", cacheDir, "--ready-fd", "3", "--idle", idle.String()}
+	if maxSize != "" {
+		args = append(args, "--max-size", maxSize)
+	}
+	return api.EnsureDaemon(api.DaemonStart{Dir: api.DaemonDir(cacheDir, env.Getenv), Engine: exe, Args: args, Env: env.Environ})
+}
+
+func runDaemonStop(env *cli.Env, o daemonOptions) error {
+	dir, err := daemonCacheDir(env, o.cacheDir)
+	if err != nil {
+		return err
+	}
+	ddir := api.DaemonDir(dir, env.Getenv)
+	resp, err := api.CallDaemon(api.SocketPath(ddir), &api.DaemonRequest{Op: api.OpStop})
+	if err != nil {
+		fmt.Fprintln(env.Stdout, "no daemon running")
+		return nil
+	}
+	// The daemon holds its lock until it has exited: wait for it.
+	if f, err := os.Open(filepath.Join(ddir, "daemon.lock")); err == nil {
+		for syscall.Flock(int(f.Fd()), syscall.LOCK_SH) == syscall.EINTR {
+		}
+		f.Close()
+	}
+	fmt.Fprintf(env.Stdout, "daemon %d stopped\n", resp.PID)
+	return nil
+}
+
+// daemonStatus is what `daemon status --json` prints.
+type daemonStatus struct {
+	Running    bool               `json:"running"`
+	CacheDir   string             `json:"cache_dir"`
+	Server     *daemon.Info       `json:"server,omitempty"`
+	Memoized   int                `json:"memoized_components"`
+	Watch      daemon.WatchStatus `json:"watch"`
+	Cache      *cache.Stats       `json:"cache,omitempty"`
+	LastTrim   string             `json:"last_trim,omitempty"`
+	TrimErrors string             `json:"trim_error,omitempty"`
+}
+
+func runDaemonStatus(env *cli.Env, o daemonOptions) error {
+	dir, err := daemonCacheDir(env, o.cacheDir)
+	if err != nil {
+		return err
+	}
+	resp, err := api.CallDaemon(api.SocketPath(api.DaemonDir(dir, env.Getenv)), &api.DaemonRequest{Op: api.OpStatus})
+	st := daemonStatus{CacheDir: dir}
+	if err == nil && resp.Error == "" {
+		if err := json.Unmarshal(resp.Status, &st); err != nil {
+			return fmt.Errorf("daemon status: %w", err)
+		}
+		st.Running = true
+	}
+	if o.json {
+		if err := cli.WriteJSON(env.Stdout, st); err != nil {
+			return err
+		}
+	} else if !st.Running {
+		fmt.Fprintf(env.Stdout, "no daemon running for %s\n", dir)
+	} else {
+		w := env.Stdout
+		fmt.Fprintf(w, "daemon pid %d, up %s, serving %s\n", st.Server.PID, time.Duration(st.Server.Uptime*float64(time.Second)).Round(time.Second), st.CacheDir)
+		fmt.Fprintf(w, "requests: %d served, %d in flight, %d refused; exits after %s idle\n", st.Server.Served, st.Server.InFlight, st.Server.Refused, time.Duration(st.Server.IdleExit*float64(time.Second)))
+		fmt.Fprintf(w, "identities: %d components memoized; %d directories watched, %d events, %d memos dropped, %d queue overflows\n",
+			st.Memoized, st.Watch.WatchedDirs, st.Watch.Events, st.Watch.Forgotten, st.Watch.Overflows)
+		if st.Watch.Note != "" {
+			fmt.Fprintf(w, "note: %s\n", strings.TrimPrefix(st.Watch.Note, "; "))
+			for d, why := range st.Watch.Unwatchable {
+				fmt.Fprintf(w, "  unwatchable %s: %s\n", d, why)
+			}
+		}
+		if st.Cache != nil {
+			fmt.Fprintf(w, "cache: %d entries, %d bytes of %d; %d hits, %d misses, %d uncached\n", st.Cache.Entries, st.Cache.Bytes, st.Cache.MaxBytes, st.Cache.Hits, st.Cache.Misses, st.Cache.Uncached)
+		}
+		if st.LastTrim != "" {
+			fmt.Fprintf(w, "last trim: %s\n", st.LastTrim)
+		}
+	}
+	if !st.Running {
+		return cli.Exit(cli.ExitFailure)
+	}
+	return nil
+}
+
+// forgetter lets the watcher reach the identity memo created after it.
+type forgetter struct{ ids *toolchain.InstallationIdentityCache }
+
+func (f *forgetter) Forget(p string) int { return f.ids.Forget(p) }
+func (f *forgetter) ForgetAll()          { f.ids.ForgetAll() }
+
+func runDaemon(ctx context.Context, env *cli.Env, o daemonOptions) error {
+	var ready *os.File
+	if o.readyFD >= 0 {
+		ready = os.NewFile(uintptr(o.readyFD), "ready")
+	}
+	dir, err := daemonCacheDir(env, o.cacheDir)
+	if err != nil {
+		return err
+	}
+	opt, err := cache.EnvOptions(env.Getenv)
+	if err != nil {
+		return cli.Usagef("daemon: %v", err)
+	}
+	if o.maxSize != "" {
+		if opt.MaxBytes, err = cache.ParseSize(o.maxSize); err != nil {
+			return cli.Usagef("daemon: --max-size: %v", err)
+		}
+	}
+	logf := func(format string, args ...any) {
+		fmt.Fprintf(env.Stderr, "%s ptojitd: %s\n", time.Now().Format(time.RFC3339), fmt.Sprintf(format, args...))
+	}
+	srv, err := daemon.Listen(daemon.Config{
+		Dir: api.DaemonDir(dir, env.Getenv), Idle: o.idle, Ready: ready, WaitLock: true, Logf: logf,
+	})
+	if err != nil {
+		return fmt.Errorf("daemon: %w", err)
+	}
+	store, err := cache.OpenWait(ctx, dir, opt)
+	if err != nil {
+		return fmt.Errorf("daemon: opening the cache: %w", err)
+	}
+	defer store.Close()
+	fwd := &forgetter{}
+	watcher, err := daemon.NewWatcher(fwd)
+	if err != nil {
+		return fmt.Errorf("daemon: %w", err)
+	}
+	defer watcher.Close()
+	fwd.ids = toolchain.NewInstallationIdentityCache(toolchain.Options{BeforeDir: watcher.BeforeDir})
+	ShareEngine(store, fwd.ids)
+
+	m := &maintenance{store: store, maxBytes: opt.MaxBytes, logf: logf}
+	srv.SetHandler(func(ctx context.Context, req *api.DaemonRequest) *api.DaemonResponse {
+		m.touch()
+		defer m.touch()
+		return serveCommand(ctx, req)
+	})
+	srv.SetStatus(func() any {
+		info := srv.Info()
+		st := daemonStatus{Running: true, CacheDir: dir, Server: &info, Memoized: fwd.ids.Len(), Watch: watcher.Status()}
+		if cs, err := store.Stats(context.Background()); err == nil {
+			st.Cache = cs
+		}
+		st.LastTrim, st.TrimErrors = m.last()
+		return st
+	})
+	go m.loop(ctx, srv)
+	return srv.Serve(ctx)
+}
+
+// serveCommand runs one client command in this process, against the shared
+// store and identity memo, with the client's environment and directory.
+func serveCommand(ctx context.Context, req *api.DaemonRequest) *api.DaemonResponse {
+	if len(req.Args) == 0 || !daemonServed[req.Args[0]] {
+		return &api.DaemonResponse{Error: fmt.Sprintf("the daemon does not serve %q", strings.Join(req.Args, " ")), Exit: cli.ExitUsage}
+	}
+	if !filepath.IsAbs(req.Dir) {
+		return &api.DaemonResponse{Error: "request without an absolute working directory", Exit: cli.ExitUsage}
+	}
+	vars := make(map[string]string, len(req.Env))
+	for _, kv := range req.Env {
+		if k, v, ok := strings.Cut(kv, "="); ok {
+			vars[k] = v
+		}
+	}
+	var stdout, stderr bytes.Buffer
+	env := &cli.Env{
+		Stdin:   bytes.NewReader(req.Stdin),
+		Stdout:  &stdout,
+		Stderr:  &stderr,
+		Getenv:  func(k string) string { return vars[k] },
+		Environ: req.Env,
+		Prog:    "ptojit",
+		Dir:     req.Dir,
+	}
+	code := program().Main(ctx, env, req.Args)
+	return &api.DaemonResponse{Stdout: stdout.Bytes(), Stderr: stderr.Bytes(), Exit: code}
+}
+
+// maintenance trims the cache to its limit (with value-log GC) once the
+// daemon has been idle for a while after serving requests.
+type maintenance struct {
+	store    cache.Store
+	maxBytes int64
+	logf     func(string, ...any)
+
+	mu       sync.Mutex // guards the fields below
+	lastUse  time.Time
+	dirty    bool // requests since the last trim
+	lastTrim string
+	trimErr  string
+}
+
+// trimAfter is the quiet time before the daemon trims.
+const trimAfter = 30 * time.Second
+
+func (m *maintenance) touch() {
+	m.mu.Lock()
+	m.lastUse, m.dirty = time.Now(), true
+	m.mu.Unlock()
+}
+
+func (m *maintenance) last() (string, string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.lastTrim, m.trimErr
+}
+
+func (m *maintenance) loop(ctx context.Context, srv *daemon.Server) {
+	tick := time.NewTicker(trimAfter / 3)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-srv.Done():
+			return
+		case <-tick.C:
+		}
+		m.mu.Lock()
+		due := m.dirty && time.Since(m.lastUse) >= trimAfter && srv.Info().InFlight == 0
+		m.mu.Unlock()
+		if !due {
+			continue
+		}
+		rep, err := m.store.Trim(ctx, m.maxBytes)
+		m.mu.Lock()
+		m.dirty = false
+		if err != nil && !errors.Is(err, context.Canceled) {
+			m.trimErr = err.Error()
+			m.logf("trim: %v", err)
+		} else if err == nil {
+			m.lastTrim = fmt.Sprintf("%s: %+v", time.Now().Format(time.RFC3339), *rep)
+		}
+		m.mu.Unlock()
+	}
+}
