@@ -233,7 +233,9 @@ func runDaemonStatus(env *cli.Env, o daemonOptions) error {
 }
 
 // forgetter lets the watcher reach the identity memo created after it.
-type forgetter struct{ ids *toolchain.InstallationIdentityCache }
+type forgetter struct {
+	ids *toolchain.InstallationIdentityCache
+}
 
 func (f *forgetter) Forget(p string) int { return f.ids.Forget(p) }
 func (f *forgetter) ForgetAll()          { f.ids.ForgetAll() }
