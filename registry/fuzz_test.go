@@ -2,6 +2,7 @@ package registry
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"regexp"
 	"testing"
@@ -75,39 +76,76 @@ func FuzzParseChipCallable(f *testing.F) {
 			f.Add(unhex(f, v.BlobHex))
 		}
 	}
-	f.Fuzz(func(t *testing.T, b []byte) {
-		c, err := ParseChipCallable(b)
-		_, herr := ChipHashid("a5sim", "rt", b)
-		if (err == nil) != (herr == nil) {
-			t.Fatalf("ParseChipCallable %v but ChipHashid %v", err, herr)
+	f.Fuzz(checkChipBlob)
+}
+
+// checkChipBlob holds the invariants of both ChipCallable fuzz targets.
+func checkChipBlob(t *testing.T, b []byte) {
+	c, err := ParseChipCallable(b)
+	_, herr := ChipHashid("a5sim", "rt", b)
+	if (err == nil) != (herr == nil) {
+		t.Fatalf("ParseChipCallable %v but ChipHashid %v", err, herr)
+	}
+	if err != nil {
+		if !errors.Is(err, CallableBlobInvalid) {
+			t.Fatalf("code %v", CodeOf(err))
 		}
-		if err != nil {
-			if !errors.Is(err, CallableBlobInvalid) {
-				t.Fatalf("code %v", CodeOf(err))
-			}
-			return
+		return
+	}
+	out, err := c.MarshalBinary()
+	if err != nil {
+		t.Fatalf("accepted blob does not marshal: %v", err)
+	}
+	if len(out) > len(b) {
+		t.Fatalf("canonical form (%d bytes) longer than the input (%d)", len(out), len(b))
+	}
+	if IsCanonical(b) != bytes.Equal(out, b) {
+		t.Fatal("IsCanonical disagrees with MarshalBinary")
+	}
+	c2, err := ParseChipCallable(out)
+	if err != nil {
+		t.Fatalf("canonical form rejected: %v", err)
+	}
+	out2, _ := c2.MarshalBinary()
+	if !bytes.Equal(out, out2) {
+		t.Fatal("canonical form is not a fixed point")
+	}
+	sig, _ := ChipSignature(b)
+	if SignatureSchemaHash(sig) != SignatureSchemaHash(c2.Signature) {
+		t.Fatal("signature changed through the canonical form")
+	}
+	offs, err := ChildOffsets(b)
+	if err != nil || len(offs) != len(c.Children) {
+		t.Fatalf("ChildOffsets: %v", err)
+	}
+}
+
+// FuzzChipCallableFields gives the fuzzer direct control of every field
+// that bounds a read (counts, sizes, offsets, the blob length), written into
+// the two-child hand blob; the fields a byte-level mutator rarely reaches in
+// a 10 KB input.
+func FuzzChipCallableFields(f *testing.F) {
+	f.Add(uint32(3), uint32(70), uint32(4), uint32(2), uint32(128), uint32(384), uint32(1), uint32(11), uint32(100), int16(0))
+	f.Add(uint32(0), uint32(0), uint32(0), uint32(0), uint32(0), uint32(0), uint32(0), uint32(0), uint32(0), int16(-1000))
+	f.Add(uint32(256), uint32(1<<31), uint32(63), uint32(1024), uint32(0xFFFFFFC0), uint32(64), uint32(32), uint32(0xFFFFFFFF), uint32(0), int16(64))
+	base := handBlob()
+	f.Fuzz(func(t *testing.T, sigCount, binSize, nameLen, childCount, off0, off1, coreSig0, coreSize0, coreSize1 uint32, grow int16) {
+		b := bytes.Clone(base)
+		le := binary.LittleEndian
+		le.PutUint32(b[offSigCount:], sigCount)
+		le.PutUint32(b[offBinarySize:], binSize)
+		le.PutUint32(b[offFuncNameLen:], nameLen)
+		le.PutUint32(b[offChildCount:], childCount)
+		le.PutUint32(b[offChildOffsets:], off0)
+		le.PutUint32(b[offChildOffsets+4:], off1)
+		le.PutUint32(b[ChipHeaderSize+128+offCoreSigCount:], coreSig0)
+		le.PutUint32(b[ChipHeaderSize+128+offCoreBinarySize:], coreSize0)
+		le.PutUint32(b[ChipHeaderSize+384+offCoreBinarySize:], coreSize1)
+		if grow >= 0 {
+			b = append(b, make([]byte, grow)...)
+		} else if n := len(b) + int(grow); n >= 0 {
+			b = b[:n]
 		}
-		out, err := c.MarshalBinary()
-		if err != nil {
-			t.Fatalf("accepted blob does not marshal: %v", err)
-		}
-		if len(out) > len(b) {
-			t.Fatalf("canonical form (%d bytes) longer than the input (%d)", len(out), len(b))
-		}
-		if IsCanonical(b) != bytes.Equal(out, b) {
-			t.Fatal("IsCanonical disagrees with MarshalBinary")
-		}
-		c2, err := ParseChipCallable(out)
-		if err != nil {
-			t.Fatalf("canonical form rejected: %v", err)
-		}
-		out2, _ := c2.MarshalBinary()
-		if !bytes.Equal(out, out2) {
-			t.Fatal("canonical form is not a fixed point")
-		}
-		sig, _ := ChipSignature(b)
-		if SignatureSchemaHash(sig) != SignatureSchemaHash(c2.Signature) {
-			t.Fatal("signature changed through the canonical form")
-		}
+		checkChipBlob(t, b)
 	})
 }
