@@ -214,7 +214,11 @@ func (c *child) handle(f Frame, fd int) (Status, Reply) {
 	case OpTask:
 		return c.task(f.Args)
 	case OpRegister:
-		return c.register(f.Args, fd)
+		st, r := c.register(f.Args, fd)
+		if c.init.Flags&FaultWrongDigest != 0 {
+			r.Digest[0] ^= 0xff
+		}
+		return st, r
 	case OpUnregister:
 		d, err := ParseDigestArgs(f.Args)
 		if err != nil {

@@ -270,11 +270,13 @@ func (e *endpoint) statusErr(op string, h registry.Hashid, st Status, r Reply) e
 	return &registry.Error{Code: codeOf(st), WorkerID: e.id, Namespace: e.ns, Hashid: h.String(), Op: op, Err: errors.New(r.Message)}
 }
 
-// checkDigest rejects a reply that names another hashid than requested.
+// checkDigest rejects a reply that names another hashid than requested: the
+// endpoint is retired and the outcome is unknown (the error matches
+// registry.ReplyHashidMismatch but is not a definite refusal).
 func (e *endpoint) checkDigest(op string, h registry.Hashid, r Reply) error {
 	if r.Digest != h.Digest() {
 		e.mu.Lock()
-		err := e.fail(op, fmt.Errorf("%s: reply names %v", registry.ReplyHashidMismatch, registry.Hashid(r.Digest)))
+		err := e.fail(op, fmt.Errorf("%w: reply names %v", registry.ReplyHashidMismatch, registry.Hashid(r.Digest)))
 		e.mu.Unlock()
 		return err
 	}

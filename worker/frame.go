@@ -117,7 +117,7 @@ func frameErr(format string, args ...any) error {
 }
 
 // Frame is a decoded mailbox frame: a header and its args area. Args aliases
-// the decoded buffer.
+// the decoded buffer. A plain value, safe to share while not mutated.
 type Frame struct {
 	Op     Op
 	Status Status
@@ -206,7 +206,8 @@ func (d DType) Size() uint64 {
 	return 0
 }
 
-// Tensor is a reference to a tensor in the shared-memory arena.
+// Tensor is a reference to a tensor in the shared-memory arena. A plain
+// value, safe to share while not mutated.
 type Tensor struct {
 	Offset uint64   // from the start of the arena
 	Nbytes uint64   // bytes addressable from Offset
@@ -217,6 +218,7 @@ type Tensor struct {
 // TaskArgs are the arguments of one task, in signature order split by kind:
 // tensor arguments (IN, OUT, INOUT) in Tensors, scalar arguments in Scalars
 // (raw 64-bit values; a float32 scalar carries its bits in the low 32 bits).
+// A plain value, safe to share while not mutated.
 type TaskArgs struct {
 	Tensors []Tensor
 	Scalars []uint64
@@ -318,7 +320,7 @@ const (
 // registerArgsSize is the size of REGISTER_CALLABLE args.
 const registerArgsSize = DigestSize + 4 + 4 + 8
 
-// RegisterArgs are the args of REGISTER_CALLABLE.
+// RegisterArgs are the args of REGISTER_CALLABLE. A plain value.
 type RegisterArgs struct {
 	Digest     [DigestSize]byte
 	Kind       uint32 // registry.Kind
@@ -370,7 +372,7 @@ func SplitTaskArgs(b []byte) ([DigestSize]byte, []byte, error) {
 	return [DigestSize]byte(b[:DigestSize]), b[DigestSize:], nil
 }
 
-// Reply is the args area of a reply.
+// Reply is the args area of a reply. A plain value.
 type Reply struct {
 	Digest  [DigestSize]byte // the request's digest; zero for ops without one
 	Detail  uint32           // TASK: the orchestration's return code; READY: installed identities
@@ -415,7 +417,8 @@ const (
 // initFixedSize is the fixed part of INIT args.
 const initFixedSize = 4 + 4 + 4 + 4 + 8 + 4 + 4
 
-// InitArgs are the args of INIT, the first frame a child receives.
+// InitArgs are the args of INIT, the first frame a child receives. A plain
+// value.
 type InitArgs struct {
 	WorkerID  uint32
 	Role      uint32 // RoleChip or RoleSub
@@ -437,6 +440,7 @@ const (
 	FaultFailPrewarm      = 1 << 11 // prewarm fails
 	FaultSkipPrewarm      = 1 << 12 // install without prewarm (lazy prepare on first task)
 	FaultExitOnTask       = 1 << 13
+	FaultWrongDigest      = 1 << 14 // reply to REGISTER_CALLABLE with another digest
 )
 
 // Append appends the encoding of a to dst.

@@ -12,7 +12,7 @@ import (
 	"github.com/ptojit/ptojit/registry"
 )
 
-// CallConfig configures one next-level submission.
+// CallConfig configures one next-level submission. A plain value.
 type CallConfig struct {
 	// Workers restricts the task to these worker ids (submit-time
 	// affinity); empty means any child of the namespace.

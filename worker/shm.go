@@ -120,6 +120,8 @@ var ErrArenaFull = errors.New("worker: tensor arena full")
 
 // Buffer is an allocation in the arena. Its bytes are shared with every
 // child; the caller must not touch them while a task that names them runs.
+// Free it once. The Buffer value may be copied and shared; its bytes are
+// not synchronized.
 type Buffer struct {
 	arena *Arena
 	Off   uint64

@@ -686,3 +686,23 @@ func TestSlotExhausted(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// A reply naming another hashid than requested is invalid: the endpoint is
+// retired and, its outcome being unknown, the pair is uncertain.
+func TestReplyDigestMismatch(t *testing.T) {
+	vadd, _, _ := testBlobs(t)
+	cfg, _ := testConfig(2, 0)
+	cfg.faults = map[int]uint32{1: FaultWrongDigest}
+	w := startWorker(t, cfg)
+	h := chipHashid(t, vadd)
+	_, err := w.Register(context.Background(), registry.ChipCallableKind, vadd)
+	if !errors.Is(err, registry.RegisterPartialFailure) || !errors.Is(err, registry.ReplyHashidMismatch) {
+		t.Fatalf("register: %v", err)
+	}
+	if !w.Uncertain(1, h) || w.Uncertain(0, h) {
+		t.Errorf("uncertain: worker 0 %v, worker 1 %v; want false, true", w.Uncertain(0, h), w.Uncertain(1, h))
+	}
+	if err := w.BareRoundTrip(1); err == nil {
+		t.Error("the endpoint that sent a wrong digest is still in use")
+	}
+}

@@ -20,7 +20,7 @@ const (
 	DefaultControlTimeout = 30 * time.Second
 )
 
-// Config configures a Worker.
+// Config configures a Worker. New copies it.
 type Config struct {
 	// ChildCommand is the argv that starts a chip child: a program that
 	// calls ChildMain (ptojitd __worker-child; a test binary's TestMain).
