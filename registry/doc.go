@@ -128,5 +128,11 @@
 // identity_refs (hashid -> refcount) and slot_table (slot -> hashid, kind,
 // digests). A parent owns one Registrar, which publishes a CallableHandle only
 // after every Target in scope installed the hashid, and validates handles
-// (forged, stale, mutated, foreign, wrong namespace) before they are used.
+// (forged, stale, mutated, foreign, wrong namespace) before they are used
+// (Validate, ValidateFor, and CheckDispatch, which also refuses uncertain
+// target/hashid pairs). Registrations made before any child started are
+// installed on each child by Attach. A Target signals a definite refusal
+// (nothing installed) by returning an error containing an *Error; any other
+// error leaves the outcome unknown, and the pair is marked uncertain rather
+// than sent a cleanup that could drop another handle's reference.
 package registry
