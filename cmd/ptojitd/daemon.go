@@ -261,8 +261,9 @@ func runDaemon(ctx context.Context, env *cli.Env, o daemonOptions) error {
 	logf := func(format string, args ...any) {
 		fmt.Fprintf(env.Stderr, "%s ptojitd: %s\n", time.Now().Format(time.RFC3339), fmt.Sprintf(format, args...))
 	}
+	ddir := api.DaemonDir(dir, env.Getenv)
 	srv, err := daemon.Listen(daemon.Config{
-		Dir: api.DaemonDir(dir, env.Getenv), Idle: o.idle, Ready: ready, WaitLock: true, Logf: logf,
+		Dir: ddir, Idle: o.idle, Ready: ready, WaitLock: true, Logf: logf,
 	})
 	if err != nil {
 		return fmt.Errorf("daemon: %w", err)
@@ -273,7 +274,7 @@ func runDaemon(ctx context.Context, env *cli.Env, o daemonOptions) error {
 	}
 	defer store.Close()
 	fwd := &forgetter{}
-	watcher, err := daemon.NewWatcher(fwd)
+	watcher, err := daemon.NewWatcher(filepath.Join(ddir, "watch-sync"), fwd)
 	if err != nil {
 		return fmt.Errorf("daemon: %w", err)
 	}
@@ -285,6 +286,9 @@ func runDaemon(ctx context.Context, env *cli.Env, o daemonOptions) error {
 	srv.SetHandler(func(ctx context.Context, req *api.DaemonRequest) *api.DaemonResponse {
 		m.touch()
 		defer m.touch()
+		// Every change that finished before this request must have
+		// dropped its memos before the request uses them.
+		watcher.Sync()
 		return serveCommand(ctx, req)
 	})
 	srv.SetStatus(func() any {

@@ -2,8 +2,12 @@ package daemon
 
 import (
 	"errors"
+	"os"
+	"path/filepath"
 	"sort"
+	"strconv"
 	"sync"
+	"time"
 
 	"github.com/fsnotify/fsnotify"
 )
@@ -41,17 +45,64 @@ type Watcher struct {
 	overflows   int64
 	unwatchable map[string]string // dir -> why it could not be watched
 	closed      bool
+	syncDir     string                   // a private watched directory for Sync
+	syncSeq     int64                    // names Sync's marker files
+	syncWait    map[string]chan struct{} // marker path -> its waiter
 }
 
 // NewWatcher starts a watcher that drops memos from each of memos.
-func NewWatcher(memos ...Forgetter) (*Watcher, error) {
+// syncDir is a private directory the watcher creates for Sync's markers.
+func NewWatcher(syncDir string, memos ...Forgetter) (*Watcher, error) {
 	fw, err := fsnotify.NewBufferedWatcher(1024)
 	if err != nil {
 		return nil, err
 	}
-	w := &Watcher{fs: fw, memos: memos, dirs: map[string]struct{}{}, unwatchable: map[string]string{}}
+	if err := os.MkdirAll(syncDir, 0o700); err != nil {
+		fw.Close()
+		return nil, err
+	}
+	if err := fw.Add(syncDir); err != nil {
+		fw.Close()
+		return nil, err
+	}
+	w := &Watcher{fs: fw, memos: memos, dirs: map[string]struct{}{}, unwatchable: map[string]string{},
+		syncDir: syncDir, syncWait: map[string]chan struct{}{}}
 	go w.loop()
 	return w, nil
+}
+
+// syncTimeout bounds Sync's wait; past it every memo is dropped instead.
+const syncTimeout = 2 * time.Second
+
+// Sync returns once every change made to watched files before Sync was
+// called has dropped the memos it affects. The kernel queues inotify events
+// in order, so Sync writes a marker file into its own watched directory and
+// waits for the marker's event: every earlier event has been handled by
+// then. Without it a request could arrive before the event of a change
+// that finished just before it. If the marker's event does not come (a
+// queue overflow lost it), every memo is dropped instead.
+func (w *Watcher) Sync() {
+	w.mu.Lock()
+	w.syncSeq++
+	marker := filepath.Join(w.syncDir, "sync-"+strconv.FormatInt(w.syncSeq, 10))
+	ch := make(chan struct{})
+	w.syncWait[marker] = ch
+	w.mu.Unlock()
+	err := os.WriteFile(marker, nil, 0o600)
+	if err == nil {
+		select {
+		case <-ch:
+		case <-time.After(syncTimeout):
+			err = errors.New("timeout")
+		}
+		os.Remove(marker)
+	}
+	w.mu.Lock()
+	delete(w.syncWait, marker)
+	w.mu.Unlock()
+	if err != nil {
+		w.forgetAll()
+	}
 }
 
 // addWatch is fsnotify's Add; tests replace it to inject failures.
@@ -98,6 +149,15 @@ func (w *Watcher) loop() {
 			if !ok {
 				return
 			}
+			if filepath.Dir(ev.Name) == w.syncDir {
+				w.mu.Lock()
+				if ch := w.syncWait[ev.Name]; ch != nil && ev.Has(fsnotify.Create) {
+					close(ch)
+					delete(w.syncWait, ev.Name)
+				}
+				w.mu.Unlock()
+				continue
+			}
 			n := 0
 			for _, m := range w.memos {
 				n += m.Forget(ev.Name)
@@ -115,11 +175,18 @@ func (w *Watcher) loop() {
 			if !ok {
 				return
 			}
+			w.mu.Lock()
 			if errors.Is(err, fsnotify.ErrEventOverflow) {
-				w.mu.Lock()
 				w.overflows++
-				w.mu.Unlock()
 			}
+			// Sync markers may be lost with the queue: release the
+			// waiters (the memos are dropped below, which is what a
+			// timed-out Sync would do).
+			for m, ch := range w.syncWait {
+				close(ch)
+				delete(w.syncWait, m)
+			}
+			w.mu.Unlock()
 			// Any error may mean a lost event: forget everything.
 			w.forgetAll()
 		}

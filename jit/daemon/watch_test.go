@@ -4,6 +4,8 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"sync"
 	"testing"
 
@@ -38,7 +40,7 @@ func (m *fakeMemo) ForgetAll() {
 func TestWatcherForgetsOnChange(t *testing.T) {
 	dir := t.TempDir()
 	m := newFakeMemo()
-	w, err := NewWatcher(m)
+	w, err := NewWatcher(filepath.Join(t.TempDir(), "sync"), m)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -64,7 +66,7 @@ func TestWatcherForgetsOnChange(t *testing.T) {
 
 func TestWatcherUnwatchableDirDisablesMemo(t *testing.T) {
 	m := newFakeMemo()
-	w, err := NewWatcher(m)
+	w, err := NewWatcher(filepath.Join(t.TempDir(), "sync"), m)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -87,7 +89,7 @@ func TestWatcherUnwatchableDirDisablesMemo(t *testing.T) {
 
 func TestWatcherOverflowForgetsAll(t *testing.T) {
 	m := newFakeMemo()
-	w, err := NewWatcher(m)
+	w, err := NewWatcher(filepath.Join(t.TempDir(), "sync"), m)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -96,5 +98,31 @@ func TestWatcherOverflowForgetsAll(t *testing.T) {
 	<-m.changed
 	if st := w.Status(); st.Overflows != 1 || m.all != 1 {
 		t.Fatalf("status %+v, ForgetAll %d", st, m.all)
+	}
+}
+
+// TestWatcherSyncSeesEarlierChanges proves the barrier: a change made before
+// Sync has dropped its memo when Sync returns, with no waiting in the test.
+func TestWatcherSyncSeesEarlierChanges(t *testing.T) {
+	dir := t.TempDir()
+	m := newFakeMemo()
+	w, err := NewWatcher(filepath.Join(t.TempDir(), "sync"), m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	w.BeforeDir(dir)
+	for i := range 20 {
+		f := filepath.Join(dir, "f"+strconv.Itoa(i))
+		if err := os.WriteFile(f, []byte("x"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		w.Sync()
+		m.mu.Lock()
+		seen := slices.Contains(m.paths, f)
+		m.mu.Unlock()
+		if !seen {
+			t.Fatalf("change %d not forgotten when Sync returned", i)
+		}
 	}
 }
