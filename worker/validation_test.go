@@ -706,3 +706,37 @@ func TestReplyDigestMismatch(t *testing.T) {
 		t.Error("the endpoint that sent a wrong digest is still in use")
 	}
 }
+
+// A registration racing with Start lands on every child: either before
+// Start (attached to each child before READY) or after (in its scope).
+func TestRegisterDuringStart(t *testing.T) {
+	vadd, _, _ := testBlobs(t)
+	cfg, _ := testConfig(2, 0)
+	w, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	ctx := context.Background()
+	done := make(chan error, 1)
+	var h registry.CallableHandle
+	go func() {
+		var err error
+		h, err = w.Register(ctx, registry.ChipCallableKind, vadd)
+		done <- err
+	}()
+	if err := w.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	for id := range 2 {
+		if n, _ := w.installed(id); n != 1 {
+			t.Errorf("worker %d: %d identities, want 1", id, n)
+		}
+		if err := runOn(t, w, h, id); err != nil {
+			t.Error(err)
+		}
+	}
+}

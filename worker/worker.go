@@ -64,6 +64,11 @@ type Worker struct {
 	arena *Arena
 	reg   *registry.Registrar
 
+	// scope is held shared by Register and exclusively by Start, so a
+	// registration either precedes Start (and is attached to every child)
+	// or sees every started child in its scope. Lock order: scope, mu.
+	scope sync.RWMutex
+
 	mu        sync.Mutex // guards started, closed, endpoints
 	started   bool
 	closed    bool
@@ -133,6 +138,8 @@ func (w *Worker) SubWorkerIDs() []int {
 // on it (whole scope, so a child is ready only with every pre-start
 // hashid installed), and waits for every child to report ready.
 func (w *Worker) Start(ctx context.Context) (err error) {
+	w.scope.Lock()
+	defer w.scope.Unlock()
 	w.mu.Lock()
 	if w.started || w.closed {
 		w.mu.Unlock()
@@ -246,6 +253,8 @@ func (w *Worker) Register(ctx context.Context, kind registry.Kind, payload []byt
 	if err != nil {
 		return registry.CallableHandle{}, err
 	}
+	w.scope.RLock()
+	defer w.scope.RUnlock()
 	w.mu.Lock()
 	closed := w.closed
 	w.mu.Unlock()
