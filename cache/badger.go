@@ -26,6 +26,7 @@ import (
 //	's' name        -> counter, 8 bytes big-endian; names are hits, misses,
 //	                   uncached, errors, corrupt, evictions and
 //	                   "uncached:" + reason
+//	'z'             -> nothing; written and dropped by Trim
 //
 // An entry and its last use are written in one transaction, after the blobs.
 const (
@@ -33,6 +34,7 @@ const (
 	kindLastUsed = 'u'
 	kindBlob     = 'b'
 	kindCounter  = 's'
+	kindFlush    = 'z' // a sentinel key, see compact
 )
 
 // Tuning. Values of valueThreshold bytes or more (blobs: shared objects,
@@ -119,7 +121,7 @@ func Open(dir string, opt Options) (*Badger, error) {
 	bo := badger.DefaultOptions(dir).
 		WithValueThreshold(valueThreshold).
 		WithMemTableSize(memTableSize).
-		WithValueLogFileSize(valueLogFileSize).
+		WithValueLogFileSize(testValueLogFileSize).
 		WithBlockCacheSize(blockCacheSize).
 		WithNumVersionsToKeep(1).
 		WithLogger(nil)
@@ -157,6 +159,10 @@ func Open(dir string, opt Options) (*Badger, error) {
 	}
 	return b, nil
 }
+
+// testValueLogFileSize is valueLogFileSize, smaller in tests of the
+// value-log GC.
+var testValueLogFileSize int64 = valueLogFileSize
 
 // Backoff of OpenWait.
 const (
@@ -927,10 +933,11 @@ func (b *Badger) Verify(ctx context.Context) (*VerifyReport, error) {
 	return r, nil
 }
 
-// Trim implements Store. Badger's value-log GC reclaims the space of
-// value-log files whose garbage share reaches one half; the share is known
-// after compactions, so space may be returned to the file system over the
-// following Trims rather than at once.
+// Trim implements Store. After evicting, it flushes and compacts the LSM
+// tree (see compact) and runs Badger's value-log GC, which rewrites every
+// value-log file whose garbage share is at least one half and deletes it,
+// returning the space to the file system. The value-log file being written
+// is never collected, so up to valueLogFileSize of garbage may remain.
 func (b *Badger) Trim(ctx context.Context, maxBytes int64) (*TrimReport, error) {
 	if b.opt.ReadOnly {
 		return nil, ErrReadOnly
@@ -953,6 +960,9 @@ func (b *Badger) Trim(ctx context.Context, maxBytes int64) (*TrimReport, error) 
 	if err != nil {
 		return r, fmt.Errorf("cache: trim: %w", err)
 	}
+	if err := b.compact(); err != nil {
+		return r, fmt.Errorf("cache: trim: %w", err)
+	}
 	for ctx.Err() == nil {
 		err := b.db.RunValueLogGC(gcDiscardRatio)
 		if err != nil {
@@ -964,6 +974,26 @@ func (b *Badger) Trim(ctx context.Context, maxBytes int64) (*TrimReport, error) 
 		r.ValueLogGC++
 	}
 	return r, b.flush()
+}
+
+// compact makes deleted values visible to the value-log GC. Badger learns
+// which value-log bytes are garbage when compactions drop the versions that
+// point at them; deletions still in memtables count for nothing. So compact
+// flushes the memtables (DropPrefix of a sentinel key does that; Badger has
+// no other exported flush) and then compacts every level into one
+// (Flatten), which drops the deleted and overwritten versions.
+func (b *Badger) compact() error {
+	sentinel := []byte{kindFlush}
+	if err := b.update(func(txn *badger.Txn) error { return txn.Set(sentinel, nil) }); err != nil {
+		return err
+	}
+	if err := b.db.DropPrefix(sentinel); err != nil {
+		return fmt.Errorf("flush memtables: %w", err)
+	}
+	if err := b.db.Flatten(1); err != nil {
+		return fmt.Errorf("compact: %w", err)
+	}
+	return nil
 }
 
 // Clear implements Store.

@@ -80,9 +80,9 @@ With PTOJIT_CACHE_READONLY=1 it only reports.`, true, runCacheVerify, nil),
 Evicts least-recently-used entries until the blobs fit in the size limit
 (--max-size, else PTOJIT_CACHE_MAX_SIZE, else 5G; 0 means no limit: only
 orphan blobs are deleted; "ptojit cache clear" empties the cache),
-deletes blobs that no entry names, then runs Badger's value-log garbage
-collection. The space of deleted values returns to the file system when
-value-log files are rewritten, which may take later trims.`, true, runCacheTrim, nil),
+deletes blobs that no entry names, then compacts the database and runs
+Badger's value-log garbage collection, which returns the space of deleted
+blobs to the file system (except in the value-log file being written).`, true, runCacheTrim, nil),
 			sub("clear", "clear [--json]", "remove every entry and blob (counters are kept)", `
 Removes every entry and blob. The counters that "ptojit cache stats" shows
 are kept.`, true, runCacheClear, nil),
