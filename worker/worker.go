@@ -136,7 +136,9 @@ func (w *Worker) SubWorkerIDs() []int {
 
 // Start starts every child, installs every registration made before Start
 // on it (whole scope, so a child is ready only with every pre-start
-// hashid installed), and waits for every child to report ready.
+// hashid installed), and waits for every child to report ready. If any
+// child fails to start, initialize, install or report ready, every child is
+// stopped, the Worker is closed and the error names each failure.
 func (w *Worker) Start(ctx context.Context) (err error) {
 	w.scope.Lock()
 	defer w.scope.Unlock()
