@@ -63,7 +63,7 @@ func dbKey(kind byte, id []byte) []byte {
 }
 
 // OpenError is a failure to open a cache directory. It matches ErrLocked
-// when another process holds the directory.
+// when another process holds the directory. Immutable once returned.
 type OpenError struct {
 	Dir string
 	Err error
@@ -440,7 +440,9 @@ func (b *Badger) Get(ctx context.Context, key Key) (*Hit, error) {
 				return err
 			}
 			if data[i], err = item.ValueCopy(nil); err != nil {
-				return err
+				// A value pointer into a damaged value log.
+				reason, bad = fmt.Sprintf("blob %s unreadable: %v", shortHex(o.Digest[:]), err), &o.Digest
+				return nil
 			}
 			if reason = checkBlob(o, data[i]); reason != "" {
 				bad = &o.Digest
@@ -835,7 +837,7 @@ func (b *Badger) Verify(ctx context.Context) (*VerifyReport, error) {
 				return err
 			}
 			d := Digest(id)
-			return item.Value(func(v []byte) error {
+			err := item.Value(func(v []byte) error {
 				r.Blobs++
 				r.Bytes += int64(len(v))
 				sizes[d] = int64(len(v))
@@ -844,6 +846,12 @@ func (b *Badger) Verify(ctx context.Context) (*VerifyReport, error) {
 				}
 				return nil
 			})
+			if err != nil {
+				r.Blobs++
+				sizes[d] = -1
+				bad[d] = fmt.Sprintf("blob %s unreadable: %v", shortHex(d[:]), err)
+			}
+			return nil
 		})
 		if err != nil {
 			return err

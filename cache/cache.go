@@ -25,9 +25,10 @@
 // Bytes counts each distinct blob once. When Options.MaxBytes is positive, a
 // Put that leaves Bytes above it evicts least-recently-used entries (by
 // LastUsed) until it fits; Trim does the same for any limit, deletes orphan
-// blobs and then runs Badger's value-log garbage collection. Get updates
-// LastUsed in memory and writes the new times in batches (on Trim, Stats,
-// List, Close and at most every flushInterval), so a hit costs no write.
+// blobs and then compacts and runs Badger's value-log garbage collection.
+// Badger's Get updates LastUsed in memory and writes the new times in
+// batches (on Trim, Stats, Verify, Close and every flushInterval, 2 s), so
+// a hit costs no write.
 //
 // # Counters
 //
@@ -49,6 +50,11 @@
 // Badger allows one process per database directory (see the DESIGN's process
 // model: the daemon owns the store). Open fails with an error that matches
 // ErrLocked when another process holds the directory; OpenWait waits for it.
+//
+// Badger does not sync each write (SyncWrites is off): a process that dies
+// loses nothing written, but after a power loss the entry of a blob written
+// just before may survive while the blob's bytes do not. The read
+// verification turns that into a miss, never into wrong bytes.
 package cache
 
 import (
@@ -60,7 +66,8 @@ import (
 )
 
 // Key identifies an entry: the digest of a key record computed by the
-// caller. Its zero value is a valid key.
+// caller. Its zero value is a valid key. A Key is a value, safe to copy and
+// share.
 type Key [32]byte
 
 // String returns the key as 64 lowercase hex digits.
@@ -82,7 +89,8 @@ func ParseKey(s string) (Key, error) {
 type Digest = [32]byte
 
 // Output is one artifact of an entry. Mode holds the file mode bits the
-// output should be written with (e.g. 0o755 for a shared object).
+// output should be written with (e.g. 0o755 for a shared object). It is a
+// value, safe to copy and share.
 type Output struct {
 	Name   string
 	Size   int64
@@ -91,7 +99,8 @@ type Output struct {
 }
 
 // Entry is the metadata of a cache entry. A store returns a new Entry on
-// every call; the caller may keep and modify it.
+// every call; the caller may keep and modify it. Like any plain struct it
+// is safe for concurrent reads, not for a write concurrent with other use.
 type Entry struct {
 	Key Key
 	// Record is the encoded key record, opaque bytes to the cache.
@@ -115,7 +124,8 @@ func (e *Entry) Size() int64 {
 
 // Hit is the result of a successful Get. Data[i] holds Outputs[i] of Entry,
 // verified against its size and digest. Entry.LastUsed is the last use
-// before this one.
+// before this one. The Hit belongs to the caller (it shares no memory with
+// the store); it is safe for concurrent reads.
 type Hit struct {
 	Entry *Entry
 	Data  [][]byte
@@ -140,7 +150,8 @@ const (
 	ReasonNoEntry = "no entry"
 )
 
-// MissError is a miss with its reason: "no entry", "blob 3f2a...: corrupt:
+// MissError is a miss with its reason (immutable once returned, so safe to
+// share): "no entry", "blob 3f2a...: corrupt:
 // sha256 mismatch", "blob 3f2a...: missing", "entry corrupt: ...". It
 // matches ErrMiss.
 type MissError struct {
@@ -159,7 +170,7 @@ func (e *MissError) Error() string {
 func (e *MissError) Is(target error) bool { return target == ErrMiss }
 
 // DataError reports a Put whose data does not match its outputs, or whose
-// entry exceeds a limit of the entry encoding.
+// entry exceeds a limit of the entry encoding. Immutable once returned.
 type DataError struct {
 	Key    Key
 	Output string // the output's name, "" for the entry as a whole
@@ -188,7 +199,7 @@ const (
 
 // Stats are a store's counters and size. Entries, Bytes and MaxBytes
 // describe the store now; the other fields count events since the counters
-// were created.
+// were created. A snapshot owned by the caller: safe for concurrent reads.
 type Stats struct {
 	Hits            int64            `json:"hits"`
 	Misses          int64            `json:"misses"`
@@ -202,14 +213,16 @@ type Stats struct {
 	MaxBytes        int64            `json:"max_bytes"`
 }
 
-// CorruptBlob is a damaged or missing blob found by Verify.
+// CorruptBlob is a damaged or missing blob found by Verify. Like the
+// reports, a plain value owned by the caller.
 type CorruptBlob struct {
 	Digest  Digest `json:"-"`
 	Reason  string `json:"reason"`
 	Entries []Key  `json:"-"` // the entries that named it
 }
 
-// VerifyReport is the result of Verify.
+// VerifyReport is the result of Verify, owned by the caller: safe for
+// concurrent reads.
 type VerifyReport struct {
 	Entries int   // entries checked
 	Blobs   int   // blobs re-hashed
@@ -229,7 +242,8 @@ type VerifyReport struct {
 // OK reports whether Verify found nothing damaged. Orphans are not damage.
 func (r *VerifyReport) OK() bool { return len(r.Corrupt) == 0 && len(r.BadEntries) == 0 }
 
-// TrimReport is the result of Trim.
+// TrimReport is the result of Trim, owned by the caller: safe for
+// concurrent reads.
 type TrimReport struct {
 	BytesBefore int64
 	BytesAfter  int64
@@ -281,7 +295,8 @@ type Store interface {
 }
 
 // Logger receives a Badger store's log messages. Its method set is that of
-// badger.Logger.
+// badger.Logger. Implementations must be safe for concurrent use: Badger
+// logs from several goroutines.
 type Logger interface {
 	Errorf(string, ...any)
 	Warningf(string, ...any)
@@ -292,7 +307,8 @@ type Logger interface {
 // DefaultMaxBytes is the default size limit: 5 GiB.
 const DefaultMaxBytes int64 = 5 << 30
 
-// Options configure a store.
+// Options configure a store. A store copies them when it is created; Now
+// must be safe for concurrent use.
 type Options struct {
 	// MaxBytes caps the size of the blobs; 0 means no limit.
 	MaxBytes int64
@@ -312,7 +328,8 @@ func (o *Options) now() time.Time {
 }
 
 // FaultInjector is implemented by the stores of this package, for tests of
-// the code that uses them: it damages a stored blob in place.
+// the code that uses them: it damages a stored blob in place. The stores'
+// implementations are safe for concurrent use.
 type FaultInjector interface {
 	// CorruptBlob flips one bit of the stored blob with the given digest.
 	CorruptBlob(ctx context.Context, d Digest) error
@@ -334,7 +351,7 @@ const (
 func shortHex(d []byte) string { return hex.EncodeToString(d[:6]) }
 
 // CountError reports a Count call with an unknown event or a missing
-// reason.
+// reason. Immutable once returned.
 type CountError struct {
 	Event  string
 	Reason string

@@ -55,7 +55,8 @@ func EnvOptions(getenv func(string) string) (Options, error) {
 	return opt, nil
 }
 
-// SizeError reports a size that ParseSize cannot read.
+// SizeError reports a size that ParseSize cannot read. Immutable once
+// returned.
 type SizeError struct {
 	Input  string
 	Reason string
