@@ -1,6 +1,7 @@
 package clientcmd
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -113,6 +114,10 @@ func runRecord(env *cli.Env, opts recordOptions) error {
 		return err
 	}
 	var v inventory.Value
+	if !opts.wire && bytes.HasPrefix(bytes.TrimLeft(b, " \t\r\n"), []byte(`["pypto.identity",`)) {
+		// Valid JSON too, but read as a list it is a different record.
+		fmt.Fprintf(env.Stderr, "%s: note: %s looks like an encoded record, read here as plain JSON (a list); pass --wire to decode it\n", env.Prog, name)
+	}
 	if opts.wire {
 		if n := len(b); n > 0 && b[n-1] == '\n' {
 			b = b[:n-1]

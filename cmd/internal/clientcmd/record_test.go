@@ -81,7 +81,7 @@ func TestRecordCommand(t *testing.T) {
 		{"wire whitespace", "", []string{"record", "encode", "--wire", recSpaced}, 1, "", "spaced.rec: invalid identity record at byte 18: whitespace"},
 		{"wire unsorted", "", []string{"record", "digest", "--wire", recUnsorted}, 1, "", "at byte 54: dict keys are not sorted"},
 		{"json given as wire", `{"rows": 32}`, []string{"record", "digest", "--wire"}, 1, "", "stdin: invalid identity record at byte 0"},
-		{"wire given as json", `["pypto.identity",1,["tuple",[]]]`, []string{"record", "digest"}, 0, "", ""},
+		{"wire given as json", `["pypto.identity",1,["tuple",[]]]`, []string{"record", "encode"}, 0, `["pypto.identity",1,["list",[["str","707970746f2e6964656e74697479"],["int","1"],["list",[["str","7475706c65"],["list",[]]]]]]]` + "\n", "pass --wire"},
 		{"bad json", "", []string{"record", "encode", badJSON}, 1, "", "bad.json: invalid JSON at byte 7"},
 		{"empty stdin", "", []string{"record", "digest"}, 1, "", "stdin: invalid JSON at byte 0"},
 		{"missing file", "", []string{"record", "digest", filepath.Join(dir, "absent.json")}, 1, "", "absent.json"},
@@ -103,6 +103,9 @@ func TestRecordCommand(t *testing.T) {
 		}
 		if c.code != 0 && stdout != "" {
 			t.Errorf("%s: failed but printed %q", c.name, stdout)
+		}
+		if c.stderr == "" && stderr != "" {
+			t.Errorf("%s: unexpected stderr %q", c.name, stderr)
 		}
 		if !strings.Contains(stderr, c.stderr) {
 			t.Errorf("%s: stderr %q, want it to contain %q", c.name, stderr, c.stderr)
