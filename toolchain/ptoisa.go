@@ -57,6 +57,15 @@ type PtoIsaCheck struct {
 // checkout that fails any step is reported with the reason; the error is
 // non-nil only when beforeDir fails.
 func CheckPtoIsa(dir, pin string, beforeDir func(string) error) (PtoIsaCheck, error) {
+	return checkWorktree(dir, pin, beforeDir, nil)
+}
+
+// checkWorktree is CheckPtoIsa; with allow set, a file that is not in the
+// index is passed to allow (with its slash path and full path), which
+// accounts for it by returning "" or disqualifies the worktree with a
+// reason, and untracked directories are walked instead of disqualifying.
+// allow may be called concurrently.
+func checkWorktree(dir, pin string, beforeDir func(string) error, allow func(rel, full string) string) (PtoIsaCheck, error) {
 	var res PtoIsaCheck
 	if !isFullHash(pin) {
 		res.Reason = "pin is not a full commit id"
@@ -114,7 +123,7 @@ func CheckPtoIsa(dir, pin string, beforeDir func(string) error) (PtoIsaCheck, er
 	go func() { treeReason <- matchTree(repo, commit.TreeHash, entries) }()
 	w := worktreeCheck{
 		root: dir, entries: entries, dirs: dirs,
-		indexMtime: fi.ModTime(), beforeDir: beforeDir,
+		indexMtime: fi.ModTime(), beforeDir: beforeDir, allow: allow,
 	}
 	reason, err = w.run()
 	if tr := <-treeReason; tr != "" {
@@ -233,6 +242,7 @@ type worktreeCheck struct {
 	dirs       map[string]struct{}
 	indexMtime time.Time // of the index file; zero when unknown
 	beforeDir  func(string) error
+	allow      func(rel, full string) string
 
 	indexSec, indexNsec int64
 
@@ -336,7 +346,7 @@ func (w *worktreeCheck) dir(rel string, push func(string)) {
 			return
 		}
 		if st.kind == kindDir {
-			if _, ok := w.dirs[p]; !ok {
+			if _, ok := w.dirs[p]; !ok && w.allow == nil {
 				w.fail("directory "+strconv.Quote(p)+" is not in the index (untracked or ignored)", nil)
 				return
 			}
@@ -344,6 +354,13 @@ func (w *worktreeCheck) dir(rel string, push func(string)) {
 			continue
 		}
 		e, ok := w.entries[p]
+		if !ok && w.allow != nil {
+			if r := w.allow(p, abs+string(os.PathSeparator)+name); r != "" {
+				w.fail(r, nil)
+				return
+			}
+			continue
+		}
 		if !ok {
 			w.fail("file "+strconv.Quote(p)+" is not in the index (untracked or ignored)", nil)
 			return
