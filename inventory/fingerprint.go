@@ -4,13 +4,13 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
-	"math"
 	"runtime"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 	"unicode"
 	"unicode/utf8"
 )
@@ -158,58 +158,170 @@ func FingerprintWith(roots []ContentRoot, opt FingerprintOptions) (*Content, err
 			return nil, &UnavailableError{Root: r.path, Reason: "not a root made by NewContentRoot"}
 		}
 	}
+	roots = slices.Clone(roots)
 	workers := opt.Workers
 	if workers <= 0 {
 		workers = runtime.GOMAXPROCS(0)
 	}
-	w := &walker{opt: opt, jobs: make(chan *entry, 4*workers), buf: make([]byte, dirBufSize)}
-	w.firstErr.Store(math.MaxInt64)
-	var wg sync.WaitGroup
-	for range workers {
-		wg.Go(w.hashWorker)
-	}
-	rootEnds := make([]int, 0, len(roots))
-	for _, r := range roots {
-		if w.stopped() {
+	w := newWalker(opt, workers)
+
+	// 1. List the directories.
+	tops := w.list(roots)
+	var order []*node
+	var bad *node
+	ends := make([]int, 0, len(tops))
+	for _, n := range tops {
+		if order, bad = flatten(n, order); bad != nil {
 			break
 		}
-		w.root = r
-		w.walkRoot()
-		rootEnds = append(rootEnds, len(w.order))
+		ends = append(ends, len(order))
 	}
-	close(w.jobs)
-	wg.Wait()
-	if err := w.firstError(); err != nil {
+	// 2. Read the files before the first problem, if any.
+	var files []*node
+	for _, n := range order {
+		if n.kind == kindReg && !n.hashed {
+			files = append(files, n)
+		}
+	}
+	if err := w.hash(files); err != nil {
 		return nil, err
 	}
-	if err := w.verify(); err != nil {
+	if bad != nil {
+		return nil, bad.err
+	}
+	// 3. Check that nothing changed meanwhile.
+	if err := w.verify(order); err != nil {
 		return nil, err
 	}
 
 	c := &Content{Roots: make(List, len(roots))}
 	start := 0
 	for i, r := range roots {
-		end := rootEnds[i]
+		end := ends[i]
 		entries := make(List, 0, end-start)
-		for _, e := range w.order[start:end] {
-			if e.dir {
-				entries = append(entries, T(Str("directory"), StrFromOSBytes(e.rel), StrFromOSBytes(e.resolved)))
+		for _, n := range order[start:end] {
+			if n.kind == kindDir {
+				if !r.pythonOnly {
+					entries = append(entries, T(Str("directory"), StrFromOSBytes(n.rel), StrFromOSBytes(n.resolved)))
+				}
 				continue
 			}
-			entries = append(entries, T(Str("file"), StrFromOSBytes(e.rel), StrFromOSBytes(e.resolved),
-				IntOf(e.size), Str(hex.EncodeToString(e.sum[:]))))
+			entries = append(entries, T(Str("file"), StrFromOSBytes(n.rel), StrFromOSBytes(n.resolved),
+				IntOf(n.size), Str(hex.EncodeToString(n.sum[:]))))
 			c.Files++
-			c.Bytes += e.size
+			c.Bytes += n.size
 		}
 		c.Roots[i] = T(StrFromOSBytes(r.path), Bool(r.pythonOnly), entries)
 		start = end
 	}
-	d, err := Digest(c.Record())
+	d, err := digestContent(roots, order, ends, workers)
 	if err != nil {
 		return nil, err
 	}
 	c.Digest = d
 	return c, nil
+}
+
+// digestContent returns Digest(T(Str("content"), roots)) for the entries
+// of order (ends delimits the roots), writing the encoding of each entry
+// directly (it knows their shapes, and their strings come from
+// StrFromOSBytes, so they need no validation) on workers goroutines and
+// hashing the pieces in order. Tests compare it with Digest of the record.
+func digestContent(roots []ContentRoot, order []*node, ends []int, workers int) (Sum, error) {
+	// T(v) is Encode(v) without the wire prefix and the closing "]".
+	noneEnc, _ := Encode(None{})
+	prefixLen := len(noneEnc) - len(`["none"]]`)
+
+	encs := make([][]byte, len(order))
+	const chunk = 256
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range min(workers, (len(order)+chunk-1)/chunk) {
+		wg.Go(func() {
+			var arena []byte
+			for {
+				lo := int(next.Add(chunk)) - chunk
+				if lo >= len(order) {
+					return
+				}
+				for i := lo; i < min(lo+chunk, len(order)); i++ {
+					n := order[i]
+					if n.kind == kindDir && n.root.pythonOnly {
+						continue
+					}
+					start := len(arena)
+					arena = appendEntry(arena, n)
+					encs[i] = arena[start:]
+				}
+			}
+		})
+	}
+	wg.Wait()
+
+	h := sha256.New()
+	h.Write(noneEnc[:prefixLen])
+	h.Write([]byte(`["tuple",[["str","636f6e74656e74"],["list",[`)) // "content"
+	var scratch []byte
+	start := 0
+	for i, r := range roots {
+		if i > 0 {
+			h.Write([]byte{','})
+		}
+		scratch = append(scratch[:0], `["tuple",[`...)
+		scratch = appendStrT(scratch, string(StrFromOSBytes(r.path)))
+		if r.pythonOnly {
+			scratch = append(scratch, `,["bool",true],["list",[`...)
+		} else {
+			scratch = append(scratch, `,["bool",false],["list",[`...)
+		}
+		h.Write(scratch)
+		first := true
+		for _, e := range encs[start:ends[i]] {
+			if e == nil {
+				continue
+			}
+			if !first {
+				h.Write([]byte{','})
+			}
+			h.Write(e)
+			first = false
+		}
+		h.Write([]byte(`]]]]`))
+		start = ends[i]
+	}
+	h.Write([]byte(`]]]]]`))
+	var sum Sum
+	h.Sum(sum[:0])
+	return sum, nil
+}
+
+// appendEntry appends T of n's entry.
+func appendEntry(dst []byte, n *node) []byte {
+	if n.kind == kindDir {
+		dst = append(dst, `["tuple",[["str","6469726563746f7279"],`...) // "directory"
+		dst = appendStrT(dst, string(StrFromOSBytes(n.rel)))
+		dst = append(dst, ',')
+		dst = appendStrT(dst, string(StrFromOSBytes(n.resolved)))
+		return append(dst, "]]"...)
+	}
+	dst = append(dst, `["tuple",[["str","66696c65"],`...) // "file"
+	dst = appendStrT(dst, string(StrFromOSBytes(n.rel)))
+	dst = append(dst, ',')
+	dst = appendStrT(dst, string(StrFromOSBytes(n.resolved)))
+	dst = append(dst, `,["int","`...)
+	dst = strconv.AppendInt(dst, n.size, 10)
+	dst = append(dst, `"],["str","`...)
+	var sumHex [64]byte
+	hex.Encode(sumHex[:], n.sum[:])
+	dst = hex.AppendEncode(dst, sumHex[:])
+	return append(dst, `"]]]`...)
+}
+
+// appendStrT appends T(Str(s)) for a valid Str s.
+func appendStrT(dst []byte, s string) []byte {
+	dst = append(dst, `["str","`...)
+	dst = hex.AppendEncode(dst, []byte(s))
+	return append(dst, `"]`...)
 }
 
 // Limits and sizes of the walk.
@@ -222,7 +334,21 @@ const (
 	readChunk = 1 << 20
 	// dirBufSize is the getdents buffer of the walker.
 	dirBufSize = 32 << 10
+	// smallFile is the largest file read while its directory is listed;
+	// larger ones are read afterwards, spread over the workers.
+	smallFile = 256 << 10
+	// batchSize is the number of files of one directory one goroutine
+	// reads while the directory is listed.
+	batchSize = 32
 )
+
+// recentWindow: a directory whose mtime or ctime is less than this older
+// than the start of the walk is listed a second time to verify it, rather
+// than trusted when its timestamps did not move. Filesystem timestamps
+// follow a coarse clock (a few milliseconds) on kernels without
+// fine-grained timestamps, and a server's clock on network filesystems.
+// Tests set it.
+var recentWindow = 2 * time.Second
 
 // Test hooks, set only by tests to inject races at exact points.
 var (
@@ -238,433 +364,3 @@ var (
 	// opening path (a file or a directory).
 	testHookOpen func(path string) error
 )
-
-// fileKind is the type of a directory entry or inode.
-type fileKind uint8
-
-const (
-	kindUnknown fileKind = iota
-	kindReg
-	kindDir
-	kindLink
-	kindFIFO
-	kindSocket
-	kindCharDev
-	kindBlockDev
-)
-
-func (k fileKind) String() string {
-	switch k {
-	case kindReg:
-		return "regular file"
-	case kindDir:
-		return "directory"
-	case kindLink:
-		return "symlink"
-	case kindFIFO:
-		return "named pipe"
-	case kindSocket:
-		return "socket"
-	case kindCharDev:
-		return "character device"
-	case kindBlockDev:
-		return "block device"
-	}
-	return "unknown file type"
-}
-
-// fileStat is the part of an inode's metadata the walk uses.
-type fileStat struct {
-	kind         fileKind
-	dev, ino     uint64
-	size         int64
-	mtime, ctime int64 // nanoseconds
-}
-
-func (s fileStat) sameInode(t fileStat) bool { return s.dev == t.dev && s.ino == t.ino }
-
-// dirent is one name of a directory listing.
-type dirent struct {
-	name string // OS bytes
-	key  string // the name's Str form, which sorts in code-point order
-	ino  uint64
-	kind fileKind // kindUnknown when the filesystem does not say
-}
-
-// entry is one directory or file of the walk, in walk order.
-type entry struct {
-	idx      int
-	dir      bool
-	rel      string
-	resolved string
-	root     string
-	// Set by a hash worker.
-	size int64
-	sum  Sum
-	err  *UnavailableError
-}
-
-// check is a recheck made after all files are read.
-type check struct {
-	idx      int
-	root     string
-	rel      string
-	resolved string
-	st       fileStat
-	// A directory: its filtered listing.
-	dir     bool
-	listing []dirent
-	python  bool
-	// A symlink (or a root): where resolution starts.
-	link       bool
-	base, rest string
-	// A file reached by resolution (a root or a symlink): its metadata.
-	file bool
-}
-
-// walker walks the roots in one goroutine and hands files to workers.
-type walker struct {
-	opt  FingerprintOptions
-	root ContentRoot
-	buf  []byte
-
-	order  []*entry // the walker's; workers see only their entries
-	checks []check
-	jobs   chan *entry
-
-	// firstErr is the smallest walk index that failed so far; entries
-	// after it need not be read.
-	firstErr atomic.Int64
-	walkErr  *UnavailableError // the walker's own failure, at index walkIdx
-	walkIdx  int
-}
-
-func (w *walker) noteErr(idx int) {
-	for {
-		cur := w.firstErr.Load()
-		if int64(idx) >= cur || w.firstErr.CompareAndSwap(cur, int64(idx)) {
-			return
-		}
-	}
-}
-
-func (w *walker) stopped() bool { return w.firstErr.Load() != math.MaxInt64 }
-
-// fail records the walker's failure at the current position.
-func (w *walker) fail(rel, reason string) {
-	w.walkErr = &UnavailableError{Root: w.root.path, Rel: rel, Reason: reason}
-	w.walkIdx = len(w.order)
-	w.noteErr(w.walkIdx)
-}
-
-// firstError returns the failure first in walk order, as a sequential walk
-// would have met it.
-func (w *walker) firstError() error {
-	best, bestIdx := w.walkErr, w.walkIdx
-	for _, e := range w.order {
-		if e.err != nil && (best == nil || e.idx < bestIdx) {
-			best, bestIdx = e.err, e.idx
-			break
-		}
-	}
-	if best == nil {
-		return nil
-	}
-	return best
-}
-
-func (w *walker) add(dir bool, rel, resolved string) *entry {
-	e := &entry{idx: len(w.order), dir: dir, rel: rel, resolved: resolved, root: w.root.path}
-	w.order = append(w.order, e)
-	return e
-}
-
-func (w *walker) addFile(rel, resolved string) {
-	w.jobs <- w.add(false, rel, resolved)
-}
-
-func (w *walker) hashWorker() {
-	buf := make([]byte, readChunk)
-	h := sha256.New()
-	for e := range w.jobs {
-		if int64(e.idx) > w.firstErr.Load() {
-			continue // a sequential walk would have stopped before it
-		}
-		size, reason := hashFile(e.resolved, buf, h, &e.sum)
-		if reason != "" {
-			e.err = &UnavailableError{Root: e.root, Rel: e.rel, Reason: reason}
-			w.noteErr(e.idx)
-			continue
-		}
-		e.size = size
-	}
-}
-
-func joinRel(rel, name string) string {
-	if rel == "" {
-		return name
-	}
-	return rel + "/" + name
-}
-
-func joinPath(dir, name string) string {
-	if strings.HasSuffix(dir, "/") {
-		return dir + name
-	}
-	return dir + "/" + name
-}
-
-// skippedName reports names a directory never contributes, whatever they
-// are.
-func skippedName(name string) bool { return name == ".git" || name == "__pycache__" }
-
-// skippedFile reports regular files (or symlinks to them) a directory does
-// not contribute.
-func skippedFile(name string, pythonOnly bool) bool {
-	if strings.HasSuffix(name, ".pyc") || strings.HasSuffix(name, ".pyo") {
-		return true
-	}
-	return pythonOnly && !strings.HasSuffix(name, ".py")
-}
-
-// recheckFilter keeps the names of a listing whose change could change the
-// fingerprint: not skipped names, and not regular files skipped by name.
-func recheckFilter(ents []dirent, pythonOnly bool) []dirent {
-	out := ents[:0:0]
-	for _, d := range ents {
-		if skippedName(d.name) || d.kind == kindReg && skippedFile(d.name, pythonOnly) {
-			continue
-		}
-		out = append(out, d)
-	}
-	return out
-}
-
-func sameListing(a, b []dirent) bool {
-	return slices.EqualFunc(a, b, func(x, y dirent) bool {
-		return x.name == y.name && x.ino == y.ino && x.kind == y.kind
-	})
-}
-
-func sortDirents(ents []dirent) {
-	for i := range ents {
-		ents[i].key = string(StrFromOSBytes(ents[i].name))
-	}
-	slices.SortFunc(ents, func(a, b dirent) int { return strings.Compare(a.key, b.key) })
-}
-
-func (w *walker) walkRoot() {
-	resolved, st, reason := resolve("/", w.root.path)
-	if reason != "" {
-		w.fail("", reason)
-		return
-	}
-	w.checks = append(w.checks, check{idx: len(w.order), root: w.root.path, resolved: resolved,
-		link: true, base: "/", rest: w.root.path})
-	switch st.kind {
-	case kindDir:
-		w.walkDir("", resolved, st, nil)
-	case kindReg:
-		w.checks = append(w.checks, check{idx: len(w.order), root: w.root.path, resolved: resolved, st: st, file: true})
-		w.addFile("", resolved)
-	default:
-		w.fail("", "not a regular file or directory ("+st.kind.String()+")")
-	}
-}
-
-func (w *walker) walkDir(rel, resolved string, st fileStat, ancestors []fileStat) {
-	for _, a := range ancestors {
-		if a.sameInode(st) {
-			w.fail(rel, "directory cycle: a symlink leads back to an enclosing directory")
-			return
-		}
-	}
-	if w.opt.BeforeDir != nil {
-		if err := w.opt.BeforeDir(resolved); err != nil {
-			w.fail(rel, "cannot watch directory: "+err.Error())
-			return
-		}
-	}
-	dst, ents, err := listDir(resolved, w.buf)
-	if err != nil {
-		w.fail(rel, dirErrReason(err))
-		return
-	}
-	if !dst.sameInode(st) {
-		w.fail(rel, "directory replaced while read")
-		return
-	}
-	if testHookDirListed != nil {
-		testHookDirListed(resolved)
-	}
-	sortDirents(ents)
-	if !w.root.pythonOnly {
-		w.add(true, rel, resolved)
-	}
-	w.checks = append(w.checks, check{idx: len(w.order), root: w.root.path, rel: rel, resolved: resolved,
-		st: dst, dir: true, listing: recheckFilter(ents, w.root.pythonOnly), python: w.root.pythonOnly})
-	ancestors = append(ancestors[:len(ancestors):len(ancestors)], dst)
-
-	for _, d := range ents {
-		if w.stopped() {
-			return
-		}
-		if skippedName(d.name) {
-			continue
-		}
-		crel := joinRel(rel, d.name)
-		cpath := joinPath(resolved, d.name)
-		kind := d.kind
-		if kind == kindUnknown {
-			s, err := lstat(cpath)
-			if err != nil {
-				w.fail(crel, "directory changed while read: "+errReason(err))
-				return
-			}
-			kind = s.kind
-		}
-		cres := cpath
-		var cst fileStat
-		switch kind {
-		case kindLink:
-			var reason string
-			cres, cst, reason = resolve(resolved, d.name)
-			if reason != "" {
-				w.fail(crel, reason)
-				return
-			}
-			w.checks = append(w.checks, check{idx: len(w.order), root: w.root.path, rel: crel, resolved: cres,
-				link: true, base: resolved, rest: d.name})
-			kind = cst.kind
-		case kindDir:
-			s, err := lstat(cpath)
-			if err != nil || s.kind != kindDir {
-				w.fail(crel, "directory changed while read")
-				return
-			}
-			cst = s
-		}
-		switch kind {
-		case kindReg:
-			if skippedFile(d.name, w.root.pythonOnly) {
-				continue
-			}
-			if d.kind == kindLink {
-				w.checks = append(w.checks, check{idx: len(w.order), root: w.root.path, rel: crel, resolved: cres, st: cst, file: true})
-			}
-			w.addFile(crel, cres)
-		case kindDir:
-			w.walkDir(crel, cres, cst, ancestors)
-		default:
-			w.fail(crel, "not a regular file or directory ("+kind.String()+")")
-			return
-		}
-	}
-}
-
-// verify checks, after every file was read, that no directory listing, no
-// symlink resolution and no file reached by resolution changed meanwhile.
-func (w *walker) verify() error {
-	if testHookBeforeVerify != nil {
-		testHookBeforeVerify()
-	}
-	buf := w.buf
-	for _, c := range w.checks {
-		bad := func(reason string) error { return &UnavailableError{Root: c.root, Rel: c.rel, Reason: reason} }
-		switch {
-		case c.dir:
-			st, ents, err := listDir(c.resolved, buf)
-			if err != nil || !st.sameInode(c.st) {
-				return bad("directory replaced while read")
-			}
-			sortDirents(ents)
-			if !sameListing(recheckFilter(ents, c.python), c.listing) {
-				return bad("directory listing changed while read")
-			}
-		case c.link:
-			res, _, reason := resolve(c.base, c.rest)
-			if reason != "" || res != c.resolved {
-				return bad("symlink resolution changed while read")
-			}
-		case c.file:
-			st, err := lstat(c.resolved)
-			if err != nil || !st.sameInode(c.st) {
-				return bad("file replaced while read")
-			}
-			if st.size != c.st.size || st.mtime != c.st.mtime || st.ctime != c.st.ctime {
-				return bad("file changed while read")
-			}
-		}
-	}
-	return nil
-}
-
-// resolve resolves rest relative to the resolved directory base (an
-// absolute path rest is resolved from "/"), following symlinks and ".."
-// as the kernel does, and returns the resolved path and its metadata, or a
-// reason why it does not resolve.
-func resolve(base, rest string) (string, fileStat, string) {
-	dest := base
-	if strings.HasPrefix(rest, "/") {
-		dest = "/"
-	}
-	links := 0
-	var st fileStat
-	have := false
-	for rest != "" {
-		var comp string
-		comp, rest, _ = strings.Cut(rest, "/")
-		switch comp {
-		case "", ".":
-			continue
-		case "..":
-			if i := strings.LastIndexByte(dest, '/'); i > 0 {
-				dest = dest[:i]
-			} else {
-				dest = "/"
-			}
-			have = false
-			continue
-		}
-		next := joinPath(dest, comp)
-		s, err := lstat(next)
-		if err != nil {
-			if links > 0 && isNotExist(err) {
-				return "", st, "broken symlink"
-			}
-			return "", st, errReason(err)
-		}
-		if s.kind == kindLink {
-			links++
-			if links > maxSymlinks {
-				return "", st, "symlink loop"
-			}
-			target, err := readlink(next)
-			if err != nil {
-				return "", st, errReason(err)
-			}
-			if strings.HasPrefix(target, "/") {
-				dest = "/"
-			}
-			if rest == "" {
-				rest = target
-			} else {
-				rest = target + "/" + rest
-			}
-			have = false
-			continue
-		}
-		if s.kind != kindDir && strings.Trim(rest, "/") != "" {
-			return "", st, "not a directory"
-		}
-		dest, st, have = next, s, true
-	}
-	if !have {
-		s, err := lstat(dest)
-		if err != nil {
-			return "", st, errReason(err)
-		}
-		st = s
-	}
-	return dest, st, ""
-}

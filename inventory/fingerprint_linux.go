@@ -143,18 +143,33 @@ func open(path string, flags int) (int, error) {
 	}
 }
 
-// listDir opens the directory path (not following a final symlink) and
-// returns its metadata and its names, "." and ".." left out.
-func listDir(path string, buf []byte) (fileStat, []dirent, error) {
+// atFDCWD makes the *at calls resolve names from the working directory,
+// so absolute paths work with them too.
+const atFDCWD = -0x64
+
+// atSymlinkNoFollow is AT_SYMLINK_NOFOLLOW.
+const atSymlinkNoFollow = 0x100
+
+// openDirectory opens the directory path (not following a final symlink)
+// and returns the descriptor and its metadata.
+func openDirectory(path string) (int, fileStat, error) {
 	fd, err := open(path, syscall.O_RDONLY|syscall.O_DIRECTORY)
 	if err != nil {
-		return fileStat{}, nil, err
+		return -1, fileStat{}, err
 	}
-	defer syscall.Close(fd)
 	var st syscall.Stat_t
 	if err := syscall.Fstat(fd, &st); err != nil {
-		return fileStat{}, nil, err
+		syscall.Close(fd)
+		return -1, fileStat{}, err
 	}
+	return fd, toFileStat(&st), nil
+}
+
+func closeFD(fd int) { syscall.Close(fd) }
+
+// readDir returns the names of the open directory fd, "." and ".." left
+// out, using buf for getdents.
+func readDir(fd int, buf []byte) ([]dirent, error) {
 	var ents []dirent
 	for {
 		n, err := syscall.ReadDirent(fd, buf)
@@ -162,14 +177,24 @@ func listDir(path string, buf []byte) (fileStat, []dirent, error) {
 			continue
 		}
 		if err != nil {
-			return fileStat{}, nil, err
+			return nil, err
 		}
 		if n <= 0 {
-			break
+			return ents, nil
 		}
 		ents = parseDirents(buf[:n], ents)
 	}
-	return toFileStat(&st), ents, nil
+}
+
+// listDir opens, reads and closes the directory path.
+func listDir(path string, buf []byte) (fileStat, []dirent, error) {
+	fd, st, err := openDirectory(path)
+	if err != nil {
+		return fileStat{}, nil, err
+	}
+	defer syscall.Close(fd)
+	ents, err := readDir(fd, buf)
+	return st, ents, err
 }
 
 // parseDirents appends the names of a getdents64 buffer: records of
@@ -200,31 +225,50 @@ func parseDirents(b []byte, ents []dirent) []dirent {
 	return ents
 }
 
-// hashFile reads the regular file path into h, writing the SHA-256 to sum,
-// and returns the file's size, or a reason why the content is unavailable:
-// the file is opened without following a final symlink, read to exactly
-// its size, and its path is checked (before the descriptor is closed, so
-// the inode cannot be reused) to still name the same inode with the same
-// size, mtime and ctime.
-func hashFile(path string, buf []byte, h hash.Hash, sum *Sum) (int64, string) {
-	fd, err := open(path, syscall.O_RDONLY|syscall.O_NONBLOCK)
+// hashFileAt reads the regular file name, in the open directory dirfd
+// (atFDCWD with an absolute name for a path), into h, writing the SHA-256
+// to sum, and returns the file's size, or a reason why the content is
+// unavailable. path is the file's full path, for the test hooks. A file
+// larger than maxSize is not read: deferred says so.
+//
+// The file is opened without following a final symlink and read to
+// exactly its size; then, before the descriptor is closed (so its inode
+// cannot be reused), the name is checked to still be the same inode with
+// the same size, mtime and ctime.
+func hashFileAt(dirfd int, name, path string, buf []byte, h hash.Hash, sum *Sum, maxSize int64) (size int64, deferred bool, reason string) {
+	if testHookOpen != nil {
+		if err := testHookOpen(path); err != nil {
+			return 0, false, errReason(err)
+		}
+	}
+	var fd int
+	var err error
+	for {
+		fd, err = syscall.Openat(dirfd, name, syscall.O_RDONLY|syscall.O_CLOEXEC|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
+		if err != syscall.EINTR {
+			break
+		}
+	}
 	if err != nil {
 		switch err {
 		case syscall.ELOOP:
-			return 0, "file replaced by a symlink while read"
+			return 0, false, "file replaced by a symlink while read"
 		case syscall.ENOENT:
-			return 0, "file removed while read"
+			return 0, false, "file removed while read"
 		}
-		return 0, errReason(err)
+		return 0, false, errReason(err)
 	}
 	defer syscall.Close(fd)
-	var st0 syscall.Stat_t
-	if err := syscall.Fstat(fd, &st0); err != nil {
-		return 0, errReason(err)
+	var st syscall.Stat_t
+	if err := syscall.Fstat(fd, &st); err != nil {
+		return 0, false, errReason(err)
 	}
-	before := toFileStat(&st0)
+	before := toFileStat(&st)
 	if before.kind != kindReg {
-		return 0, "not a regular file or directory (" + before.kind.String() + ")"
+		return 0, false, "not a regular file or directory (" + before.kind.String() + ")"
+	}
+	if before.size > maxSize {
+		return 0, true, ""
 	}
 	h.Reset()
 	for remaining := before.size; remaining > 0; {
@@ -237,10 +281,10 @@ func hashFile(path string, buf []byte, h hash.Hash, sum *Sum) (int64, string) {
 			continue
 		}
 		if err != nil {
-			return 0, errReason(err)
+			return 0, false, errReason(err)
 		}
 		if n == 0 {
-			return 0, "file changed while read (size)"
+			return 0, false, "file changed while read (size)"
 		}
 		h.Write(b[:n])
 		remaining -= int64(n)
@@ -248,23 +292,29 @@ func hashFile(path string, buf []byte, h hash.Hash, sum *Sum) (int64, string) {
 	if testHookFileRead != nil {
 		testHookFileRead(path)
 	}
-	after, err := lstat(path)
+	for {
+		err = fstatatNoFollow(dirfd, name, path, &st)
+		if err != syscall.EINTR {
+			break
+		}
+	}
 	if err != nil {
 		if isNotExist(err) {
-			return 0, "file removed while read"
+			return 0, false, "file removed while read"
 		}
-		return 0, errReason(err)
+		return 0, false, errReason(err)
 	}
+	after := toFileStat(&st)
 	switch {
 	case !after.sameInode(before):
-		return 0, "file replaced while read"
+		return 0, false, "file replaced while read"
 	case after.size != before.size:
-		return 0, "file changed while read (size)"
+		return 0, false, "file changed while read (size)"
 	case after.mtime != before.mtime:
-		return 0, "file changed while read (mtime)"
+		return 0, false, "file changed while read (mtime)"
 	case after.ctime != before.ctime:
-		return 0, "file changed while read (ctime)"
+		return 0, false, "file changed while read (ctime)"
 	}
 	h.Sum(sum[:0])
-	return before.size, ""
+	return before.size, false, ""
 }

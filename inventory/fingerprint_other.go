@@ -13,6 +13,8 @@ import (
 
 var errUnsupported = errors.New("content fingerprints are supported on Linux only")
 
+const atFDCWD = -1
+
 func getwd() (string, error) { return os.Getwd() }
 
 func lstat(string) (fileStat, error)                     { return fileStat{}, errUnsupported }
@@ -20,8 +22,11 @@ func readlink(string) (string, error)                    { return "", errUnsuppo
 func isNotExist(err error) bool                          { return errors.Is(err, os.ErrNotExist) }
 func errReason(err error) string                         { return err.Error() }
 func dirErrReason(err error) string                      { return err.Error() }
+func openDirectory(string) (int, fileStat, error)        { return -1, fileStat{}, errUnsupported }
+func closeFD(int)                                        {}
+func readDir(int, []byte) ([]dirent, error)              { return nil, errUnsupported }
 func listDir(string, []byte) (fileStat, []dirent, error) { return fileStat{}, nil, errUnsupported }
 
-func hashFile(string, []byte, hash.Hash, *Sum) (int64, string) {
-	return 0, errUnsupported.Error()
+func hashFileAt(int, string, string, []byte, hash.Hash, *Sum, int64) (int64, bool, string) {
+	return 0, false, errUnsupported.Error()
 }

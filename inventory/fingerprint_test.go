@@ -767,7 +767,25 @@ func TestFingerprintRaces(t *testing.T) {
 			}
 			return nil
 		})
-		wantUnavailable(t, []ContentRoot{r}, FingerprintOptions{}, d, "sub", "directory replaced while read")
+		// The parent's second listing sees sub's new inode.
+		wantUnavailable(t, []ContentRoot{r}, FingerprintOptions{}, d, "", "directory listing changed while read")
+	})
+	t.Run("symlinked directory replaced before open", func(t *testing.T) {
+		d, r := setup(t)
+		out := filepath.Dir(d) + "/out"
+		writeFile(t, out+"/v/f", "f")
+		symlink(t, "../out/v", d+"/link")
+		var once sync.Once
+		setHook(t, &testHookOpen, func(p string) error {
+			if p == out+"/v" {
+				once.Do(func() {
+					os.Rename(out+"/v", out+"/old")
+					writeFile(t, out+"/v/f", "f")
+				})
+			}
+			return nil
+		})
+		wantUnavailable(t, []ContentRoot{r}, FingerprintOptions{}, d, "link", "directory replaced while read")
 	})
 	t.Run("root directory replaced", func(t *testing.T) {
 		d, r := setup(t)

@@ -1,0 +1,651 @@
+package inventory
+
+import (
+	"crypto/sha256"
+	"hash"
+	"math"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// The walk has three phases, each spread over a bounded set of goroutines:
+//
+//  1. List: directories are listed in parallel (a goroutine per pending
+//     directory, at most Workers of them running), building a tree of
+//     nodes whose children are in sorted order. Symlinks are resolved and
+//     every entry is classified here, and the directory's own regular
+//     files of up to smallFile bytes are read through its descriptor
+//     (openat and fstatat resolve one name, not a whole path), in batches
+//     of batchSize files.
+//  2. Hash: the tree is flattened into walk order, and the files not read
+//     yet (larger ones, and those reached through symlinks or given as
+//     roots) are read by Workers goroutines taking the next index from an
+//     atomic counter.
+//  3. Verify: every symlink and root is resolved again, every file reached
+//     by resolution stat'ed again, and every directory stat'ed again, in
+//     parallel, and compared. A directory whose mtime or ctime moved, or
+//     that had changed less than recentWindow before it was listed (so a
+//     change within the filesystem's clock tick might not move them), is
+//     listed again, and the names that contribute (not .git, __pycache__,
+//     skipped files) must be the same, with the same inodes and types.
+//
+// A problem is recorded at its node. Work that comes after the first
+// problem found so far in walk order is skipped, but work before it is
+// always done, so the problem reported is the first in walk order: the
+// one a sequential walk would meet.
+
+// node is a directory, a file or a problem in the tree of the walk.
+type node struct {
+	parent *node
+	idx    int // among parent's children (among the roots for a root)
+	depth  int
+	root   *ContentRoot
+
+	rel      string
+	name     string
+	resolved string
+	kind     fileKind // kindDir or kindReg; kindUnknown for a problem
+	err      *UnavailableError
+
+	// A directory: children in walk order, whether it was listed, its
+	// metadata when listed, and its filtered listing for verify. hasWant
+	// says st holds the metadata resolution found, which the opened
+	// directory must match.
+	children []*node
+	listed   bool
+	hasWant  bool
+	st       fileStat
+	listing  []dirent
+	// recent says the directory changed so shortly before it was listed
+	// that a change in the same clock tick could leave its timestamps
+	// as they were: verify lists it again instead of trusting them.
+	recent bool
+
+	// Reached through a symlink (or a root): resolution starts at linkBase
+	// with linkRest. A file reached so keeps its resolution metadata in st.
+	link               bool
+	linkBase, linkRest string
+
+	// A file: its results, once hashed.
+	hashed bool
+	size   int64
+	sum    Sum
+}
+
+// precedes reports whether a comes before b in walk order. A directory
+// precedes what is below it.
+func precedes(a, b *node) bool {
+	if a == b {
+		return false
+	}
+	for a.depth > b.depth {
+		a = a.parent
+		if a == b {
+			return false
+		}
+	}
+	for b.depth > a.depth {
+		b = b.parent
+		if a == b {
+			return true
+		}
+	}
+	for a.parent != b.parent {
+		a, b = a.parent, b.parent
+	}
+	return a.idx < b.idx
+}
+
+// walker holds the state shared by the goroutines of a walk. Its methods
+// are safe for concurrent use by the walk's own goroutines.
+type walker struct {
+	opt     FingerprintOptions
+	workers int
+	start   int64 // wall clock (ns) when the walk started
+
+	sem chan struct{} // one token per running directory or file batch
+	wg  sync.WaitGroup
+
+	// failed is set once any problem is found, so that skip needs no lock
+	// until then. mu guards firstErr, the earliest problem in walk order
+	// found so far.
+	failed   atomic.Bool
+	mu       sync.Mutex
+	firstErr *node
+
+	// beforeDirMu serializes calls of opt.BeforeDir.
+	beforeDirMu sync.Mutex
+
+	bufs    sync.Pool // *[]byte of readChunk bytes
+	hashers sync.Pool // hash.Hash (SHA-256)
+}
+
+func newWalker(opt FingerprintOptions, workers int) *walker {
+	w := &walker{opt: opt, workers: workers, sem: make(chan struct{}, workers), start: time.Now().UnixNano()}
+	w.bufs.New = func() any { b := make([]byte, readChunk); return &b }
+	w.hashers.New = func() any { return sha256.New() }
+	return w
+}
+
+// problem records err at n.
+func (w *walker) problem(n *node, reason string) {
+	n.err = &UnavailableError{Root: n.root.path, Rel: n.rel, Reason: reason}
+	w.mu.Lock()
+	if w.firstErr == nil || precedes(n, w.firstErr) {
+		w.firstErr = n
+	}
+	w.mu.Unlock()
+	w.failed.Store(true)
+}
+
+// skip reports whether n comes after a problem already found.
+func (w *walker) skip(n *node) bool {
+	if !w.failed.Load() {
+		return false
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.firstErr != nil && precedes(w.firstErr, n)
+}
+
+// spawn runs f in a new goroutine once a token is free.
+func (w *walker) spawn(f func()) {
+	w.wg.Add(1)
+	go func() {
+		defer w.wg.Done()
+		w.sem <- struct{}{}
+		defer func() { <-w.sem }()
+		f()
+	}()
+}
+
+// list runs phase 1 for the roots and returns their nodes.
+func (w *walker) list(roots []ContentRoot) []*node {
+	tops := make([]*node, len(roots))
+	for i := range roots {
+		n := &node{idx: i, root: &roots[i]}
+		tops[i] = n
+		resolved, st, reason := resolve("/", n.root.path)
+		if reason != "" {
+			w.problem(n, reason)
+			continue
+		}
+		n.resolved, n.st, n.link, n.linkBase, n.linkRest = resolved, st, true, "/", n.root.path
+		switch st.kind {
+		case kindDir:
+			n.kind, n.hasWant = kindDir, true
+			w.spawn(func() { w.walkDir(n) })
+		case kindReg:
+			n.kind = kindReg
+		default:
+			w.problem(n, "not a regular file or directory ("+st.kind.String()+")")
+		}
+	}
+	w.wg.Wait()
+	return tops
+}
+
+// openDir is a directory descriptor shared by the batches hashing the
+// directory's files; the last to release it closes it.
+type openDir struct {
+	fd   int
+	refs atomic.Int32
+}
+
+func (d *openDir) release() {
+	if d.refs.Add(-1) == 0 {
+		closeFD(d.fd)
+	}
+}
+
+func (w *walker) walkDir(n *node) {
+	if w.skip(n) {
+		return
+	}
+	if w.opt.BeforeDir != nil {
+		w.beforeDirMu.Lock()
+		err := w.opt.BeforeDir(n.resolved)
+		w.beforeDirMu.Unlock()
+		if err != nil {
+			w.problem(n, "cannot watch directory: "+err.Error())
+			return
+		}
+	}
+	fd, st, err := openDirectory(n.resolved)
+	if err != nil {
+		w.problem(n, dirErrReason(err))
+		return
+	}
+	dir := &openDir{fd: fd}
+	dir.refs.Store(1)
+	defer dir.release()
+	if n.hasWant && !st.sameInode(n.st) {
+		w.problem(n, "directory replaced while read")
+		return
+	}
+	n.st = st
+	n.recent = max(st.mtime, st.ctime) > w.start-int64(recentWindow)
+	for a := n.parent; a != nil; a = a.parent {
+		if a.st.sameInode(st) {
+			w.problem(n, "directory cycle: a symlink leads back to an enclosing directory")
+			return
+		}
+	}
+	bp := w.bufs.Get().(*[]byte)
+	ents, err := readDir(fd, (*bp)[:dirBufSize])
+	w.bufs.Put(bp)
+	if err != nil {
+		w.problem(n, dirErrReason(err))
+		return
+	}
+	if testHookDirListed != nil {
+		testHookDirListed(n.resolved)
+	}
+	sortDirents(ents)
+	pythonOnly := n.root.pythonOnly
+	n.listing = recheckFilter(ents, pythonOnly)
+	n.listed = true
+
+	// Classify the children, up to the first problem; the regular files
+	// named here are read through the directory descriptor below.
+	n.children = make([]*node, 0, len(ents))
+	var local []*node
+classify:
+	for _, d := range ents {
+		if skippedName(d.name) {
+			continue
+		}
+		c := &node{parent: n, idx: len(n.children), depth: n.depth + 1, root: n.root,
+			rel: joinRel(n.rel, d.name), name: d.name, resolved: joinPath(n.resolved, d.name)}
+		kind := d.kind
+		if kind == kindUnknown {
+			s, err := lstat(c.resolved)
+			if err != nil {
+				n.children = append(n.children, c)
+				w.problem(c, "directory changed while read: "+errReason(err))
+				break
+			}
+			kind = s.kind
+		}
+		if kind == kindLink {
+			resolved, s, reason := resolve(n.resolved, d.name)
+			if reason != "" {
+				n.children = append(n.children, c)
+				w.problem(c, reason)
+				break
+			}
+			c.resolved, c.st, c.hasWant = resolved, s, true
+			c.link, c.linkBase, c.linkRest = true, n.resolved, d.name
+			kind = s.kind
+		}
+		switch kind {
+		case kindReg:
+			if skippedFile(d.name, pythonOnly) {
+				continue
+			}
+			c.kind = kindReg
+			n.children = append(n.children, c)
+			if !c.link {
+				local = append(local, c)
+			}
+		case kindDir:
+			c.kind = kindDir
+			n.children = append(n.children, c)
+			w.spawn(func() { w.walkDir(c) })
+		default:
+			n.children = append(n.children, c)
+			w.problem(c, "not a regular file or directory ("+kind.String()+")")
+			break classify
+		}
+	}
+
+	// Read the small files, batchSize at a time on separate goroutines
+	// so a large directory still uses every worker.
+	for len(local) > batchSize {
+		batch := local[len(local)-batchSize:]
+		local = local[:len(local)-batchSize]
+		dir.refs.Add(1)
+		w.spawn(func() {
+			defer dir.release()
+			w.hashLocal(dir.fd, batch)
+		})
+	}
+	w.hashLocal(fd, local)
+}
+
+// hashLocal reads the files of one directory through its descriptor,
+// leaving files larger than smallFile for phase 2.
+func (w *walker) hashLocal(dirfd int, files []*node) {
+	if len(files) == 0 {
+		return
+	}
+	bp := w.bufs.Get().(*[]byte)
+	h := w.hashers.Get().(hash.Hash)
+	defer func() { w.bufs.Put(bp); w.hashers.Put(h) }()
+	for _, c := range files {
+		if w.skip(c) {
+			return
+		}
+		size, deferred, reason := hashFileAt(dirfd, c.name, c.resolved, *bp, h, &c.sum, smallFile)
+		if reason != "" {
+			w.problem(c, reason)
+			return
+		}
+		if !deferred {
+			c.size, c.hashed = size, true
+		}
+	}
+}
+
+// flatten appends the nodes of the tree in walk order to order, up to the
+// first problem, which it returns.
+func flatten(n *node, order []*node) ([]*node, *node) {
+	if n.err != nil {
+		return order, n
+	}
+	order = append(order, n)
+	if n.kind != kindDir {
+		return order, nil
+	}
+	if !n.listed {
+		// Only a directory after a problem is left unlisted.
+		panic("inventory: fingerprint walk left a directory unlisted before any problem")
+	}
+	for _, c := range n.children {
+		var bad *node
+		if order, bad = flatten(c, order); bad != nil {
+			return order, bad
+		}
+	}
+	return order, nil
+}
+
+// parallel runs f(0..n-1) on the walker's goroutines, each taking the next
+// index; f returns false to record a problem at its index, after which
+// indexes beyond the earliest problem are not run. It returns the earliest
+// index that failed, or -1.
+func (w *walker) parallel(n int, f func(i int, buf []byte) bool) int {
+	var next atomic.Int64
+	var first atomic.Int64
+	first.Store(int64(n))
+	var wg sync.WaitGroup
+	for range min(w.workers, n) {
+		wg.Go(func() {
+			bp := w.bufs.Get().(*[]byte)
+			defer w.bufs.Put(bp)
+			for {
+				i := next.Add(1) - 1
+				if i >= int64(n) || i > first.Load() {
+					return
+				}
+				if !f(int(i), *bp) {
+					for {
+						cur := first.Load()
+						if i >= cur || first.CompareAndSwap(cur, i) {
+							break
+						}
+					}
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if f := first.Load(); f < int64(n) {
+		return int(f)
+	}
+	return -1
+}
+
+// hash runs phase 2 on the files not read yet (large files, and files
+// reached through a symlink or given as roots) and returns the first
+// problem.
+func (w *walker) hash(files []*node) *UnavailableError {
+	bad := w.parallel(len(files), func(i int, buf []byte) bool {
+		h := w.hashers.Get().(hash.Hash)
+		defer w.hashers.Put(h)
+		n := files[i]
+		size, _, reason := hashFileAt(atFDCWD, n.resolved, n.resolved, buf, h, &n.sum, math.MaxInt64)
+		if reason != "" {
+			n.err = &UnavailableError{Root: n.root.path, Rel: n.rel, Reason: reason}
+			return false
+		}
+		n.size, n.hashed = size, true
+		return true
+	})
+	if bad >= 0 {
+		return files[bad].err
+	}
+	return nil
+}
+
+// verify runs phase 3 on the nodes of order and returns the first problem.
+func (w *walker) verify(order []*node) *UnavailableError {
+	if testHookBeforeVerify != nil {
+		testHookBeforeVerify()
+	}
+	reasons := make([]string, len(order))
+	bad := w.parallel(len(order), func(i int, buf []byte) bool {
+		reasons[i] = verifyNode(order[i], buf)
+		return reasons[i] == ""
+	})
+	if bad >= 0 {
+		n := order[bad]
+		return &UnavailableError{Root: n.root.path, Rel: n.rel, Reason: reasons[bad]}
+	}
+	return nil
+}
+
+// verifyNode checks one node again and returns what changed, or "".
+func verifyNode(n *node, buf []byte) string {
+	if n.link {
+		res, _, reason := resolve(n.linkBase, n.linkRest)
+		if reason != "" || res != n.resolved {
+			return "symlink resolution changed while read"
+		}
+	}
+	switch {
+	case n.kind == kindDir:
+		st, err := lstat(n.resolved)
+		if err != nil || st.kind != kindDir || !st.sameInode(n.st) {
+			return "directory replaced while read"
+		}
+		if !n.recent && st.mtime == n.st.mtime && st.ctime == n.st.ctime {
+			return ""
+		}
+		st, ents, err := listDir(n.resolved, buf[:dirBufSize])
+		if err != nil || !st.sameInode(n.st) {
+			return "directory replaced while read"
+		}
+		sortDirents(ents)
+		if !sameListing(recheckFilter(ents, n.root.pythonOnly), n.listing) {
+			return "directory listing changed while read"
+		}
+	case n.link: // a file reached by resolution
+		st, err := lstat(n.resolved)
+		if err != nil || !st.sameInode(n.st) {
+			return "file replaced while read"
+		}
+		if st.size != n.st.size || st.mtime != n.st.mtime || st.ctime != n.st.ctime {
+			return "file changed while read"
+		}
+	}
+	return ""
+}
+
+func joinRel(rel, name string) string {
+	if rel == "" {
+		return name
+	}
+	return rel + "/" + name
+}
+
+func joinPath(dir, name string) string {
+	if strings.HasSuffix(dir, "/") {
+		return dir + name
+	}
+	return dir + "/" + name
+}
+
+// skippedName reports names a directory never contributes, whatever they
+// are.
+func skippedName(name string) bool { return name == ".git" || name == "__pycache__" }
+
+// skippedFile reports regular files (or symlinks to them) a directory does
+// not contribute.
+func skippedFile(name string, pythonOnly bool) bool {
+	if strings.HasSuffix(name, ".pyc") || strings.HasSuffix(name, ".pyo") {
+		return true
+	}
+	return pythonOnly && !strings.HasSuffix(name, ".py")
+}
+
+// recheckFilter keeps the names of a listing whose change could change the
+// fingerprint: not skipped names, and not regular files skipped by name.
+func recheckFilter(ents []dirent, pythonOnly bool) []dirent {
+	out := ents[:0:0]
+	for _, d := range ents {
+		if skippedName(d.name) || d.kind == kindReg && skippedFile(d.name, pythonOnly) {
+			continue
+		}
+		out = append(out, d)
+	}
+	return out
+}
+
+func sameListing(a, b []dirent) bool {
+	return slices.EqualFunc(a, b, func(x, y dirent) bool {
+		return x.name == y.name && x.ino == y.ino && x.kind == y.kind
+	})
+}
+
+func sortDirents(ents []dirent) {
+	for i := range ents {
+		ents[i].key = string(StrFromOSBytes(ents[i].name))
+	}
+	slices.SortFunc(ents, func(a, b dirent) int { return strings.Compare(a.key, b.key) })
+}
+
+// resolve resolves rest relative to the resolved directory base (an
+// absolute path rest is resolved from "/"), following symlinks and ".."
+// as the kernel does, and returns the resolved path and its metadata, or a
+// reason why it does not resolve.
+func resolve(base, rest string) (string, fileStat, string) {
+	dest := base
+	if strings.HasPrefix(rest, "/") {
+		dest = "/"
+	}
+	links := 0
+	var st fileStat
+	have := false
+	for rest != "" {
+		var comp string
+		comp, rest, _ = strings.Cut(rest, "/")
+		switch comp {
+		case "", ".":
+			continue
+		case "..":
+			if i := strings.LastIndexByte(dest, '/'); i > 0 {
+				dest = dest[:i]
+			} else {
+				dest = "/"
+			}
+			have = false
+			continue
+		}
+		next := joinPath(dest, comp)
+		s, err := lstat(next)
+		if err != nil {
+			if links > 0 && isNotExist(err) {
+				return "", st, "broken symlink"
+			}
+			return "", st, errReason(err)
+		}
+		if s.kind == kindLink {
+			links++
+			if links > maxSymlinks {
+				return "", st, "symlink loop"
+			}
+			target, err := readlink(next)
+			if err != nil {
+				return "", st, errReason(err)
+			}
+			if strings.HasPrefix(target, "/") {
+				dest = "/"
+			}
+			if rest == "" {
+				rest = target
+			} else {
+				rest = target + "/" + rest
+			}
+			have = false
+			continue
+		}
+		if s.kind != kindDir && strings.Trim(rest, "/") != "" {
+			return "", st, "not a directory"
+		}
+		dest, st, have = next, s, true
+	}
+	if !have {
+		s, err := lstat(dest)
+		if err != nil {
+			return "", st, errReason(err)
+		}
+		st = s
+	}
+	return dest, st, ""
+}
+
+// fileKind is the type of a directory entry or inode.
+type fileKind uint8
+
+const (
+	kindUnknown fileKind = iota
+	kindReg
+	kindDir
+	kindLink
+	kindFIFO
+	kindSocket
+	kindCharDev
+	kindBlockDev
+)
+
+func (k fileKind) String() string {
+	switch k {
+	case kindReg:
+		return "regular file"
+	case kindDir:
+		return "directory"
+	case kindLink:
+		return "symlink"
+	case kindFIFO:
+		return "named pipe"
+	case kindSocket:
+		return "socket"
+	case kindCharDev:
+		return "character device"
+	case kindBlockDev:
+		return "block device"
+	}
+	return "unknown file type"
+}
+
+// fileStat is the part of an inode's metadata the walk uses.
+type fileStat struct {
+	kind         fileKind
+	dev, ino     uint64
+	size         int64
+	mtime, ctime int64 // nanoseconds
+}
+
+func (s fileStat) sameInode(t fileStat) bool { return s.dev == t.dev && s.ino == t.ino }
+
+// dirent is one name of a directory listing.
+type dirent struct {
+	name string // OS bytes
+	key  string // the name's Str form, which sorts in code-point order
+	ino  uint64
+	kind fileKind // kindUnknown when the filesystem does not say
+}
