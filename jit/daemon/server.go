@@ -287,10 +287,13 @@ func (s *Server) begin() bool {
 	return true
 }
 
-func (s *Server) end() {
+// end counts a finished connection; served is false for a refused peer.
+func (s *Server) end(served bool) {
 	s.mu.Lock()
 	s.inFlight--
-	s.served++
+	if served {
+		s.served++
+	}
 	s.lastDone = time.Now()
 	s.mu.Unlock()
 	s.wg.Done()
@@ -324,7 +327,8 @@ func (s *Server) Info() Info {
 }
 
 func (s *Server) serveConn(ctx context.Context, conn *net.UnixConn) {
-	defer s.end()
+	served := true
+	defer func() { s.end(served) }()
 	defer conn.Close()
 	reply := func(r *api.DaemonResponse) {
 		r.Protocol = api.DaemonProtocol
@@ -337,6 +341,7 @@ func (s *Server) serveConn(ctx context.Context, conn *net.UnixConn) {
 		s.mu.Lock()
 		s.refused++
 		s.mu.Unlock()
+		served = false
 		s.cfg.Logf("refused a peer with uid %d (err %v)", uid, err)
 		reply(&api.DaemonResponse{Error: "permission denied: the daemon serves only its own user", Exit: 1})
 		return

@@ -111,21 +111,22 @@ func ViaDaemon(env *cli.Env, args []string, engine func() (string, error)) (bool
 	}
 	sock := api.SocketPath(ddir)
 	resp, err := api.CallDaemon(sock, req)
-	for attempt := 0; err != nil && attempt < 2; attempt++ {
+	for started, resent := false, false; err != nil; {
 		var lost *api.DaemonLostError
-		if errors.As(err, &lost) {
-			if attempt > 0 {
-				break
-			}
+		switch {
+		case errors.As(err, &lost) && !resent:
 			fmt.Fprintf(env.Stderr, "%s: %v; starting a new daemon and sending the request again\n", env.Prog, err)
+			resent = true
+		case !errors.As(err, &lost) && !started:
+			// No daemon answers: start one.
+		default:
+			return true, fmt.Errorf("daemon: %w", err)
 		}
+		started = true
 		if serr := start(); serr != nil {
 			return true, serr
 		}
 		resp, err = api.CallDaemon(sock, req)
-	}
-	if err != nil {
-		return true, fmt.Errorf("daemon: %w", err)
 	}
 	env.Stdout.Write(resp.Stdout)
 	env.Stderr.Write(resp.Stderr)

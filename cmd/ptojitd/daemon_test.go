@@ -1,0 +1,407 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+
+	"github.com/ptojit/ptojit/api"
+)
+
+// These tests run the real binaries: the thin client ptojit starts the
+// daemon ptojitd on demand and sends it builds of the shipped example.
+
+// daemonWorld is one cache, one runtime directory and one copy of the
+// example, with a compiler wrapper that logs every compilation.
+type daemonWorld struct {
+	t        *testing.T
+	bin      string // holds ptojit and ptojitd
+	root     string
+	request  string
+	compiles string // the wrapper's log: one line per shared object compiled
+	env      []string
+}
+
+var (
+	binOnce sync.Once
+	binDir  string
+	binErr  error
+)
+
+// buildBinaries builds ptojit and ptojitd once per test process.
+func buildBinaries(t *testing.T) string {
+	binOnce.Do(func() {
+		binDir, binErr = os.MkdirTemp("", "ptojit-bin")
+		if binErr != nil {
+			return
+		}
+		out, err := exec.Command("go", "build", "-o", binDir, "github.com/ptojit/ptojit/cmd/ptojit", "github.com/ptojit/ptojit/cmd/ptojitd").CombinedOutput()
+		if err != nil {
+			binErr = fmt.Errorf("go build: %v\n%s", err, out)
+		}
+		// Other users (the foreign-uid test) must be able to run them.
+		os.Chmod(binDir, 0o755)
+	})
+	if binErr != nil {
+		t.Fatal(binErr)
+	}
+	return binDir
+}
+
+// wrapperScript logs each compilation of a shared object and, while the
+// file named by $PTOJIT_TEST_BLOCK exists, announces itself on that FIFO and
+// hangs instead of compiling (once).
+const wrapperScript = `#!/bin/sh
+case " $* " in
+*" -shared "*)
+	echo "$*" >> "$PTOJIT_TEST_COMPILES"
+	if [ -n "$PTOJIT_TEST_BLOCK" ] && [ -p "$PTOJIT_TEST_BLOCK" ] && [ ! -e "$PTOJIT_TEST_BLOCK.done" ]; then
+		: > "$PTOJIT_TEST_BLOCK.done"
+		echo $$ > "$PTOJIT_TEST_BLOCK.pid"
+		echo started > "$PTOJIT_TEST_BLOCK"
+		exec sleep 3600
+	fi
+	;;
+esac
+exec gcc "$@"
+`
+
+func newDaemonWorld(t *testing.T) *daemonWorld {
+	if _, err := exec.LookPath("gcc"); err != nil {
+		t.Skip("no gcc")
+	}
+	w := &daemonWorld{t: t, bin: buildBinaries(t)}
+	var err error
+	// A short directory, so socket paths fit in a sockaddr_un.
+	w.root, err = os.MkdirTemp("", "pjd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		w.run("daemon", "stop")
+		os.RemoveAll(w.root)
+	})
+	copyTree(t, filepath.Join("..", "..", "testdata", "examples"), filepath.Join(w.root, "examples"))
+	w.request = filepath.Join(w.root, "examples", "vadd", "request.json")
+	w.compiles = filepath.Join(w.root, "compiles.log")
+	cc := filepath.Join(w.root, "cc")
+	if err := os.WriteFile(cc, []byte(wrapperScript), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	w.env = append(os.Environ(),
+		"PTOJIT_CACHE_DIR="+filepath.Join(w.root, "cache"),
+		"XDG_RUNTIME_DIR="+filepath.Join(w.root, "run"),
+		"CC="+cc,
+		"PTOJIT_TEST_COMPILES="+w.compiles,
+		"PTOJIT_DAEMON=",
+	)
+	return w
+}
+
+func copyTree(t *testing.T, src, dst string) {
+	t.Helper()
+	err := filepath.WalkDir(src, func(p string, e fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(src, p)
+		if rel == filepath.Join("vadd", "out") {
+			return filepath.SkipDir
+		}
+		target := filepath.Join(dst, rel)
+		if e.IsDir() {
+			return os.MkdirAll(target, 0o755)
+		}
+		fi, err := e.Info()
+		if err != nil {
+			return err
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		return os.WriteFile(target, b, fi.Mode().Perm())
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+func (w *daemonWorld) command(args ...string) *exec.Cmd {
+	cmd := exec.Command(filepath.Join(w.bin, "ptojit"), args...)
+	cmd.Env = w.env
+	cmd.Dir = w.root
+	return cmd
+}
+
+// run runs ptojit and returns stdout, stderr and the exit code.
+func (w *daemonWorld) run(args ...string) (string, string, int) {
+	cmd := w.command(args...)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	code := 0
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	} else if err != nil {
+		w.t.Fatal(err)
+	}
+	return out.String(), errb.String(), code
+}
+
+func (w *daemonWorld) build() buildAnswer {
+	w.t.Helper()
+	out, errs, code := w.run("build", "--request", w.request, "--json")
+	if code != 0 {
+		w.t.Fatalf("build exit %d\nstdout: %s\nstderr: %s", code, out, errs)
+	}
+	return parseAnswer(w.t, out)
+}
+
+type buildAnswer struct {
+	Status string `json:"status"`
+	Key    string `json:"key"`
+	Hashid string `json:"hashid"`
+}
+
+func parseAnswer(t *testing.T, out string) buildAnswer {
+	t.Helper()
+	var a buildAnswer
+	if err := json.Unmarshal([]byte(out), &a); err != nil {
+		t.Fatalf("build answer %q: %v", out, err)
+	}
+	return a
+}
+
+func (w *daemonWorld) compileCount() int {
+	b, err := os.ReadFile(w.compiles)
+	if os.IsNotExist(err) {
+		return 0
+	}
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	return strings.Count(string(b), "\n")
+}
+
+func (w *daemonWorld) status() daemonStatus {
+	w.t.Helper()
+	out, errs, code := w.run("daemon", "status", "--json")
+	var st daemonStatus
+	if err := json.Unmarshal([]byte(out), &st); err != nil {
+		w.t.Fatalf("daemon status (exit %d): %v\n%s%s", code, err, out, errs)
+	}
+	return st
+}
+
+func (w *daemonWorld) daemonDir() string {
+	return api.DaemonDir(filepath.Join(w.root, "cache"), func(k string) string {
+		if k == "XDG_RUNTIME_DIR" {
+			return filepath.Join(w.root, "run")
+		}
+		return ""
+	})
+}
+
+// TestDaemonStartsOnDemandAndHits: the first build starts the daemon and
+// compiles; the second is answered by the same daemon without a compiler.
+func TestDaemonStartsOnDemandAndHits(t *testing.T) {
+	w := newDaemonWorld(t)
+	first := w.build()
+	if first.Status != "miss" {
+		t.Fatalf("first build: %+v", first)
+	}
+	n := w.compileCount()
+	pid := w.status().Server.PID
+	second := w.build()
+	if second.Status != "hit" || second.Key != first.Key || second.Hashid != first.Hashid {
+		t.Fatalf("second build: %+v, first %+v", second, first)
+	}
+	if w.compileCount() != n {
+		t.Fatalf("the hit ran the compiler")
+	}
+	if st := w.status(); st.Server.PID != pid || st.Server.Served < 2 {
+		t.Fatalf("status %+v, want daemon %d still serving", st.Server, pid)
+	}
+	for p, want := range map[string]os.FileMode{w.daemonDir(): 0o700, filepath.Join(w.daemonDir(), api.SocketName): 0o600} {
+		fi, err := os.Stat(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if fi.Mode().Perm() != want {
+			t.Errorf("%s: mode %o, want %o", filepath.Base(p), fi.Mode().Perm(), want)
+		}
+	}
+}
+
+// TestDaemonConcurrentColdBuilds: 64 clients at once on a cold key with no
+// daemon running start one daemon, which compiles once; every client gets
+// the same successful answer.
+func TestDaemonConcurrentColdBuilds(t *testing.T) {
+	w := newDaemonWorld(t)
+	const clients = 64
+	answers := make([]buildAnswer, clients)
+	errs := make([]error, clients)
+	var wg sync.WaitGroup
+	for i := range clients {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			cmd := w.command("build", "--request", w.request, "--json")
+			var out, stderr bytes.Buffer
+			cmd.Stdout, cmd.Stderr = &out, &stderr
+			if err := cmd.Run(); err != nil {
+				errs[i] = fmt.Errorf("client %d: %v: %s", i, err, stderr.String())
+				return
+			}
+			if err := json.Unmarshal(out.Bytes(), &answers[i]); err != nil {
+				errs[i] = fmt.Errorf("client %d: %v: %q", i, err, out.String())
+			}
+		}()
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i, a := range answers {
+		if a.Key == "" || a.Key != answers[0].Key || a.Hashid != answers[0].Hashid || (a.Status != "miss" && a.Status != "hit") {
+			t.Fatalf("client %d answered %+v, client 0 %+v", i, a, answers[0])
+		}
+	}
+	// One compile: the orchestration and two kernels.
+	if n := w.compileCount(); n != 3 {
+		t.Errorf("%d shared objects compiled, want 3 (one build)", n)
+	}
+	log, err := os.ReadFile(filepath.Join(w.daemonDir(), api.LogName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(string(log), "listening"); n != 1 {
+		t.Errorf("%d daemons started, want 1:\n%s", n, log)
+	}
+}
+
+// TestDaemonKilledMidRequest: a daemon killed with SIGKILL while it
+// compiles is replaced; the client sends its request once more and
+// succeeds, saying what happened, and the next build is a hit.
+func TestDaemonKilledMidRequest(t *testing.T) {
+	w := newDaemonWorld(t)
+	fifo := filepath.Join(w.root, "block")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	w.env = append(w.env, "PTOJIT_TEST_BLOCK="+fifo)
+	t.Cleanup(func() {
+		if b, err := os.ReadFile(fifo + ".pid"); err == nil {
+			if pid, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil {
+				syscall.Kill(pid, syscall.SIGKILL)
+			}
+		}
+	})
+	cmd := w.command("build", "--request", w.request, "--json")
+	var out, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	// Wait until the daemon's compiler is running.
+	f, err := os.Open(fifo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	line, _ := bufio.NewReader(f).ReadString('\n')
+	f.Close()
+	if strings.TrimSpace(line) != "started" {
+		t.Fatalf("wrapper said %q", line)
+	}
+	pid := w.status().Server.PID
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("client: %v\nstdout: %s\nstderr: %s", err, out.String(), stderr.String())
+	}
+	if !strings.Contains(stderr.String(), "without answering") {
+		t.Errorf("client did not say the daemon was lost: %q", stderr.String())
+	}
+	a := parseAnswer(t, out.String())
+	if a.Status != "miss" {
+		t.Fatalf("retried build: %+v", a)
+	}
+	if st := w.status(); st.Server.PID == pid {
+		t.Fatalf("the killed daemon %d still answers", pid)
+	}
+	if b := w.build(); b.Status != "hit" || b.Key != a.Key {
+		t.Fatalf("next build: %+v", b)
+	}
+}
+
+// TestDaemonSeesInstallationChange: changing a file under a memoized
+// installation root changes the next build's key, with no restart.
+func TestDaemonSeesInstallationChange(t *testing.T) {
+	w := newDaemonWorld(t)
+	first := w.build()
+	pid := w.status().Server.PID
+	if again := w.build(); again.Status != "hit" {
+		t.Fatalf("second build: %+v", again)
+	}
+	init := filepath.Join(w.root, "examples", "toolchain", "pypto", "pypto", "__init__.py")
+	f, err := os.OpenFile(init, os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.WriteString("# patched in place\n")
+	f.Close()
+	changed := w.build()
+	if changed.Key == first.Key || changed.Status != "miss" {
+		t.Fatalf("after the change: %+v, before %+v", changed, first)
+	}
+	st := w.status()
+	if st.Server.PID != pid {
+		t.Fatalf("the daemon restarted (%d, was %d)", st.Server.PID, pid)
+	}
+	if st.Watch.Forgotten == 0 {
+		t.Fatalf("no memo dropped: %+v", st.Watch)
+	}
+}
+
+// TestDaemonRefusesOtherUser runs a client as another user against a
+// daemon whose socket file permissions were opened up, so only the
+// daemon's SO_PEERCRED check stands between them.
+func TestDaemonRefusesOtherUser(t *testing.T) {
+	if os.Getuid() != 0 {
+		t.Skip("needs root to run a client as another user")
+	}
+	w := newDaemonWorld(t)
+	w.build()
+	served := w.status().Server.Served
+	for _, p := range []string{w.root, filepath.Join(w.root, "run"), filepath.Join(w.root, "run", "ptojit"), w.daemonDir()} {
+		os.Chmod(p, 0o755)
+	}
+	os.Chmod(filepath.Join(w.daemonDir(), api.SocketName), 0o666)
+	cmd := w.command("build", "--request", w.request, "--json")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
+	out, err := cmd.CombinedOutput()
+	if err == nil {
+		t.Fatalf("a foreign user's build succeeded: %s", out)
+	}
+	if !strings.Contains(string(out), "permission denied") {
+		t.Fatalf("foreign client said %q", out)
+	}
+	st := w.status()
+	if st.Server.Refused != 1 || st.Server.Served != served+1 {
+		t.Fatalf("status %+v: want 1 refused and only the status request served", st.Server)
+	}
+}
