@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"testing"
+	"time"
 )
 
 // The stores side by side: go test -run=^$ -bench=. ./cache
@@ -88,6 +89,56 @@ func BenchmarkOpenGetClose(b *testing.B) {
 		}
 		if err := s.Close(); err != nil {
 			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkPaired runs the Memory and Badger operation alternately in every
+// iteration, so that load from other processes falls on both alike, and
+// reports each one's time per operation and the Badger/Memory ratio.
+func BenchmarkPaired(b *testing.B) {
+	for _, op := range []string{"Get", "Put"} {
+		for _, size := range benchSizes {
+			b.Run(fmt.Sprintf("%s/size=%s", op, FormatSize(int64(size))), func(b *testing.B) {
+				bs, err := Open(b.TempDir(), Options{})
+				if err != nil {
+					b.Fatal(err)
+				}
+				defer bs.Close()
+				stores := []Store{NewMemory(Options{}), bs}
+				d := blob("paired", size)
+				for _, s := range stores {
+					if err := s.Put(ctx, entry(key("get"), 1), [][]byte{d}); err != nil {
+						b.Fatal(err)
+					}
+				}
+				var took [2]time.Duration
+				var i uint64
+				for b.Loop() {
+					i++
+					var k Key
+					if op == "Put" {
+						binary.LittleEndian.PutUint64(d, i)
+						binary.LittleEndian.PutUint64(k[:], i)
+					}
+					for j, s := range stores {
+						t0 := time.Now()
+						if op == "Get" {
+							_, err = s.Get(ctx, key("get"))
+						} else {
+							err = s.Put(ctx, entry(k, 1), [][]byte{d})
+						}
+						took[j] += time.Since(t0)
+						if err != nil {
+							b.Fatal(err)
+						}
+					}
+				}
+				n := float64(b.N)
+				b.ReportMetric(float64(took[0].Nanoseconds())/n, "memory-ns/op")
+				b.ReportMetric(float64(took[1].Nanoseconds())/n, "badger-ns/op")
+				b.ReportMetric(float64(took[1])/float64(took[0]), "badger/memory")
+			})
 		}
 	}
 }
