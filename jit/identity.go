@@ -74,6 +74,21 @@ func (d *Driver) KeyOf(ctx context.Context, req *api.Request) (*KeyReport, error
 	return r, nil
 }
 
+// accountedFor lists the tool_resolution variables whose effect the
+// toolchain adapters identify: the tools and roots they select are resolved
+// with them and identified by content or version (PATH, CC, CXX, the
+// roots), the include and library search lists the compiler reports with
+// them are read (CPATH and friends), or the adapter itself makes the
+// identity unavailable when they are set (LD_PRELOAD, LD_AUDIT,
+// GCC_EXEC_PREFIX, COMPILER_PATH). Any other tool_resolution variable that
+// is set makes the identity unavailable.
+var accountedFor = map[string]bool{
+	"PATH": true, "CC": true, "CXX": true,
+	"CPATH": true, "C_INCLUDE_PATH": true, "CPLUS_INCLUDE_PATH": true, "LIBRARY_PATH": true,
+	toolchain.PtoasRootEnv: true, toolchain.PtoIsaRootEnv: true, toolchain.CannRootEnv: true,
+	"LD_PRELOAD": true, "LD_AUDIT": true, "GCC_EXEC_PREFIX": true, "COMPILER_PATH": true,
+}
+
 // checkRequest validates req and checks that its paths are absolute and
 // its sources exist.
 func checkRequest(req *api.Request) error {
@@ -183,6 +198,11 @@ func (d *Driver) identify(ctx context.Context, req *api.Request) (*identity, err
 	}
 	id.toolchain = tid
 	id.unavailable = append(id.unavailable, tid.Reasons()...)
+	for _, v := range d.opt.Registry.Variables(envaudit.ToolResolution) {
+		if getenv(v) != "" && !accountedFor[v] {
+			id.unavailable = append(id.unavailable, v+" is set: no toolchain adapter identifies what it selects (tool_resolution)")
+		}
+	}
 	id.includes = includeDirs(req, getenv)
 
 	// Sources: one root each, so that the key names the one that changed.
