@@ -25,7 +25,7 @@ func (e *SyntaxError) Error() string { return fmt.Sprintf("line %d: %s", e.Line,
 // tree-sitter parser, which is not safe for concurrent use: use one
 // PythonScanner per goroutine, and Close it.
 type PythonScanner struct {
-	parser *sitter.Parser
+	parser *tsParser
 	// Full disables the textual prefilter (files mentioning neither
 	// "getenv" nor "environ" cannot hold a recognised read and are not
 	// parsed); benchmarks set it to measure the full parse.
@@ -34,15 +34,15 @@ type PythonScanner struct {
 
 // NewPythonScanner returns a scanner with its own parser.
 func NewPythonScanner() *PythonScanner {
-	p := sitter.NewParser()
-	if err := p.SetLanguage(pyLanguage()); err != nil {
-		panic("envaudit: tree-sitter-python: " + err.Error()) // ABI mismatch: a build defect
+	p, err := newTSParser(python.Language())
+	if err != nil {
+		panic("envaudit: " + err.Error()) // ABI mismatch: a build defect
 	}
 	return &PythonScanner{parser: p}
 }
 
 // Close frees the parser.
-func (s *PythonScanner) Close() { s.parser.Close() }
+func (s *PythonScanner) Close() { s.parser.close() }
 
 // Scan returns the reads of the Python source src in source order. A file
 // tree-sitter cannot parse is a *SyntaxError.
@@ -50,41 +50,11 @@ func (s *PythonScanner) Scan(src []byte) ([]Read, error) {
 	if !s.Full && !bytes.Contains(src, []byte("getenv")) && !bytes.Contains(src, []byte("environ")) {
 		return nil, nil
 	}
-	tree := s.parser.Parse(src, nil)
-	if tree == nil {
-		return nil, &SyntaxError{Line: 1, Msg: "parser gave no tree"}
+	t := &pyTree{src: src}
+	if err := s.parser.parse(src, pyTablesOnce(), t); err != nil {
+		return nil, err
 	}
-	defer tree.Close()
-	root := tree.RootNode()
-	if root.HasError() {
-		return nil, firstError(root)
-	}
-	t := buildPyTree(root, src)
 	return t.reads(), nil
-}
-
-func firstError(n *sitter.Node) error {
-	for {
-		var next *sitter.Node
-		for i := uint(0); i < n.ChildCount(); i++ {
-			c := n.Child(i)
-			if c.IsError() || c.IsMissing() {
-				msg := "syntax error"
-				if c.IsMissing() {
-					msg = "missing " + c.Kind()
-				}
-				return &SyntaxError{Line: int(c.StartPosition().Row) + 1, Msg: msg}
-			}
-			if c.HasError() {
-				next = c
-				break
-			}
-		}
-		if next == nil {
-			return &SyntaxError{Line: int(n.StartPosition().Row) + 1, Msg: "syntax error"}
-		}
-		n = next
-	}
 }
 
 // Kinds and fields of the nodes the scanner looks at; everything else is
@@ -223,8 +193,6 @@ var pyTablesOnce = sync.OnceValue(func() *pyTables {
 	return t
 })
 
-func pyLanguage() *sitter.Language { return pyTablesOnce().lang }
-
 // pyNode is one named node, copied out of the C tree so that the analysis
 // runs without crossing cgo. Nodes are stored in preorder, so the subtree
 // of node i is nodes[i+1 : nodes[i].end].
@@ -258,56 +226,30 @@ type pyScope struct {
 	done      bool
 }
 
-func buildPyTree(root *sitter.Node, src []byte) *pyTree {
-	tb := pyTablesOnce()
-	t := &pyTree{src: src, nodes: make([]pyNode, 0, len(src)/8)}
-	c := root.Walk()
-	defer c.Close()
-	// stack of the recorded ancestors and the last child recorded under each
-	type frame struct{ node, last int32 }
-	stack := []frame{{-1, -1}}
-	for {
-		n := c.Node()
-		id := n.KindId()
-		recorded := false
-		if int(id) < len(tb.named) && tb.named[id] && tb.kinds[id] != pyComment {
-			top := &stack[len(stack)-1]
-			idx := int32(len(t.nodes))
-			fid := c.FieldId()
-			var f pyField
-			if int(fid) < len(tb.fields) {
-				f = tb.fields[fid]
-			}
-			k := tb.kinds[id]
-			pn := pyNode{kind: k, field: f, start: uint32(n.StartByte()), line: int32(n.StartPosition().Row) + 1,
-				parent: top.node, first: -1, next: -1}
-			if k == pyIdentifier || k == pyStringStart || k == pyStringEnd || k == pyDottedName {
-				pn.stop = uint32(n.EndByte())
-			}
-			t.nodes = append(t.nodes, pn)
-			if top.last >= 0 {
-				t.nodes[top.last].next = idx
-			} else if top.node >= 0 {
-				t.nodes[top.node].first = idx
-			}
-			top.last = idx
-			recorded = true
-		}
-		// Unrecorded nodes (tokens, comments) are leaves.
-		if recorded && c.GotoFirstChild() {
-			stack = append(stack, frame{int32(len(t.nodes) - 1), -1})
+// link sets the first, next and end of every node from the parents.
+func (t *pyTree) link() {
+	n := int32(len(t.nodes))
+	lastChild := make([]int32, n)
+	for i := range lastChild {
+		lastChild[i] = -1
+	}
+	for i := int32(0); i < n; i++ {
+		p := t.nodes[i].parent
+		t.nodes[i].end = i + 1
+		if p < 0 {
 			continue
 		}
-		if recorded {
-			t.nodes[len(t.nodes)-1].end = int32(len(t.nodes))
+		if l := lastChild[p]; l >= 0 {
+			t.nodes[l].next = i
+		} else {
+			t.nodes[p].first = i
 		}
-		for !c.GotoNextSibling() {
-			if !c.GotoParent() {
-				return t
-			}
-			f := stack[len(stack)-1]
-			stack = stack[:len(stack)-1]
-			t.nodes[f.node].end = int32(len(t.nodes))
+		lastChild[p] = i
+	}
+	// Preorder: a subtree ends where its last descendant does.
+	for i := n - 1; i >= 0; i-- {
+		if p := t.nodes[i].parent; p >= 0 && t.nodes[i].end > t.nodes[p].end {
+			t.nodes[p].end = t.nodes[i].end
 		}
 	}
 }

@@ -46,6 +46,8 @@ Exit status: 0 clean, 1 findings, 2 usage error or invalid registry.`,
 			fs.StringArrayVar(&o.scans, "scan", nil, "a scan root and its audited suffixes, DIR:EXT[,EXT] (repeatable; replaces the defaults)")
 			fs.BoolVar(&o.json, "json", false, "print the findings as JSON")
 			fs.IntVar(&o.jobs, "jobs", 0, "files parsed at once (default: the number of CPUs)")
+			fs.BoolVar(&o.parseAll, "parse-all", false, "parse every Python file, even those that cannot hold a read (for measurements)")
+			_ = fs.MarkHidden("parse-all")
 			return func(ctx context.Context, env *cli.Env, args []string) error {
 				return runEnvaudit(ctx, env, o, args)
 			}
@@ -59,6 +61,7 @@ type envauditOptions struct {
 	scans    []string
 	json     bool
 	jobs     int
+	parseAll bool
 }
 
 // parseScan parses DIR:EXT[,EXT].
@@ -89,7 +92,7 @@ func parseScan(s string) (envaudit.Scan, error) {
 }
 
 func runEnvaudit(ctx context.Context, env *cli.Env, o envauditOptions, files []string) error {
-	cfg := envaudit.Config{Root: o.root, Jobs: o.jobs}
+	cfg := envaudit.Config{Root: o.root, Jobs: o.jobs, Full: o.parseAll}
 	for _, s := range o.scans {
 		sc, err := parseScan(s)
 		if err != nil {
