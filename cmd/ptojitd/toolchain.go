@@ -107,6 +107,10 @@ type toolchainComponent struct {
 // progressDelay is how long a capture runs before the progress line shows.
 const progressDelay = 300 * time.Millisecond
 
+// progressStart returns the channel that starts the progress line (tests
+// replace it).
+var progressStart = func() <-chan time.Time { return time.After(progressDelay) }
+
 func runToolchain(ctx context.Context, env *cli.Env, o toolchainOptions) error {
 	start := time.Now()
 	if o.policy != "" {
@@ -171,12 +175,10 @@ func startProgress(env *cli.Env, dirs *atomic.Int64) func() {
 	done := make(chan struct{})
 	var wg sync.WaitGroup
 	wg.Go(func() {
-		t := time.NewTimer(progressDelay)
-		defer t.Stop()
 		select {
 		case <-done:
 			return
-		case <-t.C:
+		case <-progressStart():
 		}
 		spin := `|/-\`
 		tick := time.NewTicker(100 * time.Millisecond)
