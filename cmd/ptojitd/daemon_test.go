@@ -169,9 +169,11 @@ func (w *daemonWorld) build() buildAnswer {
 }
 
 type buildAnswer struct {
-	Status string `json:"status"`
-	Key    string `json:"key"`
-	Hashid string `json:"hashid"`
+	Status      string   `json:"status"`
+	Key         string   `json:"key"`
+	Hashid      string   `json:"hashid"`
+	Unavailable []string `json:"unavailable"`
+	Error       string   `json:"error"`
 }
 
 func parseAnswer(t *testing.T, out string) buildAnswer {
