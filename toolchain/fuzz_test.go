@@ -1,0 +1,162 @@
+package toolchain
+
+import (
+	"bytes"
+	"encoding/binary"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/go-git/go-git/v5/plumbing/format/index"
+)
+
+// FuzzParseIndex: the index reader never panics, and what it accepts is
+// what go-git's decoder reads too: the same paths, modes, blob ids, stages
+// and stat data.
+func FuzzParseIndex(f *testing.F) {
+	f.Fuzz(func(t *testing.T, b []byte) {
+		idx, err := parseIndex(b)
+		if err != nil {
+			return
+		}
+		for i, e := range idx.entries {
+			if e.name == "" || i > 0 && !indexOrdered(idx.entries[i-1].name, idx.entries[i-1].stage, e.name, e.stage) {
+				t.Fatalf("accepted entry %d %q out of order", i, e.name)
+			}
+		}
+		var ref index.Index
+		if err := index.NewDecoder(bytes.NewReader(b)).Decode(&ref); err != nil {
+			return // go-git is stricter about extensions it knows
+		}
+		compareIndex(t, idx, &ref)
+	})
+}
+
+func compareIndex(t *testing.T, idx *gitIndex, ref *index.Index) {
+	t.Helper()
+	if len(ref.Entries) != len(idx.entries) {
+		t.Fatalf("%d entries, go-git reads %d", len(idx.entries), len(ref.Entries))
+	}
+	for i, r := range ref.Entries {
+		e := idx.entries[i]
+		if e.name != r.Name || uint32(r.Mode) != e.mode || r.Hash != e.hash || int(e.stage) != int(r.Stage) ||
+			e.size != r.Size || e.ino != r.Inode || e.uid != r.UID || e.gid != r.GID ||
+			e.skipWorktree != r.SkipWorktree || e.intent != r.IntentToAdd ||
+			(r.ModifiedAt.Unix() != 0 || r.ModifiedAt.Nanosecond() != 0) && (uint32(r.ModifiedAt.Unix()) != e.mtimeSec || uint32(r.ModifiedAt.Nanosecond()) != e.mtimeNsec) {
+			t.Fatalf("entry %d: %+v, go-git %+v", i, e, r)
+		}
+	}
+}
+
+// TestParseIndexMatchesGoGit reads index files written by go-git and, when
+// there is a git CLI, by git in versions 2, 3 (extended flags) and 4 (path
+// compression), and compares with go-git's decoder.
+func TestParseIndexMatchesGoGit(t *testing.T) {
+	dir, _ := newIsaRepo(t)
+	files := map[string][]byte{}
+	b, err := os.ReadFile(filepath.Join(dir, ".git", "index"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	files["go-git"] = b
+	if _, err := exec.LookPath("git"); err == nil {
+		gitCmd := func(args ...string) {
+			cmd := exec.Command("git", args...)
+			cmd.Dir = dir
+			cmd.Env = append(os.Environ(), "GIT_CONFIG_NOSYSTEM=1", "HOME="+t.TempDir())
+			if out, err := cmd.CombinedOutput(); err != nil {
+				t.Fatalf("git %v: %v\n%s", args, err, out)
+			}
+		}
+		for _, v := range []string{"2", "3", "4"} {
+			gitCmd("update-index", "--index-version", v)
+			if v == "3" {
+				gitCmd("update-index", "--skip-worktree", "README.md")
+			}
+			b, _ := os.ReadFile(filepath.Join(dir, ".git", "index"))
+			files["git-v"+v] = b
+			if v == "3" {
+				gitCmd("update-index", "--no-skip-worktree", "README.md")
+			}
+		}
+	}
+	for name, b := range files {
+		idx, err := parseIndex(b)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		var ref index.Index
+		if err := index.NewDecoder(bytes.NewReader(b)).Decode(&ref); err != nil {
+			t.Fatalf("%s: go-git: %v", name, err)
+		}
+		compareIndex(t, idx, &ref)
+		if len(idx.entries) != len(isaFiles) {
+			t.Errorf("%s: %d entries", name, len(idx.entries))
+		}
+		if name == "git-v3" && !anySkip(idx) {
+			t.Errorf("skip-worktree flag lost")
+		}
+		// Any single-byte corruption is caught by the checksum.
+		bad := bytes.Clone(b)
+		bad[len(bad)/2] ^= 0x40
+		if _, err := parseIndex(bad); err == nil {
+			t.Errorf("%s: corruption accepted", name)
+		}
+	}
+	for _, bad := range [][]byte{nil, []byte("DIRC"), bytes.Repeat([]byte{0}, 40)} {
+		if _, err := parseIndex(bad); err == nil {
+			t.Errorf("%q accepted", bad)
+		}
+	}
+}
+
+func anySkip(idx *gitIndex) bool {
+	for _, e := range idx.entries {
+		if e.skipWorktree {
+			return true
+		}
+	}
+	return false
+}
+
+// FuzzParseCannInfo: no panics; keys are non-empty and no value spans a
+// newline.
+func FuzzParseCannInfo(f *testing.F) {
+	f.Fuzz(func(t *testing.T, b []byte) {
+		m, err := ParseCannInfo(b)
+		if err != nil {
+			return
+		}
+		for k, v := range m {
+			if k == "" || strings.ContainsAny(k+v, "\n") {
+				t.Fatalf("parsed %q=%q", k, v)
+			}
+		}
+	})
+}
+
+// FuzzParseIncludeDirs: no panics; every directory is absolute and holds no
+// newline.
+func FuzzParseIncludeDirs(f *testing.F) {
+	f.Fuzz(func(t *testing.T, s string) {
+		for _, d := range ParseIncludeDirs(s) {
+			if !filepath.IsAbs(d) || strings.Contains(d, "\n") {
+				t.Fatalf("directory %q", d)
+			}
+		}
+		install, _ := ParseSearchDirs(s)
+		if install != "" && !filepath.IsAbs(install) {
+			t.Fatalf("install %q", install)
+		}
+	})
+}
+
+// FuzzBuildID: arbitrary bytes never panic the ELF note reader.
+func FuzzBuildID(f *testing.F) {
+	f.Fuzz(func(t *testing.T, b []byte) {
+		BuildID(bytes.NewReader(b))
+		gnuBuildID(b, binary.LittleEndian)
+	})
+}
