@@ -122,9 +122,10 @@ func storeFor(ctx context.Context, env *cli.Env, dir string, readOnly bool) (cac
 }
 
 // driverFor returns the Driver of a command: with the shared identity memo
-// when there is one.
+// when there is one, reading env's variables and running the tools with
+// env's environment (the client's, in the daemon).
 func driverFor(env *cli.Env, store cache.Store) *jit.Driver {
-	return jit.New(jit.Options{Store: store, Getenv: env.Getenv, Identities: engine.identities})
+	return jit.New(jit.Options{Store: store, Getenv: env.Getenv, Environ: env.Environ, Identities: engine.identities})
 }
 
 // openStore opens the cache in this process, waiting while another process
