@@ -164,7 +164,7 @@ func (d *decoder) value(depth int, isKey bool) (Value, error) {
 	d.pos = end + 1
 	if isKey && tag != "str" {
 		if _, known := tagKinds[tag]; known {
-			return nil, d.fail(start, "dict key is a %s, not a str", tag)
+			return nil, d.fail(start, "dict key is tagged %q, not \"str\"", tag)
 		}
 	}
 	switch tag {
