@@ -244,7 +244,13 @@ func digestContent(roots []ContentRoot, order []*node, ends []int, workers int) 
 				if lo >= len(order) {
 					return
 				}
-				for i := lo; i < min(lo+chunk, len(order)); i++ {
+				hi := min(lo+chunk, len(order))
+				need := 0
+				for _, n := range order[lo:hi] {
+					need += 2*(len(n.rel)+len(n.resolved)) + 256
+				}
+				arena = make([]byte, 0, need)
+				for i := lo; i < hi; i++ {
 					n := order[i]
 					if n.kind == kindDir && n.root.pythonOnly {
 						continue

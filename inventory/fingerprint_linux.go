@@ -58,6 +58,7 @@ func kindOfDT(t uint8) fileKind {
 func toFileStat(st *syscall.Stat_t) fileStat {
 	return fileStat{
 		kind:  kindOfMode(st.Mode),
+		nlink: uint64(st.Nlink),
 		dev:   uint64(st.Dev),
 		ino:   st.Ino,
 		size:  st.Size,
@@ -168,8 +169,12 @@ func openDirectory(path string) (int, fileStat, error) {
 func closeFD(fd int) { syscall.Close(fd) }
 
 // readDir returns the names of the open directory fd, "." and ".." left
-// out, using buf for getdents.
-func readDir(fd int, buf []byte) ([]dirent, error) {
+// out, using buf for getdents. With whole, the filesystem is one whose
+// getdents fills the buffer while entries remain, so a reply that leaves
+// room for the longest entry is the end, and the closing empty reply need
+// not be asked for.
+func readDir(fd int, buf []byte, whole bool) ([]dirent, error) {
+	const maxRecord = 280 // 19 + 255 + 1, aligned to 8
 	var ents []dirent
 	for {
 		n, err := syscall.ReadDirent(fd, buf)
@@ -183,7 +188,28 @@ func readDir(fd int, buf []byte) ([]dirent, error) {
 			return ents, nil
 		}
 		ents = parseDirents(buf[:n], ents)
+		if whole && len(buf)-n > 2*maxRecord {
+			return ents, nil
+		}
 	}
+}
+
+// fillsReaddir reports whether the filesystem of the open directory fd is
+// one whose getdents fills the buffer while entries remain (the local
+// filesystems whose readdir iterates until the buffer is full).
+func fillsReaddir(fd int) bool {
+	var st syscall.Statfs_t
+	if err := syscall.Fstatfs(fd, &st); err != nil {
+		return false
+	}
+	switch uint32(st.Type) {
+	case 0xEF53, // ext2/3/4
+		0x01021994, // tmpfs
+		0x58465342, // xfs
+		0x9123683E: // btrfs
+		return true
+	}
+	return false
 }
 
 // listDir opens, reads and closes the directory path.
@@ -193,7 +219,7 @@ func listDir(path string, buf []byte) (fileStat, []dirent, error) {
 		return fileStat{}, nil, err
 	}
 	defer syscall.Close(fd)
-	ents, err := readDir(fd, buf)
+	ents, err := readDir(fd, buf, false)
 	return st, ents, err
 }
 
@@ -232,9 +258,10 @@ func parseDirents(b []byte, ents []dirent) []dirent {
 // larger than maxSize is not read: deferred says so.
 //
 // The file is opened without following a final symlink and read to
-// exactly its size; then, before the descriptor is closed (so its inode
-// cannot be reused), the name is checked to still be the same inode with
-// the same size, mtime and ctime.
+// exactly its size; then its size, mtime and ctime must be as before and
+// it must still have a name: renaming another file over it or removing it
+// changes its link count and ctime. That its name still leads to it is
+// checked when the directory is verified.
 func hashFileAt(dirfd int, name, path string, buf []byte, h hash.Hash, sum *Sum, maxSize int64) (size int64, deferred bool, reason string) {
 	if testHookOpen != nil {
 		if err := testHookOpen(path); err != nil {
@@ -292,22 +319,19 @@ func hashFileAt(dirfd int, name, path string, buf []byte, h hash.Hash, sum *Sum,
 	if testHookFileRead != nil {
 		testHookFileRead(path)
 	}
-	for {
-		err = fstatatNoFollow(dirfd, name, path, &st)
-		if err != syscall.EINTR {
-			break
-		}
-	}
-	if err != nil {
-		if isNotExist(err) {
-			return 0, false, "file removed while read"
-		}
+	if err := syscall.Fstat(fd, &st); err != nil {
 		return 0, false, errReason(err)
 	}
 	after := toFileStat(&st)
 	switch {
-	case !after.sameInode(before):
-		return 0, false, "file replaced while read"
+	case after.nlink == 0:
+		// Unlinked while read: gone, or another file took its name. (A
+		// name given to another inode later is caught when the directory
+		// is verified.)
+		if fstatatNoFollow(dirfd, name, path, &st) == nil {
+			return 0, false, "file replaced while read"
+		}
+		return 0, false, "file removed while read"
 	case after.size != before.size:
 		return 0, false, "file changed while read (size)"
 	case after.mtime != before.mtime:

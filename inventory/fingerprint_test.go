@@ -707,7 +707,7 @@ func TestFingerprintRaces(t *testing.T) {
 				os.Rename(d+"/new", d+"/sub/b.txt")
 			}
 		})
-		wantUnavailable(t, []ContentRoot{r}, FingerprintOptions{}, d, "sub", "directory listing changed while read")
+		wantUnavailable(t, []ContentRoot{r}, FingerprintOptions{}, d, "sub/b.txt", "file replaced while read")
 	})
 	t.Run("file added", func(t *testing.T) {
 		d, r := setup(t)
@@ -716,12 +716,23 @@ func TestFingerprintRaces(t *testing.T) {
 				writeFile(t, d+"/sub/c.txt", "c")
 			}
 		})
-		wantUnavailable(t, []ContentRoot{r}, FingerprintOptions{}, d, "sub", "directory listing changed while read")
+		wantUnavailable(t, []ContentRoot{r}, FingerprintOptions{}, d, "sub/c.txt", "added to its directory while read")
+	})
+	t.Run("file added, timestamps", func(t *testing.T) {
+		// With no recent window, a directory is listed again only when
+		// its timestamps moved; adding a name moves them.
+		setHook(t, &recentWindow, 0)
+		d, r := setup(t)
+		if _, err := Fingerprint([]ContentRoot{r}); err != nil {
+			t.Fatalf("unchanged tree: %v", err)
+		}
+		setHook(t, &testHookBeforeVerify, func() { writeFile(t, d+"/sub/c.txt", "c") })
+		wantUnavailable(t, []ContentRoot{r}, FingerprintOptions{}, d, "sub/c.txt", "added to its directory while read")
 	})
 	t.Run("file removed after read", func(t *testing.T) {
 		d, r := setup(t)
 		setHook(t, &testHookBeforeVerify, func() { os.Remove(d + "/sub/b.txt") })
-		wantUnavailable(t, []ContentRoot{r}, FingerprintOptions{}, d, "sub", "directory listing changed while read")
+		wantUnavailable(t, []ContentRoot{r}, FingerprintOptions{}, d, "sub/b.txt", "removed from its directory while read")
 	})
 	t.Run("skipped names may change", func(t *testing.T) {
 		d, r := setup(t)
@@ -761,14 +772,14 @@ func TestFingerprintRaces(t *testing.T) {
 		setHook(t, &testHookOpen, func(p string) error {
 			if p == d+"/sub" {
 				once.Do(func() {
-					os.Rename(d+"/sub", d+"/old")
+					os.Rename(d+"/sub", filepath.Dir(d)+"/old")
 					writeFile(t, d+"/sub/b.txt", "bbbb")
 				})
 			}
 			return nil
 		})
 		// The parent's second listing sees sub's new inode.
-		wantUnavailable(t, []ContentRoot{r}, FingerprintOptions{}, d, "", "directory listing changed while read")
+		wantUnavailable(t, []ContentRoot{r}, FingerprintOptions{}, d, "sub", "replaced while read")
 	})
 	t.Run("symlinked directory replaced before open", func(t *testing.T) {
 		d, r := setup(t)

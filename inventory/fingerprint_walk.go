@@ -106,8 +106,7 @@ type walker struct {
 	workers int
 	start   int64 // wall clock (ns) when the walk started
 
-	sem chan struct{} // one token per running directory or file batch
-	wg  sync.WaitGroup
+	queue taskQueue // directories to list and batches of files to read
 
 	// failed is set once any problem is found, so that skip needs no lock
 	// until then. mu guards firstErr, the earliest problem in walk order
@@ -119,12 +118,18 @@ type walker struct {
 	// beforeDirMu serializes calls of opt.BeforeDir.
 	beforeDirMu sync.Mutex
 
+	// fsMu guards fills, whether each device's filesystem fills getdents
+	// buffers (see readDir).
+	fsMu  sync.Mutex
+	fills map[uint64]bool
+
 	bufs    sync.Pool // *[]byte of readChunk bytes
 	hashers sync.Pool // hash.Hash (SHA-256)
 }
 
 func newWalker(opt FingerprintOptions, workers int) *walker {
-	w := &walker{opt: opt, workers: workers, sem: make(chan struct{}, workers), start: time.Now().UnixNano()}
+	w := &walker{opt: opt, workers: workers, start: time.Now().UnixNano()}
+	w.queue.cond.L = &w.queue.mu
 	w.bufs.New = func() any { b := make([]byte, readChunk); return &b }
 	w.hashers.New = func() any { return sha256.New() }
 	return w
@@ -151,15 +156,56 @@ func (w *walker) skip(n *node) bool {
 	return w.firstErr != nil && precedes(w.firstErr, n)
 }
 
-// spawn runs f in a new goroutine once a token is free.
-func (w *walker) spawn(f func()) {
-	w.wg.Add(1)
-	go func() {
-		defer w.wg.Done()
-		w.sem <- struct{}{}
-		defer func() { <-w.sem }()
-		f()
-	}()
+// spawn queues f for the workers.
+func (w *walker) spawn(f func()) { w.queue.push(f) }
+
+// taskQueue is a stack of tasks run by a fixed set of goroutines; tasks
+// may queue more tasks. Last in, first out keeps the walk depth first, so
+// few listings wait in memory.
+type taskQueue struct {
+	// mu guards tasks and pending (tasks queued or running); cond
+	// signals a new task or the end.
+	mu      sync.Mutex
+	cond    sync.Cond
+	tasks   []func()
+	pending int
+}
+
+func (q *taskQueue) push(f func()) {
+	q.mu.Lock()
+	q.tasks = append(q.tasks, f)
+	q.pending++
+	q.mu.Unlock()
+	q.cond.Signal()
+}
+
+// run runs the queued tasks, and those they queue, on workers goroutines
+// and returns when none is left.
+func (q *taskQueue) run(workers int) {
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Go(func() {
+			q.mu.Lock()
+			for {
+				for len(q.tasks) == 0 && q.pending > 0 {
+					q.cond.Wait()
+				}
+				if q.pending == 0 {
+					q.mu.Unlock()
+					q.cond.Broadcast()
+					return
+				}
+				f := q.tasks[len(q.tasks)-1]
+				q.tasks[len(q.tasks)-1] = nil
+				q.tasks = q.tasks[:len(q.tasks)-1]
+				q.mu.Unlock()
+				f()
+				q.mu.Lock()
+				q.pending--
+			}
+		})
+	}
+	wg.Wait()
 }
 
 // list runs phase 1 for the roots and returns their nodes.
@@ -184,8 +230,22 @@ func (w *walker) list(roots []ContentRoot) []*node {
 			w.problem(n, "not a regular file or directory ("+st.kind.String()+")")
 		}
 	}
-	w.wg.Wait()
+	w.queue.run(w.workers)
 	return tops
+}
+
+func (w *walker) fillsReaddir(fd int, dev uint64) bool {
+	w.fsMu.Lock()
+	defer w.fsMu.Unlock()
+	f, ok := w.fills[dev]
+	if !ok {
+		f = fillsReaddir(fd)
+		if w.fills == nil {
+			w.fills = map[uint64]bool{}
+		}
+		w.fills[dev] = f
+	}
+	return f
 }
 
 // openDir is a directory descriptor shared by the batches hashing the
@@ -235,7 +295,7 @@ func (w *walker) walkDir(n *node) {
 		}
 	}
 	bp := w.bufs.Get().(*[]byte)
-	ents, err := readDir(fd, (*bp)[:dirBufSize])
+	ents, err := readDir(fd, (*bp)[:dirBufSize], w.fillsReaddir(fd, st.dev))
 	w.bufs.Put(bp)
 	if err != nil {
 		w.problem(n, dirErrReason(err))
@@ -426,53 +486,55 @@ func (w *walker) verify(order []*node) *UnavailableError {
 	if testHookBeforeVerify != nil {
 		testHookBeforeVerify()
 	}
-	reasons := make([]string, len(order))
+	errs := make([]*UnavailableError, len(order))
 	bad := w.parallel(len(order), func(i int, buf []byte) bool {
-		reasons[i] = verifyNode(order[i], buf)
-		return reasons[i] == ""
+		errs[i] = verifyNode(order[i], buf)
+		return errs[i] == nil
 	})
 	if bad >= 0 {
-		n := order[bad]
-		return &UnavailableError{Root: n.root.path, Rel: n.rel, Reason: reasons[bad]}
+		return errs[bad]
 	}
 	return nil
 }
 
-// verifyNode checks one node again and returns what changed, or "".
-func verifyNode(n *node, buf []byte) string {
+// verifyNode checks one node again and says what changed, or nil.
+func verifyNode(n *node, buf []byte) *UnavailableError {
+	bad := func(rel, reason string) *UnavailableError {
+		return &UnavailableError{Root: n.root.path, Rel: rel, Reason: reason}
+	}
 	if n.link {
 		res, _, reason := resolve(n.linkBase, n.linkRest)
 		if reason != "" || res != n.resolved {
-			return "symlink resolution changed while read"
+			return bad(n.rel, "symlink resolution changed while read")
 		}
 	}
 	switch {
 	case n.kind == kindDir:
 		st, err := lstat(n.resolved)
 		if err != nil || st.kind != kindDir || !st.sameInode(n.st) {
-			return "directory replaced while read"
+			return bad(n.rel, "directory replaced while read")
 		}
 		if !n.recent && st.mtime == n.st.mtime && st.ctime == n.st.ctime {
-			return ""
+			return nil
 		}
 		st, ents, err := listDir(n.resolved, buf[:dirBufSize])
 		if err != nil || !st.sameInode(n.st) {
-			return "directory replaced while read"
+			return bad(n.rel, "directory replaced while read")
 		}
 		sortDirents(ents)
-		if !sameListing(recheckFilter(ents, n.root.pythonOnly), n.listing) {
-			return "directory listing changed while read"
+		if name, reason := listingChange(n.listing, recheckFilter(ents, n.root.pythonOnly)); reason != "" {
+			return bad(joinRel(n.rel, name), reason)
 		}
 	case n.link: // a file reached by resolution
 		st, err := lstat(n.resolved)
 		if err != nil || !st.sameInode(n.st) {
-			return "file replaced while read"
+			return bad(n.rel, "file replaced while read")
 		}
 		if st.size != n.st.size || st.mtime != n.st.mtime || st.ctime != n.st.ctime {
-			return "file changed while read"
+			return bad(n.rel, "file changed while read")
 		}
 	}
-	return ""
+	return nil
 }
 
 func joinRel(rel, name string) string {
@@ -515,10 +577,26 @@ func recheckFilter(ents []dirent, pythonOnly bool) []dirent {
 	return out
 }
 
-func sameListing(a, b []dirent) bool {
-	return slices.EqualFunc(a, b, func(x, y dirent) bool {
-		return x.name == y.name && x.ino == y.ino && x.kind == y.kind
-	})
+// listingChange returns the first name whose entry differs between two
+// sorted listings, and how; reason is "" when they are the same.
+func listingChange(before, after []dirent) (name, reason string) {
+	i, j := 0, 0
+	for i < len(before) || j < len(after) {
+		switch {
+		case j == len(after) || i < len(before) && before[i].key < after[j].key:
+			return before[i].name, "removed from its directory while read"
+		case i == len(before) || after[j].key < before[i].key:
+			return after[j].name, "added to its directory while read"
+		case before[i].ino != after[j].ino || before[i].kind != after[j].kind:
+			if before[i].kind == kindReg {
+				return before[i].name, "file replaced while read"
+			}
+			return before[i].name, "replaced while read"
+		}
+		i++
+		j++
+	}
+	return "", ""
 }
 
 func sortDirents(ents []dirent) {
@@ -636,6 +714,7 @@ func (k fileKind) String() string {
 type fileStat struct {
 	kind         fileKind
 	dev, ino     uint64
+	nlink        uint64
 	size         int64
 	mtime, ctime int64 // nanoseconds
 }
