@@ -1,6 +1,7 @@
 package toolchain
 
 import (
+	"bytes"
 	"context"
 	"os"
 	"os/exec"
@@ -11,6 +12,7 @@ import (
 	"time"
 
 	git "github.com/go-git/go-git/v5"
+	"github.com/go-git/go-git/v5/plumbing/format/index"
 
 	"github.com/ptojit/ptojit/inventory"
 )
@@ -231,4 +233,29 @@ func median(xs []float64) float64 {
 		return s[len(s)/2]
 	}
 	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+}
+
+// BenchmarkIndexRead compares the index reader with go-git's decoder on the
+// 5,000-entry index of the benchmark checkout.
+func BenchmarkIndexRead(b *testing.B) {
+	dir, _ := benchFixture(b)
+	raw, err := os.ReadFile(filepath.Join(dir, "isa", ".git", "index"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Run("ptojit", func(b *testing.B) {
+		for b.Loop() {
+			if _, err := parseIndex(raw); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("go-git", func(b *testing.B) {
+		for b.Loop() {
+			var idx index.Index
+			if err := index.NewDecoder(bytes.NewReader(raw)).Decode(&idx); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
 }

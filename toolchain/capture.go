@@ -15,7 +15,8 @@ import (
 	"github.com/ptojit/ptojit/inventory"
 )
 
-// Options configures an InstallationIdentityCache.
+// Options configures an InstallationIdentityCache. Plain data, safe for
+// concurrent reads.
 type Options struct {
 	// BeforeDir is passed to inventory.FingerprintWith for every content
 	// read, and called for every directory the PTO-ISA check walks; the
@@ -308,7 +309,9 @@ type resolvedEntry struct {
 // key). A resolution is memoized only when every component is available;
 // Forget drops it when anything under its roots, the PTO-ISA worktree or
 // .git directory, the ptoas launcher directory or the CANN root changes.
-// Options.BeforeDir is called for each of those directories. The returned
+// Options.BeforeDir is called for each of those directories. The
+// directories of PATH are not watched: a compiler installed earlier on PATH
+// is noticed only through a changed environment or ForgetAll. The returned
 // inputs are shared: callers must not modify them.
 func (c *InstallationIdentityCache) Resolve(ctx context.Context, cfg Config) (*ToolchainInputs, error) {
 	key := resolveKey(&cfg)

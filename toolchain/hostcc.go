@@ -26,7 +26,8 @@ var (
 // maxParallelProbes bounds the compiler probes run at once.
 const maxParallelProbes = 4
 
-// HostCompiler is what the host C/C++ compiler reports about itself.
+// HostCompiler is what the host C/C++ compiler reports about itself. Plain
+// data, safe for concurrent reads.
 type HostCompiler struct {
 	CC, CXX     string // absolute paths of the drivers
 	CCVersion   string // complete --version outputs

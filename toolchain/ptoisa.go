@@ -24,7 +24,8 @@ import (
 	"github.com/go-git/go-git/v5/storage/filesystem"
 )
 
-// PtoIsaCheck is the outcome of CheckPtoIsa.
+// PtoIsaCheck is the outcome of CheckPtoIsa. Plain data, safe for
+// concurrent reads.
 type PtoIsaCheck struct {
 	// Verified reports that HEAD == pin and the worktree holds exactly the
 	// pinned tree.
@@ -554,7 +555,8 @@ func EnsurePtoIsaRoot(ctx context.Context, url, pin, dir string) (PtoIsaCheck, e
 	return CheckPtoIsa(dir, pin, nil)
 }
 
-// PtoIsaError is a failure to obtain a verified PTO-ISA checkout.
+// PtoIsaError is a failure to obtain a verified PTO-ISA checkout. Plain
+// data, safe for concurrent reads.
 type PtoIsaError struct {
 	Op     string // clone, checkout, verify, replace
 	Reason string

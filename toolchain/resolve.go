@@ -24,7 +24,7 @@ const (
 )
 
 // ConfigError is a Config that Resolve cannot work with (an unknown policy
-// or platform).
+// or platform). Plain data, safe for concurrent reads.
 type ConfigError struct{ Field, Reason string }
 
 func (e *ConfigError) Error() string { return "toolchain " + e.Field + ": " + e.Reason }
@@ -209,7 +209,8 @@ func isExecutableFile(p string) bool {
 	return err == nil && fi.Mode().IsRegular() && fi.Mode().Perm()&0o111 != 0
 }
 
-// ProbeError is a tool probe that failed.
+// ProbeError is a tool probe that failed. Plain data, safe for concurrent
+// reads.
 type ProbeError struct {
 	Tool   string // base name of the program
 	Args   []string

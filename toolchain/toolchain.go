@@ -8,7 +8,8 @@ import (
 	"github.com/ptojit/ptojit/inventory"
 )
 
-// Policy selects what evidence identifies an installation.
+// Policy selects what evidence identifies an installation. A value, safe
+// for concurrent use.
 type Policy string
 
 const (

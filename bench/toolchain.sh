@@ -1,0 +1,15 @@
+#!/bin/sh
+# Toolchain identity benchmarks, every contender side by side in one run.
+#
+# BenchmarkSideBySide interleaves, in each iteration: a cold Capture of a
+# generated 20,000-file installation, a warm (memoized) Capture, the
+# PTO-ISA exact check on a 5,000-file checkout, `git status --porcelain
+# --ignored` on the same checkout, and reading that checkout's contents; it
+# reports the median of each and the median per-iteration ratio check/git.
+# BenchmarkCapture/warm measures the memoized capture alone (ns/op).
+#
+# COUNT and BENCHTIME tune the run (defaults: 3 runs of 15 iterations).
+set -eu
+cd "$(dirname "$0")/.."
+go test -run '^$' -bench 'SideBySide|Capture/warm' \
+	-count "${COUNT:-3}" -benchtime "${BENCHTIME:-15x}" ./toolchain
