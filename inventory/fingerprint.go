@@ -15,43 +15,6 @@ import (
 	"unicode/utf8"
 )
 
-// Content fingerprints
-//
-// A content fingerprint identifies a list of ContentRoots by the bytes of
-// their files, as pypto._identity.fingerprint_content does:
-//
-//	digest(("content", [root, ...]))
-//	root      = (str(path), python_only, [entry, ...])
-//	entry     = ("directory", rel, resolved)            omitted when python_only
-//	          | ("file", rel, resolved, size, sha256hex)
-//
-// A directory contributes its own entry, then the entries of its children,
-// sorted by name in code-point order, depth first; so a root's entries form
-// one flat list in walk order. rel is "" for the root itself, else the
-// slash-joined names below the root; resolved is the fully resolved absolute
-// path (symlinks followed, so a symlink contributes its target's resolved
-// path and content). Names that are not valid UTF-8 become Strs as Python
-// sees them (StrFromOSBytes). Directories skip entries named ".git" and
-// "__pycache__" and regular files whose names end ".pyc" or ".pyo"; with
-// python_only they keep only files whose names end ".py". A root that is
-// itself a file always contributes.
-//
-// There is no partial digest. Fingerprint reports an *UnavailableError for
-// no roots, a missing path, a broken symlink, a symlink loop, a directory
-// that contains itself through a symlink, anything that is neither a
-// regular file nor a directory, an unreadable file or directory, a file
-// whose size, mtime or ctime changed while it was read, a file replaced
-// (another device or inode) while it was read, and a directory whose
-// listing or resolution changed before the fingerprint was complete.
-//
-// Files are hashed by a bounded pool of workers while one goroutine walks
-// the directories; the result is the same as a sequential walk's, and when
-// several inputs are unavailable the one reported is the first in walk
-// order. When all files are read, every directory is listed again, and
-// every symlink and root resolved again, and compared: a change anywhere in
-// between makes the result unavailable. File metadata detects races; it
-// never replaces content in the identity.
-
 // Content is a content fingerprint. It is plain data, safe for concurrent
 // reads.
 type Content struct {
@@ -109,7 +72,48 @@ type FingerprintOptions struct {
 }
 
 // Fingerprint returns the content fingerprint of roots, or an
-// *UnavailableError saying why there is none.
+// *UnavailableError saying why there is none. It is safe for concurrent
+// use.
+//
+// A content fingerprint identifies a list of ContentRoots by the bytes of
+// their files, as pypto._identity.fingerprint_content does:
+//
+//	digest(("content", [root, ...]))
+//	root      = (str(path), python_only, [entry, ...])
+//	entry     = ("directory", rel, resolved)            omitted when python_only
+//	          | ("file", rel, resolved, size, sha256hex)
+//
+// A directory contributes its own entry, then the entries of its children,
+// sorted by name in code-point order, depth first; so a root's entries
+// form one flat list in walk order. rel is "" for the root itself, else
+// the slash-joined names below the root; resolved is the fully resolved
+// absolute path (symlinks followed, so a symlink contributes its target's
+// resolved path and content). Names that are not valid UTF-8 become Strs
+// as Python sees them (StrFromOSBytes). Directories skip entries named
+// ".git" and "__pycache__" (whatever they are) and files whose names end
+// ".pyc" or ".pyo"; with python_only they keep only files whose names end
+// ".py". A root that is itself a file always contributes.
+//
+// There is no partial digest. The fingerprint is unavailable for no
+// roots, a missing path, a broken symlink, a symlink loop, a directory
+// that contains itself through a symlink, anything that is neither a
+// regular file nor a directory, an unreadable file or directory, a file
+// whose size, mtime or ctime changed while it was read, a file removed or
+// replaced by another while it was read, and a directory whose entries or
+// resolution changed before the fingerprint was complete. When several
+// inputs are unavailable, the one reported is the first in walk order, as
+// a sequential walk would meet it, however the work was spread.
+//
+// Each file is opened without following a final symlink, stat'ed, read to
+// exactly its size and stat'ed again: size, mtime and ctime must not move
+// and the file must keep its name. When all files are read, every root
+// and symlink is resolved again and every directory is stat'ed again; a
+// directory whose mtime or ctime moved, or whose timestamps were less than
+// recentWindow old when it was listed (a change within the filesystem's
+// clock tick might not move them), is listed again, and the names that
+// contribute must have the same inodes and types. Names that never
+// contribute (.git, __pycache__, skipped files) may change meanwhile.
+// File metadata detects races; it never replaces content in the identity.
 func Fingerprint(roots []ContentRoot) (*Content, error) {
 	return FingerprintWith(roots, FingerprintOptions{})
 }
