@@ -468,14 +468,7 @@ func (b *Badger) Get(ctx context.Context, key Key) (*Hit, error) {
 		return nil, &MissError{Key: key, Reason: reason, Corrupt: true}
 	}
 	b.stats.add(func(s *Stats) { s.Hits++ })
-	if !b.opt.ReadOnly {
-		now := b.opt.now()
-		b.touchMu.Lock()
-		if t, ok := b.touches[key]; !ok || now.After(t) {
-			b.touches[key] = now
-		}
-		b.touchMu.Unlock()
-	}
+	b.touch(key)
 	return hit, nil
 }
 
@@ -752,7 +745,21 @@ func (b *Badger) Entry(ctx context.Context, key Key) (*Entry, error) {
 	case err != nil:
 		return nil, fmt.Errorf("cache: entry %s: %w", key.String()[:12], err)
 	}
+	b.touch(key)
 	return e, nil
+}
+
+// touch records a use of key now, to be written by the next flush.
+func (b *Badger) touch(key Key) {
+	if b.opt.ReadOnly {
+		return
+	}
+	now := b.opt.now()
+	b.touchMu.Lock()
+	if t, ok := b.touches[key]; !ok || now.After(t) {
+		b.touches[key] = now
+	}
+	b.touchMu.Unlock()
 }
 
 // List implements Store. It reads all entries first, then calls fn without

@@ -269,7 +269,9 @@ type Store interface {
 	// Put does not modify e.
 	Put(ctx context.Context, e *Entry, data [][]byte) error
 	// Entry returns the metadata of one entry, without reading blobs or
-	// counting anything. A missing entry is a *MissError.
+	// counting anything. A lookup is a use: like Get it updates LastUsed
+	// (so that an entry read only through Entry, such as a manifest, is
+	// not evicted as unused). A missing entry is a *MissError.
 	Entry(ctx context.Context, key Key) (*Entry, error)
 	// List calls fn for every entry in key order, stopping at fn's first
 	// error, which it returns. Undecodable entries are skipped (Verify

@@ -94,13 +94,7 @@ func (m *Memory) Get(ctx context.Context, key Key) (*Hit, error) {
 	}
 	m.stats.add(func(s *Stats) { s.Hits++ })
 	hit := &Hit{Entry: cloneEntry(e), Data: data}
-	if !m.opt.ReadOnly {
-		now := m.opt.now()
-		if now.After(e.LastUsed) {
-			e.LastUsed = now
-		}
-		m.idx.touch(key, now)
-	}
+	m.touchLocked(e)
 	return hit, nil
 }
 
@@ -189,7 +183,21 @@ func (m *Memory) Entry(ctx context.Context, key Key) (*Entry, error) {
 	if !ok {
 		return nil, &MissError{Key: key, Reason: ReasonNoEntry}
 	}
-	return cloneEntry(e), nil
+	c := cloneEntry(e)
+	m.touchLocked(e)
+	return c, nil
+}
+
+// touchLocked records a use of e now. m.mu is held.
+func (m *Memory) touchLocked(e *Entry) {
+	if m.opt.ReadOnly {
+		return
+	}
+	now := m.opt.now()
+	if now.After(e.LastUsed) {
+		e.LastUsed = now
+	}
+	m.idx.touch(e.Key, now)
 }
 
 // List implements Store. fn runs without the store's lock held.
