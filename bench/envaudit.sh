@@ -17,8 +17,9 @@
 #                 one process: the floor (no C++, no analysis, no registry)
 #   ast-2         the same split across two processes, for reference
 #
-# Warm page cache; each command runs RUNS times (default 7), interleaved,
-# and the median wall time is reported with its ratio to ast.
+# Warm page cache; each command runs RUNS times (default 7), interleaved;
+# the median wall time and the median CPU time (user + system) are reported
+# with their ratios to ast.
 # Usage: bench/envaudit.sh [RUNS]
 set -euo pipefail
 
@@ -130,21 +131,19 @@ cpp_files=$(find "$work/tree/src" "$work/tree/include" "$work/tree/python/bindin
 py_lines=$(xargs -d '\n' cat < "$work/py.list" | wc -l)
 all_lines=$(find "$work/tree" -type f \( -name '*.py' -o -name '*.cpp' -o -name '*.h' \) -print0 | xargs -0 cat | wc -l)
 
-now() { echo "${EPOCHREALTIME/,/.}"; }
-
-# timeit NAME CMD...: runs CMD once, appends its wall seconds to NAME's file.
-# envaudit exits 1 on findings (the generated tree has many by design).
+# timeit NAME CMD...: runs CMD once, appends its wall seconds to
+# times.NAME and its CPU seconds (user + system, children included) to
+# cpu.NAME. envaudit exits 1 on findings (the tree has many by design).
 timeit() {
 	local name=$1
 	shift
-	local t0 t1
-	t0=$(now)
-	"$@" > "$work/out.$name" || [ $? -eq 1 ]
-	t1=$(now)
-	awk -v a="$t0" -v b="$t1" 'BEGIN {printf "%.6f\n", b - a}' >> "$work/times.$name"
+	local TIMEFORMAT='%R %U %S'
+	{ time { "$@" > "$work/out.$name" 2> "$work/err.$name" || [ $? -eq 1 ]; }; } 2> "$work/time.$name"
+	awk '{print $1 >> "'"$work/times.$name"'"; print $2 + $3 >> "'"$work/cpu.$name"'"}' "$work/time.$name"
 }
 
-median() { sort -g "$work/times.$1" | awk '{v[NR] = $1} END {print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2}'; }
+# median FILE: the median of the numbers in FILE.
+median() { sort -g "$1" | awk '{v[NR] = $1} END {print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2}'; }
 
 ast_parse='import ast, sys
 paths = open(sys.argv[1]).read().split()[int(sys.argv[2])::int(sys.argv[3])]
@@ -172,11 +171,14 @@ for _ in $(seq "$runs"); do
 	timeit ast-2 ast2
 done
 
-base=$(median ast)
+base=$(median "$work/times.ast")
+cbase=$(median "$work/cpu.ast")
 echo "envaudit benchmark: $py_files Python files ($py_lines lines), $cpp_files C++ files; $all_lines lines in all; $findings findings"
-echo "$(nproc) CPUs; medians of $runs interleaved runs (machine shared with other work)"
-printf '%-12s %10s %10s\n' command median ratio-to-ast
+echo "$(nproc) CPUs; medians of $runs interleaved runs (machine shared with other work: CPU time is the steadier figure)"
+printf '%-12s %10s %8s %10s %8s\n' command wall ratio cpu ratio
 for n in envaudit envaudit-1 parse-all ast ast-2; do
-	m=$(median "$n")
-	printf '%-12s %9.3fs %10.2f\n' "$n" "$m" "$(awk -v a="$m" -v b="$base" 'BEGIN {print a / b}')"
+	m=$(median "$work/times.$n")
+	c=$(median "$work/cpu.$n")
+	printf '%-12s %9.3fs %8.2f %9.3fs %8.2f\n' "$n" "$m" "$(awk -v a="$m" -v b="$base" 'BEGIN {print a / b}')" \
+		"$c" "$(awk -v a="$c" -v b="$cbase" 'BEGIN {print a / b}')"
 done

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"go/ast"
 	"go/scanner"
 	"io"
 	"io/fs"
@@ -179,6 +180,7 @@ func Audit(ctx context.Context, cfg Config) (*Report, error) {
 		return nil, err
 	}
 	units := makeUnits(files)
+	imp := &goImporter{root: root, module: goModule(root), pkgs: map[string]*importedPackage{}}
 	results := make([][]fileResult, len(units))
 	jobs := cfg.Jobs
 	if jobs <= 0 {
@@ -202,7 +204,7 @@ func Audit(ctx context.Context, cfg Config) (*Report, error) {
 					py = NewPythonScanner()
 					py.Full = cfg.Full
 				}
-				results[i] = runUnit(root, u, py, cfg.Files != nil)
+				results[i] = runUnit(root, u, py, imp, cfg.Files != nil)
 			}
 		}()
 	}
@@ -310,7 +312,7 @@ func readSource(root, rel string) ([]byte, error) {
 	return b, nil
 }
 
-func runUnit(root string, u unit, py *PythonScanner, selected bool) []fileResult {
+func runUnit(root string, u unit, py *PythonScanner, imp *goImporter, selected bool) []fileResult {
 	switch u.lang {
 	case "python", "cpp":
 		rel := u.files[0]
@@ -326,6 +328,7 @@ func runUnit(root string, u unit, py *PythonScanner, selected bool) []fileResult
 	}
 	// Go: the package's other files (not tests) supply constants.
 	pkg := NewGoPackage()
+	pkg.Imported = imp.constants
 	var out []fileResult
 	scanned := map[string]bool{}
 	for _, rel := range u.files {
@@ -493,4 +496,64 @@ func inScan(rel string, scans []Scan) bool {
 		return true
 	}
 	return false
+}
+
+// goModule returns the module path declared by root/go.mod, or "".
+func goModule(root string) string {
+	b, err := os.ReadFile(filepath.Join(root, "go.mod"))
+	if err != nil {
+		return ""
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if f := strings.Fields(line); len(f) >= 2 && f[0] == "module" {
+			return strings.Trim(f[1], `"`+"`")
+		}
+	}
+	return ""
+}
+
+// goImporter loads the package-level constants of the module's packages,
+// once each, for pkg.Name arguments. It is safe for concurrent use.
+type goImporter struct {
+	root, module string
+	mu           sync.Mutex // guards pkgs
+	pkgs         map[string]*importedPackage
+}
+
+type importedPackage struct {
+	once   sync.Once
+	consts map[string]ast.Expr
+}
+
+// constants returns the constants of the package importPath when it is in
+// the module under root; nil otherwise. Unreadable or broken files
+// contribute nothing, which leaves their names unresolved.
+func (g *goImporter) constants(importPath string) map[string]ast.Expr {
+	if g.module == "" || importPath != g.module && !strings.HasPrefix(importPath, g.module+"/") {
+		return nil
+	}
+	g.mu.Lock()
+	p, ok := g.pkgs[importPath]
+	if !ok {
+		p = &importedPackage{}
+		g.pkgs[importPath] = p
+	}
+	g.mu.Unlock()
+	p.once.Do(func() {
+		rel := strings.TrimPrefix(strings.TrimPrefix(importPath, g.module), "/")
+		if rel == "" {
+			rel = "."
+		}
+		pkg := NewGoPackage()
+		ents, _ := os.ReadDir(filepath.Join(g.root, filepath.FromSlash(rel)))
+		for _, e := range ents {
+			if n := e.Name(); strings.HasSuffix(n, ".go") && !skipFile(n) && e.Type().IsRegular() {
+				if src, err := readSource(g.root, path.Join(rel, n)); err == nil {
+					_ = pkg.Add(path.Join(rel, n), src, false)
+				}
+			}
+		}
+		p.consts = pkg.Constants()
+	})
+	return p.consts
 }

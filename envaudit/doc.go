@@ -55,7 +55,9 @@
 // lookupEnv (ptojit passes os.Getenv around as cli.Env.Getenv); os.Environ,
 // syscall.Environ, os.ExpandEnv and os.Expand are bulk reads. Arguments
 // resolve when they are string literals or constant expressions of them,
-// including package-level constants declared in other files of the package.
+// including package-level constants declared in other files of the package
+// and, in a whole-module audit (a go.mod at the root), exported constants of
+// the module's other packages (pkg.Name).
 // The function is "Name", "Type.Method", or "<package>" for package-level
 // initializers; a function literal counts as its enclosing function.
 // Implicit inheritance of the environment by child processes is not a read

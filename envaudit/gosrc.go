@@ -6,6 +6,7 @@ import (
 	"go/parser"
 	"go/token"
 	"strconv"
+	"strings"
 )
 
 // GoPackage scans the Go files of one package. Package-level constants of
@@ -14,7 +15,13 @@ import (
 type GoPackage struct {
 	fset   *token.FileSet
 	files  []*goFile
-	consts map[string]ast.Expr // package-level constants, by name
+	consts map[string]ast.Expr // package-level constants, by name; nil: ambiguous
+	// constPkgs holds the imports of the file declaring each constant.
+	constPkgs map[string]map[string]string
+	// Imported, when set, returns the package-level constants of the
+	// package with an import path, so that pkg.Name resolves; nil for
+	// packages it cannot see.
+	Imported func(importPath string) map[string]ast.Expr
 }
 
 type goFile struct {
@@ -25,7 +32,7 @@ type goFile struct {
 
 // NewGoPackage returns an empty package.
 func NewGoPackage() *GoPackage {
-	return &GoPackage{fset: token.NewFileSet(), consts: map[string]ast.Expr{}}
+	return &GoPackage{fset: token.NewFileSet(), consts: map[string]ast.Expr{}, constPkgs: map[string]map[string]string{}}
 }
 
 // Add parses a file of the package. Files added with scan false only
@@ -36,6 +43,7 @@ func (p *GoPackage) Add(name string, src []byte, scan bool) error {
 		return err
 	}
 	p.files = append(p.files, &goFile{name: name, file: f, scan: scan})
+	pkgs := fileImports(f)
 	for _, d := range f.Decls {
 		gd, ok := d.(*ast.GenDecl)
 		if !ok || gd.Tok != token.CONST {
@@ -48,8 +56,10 @@ func (p *GoPackage) Add(name string, src []byte, scan bool) error {
 				last = vs.Values
 			}
 			for i, n := range vs.Names {
-				if i < len(last) {
+				_, twice := p.consts[n.Name] // files for different builds
+				if i < len(last) && !twice {
 					p.consts[n.Name] = last[i]
+					p.constPkgs[n.Name] = pkgs
 				} else {
 					p.consts[n.Name] = nil // not a string we can know
 				}
@@ -58,6 +68,10 @@ func (p *GoPackage) Add(name string, src []byte, scan bool) error {
 	}
 	return nil
 }
+
+// Constants returns the package-level constants of the files added so far;
+// a name declared in two files (for different builds) maps to nil.
+func (p *GoPackage) Constants() map[string]ast.Expr { return p.consts }
 
 // Reads returns the reads of each file added with scan set, by file name.
 func (p *GoPackage) Reads() map[string][]Read {
@@ -97,13 +111,14 @@ func (s *goScope) lookup(name string) (ast.Expr, bool) {
 type goWalker struct {
 	p       *GoPackage
 	imports map[string]string // local name -> import path, for os and syscall
+	pkgs    map[string]string // local name -> import path, for every import
 	dots    map[string]bool   // dot-imported paths
 	called  map[ast.Expr]bool // callees already seen as calls
 	reads   []Read
 }
 
 func (p *GoPackage) fileReads(f *ast.File) []Read {
-	w := &goWalker{p: p, imports: map[string]string{}, dots: map[string]bool{}, called: map[ast.Expr]bool{}}
+	w := &goWalker{p: p, imports: map[string]string{}, pkgs: fileImports(f), dots: map[string]bool{}, called: map[ast.Expr]bool{}}
 	for _, is := range f.Imports {
 		path, _ := strconv.Unquote(is.Path.Value)
 		if path != "os" && path != "syscall" {
@@ -278,6 +293,31 @@ var bulkFuncs = map[string]map[string]bool{
 // count as reads of their first argument.
 var getenvNames = map[string]bool{"Getenv": true, "getenv": true, "LookupEnv": true, "lookupEnv": true}
 
+// fileImports maps the names f imports packages by to their paths.
+func fileImports(f *ast.File) map[string]string {
+	pkgs := map[string]string{}
+	for _, is := range f.Imports {
+		path, _ := strconv.Unquote(is.Path.Value)
+		if is.Name == nil {
+			pkgs[importName(path)] = path
+		} else if n := is.Name.Name; n != "." && n != "_" {
+			pkgs[n] = path
+		}
+	}
+	return pkgs
+}
+
+// importName is the name a package is imported by when the import does not
+// rename it: the last element of its path, without a major version.
+func importName(path string) string {
+	elems := strings.Split(path, "/")
+	name := elems[len(elems)-1]
+	if len(elems) > 1 && len(name) > 1 && name[0] == 'v' && strings.Trim(name[1:], "0123456789") == "" {
+		name = elems[len(elems)-2]
+	}
+	return name
+}
+
 // importOf returns the import path of x when x names an imported os or
 // syscall package.
 func (w *goWalker) importOf(x ast.Expr, s *goScope) (string, bool) {
@@ -323,7 +363,7 @@ func (w *goWalker) call(c *ast.CallExpr, s *goScope, fn string) {
 	}
 	r := Read{Line: w.p.fset.Position(c.Pos()).Line, Function: fn}
 	if single && len(c.Args) > 0 {
-		if v, ok := w.stringValue(c.Args[0], s, 0); ok {
+		if v, ok := w.stringValue(c.Args[0], s, constCtx{consts: w.p.consts, pkgs: w.pkgs}, 0); ok {
 			r.Variable = v
 		}
 	}
@@ -333,8 +373,17 @@ func (w *goWalker) call(c *ast.CallExpr, s *goScope, fn string) {
 // maxConstDepth bounds the chain of constants followed, against cycles.
 const maxConstDepth = 32
 
-// stringValue evaluates e as a constant string expression.
-func (w *goWalker) stringValue(e ast.Expr, s *goScope, depth int) (string, bool) {
+// constCtx is the package an expression is evaluated in: its constants,
+// and the imports of the file (nil in an imported package, whose own
+// imports are not followed).
+type constCtx struct {
+	consts map[string]ast.Expr
+	pkgs   map[string]string
+}
+
+// stringValue evaluates e as a constant string expression. s is the local
+// scope, nil outside the scanned file.
+func (w *goWalker) stringValue(e ast.Expr, s *goScope, cx constCtx, depth int) (string, bool) {
 	if depth > maxConstDepth || e == nil {
 		return "", false
 	}
@@ -349,34 +398,56 @@ func (w *goWalker) stringValue(e ast.Expr, s *goScope, depth int) (string, bool)
 		}
 		return constant.StringVal(v), true
 	case *ast.ParenExpr:
-		return w.stringValue(e.X, s, depth+1)
+		return w.stringValue(e.X, s, cx, depth+1)
 	case *ast.BinaryExpr:
 		if e.Op != token.ADD {
 			return "", false
 		}
-		a, ok := w.stringValue(e.X, s, depth+1)
+		a, ok := w.stringValue(e.X, s, cx, depth+1)
 		if !ok {
 			return "", false
 		}
-		b, ok := w.stringValue(e.Y, s, depth+1)
+		b, ok := w.stringValue(e.Y, s, cx, depth+1)
 		return a + b, ok
 	case *ast.CallExpr:
 		// string("X") conversions of constants
 		if id, ok := e.Fun.(*ast.Ident); ok && id.Name == "string" && len(e.Args) == 1 {
 			if _, shadowed := s.lookup("string"); !shadowed {
-				return w.stringValue(e.Args[0], s, depth+1)
+				return w.stringValue(e.Args[0], s, cx, depth+1)
 			}
 		}
 		return "", false
 	case *ast.Ident:
 		if v, ok := s.lookup(e.Name); ok {
-			// A local constant's value is in its own scope; locals
-			// declared after it cannot change a constant expression
-			// except by shadowing, which Go rejects within one scope.
-			return w.stringValue(v, s, depth+1)
+			// A local constant: evaluated in the scope at the read,
+			// where a shadowing name makes it unknown (conservative).
+			return w.stringValue(v, s, cx, depth+1)
 		}
-		if v, ok := w.p.consts[e.Name]; ok {
-			return w.stringValue(v, nil, depth+1)
+		if v, ok := cx.consts[e.Name]; ok {
+			next := constCtx{consts: cx.consts}
+			if cx.pkgs != nil {
+				// this package: the declaring file's imports
+				next.pkgs = w.p.constPkgs[e.Name]
+			}
+			return w.stringValue(v, nil, next, depth+1)
+		}
+		return "", false
+	case *ast.SelectorExpr:
+		// pkg.Name: a constant of an imported package of the module.
+		id, ok := e.X.(*ast.Ident)
+		if !ok || cx.pkgs == nil || w.p.Imported == nil {
+			return "", false
+		}
+		if _, shadowed := s.lookup(id.Name); shadowed {
+			return "", false
+		}
+		path, ok := cx.pkgs[id.Name]
+		if !ok {
+			return "", false
+		}
+		consts := w.p.Imported(path)
+		if v, ok := consts[e.Sel.Name]; ok {
+			return w.stringValue(v, nil, constCtx{consts: consts}, depth+1)
 		}
 		return "", false
 	}
