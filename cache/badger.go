@@ -100,6 +100,7 @@ type Badger struct {
 
 var (
 	_ Store         = (*Badger)(nil)
+	_ Checker       = (*Badger)(nil)
 	_ FaultInjector = (*Badger)(nil)
 )
 
@@ -825,6 +826,13 @@ func (b *Badger) Delete(ctx context.Context, key Key) error {
 // Verify implements Store. It holds the store's lock while it re-hashes, so
 // Puts wait; Gets do not.
 func (b *Badger) Verify(ctx context.Context) (*VerifyReport, error) {
+	return b.verify(ctx, b.opt.ReadOnly)
+}
+
+// Check implements Checker.
+func (b *Badger) Check(ctx context.Context) (*VerifyReport, error) { return b.verify(ctx, true) }
+
+func (b *Badger) verify(ctx context.Context, reportOnly bool) (*VerifyReport, error) {
 	if b.closed.Load() {
 		return nil, ErrClosed
 	}
@@ -925,7 +933,7 @@ func (b *Badger) Verify(ctx context.Context) (*VerifyReport, error) {
 	}
 	r.Corrupt = sortCorrupt(byDigest)
 	slices.SortFunc(removed, func(a, b Key) int { return bytes.Compare(a[:], b[:]) })
-	if b.opt.ReadOnly {
+	if reportOnly {
 		return r, nil
 	}
 	var badBlobs []Digest

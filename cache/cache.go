@@ -329,6 +329,13 @@ func (o *Options) now() time.Time {
 	return time.Now()
 }
 
+// Checker is implemented by the stores of this package: Check is Verify
+// that only reports and changes nothing, for a caller that must not write
+// (PTOJIT_CACHE_READONLY) but shares a writable store (the daemon's).
+type Checker interface {
+	Check(ctx context.Context) (*VerifyReport, error)
+}
+
 // FaultInjector is implemented by the stores of this package, for tests of
 // the code that uses them: it damages a stored blob in place. The stores'
 // implementations are safe for concurrent use.

@@ -29,6 +29,7 @@ type Memory struct {
 
 var (
 	_ Store         = (*Memory)(nil)
+	_ Checker       = (*Memory)(nil)
 	_ FaultInjector = (*Memory)(nil)
 )
 
@@ -237,6 +238,13 @@ func (m *Memory) Delete(ctx context.Context, key Key) error {
 
 // Verify implements Store.
 func (m *Memory) Verify(ctx context.Context) (*VerifyReport, error) {
+	return m.verify(ctx, m.opt.ReadOnly)
+}
+
+// Check implements Checker.
+func (m *Memory) Check(ctx context.Context) (*VerifyReport, error) { return m.verify(ctx, true) }
+
+func (m *Memory) verify(ctx context.Context, reportOnly bool) (*VerifyReport, error) {
 	if err := m.lock(); err != nil {
 		return nil, err
 	}
@@ -282,7 +290,7 @@ func (m *Memory) Verify(ctx context.Context) (*VerifyReport, error) {
 		}
 	}
 	r.Corrupt = sortCorrupt(byDigest)
-	if m.opt.ReadOnly {
+	if reportOnly {
 		r.Removed = nil
 		return r, nil
 	}

@@ -361,6 +361,15 @@ func RunStoreTests(t *testing.T, newStore NewStore) {
 		if err := fi.CorruptBlob(h.ctx, sha256.Sum256(b)); err != nil {
 			h.t.Fatal(err)
 		}
+		if c, ok := h.s.(cache.Checker); ok {
+			r, err := c.Check(h.ctx)
+			if err != nil || r.OK() || len(r.Corrupt) != 1 || len(r.Removed) != 0 {
+				h.t.Fatalf("Check = %+v, %v; want the damage reported, nothing removed", r, err)
+			}
+			if _, err := h.s.Entry(h.ctx, K("y")); err != nil {
+				h.t.Fatalf("Check removed an entry: %v", err)
+			}
+		}
 		r, err = h.s.Verify(h.ctx)
 		if err != nil {
 			h.t.Fatal(err)

@@ -34,12 +34,12 @@ func init() {
 					extra(fs, o)
 				}
 				return func(ctx context.Context, env *cli.Env, args []string) error {
-					s, err := openCache(ctx, env, o, !writes)
+					s, release, err := openCache(ctx, env, o, !writes)
 					if err != nil {
 						return err
 					}
 					err = run(ctx, env, o, s, args)
-					if cerr := s.Close(); err == nil {
+					if cerr := release(); err == nil {
 						err = cerr
 					}
 					return err
@@ -52,9 +52,9 @@ func init() {
 		Usage:   "cache stats|ls|show KEY|verify|trim|clear [--json]",
 		Summary: "inspect, verify and trim the artifact cache",
 		Long: `The artifact cache holds entries (a key record, outputs, times) and the
-content-addressed blobs they name. Until the daemon serves these commands
-they open the cache in this process, waiting while another process (a build,
-the daemon) holds it.
+content-addressed blobs they name. The daemon serves these commands with the
+store it holds; without a daemon (PTOJIT_DAEMON=0) they open the cache in
+this process, waiting while another process holds it.
 
 Flags go after the subcommand: ptojit cache stats --json.
 
@@ -100,35 +100,43 @@ type cacheOptions struct {
 	json    bool
 	// resolved by openCache
 	resolvedDir string
-	opt         cache.Options
+	opt         cache.Options // opt.ReadOnly: the user asked for it
 }
 
-// openCache opens the store in this process, waiting for the lock;
-// readOnly for the commands that only read.
-func openCache(ctx context.Context, env *cli.Env, o *cacheOptions, readOnly bool) (*cache.Badger, error) {
+// openCache returns the store and the function that releases it: the
+// daemon's shared store (see ShareEngine), else the directory opened in this
+// process, waiting for the lock; read-only for the commands that only read.
+func openCache(ctx context.Context, env *cli.Env, o *cacheOptions, readOnly bool) (cache.Store, func() error, error) {
 	dir := o.dir
 	if dir == "" {
 		d, err := cache.DefaultDir(env.Getenv)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		dir = d
 	}
 	opt, err := cache.EnvOptions(env.Getenv)
 	if err != nil {
-		return nil, cli.Usagef("cache: %v", err)
+		return nil, nil, cli.Usagef("cache: %v", err)
 	}
 	if o.maxSize != "" {
 		n, err := cache.ParseSize(o.maxSize)
 		if err != nil {
-			return nil, cli.Usagef("cache: --max-size: %v", err)
+			return nil, nil, cli.Usagef("cache: --max-size: %v", err)
 		}
 		opt.MaxBytes = n
 	}
-	opt.ReadOnly = opt.ReadOnly || readOnly
 	o.resolvedDir = env.Abs(dir)
 	o.opt = opt
-	return cache.OpenWait(ctx, o.resolvedDir, opt)
+	if engine.store != nil {
+		return engine.store, func() error { return nil }, nil
+	}
+	opt.ReadOnly = opt.ReadOnly || readOnly
+	s, err := cache.OpenWait(ctx, o.resolvedDir, opt)
+	if err != nil {
+		return nil, nil, err
+	}
+	return s, s.Close, nil
 }
 
 // The JSON forms.
@@ -376,7 +384,11 @@ func runCacheVerify(ctx context.Context, env *cli.Env, o *cacheOptions, s cache.
 	if len(args) != 0 {
 		return cli.Usagef("cache verify: unexpected arguments")
 	}
-	r, err := s.Verify(ctx)
+	verify := s.Verify
+	if c, ok := s.(cache.Checker); ok && o.opt.ReadOnly {
+		verify = c.Check // a shared writable store: report only
+	}
+	r, err := verify(ctx)
 	if err != nil {
 		return err
 	}
@@ -448,6 +460,9 @@ func runCacheTrim(ctx context.Context, env *cli.Env, o *cacheOptions, s cache.St
 	if len(args) != 0 {
 		return cli.Usagef("cache trim: unexpected arguments")
 	}
+	if o.opt.ReadOnly {
+		return fmt.Errorf("cache trim: %w", cache.ErrReadOnly)
+	}
 	limit := o.opt.MaxBytes
 	if limit <= 0 {
 		limit = math.MaxInt64 // no limit
@@ -475,6 +490,9 @@ func runCacheTrim(ctx context.Context, env *cli.Env, o *cacheOptions, s cache.St
 func runCacheClear(ctx context.Context, env *cli.Env, o *cacheOptions, s cache.Store, args []string) error {
 	if len(args) != 0 {
 		return cli.Usagef("cache clear: unexpected arguments")
+	}
+	if o.opt.ReadOnly {
+		return fmt.Errorf("cache clear: %w", cache.ErrReadOnly)
 	}
 	before, err := s.Stats(ctx)
 	if err != nil {

@@ -7,6 +7,8 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -245,5 +247,56 @@ func TestCacheCommandUsage(t *testing.T) {
 	}
 	if r := runCache(t, context.Background(), map[string]string{"PTOJIT_CACHE_DIR": t.TempDir(), "PTOJIT_CACHE_READONLY": "maybe"}, "cache", "stats"); r.code != 2 {
 		t.Errorf("bad PTOJIT_CACHE_READONLY: exit %d", r.code)
+	}
+}
+
+// TestCacheCommandSharedStore runs the commands as the daemon does: against
+// the store it holds, which they must neither reopen nor close.
+func TestCacheCommandSharedStore(t *testing.T) {
+	ctx := context.Background()
+	m := cache.NewMemory(cache.Options{})
+	d := bytes.Repeat([]byte("x"), 500)
+	for _, k := range []cache.Key{{1}, {2}} {
+		e := &cache.Entry{Key: k, Outputs: []cache.Output{{Name: "out"}}}
+		if err := m.Put(ctx, e, [][]byte{append([]byte{k[0]}, d...)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	saved := engine.store
+	engine.store = m
+	defer func() { engine.store = saved }()
+	dir := filepath.Join(t.TempDir(), "never-created")
+	env := map[string]string{"PTOJIT_CACHE_DIR": dir}
+	ro := map[string]string{"PTOJIT_CACHE_DIR": dir, "PTOJIT_CACHE_READONLY": "1"}
+
+	if r := runCache(t, ctx, env, "cache", "stats"); r.code != 0 || !strings.Contains(r.stdout, "entries          2") {
+		t.Fatalf("stats: %+v", r)
+	}
+	if err := m.CorruptBlob(ctx, sha256.Sum256(append([]byte{1}, d...))); err != nil {
+		t.Fatal(err)
+	}
+	// Read-only: report, remove nothing, refuse to trim or clear.
+	if r := runCache(t, ctx, ro, "cache", "verify"); r.code != 1 || !strings.Contains(r.stdout, "read-only") {
+		t.Fatalf("read-only verify: %+v", r)
+	}
+	for _, sub := range []string{"trim", "clear"} {
+		if r := runCache(t, ctx, ro, "cache", sub); r.code != 1 || !strings.Contains(r.stderr, "read-only") {
+			t.Fatalf("read-only %s: %+v", sub, r)
+		}
+	}
+	if s, _ := m.Stats(ctx); s.Entries != 2 {
+		t.Fatalf("read-only commands changed the shared store: %+v", s)
+	}
+	if r := runCache(t, ctx, env, "cache", "verify"); r.code != 1 || !strings.Contains(r.stdout, "removed 1 damaged entries") {
+		t.Fatalf("verify: %+v", r)
+	}
+	if r := runCache(t, ctx, env, "cache", "show", "0200"); r.code != 0 {
+		t.Fatalf("show: %+v", r)
+	}
+	if _, err := m.Entry(ctx, cache.Key{2}); err != nil {
+		t.Fatalf("the shared store was closed or emptied: %v", err)
+	}
+	if _, err := os.Stat(dir); !os.IsNotExist(err) {
+		t.Fatalf("the commands opened the directory themselves: %v", err)
 	}
 }
