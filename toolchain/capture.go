@@ -130,6 +130,14 @@ func (c *InstallationIdentityCache) Capture(ctx context.Context, in *ToolchainIn
 // read computes one component's identity and memoizes it when it has a
 // digest and no Forget ran meanwhile.
 func (c *InstallationIdentityCache) read(policy Policy, epoch, name string, ci ComponentInputs, key inventory.Sum, gen uint64) ComponentIdentity {
+	// A flight that finished between the caller's memo lookup and its
+	// joining the group has memoized the answer already.
+	c.mu.Lock()
+	m := c.memo[key]
+	c.mu.Unlock()
+	if m != nil {
+		return m.id
+	}
 	if c.readHook != nil {
 		c.readHook(name)
 	}
@@ -322,6 +330,12 @@ func (c *InstallationIdentityCache) Resolve(ctx context.Context, cfg Config) (*T
 		return e.in, nil
 	}
 	ch := c.flight.DoChan("resolve:"+key.String()+"@"+strconv.FormatUint(gen, 10), func() (any, error) {
+		c.mu.Lock()
+		done := c.resolved[key]
+		c.mu.Unlock()
+		if done != nil {
+			return done.in, nil
+		}
 		e := &resolvedEntry{memoEntry: memoEntry{dirs: map[string]struct{}{}}}
 		var mu sync.Mutex
 		in, err := resolve(context.WithoutCancel(ctx), cfg, func(dir string) error {
