@@ -89,6 +89,10 @@ type Badger struct {
 	// Lock order: mu, then touchMu.
 	mu  sync.Mutex // guards idx and every deletion of blobs
 	idx *index     // nil until first needed
+	// garbage is set when values were deleted since Trim last compacted
+	// (and at Open: an earlier process may have deleted), so that Trim
+	// skips the compaction and value-log GC when there is nothing to win.
+	garbage bool
 
 	touchMu sync.Mutex // guards touches
 	touches map[Key]time.Time
@@ -152,6 +156,7 @@ func Open(dir string, opt Options) (*Badger, error) {
 		stop:    make(chan struct{}),
 		done:    make(chan struct{}),
 		touches: make(map[Key]time.Time),
+		garbage: true,
 	}
 	if opt.ReadOnly {
 		close(b.done)
@@ -543,6 +548,7 @@ func (b *Badger) loadLocked() error {
 // one transaction. b.mu is held and the index loaded.
 func (b *Badger) deleteLocked(keys []Key, blobs []Digest) error {
 	var orphans []Digest
+	b.garbage = true
 	err := b.update(func(txn *badger.Txn) error {
 		for _, k := range keys {
 			if err := txn.Delete(dbKey(kindEntry, k[:])); err != nil {
@@ -573,6 +579,9 @@ func (b *Badger) deleteLocked(keys []Key, blobs []Digest) error {
 
 // deleteBlobsLocked deletes blobs. b.mu is held and the index loaded.
 func (b *Badger) deleteBlobsLocked(ds []Digest) error {
+	if len(ds) > 0 {
+		b.garbage = true
+	}
 	for len(ds) > 0 {
 		n := min(len(ds), 1000)
 		err := b.update(func(txn *badger.Txn) error {
@@ -956,7 +965,8 @@ func (b *Badger) verify(ctx context.Context, reportOnly bool) (*VerifyReport, er
 	return r, nil
 }
 
-// Trim implements Store. After evicting, it flushes and compacts the LSM
+// Trim implements Store. After evicting, when anything was deleted since
+// the last Trim (or this store was opened), it flushes and compacts the LSM
 // tree (see compact) and runs Badger's value-log GC, which rewrites every
 // value-log file whose garbage share is at least one half and deletes it,
 // returning the space to the file system. The value-log file being written
@@ -979,11 +989,19 @@ func (b *Badger) Trim(ctx context.Context, maxBytes int64) (*TrimReport, error) 
 	r := &TrimReport{BytesBefore: b.idx.bytes, MaxBytes: maxBytes}
 	err := b.trimLocked(maxBytes, r)
 	r.BytesAfter = b.idx.bytes
+	garbage := b.garbage
+	b.garbage = false
 	b.mu.Unlock()
 	if err != nil {
 		return r, fmt.Errorf("cache: trim: %w", err)
 	}
+	if !garbage {
+		return r, b.flush()
+	}
 	if err := b.compact(); err != nil {
+		b.mu.Lock()
+		b.garbage = true
+		b.mu.Unlock()
 		return r, fmt.Errorf("cache: trim: %w", err)
 	}
 	for ctx.Err() == nil {
@@ -1037,6 +1055,7 @@ func (b *Badger) Clear(ctx context.Context) error {
 		x.pins = b.idx.pins
 	}
 	b.idx = x
+	b.garbage = true
 	b.touchMu.Lock()
 	clear(b.touches)
 	b.touchMu.Unlock()
@@ -1141,6 +1160,7 @@ func (b *Badger) RemoveBlob(ctx context.Context, d Digest) error {
 	if err := b.update(func(txn *badger.Txn) error { return txn.Delete(dbKey(kindBlob, d[:])) }); err != nil {
 		return err
 	}
+	b.garbage = true
 	if b.idx != nil {
 		b.idx.removeBlob(d)
 	}

@@ -461,3 +461,29 @@ func TestBadgerTrimReturnsSpace(t *testing.T) {
 		t.Fatalf("Verify after GC = %+v, %v", vr, err)
 	}
 }
+
+func TestBadgerTrimSkipsCompactionWithoutGarbage(t *testing.T) {
+	b := open(t, t.TempDir(), Options{})
+	d := blob("g", 10000)
+	if err := b.Put(ctx, entry(key("a"), 1), [][]byte{d}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.Trim(ctx, DefaultMaxBytes); err != nil { // compacts: first Trim of this store
+		t.Fatal(err)
+	}
+	if b.garbage {
+		t.Fatal("garbage still set after Trim")
+	}
+	if _, err := b.Trim(ctx, DefaultMaxBytes); err != nil || b.garbage {
+		t.Fatalf("idle Trim: %v", err)
+	}
+	if err := b.Delete(ctx, key("a")); err != nil {
+		t.Fatal(err)
+	}
+	if !b.garbage {
+		t.Fatal("Delete did not mark garbage")
+	}
+	if _, err := b.Trim(ctx, DefaultMaxBytes); err != nil || b.garbage {
+		t.Fatalf("Trim after Delete: %v", err)
+	}
+}
