@@ -31,7 +31,8 @@
 // loads of os.environ[...] and os.environb[...]; any other os.environ.<method>
 // call (a dynamic read). Names may be reached through `import os as o`,
 // `from os import environ as E, getenv` and assignments from os.* names
-// (`read = os.environ.get`). Aliases are lexically scoped: a name bound in a
+// (`read = os.environ.get`); `from os import *` binds getenv, getenvb,
+// environ and environb. Aliases are lexically scoped: a name bound in a
 // scope (assignment, parameter, import, for target, with/except alias, def,
 // class, del) does not inherit the enclosing alias there, and methods see the
 // module's bindings, not the class's. An argument resolves when it is a string
@@ -41,7 +42,9 @@
 // constant, and declared `global` nowhere. A function that binds the name
 // anywhere (including a parameter) shadows the constant. Passing, iterating,
 // copying or otherwise using os.environ as a value is a bulk read; storing it
-// in a name makes an alias. The function of a read is the innermost
+// in a name makes an alias, storing it anywhere else (an attribute, an item,
+// an unpacking) is a bulk read. Reflective access (getattr, __import__,
+// importlib) is not recognised. The function of a read is the innermost
 // enclosing def, or "<module>".
 //
 // C++ (a lexer of its own that skips comments, string and character

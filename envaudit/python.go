@@ -115,6 +115,7 @@ const (
 	pySplatPattern
 	pyDictionarySplat
 	pyComment
+	pyWildcardImport
 	pyKindCount
 )
 
@@ -137,6 +138,7 @@ var pyKindNames = map[string]pyKind{
 	"tuple": pyTuple, "list": pyList, "expression_list": pyExpressionList, "list_splat": pyListSplat,
 	"block": pyBlock, "expression_statement": pyExpressionStatement, "case_pattern": pyCasePattern,
 	"splat_pattern": pySplatPattern, "dictionary_splat": pyDictionarySplat, "comment": pyComment,
+	"wildcard_import": pyWildcardImport,
 }
 
 type pyField uint8
@@ -513,6 +515,12 @@ func (t *pyTree) scope(s int32) *pyScope {
 				continue
 			}
 			for c := nd.first; c >= 0; c = t.nodes[c].next {
+				if t.nodes[c].kind == pyWildcardImport {
+					for _, name := range osStarNames {
+						add(name, "os."+name)
+					}
+					continue
+				}
 				if t.nodes[c].field != fName {
 					continue
 				}
@@ -554,6 +562,21 @@ func (t *pyTree) scope(s int32) *pyScope {
 		sc.constants = t.constants(sc)
 	}
 	return sc
+}
+
+// identifierTargets reports whether every target of the assignment chain
+// that assignment a belongs to is a plain name.
+func (t *pyTree) identifierTargets(a int32) bool {
+	for {
+		if l := t.child(a, fLeft); l < 0 || t.nodes[l].kind != pyIdentifier {
+			return false
+		}
+		p := t.nodes[a].parent
+		if p < 0 || t.nodes[p].kind != pyAssignment || t.nodes[a].field != fRight {
+			return true
+		}
+		a = p
+	}
 }
 
 // assignmentChain returns the targets of a = b = value (in order) and the
@@ -647,6 +670,9 @@ func containsString(list []string, s string) bool {
 	return false
 }
 
+// osStarNames are the environment names `from os import *` binds.
+var osStarNames = []string{"getenv", "getenvb", "environ", "environb"}
+
 var pyGetenvFuncs = []string{
 	"os.getenv", "os.getenvb",
 	"os.environ.get", "os.environ.pop", "os.environ.setdefault",
@@ -709,7 +735,12 @@ func (t *pyTree) reads() []Read {
 						continue
 					}
 				case pyAssignment:
-					continue
+					// Stored in names: an alias, whose uses are
+					// reads. Stored anywhere else (an attribute, an
+					// item, an unpacking): the uses escape the scan.
+					if f == fRight && t.identifierTargets(p) {
+						continue
+					}
 				}
 			}
 			matched = true

@@ -49,3 +49,14 @@ print(os.environ)  # want "dynamic read in <module>"
 
 class Holder:
     value = os.getenv(Holder.__name__)  # want "dynamic read in <module>"
+
+
+class Keeper:
+    def __init__(self):
+        self.env = os.environ  # want "dynamic read in __init__"
+        cache["env"] = os.environ  # want "dynamic read in __init__"
+        first, second = os.environ, None  # want "dynamic read in __init__"
+        alias = os.environ
+        alias_too = other = os.environ
+        self.mixed = plain = os.environ  # want "dynamic read in __init__"
+        (walrus := os.environ)  # want "dynamic read in __init__"
