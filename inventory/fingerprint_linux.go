@@ -144,6 +144,10 @@ func open(path string, flags int) (int, error) {
 	}
 }
 
+// pipelineMin is the size from which a file is read by one goroutine and
+// hashed by another.
+const pipelineMin = 16 << 20
+
 // atFDCWD makes the *at calls resolve names from the working directory,
 // so absolute paths work with them too.
 const atFDCWD = -0x64
@@ -298,23 +302,12 @@ func hashFileAt(dirfd int, name, path string, buf []byte, h hash.Hash, sum *Sum,
 		return 0, true, ""
 	}
 	h.Reset()
-	for remaining := before.size; remaining > 0; {
-		b := buf
-		if int64(len(b)) > remaining {
-			b = b[:remaining]
-		}
-		n, err := syscall.Read(fd, b)
-		if err == syscall.EINTR {
-			continue
-		}
-		if err != nil {
-			return 0, false, errReason(err)
-		}
-		if n == 0 {
-			return 0, false, "file changed while read (size)"
-		}
-		h.Write(b[:n])
-		remaining -= int64(n)
+	read := readAll
+	if before.size >= pipelineMin {
+		read = readPipelined
+	}
+	if why := read(fd, before.size, buf, h); why != "" {
+		return 0, false, why
 	}
 	if testHookFileRead != nil {
 		testHookFileRead(path)
@@ -341,4 +334,86 @@ func hashFileAt(dirfd int, name, path string, buf []byte, h hash.Hash, sum *Sum,
 	}
 	h.Sum(sum[:0])
 	return before.size, false, ""
+}
+
+// readAll reads exactly size bytes of fd into h.
+func readAll(fd int, size int64, buf []byte, h hash.Hash) string {
+	for remaining := size; remaining > 0; {
+		b := buf
+		if int64(len(b)) > remaining {
+			b = b[:remaining]
+		}
+		n, err := syscall.Read(fd, b)
+		if err == syscall.EINTR {
+			continue
+		}
+		if err != nil {
+			return errReason(err)
+		}
+		if n == 0 {
+			return "file changed while read (size)"
+		}
+		h.Write(b[:n])
+		remaining -= int64(n)
+	}
+	return ""
+}
+
+// readPipelined is readAll for large files: a second goroutine reads the
+// next chunks while this one hashes, so copying from the page cache
+// overlaps hashing.
+func readPipelined(fd int, size int64, buf []byte, h hash.Hash) string {
+	type chunk struct {
+		b      []byte
+		reason string
+	}
+	const depth = 3
+	free := make(chan []byte, depth)
+	free <- buf
+	for range depth - 1 {
+		free <- make([]byte, len(buf))
+	}
+	full := make(chan chunk, depth)
+	stop := make(chan struct{})
+	go func() {
+		defer close(full)
+		for remaining := size; remaining > 0; {
+			var b []byte
+			select {
+			case b = <-free:
+			case <-stop:
+				return
+			}
+			if int64(len(b)) > remaining {
+				b = b[:remaining]
+			}
+			n, err := syscall.Read(fd, b)
+			for err == syscall.EINTR {
+				n, err = syscall.Read(fd, b)
+			}
+			switch {
+			case err != nil:
+				full <- chunk{reason: errReason(err)}
+				return
+			case n == 0:
+				full <- chunk{reason: "file changed while read (size)"}
+				return
+			}
+			full <- chunk{b: b[:n]}
+			remaining -= int64(n)
+		}
+	}()
+	defer func() {
+		close(stop)
+		for range full { // wait for the reader before fd is closed
+		}
+	}()
+	for c := range full {
+		if c.reason != "" {
+			return c.reason
+		}
+		h.Write(c.b)
+		free <- c.b[:cap(c.b)]
+	}
+	return ""
 }

@@ -361,8 +361,13 @@ func TestFingerprintSequentialEqualsParallel(t *testing.T) {
 	root := dir + "/t"
 	for i := range 150 {
 		size := (i * 7919) % 20000
-		if i == 77 {
+		switch i {
+		case 77:
 			size = 3*readChunk + 12345 // read in several chunks
+		case 78:
+			size = pipelineMin + 54321 // read by a second goroutine
+		case 79:
+			size = smallFile + 1 // read by path, not through its directory
 		}
 		content := strings.Repeat(string(rune('a'+i%26)), size)
 		writeFile(t, fmt.Sprintf("%s/d%d/e%d/f%03d.dat", root, i%5, i%3, i), content)
@@ -643,6 +648,16 @@ func TestFingerprintRaces(t *testing.T) {
 			f.Close()
 		})
 		wantUnavailable(t, []ContentRoot{r}, FingerprintOptions{}, d, "a.txt", "file changed while read (size)")
+	})
+	t.Run("size, large file", func(t *testing.T) {
+		d, r := setup(t)
+		writeFile(t, d+"/big", strings.Repeat("x", pipelineMin+1))
+		onFile(t, d+"/big", func() {
+			if err := os.Truncate(d+"/big", 10); err != nil {
+				t.Error(err)
+			}
+		})
+		wantUnavailable(t, []ContentRoot{r}, FingerprintOptions{}, d, "big", "file changed while read (size)")
 	})
 	t.Run("mtime", func(t *testing.T) {
 		d, r := setup(t)

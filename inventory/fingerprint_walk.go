@@ -11,20 +11,17 @@ import (
 	"time"
 )
 
-// The walk has three phases, each spread over a bounded set of goroutines:
+// The walk has two phases, each spread over Workers goroutines:
 //
-//  1. List: directories are listed in parallel (a goroutine per pending
-//     directory, at most Workers of them running), building a tree of
-//     nodes whose children are in sorted order. Symlinks are resolved and
-//     every entry is classified here, and the directory's own regular
-//     files of up to smallFile bytes are read through its descriptor
-//     (openat and fstatat resolve one name, not a whole path), in batches
-//     of batchSize files.
-//  2. Hash: the tree is flattened into walk order, and the files not read
-//     yet (larger ones, and those reached through symlinks or given as
-//     roots) are read by Workers goroutines taking the next index from an
-//     atomic counter.
-//  3. Verify: every symlink and root is resolved again, every file reached
+//  1. Read: tasks on a stack list directories, building a tree of nodes
+//     whose children are in sorted order (symlinks are resolved and every
+//     entry is classified here), and read files: a directory's own
+//     regular files of up to smallFile bytes through its descriptor
+//     (openat resolves one name, not a whole path), batchSize files a
+//     task; larger files, and those reached through symlinks or given as
+//     roots, by path, one a task. The tree is then flattened into walk
+//     order.
+//  2. Verify: every symlink and root is resolved again, every file reached
 //     by resolution stat'ed again, and every directory stat'ed again, in
 //     parallel, and compared. A directory whose mtime or ctime moved, or
 //     that had changed less than recentWindow before it was listed (so a
@@ -226,6 +223,7 @@ func (w *walker) list(roots []ContentRoot) []*node {
 			w.spawn(func() { w.walkDir(n) })
 		case kindReg:
 			n.kind = kindReg
+			w.spawn(func() { w.hashPath(n) })
 		default:
 			w.problem(n, "not a regular file or directory ("+st.kind.String()+")")
 		}
@@ -348,7 +346,9 @@ classify:
 			}
 			c.kind = kindReg
 			n.children = append(n.children, c)
-			if !c.link {
+			if c.link {
+				w.spawn(func() { w.hashPath(c) })
+			} else {
 				local = append(local, c)
 			}
 		case kindDir:
@@ -376,8 +376,8 @@ classify:
 	w.hashLocal(fd, local)
 }
 
-// hashLocal reads the files of one directory through its descriptor,
-// leaving files larger than smallFile for phase 2.
+// hashLocal reads the files of one directory through its descriptor; a
+// file larger than smallFile is queued to be read by itself.
 func (w *walker) hashLocal(dirfd int, files []*node) {
 	if len(files) == 0 {
 		return
@@ -389,15 +389,33 @@ func (w *walker) hashLocal(dirfd int, files []*node) {
 		if w.skip(c) {
 			return
 		}
-		size, deferred, reason := hashFileAt(dirfd, c.name, c.resolved, *bp, h, &c.sum, smallFile)
+		size, large, reason := hashFileAt(dirfd, c.name, c.resolved, *bp, h, &c.sum, smallFile)
 		if reason != "" {
 			w.problem(c, reason)
 			return
 		}
-		if !deferred {
-			c.size, c.hashed = size, true
+		if large {
+			w.spawn(func() { w.hashPath(c) })
+			continue
 		}
+		c.size, c.hashed = size, true
 	}
+}
+
+// hashPath reads the file n by its resolved path.
+func (w *walker) hashPath(n *node) {
+	if w.skip(n) {
+		return
+	}
+	bp := w.bufs.Get().(*[]byte)
+	h := w.hashers.Get().(hash.Hash)
+	defer func() { w.bufs.Put(bp); w.hashers.Put(h) }()
+	size, _, reason := hashFileAt(atFDCWD, n.resolved, n.resolved, *bp, h, &n.sum, math.MaxInt64)
+	if reason != "" {
+		w.problem(n, reason)
+		return
+	}
+	n.size, n.hashed = size, true
 }
 
 // flatten appends the nodes of the tree in walk order to order, up to the
@@ -406,13 +424,15 @@ func flatten(n *node, order []*node) ([]*node, *node) {
 	if n.err != nil {
 		return order, n
 	}
+	// Work is skipped only after a problem, so before the first one every
+	// directory was listed and every file read.
+	if n.kind == kindReg && !n.hashed || n.kind == kindDir && !n.listed {
+		n.err = &UnavailableError{Root: n.root.path, Rel: n.rel, Reason: "internal error: left unread"}
+		return order, n
+	}
 	order = append(order, n)
 	if n.kind != kindDir {
 		return order, nil
-	}
-	if !n.listed {
-		// Only a directory after a problem is left unlisted.
-		panic("inventory: fingerprint walk left a directory unlisted before any problem")
 	}
 	for _, c := range n.children {
 		var bad *node
@@ -459,29 +479,7 @@ func (w *walker) parallel(n int, f func(i int, buf []byte) bool) int {
 	return -1
 }
 
-// hash runs phase 2 on the files not read yet (large files, and files
-// reached through a symlink or given as roots) and returns the first
-// problem.
-func (w *walker) hash(files []*node) *UnavailableError {
-	bad := w.parallel(len(files), func(i int, buf []byte) bool {
-		h := w.hashers.Get().(hash.Hash)
-		defer w.hashers.Put(h)
-		n := files[i]
-		size, _, reason := hashFileAt(atFDCWD, n.resolved, n.resolved, buf, h, &n.sum, math.MaxInt64)
-		if reason != "" {
-			n.err = &UnavailableError{Root: n.root.path, Rel: n.rel, Reason: reason}
-			return false
-		}
-		n.size, n.hashed = size, true
-		return true
-	})
-	if bad >= 0 {
-		return files[bad].err
-	}
-	return nil
-}
-
-// verify runs phase 3 on the nodes of order and returns the first problem.
+// verify runs phase 2 on the nodes of order and returns the first problem.
 func (w *walker) verify(order []*node) *UnavailableError {
 	if testHookBeforeVerify != nil {
 		testHookBeforeVerify()
