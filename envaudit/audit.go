@@ -18,7 +18,8 @@ import (
 	"sync"
 )
 
-// Scan is one scan root and the file suffixes audited under it.
+// Scan is one scan root and the file suffixes audited under it. A plain
+// value.
 type Scan struct {
 	// Dir is the root's path relative to the repository root, with
 	// forward slashes; "." is the repository root itself.
@@ -54,7 +55,7 @@ func languageOf(name string) string {
 // maxSourceSize bounds one source file.
 const maxSourceSize = 64 << 20
 
-// Config says what to audit.
+// Config says what to audit. A plain value; Audit does not modify it.
 type Config struct {
 	// Root is the repository root; paths in findings and exceptions are
 	// relative to it.
@@ -80,7 +81,7 @@ const (
 	KindSyntax       = "syntax"       // a file that cannot be parsed
 )
 
-// Finding is one problem in one file.
+// Finding is one problem in one file. A plain value.
 type Finding struct {
 	Path     string `json:"path"`
 	Line     int    `json:"line"`
@@ -93,7 +94,7 @@ type Finding struct {
 // String is the finding's output line.
 func (f Finding) String() string { return fmt.Sprintf("%s:%d: %s", f.Path, f.Line, f.Message) }
 
-// UnusedException is a dynamic-read exception no read used.
+// UnusedException is a dynamic-read exception no read used. A plain value.
 type UnusedException struct {
 	Path     string `json:"path"`
 	Function string `json:"function"`
@@ -104,7 +105,8 @@ func (u UnusedException) String() string {
 }
 
 // Report is the result of an audit. Findings are sorted by path, line and
-// message; unused exceptions by path and function.
+// message; unused exceptions by path and function. A plain value, owned by
+// the caller.
 type Report struct {
 	Findings         []Finding         `json:"findings"`
 	UnusedExceptions []UnusedException `json:"unused_exceptions"`
@@ -127,7 +129,7 @@ func (r *Report) Lines() []string {
 	return out
 }
 
-// FileError is a source file that could not be read.
+// FileError is a source file that could not be read. A plain value.
 type FileError struct {
 	Path string
 	Err  error
@@ -151,7 +153,9 @@ type fileResult struct {
 	err   error // *SyntaxError or *FileError
 }
 
-// Audit checks the sources cfg selects against cfg.Registry.
+// Audit checks the sources cfg selects against cfg.Registry, parsing up to
+// cfg.Jobs files at once with one parser per worker. Concurrent calls are
+// safe.
 func Audit(ctx context.Context, cfg Config) (*Report, error) {
 	if cfg.Registry == nil {
 		return nil, errors.New("envaudit: no registry")

@@ -13,7 +13,7 @@ import (
 )
 
 // SyntaxError is a source file the scanner cannot parse; its reads are
-// unknown.
+// unknown. A plain value.
 type SyntaxError struct {
 	Line int
 	Msg  string

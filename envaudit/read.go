@@ -1,6 +1,6 @@
 package envaudit
 
-// Read is one environment read found in a source file.
+// Read is one environment read found in a source file. A plain value.
 type Read struct {
 	// Line is the 1-based line of the read.
 	Line int

@@ -37,13 +37,14 @@ const RegistrySchema = 1
 // not a data set.
 const maxRegistrySize = 16 << 20
 
-// Variable is one classified environment variable.
+// Variable is one classified environment variable. A plain value.
 type Variable struct {
 	Category string `json:"category"`
 	Reason   string `json:"reason"`
 }
 
-// Exception allows the dynamic reads of one function of one file.
+// Exception allows the dynamic reads of one function of one file. A plain
+// value.
 type Exception struct {
 	// Path is the file's path relative to the repository root, with
 	// forward slashes.
@@ -66,7 +67,7 @@ type Registry struct {
 type exceptionKey struct{ path, function string }
 
 // RegistryError says what is wrong with a registry and which entry holds the
-// mistake.
+// mistake. A plain value.
 type RegistryError struct {
 	// File is the registry's name as given, or "" for bytes.
 	File string
