@@ -20,6 +20,7 @@ import (
 	"github.com/ptojit/ptojit/inventory"
 	"github.com/ptojit/ptojit/registry"
 	"github.com/ptojit/ptojit/toolchain"
+	"golang.org/x/sync/singleflight"
 )
 
 //go:embed environment.json
@@ -169,63 +170,121 @@ func (d *Driver) build(ctx context.Context, req *api.Request, resp *api.Response
 	if store == nil {
 		reasons = append(reasons, "no cache store")
 	}
-	cacheable := len(reasons) == 0
 
-	if cacheable {
+	if len(reasons) > 0 {
+		// Not cacheable: compile, answer, count.
 		t = time.Now()
-		hit, why, err := d.lookup(ctx, id)
-		resp.Timings.Lookup = ms(time.Since(t))
+		res, err := d.compile(ctx, req, id)
 		if err != nil {
 			return err
 		}
-		if hit != nil {
-			t = time.Now()
-			err := d.answer(req, hit.Entry.Outputs, hit.Data, resp)
-			resp.Timings.Publish = ms(time.Since(t))
-			if err != nil {
-				return err
-			}
-			resp.Status = api.StatusHit
-			return nil
+		outs, data, err := pack(req, res)
+		resp.Timings.Compile = ms(time.Since(t))
+		if err != nil {
+			return err
 		}
-		resp.MissReason = why
-	}
-
-	t = time.Now()
-	res, err := d.compile(ctx, req, id)
-	if err != nil {
-		return err
-	}
-	outs, data, err := pack(req, res)
-	resp.Timings.Compile = ms(time.Since(t))
-	if err != nil {
-		return err
-	}
-
-	t = time.Now()
-	defer func() { resp.Timings.Publish = ms(time.Since(t)) }()
-	if cacheable {
-		if d.opt.BeforeRevalidate != nil {
-			d.opt.BeforeRevalidate()
+		t = time.Now()
+		err = d.answer(req, outs, data, resp)
+		resp.Timings.Publish = ms(time.Since(t))
+		if err != nil {
+			return err
 		}
-		if why := d.publish(ctx, id, res, outs, data, time.Since(res.started)); why != "" {
-			reasons = append(reasons, why)
-		}
-	}
-	if err := d.answer(req, outs, data, resp); err != nil {
-		return err
-	}
-	if len(reasons) > 0 {
 		resp.Status = api.StatusUncached
 		resp.Unavailable = reasons
-		resp.MissReason = ""
 		if store != nil {
 			_ = store.Count(ctx, cache.EventUncached, countReason(reasons[0]))
 		}
 		return nil
 	}
-	resp.Status = api.StatusMiss
+
+	t = time.Now()
+	hit, why, err := d.lookup(ctx, id)
+	resp.Timings.Lookup = ms(time.Since(t))
+	if err != nil {
+		return err
+	}
+	var r *flightResult
+	if hit != nil {
+		r = &flightResult{outs: hit.Entry.Outputs, data: hit.Data, hit: true}
+	} else {
+		// One compile per key at a time: concurrent builds of the key
+		// (64 frontends started by make -j64) share the first one's.
+		v, err, shared := compileFlight.Do(d.flightKey(id), func() (any, error) { return d.compileAndPublish(ctx, req, id) })
+		if err != nil {
+			return err
+		}
+		r = v.(*flightResult)
+		if shared && !r.hit {
+			why = "compiled by a concurrent build of the same key"
+		}
+		resp.Timings.Compile = r.compileMS
+	}
+	t = time.Now()
+	err = d.answer(req, r.outs, r.data, resp)
+	resp.Timings.Publish = r.publishMS + ms(time.Since(t))
+	if err != nil {
+		return err
+	}
+	switch {
+	case r.hit:
+		resp.Status = api.StatusHit
+	case r.notPublished != "":
+		resp.Status = api.StatusUncached
+		resp.Unavailable = []string{r.notPublished}
+		_ = store.Count(ctx, cache.EventUncached, countReason(r.notPublished))
+	default:
+		resp.Status = api.StatusMiss
+		resp.MissReason = why
+	}
 	return nil
+}
+
+// compileFlight dedupes concurrent compiles of one key in this process
+// (every Driver of a store shares it: the daemon makes a Driver per
+// request).
+var compileFlight singleflight.Group
+
+// flightKey names a key in one store.
+func (d *Driver) flightKey(id *identity) string {
+	return fmt.Sprintf("%p/%s", d.opt.Store, id.key)
+}
+
+// flightResult is what a compile flight hands every build that joined it.
+type flightResult struct {
+	outs []cache.Output
+	data [][]byte
+	// hit: a build that finished just before the flight began published
+	// the key; nothing was compiled.
+	hit bool
+	// notPublished says why the outputs were not published ("" if they
+	// were).
+	notPublished         string
+	compileMS, publishMS float64
+}
+
+// compileAndPublish looks the key up once more (a flight that just ended
+// may have published it), else compiles, packs and publishes.
+func (d *Driver) compileAndPublish(ctx context.Context, req *api.Request, id *identity) (*flightResult, error) {
+	if hit, _, err := d.lookupQuiet(ctx, id); err == nil && hit != nil {
+		return &flightResult{outs: hit.Entry.Outputs, data: hit.Data, hit: true}, nil
+	}
+	t := time.Now()
+	res, err := d.compile(ctx, req, id)
+	if err != nil {
+		return nil, err
+	}
+	outs, data, err := pack(req, res)
+	if err != nil {
+		return nil, err
+	}
+	r := &flightResult{outs: outs, data: data, compileMS: ms(time.Since(t))}
+	t = time.Now()
+	if d.opt.BeforeRevalidate != nil {
+		d.opt.BeforeRevalidate()
+	}
+	r.notPublished = d.publish(ctx, id, res, outs, data, time.Since(res.started))
+	r.publishMS = ms(time.Since(t))
+	return r, nil
 }
 
 // countReason shortens a reason to its kind, so that the store's counters
@@ -264,37 +323,11 @@ func resultRecord(keyRecord inventory.Value, headers []headerDigest) inventory.V
 // the empty header set is looked up, which exists only for sources that
 // include nothing. The store counts the one Get as a hit or a miss.
 func (d *Driver) lookup(ctx context.Context, id *identity) (*cache.Hit, string, error) {
-	store := d.opt.Store
-	rk := inventory.MustDigest(resultRecord(id.record, nil))
-	why := "no entry for the key"
-	e, err := store.Entry(ctx, cache.Key(id.key))
-	switch {
-	case err == nil:
-		var m manifest
-		if jerr := json.Unmarshal([]byte(e.Meta["manifest"]), &m); jerr != nil {
-			why = "unreadable manifest"
-			break
-		}
-		why = "no header variant matches"
-		for i, v := range m.Variants {
-			if changed := changedHeader(v.Headers); changed != "" {
-				if i == 0 {
-					why = "header changed since the last build: " + changed
-				}
-				continue
-			}
-			s, perr := inventory.ParseSum(v.Result)
-			if perr != nil {
-				continue
-			}
-			rk, why = s, ""
-			break
-		}
-	case errors.Is(err, cache.ErrMiss):
-	default:
-		return nil, "", fmt.Errorf("cache lookup: %w", err)
+	rk, why, err := d.resultKey(ctx, id)
+	if err != nil {
+		return nil, "", err
 	}
-	hit, err := store.Get(ctx, cache.Key(rk))
+	hit, err := d.opt.Store.Get(ctx, rk)
 	if err == nil {
 		return hit, "", nil
 	}
@@ -306,6 +339,49 @@ func (d *Driver) lookup(ctx context.Context, id *identity) (*cache.Hit, string, 
 		return nil, why, nil
 	}
 	return nil, "", fmt.Errorf("cache lookup: %w", err)
+}
+
+// lookupQuiet is lookup that reads (and so counts) the result only when its
+// entry exists: the second look of a build that already counted its miss.
+func (d *Driver) lookupQuiet(ctx context.Context, id *identity) (*cache.Hit, string, error) {
+	rk, why, err := d.resultKey(ctx, id)
+	if err != nil || why != "" {
+		return nil, why, err
+	}
+	if _, err := d.opt.Store.Entry(ctx, rk); err != nil {
+		return nil, "no entry", nil
+	}
+	return d.lookup(ctx, id)
+}
+
+// resultKey returns the key of the result entry to read and, when no
+// header variant matched, why.
+func (d *Driver) resultKey(ctx context.Context, id *identity) (cache.Key, string, error) {
+	rk := cache.Key(inventory.MustDigest(resultRecord(id.record, nil)))
+	e, err := d.opt.Store.Entry(ctx, cache.Key(id.key))
+	switch {
+	case errors.Is(err, cache.ErrMiss):
+		return rk, "no entry for the key", nil
+	case err != nil:
+		return rk, "", fmt.Errorf("cache lookup: %w", err)
+	}
+	var m manifest
+	if err := json.Unmarshal([]byte(e.Meta["manifest"]), &m); err != nil {
+		return rk, "unreadable manifest", nil
+	}
+	why := "no header variant matches"
+	for i, v := range m.Variants {
+		if changed := changedHeader(v.Headers); changed != "" {
+			if i == 0 {
+				why = "header changed since the last build: " + changed
+			}
+			continue
+		}
+		if s, err := inventory.ParseSum(v.Result); err == nil {
+			return cache.Key(s), "", nil
+		}
+	}
+	return rk, why, nil
 }
 
 // changedHeader returns the name of the first header whose digest

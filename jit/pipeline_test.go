@@ -81,12 +81,19 @@ func TestUnaccountedToolResolution(t *testing.T) {
 	}
 }
 
-// Concurrent builds of one request share a Driver: each gets intact
-// outputs, and afterwards the key is a hit.
+// Concurrent builds of one request share one compile (the flight of the
+// key): the compiler runs once per unit, each build gets intact outputs,
+// and afterwards the key is a hit.
 func TestConcurrentBuilds(t *testing.T) {
-	_, req := copyExamples(t)
+	dir, req := copyExamples(t)
 	store := cache.NewMemory(cache.Options{})
-	d := newDriver(t, store)
+	ccLog := filepath.Join(dir, "cc.log")
+	cc := filepath.Join(dir, "cc")
+	script := "#!/bin/sh\ncase \" $* \" in *\" -shared \"*) echo x >> " + ccLog + " ;; esac\nexec gcc \"$@\"\n"
+	if err := os.WriteFile(cc, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	d := newDriver(t, store, "CC="+cc)
 	var wg sync.WaitGroup
 	resps := make([]*api.Response, 4)
 	errs := make([]error, 4)
@@ -104,4 +111,7 @@ func TestConcurrentBuilds(t *testing.T) {
 	}
 	checkOutputs(t, resps[0])
 	build(t, d, req, api.StatusHit)
+	if b, err := os.ReadFile(ccLog); err != nil || strings.Count(string(b), "x\n") != 3 {
+		t.Errorf("%d compilations, want 3 (one build of three units); %v", strings.Count(string(b), "x\n"), err)
+	}
 }
