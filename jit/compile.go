@@ -315,6 +315,11 @@ func parseDeps(b []byte) ([]string, error) {
 	return deps, nil
 }
 
+// clockSlack is subtracted from the compile's start before header times
+// are compared with it: file times come from the kernel's coarse clock,
+// which can lag the clock the start was read from by a scheduler tick.
+const clockSlack = 20 * time.Millisecond
+
 // headerDigest is a header the compiler read and the SHA-256 of its bytes.
 type headerDigest struct {
 	Path   string `json:"path"`
@@ -323,8 +328,8 @@ type headerDigest struct {
 
 // hashHeaders returns the digest of every header, failing on the first
 // that cannot be read. notAfter, when not zero, rejects a header modified
-// (or whose inode changed) at or after that instant: it may have changed
-// while the compiler read it.
+// (or whose inode changed) at or after that instant, less clockSlack: it
+// may have changed while the compiler read it.
 func hashHeaders(paths []string, notAfter time.Time) ([]headerDigest, error) {
 	out := make([]headerDigest, 0, len(paths))
 	for _, p := range paths {
@@ -332,7 +337,7 @@ func hashHeaders(paths []string, notAfter time.Time) ([]headerDigest, error) {
 		if err != nil {
 			return nil, err
 		}
-		if !notAfter.IsZero() && !mod.Before(notAfter) {
+		if !notAfter.IsZero() && !mod.Before(notAfter.Add(-clockSlack)) {
 			return nil, fmt.Errorf("header %s changed during the compile", filepath.Base(p))
 		}
 		out = append(out, headerDigest{Path: p, Digest: d})

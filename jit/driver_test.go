@@ -289,3 +289,25 @@ func TestRequestErrors(t *testing.T) {
 		t.Errorf("compile error names no tool: %v", err)
 	}
 }
+
+// A header edited while the compilers ran is not published: its digest
+// after the compile may not be what the compiler read.
+func TestHeaderChangedDuringCompile(t *testing.T) {
+	dir, req := copyExamples(t)
+	store := cache.NewMemory(cache.Options{})
+	getenv, environ := env()
+	hdr := filepath.Join(dir, "vadd", "vadd.h")
+	d := New(Options{Store: store, Identities: identities, Getenv: getenv, Environ: environ, TempDir: t.TempDir(), BeforeRevalidate: func() {
+		b, _ := os.ReadFile(hdr)
+		os.WriteFile(hdr, append(b, "\n/* changed while compiling */\n"...), 0o644)
+	}})
+	r := build(t, d, req, api.StatusUncached)
+	if len(r.Unavailable) != 1 || !strings.Contains(r.Unavailable[0], "header vadd.h changed during the compile") {
+		t.Errorf("unavailable %q", r.Unavailable)
+	}
+	st, _ := store.Stats(context.Background())
+	if st.Entries != 0 {
+		t.Errorf("%d entries published", st.Entries)
+	}
+	build(t, newDriver(t, store), req, api.StatusMiss)
+}
