@@ -1,0 +1,75 @@
+// Package jit is ptojit's build driver: a build request (package api) goes
+// through identity, cache lookup, compilation and publication, and comes
+// back as a ChipCallable blob with its callable hashid. A Driver is safe for
+// concurrent use; the daemon wraps one and calls Driver.Build per request.
+//
+// # Key
+//
+// The key is the SHA-256 of the canonical encoding (package inventory) of
+// the key record
+//
+//	("ptojit.build", 1, {
+//	  "policy":        "content" | "build",
+//	  "platform":      str, "runtime": str,
+//	  "pipeline":      {"version": "ptojit-sim/1", "c_flags": [...], "cxx_flags": [...], "include_dirs": [...]},
+//	  "build":         {"orchestration": path, "function": str, "config": str,
+//	                    "kernels": [{"func_id": int, "source": path, "signature": [int...]}...],
+//	                    "signature": [int...], "scalar_count": int},
+//	  "sources":       {"orchestration": hex, "kernel.<func_id>": hex, "extra_roots[i]": hex},
+//	  "extra_sources": hex,
+//	  "toolchain":     {"pypto": hex, "runtime": hex, "pto_isa": hex, "ptoas": hex, "device_toolchain": hex},
+//	  "options":       record,
+//	  "environment":   {NAME: str | None, ...},   every semantic variable of the registry
+//	  "epoch":         str | None,                PYPTO_CACHE_EPOCH
+//	})
+//
+// where each source digest is the content digest of that one root (so a
+// key diff names the source that changed), extra_sources is
+// inventory.FingerprintExtraSources of the request's extra sources and
+// fingerprint, and the toolchain entries are the component digests of
+// toolchain.Identity. An unavailable piece is None in the record and its
+// reason is reported; such a record has no key.
+//
+// The build is not looked up and not published ("uncached", every reason
+// listed) when a component, source or extra source is unavailable, when a
+// tool_resolution variable that no adapter identifies is set, or when a
+// fresh_request variable is set (then it is not looked up either).
+//
+// # Headers (direct mode)
+//
+// Headers are not key inputs: the compiler names them (-MD -MF), as for
+// ccache's direct mode. The entry stored under the key is a manifest (Meta
+// "manifest": JSON {"variants": [{"headers": [{"path", "digest"}...],
+// "result": hex}...]}, most recent first, at most 16). A lookup re-hashes
+// the headers of each variant and reads the result entry of the first that
+// still matches: its key is the digest of ("ptojit.result", 1, key record,
+// [(path, sha256 hex)...]), so a changed header can never select a stale
+// result. Result entries hold the outputs and their record; the manifest is
+// written after its result.
+//
+// # Publication
+//
+// After the compile, every source is fingerprinted again and every header
+// hashed; a source that changed, or a header whose modification or change
+// time is not older than the compile's start, prevents publication. Outputs
+// are written to the request's output directory through a temporary file
+// and a rename, after their bytes are checked against their digests, so the
+// directory never holds a partial or corrupt output.
+//
+// # Sim pipeline
+//
+// On a2a3sim and a5sim the orchestration and each kernel are compiled, each
+// on its own, by the host C (or C++, for .cc/.cpp/.cxx and .pto) compiler
+// that toolchain.Resolve selected, with the flags of the key's pipeline,
+// -I for the runtime's and PTO-ISA's include directories, into a shared
+// object. A .pto source is first assembled by the resolved ptoas launcher
+// ("ptoas SRC -o OUT.cpp"). The shared objects follow the C ABI of
+// testdata/examples/toolchain/runtime/include/ptojit_sim.h and are packed
+// into a ChipCallable (package registry). On a2a3 and a5 the kernels are
+// compiled by CANN's ccec, which must be found under the CANN root.
+//
+// # Outputs
+//
+// orchestration.so, kernel_<func_id>.so for each kernel, and
+// chip_callable.bin, the ChipCallable blob.
+package jit
