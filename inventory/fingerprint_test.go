@@ -938,3 +938,32 @@ func BenchmarkFingerprintTree(b *testing.B) {
 		}
 	}
 }
+
+// FuzzContentRootPath checks the pathlib rules of root paths: components
+// "" and "." go, all others stay in order, a leading "//" (exactly two)
+// stays, and cleaning is idempotent.
+func FuzzContentRootPath(f *testing.F) {
+	for _, s := range []string{"/", "//", "///a", "/a/./b//", "//a/../b/.", "/\xff/./.."} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, p string) {
+		p = "/" + p
+		got := cleanRootPath(p)
+		var want []string
+		for _, c := range strings.Split(p, "/") {
+			if c != "" && c != "." {
+				want = append(want, c)
+			}
+		}
+		prefix := "/"
+		if strings.HasPrefix(p, "//") && !strings.HasPrefix(p, "///") {
+			prefix = "//"
+		}
+		if w := prefix + strings.Join(want, "/"); got != w {
+			t.Fatalf("cleanRootPath(%q) = %q, want %q", p, got, w)
+		}
+		if again := cleanRootPath(got); again != got {
+			t.Fatalf("not idempotent: %q -> %q", got, again)
+		}
+	})
+}
