@@ -149,6 +149,15 @@ func openStore(ctx context.Context, env *cli.Env, dir string, readOnly bool) (*c
 func runBuild(ctx context.Context, env *cli.Env, o buildOptions) error {
 	req, err := readRequest(env, o.request)
 	if err != nil {
+		if o.json {
+			// A frontend reading --json gets a response even for a
+			// request it could not send correctly.
+			if werr := cli.WriteJSON(env.Stdout, &api.Response{Status: api.StatusError, Error: err.Error()}); werr != nil {
+				return werr
+			}
+			fmt.Fprintf(env.Stderr, "ptojit: %v\n", err)
+			return cli.Exit(cli.ExitCode(err))
+		}
 		return err
 	}
 	store, release, err := storeFor(ctx, env, o.cacheDir, false)
