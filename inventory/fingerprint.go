@@ -185,31 +185,24 @@ func FingerprintWith(roots []ContentRoot, opt FingerprintOptions) (*Content, err
 		return nil, err
 	}
 
-	c := &Content{Roots: make(List, len(roots))}
+	vals := make([]Value, len(order))
+	d := digestContent(roots, order, ends, vals, workers)
+	c := &Content{Digest: d, Roots: make(List, len(roots))}
 	start := 0
 	for i, r := range roots {
-		end := ends[i]
-		entries := make(List, 0, end-start)
-		for _, n := range order[start:end] {
-			if n.kind == kindDir {
-				if !r.pythonOnly {
-					entries = append(entries, T(Str("directory"), StrFromOSBytes(n.rel), StrFromOSBytes(n.resolved)))
-				}
-				continue
+		entries := make(List, 0, ends[i]-start)
+		for j, n := range order[start:ends[i]] {
+			if v := vals[start+j]; v != nil {
+				entries = append(entries, v)
 			}
-			entries = append(entries, T(Str("file"), StrFromOSBytes(n.rel), StrFromOSBytes(n.resolved),
-				IntOf(n.size), Str(hex.EncodeToString(n.sum[:]))))
-			c.Files++
-			c.Bytes += n.size
+			if n.kind == kindReg {
+				c.Files++
+				c.Bytes += n.size
+			}
 		}
 		c.Roots[i] = T(StrFromOSBytes(r.path), Bool(r.pythonOnly), entries)
-		start = end
+		start = ends[i]
 	}
-	d, err := digestContent(roots, order, ends, workers)
-	if err != nil {
-		return nil, err
-	}
-	c.Digest = d
 	return c, nil
 }
 
@@ -217,8 +210,9 @@ func FingerprintWith(roots []ContentRoot, opt FingerprintOptions) (*Content, err
 // of order (ends delimits the roots), writing the encoding of each entry
 // directly (it knows their shapes, and their strings come from
 // StrFromOSBytes, so they need no validation) on workers goroutines and
-// hashing the pieces in order. Tests compare it with Digest of the record.
-func digestContent(roots []ContentRoot, order []*node, ends []int, workers int) (Sum, error) {
+// hashing the pieces in order. It sets vals[i] to the entry of order[i]
+// (nil for none). Tests compare the digest with Digest of the record.
+func digestContent(roots []ContentRoot, order []*node, ends []int, vals []Value, workers int) Sum {
 	// T(v) is Encode(v) without the wire prefix and the closing "]".
 	noneEnc, _ := Encode(None{})
 	prefixLen := len(noneEnc) - len(`["none"]]`)
@@ -249,6 +243,7 @@ func digestContent(roots []ContentRoot, order []*node, ends []int, workers int) 
 					start := len(arena)
 					arena = appendEntry(arena, n)
 					encs[i] = arena[start:]
+					vals[i] = entryValue(n)
 				}
 			}
 		})
@@ -289,7 +284,16 @@ func digestContent(roots []ContentRoot, order []*node, ends []int, workers int) 
 	h.Write([]byte(`]]]]]`))
 	var sum Sum
 	h.Sum(sum[:0])
-	return sum, nil
+	return sum
+}
+
+// entryValue returns n's entry as a record.
+func entryValue(n *node) Value {
+	if n.kind == kindDir {
+		return T(Str("directory"), StrFromOSBytes(n.rel), StrFromOSBytes(n.resolved))
+	}
+	return T(Str("file"), StrFromOSBytes(n.rel), StrFromOSBytes(n.resolved),
+		IntOf(n.size), Str(hex.EncodeToString(n.sum[:])))
 }
 
 // appendEntry appends T of n's entry.
