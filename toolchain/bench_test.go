@@ -157,6 +157,8 @@ func BenchmarkPtoIsaCheck(b *testing.B) {
 //
 //	cold-ms      Capture of the 20,000-file installation with a new cache
 //	warm-us      Capture answered from the memo
+//	warm-resolve+capture-us  the daemon's warm path: memoized Resolve of a
+//	             whole configuration, then memoized Capture
 //	check-ms     CheckPtoIsa on the 5,000-file checkout
 //	git-ms       git status --porcelain --ignored on the same checkout
 //	contents-ms  reading the checkout's contents (the fallback)
@@ -171,7 +173,25 @@ func BenchmarkSideBySide(b *testing.B) {
 		b.Fatal(err)
 	}
 	isaRoot, _ := inventory.NewContentRoot(isa, false)
-	var cold, warm, chk, gitT, contents, ratio []float64
+	// The daemon's warm path: a memoized resolution, then a memoized
+	// capture, of a whole a2a3 configuration (PTO-ISA verified by pin).
+	cfg := Config{
+		Platform: "a2a3", PyptoRoot: filepath.Join(dir, "install", "pypto"), RuntimeRoot: filepath.Join(dir, "install", "runtime"),
+		PtoIsaRoot: isa, PtoIsaPin: pin, PtoasRoot: filepath.Join(dir, "install", "ptoas"), CannRoot: filepath.Join(dir, "install", "cann"),
+		Environ: []string{"PATH=/usr/bin:/bin"},
+	}
+	e2e := NewInstallationIdentityCache(Options{})
+	warmE2E := func() {
+		in, err := e2e.Resolve(ctx, cfg)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if id, err := e2e.Capture(ctx, in); err != nil || !id.Usable {
+			b.Fatal(err, id.Reasons())
+		}
+	}
+	warmE2E()
+	var cold, warm, chk, gitT, contents, ratio, e2eT []float64
 	timeIt := func(f func()) float64 {
 		t := time.Now()
 		f()
@@ -189,6 +209,7 @@ func BenchmarkSideBySide(b *testing.B) {
 				b.Fatal(err)
 			}
 		})/1e3)
+		e2eT = append(e2eT, timeIt(warmE2E)/1e3)
 		c := timeIt(func() {
 			if c, err := CheckPtoIsa(isa, pin, nil); err != nil || !c.Verified {
 				b.Fatal(err, c.Reason)
@@ -215,6 +236,7 @@ func BenchmarkSideBySide(b *testing.B) {
 	b.ReportMetric(0, "ns/op")
 	b.ReportMetric(median(cold), "cold-ms")
 	b.ReportMetric(median(warm), "warm-us")
+	b.ReportMetric(median(e2eT), "warm-resolve+capture-us")
 	b.ReportMetric(median(chk), "check-ms")
 	b.ReportMetric(median(contents), "contents-ms")
 	if gitErr == nil {
@@ -258,4 +280,13 @@ func BenchmarkIndexRead(b *testing.B) {
 			}
 		}
 	})
+}
+
+// TestMain removes the benchmark fixtures.
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if benchDir != "" {
+		os.RemoveAll(benchDir)
+	}
+	os.Exit(code)
 }

@@ -20,7 +20,6 @@ import (
 	git "github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/filemode"
-	"github.com/go-git/go-git/v5/plumbing/object"
 	"github.com/go-git/go-git/v5/storage/filesystem"
 )
 
@@ -121,7 +120,8 @@ func checkWorktree(dir, pin string, beforeDir func(string) error, allow func(rel
 	// The pinned tree and the worktree are compared with the index at the
 	// same time: one reads git objects, the other stats files.
 	treeReason := make(chan string, 1)
-	go func() { treeReason <- matchTree(repo, commit.TreeHash, entries) }()
+	trees := &treeReader{objectsDir: filepath.Join(fsys.Filesystem().Root(), "objects"), storer: repo.Storer}
+	go func() { treeReason <- matchTree(trees, commit.TreeHash, entries) }()
 	w := worktreeCheck{
 		root: dir, entries: entries, dirs: dirs,
 		indexMtime: fi.ModTime(), beforeDir: beforeDir, allow: allow,
@@ -197,18 +197,18 @@ func validIndexMode(m uint32) bool {
 }
 
 // matchTree checks that the tree treeHash holds exactly entries.
-func matchTree(repo *git.Repository, treeHash plumbing.Hash, entries map[string]*indexEntry) string {
+func matchTree(trees *treeReader, treeHash plumbing.Hash, entries map[string]*indexEntry) string {
 	n := 0
 	var walk func(h plumbing.Hash, prefix string) string
 	walk = func(h plumbing.Hash, prefix string) string {
-		t, err := object.GetTree(repo.Storer, h)
+		t, err := trees.read(h)
 		if err != nil {
 			return "cannot read the pinned tree: " + err.Error()
 		}
-		for _, te := range t.Entries {
-			p := prefix + te.Name
-			if te.Mode == filemode.Dir {
-				if r := walk(te.Hash, p+"/"); r != "" {
+		for _, te := range t {
+			p := prefix + te.name
+			if te.mode == filemode.Dir {
+				if r := walk(te.hash, p+"/"); r != "" {
 					return r
 				}
 				continue
@@ -217,9 +217,9 @@ func matchTree(repo *git.Repository, treeHash plumbing.Hash, entries map[string]
 			switch {
 			case !ok:
 				return "pinned file " + strconv.Quote(p) + " is not in the index"
-			case filemode.FileMode(e.mode) != te.Mode && !(te.Mode == filemode.Deprecated && filemode.FileMode(e.mode) == filemode.Regular):
+			case filemode.FileMode(e.mode) != te.mode && !(te.mode == filemode.Deprecated && filemode.FileMode(e.mode) == filemode.Regular):
 				return "index mode of " + strconv.Quote(p) + " differs from the pinned tree"
-			case e.hash != te.Hash:
+			case e.hash != te.hash:
 				return "index blob of " + strconv.Quote(p) + " differs from the pinned tree"
 			}
 			n++

@@ -171,6 +171,10 @@ func TestPtoIsaHeadIsNotPin(t *testing.T) {
 	if c := check(t, dir, head); !c.Verified {
 		t.Fatalf("clean at the new HEAD: %s", c.Reason)
 	}
+	ci := resolvePtoIsa(context.Background(), &Config{PtoIsaRoot: dir, PtoIsaPin: pin}, nil)
+	if ci.VerifiedRevision != "" || len(ci.Roots) != 1 || ci.UnavailableReason != "" {
+		t.Fatalf("HEAD != pin must fall back to contents: %+v", ci)
+	}
 	if c := check(t, dir, pin[:12]); c.Verified {
 		t.Fatal("an abbreviated pin verified")
 	}
@@ -303,4 +307,32 @@ func appendFile(t *testing.T, p, s string) {
 	}
 	f.WriteString(s)
 	f.Close()
+}
+
+// TestResolveEnsuresPtoIsa: with a URL, Resolve clones a missing checkout
+// from the pin and identifies it by revision; without one, a missing
+// checkout is unavailable.
+func TestResolveEnsuresPtoIsa(t *testing.T) {
+	src, pin := newIsaRepo(t)
+	dir := filepath.Join(t.TempDir(), "pto-isa")
+	ci := resolvePtoIsa(context.Background(), &Config{PtoIsaRoot: dir, PtoIsaPin: pin}, nil)
+	if ci.UnavailableReason == "" {
+		t.Fatal("missing checkout without URL is available")
+	}
+	ci = resolvePtoIsa(context.Background(), &Config{PtoIsaRoot: dir, PtoIsaPin: pin, PtoIsaURL: src}, nil)
+	if ci.VerifiedRevision != pin || ci.UnavailableReason != "" {
+		t.Fatalf("%+v", ci)
+	}
+	// PTO_ISA_ROOT is the default root.
+	env := map[string]string{PtoIsaRootEnv: dir}
+	ci = resolvePtoIsa(context.Background(), &Config{PtoIsaPin: pin, Getenv: func(k string) string { return env[k] }}, nil)
+	if ci.VerifiedRevision != pin {
+		t.Fatalf("PTO_ISA_ROOT: %+v", ci)
+	}
+	// A URL that cannot be cloned: unavailable with the reason.
+	os.RemoveAll(dir)
+	ci = resolvePtoIsa(context.Background(), &Config{PtoIsaRoot: dir, PtoIsaPin: pin, PtoIsaURL: filepath.Join(t.TempDir(), "none")}, nil)
+	if !strings.Contains(ci.UnavailableReason, "clone") {
+		t.Fatalf("%+v", ci)
+	}
 }
