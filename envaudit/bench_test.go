@@ -4,6 +4,8 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	sitter "github.com/tree-sitter/go-tree-sitter"
 )
 
 // benchSources returns the fixture files matching pattern.
@@ -45,6 +47,40 @@ func BenchmarkScanCpp(b *testing.B) {
 	for b.Loop() {
 		for _, src := range srcs {
 			ScanCpp(src)
+		}
+	}
+}
+
+// BenchmarkParseFlat and BenchmarkParseCursor build the same node list from
+// the Python fixtures: in one cgo call per file, and through go-tree-sitter's
+// Go API (TreeCursor), which crosses cgo for every node and field.
+func BenchmarkParseFlat(b *testing.B) {
+	srcs, n := benchSources(b, "testdata/python/*.py")
+	s := NewPythonScanner()
+	defer s.Close()
+	tb := pyTablesOnce()
+	b.SetBytes(n)
+	for b.Loop() {
+		for _, src := range srcs {
+			if err := s.parser.parse(src, tb, &pyTree{src: src}); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+}
+
+func BenchmarkParseCursor(b *testing.B) {
+	srcs, n := benchSources(b, "testdata/python/*.py")
+	tb := pyTablesOnce()
+	p := sitter.NewParser()
+	defer p.Close()
+	if err := p.SetLanguage(tb.lang); err != nil {
+		b.Fatal(err)
+	}
+	b.SetBytes(n)
+	for b.Loop() {
+		for _, src := range srcs {
+			cursorTree(b, p, tb, src)
 		}
 	}
 }

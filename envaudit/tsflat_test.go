@@ -43,7 +43,7 @@ func TestFlatMatchesCursor(t *testing.T) {
 }
 
 // cursorTree builds the node list with the Go API.
-func cursorTree(t *testing.T, p *sitter.Parser, tb *pyTables, src []byte) []pyNode {
+func cursorTree(t testing.TB, p *sitter.Parser, tb *pyTables, src []byte) []pyNode {
 	tree := p.Parse(src, nil)
 	defer tree.Close()
 	c := tree.Walk()
