@@ -330,16 +330,16 @@ const (
 	// maxSymlinks is the number of symlinks one resolution may follow, as
 	// Linux's MAXSYMLINKS.
 	maxSymlinks = 40
-	// readChunk is the size of each worker's read buffer: small files are
-	// read in one call, large ones in chunks of this size.
+	// readChunk is the size of the read buffers: a file of up to this
+	// size is read in one call, larger ones in chunks of this size.
 	readChunk = 1 << 20
 	// dirBufSize is the getdents buffer of the walker.
 	dirBufSize = 32 << 10
-	// smallFile is the largest file read while its directory is listed;
-	// larger ones are read afterwards, spread over the workers.
+	// smallFile is the largest file read through its directory's
+	// descriptor, in a batch; a larger one is a task of its own.
 	smallFile = 256 << 10
-	// batchSize is the number of files of one directory one goroutine
-	// reads while the directory is listed.
+	// batchSize is the number of a directory's small files one task
+	// reads.
 	batchSize = 32
 )
 
