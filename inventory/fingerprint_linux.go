@@ -259,14 +259,14 @@ func parseDirents(b []byte, ents []dirent) []dirent {
 // (atFDCWD with an absolute name for a path), into h, writing the SHA-256
 // to sum, and returns the file's size, or a reason why the content is
 // unavailable. path is the file's full path, for the test hooks. A file
-// larger than maxSize is not read: deferred says so.
+// larger than maxSize is not read: large says so.
 //
 // The file is opened without following a final symlink and read to
 // exactly its size; then its size, mtime and ctime must be as before and
 // it must still have a name: renaming another file over it or removing it
 // changes its link count and ctime. That its name still leads to it is
 // checked when the directory is verified.
-func hashFileAt(dirfd int, name, path string, buf []byte, h hash.Hash, sum *Sum, maxSize int64) (size int64, deferred bool, reason string) {
+func hashFileAt(dirfd int, name, path string, buf []byte, h hash.Hash, sum *Sum, maxSize int64) (size int64, large bool, reason string) {
 	if testHookOpen != nil {
 		if err := testHookOpen(path); err != nil {
 			return 0, false, errReason(err)
