@@ -720,12 +720,18 @@ func (t *pyTree) reads() []Read {
 			if nd.kind == pyIdentifier && !t.isLoad(i) || nd.kind == pyAttribute && t.target[i] {
 				continue
 			}
-			if !t.isEnviron(i) {
+			environ, reader := t.environOrReader(i)
+			if !environ && !reader {
 				continue
 			}
 			p, f := t.parentOf(i)
 			if p >= 0 {
 				switch t.nodes[p].kind {
+				case pyCall:
+					// os.getenv(...) itself is the call's read.
+					if reader && f == fFunction {
+						continue
+					}
 				case pyAttribute:
 					if f == fObject {
 						continue
@@ -757,6 +763,23 @@ func (t *pyTree) reads() []Read {
 		out = append(out, r)
 	}
 	return out
+}
+
+// environOrReader reports whether expression i may denote os.environ (or
+// environb), and whether it may denote a function that reads the
+// environment (os.getenv, os.environ.get, any other os.environ method).
+// Either, used as a value, lets the environment be read where the scan
+// cannot see.
+func (t *pyTree) environOrReader(i int32) (environ, reader bool) {
+	for _, q := range t.qualified(i, t.scope(t.scopeOf[i]).aliases) {
+		switch {
+		case q == "os.environ" || q == "os.environb":
+			environ = true
+		case containsString(pyGetenvFuncs, q) || strings.HasPrefix(q, "os.environ.") || strings.HasPrefix(q, "os.environb."):
+			reader = true
+		}
+	}
+	return environ, reader
 }
 
 func (t *pyTree) isEnviron(i int32) bool {

@@ -5,6 +5,7 @@ import os.path
 from os import environ as E, getenv
 from os import getenvb as read_bytes
 from os import environb
+from os import getenv as reader_fn
 
 operating.getenv("PY_IMPORT_AS")  # want "PY_IMPORT_AS"
 getenv("PY_FROM_IMPORT")  # want "PY_FROM_IMPORT"
@@ -46,3 +47,5 @@ from posix import getenv as other
 other.environ.get("PY_NOT_OS")
 something.environ["PY_NOT_OS"]
 config.getenv("PY_NOT_OS")
+sorted(names, key=reader_fn)  # want "dynamic read in <module>"
+(reader_fn)("PY_PAREN_ALIAS")  # want "PY_PAREN_ALIAS"

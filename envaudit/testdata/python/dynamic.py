@@ -60,3 +60,11 @@ class Keeper:
         alias_too = other = os.environ
         self.mixed = plain = os.environ  # want "dynamic read in __init__"
         (walrus := os.environ)  # want "dynamic read in __init__"
+
+
+def passed_readers(names):
+    values = list(map(os.getenv, names))  # want "dynamic read in passed_readers"
+    lookup = {"get": os.environ.get}  # want "dynamic read in passed_readers"
+    callback(os.getenvb)  # want "dynamic read in passed_readers"
+    keys = os.environ.keys  # an alias: its call is the read
+    return values, lookup, keys()  # want "dynamic read in passed_readers"
