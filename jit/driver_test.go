@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/ptojit/ptojit/api"
 	"github.com/ptojit/ptojit/cache"
@@ -310,4 +311,28 @@ func TestHeaderChangedDuringCompile(t *testing.T) {
 		t.Errorf("%d entries published", st.Entries)
 	}
 	build(t, newDriver(t, store), req, api.StatusMiss)
+}
+
+// Hits keep the manifest in use (the store's Entry is a use), so that
+// least-recently-used trimming keeps the manifests of keys in use.
+func TestHitsUseTheManifest(t *testing.T) {
+	_, req := copyExamples(t)
+	now := time.Now()
+	store := cache.NewMemory(cache.Options{Now: func() time.Time { return now }})
+	d := newDriver(t, store)
+	r := build(t, d, req, api.StatusMiss)
+	var key cache.Key
+	hex.Decode(key[:], []byte(r.Key))
+	now = now.Add(time.Hour)
+	build(t, d, req, api.StatusHit)
+	var m *cache.Entry
+	store.List(context.Background(), func(e *cache.Entry) error {
+		if e.Key == key {
+			m = e
+		}
+		return nil
+	})
+	if m == nil || !m.LastUsed.Equal(now) {
+		t.Errorf("manifest %+v: want last use %v", m, now)
+	}
 }
