@@ -43,9 +43,8 @@
 // anywhere (including a parameter) shadows the constant. Passing, iterating,
 // copying or otherwise using os.environ as a value is a bulk read, and so is
 // passing a reading function (os.getenv, os.environ.get, ...) as a value;
-// storing either
-// in a name makes an alias, storing it anywhere else (an attribute, an item,
-// an unpacking) is a bulk read. Reflective access (getattr, __import__,
+// storing either in a name makes an alias, storing it anywhere else (an
+// attribute, an item, an unpacking) is a bulk read. Reflective access (getattr, __import__,
 // importlib) is not recognised. The function of a read is the innermost
 // enclosing def, or "<module>".
 //
