@@ -3,6 +3,7 @@ package toolchain
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -58,6 +59,20 @@ func benchFixture(b *testing.B) (string, string) {
 			cmd := exec.Command("git", "status", "--porcelain", "--ignored")
 			cmd.Dir = isa
 			cmd.Run()
+			// isa-packed: the same checkout with its objects in a pack, as
+			// a clone has them.
+			packed := filepath.Join(dir, "isa-packed")
+			if err := exec.Command("cp", "-a", isa, packed).Run(); err != nil {
+				benchErr = err
+				return
+			}
+			cmd = exec.Command("git", "gc", "-q", "--prune=now")
+			cmd.Dir = packed
+			cmd.Env = append(os.Environ(), "GIT_CONFIG_NOSYSTEM=1")
+			if out, err := cmd.CombinedOutput(); err != nil {
+				benchErr = fmt.Errorf("git gc: %v\n%s", err, out)
+				return
+			}
 		}
 	})
 	if benchErr != nil {
@@ -162,6 +177,8 @@ func BenchmarkPtoIsaCheck(b *testing.B) {
 //	check-ms     CheckPtoIsa on the 5,000-file checkout
 //	git-ms       git status --porcelain --ignored on the same checkout
 //	contents-ms  reading the checkout's contents (the fallback)
+//	check-packed-ms, git-packed-ms, check/git-packed: the same on a copy of
+//	             the checkout whose objects are packed, as in a clone
 func BenchmarkSideBySide(b *testing.B) {
 	dir, pin := benchFixture(b)
 	isa := filepath.Join(dir, "isa")
@@ -192,6 +209,7 @@ func BenchmarkSideBySide(b *testing.B) {
 	}
 	warmE2E()
 	var cold, warm, chk, gitT, contents, ratio, e2eT []float64
+	var chkPacked, gitPacked, ratioPacked []float64
 	timeIt := func(f func()) float64 {
 		t := time.Now()
 		f()
@@ -210,22 +228,31 @@ func BenchmarkSideBySide(b *testing.B) {
 			}
 		})/1e3)
 		e2eT = append(e2eT, timeIt(warmE2E)/1e3)
-		c := timeIt(func() {
-			if c, err := CheckPtoIsa(isa, pin, nil); err != nil || !c.Verified {
-				b.Fatal(err, c.Reason)
-			}
-		}) / 1e6
-		chk = append(chk, c)
-		if gitErr == nil {
-			g := timeIt(func() {
+		check := func(dir string) float64 {
+			return timeIt(func() {
+				if c, err := CheckPtoIsa(dir, pin, nil); err != nil || !c.Verified {
+					b.Fatal(err, c.Reason)
+				}
+			}) / 1e6
+		}
+		status := func(dir string) float64 {
+			return timeIt(func() {
 				cmd := exec.Command("git", "status", "--porcelain", "--ignored")
-				cmd.Dir = isa
+				cmd.Dir = dir
 				if out, err := cmd.Output(); err != nil || len(out) != 0 {
 					b.Fatalf("git status: %v %q", err, out)
 				}
 			}) / 1e6
+		}
+		c := check(isa)
+		chk = append(chk, c)
+		if gitErr == nil {
+			g := status(isa)
 			gitT = append(gitT, g)
 			ratio = append(ratio, c/g)
+			packed := filepath.Join(dir, "isa-packed")
+			pc, pg := check(packed), status(packed)
+			chkPacked, gitPacked, ratioPacked = append(chkPacked, pc), append(gitPacked, pg), append(ratioPacked, pc/pg)
 		}
 		contents = append(contents, timeIt(func() {
 			if _, err := inventory.Fingerprint([]inventory.ContentRoot{isaRoot}); err != nil {
@@ -242,6 +269,9 @@ func BenchmarkSideBySide(b *testing.B) {
 	if gitErr == nil {
 		b.ReportMetric(median(gitT), "git-ms")
 		b.ReportMetric(median(ratio), "check/git")
+		b.ReportMetric(median(chkPacked), "check-packed-ms")
+		b.ReportMetric(median(gitPacked), "git-packed-ms")
+		b.ReportMetric(median(ratioPacked), "check/git-packed")
 	}
 }
 
