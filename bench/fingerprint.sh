@@ -12,7 +12,8 @@
 #            over the file list made beforehand (no walk, no stat, no checks)
 #
 # Warm page cache; each command runs RUNS times (default 7), interleaved,
-# and the median wall time is reported. Usage: bench/fingerprint.sh [RUNS]
+# and the median wall time and CPU time (user+sys, steadier than wall
+# time on a shared machine) are reported. Usage: bench/fingerprint.sh [RUNS]
 set -euo pipefail
 
 runs=${1:-7}
@@ -34,20 +35,18 @@ echo "$work/big.bin" > "$work/big.list"
 tree_files=$(wc -l < "$work/tree.list")
 tree_total=$(xargs -d '\n' stat -L -c %s < "$work/tree.list" | awk '{s += $1} END {print s}')
 
-now() { echo "${EPOCHREALTIME/,/.}"; }
-
-# timeit NAME CMD...: runs CMD once, appends its wall seconds to NAME's file.
+# timeit NAME CMD...: runs CMD once, appends its wall and CPU (user+sys)
+# seconds to NAME's files.
 timeit() {
 	local name=$1
 	shift
-	local t0 t1
-	t0=$(now)
-	"$@" > "$work/out.$name"
-	t1=$(now)
-	awk -v a="$t0" -v b="$t1" 'BEGIN {printf "%.6f\n", b - a}' >> "$work/times.$name"
+	local TIMEFORMAT='%3R %3U %3S' t
+	t=$({ time "$@" > "$work/out.$name"; } 2>&1)
+	echo "$t" | awk '{print $1}' >> "$work/times.$name"
+	echo "$t" | awk '{print $2 + $3}' >> "$work/cpu.$name"
 }
 
-median() { sort -g "$work/times.$1" | awk '{v[NR] = $1} END {print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2}'; }
+median() { sort -g "$work/$1" | awk '{v[NR] = $1} END {print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2}'; }
 
 sha_tree() { find -L "$work/tree" -type f -print0 | sort -z | xargs -0 sha256sum; }
 sha_big() { sha256sum "$work/big.bin"; }
@@ -68,19 +67,20 @@ for ((i = 0; i < runs; i++)); do
 	timeit sha_big sha_big
 done
 
-pt=$(median ptojit_tree) ft=$(median floor_tree) st=$(median sha_tree)
-pb=$(median ptojit_big) fb=$(median floor_big) sb=$(median sha_big)
+m() { median "times.$1"; }
+c() { median "cpu.$1"; }
 
-echo "machine: $(nproc) cores, $(uname -sr), $(go env GOVERSION); $runs runs each, median wall time, warm cache"
-printf 'tree: %d files, %.1f MB\n' "$tree_files" "$(awk -v b="$tree_total" 'BEGIN {print b / 1e6}')"
-awk -v p="$pt" -v f="$ft" -v s="$st" -v b="$tree_total" 'BEGIN {
-	printf "  ptojit fingerprint   %7.3f s  %6.2f GB/s  %.2fx floor\n", p, b / p / 1e9, p / f
-	printf "  floor (raw Go loop)  %7.3f s  %6.2f GB/s\n", f, b / f / 1e9
-	printf "  find|sort|sha256sum  %7.3f s  %6.2f GB/s  %.2fx floor\n", s, b / s / 1e9, s / f
-}'
-printf 'big: 1 file, %.2f GiB\n' "$(awk -v b="$big_bytes" 'BEGIN {print b / 2^30}')"
-awk -v p="$pb" -v f="$fb" -v s="$sb" -v b="$big_bytes" 'BEGIN {
-	printf "  ptojit fingerprint   %7.3f s  %6.2f GB/s  %.2fx floor\n", p, b / p / 1e9, p / f
-	printf "  floor (raw Go loop)  %7.3f s  %6.2f GB/s\n", f, b / f / 1e9
-	printf "  sha256sum            %7.3f s  %6.2f GB/s  %.2fx floor\n", s, b / s / 1e9, s / f
-}'
+echo "machine: $(nproc) cores, $(uname -sr), $(go env GOVERSION); load average $(cut -d' ' -f1-3 /proc/loadavg) (shared)"
+echo "$runs runs each, interleaved; median wall and CPU (user+sys) seconds; warm page cache"
+report() { # TITLE BYTES NAME LABEL...
+	local bytes=$2
+	echo "$1"
+	awk -v b="$bytes" -v pw="$(m "ptojit_$3")" -v pc="$(c "ptojit_$3")" -v fw="$(m "floor_$3")" -v fc="$(c "floor_$3")" \
+		-v sw="$(m "sha_$3")" -v sc="$(c "sha_$3")" -v sl="$4" 'BEGIN {
+		printf "  %-22s %7.3f s wall %6.2f GB/s %5.2fx floor | %7.3f s CPU %5.2fx floor\n", "ptojit fingerprint", pw, b / pw / 1e9, pw / fw, pc, pc / fc
+		printf "  %-22s %7.3f s wall %6.2f GB/s %5s        | %7.3f s CPU\n", "floor (raw Go loop)", fw, b / fw / 1e9, "", fc
+		printf "  %-22s %7.3f s wall %6.2f GB/s %5.2fx floor | %7.3f s CPU %5.2fx floor\n", sl, sw, b / sw / 1e9, sw / fw, sc, sc / fc
+	}'
+}
+report "$(printf 'tree: %d files, %.1f MB' "$tree_files" "$(awk -v b="$tree_total" 'BEGIN {print b / 1e6}')")" "$tree_total" tree "find|sort|sha256sum"
+report "$(printf 'big: 1 file, %.2f GiB' "$(awk -v b="$big_bytes" 'BEGIN {print b / 2^30}')")" "$big_bytes" big "sha256sum"
