@@ -257,7 +257,10 @@ func TestHostCompiler(t *testing.T) {
 	if len(hc.IncludeDirs) == 0 {
 		t.Fatal("no include directories")
 	}
-	for _, d := range append(hc.IncludeDirs, hc.Programs...) {
+	if len(hc.SharedLibs) == 0 {
+		t.Error("no shared libraries for a dynamically linked compiler")
+	}
+	for _, d := range append(append(hc.IncludeDirs, hc.Programs...), hc.SharedLibs...) {
 		res, _ := filepath.EvalSymlinks(d)
 		covered := false
 		for _, r := range ci.Roots {
@@ -324,3 +327,11 @@ func TestParseCannInfo(t *testing.T) {
 }
 
 func contentOpts() inventory.FingerprintOptions { return inventory.FingerprintOptions{} }
+
+func TestParseLdd(t *testing.T) {
+	out := "\tlinux-vdso.so.1 (0x00007f5059f83000)\n\tlibisl.so.23 => /lib/x86_64-linux-gnu/libisl.so.23 (0x00007f5059c00000)\n\tlibfoo.so => not found\n\t/lib64/ld-linux-x86-64.so.2 (0x00007f5059f85000)\n"
+	libs, missing := ParseLdd(out)
+	if strings.Join(libs, ",") != "/lib/x86_64-linux-gnu/libisl.so.23,/lib64/ld-linux-x86-64.so.2" || missing != "libfoo.so" {
+		t.Fatalf("%v %q", libs, missing)
+	}
+}

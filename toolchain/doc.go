@@ -31,7 +31,9 @@
 //     and the roots are the drivers and everything they report
 //     (-print-prog-name=cc1|cc1plus|as|ld, the install and program
 //     directories of -print-search-dirs, the link inputs -print-file-name
-//     names, and the include search list of -E -v).
+//     names, the include search list of -E -v, and the shared libraries
+//     ldd lists for the drivers and programs). LD_PRELOAD, LD_AUDIT,
+//     GCC_EXEC_PREFIX or COMPILER_PATH set makes it unavailable.
 //
 // # Identity records
 //

@@ -150,6 +150,12 @@ func FuzzParseIncludeDirs(f *testing.F) {
 				t.Fatalf("directory %q", d)
 			}
 		}
+		libs, _ := ParseLdd(s)
+		for _, l := range libs {
+			if !filepath.IsAbs(l) {
+				t.Fatalf("library %q", l)
+			}
+		}
 		install, _ := ParseSearchDirs(s)
 		if install != "" && !filepath.IsAbs(install) {
 			t.Fatalf("install %q", install)

@@ -37,6 +37,7 @@ type HostCompiler struct {
 	ProgramDirs []string // "programs:" of -print-search-dirs that exist
 	LinkInputs  []string // what -print-file-name found
 	IncludeDirs []string // the include search lists of -E -v (C then C++)
+	SharedLibs  []string // what ldd says the drivers and programs load
 }
 
 // resolveHostCompiler identifies the host C and C++ compilers of a sim
@@ -173,7 +174,90 @@ func ProbeHostCompiler(ctx context.Context, cfg *Config, cc, cxx string) (*HostC
 	for _, out := range vOut {
 		hc.IncludeDirs = append(hc.IncludeDirs, ParseIncludeDirs(out)...)
 	}
+	libs, err := sharedLibs(ctx, cfg, append([]string{cc, cxx}, hc.Programs...))
+	if err != nil {
+		return nil, err
+	}
+	hc.SharedLibs = libs
 	return hc, nil
+}
+
+// sharedLibs lists, without duplicates, the shared libraries the dynamic
+// loader maps for each program, as ldd reports them in the compilation
+// path's environment (so LD_LIBRARY_PATH counts). A program that is not a
+// dynamic executable (a static binary, a script) has none; a library that
+// is not found is an error.
+func sharedLibs(ctx context.Context, cfg *Config, progs []string) ([]string, error) {
+	ldd, err := lookPath(cfg, "ldd")
+	if err != nil {
+		return nil, &ProbeError{Tool: "ldd", Reason: "cannot list shared libraries: " + err.Error()}
+	}
+	outs := make([]string, len(progs))
+	errs := make([]error, len(progs))
+	sem := make(chan struct{}, maxParallelProbes)
+	var wg sync.WaitGroup
+	for i, p := range progs {
+		wg.Go(func() {
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			out, errOut, err := probeBoth(ctx, cfg, ldd, p)
+			if err != nil && strings.Contains(errOut+err.Error(), "not a dynamic executable") {
+				return
+			}
+			outs[i], errs[i] = out, err
+		})
+	}
+	wg.Wait()
+	var libs []string
+	seen := map[string]bool{}
+	for i, out := range outs {
+		if errs[i] != nil {
+			// probeBoth keeps only the first line of stderr in the error:
+			// enough to tell "not a dynamic executable" from a failure.
+			return nil, errs[i]
+		}
+		found, missing := ParseLdd(out)
+		if missing != "" {
+			return nil, &ProbeError{Tool: "ldd", Args: []string{filepath.Base(progs[i])}, Reason: "shared library " + missing + " not found"}
+		}
+		for _, l := range found {
+			if !seen[l] {
+				seen[l] = true
+				libs = append(libs, l)
+			}
+		}
+	}
+	return libs, nil
+}
+
+// ParseLdd reads ldd's output: the absolute paths of the libraries it
+// lists ("name => /path (addr)" or "/path (addr)"), in order, and the first
+// library it could not find ("name => not found"), if any. Entries without
+// a file (linux-vdso.so.1) are skipped.
+func ParseLdd(out string) (libs []string, missing string) {
+	for line := range strings.Lines(out) {
+		line = strings.TrimSpace(line)
+		if line == "" {
+			continue
+		}
+		name, target, arrow := strings.Cut(line, " => ")
+		if !arrow {
+			target = name
+		}
+		if strings.HasPrefix(target, "not found") {
+			if missing == "" {
+				missing = strings.TrimSpace(name)
+			}
+			continue
+		}
+		if i := strings.LastIndex(target, " ("); i >= 0 {
+			target = target[:i]
+		}
+		if filepath.IsAbs(target) {
+			libs = append(libs, target)
+		}
+	}
+	return libs, missing
 }
 
 // roots lists the content roots of the compiler: drivers, programs,
@@ -189,6 +273,7 @@ func (hc *HostCompiler) roots() ([]inventory.ContentRoot, string) {
 	paths = append(paths, hc.ProgramDirs...)
 	paths = append(paths, hc.LinkInputs...)
 	paths = append(paths, hc.IncludeDirs...)
+	paths = append(paths, hc.SharedLibs...)
 
 	var dirs []string // resolved directories kept so far
 	var out []kept

@@ -92,12 +92,9 @@ func checkWorktree(dir, pin string, beforeDir func(string) error, allow func(rel
 		res.Reason = "repository storage is not on disk"
 		return res, nil
 	}
-	indexPath := filepath.Join(fsys.Filesystem().Root(), "index")
-	raw, err := os.ReadFile(indexPath)
-	var fi os.FileInfo
-	if err == nil {
-		fi, err = os.Stat(indexPath)
-	}
+	// The index's mtime decides which entries are racily clean: take it
+	// from the file that is read.
+	raw, fi, err := readWithInfo(filepath.Join(fsys.Filesystem().Root(), "index"))
 	if err != nil {
 		res.Reason = "cannot read the index: " + errText(err)
 		return res, nil
@@ -140,6 +137,20 @@ func checkWorktree(dir, pin string, beforeDir func(string) error, allow func(rel
 	}
 	res.Verified = true
 	return res, nil
+}
+
+func readWithInfo(p string) ([]byte, os.FileInfo, error) {
+	f, err := os.Open(p)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, nil, err
+	}
+	b, err := io.ReadAll(f)
+	return b, fi, err
 }
 
 func isFullHash(s string) bool {

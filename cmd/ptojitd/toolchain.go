@@ -45,7 +45,8 @@ Evidence under the content policy (the default):
                     CANN root. a2a3sim, a5sim: the host C/C++ compilers (CC
                     and CXX, else cc and c++ on PATH): their --version texts
                     and the contents of the drivers and of every program,
-                    directory, link input and include directory they report.
+                    directory, link input, include directory and shared
+                    library (ldd) they report.
                     LD_PRELOAD, LD_AUDIT, GCC_EXEC_PREFIX or COMPILER_PATH set
                     makes it unavailable.
 
