@@ -296,6 +296,14 @@ func TestHostCompilerSelection(t *testing.T) {
 		}
 		delete(env, v)
 	}
+	// Declared roots are read on sim platforms too.
+	extra := t.TempDir()
+	cfg.DeviceRoots = []string{extra}
+	ci, _, _ = resolveHostCompiler(context.Background(), cfg)
+	if last := ci.Roots[len(ci.Roots)-1]; last.Path() != extra {
+		t.Errorf("declared root missing: last root %s", last.Path())
+	}
+	cfg.DeviceRoots = nil
 	env["CC"] = "ccache cc"
 	if ci, _, _ := resolveHostCompiler(context.Background(), cfg); ci.UnavailableReason == "" {
 		t.Error("CC with arguments accepted")

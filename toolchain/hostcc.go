@@ -64,6 +64,11 @@ func resolveHostCompiler(ctx context.Context, cfg *Config) (ComponentInputs, str
 	if reason != "" {
 		return Unavailable(reason), cc, cxx
 	}
+	declared, reason := declaredRoots(cfg.DeviceRoots)
+	if reason != "" {
+		return Unavailable(reason), cc, cxx
+	}
+	roots = append(roots, declared...)
 	return ComponentInputs{
 		Roots:           roots,
 		ReportedVersion: "cc --version:\n" + hc.CCVersion + "c++ --version:\n" + hc.CXXVersion,

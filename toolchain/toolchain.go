@@ -173,7 +173,8 @@ type ComponentIdentity struct {
 	Name string
 	// Digest is zero when Unavailable is set.
 	Digest inventory.Sum
-	// Evidence is the dict the digest covers (nil when unavailable).
+	// Evidence is the dict the digest covers (nil when unavailable). It is
+	// shared with the cache's memo: read it, do not modify it.
 	Evidence inventory.Dict
 	// Unavailable is the reason the component has no identity, "" if it
 	// has one.
