@@ -18,7 +18,7 @@ import (
 func init() {
 	register(&cli.Command{
 		Name:    "key",
-		Usage:   "key --request FILE|- [--json] | key diff A B [--json] [--cache-dir DIR]",
+		Usage:   "key --request FILE|- [--json] [--no-daemon] | key diff A B [--json] [--cache-dir DIR] [--no-daemon]",
 		Summary: "show every input of a build's key, or diff two keys",
 		Long: `Computes the key of a build request without building, and prints the key
 record as an indented tree: every input with its value, each group with its
@@ -32,6 +32,7 @@ build would compile and not be cached) or on error, 2 usage error.`,
 			var o keyOptions
 			fs.StringVar(&o.request, "request", "", "the build request, FILE or - for standard input")
 			fs.BoolVar(&o.json, "json", false, "print the report as JSON")
+			fs.Bool("no-daemon", false, "compute the key in this process instead of asking the daemon")
 			return func(ctx context.Context, env *cli.Env, args []string) error {
 				if len(args) > 0 {
 					return cli.Usagef("key: unexpected argument %q", args[0])
@@ -44,7 +45,7 @@ build would compile and not be cached) or on error, 2 usage error.`,
 		},
 		Subcommands: []*cli.Command{{
 			Name:    "diff",
-			Usage:   "key diff A B [--json] [--cache-dir DIR]",
+			Usage:   "key diff A B [--json] [--cache-dir DIR] [--no-daemon]",
 			Summary: "print only the inputs that differ between two keys",
 			Long: `Each of A and B is a request file (its key is computed), or the 64 hex
 digits of a key or of a stored entry (its key record is read from the
@@ -57,6 +58,7 @@ and nothing else; "no inputs differ" when the records are equal.`,
 				var o keyDiffOptions
 				fs.BoolVar(&o.json, "json", false, "print the differences as JSON")
 				fs.StringVar(&o.cacheDir, "cache-dir", "", "the cache directory, for keys and entries")
+				fs.Bool("no-daemon", false, "read the cache in this process instead of asking the daemon")
 				return func(ctx context.Context, env *cli.Env, args []string) error {
 					if len(args) != 2 {
 						return cli.Usagef("key diff: want two arguments A B, got %d", len(args))
