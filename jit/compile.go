@@ -14,7 +14,6 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	"golang.org/x/sync/errgroup"
@@ -365,16 +364,4 @@ func hashFile(p string) (string, time.Time, error) {
 		return "", time.Time{}, err
 	}
 	return fmt.Sprintf("%x", h.Sum(nil)), latestChange(fi), nil
-}
-
-// latestChange returns the later of a file's modification and status change
-// times.
-func latestChange(fi os.FileInfo) time.Time {
-	t := fi.ModTime()
-	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
-		if c := time.Unix(st.Ctim.Sec, st.Ctim.Nsec); c.After(t) {
-			t = c
-		}
-	}
-	return t
 }
