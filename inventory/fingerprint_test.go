@@ -967,3 +967,66 @@ func FuzzContentRootPath(f *testing.F) {
 		}
 	})
 }
+
+// TestFingerprintReference compares Fingerprint with testdata's plain
+// Python implementation of the same record rules, on a tree with the hard
+// cases: names that are not UTF-8 and sort differently by byte and by
+// code point, symlinked files and directories, "..", exclusions, and
+// python-only roots.
+func TestFingerprintReference(t *testing.T) {
+	python, err := exec.LookPath("python3")
+	if err != nil {
+		t.Skip("no python3")
+	}
+	script, err := filepath.Abs("testdata/fingerprint/reference.py")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := realTemp(t)
+	root := dir + "/tree"
+	writeFile(t, root+"/é.py", "e")
+	writeFile(t, root+"/\xc3x.py", "c3")
+	writeFile(t, root+"/\xff\xfe.txt", "ff")
+	writeFile(t, root+"/pkg/__init__.py", "init")
+	writeFile(t, root+"/pkg/data.bin", strings.Repeat("\x00\x01", 40000))
+	writeFile(t, root+"/pkg/__pycache__/x.pyc", "x")
+	writeFile(t, root+"/pkg/y.pyc", "y")
+	writeFile(t, root+"/.git/config", "c")
+	writeFile(t, dir+"/outside/o.py", "o")
+	symlink(t, "../outside", root+"/ext")
+	symlink(t, "pkg/__init__.py", root+"/alias.py")
+	symlink(t, dir+"/outside/o.py", root+"/pkg/abs.py")
+	mkdir(t, root+"/empty")
+
+	for _, tc := range []struct {
+		pythonOnly bool
+		paths      []string
+	}{
+		{false, []string{root}},
+		{true, []string{root}},
+		{false, []string{root + "/pkg", root + "/ext/../tree/pkg", root + "/\xff\xfe.txt"}},
+		{true, []string{root + "/pkg/data.bin", root + "/ext"}},
+	} {
+		var roots []ContentRoot
+		for _, p := range tc.paths {
+			roots = append(roots, mustRoot(t, p, tc.pythonOnly))
+		}
+		c, err := Fingerprint(roots)
+		if err != nil {
+			t.Fatal(err)
+		}
+		args := []string{script}
+		if tc.pythonOnly {
+			args = append(args, "--python-only")
+		}
+		cmd := exec.Command(python, append(args, tc.paths...)...)
+		cmd.Env = append(os.Environ(), "PYTHONUTF8=1", "LC_ALL=C.UTF-8")
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("reference: %v\n%s", err, out)
+		}
+		if got, want := c.Digest.String(), strings.TrimSpace(string(out)); got != want {
+			t.Errorf("python only %v, roots %q: digest %s, reference %s", tc.pythonOnly, tc.paths, got, want)
+		}
+	}
+}
