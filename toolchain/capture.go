@@ -152,6 +152,13 @@ func (c *InstallationIdentityCache) read(policy Policy, epoch, name string, ci C
 		}
 		return nil
 	}
+	if c.opt.BeforeDir != nil {
+		for _, r := range ci.Roots {
+			if err := watchRootPath(r.Path(), c.opt.BeforeDir); err != nil {
+				return ComponentIdentity{Name: name, Unavailable: "cannot watch " + r.Path() + ": " + err.Error()}
+			}
+		}
+	}
 	var out ComponentIdentity
 	switch policy {
 	case PolicyBuild:
@@ -175,6 +182,40 @@ func (c *InstallationIdentityCache) read(policy Policy, epoch, name string, ci C
 	}
 	c.mu.Unlock()
 	return out
+}
+
+// watchRootPath passes to watch what a content read does not: the
+// directory holding each symlink on the way to root (so a retargeted link
+// is seen) and, for a root that is a file, the directory holding it and
+// the one holding what it resolves to (so a replaced file is seen). Forget
+// matches those changes by the root's own path.
+func watchRootPath(root string, watch func(string) error) error {
+	seen := map[string]bool{}
+	w := func(dir string) error {
+		if seen[dir] {
+			return nil
+		}
+		seen[dir] = true
+		return watch(dir)
+	}
+	for p := root; p != "/" && p != "." && p != ""; p = filepath.Dir(p) {
+		if fi, err := os.Lstat(p); err == nil && fi.Mode()&os.ModeSymlink != 0 {
+			if err := w(filepath.Dir(p)); err != nil {
+				return err
+			}
+		}
+	}
+	fi, err := os.Stat(root)
+	if err != nil || fi.IsDir() {
+		return nil // the read reports a missing root; directories are watched by the read
+	}
+	if err := w(filepath.Dir(root)); err != nil {
+		return err
+	}
+	if res, err := filepath.EvalSymlinks(root); err == nil {
+		return w(filepath.Dir(res))
+	}
+	return nil
 }
 
 // contentIdentity is the content-policy identity of one component.

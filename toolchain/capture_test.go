@@ -223,10 +223,11 @@ func TestForgetFollowsResolvedDirs(t *testing.T) {
 	c := NewInstallationIdentityCache(Options{BeforeDir: func(d string) error { watched = append(watched, d); return nil }})
 	in := &ToolchainInputs{Pypto: ComponentInputs{Roots: []inventory.ContentRoot{mustRoot(t, filepath.Join(dir, "link"))}}}
 	c.Capture(context.Background(), in)
-	if c.Len() != 1 || len(watched) != 2 {
+	// The directory holding the link, then the resolved directories read.
+	if c.Len() != 1 || len(watched) != 3 || watched[0] != dir {
 		t.Fatalf("%d memos, watched %v", c.Len(), watched)
 	}
-	if n := c.Forget(filepath.Join(watched[1], "f.h")); n != 1 {
+	if n := c.Forget(filepath.Join(watched[2], "f.h")); n != 1 {
 		t.Fatalf("resolved path not forgotten (%d)", n)
 	}
 }
@@ -380,5 +381,42 @@ func TestCachedResolve(t *testing.T) {
 	x, _ := c.Resolve(ctx, cfg)
 	if y, _ := c.Resolve(ctx, cfg); x == y {
 		t.Fatal("incomplete resolution memoized")
+	}
+}
+
+// TestWatchRootPaths: a root reached through a symlink, and a root that is
+// a file, are watched where a change would not show in a content read's
+// directories, and such a change forgets the memo.
+func TestWatchRootPaths(t *testing.T) {
+	dir := t.TempDir()
+	writeFiles(t, dir, map[string]string{"v1/bin/cc": "cc v1", "v2/bin/cc": "cc v2", "latest": "->v1", "tools/as": "as"})
+	watched := map[string]bool{}
+	var mu sync.Mutex
+	c := NewInstallationIdentityCache(Options{BeforeDir: func(d string) error { mu.Lock(); watched[d] = true; mu.Unlock(); return nil }})
+	in := &ToolchainInputs{DeviceToolchain: ComponentInputs{Roots: []inventory.ContentRoot{
+		mustRoot(t, filepath.Join(dir, "latest", "bin")), mustRoot(t, filepath.Join(dir, "tools", "as")),
+	}}}
+	first, _ := c.Capture(context.Background(), in)
+	if first.Components[4].Unavailable != "" {
+		t.Fatal(first.Components[4].Unavailable)
+	}
+	for _, d := range []string{dir, filepath.Join(dir, "tools")} {
+		if !watched[d] {
+			t.Errorf("%s not watched (watched %v)", d, watched)
+		}
+	}
+	// The daemon sees "latest" replaced in dir and forgets it.
+	os.Remove(filepath.Join(dir, "latest"))
+	os.Symlink("v2", filepath.Join(dir, "latest"))
+	if n := c.Forget(filepath.Join(dir, "latest")); n != 1 {
+		t.Fatalf("retargeted link forgot %d memos", n)
+	}
+	second, _ := c.Capture(context.Background(), in)
+	if second.Components[4].Digest == first.Components[4].Digest {
+		t.Fatal("retargeted link kept the identity")
+	}
+	// A file root replaced.
+	if n := c.Forget(filepath.Join(dir, "tools", "as")); n != 1 {
+		t.Fatalf("replaced file root forgot %d memos", n)
 	}
 }
