@@ -52,11 +52,19 @@
 // and exists only when all five components have one.
 //
 // Under the build policy (PYPTO_CACHE_IDENTITY=build) the evidence is
-// {"build": Dict} instead, with any of "epoch" (PYPTO_CACHE_EPOCH),
-// "revision" (a verified revision, or the HEAD of a clean source checkout),
-// "version" (a reported version) and "files" (per root: ELF files by GNU
-// build-id, other files by content). A dirty source checkout makes the
-// component unavailable. No content-policy evidence has a "build" key, so the
-// two policies never share a component digest, and so never a toolchain
-// digest.
+// {"build": Dict} instead, with "epoch" (PYPTO_CACHE_EPOCH) and any of
+// "revision" (a verified revision), "version" (a reported version) and
+// "roots" (per root: a clean git checkout by its HEAD plus the build-ids of
+// its untracked ELF files, any other tree by the GNU build-ids of its ELF
+// files and the contents of the rest; see build.go). A dirty source
+// checkout makes the component unavailable. No content-policy evidence has
+// a "build" key, so the two policies never share a component digest, and
+// so never a toolchain digest.
+//
+// # Memoization
+//
+// InstallationIdentityCache memoizes component identities by their complete
+// resolved inventory, and (*InstallationIdentityCache).Resolve memoizes
+// resolutions by their complete Config and environment. Options.BeforeDir
+// reports every directory whose change must drop a memo; Forget drops them.
 package toolchain
