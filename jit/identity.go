@@ -2,18 +2,15 @@ package jit
 
 import (
 	"context"
-	"crypto/sha256"
 	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
-	"strings"
 
 	"github.com/ptojit/ptojit/api"
 	"github.com/ptojit/ptojit/envaudit"
 	"github.com/ptojit/ptojit/inventory"
 	"github.com/ptojit/ptojit/toolchain"
-	"golang.org/x/sync/singleflight"
 )
 
 // identity is everything a build's key is made of.
@@ -190,7 +187,7 @@ func (d *Driver) identify(ctx context.Context, req *api.Request) (*identity, err
 		Environ:     d.environ(),
 		Getenv:      getenv,
 	}
-	inputs, err := resolve(ctx, cfg)
+	inputs, err := d.opt.Identities.Resolve(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("toolchain: %w", err)
 	}
@@ -439,28 +436,4 @@ func (d *Driver) keyRecord(req *api.Request, id *identity, options inventory.Val
 		"environment":   env,
 		"epoch":         epoch,
 	})
-}
-
-// resolveFlight dedupes concurrent resolutions of one toolchain
-// configuration in this process: a burst of builds (make -j64) probes the
-// host compiler once instead of 64 times at once. Nothing is remembered
-// after the flight ends.
-var resolveFlight singleflight.Group
-
-// resolve is toolchain.Resolve shared by the concurrent callers with the
-// same configuration and environment.
-func resolve(ctx context.Context, cfg toolchain.Config) (*toolchain.ToolchainInputs, error) {
-	h := sha256.New()
-	for _, s := range []string{string(cfg.Policy), cfg.Platform, cfg.PyptoRoot, cfg.RuntimeRoot, cfg.PtoIsaRoot, cfg.PtoIsaPin,
-		cfg.PtoIsaURL, cfg.PtoasRoot, cfg.CannRoot, strings.Join(cfg.DeviceRoots, "\x00")} {
-		fmt.Fprintf(h, "%d:%s", len(s), s)
-	}
-	for _, kv := range cfg.Environ {
-		fmt.Fprintf(h, "%d:%s", len(kv), kv)
-	}
-	v, err, _ := resolveFlight.Do(string(h.Sum(nil)), func() (any, error) { return toolchain.Resolve(ctx, cfg) })
-	if err != nil {
-		return nil, err
-	}
-	return v.(*toolchain.ToolchainInputs), nil
 }

@@ -268,6 +268,8 @@ func runDaemon(ctx context.Context, env *cli.Env, o daemonOptions) error {
 	if err != nil {
 		return fmt.Errorf("daemon: %w", err)
 	}
+	// Deferred first, so it runs last: the lock outlives the store.
+	defer srv.Close()
 	store, err := cache.OpenWait(ctx, dir, opt)
 	if err != nil {
 		return fmt.Errorf("daemon: opening the cache: %w", err)

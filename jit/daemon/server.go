@@ -264,9 +264,14 @@ func (s *Server) Serve(ctx context.Context) error {
 		<-done
 	}
 	s.cfg.Logf("daemon %d exiting: %s", os.Getpid(), s.reason)
-	s.lock.Close()
 	return nil
 }
+
+// Close releases the daemon lock. Call it after Serve returned and after
+// everything the daemon owns (the store) is closed: "daemon stop" and a
+// successor daemon wait for this lock, so nobody touches the store's files
+// while it is still being closed.
+func (s *Server) Close() error { return s.lock.Close() }
 
 func (s *Server) tickEvery() time.Duration {
 	if s.cfg.Idle > 0 && s.cfg.Idle < 4*time.Second {

@@ -56,7 +56,7 @@ func startServer(t *testing.T, cfg Config) (*Server, func() error) {
 	}
 	finished := make(chan struct{})
 	var serveErr error
-	go func() { serveErr = s.Serve(context.Background()); close(finished) }()
+	go func() { serveErr = s.Serve(context.Background()); s.Close(); close(finished) }()
 	wait := func() error { <-finished; return serveErr }
 	t.Cleanup(func() {
 		s.Shutdown("test over")

@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"errors"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"sort"
@@ -122,6 +123,19 @@ func (w *Watcher) BeforeDir(dir string) error {
 		err = errors.New("too many watched directories")
 	} else {
 		err = addWatch(w.fs, dir)
+		// A directory that does not exist (a checkout's .git, looked for
+		// and absent) cannot change; its creation is an event in the
+		// nearest existing parent, so that is watched instead.
+		for p := dir; errors.Is(err, fs.ErrNotExist) && filepath.Dir(p) != p; {
+			p = filepath.Dir(p)
+			if _, ok := w.dirs[p]; ok {
+				err = nil
+				break
+			}
+			if err = addWatch(w.fs, p); err == nil {
+				w.dirs[p] = struct{}{}
+			}
+		}
 	}
 	if err == nil {
 		w.dirs[dir] = struct{}{}

@@ -126,3 +126,32 @@ func TestWatcherSyncSeesEarlierChanges(t *testing.T) {
 		}
 	}
 }
+
+// TestWatcherMissingDirWatchesParent: a directory that does not exist is
+// covered by a watch on its parent, without dropping memos, and its
+// creation is seen.
+func TestWatcherMissingDirWatchesParent(t *testing.T) {
+	parent := t.TempDir()
+	missing := filepath.Join(parent, ".git")
+	m := newFakeMemo()
+	w, err := NewWatcher(filepath.Join(t.TempDir(), "sync"), m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	if err := w.BeforeDir(missing); err != nil {
+		t.Fatal(err)
+	}
+	if st := w.Status(); len(st.Unwatchable) != 0 || m.all != 0 {
+		t.Fatalf("a missing directory disabled the memo: %+v", st)
+	}
+	if err := os.Mkdir(missing, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	w.Sync()
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if !slices.Contains(m.paths, missing) {
+		t.Fatalf("creating %s was not seen: %v", missing, m.paths)
+	}
+}
