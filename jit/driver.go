@@ -1,6 +1,7 @@
 package jit
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	_ "embed"
@@ -8,6 +9,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -510,12 +512,33 @@ func writeOutputs(dir string, outs []cache.Output, data [][]byte) ([]api.Output,
 			mode = 0o644
 		}
 		p := filepath.Join(dir, o.Name)
-		if err := writeAtomic(p, data[i], mode); err != nil {
-			return nil, &OutputError{Name: o.Name, Err: err}
+		if !holds(p, data[i], mode) {
+			if err := writeAtomic(p, data[i], mode); err != nil {
+				return nil, &OutputError{Name: o.Name, Err: err}
+			}
 		}
 		res[i] = api.Output{Name: o.Name, Path: p, Size: o.Size, Digest: hex.EncodeToString(sum[:])}
 	}
 	return res, nil
+}
+
+// holds reports whether p is already a regular file with exactly the bytes
+// b and the permissions mode, so that a hit into an unchanged output
+// directory rewrites nothing (and leaves the files' times alone, which
+// spares build systems a relink).
+func holds(p string, b []byte, mode os.FileMode) bool {
+	f, err := os.Open(p)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil || !fi.Mode().IsRegular() || fi.Size() != int64(len(b)) || fi.Mode().Perm() != mode {
+		return false
+	}
+	have := make([]byte, len(b)+1)
+	n, err := io.ReadFull(f, have)
+	return err == io.ErrUnexpectedEOF && n == len(b) && bytes.Equal(have[:n], b)
 }
 
 func writeAtomic(p string, b []byte, mode os.FileMode) (err error) {
