@@ -9,10 +9,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"os"
 	"path/filepath"
 	"strconv"
+	"syscall"
 )
 
 // The daemon protocol. A client connects to the daemon's Unix socket and
@@ -105,7 +105,7 @@ func ReadFrame(r io.Reader, limit int, v any) error {
 // returns the response. A connection error (no daemon) is returned as is,
 // so callers can tell it from a reply.
 func CallDaemon(path string, req *DaemonRequest) (*DaemonResponse, error) {
-	conn, err := net.DialUnix("unix", nil, &net.UnixAddr{Name: path, Net: "unix"})
+	conn, err := dialUnix(path)
 	if err != nil {
 		return nil, err
 	}
@@ -125,6 +125,27 @@ func CallDaemon(path string, req *DaemonRequest) (*DaemonResponse, error) {
 		return nil, fmt.Errorf("daemon speaks protocol %d, this client %d", resp.Protocol, DaemonProtocol)
 	}
 	return &resp, nil
+}
+
+// dialUnix connects to a Unix stream socket. It uses the system calls
+// directly rather than package net, whose cgo resolver would make every
+// client binary dynamically linked and slower to start.
+func dialUnix(path string) (*os.File, error) {
+	fd, err := syscall.Socket(syscall.AF_UNIX, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return nil, os.NewSyscallError("socket", err)
+	}
+	for {
+		err = syscall.Connect(fd, &syscall.SockaddrUnix{Name: path})
+		if err != syscall.EINTR {
+			break
+		}
+	}
+	if err != nil {
+		syscall.Close(fd)
+		return nil, &os.PathError{Op: "connect", Path: path, Err: err}
+	}
+	return os.NewFile(uintptr(fd), path), nil
 }
 
 // DaemonLostError reports a daemon that accepted a request but did not
