@@ -30,6 +30,7 @@ var arrows = map[string][]string{
 	"cmd/ptojit":             {"cmd/internal/cli", "cmd/internal/clientcmd", "api", "inventory", "registry"},
 	"cmd/ptojitd":            {"*"},
 	"bench":                  {"*"},
+	"internal/fixture":       {},    // test fixtures, imported by tests only
 	"":                       {"*"}, // the module root holds only tests
 }
 

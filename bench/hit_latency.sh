@@ -15,7 +15,10 @@ fi
 
 work=$(mktemp -d /tmp/ptojit-hit.XXXXXX)
 trap 'PTOJIT_CACHE_DIR=$work/cache "$work/bin/ptojit" daemon stop >/dev/null 2>&1 || true; rm -rf "$work"' EXIT
-go build -o "$work/bin/" ./cmd/ptojit ./cmd/ptojitd ./bench/cmdtime
+# The client as the README installs it: static (CGO_ENABLED=0), so it starts
+# without the dynamic loader.
+CGO_ENABLED=0 go build -o "$work/bin/" ./cmd/ptojit
+go build -o "$work/bin/" ./cmd/ptojitd ./bench/cmdtime
 cp -r testdata/examples "$work/examples"
 rm -rf "$work/examples/vadd/out"
 

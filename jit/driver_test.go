@@ -5,7 +5,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -15,6 +14,7 @@ import (
 
 	"github.com/ptojit/ptojit/api"
 	"github.com/ptojit/ptojit/cache"
+	"github.com/ptojit/ptojit/internal/fixture"
 	"github.com/ptojit/ptojit/registry"
 	"github.com/ptojit/ptojit/toolchain"
 )
@@ -23,31 +23,8 @@ import (
 // toolchain) into a temporary directory and returns the request there.
 func copyExamples(t *testing.T) (dir string, req *api.Request) {
 	t.Helper()
-	src := filepath.Join("..", "testdata", "examples")
 	dir = t.TempDir()
-	err := filepath.WalkDir(src, func(p string, e fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(src, p)
-		if rel == filepath.Join("vadd", "out") {
-			return filepath.SkipDir
-		}
-		dst := filepath.Join(dir, rel)
-		if e.IsDir() {
-			return os.MkdirAll(dst, 0o755)
-		}
-		fi, err := e.Info()
-		if err != nil {
-			return err
-		}
-		b, err := os.ReadFile(p)
-		if err != nil {
-			return err
-		}
-		return os.WriteFile(dst, b, fi.Mode().Perm())
-	})
-	if err != nil {
+	if err := fixture.CopyExamples(dir); err != nil {
 		t.Fatal(err)
 	}
 	return dir, loadRequest(t, filepath.Join(dir, "vadd", "request.json"))

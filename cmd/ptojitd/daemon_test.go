@@ -5,7 +5,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -16,6 +15,7 @@ import (
 	"testing"
 
 	"github.com/ptojit/ptojit/api"
+	"github.com/ptojit/ptojit/internal/fixture"
 )
 
 // These tests run the real binaries: the thin client ptojit starts the
@@ -91,7 +91,9 @@ func newDaemonWorld(t *testing.T) *daemonWorld {
 		w.run("daemon", "stop")
 		os.RemoveAll(w.root)
 	})
-	copyTree(t, filepath.Join("..", "..", "testdata", "examples"), filepath.Join(w.root, "examples"))
+	if err := fixture.CopyExamples(filepath.Join(w.root, "examples")); err != nil {
+		t.Fatal(err)
+	}
 	w.request = filepath.Join(w.root, "examples", "vadd", "request.json")
 	w.compiles = filepath.Join(w.root, "compiles.log")
 	cc := filepath.Join(w.root, "cc")
@@ -106,35 +108,6 @@ func newDaemonWorld(t *testing.T) *daemonWorld {
 		"PTOJIT_DAEMON=",
 	)
 	return w
-}
-
-func copyTree(t *testing.T, src, dst string) {
-	t.Helper()
-	err := filepath.WalkDir(src, func(p string, e fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(src, p)
-		if rel == filepath.Join("vadd", "out") {
-			return filepath.SkipDir
-		}
-		target := filepath.Join(dst, rel)
-		if e.IsDir() {
-			return os.MkdirAll(target, 0o755)
-		}
-		fi, err := e.Info()
-		if err != nil {
-			return err
-		}
-		b, err := os.ReadFile(p)
-		if err != nil {
-			return err
-		}
-		return os.WriteFile(target, b, fi.Mode().Perm())
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
 }
 
 func (w *daemonWorld) command(args ...string) *exec.Cmd {

@@ -5,7 +5,6 @@ import (
 	"crypto/sha256"
 	"encoding/json"
 	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"testing"
@@ -14,6 +13,7 @@ import (
 
 	"github.com/ptojit/ptojit/cache"
 	"github.com/ptojit/ptojit/cmd/internal/cli"
+	"github.com/ptojit/ptojit/internal/fixture"
 )
 
 // TestMain lets scripts run the engine as "ptojit" (and "ptojitd") in a
@@ -52,30 +52,7 @@ func TestBuildScripts(t *testing.T) {
 // setupExamples copies testdata/examples into the script's work directory
 // and points the cache there.
 func setupExamples(env *testscript.Env) error {
-	src := filepath.Join("..", "..", "testdata", "examples")
-	err := filepath.WalkDir(src, func(p string, e fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(src, p)
-		if rel == filepath.Join("vadd", "out") {
-			return filepath.SkipDir
-		}
-		dst := filepath.Join(env.WorkDir, rel)
-		if e.IsDir() {
-			return os.MkdirAll(dst, 0o755)
-		}
-		fi, err := e.Info()
-		if err != nil {
-			return err
-		}
-		b, err := os.ReadFile(p)
-		if err != nil {
-			return err
-		}
-		return os.WriteFile(dst, b, fi.Mode().Perm())
-	})
-	if err != nil {
+	if err := fixture.CopyExamples(env.WorkDir); err != nil {
 		return err
 	}
 	env.Setenv("PTOJIT_CACHE_DIR", filepath.Join(env.WorkDir, "cache"))
