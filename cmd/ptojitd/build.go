@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 
 	"github.com/spf13/pflag"
 
@@ -121,11 +122,26 @@ func storeFor(ctx context.Context, env *cli.Env, dir string, readOnly bool) (cac
 	return st, st.Close, nil
 }
 
+// processIdentities is the identity memo of an engine process that is not
+// the daemon: one command (key diff reads two requests) reads each
+// installation once.
+var processIdentities = sync.OnceValue(func() *toolchain.InstallationIdentityCache {
+	return toolchain.NewInstallationIdentityCache(toolchain.Options{})
+})
+
+// identities returns the daemon's shared memo, or this process's.
+func identities() *toolchain.InstallationIdentityCache {
+	if engine.identities != nil {
+		return engine.identities
+	}
+	return processIdentities()
+}
+
 // driverFor returns the Driver of a command: with the shared identity memo
 // when there is one, reading env's variables and running the tools with
 // env's environment (the client's, in the daemon).
 func driverFor(env *cli.Env, store cache.Store) *jit.Driver {
-	return jit.New(jit.Options{Store: store, Getenv: env.Getenv, Environ: env.Environ, Identities: engine.identities})
+	return jit.New(jit.Options{Store: store, Getenv: env.Getenv, Environ: env.Environ, Identities: identities()})
 }
 
 // openStore opens the cache in this process, waiting while another process
