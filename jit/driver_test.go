@@ -128,7 +128,7 @@ func TestBuildMissThenHit(t *testing.T) {
 	// the header, then a hit again; restoring it finds the first variant.
 	hdr := filepath.Join(dir, "vadd", "vadd.h")
 	orig, _ := os.ReadFile(hdr)
-	if err := os.WriteFile(hdr, append(slices.Clone(orig), "\n/* edited */\n"...), 0o644); err != nil {
+	if err := fixture.WriteFile(hdr, append(slices.Clone(orig), "\n/* edited */\n"...), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	r := build(t, d, req, api.StatusMiss)
@@ -136,7 +136,7 @@ func TestBuildMissThenHit(t *testing.T) {
 		t.Errorf("header edit: key %s (want %s), reason %q", r.Key, first.Key, r.MissReason)
 	}
 	build(t, d, req, api.StatusHit)
-	if err := os.WriteFile(hdr, orig, 0o644); err != nil {
+	if err := fixture.WriteFile(hdr, orig, 0o644); err != nil {
 		t.Fatal(err)
 	}
 	if r := build(t, d, req, api.StatusHit); r.Hashid != first.Hashid {
@@ -146,11 +146,11 @@ func TestBuildMissThenHit(t *testing.T) {
 	// Editing a kernel changes the key.
 	k := filepath.Join(dir, "vadd", "kernel_scale.c")
 	b, _ := os.ReadFile(k)
-	os.WriteFile(k, append(b, "\n"...), 0o644)
+	fixture.WriteFile(k, append(b, "\n"...), 0o644)
 	if r := build(t, d, req, api.StatusMiss); r.Key == first.Key {
 		t.Error("kernel edit kept the key")
 	}
-	os.WriteFile(k, b, 0o644)
+	fixture.WriteFile(k, b, 0o644)
 
 	// An option changes the key; a semantic variable too.
 	req2 := *req
@@ -256,7 +256,7 @@ func TestRequestErrors(t *testing.T) {
 	// A compile error names the unit and carries the compiler's message.
 	dir := t.TempDir()
 	src := filepath.Join(dir, "broken.c")
-	os.WriteFile(src, []byte("int ptojit_kernel(void) { return undeclared; }\n"), 0o644)
+	fixture.WriteFile(src, []byte("int ptojit_kernel(void) { return undeclared; }\n"), 0o644)
 	bad = *req
 	bad.Kernels = []api.Kernel{{FuncID: 7, Source: src}}
 	_, err = d.Build(context.Background(), &bad)
@@ -286,6 +286,10 @@ func TestHeaderChangedDuringCompile(t *testing.T) {
 	st, _ := store.Stats(context.Background())
 	if st.Entries != 0 {
 		t.Errorf("%d entries published", st.Entries)
+	}
+	// Once the edit is in the past, the next build publishes.
+	if err := fixture.Settle(hdr); err != nil {
+		t.Fatal(err)
 	}
 	build(t, newDriver(t, store), req, api.StatusMiss)
 }

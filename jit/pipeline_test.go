@@ -2,6 +2,7 @@ package jit
 
 import (
 	"context"
+	"github.com/ptojit/ptojit/internal/fixture"
 	"os"
 	"path/filepath"
 	"strings"
@@ -42,7 +43,7 @@ extern "C" int32_t ptojit_kernel(const ptojit_args *args)
 	// the pto_isa component and of the header manifest).
 	hdr := filepath.Join(dir, "toolchain", "pto-isa", "include", "pto", "common", "type.hpp")
 	b, _ := os.ReadFile(hdr)
-	os.WriteFile(hdr, append(b, "// edited\n"...), 0o644)
+	fixture.WriteFile(hdr, append(b, "// edited\n"...), 0o644)
 	r, err := newDriver(t, store).Build(context.Background(), req)
 	if err != nil || r.Status == api.StatusHit {
 		t.Errorf("edited PTO-ISA header: %s, %v", r.Status, err)

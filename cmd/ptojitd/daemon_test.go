@@ -339,6 +339,9 @@ func TestDaemonSeesInstallationChange(t *testing.T) {
 	}
 	f.WriteString("# patched in place\n")
 	f.Close()
+	if err := fixture.Settle(init); err != nil {
+		t.Fatal(err)
+	}
 	changed := w.build()
 	if changed.Key == first.Key || changed.Status != "miss" {
 		t.Fatalf("after the change: %+v, before %+v", changed, first)

@@ -83,6 +83,7 @@ func cmdAppend(ts *testscript.TestScript, neg bool, args []string) {
 	_, err = fmt.Fprintln(f, args[1])
 	ts.Check(err)
 	ts.Check(f.Close())
+	ts.Check(fixture.Settle(ts.MkAbs(args[0])))
 }
 
 // setenv-json VAR FILE FIELD: sets VAR to the string FIELD of the JSON
