@@ -65,8 +65,8 @@ const wrapperScript = `#!/bin/sh
 case " $* " in
 *" -shared "*)
 	echo "$*" >> "$PTOJIT_TEST_COMPILES"
-	if [ -n "$PTOJIT_TEST_BLOCK" ] && [ -p "$PTOJIT_TEST_BLOCK" ] && [ ! -e "$PTOJIT_TEST_BLOCK.done" ]; then
-		: > "$PTOJIT_TEST_BLOCK.done"
+	# mkdir is atomic: of the compilations running at once, one blocks.
+	if [ -n "$PTOJIT_TEST_BLOCK" ] && [ -p "$PTOJIT_TEST_BLOCK" ] && mkdir "$PTOJIT_TEST_BLOCK.done" 2>/dev/null; then
 		echo $$ > "$PTOJIT_TEST_BLOCK.pid"
 		echo started > "$PTOJIT_TEST_BLOCK"
 		exec sleep 3600
