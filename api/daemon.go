@@ -158,16 +158,19 @@ func (e *DaemonLostError) Error() string {
 
 func (e *DaemonLostError) Unwrap() error { return e.Err }
 
-// CacheDir returns the cache directory: PTOJIT_CACHE_DIR, else
-// $XDG_CACHE_HOME/ptojit, else $HOME/.cache/ptojit.
+// CacheDir returns the cache directory the client routes to: PTOJIT_CACHE_DIR
+// (as given; resolve a relative one against the working directory), else
+// $XDG_CACHE_HOME/ptojit, else $HOME/.cache/ptojit, ignoring relative XDG
+// and HOME values. It must agree with cache.DefaultDir, which the engine
+// uses and which the client cannot import; a test in cmd/ptojitd checks it.
 func CacheDir(getenv func(string) string) (string, error) {
 	if d := getenv("PTOJIT_CACHE_DIR"); d != "" {
-		return filepath.Abs(d)
+		return d, nil
 	}
-	if d := getenv("XDG_CACHE_HOME"); d != "" && filepath.IsAbs(d) {
+	if d := getenv("XDG_CACHE_HOME"); filepath.IsAbs(d) {
 		return filepath.Join(d, "ptojit"), nil
 	}
-	if h := getenv("HOME"); h != "" {
+	if h := getenv("HOME"); filepath.IsAbs(h) {
 		return filepath.Join(h, ".cache", "ptojit"), nil
 	}
 	return "", errors.New("no cache directory: set PTOJIT_CACHE_DIR, XDG_CACHE_HOME or HOME")
