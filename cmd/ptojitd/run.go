@@ -1,7 +1,9 @@
 package main
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -13,8 +15,9 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/ptojit/ptojit/api"
 	"github.com/ptojit/ptojit/cmd/internal/cli"
-	"github.com/ptojit/ptojit/jit"
+	"github.com/ptojit/ptojit/cmd/internal/clientcmd"
 	"github.com/ptojit/ptojit/registry"
 	"github.com/ptojit/ptojit/worker"
 )
@@ -134,14 +137,7 @@ func loadCallable(ctx context.Context, env *cli.Env, o runOptions) (blob []byte,
 	if err != nil {
 		return nil, res, err
 	}
-	store, err := openStore(ctx, env, o.cacheDir, false)
-	if err != nil {
-		return nil, res, err
-	}
-	resp, buildErr := jit.New(jit.Options{Store: store, Getenv: env.Getenv}).Build(ctx, req)
-	if err := store.Close(); err != nil && buildErr == nil {
-		buildErr = fmt.Errorf("closing the cache: %w", err)
-	}
+	resp, buildErr := buildForRun(ctx, env, o, req)
 	if buildErr != nil {
 		return nil, res, fmt.Errorf("run: build: %w", buildErr)
 	}
@@ -153,6 +149,44 @@ func loadCallable(ctx context.Context, env *cli.Env, o runOptions) (blob []byte,
 		return nil, res, fmt.Errorf("run: the built callable's hashid %v differs from the build response's %s", h, resp.Hashid)
 	}
 	return blob, res, nil
+}
+
+// buildForRun builds the request as "ptojit build" would: through the
+// daemon of the cache when one may be used (it holds the store), else in
+// this process.
+func buildForRun(ctx context.Context, env *cli.Env, o runOptions, req *api.Request) (*api.Response, error) {
+	args := []string{"build", "--request", o.request, "--json"}
+	if o.request != "-" {
+		args[2] = env.Abs(o.request)
+	}
+	if o.cacheDir != "" {
+		args = append(args, "--cache-dir", env.Abs(o.cacheDir))
+	}
+	var out bytes.Buffer
+	denv := *env
+	denv.Stdout = &out
+	if ok, err := clientcmd.ViaDaemon(&denv, args, os.Executable); ok {
+		var resp api.Response
+		if jerr := json.Unmarshal(out.Bytes(), &resp); jerr != nil {
+			if cli.ExitCode(err) != 0 {
+				return nil, err
+			}
+			return nil, fmt.Errorf("the daemon's answer: %w", jerr)
+		}
+		if resp.Status == api.StatusError {
+			return nil, errors.New(resp.Error)
+		}
+		return &resp, nil
+	}
+	store, release, err := storeFor(ctx, env, o.cacheDir, false)
+	if err != nil {
+		return nil, err
+	}
+	resp, buildErr := driverFor(env, store).Build(ctx, req)
+	if err := release(); err != nil && buildErr == nil {
+		buildErr = fmt.Errorf("closing the cache: %w", err)
+	}
+	return resp, buildErr
 }
 
 // vaddInputs fills the inputs of task k deterministically and returns s.
