@@ -131,7 +131,12 @@ func CallDaemon(path string, req *DaemonRequest) (*DaemonResponse, error) {
 // directly rather than package net, whose cgo resolver would make every
 // client binary dynamically linked and slower to start.
 func dialUnix(path string) (*os.File, error) {
-	fd, err := syscall.Socket(syscall.AF_UNIX, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0)
+	syscall.ForkLock.RLock()
+	fd, err := syscall.Socket(syscall.AF_UNIX, syscall.SOCK_STREAM, 0)
+	if err == nil {
+		syscall.CloseOnExec(fd)
+	}
+	syscall.ForkLock.RUnlock()
 	if err != nil {
 		return nil, os.NewSyscallError("socket", err)
 	}

@@ -120,14 +120,17 @@ type walker struct {
 	fsMu  sync.Mutex
 	fills map[uint64]bool
 
-	bufs    sync.Pool // *[]byte of readChunk bytes
 	hashers sync.Pool // hash.Hash (SHA-256)
 }
+
+// readBufs holds *[]byte of readChunk bytes, shared by every walk: a daemon
+// fingerprints a few small sources per request, and a pool per walk would
+// allocate (and zero) a fresh megabyte per worker each time.
+var readBufs = sync.Pool{New: func() any { b := make([]byte, readChunk); return &b }}
 
 func newWalker(opt FingerprintOptions, workers int) *walker {
 	w := &walker{opt: opt, workers: workers, start: time.Now().UnixNano()}
 	w.queue.cond.L = &w.queue.mu
-	w.bufs.New = func() any { b := make([]byte, readChunk); return &b }
 	w.hashers.New = func() any { return sha256.New() }
 	return w
 }
@@ -292,9 +295,9 @@ func (w *walker) walkDir(n *node) {
 			return
 		}
 	}
-	bp := w.bufs.Get().(*[]byte)
+	bp := readBufs.Get().(*[]byte)
 	ents, err := readDir(fd, (*bp)[:dirBufSize], w.fillsReaddir(fd, st.dev))
-	w.bufs.Put(bp)
+	readBufs.Put(bp)
 	if err != nil {
 		w.problem(n, dirErrReason(err))
 		return
@@ -382,9 +385,9 @@ func (w *walker) hashLocal(dirfd int, files []*node) {
 	if len(files) == 0 {
 		return
 	}
-	bp := w.bufs.Get().(*[]byte)
+	bp := readBufs.Get().(*[]byte)
 	h := w.hashers.Get().(hash.Hash)
-	defer func() { w.bufs.Put(bp); w.hashers.Put(h) }()
+	defer func() { readBufs.Put(bp); w.hashers.Put(h) }()
 	for _, c := range files {
 		if w.skip(c) {
 			return
@@ -407,9 +410,9 @@ func (w *walker) hashPath(n *node) {
 	if w.skip(n) {
 		return
 	}
-	bp := w.bufs.Get().(*[]byte)
+	bp := readBufs.Get().(*[]byte)
 	h := w.hashers.Get().(hash.Hash)
-	defer func() { w.bufs.Put(bp); w.hashers.Put(h) }()
+	defer func() { readBufs.Put(bp); w.hashers.Put(h) }()
 	size, _, reason := hashFileAt(atFDCWD, n.resolved, n.resolved, *bp, h, &n.sum, math.MaxInt64)
 	if reason != "" {
 		w.problem(n, reason)
@@ -454,8 +457,8 @@ func (w *walker) parallel(n int, f func(i int, buf []byte) bool) int {
 	var wg sync.WaitGroup
 	for range min(w.workers, n) {
 		wg.Go(func() {
-			bp := w.bufs.Get().(*[]byte)
-			defer w.bufs.Put(bp)
+			bp := readBufs.Get().(*[]byte)
+			defer readBufs.Put(bp)
 			for {
 				i := next.Add(1) - 1
 				if i >= int64(n) || i > first.Load() {

@@ -17,3 +17,13 @@ func latestChange(fi os.FileInfo) time.Time {
 	}
 	return t
 }
+
+// statKeyOf returns the stat data the header memo checks.
+func statKeyOf(fi os.FileInfo) (statKey, bool) {
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !ok || !fi.Mode().IsRegular() {
+		return statKey{}, false
+	}
+	return statKey{dev: uint64(st.Dev), ino: st.Ino, size: st.Size,
+		mtime: st.Mtim.Nano(), ctime: st.Ctim.Nano()}, true
+}

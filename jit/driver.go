@@ -390,7 +390,7 @@ func (d *Driver) resultKey(ctx context.Context, id *identity) (cache.Key, string
 // differs from the recorded one (or that cannot be read), or "".
 func changedHeader(hs []headerDigest) string {
 	for _, h := range hs {
-		d, _, err := hashFile(h.Path)
+		d, err := headerDigestOf(h.Path)
 		if err != nil || d != h.Digest {
 			return h.Path
 		}

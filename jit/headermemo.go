@@ -1,0 +1,77 @@
+package jit
+
+import (
+	"os"
+	"sync"
+	"time"
+)
+
+// The header memo spares a hit from re-reading every header it checks
+// (about 25 for a small kernel, most of them system headers). It remembers
+// a header's digest with the file's stat data (device, inode, size,
+// modification and status change times) and answers only while all of them
+// are unchanged. A write changes the status change time, which user code
+// cannot set, and a replaced file has another inode. A digest is
+// remembered only when the file's times were at least stableAge in the
+// past when it was read, so that a write in the same tick of a coarse file
+// system clock cannot keep the times it had. This is the rule git applies
+// to its index ("racily clean" entries).
+const (
+	stableAge     = time.Second
+	maxMemoHeader = 100000
+)
+
+// statKey is the stat data a remembered digest is valid for.
+type statKey struct {
+	dev, ino     uint64
+	size         int64
+	mtime, ctime int64 // nanoseconds
+}
+
+var headerMemo struct {
+	mu sync.Mutex // guards m
+	m  map[string]headerEntry
+}
+
+type headerEntry struct {
+	key    statKey
+	digest string
+}
+
+// headerDigestOf returns the hex SHA-256 of the header at p, from the memo
+// when its stat data is unchanged.
+func headerDigestOf(p string) (string, error) {
+	fi, err := os.Stat(p)
+	if err != nil {
+		return "", err
+	}
+	key, ok := statKeyOf(fi)
+	if ok {
+		headerMemo.mu.Lock()
+		e, hit := headerMemo.m[p]
+		headerMemo.mu.Unlock()
+		if hit && e.key == key {
+			return e.digest, nil
+		}
+	}
+	read := time.Now()
+	d, _, err := hashFile(p)
+	if err != nil {
+		return "", err
+	}
+	if ok && key.mtime < read.Add(-stableAge).UnixNano() && key.ctime < read.Add(-stableAge).UnixNano() {
+		// Remember it only if the file is still the one stat'ed before
+		// the read.
+		if fi2, err := os.Stat(p); err == nil {
+			if k2, ok2 := statKeyOf(fi2); ok2 && k2 == key {
+				headerMemo.mu.Lock()
+				if headerMemo.m == nil || len(headerMemo.m) >= maxMemoHeader {
+					headerMemo.m = map[string]headerEntry{}
+				}
+				headerMemo.m[p] = headerEntry{key: key, digest: d}
+				headerMemo.mu.Unlock()
+			}
+		}
+	}
+	return d, nil
+}
