@@ -173,12 +173,11 @@ func openDirectory(path string) (int, fileStat, error) {
 func closeFD(fd int) { syscall.Close(fd) }
 
 // readDir returns the names of the open directory fd, "." and ".." left
-// out, using buf for getdents. With whole, the filesystem is one whose
-// getdents fills the buffer while entries remain, so a reply that leaves
-// room for the longest entry is the end, and the closing empty reply need
-// not be asked for.
-func readDir(fd int, buf []byte, whole bool) ([]dirent, error) {
-	const maxRecord = 280 // 19 + 255 + 1, aligned to 8
+// out, using buf for getdents. It reads until getdents returns nothing: a
+// reply that leaves room in the buffer is not the end (ext4 was seen
+// returning short replies mid-directory under load), and stopping there
+// would fingerprint a partial tree.
+func readDir(fd int, buf []byte) ([]dirent, error) {
 	var ents []dirent
 	for {
 		n, err := syscall.ReadDirent(fd, buf)
@@ -192,28 +191,7 @@ func readDir(fd int, buf []byte, whole bool) ([]dirent, error) {
 			return ents, nil
 		}
 		ents = parseDirents(buf[:n], ents)
-		if whole && len(buf)-n > 2*maxRecord {
-			return ents, nil
-		}
 	}
-}
-
-// fillsReaddir reports whether the filesystem of the open directory fd is
-// one whose getdents fills the buffer while entries remain (the local
-// filesystems whose readdir iterates until the buffer is full).
-func fillsReaddir(fd int) bool {
-	var st syscall.Statfs_t
-	if err := syscall.Fstatfs(fd, &st); err != nil {
-		return false
-	}
-	switch uint32(st.Type) {
-	case 0xEF53, // ext2/3/4
-		0x01021994, // tmpfs
-		0x58465342, // xfs
-		0x9123683E: // btrfs
-		return true
-	}
-	return false
 }
 
 // listDir opens, reads and closes the directory path.
@@ -223,7 +201,7 @@ func listDir(path string, buf []byte) (fileStat, []dirent, error) {
 		return fileStat{}, nil, err
 	}
 	defer syscall.Close(fd)
-	ents, err := readDir(fd, buf, false)
+	ents, err := readDir(fd, buf)
 	return st, ents, err
 }
 

@@ -24,8 +24,7 @@ func errReason(err error) string                         { return err.Error() }
 func dirErrReason(err error) string                      { return err.Error() }
 func openDirectory(string) (int, fileStat, error)        { return -1, fileStat{}, errUnsupported }
 func closeFD(int)                                        {}
-func readDir(int, []byte, bool) ([]dirent, error)        { return nil, errUnsupported }
-func fillsReaddir(int) bool                              { return false }
+func readDir(int, []byte) ([]dirent, error)              { return nil, errUnsupported }
 func listDir(string, []byte) (fileStat, []dirent, error) { return fileStat{}, nil, errUnsupported }
 
 func hashFileAt(int, string, string, []byte, hash.Hash, *Sum, int64) (int64, bool, string) {

@@ -115,11 +115,6 @@ type walker struct {
 	// beforeDirMu serializes calls of opt.BeforeDir.
 	beforeDirMu sync.Mutex
 
-	// fsMu guards fills, whether each device's filesystem fills getdents
-	// buffers (see readDir).
-	fsMu  sync.Mutex
-	fills map[uint64]bool
-
 	hashers sync.Pool // hash.Hash (SHA-256)
 }
 
@@ -235,20 +230,6 @@ func (w *walker) list(roots []ContentRoot) []*node {
 	return tops
 }
 
-func (w *walker) fillsReaddir(fd int, dev uint64) bool {
-	w.fsMu.Lock()
-	defer w.fsMu.Unlock()
-	f, ok := w.fills[dev]
-	if !ok {
-		f = fillsReaddir(fd)
-		if w.fills == nil {
-			w.fills = map[uint64]bool{}
-		}
-		w.fills[dev] = f
-	}
-	return f
-}
-
 // openDir is a directory descriptor shared by the batches hashing the
 // directory's files; the last to release it closes it.
 type openDir struct {
@@ -296,7 +277,7 @@ func (w *walker) walkDir(n *node) {
 		}
 	}
 	bp := readBufs.Get().(*[]byte)
-	ents, err := readDir(fd, (*bp)[:dirBufSize], w.fillsReaddir(fd, st.dev))
+	ents, err := readDir(fd, (*bp)[:dirBufSize])
 	readBufs.Put(bp)
 	if err != nil {
 		w.problem(n, dirErrReason(err))
