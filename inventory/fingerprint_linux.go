@@ -180,7 +180,7 @@ func closeFD(fd int) { syscall.Close(fd) }
 func readDir(fd int, buf []byte) ([]dirent, error) {
 	var ents []dirent
 	for {
-		n, err := syscall.ReadDirent(fd, buf)
+		n, err := getdents(fd, buf)
 		if err == syscall.EINTR {
 			continue
 		}
@@ -193,6 +193,9 @@ func readDir(fd int, buf []byte) ([]dirent, error) {
 		ents = parseDirents(buf[:n], ents)
 	}
 }
+
+// getdents is syscall.ReadDirent; tests replace it to return short replies.
+var getdents = syscall.ReadDirent
 
 // listDir opens, reads and closes the directory path.
 func listDir(path string, buf []byte) (fileStat, []dirent, error) {
