@@ -383,3 +383,29 @@ func TestDaemonRefusesOtherUser(t *testing.T) {
 		t.Fatalf("status %+v: want 1 refused and only the status request served", st.Server)
 	}
 }
+
+// TestDaemonSIGTERM: SIGTERM stops the daemon cleanly: it releases its
+// socket and lock (daemon stop finds none), and the store it closed opens
+// again with every entry.
+func TestDaemonSIGTERM(t *testing.T) {
+	w := newDaemonWorld(t)
+	first := w.build()
+	pid := w.status().Server.PID
+	if err := syscall.Kill(pid, syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	// The daemon holds its lock until it has closed the store.
+	f, err := os.Open(filepath.Join(w.daemonDir(), "daemon.lock"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for syscall.Flock(int(f.Fd()), syscall.LOCK_EX) == syscall.EINTR {
+	}
+	f.Close()
+	if _, _, code := w.run("daemon", "status"); code != 1 {
+		t.Fatalf("daemon status after SIGTERM: exit %d, want 1 (none running)", code)
+	}
+	if b := w.build(); b.Status != "hit" || b.Key != first.Key {
+		t.Fatalf("build after SIGTERM: %+v, want a hit on %s", b, first.Key)
+	}
+}
