@@ -209,8 +209,11 @@ func Report(env *Env, prog string, err error) int {
 	return ExitCode(err)
 }
 
+// all returns every command the program lists, sorted by name.
 func (p *Program) all() []*Command {
-	return append(slices.Clone(p.Commands), p.Extra...)
+	all := append(slices.Clone(p.Commands), p.Extra...)
+	slices.SortFunc(all, func(a, b *Command) int { return strings.Compare(a.Name, b.Name) })
+	return all
 }
 
 func (p *Program) find(name string) *Command {
