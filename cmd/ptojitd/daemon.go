@@ -349,8 +349,9 @@ type maintenance struct {
 	trimErr  string
 }
 
-// trimAfter is the quiet time before the daemon trims.
-const trimAfter = 30 * time.Second
+// trimAfter is the quiet time before the daemon trims (a variable for
+// tests).
+var trimAfter = 30 * time.Second
 
 func (m *maintenance) touch() {
 	m.mu.Lock()
