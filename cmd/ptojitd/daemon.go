@@ -378,13 +378,15 @@ func (m *maintenance) loop(ctx context.Context, srv *daemon.Server) {
 		}
 		m.mu.Lock()
 		due := m.dirty && time.Since(m.lastUse) >= trimAfter && srv.Info().InFlight == 0
+		if due {
+			m.dirty = false // claimed: a request from now on makes it due again
+		}
 		m.mu.Unlock()
 		if !due {
 			continue
 		}
 		rep, err := m.store.Trim(ctx, m.maxBytes)
 		m.mu.Lock()
-		m.dirty = false
 		if err != nil && !errors.Is(err, context.Canceled) {
 			m.trimErr = err.Error()
 			m.logf("trim: %v", err)
