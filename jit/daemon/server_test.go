@@ -88,10 +88,12 @@ func TestDaemonServesAndSecuresSocket(t *testing.T) {
 
 func TestDaemonRefusesForeignPeer(t *testing.T) {
 	dir := shortDir(t)
-	s, _ := startServer(t, Config{Dir: dir})
+	// Set before the server starts, restored after it stops (cleanups run
+	// last-registered first).
 	old := peerUID
 	peerUID = func(*net.UnixConn) (int, error) { return os.Getuid() + 1, nil }
-	defer func() { peerUID = old }()
+	t.Cleanup(func() { peerUID = old })
+	s, _ := startServer(t, Config{Dir: dir})
 	resp, err := api.CallDaemon(api.SocketPath(dir), &api.DaemonRequest{Op: api.OpRun, Args: []string{"x"}})
 	if err != nil {
 		t.Fatal(err)
