@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/ptojit/ptojit/api"
@@ -30,13 +31,17 @@ var defaultRegistryJSON []byte
 
 // DefaultRegistry returns the embedded environment registry of PyPTO-style
 // variables (jit/environment.json) used when Options.Registry is nil.
-func DefaultRegistry() *envaudit.Registry {
+func DefaultRegistry() *envaudit.Registry { return defaultRegistry() }
+
+// defaultRegistry parses the embedded registry once: a daemon makes a
+// Driver for every request.
+var defaultRegistry = sync.OnceValue(func() *envaudit.Registry {
 	r, err := envaudit.ParseRegistry(defaultRegistryJSON)
 	if err != nil {
 		panic("jit: embedded environment registry: " + err.Error())
 	}
 	return r
-}
+})
 
 // EpochVariable is the environment variable whose value is the key's epoch:
 // changing it gives every build a new key.
