@@ -142,16 +142,7 @@ func (c *InstallationIdentityCache) read(policy Policy, epoch, name string, ci C
 		c.readHook(name)
 	}
 	dirs := map[string]struct{}{}
-	var dmu sync.Mutex
-	before := func(dir string) error {
-		dmu.Lock()
-		dirs[dir] = struct{}{}
-		dmu.Unlock()
-		if c.opt.BeforeDir != nil {
-			return c.opt.BeforeDir(dir)
-		}
-		return nil
-	}
+	before := c.recordDirs(dirs)
 	if c.opt.BeforeDir != nil {
 		for _, r := range ci.Roots {
 			if err := watchRootPath(r.Path(), c.opt.BeforeDir); err != nil {
@@ -170,18 +161,40 @@ func (c *InstallationIdentityCache) read(policy Policy, epoch, name string, ci C
 		return out
 	}
 	e := &memoEntry{id: out, dirs: dirs}
-	for _, r := range ci.Roots {
-		e.roots = append(e.roots, r.Path())
-		if res, err := filepath.EvalSymlinks(r.Path()); err == nil && res != r.Path() {
-			e.roots = append(e.roots, res)
-		}
-	}
+	e.addRoots(ci.Roots)
 	c.mu.Lock()
 	if c.gen == gen {
 		c.memo[key] = e
 	}
 	c.mu.Unlock()
 	return out
+}
+
+// addRoots records each root's path as given and, when it differs, as
+// resolved.
+func (e *memoEntry) addRoots(roots []inventory.ContentRoot) {
+	for _, r := range roots {
+		e.roots = append(e.roots, r.Path())
+		if res, err := filepath.EvalSymlinks(r.Path()); err == nil && res != r.Path() {
+			e.roots = append(e.roots, res)
+		}
+	}
+}
+
+// recordDirs returns a BeforeDir, safe for concurrent use, that adds each
+// directory to dirs (read it only once the walk is done) before calling
+// Options.BeforeDir.
+func (c *InstallationIdentityCache) recordDirs(dirs map[string]struct{}) func(string) error {
+	var mu sync.Mutex
+	return func(dir string) error {
+		mu.Lock()
+		dirs[filepath.Clean(dir)] = struct{}{}
+		mu.Unlock()
+		if c.opt.BeforeDir != nil {
+			return c.opt.BeforeDir(dir)
+		}
+		return nil
+	}
 }
 
 // watchRootPath passes to watch what a content read does not: the
@@ -378,16 +391,7 @@ func (c *InstallationIdentityCache) Resolve(ctx context.Context, cfg Config) (*T
 			return done.in, nil
 		}
 		e := &resolvedEntry{memoEntry: memoEntry{dirs: map[string]struct{}{}}}
-		var mu sync.Mutex
-		in, err := resolve(context.WithoutCancel(ctx), cfg, func(dir string) error {
-			mu.Lock()
-			e.dirs[filepath.Clean(dir)] = struct{}{}
-			mu.Unlock()
-			if c.opt.BeforeDir != nil {
-				return c.opt.BeforeDir(dir)
-			}
-			return nil
-		})
+		in, err := resolve(context.WithoutCancel(ctx), cfg, c.recordDirs(e.dirs))
 		if err != nil {
 			return in, err
 		}
@@ -397,12 +401,7 @@ func (c *InstallationIdentityCache) Resolve(ctx context.Context, cfg Config) (*T
 			if ci.UnavailableReason != "" {
 				return in, nil
 			}
-			for _, r := range ci.Roots {
-				e.roots = append(e.roots, r.Path())
-				if res, err := filepath.EvalSymlinks(r.Path()); err == nil && res != r.Path() {
-					e.roots = append(e.roots, res)
-				}
-			}
+			e.addRoots(ci.Roots)
 		}
 		c.mu.Lock()
 		if c.gen == gen {
