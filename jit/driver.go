@@ -364,17 +364,19 @@ func (d *Driver) lookupQuiet(ctx context.Context, id *identity) (*cache.Hit, str
 // resultKey returns the key of the result entry to read and, when no
 // header variant matched, why.
 func (d *Driver) resultKey(ctx context.Context, id *identity) (cache.Key, string, error) {
-	rk := cache.Key(inventory.MustDigest(resultRecord(id.record, nil)))
+	// The result of the empty header set, encoded only when no variant
+	// matches: a hit takes its key from the manifest.
+	noHeaders := func() cache.Key { return cache.Key(inventory.MustDigest(resultRecord(id.record, nil))) }
 	e, err := d.opt.Store.Entry(ctx, cache.Key(id.key))
 	switch {
 	case errors.Is(err, cache.ErrMiss):
-		return rk, "no entry for the key", nil
+		return noHeaders(), "no entry for the key", nil
 	case err != nil:
-		return rk, "", fmt.Errorf("cache lookup: %w", err)
+		return cache.Key{}, "", fmt.Errorf("cache lookup: %w", err)
 	}
 	var m manifest
 	if err := json.Unmarshal([]byte(e.Meta["manifest"]), &m); err != nil {
-		return rk, "unreadable manifest", nil
+		return noHeaders(), "unreadable manifest", nil
 	}
 	why := "no header variant matches"
 	for i, v := range m.Variants {
@@ -388,7 +390,7 @@ func (d *Driver) resultKey(ctx context.Context, id *identity) (cache.Key, string
 			return cache.Key(s), "", nil
 		}
 	}
-	return rk, why, nil
+	return noHeaders(), why, nil
 }
 
 // changedHeader returns the name of the first header whose digest

@@ -2,6 +2,7 @@ package jit
 
 import (
 	"context"
+	"crypto/sha256"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -230,7 +231,7 @@ func (d *Driver) identify(ctx context.Context, req *api.Request) (*identity, err
 	}
 	id.usable = len(id.unavailable) == 0
 	if id.usable {
-		id.key = inventory.MustDigest(id.record)
+		id.key = sha256.Sum256(id.encoded) // the digest of the record
 	}
 	return id, nil
 }
