@@ -257,25 +257,7 @@ func (e *encoder) dict(d Dict) error {
 // ValidStr reports whether s is the UTF-8 form of a sequence of code points,
 // allowing surrogate code points in their 3-byte form (ED A0..BF xx).
 func ValidStr(s string) bool {
-	if utf8.ValidString(s) {
-		return true
-	}
-	for i := 0; i < len(s); {
-		if s[i] < utf8.RuneSelf {
-			i++
-			continue
-		}
-		if s[i] == 0xED && i+2 < len(s) && s[i+1] >= 0xA0 && s[i+1] <= 0xBF && s[i+2]&0xC0 == 0x80 {
-			i += 3
-			continue
-		}
-		r, n := utf8.DecodeRuneInString(s[i:])
-		if r == utf8.RuneError && n <= 1 {
-			return false
-		}
-		i += n
-	}
-	return true
+	return utf8.ValidString(s) || invalidStrAt(s) < 0
 }
 
 // AppendCodePoint appends the Str form of code point r, writing surrogates

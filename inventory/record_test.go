@@ -262,6 +262,27 @@ func TestRecordEncodeErrors(t *testing.T) {
 	}
 }
 
+// TestValidStr: surrogates in their 3-byte form are code points; other
+// bytes that do not decode, and truncated surrogates, are not.
+func TestValidStr(t *testing.T) {
+	for s, want := range map[string]bool{
+		"":                         true,
+		"abc é 😀":                  true,
+		"\xed\xa0\x80":             true, // U+D800
+		"a\xed\xbf\xbfb":           true, // U+DFFF
+		"\xed\xa0\x80\xed\xb0\x80": true, // a pair, kept as two code points
+		"\xff":                     false,
+		"\xc0\xaf":                 false, // overlong
+		"\xed\xa0":                 false, // truncated surrogate
+		"\xed\xa0\x80\xff":         false,
+		"\xf4\x90\x80\x80":         false, // above U+10FFFF
+	} {
+		if got := ValidStr(s); got != want {
+			t.Errorf("ValidStr(%+q) = %v, want %v", s, got, want)
+		}
+	}
+}
+
 // TestRecordSharedSubslices checks that a container holding a shorter
 // slice of its own array is no cycle: the values are finite.
 func TestRecordSharedSubslices(t *testing.T) {
