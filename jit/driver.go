@@ -334,6 +334,12 @@ func (d *Driver) lookup(ctx context.Context, id *identity) (*cache.Hit, string, 
 	if err != nil {
 		return nil, "", err
 	}
+	return d.get(ctx, rk, why)
+}
+
+// get reads the result entry rk; why is the reason of a miss when rk is
+// not a matching header variant's.
+func (d *Driver) get(ctx context.Context, rk cache.Key, why string) (*cache.Hit, string, error) {
 	hit, err := d.opt.Store.Get(ctx, rk)
 	if err == nil {
 		return hit, "", nil
@@ -358,7 +364,7 @@ func (d *Driver) lookupQuiet(ctx context.Context, id *identity) (*cache.Hit, str
 	if _, err := d.opt.Store.Entry(ctx, rk); err != nil {
 		return nil, "no entry", nil
 	}
-	return d.lookup(ctx, id)
+	return d.get(ctx, rk, why)
 }
 
 // resultKey returns the key of the result entry to read and, when no
