@@ -304,47 +304,34 @@ func (e *endpoint) Register(ctx context.Context, h registry.Hashid, kind registr
 	}
 	defer f.Close()
 	ra := RegisterArgs{Digest: h.Digest(), Kind: uint32(kind), RefType: RefSealedMemfd, PayloadLen: uint64(len(payload))}
-	st, r, err := e.call(OpRegister, func(b []byte) ([]byte, error) { return AppendFrame(b, OpRegister, StatusOK, ra.Append(nil)) }, int(f.Fd()), e.controlTimeout(ctx))
-	if err != nil {
-		return err
-	}
-	if err := e.checkDigest("register", h, r); err != nil {
-		return err
-	}
-	if st != StatusOK {
-		return e.statusErr("register", h, st, r)
-	}
-	return nil
+	return e.request(OpRegister, "register", h, func(b []byte) ([]byte, error) { return AppendFrame(b, OpRegister, StatusOK, ra.Append(nil)) }, int(f.Fd()), e.controlTimeout(ctx))
 }
 
 // Unregister sends UNREGISTER_CALLABLE.
 func (e *endpoint) Unregister(ctx context.Context, h registry.Hashid) error {
-	st, r, err := e.call(OpUnregister, func(b []byte) ([]byte, error) { return AppendFrame(b, OpUnregister, StatusOK, h[:]) }, -1, e.controlTimeout(ctx))
-	if err != nil {
-		return err
-	}
-	if err := e.checkDigest("unregister", h, r); err != nil {
-		return err
-	}
-	if st != StatusOK {
-		return e.statusErr("unregister", h, st, r)
-	}
-	return nil
+	return e.request(OpUnregister, "unregister", h, func(b []byte) ([]byte, error) { return AppendFrame(b, OpUnregister, StatusOK, h[:]) }, -1, e.controlTimeout(ctx))
 }
 
 // task sends one TASK frame and waits for its completion.
 func (e *endpoint) task(h registry.Hashid, a TaskArgs) error {
-	st, r, err := e.call(OpTask, func(b []byte) ([]byte, error) {
+	return e.request(OpTask, "task", h, func(b []byte) ([]byte, error) {
 		return AppendTaskFrame(b, h.Digest(), a)
 	}, -1, 0)
+}
+
+// request sends one frame that names hashid h (REGISTER_CALLABLE,
+// UNREGISTER_CALLABLE, TASK) and checks its reply: a reply naming another
+// hashid retires the endpoint, a non-OK status is a definite refusal.
+func (e *endpoint) request(op Op, name string, h registry.Hashid, build func(dst []byte) ([]byte, error), passFD int, timeout time.Duration) error {
+	st, r, err := e.call(op, build, passFD, timeout)
 	if err != nil {
 		return err
 	}
-	if err := e.checkDigest("task", h, r); err != nil {
+	if err := e.checkDigest(name, h, r); err != nil {
 		return err
 	}
 	if st != StatusOK {
-		return e.statusErr("task", h, st, r)
+		return e.statusErr(name, h, st, r)
 	}
 	return nil
 }
