@@ -156,8 +156,7 @@ func (o *Orchestrator) execute(e *endpoint, t *Task) {
 	start := time.Now()
 	err := e.task(t.h.Hashid, t.args)
 	t.latency = time.Since(start)
-	var ee *EndpointError
-	if errors.As(err, &ee) {
+	if _, ok := errors.AsType[*EndpointError](err); ok {
 		err = fmt.Errorf("worker %d: %w", e.id, err)
 	}
 	t.err = err
