@@ -209,6 +209,9 @@ func TestWholeScopePostStart(t *testing.T) {
 		if n, err := w.installed(id); err != nil || n != 1 {
 			t.Errorf("worker %d: %d identities (%v) after register returned", id, n, err)
 		}
+		// The children's stderr reaches the log through a pipe, after the
+		// reply: wait for the line, then count.
+		log.waitFor(t, fmt.Sprintf("worker %d: register %v: slot", id, h.Hashid))
 		if len(log.lines(fmt.Sprintf("worker %d: register %v: slot", id, h.Hashid))) != 1 {
 			t.Errorf("worker %d did not install %v", id, h.Hashid)
 		}
@@ -247,6 +250,7 @@ func TestPreStartRegister(t *testing.T) {
 			t.Errorf("worker %d: %d identities (%v), want 2", id, n, err)
 		}
 		for _, h := range []registry.Hashid{hv.Hashid, he.Hashid} {
+			log.waitFor(t, fmt.Sprintf("worker %d: register %v: slot", id, h))
 			if len(log.lines(fmt.Sprintf("worker %d: register %v: slot", id, h))) != 1 {
 				t.Errorf("worker %d: no install of %v", id, h)
 			}
