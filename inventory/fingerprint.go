@@ -213,10 +213,6 @@ func FingerprintWith(roots []ContentRoot, opt FingerprintOptions) (*Content, err
 // hashing the pieces in order. It sets vals[i] to the entry of order[i]
 // (nil for none). Tests compare the digest with Digest of the record.
 func digestContent(roots []ContentRoot, order []*node, ends []int, vals []Value, workers int) Sum {
-	// T(v) is Encode(v) without the wire prefix and the closing "]".
-	noneEnc, _ := Encode(None{})
-	prefixLen := len(noneEnc) - len(`["none"]]`)
-
 	encs := make([][]byte, len(order))
 	const chunk = 256
 	var next atomic.Int64
@@ -241,9 +237,8 @@ func digestContent(roots []ContentRoot, order []*node, ends []int, vals []Value,
 						continue
 					}
 					start := len(arena)
-					arena = appendEntry(arena, n)
+					arena, vals[i] = appendEntry(arena, n)
 					encs[i] = arena[start:]
-					vals[i] = entryValue(n)
 				}
 			}
 		})
@@ -251,7 +246,8 @@ func digestContent(roots []ContentRoot, order []*node, ends []int, vals []Value,
 	wg.Wait()
 
 	h := sha256.New()
-	h.Write(noneEnc[:prefixLen])
+	// Encode(v) is the wire prefix, T(v) and "]".
+	h.Write([]byte(wirePrefix))
 	h.Write([]byte(`["tuple",[["str","636f6e74656e74"],["list",[`)) // "content"
 	var scratch []byte
 	start := 0
@@ -287,35 +283,27 @@ func digestContent(roots []ContentRoot, order []*node, ends []int, vals []Value,
 	return sum
 }
 
-// entryValue returns n's entry as a record.
-func entryValue(n *node) Value {
-	if n.kind == kindDir {
-		return T(Str("directory"), StrFromOSBytes(n.rel), StrFromOSBytes(n.resolved))
-	}
-	return T(Str("file"), StrFromOSBytes(n.rel), StrFromOSBytes(n.resolved),
-		IntOf(n.size), Str(hex.EncodeToString(n.sum[:])))
-}
-
-// appendEntry appends T of n's entry.
-func appendEntry(dst []byte, n *node) []byte {
+// appendEntry appends T of n's entry and returns the entry as a record,
+// converting its strings once for both.
+func appendEntry(dst []byte, n *node) ([]byte, Value) {
+	rel, resolved := StrFromOSBytes(n.rel), StrFromOSBytes(n.resolved)
 	if n.kind == kindDir {
 		dst = append(dst, `["tuple",[["str","6469726563746f7279"],`...) // "directory"
-		dst = appendStrT(dst, string(StrFromOSBytes(n.rel)))
+		dst = appendStrT(dst, string(rel))
 		dst = append(dst, ',')
-		dst = appendStrT(dst, string(StrFromOSBytes(n.resolved)))
-		return append(dst, "]]"...)
+		dst = appendStrT(dst, string(resolved))
+		return append(dst, "]]"...), T(Str("directory"), rel, resolved)
 	}
+	sum := Str(hex.EncodeToString(n.sum[:]))
 	dst = append(dst, `["tuple",[["str","66696c65"],`...) // "file"
-	dst = appendStrT(dst, string(StrFromOSBytes(n.rel)))
+	dst = appendStrT(dst, string(rel))
 	dst = append(dst, ',')
-	dst = appendStrT(dst, string(StrFromOSBytes(n.resolved)))
+	dst = appendStrT(dst, string(resolved))
 	dst = append(dst, `,["int","`...)
 	dst = strconv.AppendInt(dst, n.size, 10)
-	dst = append(dst, `"],["str","`...)
-	var sumHex [64]byte
-	hex.Encode(sumHex[:], n.sum[:])
-	dst = hex.AppendEncode(dst, sumHex[:])
-	return append(dst, `"]]]`...)
+	dst = append(dst, `"],`...)
+	dst = appendStrT(dst, string(sum))
+	return append(dst, "]]"...), T(Str("file"), rel, resolved, IntOf(n.size), sum)
 }
 
 // appendStrT appends T(Str(s)) for a valid Str s.
