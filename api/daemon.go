@@ -205,6 +205,7 @@ func DaemonDir(cacheDir string, getenv func(string) string) string {
 // Names of the files in the daemon directory.
 const (
 	SocketName    = "daemon.sock"
+	LockName      = "daemon.lock" // held by the running daemon
 	StartLockName = "start.lock"
 	LogName       = "daemon.log"
 )

@@ -52,16 +52,10 @@ func EnsureDaemon(s DaemonStart) error {
 		return err
 	}
 	defer lock.Close()
-	for {
-		err = syscall.Flock(int(lock.Fd()), syscall.LOCK_EX)
-		if !errors.Is(err, syscall.EINTR) {
-			break
-		}
-	}
-	if err != nil {
+	if err := Flock(lock, syscall.LOCK_EX); err != nil {
 		return fmt.Errorf("daemon start lock: %w", err)
 	}
-	defer syscall.Flock(int(lock.Fd()), syscall.LOCK_UN)
+	defer Flock(lock, syscall.LOCK_UN)
 	if Ping(s.Dir) {
 		return nil // another client started it while we waited
 	}
@@ -105,6 +99,31 @@ func startDaemon(s DaemonStart) error {
 		return fmt.Errorf("the daemon did not start; end of %s:\n%s", LogName, tail(logPath, 2048))
 	}
 	return nil
+}
+
+// Flock locks f (syscall.Flock's how), retrying when a signal interrupts
+// the wait.
+func Flock(f *os.File, how int) error {
+	for {
+		err := syscall.Flock(int(f.Fd()), how)
+		if !errors.Is(err, syscall.EINTR) {
+			return err
+		}
+	}
+}
+
+// AwaitDaemonExit returns once no daemon holds the lock in dir: a daemon
+// keeps it until everything it owns, the store included, is closed.
+func AwaitDaemonExit(dir string) error {
+	f, err := os.Open(filepath.Join(dir, LockName))
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	return Flock(f, syscall.LOCK_SH)
 }
 
 // tail returns up to n bytes from the end of a file.

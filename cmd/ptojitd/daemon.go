@@ -10,7 +10,6 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/spf13/pflag"
@@ -166,11 +165,8 @@ func runDaemonStop(env *cli.Env, o daemonOptions) error {
 		fmt.Fprintln(env.Stdout, "no daemon running")
 		return nil
 	}
-	// The daemon holds its lock until it has exited: wait for it.
-	if f, err := os.Open(filepath.Join(ddir, "daemon.lock")); err == nil {
-		for syscall.Flock(int(f.Fd()), syscall.LOCK_SH) == syscall.EINTR {
-		}
-		f.Close()
+	if err := api.AwaitDaemonExit(ddir); err != nil {
+		return fmt.Errorf("daemon stop: %w", err)
 	}
 	fmt.Fprintf(env.Stdout, "daemon %d stopped\n", resp.PID)
 	return nil

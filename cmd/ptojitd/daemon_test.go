@@ -395,13 +395,9 @@ func TestDaemonSIGTERM(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The daemon holds its lock until it has closed the store.
-	f, err := os.Open(filepath.Join(w.daemonDir(), "daemon.lock"))
-	if err != nil {
+	if err := api.AwaitDaemonExit(w.daemonDir()); err != nil {
 		t.Fatal(err)
 	}
-	for syscall.Flock(int(f.Fd()), syscall.LOCK_EX) == syscall.EINTR {
-	}
-	f.Close()
 	if _, _, code := w.run("daemon", "status"); code != 1 {
 		t.Fatalf("daemon status after SIGTERM: exit %d, want 1 (none running)", code)
 	}

@@ -140,7 +140,7 @@ func Listen(cfg Config) (*Server, error) {
 	if err := PrepareDir(cfg.Dir); err != nil {
 		return nil, err
 	}
-	lock, err := os.OpenFile(filepath.Join(cfg.Dir, "daemon.lock"), os.O_CREATE|os.O_RDWR, 0o600)
+	lock, err := os.OpenFile(filepath.Join(cfg.Dir, api.LockName), os.O_CREATE|os.O_RDWR, 0o600)
 	if err != nil {
 		return nil, err
 	}
@@ -148,7 +148,7 @@ func Listen(cfg Config) (*Server, error) {
 	if cfg.WaitLock {
 		how = syscall.LOCK_EX
 	}
-	if err := flock(lock, how); err != nil {
+	if err := api.Flock(lock, how); err != nil {
 		lock.Close()
 		if errors.Is(err, syscall.EWOULDBLOCK) {
 			return nil, ErrRunning
@@ -398,14 +398,4 @@ func (s *Server) run(ctx context.Context, req *api.DaemonRequest) (resp *api.Dae
 		return &api.DaemonResponse{Error: "no handler", Exit: 1}
 	}
 	return s.cfg.Handler(ctx, req)
-}
-
-// flock locks f, retrying when a signal interrupts the wait.
-func flock(f *os.File, how int) error {
-	for {
-		err := syscall.Flock(int(f.Fd()), how)
-		if !errors.Is(err, syscall.EINTR) {
-			return err
-		}
-	}
 }
