@@ -307,8 +307,11 @@ func (r *Registrar) Unregister(ctx context.Context, h CallableHandle) error {
 	}
 	r.mu.Lock()
 	reg, ok := r.live[h.id]
-	delete(r.live, h.id)
-	targets := slices.Clone(reg.targets)
+	var targets []Target
+	if ok {
+		delete(r.live, h.id)
+		targets = slices.Clone(reg.targets)
+	}
 	r.mu.Unlock()
 	if !ok { // a concurrent Unregister consumed it first
 		return regErr(HandleStale, op, NoWorker, h.TargetNamespace, h.Hashid, errors.New("handle was unregistered"))

@@ -781,3 +781,42 @@ func TestAttachUncomparableTarget(t *testing.T) {
 		t.Fatalf("unregister: %v refs %d", err, f.table.Refs(h.Hashid))
 	}
 }
+
+// Unregistering one handle from several goroutines at once: exactly one
+// call consumes it, the others report HANDLE_STALE, and the target drops
+// one reference.
+func TestConcurrentUnregisterOneHandle(t *testing.T) {
+	ctx := context.Background()
+	r := NewRegistrar()
+	f := newFake(0, LocalChip, 4)
+	blob, desc := chipCallable(t, "u")
+	for range 1000 {
+		h, err := r.Register(ctx, ChipCallableKind, blob, desc, targets(f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var wg sync.WaitGroup
+		start := make(chan struct{})
+		errs := make([]error, 4)
+		for i := range errs {
+			wg.Go(func() {
+				<-start
+				errs[i] = r.Unregister(ctx, h)
+			})
+		}
+		close(start)
+		wg.Wait()
+		ok := 0
+		for _, err := range errs {
+			switch {
+			case err == nil:
+				ok++
+			case !errors.Is(err, HandleStale):
+				t.Fatalf("unregister: %v", err)
+			}
+		}
+		if ok != 1 || f.table.Refs(h.Hashid) != 0 {
+			t.Fatalf("%d unregisters succeeded, refs %d; want 1 and 0", ok, f.table.Refs(h.Hashid))
+		}
+	}
+}
