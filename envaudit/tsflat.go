@@ -8,7 +8,8 @@ package envaudit
 // cgo call parses a file and returns its named nodes as a flat array.
 //
 // The declarations repeat those of tree_sitter/api.h of go-tree-sitter
-// v0.25.0 (go.mod pins it); TestFlatMatchesCursor checks the result against
+// v0.25.0 (go.mod pins it); TestFlatDeclsMatchHeader compiles them against
+// the pinned header, and TestFlatMatchesCursor checks the result against
 // the Go API.
 
 /*

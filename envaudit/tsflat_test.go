@@ -1,8 +1,11 @@
 package envaudit
 
 import (
+	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	sitter "github.com/tree-sitter/go-tree-sitter"
@@ -72,5 +75,69 @@ func cursorTree(t testing.TB, p *sitter.Parser, tb *pyTables, src []byte) []pyNo
 			}
 			parent, stack = stack[len(stack)-1], stack[:len(stack)-1]
 		}
+	}
+}
+
+// TestFlatDeclsMatchHeader compiles the declarations that tsflat.go copies
+// from go-tree-sitter together with the tree_sitter/api.h of the version
+// go.mod pins: the C compiler rejects a prototype that differs from the
+// header's, and static assertions compare each copied struct's size,
+// alignment and field offsets with the header's struct of the same name.
+// A changed layout would otherwise read garbage without a compile error.
+func TestFlatDeclsMatchHeader(t *testing.T) {
+	src, err := os.ReadFile("tsflat.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The declarations are the preamble up to its first definition.
+	pre, _, ok := strings.Cut(string(src), "\nstatic ")
+	_, pre, ok2 := strings.Cut(pre, "\n/*\n")
+	if !ok || !ok2 {
+		t.Fatal("tsflat.go: no cgo preamble")
+	}
+	dir, err := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", "github.com/tree-sitter/go-tree-sitter").Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	include := filepath.Join(strings.TrimSpace(string(dir)), "include")
+
+	var structs, rest, asserts strings.Builder
+	copied := 0
+	for line := range strings.Lines(pre) {
+		def, isStruct := strings.CutPrefix(line, "typedef struct {")
+		body, name, ok := strings.Cut(def, "} ")
+		if !isStruct || !ok {
+			rest.WriteString(line)
+			continue
+		}
+		copied++
+		name = strings.TrimSuffix(strings.TrimSpace(name), ";")
+		// The copy is renamed so that both definitions can be compared.
+		fmt.Fprintf(&structs, "typedef struct {%s} copy_%s;\n", body, name)
+		fmt.Fprintf(&asserts, "_Static_assert(sizeof(copy_%[1]s) == sizeof(%[1]s) && _Alignof(copy_%[1]s) == _Alignof(%[1]s), %[1]q);\n", name)
+		for field := range strings.SplitSeq(body, ";") {
+			f := strings.Fields(field)
+			if len(f) == 0 {
+				continue
+			}
+			fn, _, _ := strings.Cut(strings.TrimLeft(f[len(f)-1], "*"), "[")
+			fmt.Fprintf(&asserts, "_Static_assert(offsetof(copy_%[1]s, %[2]s) == offsetof(%[1]s, %[2]s) && sizeof(((copy_%[1]s *)0)->%[2]s) == sizeof(((%[1]s *)0)->%[2]s), \"%[1]s.%[2]s\");\n", name, fn)
+		}
+	}
+	if copied == 0 || !strings.Contains(rest.String(), "extern ") {
+		t.Fatalf("tsflat.go preamble: %d structs and no prototypes found", copied)
+	}
+	prog := "#include <stddef.h>\n#include <tree_sitter/api.h>\n" + structs.String() + rest.String() + asserts.String()
+	cfile := filepath.Join(t.TempDir(), "decls.c")
+	if err := os.WriteFile(cfile, []byte(prog), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cc, err := exec.Command("go", "env", "CC").Output()
+	if err != nil {
+		t.Fatalf("go env CC: %v", err)
+	}
+	args := append(strings.Fields(string(cc)), "-std=c11", "-fsyntax-only", "-Werror", "-I", include, cfile)
+	if out, err := exec.Command(args[0], args[1:]...).CombinedOutput(); err != nil {
+		t.Fatalf("the declarations copied into tsflat.go differ from %s/tree_sitter/api.h: %v\n%s\n%s", include, err, out, prog)
 	}
 }
