@@ -137,13 +137,6 @@ func (e *encoder) enter(c container) error {
 
 const hexDigits = "0123456789abcdef"
 
-func appendHexString(dst []byte, s string) []byte {
-	for i := 0; i < len(s); i++ {
-		dst = append(dst, hexDigits[s[i]>>4], hexDigits[s[i]&0x0f])
-	}
-	return dst
-}
-
 func (e *encoder) value(v Value) error {
 	switch v := v.(type) {
 	case None:
@@ -192,10 +185,15 @@ func (e *encoder) str(s Str) error {
 	if !ValidStr(string(s)) {
 		return e.fail("str holds bytes that are not code points (invalid UTF-8)")
 	}
-	e.buf = append(e.buf, `["str","`...)
-	e.buf = appendHexString(e.buf, string(s))
-	e.buf = append(e.buf, `"]`...)
+	e.buf = appendStrT(e.buf, string(s))
 	return nil
+}
+
+// appendStrT appends T(Str(s)) for a valid Str s.
+func appendStrT(dst []byte, s string) []byte {
+	dst = append(dst, `["str","`...)
+	dst = hex.AppendEncode(dst, []byte(s))
+	return append(dst, `"]`...)
 }
 
 func (e *encoder) seq(open string, items []Value) error {

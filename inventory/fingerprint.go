@@ -306,13 +306,6 @@ func appendEntry(dst []byte, n *node) ([]byte, Value) {
 	return append(dst, "]]"...), T(Str("file"), rel, resolved, IntOf(n.size), sum)
 }
 
-// appendStrT appends T(Str(s)) for a valid Str s.
-func appendStrT(dst []byte, s string) []byte {
-	dst = append(dst, `["str","`...)
-	dst = hex.AppendEncode(dst, []byte(s))
-	return append(dst, `"]`...)
-}
-
 // Limits and sizes of the walk.
 const (
 	// maxSymlinks is the number of symlinks one resolution may follow, as
