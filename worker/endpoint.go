@@ -172,6 +172,11 @@ func (e *endpoint) fail(op string, cause error) error {
 func (e *endpoint) call(op Op, build func(dst []byte) ([]byte, error), passFD int, timeout time.Duration) (Status, Reply, error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
+	return e.roundTrip(op, build, passFD, timeout)
+}
+
+// roundTrip is call with e.mu held.
+func (e *endpoint) roundTrip(op Op, build func(dst []byte) ([]byte, error), passFD int, timeout time.Duration) (Status, Reply, error) {
 	if e.dead != nil {
 		return 0, Reply{}, e.dead
 	}
@@ -270,19 +275,6 @@ func (e *endpoint) statusErr(op string, h registry.Hashid, st Status, r Reply) e
 	return &registry.Error{Code: codeOf(st), WorkerID: e.id, Namespace: e.ns, Hashid: h.String(), Op: op, Err: errors.New(r.Message)}
 }
 
-// checkDigest rejects a reply that names another hashid than requested: the
-// endpoint is retired and the outcome is unknown (the error matches
-// registry.ReplyHashidMismatch but is not a definite refusal).
-func (e *endpoint) checkDigest(op string, h registry.Hashid, r Reply) error {
-	if r.Digest != h.Digest() {
-		e.mu.Lock()
-		err := e.fail(op, fmt.Errorf("%w: reply names %v", registry.ReplyHashidMismatch, registry.Hashid(r.Digest)))
-		e.mu.Unlock()
-		return err
-	}
-	return nil
-}
-
 func (e *endpoint) controlTimeout(ctx context.Context) time.Duration {
 	t := e.timeout
 	if d, ok := ctx.Deadline(); ok {
@@ -320,14 +312,19 @@ func (e *endpoint) task(h registry.Hashid, a TaskArgs) error {
 }
 
 // request sends one frame that names hashid h (REGISTER_CALLABLE,
-// UNREGISTER_CALLABLE, TASK) and checks its reply: a reply naming another
-// hashid retires the endpoint, a non-OK status is a definite refusal.
+// UNREGISTER_CALLABLE, TASK) and checks its reply. A reply that names
+// another hashid retires the endpoint before the mailbox lock is released,
+// so no other operation uses the desynchronized mailbox; the outcome is
+// unknown (the error matches registry.ReplyHashidMismatch but is not a
+// definite refusal). A non-OK status is a definite refusal.
 func (e *endpoint) request(op Op, name string, h registry.Hashid, build func(dst []byte) ([]byte, error), passFD int, timeout time.Duration) error {
-	st, r, err := e.call(op, build, passFD, timeout)
-	if err != nil {
-		return err
+	e.mu.Lock()
+	st, r, err := e.roundTrip(op, build, passFD, timeout)
+	if err == nil && r.Digest != h.Digest() {
+		err = e.fail(name, fmt.Errorf("%w: reply names %v", registry.ReplyHashidMismatch, registry.Hashid(r.Digest)))
 	}
-	if err := e.checkDigest(name, h, r); err != nil {
+	e.mu.Unlock()
+	if err != nil {
 		return err
 	}
 	if st != StatusOK {
