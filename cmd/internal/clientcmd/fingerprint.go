@@ -119,11 +119,13 @@ func runFingerprint(env *cli.Env, o fingerprintOptions, args []string) error {
 				return cli.Usagef("fingerprint: --extra-fingerprint is not valid UTF-8")
 			}
 		}
-		contentDigest := inventory.MustDigest(inventory.T(inventory.Str("content"), inventory.List{}))
+		var contentDigest inventory.Sum
 		if content != nil {
 			contentDigest = content.Digest
 		} else {
-			records = append(records, inventory.T(inventory.Str("content"), inventory.List{}))
+			empty := inventory.T(inventory.Str("content"), inventory.List{})
+			records = append(records, empty)
+			contentDigest = inventory.MustDigest(empty)
 		}
 		rec := inventory.T(inventory.Str("extra_sources"), inventory.Str(contentDigest.String()), extra)
 		records = append(records, rec)

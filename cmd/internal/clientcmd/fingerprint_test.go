@@ -3,6 +3,7 @@ package clientcmd
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -93,6 +94,29 @@ func TestFingerprintCommand(t *testing.T) {
 	wantEmpty, _ := inventory.FingerprintExtraSources(nil, nil)
 	if out, _, code = runClient(t, dir, "fingerprint", "--extra"); code != 0 || out != wantEmpty.String()+"\n" {
 		t.Errorf("--extra with no PATH: %d %q, want %s", code, out, wantEmpty)
+	}
+
+	// --extra --records: the content record, then the extra-sources record
+	// whose digest is printed last.
+	emptyContent, _ := inventory.Encode(inventory.T(inventory.Str("content"), inventory.List{}))
+	for _, tc := range []struct {
+		args    []string
+		content string // the first record, when known here
+		want    inventory.Sum
+	}{
+		{[]string{"--extra-fingerprint", "v1", "src"}, "", wantExtra},
+		{nil, string(emptyContent), wantEmpty},
+	} {
+		args := append([]string{"fingerprint", "--extra", "--records"}, tc.args...)
+		out, _, code = runClient(t, dir, args...)
+		lines := strings.Split(strings.TrimSuffix(out, "\n"), "\n")
+		if code != 0 || len(lines) != 3 || lines[2] != tc.want.String() || sha256.Sum256([]byte(lines[1])) != tc.want {
+			t.Errorf("%q: code %d out %q", args, code, out)
+			continue
+		}
+		if tc.content != "" && lines[0] != tc.content {
+			t.Errorf("%q: content record %q, want %q", args, lines[0], tc.content)
+		}
 	}
 
 	// Unavailable: exit 1, the reason on stderr, nothing on stdout.
