@@ -22,7 +22,7 @@ func TestFingerprintShortGetdentsReplies(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// Replies of at most 100 bytes (a few entries), in a 64 KiB buffer.
+	// Replies of at most 100 bytes (a few entries), in a dirBufSize buffer.
 	old := getdents
 	getdents = func(fd int, buf []byte) (int, error) { return syscall.ReadDirent(fd, buf[:100]) }
 	defer func() { getdents = old }()
