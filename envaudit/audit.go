@@ -340,12 +340,9 @@ func runUnit(root string, u unit, py *PythonScanner, imp *goImporter, selected b
 	}
 	names := u.files
 	if selected {
-		if ents, err := os.ReadDir(filepath.Join(root, filepath.FromSlash(u.dir))); err == nil {
-			for _, e := range ents {
-				rel := path.Join(u.dir, e.Name())
-				if e.Type().IsRegular() && strings.HasSuffix(e.Name(), ".go") && !strings.HasSuffix(e.Name(), "_test.go") && !scanned[rel] {
-					names = append(names, rel)
-				}
+		for _, rel := range packageFiles(root, u.dir) {
+			if !scanned[rel] {
+				names = append(names, rel)
 			}
 		}
 	}
@@ -389,6 +386,20 @@ func skipDir(name string) bool {
 
 // skipFile reports whether a file is never audited: Go tests.
 func skipFile(name string) bool { return strings.HasSuffix(name, "_test.go") }
+
+// packageFiles lists the Go files of the directory rel (relative to root)
+// that make up its package: regular files, tests left out. An unreadable
+// directory has none.
+func packageFiles(root, rel string) []string {
+	ents, _ := os.ReadDir(filepath.Join(root, filepath.FromSlash(rel)))
+	var out []string
+	for _, e := range ents {
+		if n := e.Name(); strings.HasSuffix(n, ".go") && !skipFile(n) && e.Type().IsRegular() {
+			out = append(out, path.Join(rel, n))
+		}
+	}
+	return out
+}
 
 // treeFiles lists the audited files of every scan root, sorted and without
 // duplicates.
@@ -549,12 +560,9 @@ func (g *goImporter) constants(importPath string) map[string]ast.Expr {
 			rel = "."
 		}
 		pkg := NewGoPackage()
-		ents, _ := os.ReadDir(filepath.Join(g.root, filepath.FromSlash(rel)))
-		for _, e := range ents {
-			if n := e.Name(); strings.HasSuffix(n, ".go") && !skipFile(n) && e.Type().IsRegular() {
-				if src, err := readSource(g.root, path.Join(rel, n)); err == nil {
-					_ = pkg.Add(path.Join(rel, n), src, false)
-				}
+		for _, f := range packageFiles(g.root, rel) {
+			if src, err := readSource(g.root, f); err == nil {
+				_ = pkg.Add(f, src, false)
 			}
 		}
 		p.consts = pkg.Constants()
