@@ -227,20 +227,32 @@ type TaskArgs struct {
 // Float32Scalar returns the raw scalar value that carries f.
 func Float32Scalar(f float32) uint64 { return uint64(math.Float32bits(f)) }
 
-// AppendTaskArgs appends the task-args blob of a to dst.
-func AppendTaskArgs(dst []byte, a TaskArgs) ([]byte, error) {
+// checkTaskArgs reports whether a has a task-args blob: the counts, the
+// blob's size and every tensor's dimensions are within the limits.
+func checkTaskArgs(a TaskArgs) error {
 	if len(a.Tensors) > MaxTensors || len(a.Scalars) > MaxScalars {
-		return dst, frameErr("%d tensors and %d scalars exceed the limits %d and %d", len(a.Tensors), len(a.Scalars), MaxTensors, MaxScalars)
+		return frameErr("%d tensors and %d scalars exceed the limits %d and %d", len(a.Tensors), len(a.Scalars), MaxTensors, MaxScalars)
 	}
 	if n := 8 + tensorRefSize*len(a.Tensors) + 8*len(a.Scalars); n > TaskArgsCapacity {
-		return dst, frameErr("task args of %d bytes exceed the capacity of %d", n, TaskArgsCapacity)
+		return frameErr("task args of %d bytes exceed the capacity of %d", n, TaskArgsCapacity)
+	}
+	for i, t := range a.Tensors {
+		if len(t.Shape) > MaxDims {
+			return frameErr("tensor %d has %d dimensions, at most %d", i, len(t.Shape), MaxDims)
+		}
+	}
+	return nil
+}
+
+// AppendTaskArgs appends the task-args blob of a to dst; if a has none
+// (checkTaskArgs), it returns dst unchanged and the error.
+func AppendTaskArgs(dst []byte, a TaskArgs) ([]byte, error) {
+	if err := checkTaskArgs(a); err != nil {
+		return dst, err
 	}
 	dst = binary.LittleEndian.AppendUint32(dst, uint32(len(a.Tensors)))
 	dst = binary.LittleEndian.AppendUint32(dst, uint32(len(a.Scalars)))
-	for i, t := range a.Tensors {
-		if len(t.Shape) > MaxDims {
-			return dst, frameErr("tensor %d has %d dimensions, at most %d", i, len(t.Shape), MaxDims)
-		}
+	for _, t := range a.Tensors {
 		dst = binary.LittleEndian.AppendUint64(dst, t.Offset)
 		dst = binary.LittleEndian.AppendUint64(dst, t.Nbytes)
 		dst = binary.LittleEndian.AppendUint32(dst, uint32(t.DType))

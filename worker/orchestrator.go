@@ -171,8 +171,9 @@ func (o *Orchestrator) submit(h registry.CallableHandle, ns registry.Namespace, 
 	if err := o.ctx.Err(); err != nil {
 		return nil, err
 	}
-	// Check the args now, so a bad submission fails at the caller.
-	if _, err := AppendTaskArgs(make([]byte, 0, TaskArgsCapacity), args); err != nil {
+	// Check the args now, so a bad submission fails at the caller; they
+	// are encoded once, into the task frame at dispatch.
+	if err := checkTaskArgs(args); err != nil {
 		return nil, err
 	}
 	// Eligible children: the affinity set (or all of the namespace), less

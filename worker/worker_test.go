@@ -141,3 +141,38 @@ func TestAffinityAndGroup(t *testing.T) {
 		t.Errorf("affinity to a missing worker: %v", err)
 	}
 }
+
+// Task args beyond the limits are refused at the submitter, before a task
+// exists, and AppendTaskArgs leaves dst as it was.
+func TestSubmitRejectsOversizedArgs(t *testing.T) {
+	bad := []TaskArgs{
+		{Tensors: make([]Tensor, MaxTensors+1)},
+		{Scalars: make([]uint64, MaxScalars+1)},
+		{Tensors: []Tensor{{DType: Float32, Shape: make([]uint64, MaxDims+1)}}},
+	}
+	for i, a := range bad {
+		dst := []byte("keep")
+		if out, err := AppendTaskArgs(dst, a); err == nil || string(out) != "keep" {
+			t.Errorf("args %d: AppendTaskArgs = %q, %v; want dst unchanged and an error", i, out, err)
+		}
+	}
+	vadd, _, _ := testBlobs(t)
+	cfg, log := testConfig(1, 0)
+	w := startWorker(t, cfg)
+	ctx := context.Background()
+	h, err := w.Register(ctx, registry.ChipCallableKind, vadd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = w.Run(ctx, func(o *Orchestrator) error {
+		for i, a := range bad {
+			if task, err := o.SubmitNextLevel(h, a, CallConfig{}); err == nil || task != nil {
+				t.Errorf("args %d: submit = %v, %v; want a refusal", i, task, err)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatalf("run: %v\n%s", err, log)
+	}
+}
