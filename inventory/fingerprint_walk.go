@@ -48,12 +48,12 @@ type node struct {
 	err      *UnavailableError
 
 	// A directory: children in walk order, whether it was listed, its
-	// metadata when listed, and its filtered listing for verify. hasWant
-	// says st holds the metadata resolution found, which the opened
-	// directory must match.
+	// metadata when listed, and its filtered listing for verify. Until it
+	// is listed, st of a directory reached through a symlink (or a root)
+	// holds the metadata resolution found, which the opened directory
+	// must match.
 	children []*node
 	listed   bool
-	hasWant  bool
 	st       fileStat
 	listing  []dirent
 	// recent says the directory changed so shortly before it was listed
@@ -217,7 +217,7 @@ func (w *walker) list(roots []ContentRoot) []*node {
 		n.resolved, n.st, n.link, n.linkBase, n.linkRest = resolved, st, true, "/", n.root.path
 		switch st.kind {
 		case kindDir:
-			n.kind, n.hasWant = kindDir, true
+			n.kind = kindDir
 			w.spawn(func() { w.walkDir(n) })
 		case kindReg:
 			n.kind = kindReg
@@ -264,7 +264,7 @@ func (w *walker) walkDir(n *node) {
 	dir := &openDir{fd: fd}
 	dir.refs.Store(1)
 	defer dir.release()
-	if n.hasWant && !st.sameInode(n.st) {
+	if n.link && !st.sameInode(n.st) {
 		w.problem(n, "directory replaced while read")
 		return
 	}
@@ -319,7 +319,7 @@ classify:
 				w.problem(c, reason)
 				break
 			}
-			c.resolved, c.st, c.hasWant = resolved, s, true
+			c.resolved, c.st = resolved, s
 			c.link, c.linkBase, c.linkRest = true, n.resolved, d.name
 			kind = s.kind
 		}
