@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -139,5 +140,29 @@ func TestFlatDeclsMatchHeader(t *testing.T) {
 	args := append(strings.Fields(string(cc)), "-std=c11", "-fsyntax-only", "-Werror", "-I", include, cfile)
 	if out, err := exec.Command(args[0], args[1:]...).CombinedOutput(); err != nil {
 		t.Fatalf("the declarations copied into tsflat.go differ from %s/tree_sitter/api.h: %v\n%s\n%s", include, err, out, prog)
+	}
+}
+
+// TestPyTablesCoverGrammar checks that every kind and field the scanner
+// names exists in the tree-sitter-python grammar go.mod pins: a node type
+// or field the grammar renamed would otherwise map silently to pyOther or
+// fNone, and the reads below it would go unseen.
+func TestPyTablesCoverGrammar(t *testing.T) {
+	tb := pyTablesOnce()
+	if len(pyKindNames) != int(pyKindCount)-1 {
+		t.Errorf("pyKindNames names %d kinds, want %d", len(pyKindNames), pyKindCount-1)
+	}
+	for name, k := range pyKindNames {
+		if !slices.Contains(tb.kinds, k) {
+			t.Errorf("the grammar has no named node %q", name)
+		}
+	}
+	if len(pyFieldNames) != int(fFieldCount)-1 {
+		t.Errorf("pyFieldNames names %d fields, want %d", len(pyFieldNames), fFieldCount-1)
+	}
+	for name, f := range pyFieldNames {
+		if !slices.Contains(tb.fields, f) {
+			t.Errorf("the grammar has no field %q", name)
+		}
 	}
 }
