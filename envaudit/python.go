@@ -3,6 +3,8 @@ package envaudit
 import (
 	"bytes"
 	"fmt"
+	"maps"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -487,7 +489,7 @@ func (t *pyTree) scope(s int32) *pyScope {
 	add := func(name string, q ...string) {
 		cur := sc.aliases[name]
 		for _, x := range q {
-			if !containsString(cur, x) {
+			if !slices.Contains(cur, x) {
 				cur = append(cur[:len(cur):len(cur)], x)
 			}
 		}
@@ -661,15 +663,6 @@ func (t *pyTree) qualified(i int32, aliases map[string][]string) []string {
 	return nil
 }
 
-func containsString(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
-}
-
 // osStarNames are the environment names `from os import *` binds.
 var osStarNames = []string{"getenv", "getenvb", "environ", "environb"}
 
@@ -693,7 +686,7 @@ func (t *pyTree) reads() []Read {
 			}
 			names := t.qualified(f, t.scope(t.scopeOf[i]).aliases)
 			for _, q := range names {
-				if containsString(pyGetenvFuncs, q) {
+				if slices.Contains(pyGetenvFuncs, q) {
 					matched, arg = true, t.firstArgument(i)
 					break
 				}
@@ -775,7 +768,7 @@ func (t *pyTree) environOrReader(i int32) (environ, reader bool) {
 		switch {
 		case q == "os.environ" || q == "os.environb":
 			environ = true
-		case containsString(pyGetenvFuncs, q) || strings.HasPrefix(q, "os.environ.") || strings.HasPrefix(q, "os.environb."):
+		case slices.Contains(pyGetenvFuncs, q) || strings.HasPrefix(q, "os.environ.") || strings.HasPrefix(q, "os.environb."):
 			reader = true
 		}
 	}
@@ -841,7 +834,7 @@ func (t *pyTree) effectiveConstants(i int32) map[string]string {
 		for name := range t.subtreeBindings(p) {
 			if _, ok := consts[name]; ok {
 				if !copied {
-					consts, copied = cloneMap(consts), true
+					consts, copied = maps.Clone(consts), true
 				}
 				delete(consts, name)
 			}
@@ -851,22 +844,12 @@ func (t *pyTree) effectiveConstants(i int32) map[string]string {
 		cc := t.scope(s).constants
 		if len(cc) > 0 {
 			if !copied {
-				consts = cloneMap(consts)
+				consts = maps.Clone(consts)
 			}
-			for k, v := range cc {
-				consts[k] = v
-			}
+			maps.Copy(consts, cc)
 		}
 	}
 	return consts
-}
-
-func cloneMap(m map[string]string) map[string]string {
-	c := make(map[string]string, len(m))
-	for k, v := range m {
-		c[k] = v
-	}
-	return c
 }
 
 // subtreeBindings returns every name bound anywhere inside scope node s,
