@@ -775,13 +775,11 @@ func (t *pyTree) environOrReader(i int32) (environ, reader bool) {
 	return environ, reader
 }
 
+// isEnviron reports whether expression i may denote os.environ (or
+// environb).
 func (t *pyTree) isEnviron(i int32) bool {
-	for _, q := range t.qualified(i, t.scope(t.scopeOf[i]).aliases) {
-		if q == "os.environ" || q == "os.environb" {
-			return true
-		}
-	}
-	return false
+	environ, _ := t.environOrReader(i)
+	return environ
 }
 
 // firstArgument returns the first positional argument of call i, else its
