@@ -33,15 +33,15 @@ type TargetTable struct {
 	workerID int
 	onFree   func(slot int, h Hashid)
 
-	mu         sync.Mutex // guards the fields below; the release hook runs without it
-	identity   map[Hashid]int
-	refs       map[Hashid]int
+	mu         sync.Mutex     // guards the fields below; the release hook runs without it
+	identity   map[Hashid]int // installed hashid -> its slot
 	slots      []slotEntry
 	tombstones map[Hashid]int // hashid -> slot being cleared
 }
 
 type slotEntry struct {
 	used             bool
+	refs             int // 0 once the final Release began
 	hashid           Hashid
 	kind             Kind
 	descriptorDigest [32]byte
@@ -68,7 +68,6 @@ func NewTargetTable(ns Namespace, slots int) *TargetTable {
 		ns:         ns,
 		workerID:   NoWorker,
 		identity:   map[Hashid]int{},
-		refs:       map[Hashid]int{},
 		slots:      make([]slotEntry, slots),
 		tombstones: map[Hashid]int{},
 	}
@@ -123,14 +122,13 @@ func (t *TargetTable) Install(h Hashid, kind Kind, descriptorDigest, payloadDige
 		if e.kind != kind || e.payloadDigest != payloadDigest || e.descriptorDigest != descriptorDigest {
 			return 0, t.err(HashidDescriptorMismatch, op, h, "installed with another payload digest or kind")
 		}
-		t.refs[h]++
+		e.refs++
 		return slot, nil
 	}
 	for slot := range t.slots {
 		if !t.slots[slot].used {
-			t.slots[slot] = slotEntry{used: true, hashid: h, kind: kind, descriptorDigest: descriptorDigest, payloadDigest: payloadDigest}
+			t.slots[slot] = slotEntry{used: true, refs: 1, hashid: h, kind: kind, descriptorDigest: descriptorDigest, payloadDigest: payloadDigest}
 			t.identity[h] = slot
-			t.refs[h] = 1
 			return slot, nil
 		}
 	}
@@ -182,14 +180,13 @@ func (t *TargetTable) Release(h Hashid) (freed bool, err error) {
 		t.mu.Unlock()
 		return false, t.err(HashidNotInstalled, op, h, "")
 	}
-	t.refs[h]--
-	if t.refs[h] > 0 {
+	t.slots[slot].refs--
+	if t.slots[slot].refs > 0 {
 		t.mu.Unlock()
 		return false, nil
 	}
 	// Stop resolution first; the slot stays allocated while its state is cleared.
 	delete(t.identity, h)
-	delete(t.refs, h)
 	t.tombstones[h] = slot
 	t.mu.Unlock()
 
@@ -208,7 +205,11 @@ func (t *TargetTable) Release(h Hashid) (freed bool, err error) {
 func (t *TargetTable) Refs(h Hashid) int {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	return t.refs[h]
+	slot, ok := t.identity[h]
+	if !ok {
+		return 0
+	}
+	return t.slots[slot].refs
 }
 
 // Entry returns the slot_table record of an installed hashid.
@@ -220,7 +221,7 @@ func (t *TargetTable) Entry(h Hashid) (SlotEntry, bool) {
 		return SlotEntry{}, false
 	}
 	e := t.slots[slot]
-	return SlotEntry{Hashid: e.hashid, Kind: e.kind, DescriptorDigest: e.descriptorDigest, PayloadDigest: e.payloadDigest, Refs: t.refs[h]}, true
+	return SlotEntry{Hashid: e.hashid, Kind: e.kind, DescriptorDigest: e.descriptorDigest, PayloadDigest: e.payloadDigest, Refs: e.refs}, true
 }
 
 // Len returns the number of installed hashids and of slots.
