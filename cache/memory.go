@@ -84,8 +84,7 @@ func (m *Memory) Get(ctx context.Context, key Key) (*Hit, error) {
 			m.stats.add(func(s *Stats) { s.Misses++; s.Corrupt++ })
 			if !m.opt.ReadOnly {
 				if ok {
-					m.idx.removeBlob(o.Digest)
-					delete(m.blobs, o.Digest)
+					m.removeBlobLocked(o.Digest)
 				}
 				m.deleteLocked(key)
 			}
@@ -131,8 +130,7 @@ func (m *Memory) Put(ctx context.Context, e *Entry, data [][]byte) error {
 	}
 	m.entries[c.Key] = c
 	for _, d := range m.idx.addEntry(c) {
-		m.idx.removeBlob(d)
-		delete(m.blobs, d)
+		m.removeBlobLocked(d)
 	}
 	if m.opt.MaxBytes > 0 && m.idx.bytes > m.opt.MaxBytes {
 		m.trimLocked(m.opt.MaxBytes, nil)
@@ -147,17 +145,22 @@ func (m *Memory) deleteLocked(key Key) bool {
 	}
 	delete(m.entries, key)
 	for _, d := range m.idx.removeEntry(key) {
-		m.idx.removeBlob(d)
-		delete(m.blobs, d)
+		m.removeBlobLocked(d)
 	}
 	return true
+}
+
+// removeBlobLocked removes a blob from the index and the blob map. m.mu
+// is held.
+func (m *Memory) removeBlobLocked(d Digest) {
+	m.idx.removeBlob(d)
+	delete(m.blobs, d)
 }
 
 // trimLocked deletes orphans, then evicts until the size fits.
 func (m *Memory) trimLocked(maxBytes int64, r *TrimReport) {
 	for _, d := range m.idx.orphans() {
-		m.idx.removeBlob(d)
-		delete(m.blobs, d)
+		m.removeBlobLocked(d)
 		if r != nil {
 			r.Orphans++
 		}
@@ -298,15 +301,13 @@ func (m *Memory) verify(ctx context.Context, reportOnly bool) (*VerifyReport, er
 		m.deleteLocked(k)
 	}
 	for d := range bad {
-		m.idx.removeBlob(d)
-		delete(m.blobs, d)
+		m.removeBlobLocked(d)
 	}
 	m.stats.add(func(s *Stats) { s.Corrupt += int64(len(r.Removed)) })
 	for _, d := range m.idx.orphans() {
 		r.Orphans++
 		r.OrphanBytes += m.idx.blobs[d].size
-		m.idx.removeBlob(d)
-		delete(m.blobs, d)
+		m.removeBlobLocked(d)
 	}
 	return r, nil
 }
@@ -402,7 +403,6 @@ func (m *Memory) RemoveBlob(ctx context.Context, d Digest) error {
 		return err
 	}
 	defer m.mu.Unlock()
-	m.idx.removeBlob(d)
-	delete(m.blobs, d)
+	m.removeBlobLocked(d)
 	return nil
 }
