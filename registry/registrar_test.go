@@ -28,6 +28,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -722,6 +723,14 @@ func TestConcurrentRegistrations(t *testing.T) {
 			blob, desc := chipCallable(t, fmt.Sprint(g%3))
 			for range 20 {
 				h, err := r.Register(ctx, ChipCallableKind, blob, desc, targets(fs...))
+				// Goroutines with the same tag share a hashid: a register
+				// that meets another's final unregister still clearing a
+				// slot is refused (REGISTER_TOMBSTONE_ACTIVE, a definite
+				// refusal that leaves nothing behind) and is tried again.
+				for try := 0; errors.Is(err, RegisterTombstoneActive) && try < 1000; try++ {
+					runtime.Gosched()
+					h, err = r.Register(ctx, ChipCallableKind, blob, desc, targets(fs...))
+				}
 				if err != nil {
 					errs <- err
 					return
