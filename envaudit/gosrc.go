@@ -109,28 +109,18 @@ func (s *goScope) lookup(name string) (ast.Expr, bool) {
 }
 
 type goWalker struct {
-	p       *GoPackage
-	imports map[string]string // local name -> import path, for os and syscall
-	pkgs    map[string]string // local name -> import path, for every import
-	dots    map[string]bool   // dot-imported paths
-	called  map[ast.Expr]bool // callees already seen as calls
-	reads   []Read
+	p      *GoPackage
+	pkgs   map[string]string // local name -> import path, for every import
+	dots   map[string]bool   // dot-imported os and syscall
+	called map[ast.Expr]bool // callees already seen as calls
+	reads  []Read
 }
 
 func (p *GoPackage) fileReads(f *ast.File) []Read {
-	w := &goWalker{p: p, imports: map[string]string{}, pkgs: fileImports(f), dots: map[string]bool{}, called: map[ast.Expr]bool{}}
+	w := &goWalker{p: p, pkgs: fileImports(f), dots: map[string]bool{}, called: map[ast.Expr]bool{}}
 	for _, is := range f.Imports {
-		path, _ := strconv.Unquote(is.Path.Value)
-		if path != "os" && path != "syscall" {
-			continue
-		}
-		switch {
-		case is.Name == nil:
-			w.imports[path] = path
-		case is.Name.Name == ".":
+		if path, _ := strconv.Unquote(is.Path.Value); (path == "os" || path == "syscall") && is.Name != nil && is.Name.Name == "." {
 			w.dots[path] = true
-		case is.Name.Name != "_":
-			w.imports[is.Name.Name] = path
 		}
 	}
 	for _, d := range f.Decls {
@@ -328,8 +318,8 @@ func (w *goWalker) importOf(x ast.Expr, s *goScope) (string, bool) {
 	if _, shadowed := s.lookup(id.Name); shadowed {
 		return "", false
 	}
-	path, ok := w.imports[id.Name]
-	return path, ok
+	path, ok := w.pkgs[id.Name]
+	return path, ok && (path == "os" || path == "syscall")
 }
 
 func (w *goWalker) call(c *ast.CallExpr, s *goScope, fn string) {
