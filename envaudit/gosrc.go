@@ -27,6 +27,7 @@ type GoPackage struct {
 type goFile struct {
 	name string
 	file *ast.File
+	pkgs map[string]string // fileImports(file)
 	scan bool
 }
 
@@ -42,8 +43,8 @@ func (p *GoPackage) Add(name string, src []byte, scan bool) error {
 	if err != nil {
 		return err
 	}
-	p.files = append(p.files, &goFile{name: name, file: f, scan: scan})
 	pkgs := fileImports(f)
+	p.files = append(p.files, &goFile{name: name, file: f, pkgs: pkgs, scan: scan})
 	for _, d := range f.Decls {
 		gd, ok := d.(*ast.GenDecl)
 		if !ok || gd.Tok != token.CONST {
@@ -78,7 +79,7 @@ func (p *GoPackage) Reads() map[string][]Read {
 	out := map[string][]Read{}
 	for _, f := range p.files {
 		if f.scan {
-			out[f.name] = p.fileReads(f.file)
+			out[f.name] = p.fileReads(f)
 		}
 	}
 	return out
@@ -116,8 +117,9 @@ type goWalker struct {
 	reads  []Read
 }
 
-func (p *GoPackage) fileReads(f *ast.File) []Read {
-	w := &goWalker{p: p, pkgs: fileImports(f), dots: map[string]bool{}, called: map[ast.Expr]bool{}}
+func (p *GoPackage) fileReads(gf *goFile) []Read {
+	f := gf.file
+	w := &goWalker{p: p, pkgs: gf.pkgs, dots: map[string]bool{}, called: map[ast.Expr]bool{}}
 	for _, is := range f.Imports {
 		if path, _ := strconv.Unquote(is.Path.Value); (path == "os" || path == "syscall") && is.Name != nil && is.Name.Name == "." {
 			w.dots[path] = true
