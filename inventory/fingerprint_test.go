@@ -1046,3 +1046,45 @@ func TestFingerprintReference(t *testing.T) {
 		}
 	}
 }
+
+// TestTaskQueueWorkers: the queue starts a goroutine only for a task that
+// no waiting goroutine can take, up to its limit, and runs queued tasks
+// concurrently up to that limit.
+func TestTaskQueueWorkers(t *testing.T) {
+	newQueue := func() *taskQueue {
+		q := &taskQueue{}
+		q.cond.L = &q.mu
+		return q
+	}
+
+	q := newQueue()
+	ran := false
+	q.push(func() { ran = true })
+	q.run(64)
+	if !ran || q.started != 1 {
+		t.Errorf("one task: ran %v on %d goroutines, want 1", ran, q.started)
+	}
+
+	// The first task queues three that each wait until all three run.
+	q = newQueue()
+	var wg sync.WaitGroup
+	wg.Add(3)
+	all := make(chan struct{})
+	go func() { wg.Wait(); close(all) }()
+	q.push(func() {
+		for range 3 {
+			q.push(func() {
+				wg.Done()
+				select {
+				case <-all:
+				case <-time.After(10 * time.Second):
+					t.Error("queued tasks did not run concurrently")
+				}
+			})
+		}
+	})
+	q.run(4)
+	if q.started != 4 {
+		t.Errorf("started %d goroutines, want 4", q.started)
+	}
+}

@@ -154,53 +154,75 @@ func (w *walker) skip(n *node) bool {
 // spawn queues f for the workers.
 func (w *walker) spawn(f func()) { w.queue.push(f) }
 
-// taskQueue is a stack of tasks run by a fixed set of goroutines; tasks
-// may queue more tasks. Last in, first out keeps the walk depth first, so
-// few listings wait in memory.
+// taskQueue is a stack of tasks run by up to a fixed number of
+// goroutines; tasks may queue more tasks. Last in, first out keeps the
+// walk depth first, so few listings wait in memory. A goroutine is
+// started only when a task is queued and none is waiting for one, so a
+// walk of one file does not start a goroutine per processor.
 type taskQueue struct {
-	// mu guards tasks and pending (tasks queued or running); cond
-	// signals a new task or the end.
-	mu      sync.Mutex
-	cond    sync.Cond
+	// mu guards the fields below; cond signals a new task or the end.
+	mu   sync.Mutex
+	cond sync.Cond
+	// tasks holds the queued tasks; pending counts them and the running
+	// ones.
 	tasks   []func()
 	pending int
+	// workers is the most goroutines to start, 0 until run; started
+	// counts those started; idle those waiting for a task that no push
+	// has signalled yet.
+	workers, started, idle int
+	wg                     sync.WaitGroup // the started goroutines
 }
 
 func (q *taskQueue) push(f func()) {
 	q.mu.Lock()
+	defer q.mu.Unlock()
 	q.tasks = append(q.tasks, f)
 	q.pending++
-	q.mu.Unlock()
-	q.cond.Signal()
+	switch {
+	case q.idle > 0:
+		q.idle--
+		q.cond.Signal()
+	case q.started < q.workers:
+		q.started++
+		q.wg.Go(q.work)
+	}
 }
 
-// run runs the queued tasks, and those they queue, on workers goroutines
-// and returns when none is left.
+// run runs the queued tasks, and those they queue, on at most workers
+// goroutines and returns when none is left.
 func (q *taskQueue) run(workers int) {
-	var wg sync.WaitGroup
-	for range workers {
-		wg.Go(func() {
-			q.mu.Lock()
-			for {
-				for len(q.tasks) == 0 && q.pending > 0 {
-					q.cond.Wait()
-				}
-				if q.pending == 0 {
-					q.mu.Unlock()
-					q.cond.Broadcast()
-					return
-				}
-				f := q.tasks[len(q.tasks)-1]
-				q.tasks[len(q.tasks)-1] = nil
-				q.tasks = q.tasks[:len(q.tasks)-1]
-				q.mu.Unlock()
-				f()
-				q.mu.Lock()
-				q.pending--
-			}
-		})
+	q.mu.Lock()
+	q.workers = workers
+	q.started = min(workers, len(q.tasks))
+	for range q.started {
+		q.wg.Go(q.work)
 	}
-	wg.Wait()
+	q.mu.Unlock()
+	q.wg.Wait()
+}
+
+// work runs tasks until none is queued or running.
+func (q *taskQueue) work() {
+	q.mu.Lock()
+	for {
+		for len(q.tasks) == 0 && q.pending > 0 {
+			q.idle++
+			q.cond.Wait()
+		}
+		if q.pending == 0 {
+			q.mu.Unlock()
+			q.cond.Broadcast()
+			return
+		}
+		f := q.tasks[len(q.tasks)-1]
+		q.tasks[len(q.tasks)-1] = nil
+		q.tasks = q.tasks[:len(q.tasks)-1]
+		q.mu.Unlock()
+		f()
+		q.mu.Lock()
+		q.pending--
+	}
 }
 
 // list runs phase 1 for the roots and returns their nodes.
