@@ -11,7 +11,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-	"unicode/utf8"
 
 	"github.com/spf13/pflag"
 
@@ -231,9 +230,10 @@ func toolchainJSON(id *toolchain.Identity, in *toolchain.ToolchainInputs) *toolc
 	return res
 }
 
-// valueJSON turns evidence into JSON values: Str as a string (as Python
-// would show it, lone surrogates as \udcXX), Dict as an object, List and
-// Tuple as arrays, Int as a number, Bytes as hex.
+// valueJSON turns evidence into JSON values: Str as a string (bytes that
+// are not UTF-8, such as a lone surrogate, each run as U+FFFD), Dict as an
+// object, List and Tuple as arrays, Int as a number, Bytes as hex, Bool as
+// a boolean.
 func valueJSON(v inventory.Value) any {
 	switch v := v.(type) {
 	case inventory.Str:
@@ -269,12 +269,7 @@ func listJSON(l []inventory.Value) []any {
 	return out
 }
 
-func strJSON(s string) string {
-	if utf8.ValidString(s) {
-		return s
-	}
-	return strings.ToValidUTF8(s, "\uFFFD")
-}
+func strJSON(s string) string { return strings.ToValidUTF8(s, "\uFFFD") }
 
 func printToolchain(w io.Writer, res *toolchainResult) error {
 	var b strings.Builder

@@ -16,6 +16,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/object"
 
 	"github.com/ptojit/ptojit/cmd/internal/cli"
+	"github.com/ptojit/ptojit/inventory"
 )
 
 // toolchainFixture builds the five installations of an a2a3 toolchain in a
@@ -237,5 +238,18 @@ func TestToolchainProgress(t *testing.T) {
 	out := w.buf.String()
 	if !strings.Contains(out, "42 directories") || !strings.HasSuffix(out, "\r\033[K") {
 		t.Fatalf("progress %q", out)
+	}
+}
+
+// TestValueJSONInvalidUTF8: a Str that is not UTF-8 (here a lone
+// surrogate) shows each invalid run as one U+FFFD, in values and keys.
+func TestValueJSONInvalidUTF8(t *testing.T) {
+	bad := inventory.Str("a\xed\xa0\x80b")
+	if got := valueJSON(bad); got != "a\uFFFDb" {
+		t.Errorf("value %q", got)
+	}
+	m, _ := valueJSON(inventory.Dict{bad: inventory.Str("ok")}).(map[string]any)
+	if m["a\uFFFDb"] != "ok" {
+		t.Errorf("key: %q", m)
 	}
 }
