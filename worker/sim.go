@@ -4,8 +4,10 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"math/bits"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"unsafe"
 
@@ -184,6 +186,18 @@ func (s *simCallable) release() {
 	s.entry = 0
 }
 
+// shapeBytes returns the bytes that t's dtype and shape need; ok is false
+// when that number does not fit in 64 bits.
+func shapeBytes(t Tensor) (n uint64, ok bool) {
+	n, over := t.DType.Size(), uint64(0)
+	for _, d := range t.Shape {
+		var hi uint64
+		hi, n = bits.Mul64(n, d)
+		over |= hi
+	}
+	return n, over == 0 || slices.Contains(t.Shape, 0)
+}
+
 // run calls the orchestration entry with args whose tensors live in arena.
 // scratch holds the ptojit_args structure. A non-zero return of the
 // orchestration is returned as code with a nil error.
@@ -202,11 +216,7 @@ func (s *simCallable) run(arena []byte, scratch cmem, a TaskArgs) (int32, error)
 		if t.Offset > uint64(len(arena)) || t.Nbytes > uint64(len(arena))-t.Offset {
 			return 0, fmt.Errorf("tensor %d [%d, +%d) lies outside the %d-byte arena", i, t.Offset, t.Nbytes, len(arena))
 		}
-		n := t.DType.Size()
-		for _, d := range t.Shape {
-			n *= d
-		}
-		if t.DType.Size() == 0 || n > t.Nbytes {
+		if n, ok := shapeBytes(t); t.DType.Size() == 0 || !ok || n > t.Nbytes {
 			return 0, fmt.Errorf("tensor %d: shape and dtype need more than its %d bytes", i, t.Nbytes)
 		}
 		e := scratch.b[tOff+sizeofTensor*i:]

@@ -176,3 +176,25 @@ func TestSubmitRejectsOversizedArgs(t *testing.T) {
 		t.Fatalf("run: %v\n%s", err, log)
 	}
 }
+
+// A tensor whose shape needs more bytes than it has is refused by the child
+// before the callable runs, also when the shape's byte count overflows 64
+// bits.
+func TestTaskShapeBeyondTensor(t *testing.T) {
+	vadd, _, _ := testBlobs(t)
+	cfg, log := testConfig(1, 0)
+	w := startWorker(t, cfg)
+	h, err := w.Register(context.Background(), registry.ChipCallableKind, vadd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, shape := range [][]uint64{{65}, {1 << 62, 4}} {
+		v := newVAddTask(t, w, 64, 1, 2)
+		a := v.args()
+		a.Tensors[2].Shape = shape
+		if err := w.Call(0, h, a); !errors.Is(err, TaskArgsInvalid) {
+			t.Errorf("shape %v over a %d-byte tensor: %v, want %s\n%s", shape, a.Tensors[2].Nbytes, err, TaskArgsInvalid, log)
+		}
+		v.free()
+	}
+}
