@@ -154,15 +154,13 @@ func ParseRegistry(b []byte) (*Registry, error) {
 	if doc.Schema == nil || strings.TrimSpace(string(*doc.Schema)) != "1" {
 		return nil, bad("schema", "must be %d", RegistrySchema)
 	}
-	names, err := objectKeys(doc.Variables)
+	names, values, err := objectEntries(doc.Variables)
 	if err != nil {
 		return nil, &RegistryError{Entry: "variables", Msg: "must be an object", Err: err}
 	}
-	var vars map[string]json.RawMessage
-	_ = json.Unmarshal(doc.Variables, &vars) // objectKeys proved it decodes
-	r := &Registry{variables: make(map[string]Variable, len(vars)), allowed: map[exceptionKey]bool{}}
+	r := &Registry{variables: make(map[string]Variable, len(names)), allowed: map[exceptionKey]bool{}}
 	seen := map[string]bool{}
-	for _, name := range names {
+	for i, name := range names {
 		entry := fmt.Sprintf("variables[%q]", name)
 		if seen[name] {
 			return nil, bad(entry, "listed twice")
@@ -172,7 +170,7 @@ func ParseRegistry(b []byte) (*Registry, error) {
 			return nil, bad(entry, "name does not match [A-Z][A-Z0-9_]*")
 		}
 		var v Variable
-		if err := json.Unmarshal(vars[name], &v); err != nil {
+		if err := json.Unmarshal(values[i], &v); err != nil {
 			return nil, &RegistryError{Entry: entry, Msg: "must be an object with string category and reason", Err: err}
 		}
 		if !slices.Contains(Categories, v.Category) {
@@ -214,30 +212,33 @@ func ParseRegistry(b []byte) (*Registry, error) {
 	return r, nil
 }
 
-// objectKeys returns the keys of the JSON object b in document order,
-// duplicates included (encoding/json would silently keep the last).
-func objectKeys(b json.RawMessage) ([]string, error) {
+// objectEntries returns the keys of the JSON object b in document order,
+// duplicates included (encoding/json would silently keep the last), and
+// the value of each.
+func objectEntries(b json.RawMessage) ([]string, []json.RawMessage, error) {
 	dec := json.NewDecoder(bytes.NewReader(b))
 	tok, err := dec.Token()
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if d, ok := tok.(json.Delim); !ok || d != '{' {
-		return nil, errors.New("not an object")
+		return nil, nil, errors.New("not an object")
 	}
 	var keys []string
+	var values []json.RawMessage
 	for dec.More() {
 		tok, err := dec.Token()
 		if err != nil {
-			return nil, err
+			return nil, nil, err
+		}
+		var v json.RawMessage
+		if err := dec.Decode(&v); err != nil {
+			return nil, nil, err
 		}
 		keys = append(keys, tok.(string))
-		var skip json.RawMessage
-		if err := dec.Decode(&skip); err != nil {
-			return nil, err
-		}
+		values = append(values, v)
 	}
-	return keys, nil
+	return keys, values, nil
 }
 
 // Category returns the category of the variable name, and whether the
