@@ -114,8 +114,6 @@ type walker struct {
 
 	// beforeDirMu serializes calls of opt.BeforeDir.
 	beforeDirMu sync.Mutex
-
-	hashers sync.Pool // hash.Hash (SHA-256)
 }
 
 // readBufs holds *[]byte of readChunk bytes, shared by every walk: a daemon
@@ -123,10 +121,12 @@ type walker struct {
 // allocate (and zero) a fresh megabyte per worker each time.
 var readBufs = sync.Pool{New: func() any { b := make([]byte, readChunk); return &b }}
 
+// hashers holds SHA-256 hash.Hashes for files, shared by every walk too.
+var hashers = sync.Pool{New: func() any { return sha256.New() }}
+
 func newWalker(opt FingerprintOptions, workers int) *walker {
 	w := &walker{opt: opt, workers: workers, start: time.Now().UnixNano()}
 	w.queue.cond.L = &w.queue.mu
-	w.hashers.New = func() any { return sha256.New() }
 	return w
 }
 
@@ -389,8 +389,8 @@ func (w *walker) hashLocal(dirfd int, files []*node) {
 		return
 	}
 	bp := readBufs.Get().(*[]byte)
-	h := w.hashers.Get().(hash.Hash)
-	defer func() { readBufs.Put(bp); w.hashers.Put(h) }()
+	h := hashers.Get().(hash.Hash)
+	defer func() { readBufs.Put(bp); hashers.Put(h) }()
 	for _, c := range files {
 		if w.skip(c) {
 			return
@@ -414,8 +414,8 @@ func (w *walker) hashPath(n *node) {
 		return
 	}
 	bp := readBufs.Get().(*[]byte)
-	h := w.hashers.Get().(hash.Hash)
-	defer func() { readBufs.Put(bp); w.hashers.Put(h) }()
+	h := hashers.Get().(hash.Hash)
+	defer func() { readBufs.Put(bp); hashers.Put(h) }()
 	size, _, reason := hashFileAt(atFDCWD, n.resolved, n.resolved, *bp, h, &n.sum, math.MaxInt64)
 	if reason != "" {
 		w.problem(n, reason)
