@@ -3,6 +3,7 @@ package envaudit
 import (
 	"bytes"
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -72,20 +73,10 @@ func checkWants(t errorer, name string, reads []Read, want map[int][]string) {
 	for l := range want {
 		lines[l] = true
 	}
-	for _, l := range slices.Sorted(mapKeys(lines)) {
+	for _, l := range slices.Sorted(maps.Keys(lines)) {
 		g, w := slices.Sorted(slices.Values(got[l])), slices.Sorted(slices.Values(want[l]))
 		if !slices.Equal(g, w) {
 			t.Errorf("%s:%d: got %s, want %s", name, l, quoteAll(g), quoteAll(w))
-		}
-	}
-}
-
-func mapKeys[K comparable, V any](m map[K]V) func(func(K) bool) {
-	return func(yield func(K) bool) {
-		for k := range m {
-			if !yield(k) {
-				return
-			}
 		}
 	}
 }
