@@ -216,33 +216,36 @@ func digestContent(roots []ContentRoot, order []*node, ends []int, vals []Value,
 	encs := make([][]byte, len(order))
 	const chunk = 256
 	var next atomic.Int64
-	var wg sync.WaitGroup
-	for range min(workers, (len(order)+chunk-1)/chunk) {
-		wg.Go(func() {
-			var arena []byte
-			for {
-				lo := int(next.Add(chunk)) - chunk
-				if lo >= len(order) {
-					return
-				}
-				hi := min(lo+chunk, len(order))
-				need := 0
-				for _, n := range order[lo:hi] {
-					need += 2*(len(n.rel)+len(n.resolved)) + 256
-				}
-				arena = make([]byte, 0, need)
-				for i := lo; i < hi; i++ {
-					n := order[i]
-					if n.kind == kindDir && n.root.pythonOnly {
-						continue
-					}
-					start := len(arena)
-					arena, vals[i] = appendEntry(arena, n)
-					encs[i] = arena[start:]
-				}
+	work := func() {
+		var arena []byte
+		for {
+			lo := int(next.Add(chunk)) - chunk
+			if lo >= len(order) {
+				return
 			}
-		})
+			hi := min(lo+chunk, len(order))
+			need := 0
+			for _, n := range order[lo:hi] {
+				need += 2*(len(n.rel)+len(n.resolved)) + 256
+			}
+			arena = make([]byte, 0, need)
+			for i := lo; i < hi; i++ {
+				n := order[i]
+				if n.kind == kindDir && n.root.pythonOnly {
+					continue
+				}
+				start := len(arena)
+				arena, vals[i] = appendEntry(arena, n)
+				encs[i] = arena[start:]
+			}
+		}
 	}
+	// The calling goroutine is one of the workers.
+	var wg sync.WaitGroup
+	for range min(workers, (len(order)+chunk-1)/chunk) - 1 {
+		wg.Go(work)
+	}
+	work()
 	wg.Wait()
 
 	h := sha256.New()

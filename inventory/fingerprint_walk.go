@@ -449,7 +449,7 @@ func flatten(n *node, order []*node) ([]*node, *node) {
 	return order, nil
 }
 
-// parallel runs f(0..n-1) on the walker's goroutines, each taking the next
+// parallel runs f(0..n-1) on up to Workers goroutines, each taking the next
 // index; f returns false to record a problem at its index, after which
 // indexes beyond the earliest problem are not run. It returns the earliest
 // index that failed, or -1.
@@ -457,27 +457,30 @@ func (w *walker) parallel(n int, f func(i int, buf []byte) bool) int {
 	var next atomic.Int64
 	var first atomic.Int64
 	first.Store(int64(n))
-	var wg sync.WaitGroup
-	for range min(w.workers, n) {
-		wg.Go(func() {
-			bp := readBufs.Get().(*[]byte)
-			defer readBufs.Put(bp)
-			for {
-				i := next.Add(1) - 1
-				if i >= int64(n) || i > first.Load() {
-					return
-				}
-				if !f(int(i), *bp) {
-					for {
-						cur := first.Load()
-						if i >= cur || first.CompareAndSwap(cur, i) {
-							break
-						}
+	work := func() {
+		bp := readBufs.Get().(*[]byte)
+		defer readBufs.Put(bp)
+		for {
+			i := next.Add(1) - 1
+			if i >= int64(n) || i > first.Load() {
+				return
+			}
+			if !f(int(i), *bp) {
+				for {
+					cur := first.Load()
+					if i >= cur || first.CompareAndSwap(cur, i) {
+						break
 					}
 				}
 			}
-		})
+		}
 	}
+	// The calling goroutine is one of the workers.
+	var wg sync.WaitGroup
+	for range min(w.workers, n) - 1 {
+		wg.Go(work)
+	}
+	work()
 	wg.Wait()
 	if f := first.Load(); f < int64(n) {
 		return int(f)
