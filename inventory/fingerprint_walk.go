@@ -190,15 +190,18 @@ func (q *taskQueue) push(f func()) {
 }
 
 // run runs the queued tasks, and those they queue, on at most workers
-// goroutines and returns when none is left.
+// goroutines, the calling one among them, and returns when none is left.
 func (q *taskQueue) run(workers int) {
 	q.mu.Lock()
 	q.workers = workers
 	q.started = min(workers, len(q.tasks))
-	for range q.started {
+	for range q.started - 1 {
 		q.wg.Go(q.work)
 	}
 	q.mu.Unlock()
+	if q.started > 0 {
+		q.work()
+	}
 	q.wg.Wait()
 }
 
