@@ -317,14 +317,12 @@ func (w *walker) walkDir(n *node) {
 	n.listed = true
 
 	// Classify the children, up to the first problem; the regular files
-	// named here are read through the directory descriptor below.
-	n.children = make([]*node, 0, len(ents))
+	// named here are read through the directory descriptor below. The
+	// listing already leaves out the names that never contribute.
+	n.children = make([]*node, 0, len(n.listing))
 	var local []*node
 classify:
-	for _, d := range ents {
-		if skippedName(d.name) {
-			continue
-		}
+	for _, d := range n.listing {
 		c := &node{parent: n, idx: len(n.children), depth: n.depth + 1, root: n.root,
 			rel: joinRel(n.rel, d.name), name: d.name, resolved: joinPath(n.resolved, d.name)}
 		kind := d.kind
