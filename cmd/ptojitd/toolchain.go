@@ -14,6 +14,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/ptojit/ptojit/cache"
 	"github.com/ptojit/ptojit/cmd/internal/cli"
 	"github.com/ptojit/ptojit/inventory"
 	"github.com/ptojit/ptojit/toolchain"
@@ -292,7 +293,7 @@ func printToolchain(w io.Writer, res *toolchainResult) error {
 				val = strconv.Quote(s)
 			}
 			if k == "content" && c.Files > 0 {
-				val += fmt.Sprintf(" (%d files, %s)", c.Files, humanBytes(c.Bytes))
+				val += fmt.Sprintf(" (%d files, %s)", c.Files, cache.FormatSize(c.Bytes))
 			}
 			fmt.Fprintf(&b, "  %s: %s\n", k, val)
 		}
@@ -304,16 +305,4 @@ func printToolchain(w io.Writer, res *toolchainResult) error {
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
-}
-
-func humanBytes(n int64) string {
-	switch {
-	case n >= 1<<30:
-		return fmt.Sprintf("%.1f GiB", float64(n)/(1<<30))
-	case n >= 1<<20:
-		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
-	case n >= 1<<10:
-		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
-	}
-	return fmt.Sprintf("%d B", n)
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -15,6 +16,7 @@ import (
 	git "github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/plumbing/object"
 
+	"github.com/ptojit/ptojit/cache"
 	"github.com/ptojit/ptojit/cmd/internal/cli"
 	"github.com/ptojit/ptojit/inventory"
 )
@@ -82,6 +84,8 @@ type toolchainOut struct {
 		Digest      *string        `json:"digest"`
 		Evidence    map[string]any `json:"evidence"`
 		Unavailable *string        `json:"unavailable"`
+		Files       int            `json:"files"`
+		Bytes       int64          `json:"bytes"`
 	} `json:"components"`
 	Tools map[string]string `json:"tools"`
 }
@@ -120,6 +124,10 @@ func TestToolchainCommand(t *testing.T) {
 	text, _, code := runEngine(t, dir, nil, append([]string{"toolchain"}, flags...)...)
 	if code != 0 || !strings.Contains(text, "toolchain         "+*res.Digest) || !strings.Contains(text, "verified_revision: "+pin) {
 		t.Fatalf("text output (exit %d):\n%s", code, text)
+	}
+	py := res.Components["pypto"]
+	if want := fmt.Sprintf("content: %s (%d files, %s)\n", py.Evidence["content"], py.Files, cache.FormatSize(py.Bytes)); py.Files == 0 || !strings.Contains(text, want) {
+		t.Errorf("text output lacks %q:\n%s", want, text)
 	}
 
 	// The build policy, selected by flag or by PYPTO_CACHE_IDENTITY, never
