@@ -38,6 +38,8 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+
+	"github.com/ptojit/ptojit/registry"
 )
 
 // MaxRequestBytes bounds a request document.
@@ -61,72 +63,9 @@ const MaxSymbol = 63
 // relative to the request's directory.
 const DefaultOutputDir = "ptojit-out"
 
-// Platforms lists the accepted platforms: two simulators built with the host
-// compiler and two devices built with the CANN compiler.
-var Platforms = []string{"a2a3sim", "a5sim", "a2a3", "a5"}
-
-// IsSim reports whether platform is a simulator platform.
-func IsSim(platform string) bool { return strings.HasSuffix(platform, "sim") }
-
 // Policies lists the identity policies; "" selects the environment's
 // (PYPTO_CACHE_IDENTITY) or "content".
 var Policies = []string{"content", "build"}
-
-// Direction is the direction of one argument of a signature. In JSON it is
-// written as its name and read from its name or its number.
-type Direction int32
-
-// The directions, numbered as the runtime numbers them.
-const (
-	Scalar Direction = 0
-	In     Direction = 1
-	Out    Direction = 2
-	InOut  Direction = 3
-)
-
-var directionNames = [...]string{"SCALAR", "IN", "OUT", "INOUT"}
-
-// String returns the direction's name, or "Direction(n)".
-func (d Direction) String() string {
-	if d >= 0 && int(d) < len(directionNames) {
-		return directionNames[d]
-	}
-	return fmt.Sprintf("Direction(%d)", int32(d))
-}
-
-// Valid reports whether d is one of the four directions.
-func (d Direction) Valid() bool { return d >= Scalar && d <= InOut }
-
-// MarshalJSON writes the name.
-func (d Direction) MarshalJSON() ([]byte, error) {
-	if !d.Valid() {
-		return nil, fmt.Errorf("invalid direction %d", int32(d))
-	}
-	return json.Marshal(d.String())
-}
-
-// UnmarshalJSON reads a name (any case) or a number 0..3.
-func (d *Direction) UnmarshalJSON(b []byte) error {
-	var s string
-	if err := json.Unmarshal(b, &s); err == nil {
-		for i, n := range directionNames {
-			if strings.EqualFold(s, n) {
-				*d = Direction(i)
-				return nil
-			}
-		}
-		return fmt.Errorf("unknown direction %q (want SCALAR, IN, OUT or INOUT)", s)
-	}
-	var n int32
-	if err := json.Unmarshal(b, &n); err != nil {
-		return fmt.Errorf("direction must be a name or a number 0..3, not %s", b)
-	}
-	if !Direction(n).Valid() {
-		return fmt.Errorf("direction %d out of range 0..3", n)
-	}
-	*d = Direction(n)
-	return nil
-}
 
 // Orchestration names the orchestration source and its symbols.
 type Orchestration struct {
@@ -140,9 +79,9 @@ type Orchestration struct {
 
 // Kernel is one child CoreCallable.
 type Kernel struct {
-	FuncID    int32       `json:"func_id"`
-	Source    string      `json:"source"`
-	Signature []Direction `json:"signature"`
+	FuncID    int32                `json:"func_id"`
+	Source    string               `json:"source"`
+	Signature []registry.Direction `json:"signature"`
 }
 
 // Toolchain selects the identity policy and the installation roots. Empty
@@ -165,8 +104,8 @@ type Request struct {
 	Orchestration Orchestration `json:"orchestration"`
 	Kernels       []Kernel      `json:"kernels"`
 	// Signature is the chip callable's argument directions.
-	Signature   []Direction `json:"signature"`
-	ScalarCount int32       `json:"scalar_count"`
+	Signature   []registry.Direction `json:"signature"`
+	ScalarCount int32                `json:"scalar_count"`
 	// ExtraRoots are further content roots whose files are part of the key
 	// (headers the sources include, data files).
 	ExtraRoots []string `json:"extra_roots,omitempty"`
@@ -242,8 +181,8 @@ var symbolRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 
 // Validate checks every field that can be checked without the filesystem.
 func (r *Request) Validate() error {
-	if !contains(Platforms, r.Platform) {
-		return &FieldError{"platform", fmt.Sprintf("%q is not one of %s", r.Platform, strings.Join(Platforms, ", "))}
+	if !contains(registry.Platforms, r.Platform) {
+		return &FieldError{"platform", fmt.Sprintf("%q is not one of %s", r.Platform, strings.Join(registry.Platforms, ", "))}
 	}
 	if r.Runtime == "" || !symbolRE.MatchString(r.Runtime) {
 		return &FieldError{"runtime", fmt.Sprintf("%q is not a runtime name (letters, digits, underscores)", r.Runtime)}
@@ -285,7 +224,7 @@ func (r *Request) Validate() error {
 	}
 	scalars := int32(0)
 	for _, d := range r.Signature {
-		if d == Scalar {
+		if d == registry.Scalar {
 			scalars++
 		}
 	}

@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/ptojit/ptojit/registry"
 )
 
 const good = `{
@@ -27,10 +29,10 @@ func TestParseRequest(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := []Direction{In, In, Out, Scalar}; len(r.Signature) != 4 || r.Signature[3] != want[3] || r.Signature[2] != want[2] {
+	if want := []registry.Direction{registry.In, registry.In, registry.Out, registry.Scalar}; len(r.Signature) != 4 || r.Signature[3] != want[3] || r.Signature[2] != want[2] {
 		t.Errorf("signature = %v, want %v", r.Signature, want)
 	}
-	if r.Kernels[1].Signature[0] != InOut {
+	if r.Kernels[1].Signature[0] != registry.InOut {
 		t.Errorf("kernels[1].signature[0] = %v", r.Kernels[1].Signature[0])
 	}
 	dir := filepath.FromSlash("/req/dir")

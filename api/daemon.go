@@ -1,7 +1,6 @@
 package api
 
 import (
-	"bufio"
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/hex"
@@ -12,7 +11,6 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
-	"syscall"
 )
 
 // The daemon protocol. A client connects to the daemon's Unix socket and
@@ -35,6 +33,11 @@ const (
 	OpStatus = "status" // report the daemon's state
 	OpStop   = "stop"   // finish in-flight requests and exit
 )
+
+// DaemonServed lists the commands that run in the daemon, which owns the
+// store: the client sends them there unless the daemon is disabled, and the
+// daemon refuses every other command.
+var DaemonServed = []string{"build", "cache", "key"}
 
 // DaemonRequest is what a client sends.
 type DaemonRequest struct {
@@ -101,68 +104,6 @@ func ReadFrame(r io.Reader, limit int, v any) error {
 	return nil
 }
 
-// CallDaemon sends req over a new connection to the socket at path and
-// returns the response. A connection error (no daemon) is returned as is,
-// so callers can tell it from a reply.
-func CallDaemon(path string, req *DaemonRequest) (*DaemonResponse, error) {
-	conn, err := dialUnix(path)
-	if err != nil {
-		return nil, err
-	}
-	defer conn.Close()
-	req.Protocol = DaemonProtocol
-	// A daemon that refuses the peer replies before reading the request,
-	// so a failed write is judged by whether a reply can still be read.
-	werr := WriteFrame(conn, req)
-	var resp DaemonResponse
-	if err := ReadFrame(bufio.NewReader(conn), MaxDaemonResponse, &resp); err != nil {
-		if werr != nil {
-			err = werr
-		}
-		return nil, &DaemonLostError{Err: err}
-	}
-	if resp.Protocol != DaemonProtocol {
-		return nil, fmt.Errorf("daemon speaks protocol %d, this client %d", resp.Protocol, DaemonProtocol)
-	}
-	return &resp, nil
-}
-
-// dialUnix connects to a Unix stream socket. It uses the system calls
-// directly rather than package net, whose cgo resolver would make every
-// client binary dynamically linked and slower to start.
-func dialUnix(path string) (*os.File, error) {
-	syscall.ForkLock.RLock()
-	fd, err := syscall.Socket(syscall.AF_UNIX, syscall.SOCK_STREAM, 0)
-	if err == nil {
-		syscall.CloseOnExec(fd)
-	}
-	syscall.ForkLock.RUnlock()
-	if err != nil {
-		return nil, os.NewSyscallError("socket", err)
-	}
-	for {
-		err = syscall.Connect(fd, &syscall.SockaddrUnix{Name: path})
-		if err != syscall.EINTR {
-			break
-		}
-	}
-	if err != nil {
-		syscall.Close(fd)
-		return nil, &os.PathError{Op: "connect", Path: path, Err: err}
-	}
-	return os.NewFile(uintptr(fd), path), nil
-}
-
-// DaemonLostError reports a daemon that accepted a request but did not
-// answer it (it was killed or crashed mid-request).
-type DaemonLostError struct{ Err error }
-
-func (e *DaemonLostError) Error() string {
-	return "the daemon closed the connection without answering (" + e.Err.Error() + ")"
-}
-
-func (e *DaemonLostError) Unwrap() error { return e.Err }
-
 // CacheDir returns the cache directory the client routes to: PTOJIT_CACHE_DIR
 // (as given; resolve a relative one against the working directory), else
 // $XDG_CACHE_HOME/ptojit, else $HOME/.cache/ptojit, ignoring relative XDG
@@ -201,6 +142,9 @@ func DaemonDir(cacheDir string, getenv func(string) string) string {
 	}
 	return filepath.Join(os.TempDir(), "ptojit-"+strconv.Itoa(os.Getuid()), id)
 }
+
+// SocketPath returns the daemon socket in dir.
+func SocketPath(dir string) string { return filepath.Join(dir, SocketName) }
 
 // Names of the files in the daemon directory.
 const (

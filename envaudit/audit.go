@@ -16,6 +16,8 @@ import (
 	"slices"
 	"strings"
 	"sync"
+
+	"github.com/ptojit/ptojit/envaudit/envreg"
 )
 
 // Scan is one scan root and the file suffixes audited under it. A plain
@@ -60,7 +62,7 @@ type Config struct {
 	// Root is the repository root; paths in findings and exceptions are
 	// relative to it.
 	Root     string
-	Registry *Registry
+	Registry *envreg.Registry
 	// Scans defaults to DefaultScans.
 	Scans []Scan
 	// Files, when non-nil, limits the audit to these files (relative to
@@ -226,7 +228,7 @@ feed:
 		return nil, err
 	}
 	rep := &Report{Files: len(files), Findings: []Finding{}, UnusedExceptions: []UnusedException{}}
-	used := map[exceptionKey]bool{}
+	used := map[envreg.Exception]bool{} // by Path and Function
 	for _, rs := range results {
 		for _, r := range rs {
 			var se *SyntaxError
@@ -246,7 +248,7 @@ feed:
 							Variable: rd.Variable, Function: rd.Function, Message: "unclassified environment input: " + rd.Variable})
 					}
 				case cfg.Registry.Allows(r.path, rd.Function):
-					used[exceptionKey{r.path, rd.Function}] = true
+					used[envreg.Exception{Path: r.path, Function: rd.Function}] = true
 				default:
 					rep.Findings = append(rep.Findings, Finding{Path: r.path, Line: rd.Line, Kind: KindDynamic,
 						Function: rd.Function, Message: "unclassified environment input: dynamic read in " + rd.Function})
@@ -258,8 +260,8 @@ feed:
 		return cmp.Or(strings.Compare(a.Path, b.Path), cmp.Compare(a.Line, b.Line), strings.Compare(a.Message, b.Message))
 	})
 	if cfg.Files == nil {
-		for _, e := range cfg.Registry.exceptions {
-			if !used[exceptionKey{e.Path, e.Function}] {
+		for _, e := range cfg.Registry.Exceptions() {
+			if !used[envreg.Exception{Path: e.Path, Function: e.Function}] {
 				rep.UnusedExceptions = append(rep.UnusedExceptions, UnusedException{e.Path, e.Function})
 			}
 		}

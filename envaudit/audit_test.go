@@ -11,6 +11,8 @@ import (
 	"testing"
 
 	"github.com/rogpeppe/go-internal/txtar"
+
+	"github.com/ptojit/ptojit/envaudit/envreg"
 )
 
 // TestAuditTrees runs each archive under testdata/audit as a repository:
@@ -48,7 +50,7 @@ func TestAuditTrees(t *testing.T) {
 					}
 				}
 			}
-			reg, err := LoadRegistry(filepath.Join(root, "registry.json"))
+			reg, err := envreg.LoadRegistry(filepath.Join(root, "registry.json"))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -95,7 +97,7 @@ func lines(b []byte) []string {
 }
 
 func TestAuditRejectsBadScanRoots(t *testing.T) {
-	reg, _ := ParseRegistry([]byte(`{"schema": 1, "variables": {}}`))
+	reg, _ := envreg.ParseRegistry([]byte(`{"schema": 1, "variables": {}}`))
 	for _, dir := range []string{"", "/abs", "../up", "a/../b"} {
 		_, err := Audit(context.Background(), Config{Root: t.TempDir(), Registry: reg, Scans: []Scan{{Dir: dir, Exts: []string{".py"}}}})
 		if err == nil {
@@ -114,7 +116,7 @@ func TestAuditUnreadableFile(t *testing.T) {
 	if err := os.Symlink("missing.cpp", filepath.Join(root, "src", "a.cpp")); err != nil {
 		t.Fatal(err)
 	}
-	reg, _ := ParseRegistry([]byte(`{"schema": 1, "variables": {}}`))
+	reg, _ := envreg.ParseRegistry([]byte(`{"schema": 1, "variables": {}}`))
 	_, err := Audit(context.Background(), Config{Root: root, Registry: reg})
 	fe, ok := err.(*FileError)
 	if !ok || fe.Path != "src/a.cpp" || !errors.Is(err, fs.ErrNotExist) || strings.Contains(err.Error(), root) {

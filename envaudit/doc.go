@@ -5,19 +5,9 @@
 //
 // # Registry
 //
-// A registry is a JSON object:
-//
-//	{"schema": 1,
-//	 "variables": {NAME: {"category": CATEGORY, "reason": TEXT}, ...},
-//	 "dynamic_reads": [{"path": PATH, "function": FUNCTION, "reason": TEXT}, ...]}
-//
-// NAME matches [A-Z][A-Z0-9_]*, CATEGORY is one of semantic,
-// tool_resolution, fresh_request, nonsemantic, and every reason is
-// non-empty. A dynamic-read exception names one exact file (a clean path
-// relative to the repository root, no leading "/", no "*") and one function
-// in it; it allows the dynamic reads of that function only and never hides a
-// literal name. Unknown keys are ignored; a name or exception listed twice is
-// an error. The build driver reads the same file through LoadRegistry.
+// The registry's format, its parser and its categories are in package
+// envaudit/envreg, which uses no cgo, so the build driver reads the same file
+// without linking the lint.
 //
 // # Reads
 //

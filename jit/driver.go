@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
-	_ "embed"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -17,26 +16,25 @@ import (
 	"sync"
 	"time"
 
+	ptojit "github.com/ptojit/ptojit"
 	"github.com/ptojit/ptojit/api"
 	"github.com/ptojit/ptojit/cache"
-	"github.com/ptojit/ptojit/envaudit"
+	"github.com/ptojit/ptojit/envaudit/envreg"
 	"github.com/ptojit/ptojit/inventory"
 	"github.com/ptojit/ptojit/registry"
 	"github.com/ptojit/ptojit/toolchain"
 	"golang.org/x/sync/singleflight"
 )
 
-//go:embed environment.json
-var defaultRegistryJSON []byte
-
-// DefaultRegistry returns the embedded environment registry of PyPTO-style
-// variables (jit/environment.json) used when Options.Registry is nil.
-func DefaultRegistry() *envaudit.Registry { return defaultRegistry() }
+// DefaultRegistry returns the environment registry used when
+// Options.Registry is nil: the repository's _environment.json
+// (ptojit.EnvironmentRegistry).
+func DefaultRegistry() *envreg.Registry { return defaultRegistry() }
 
 // defaultRegistry parses the embedded registry once: a daemon makes a
 // Driver for every request.
-var defaultRegistry = sync.OnceValue(func() *envaudit.Registry {
-	r, err := envaudit.ParseRegistry(defaultRegistryJSON)
+var defaultRegistry = sync.OnceValue(func() *envreg.Registry {
+	r, err := envreg.ParseRegistry([]byte(ptojit.EnvironmentRegistry))
 	if err != nil {
 		panic("jit: embedded environment registry: " + err.Error())
 	}
@@ -77,7 +75,7 @@ type Options struct {
 	Environ []string
 	// Registry classifies environment variables; nil means
 	// DefaultRegistry().
-	Registry *envaudit.Registry
+	Registry *envreg.Registry
 	// TempDir holds the compilers' working directories; "" means
 	// os.TempDir().
 	TempDir string
@@ -582,7 +580,7 @@ func writeAtomic(p string, b []byte, mode os.FileMode) (err error) {
 // the ChipCallable blob.
 func pack(req *api.Request, res *compileResult) ([]cache.Output, [][]byte, error) {
 	cc := registry.ChipCallable{
-		Signature:   dirs(req.Signature),
+		Signature:   req.Signature,
 		FuncName:    req.Orchestration.Function,
 		ConfigName:  req.Orchestration.Config,
 		ScalarCount: req.ScalarCount,
@@ -592,7 +590,7 @@ func pack(req *api.Request, res *compileResult) ([]cache.Output, [][]byte, error
 	data := [][]byte{cc.Binary}
 	for _, k := range req.Kernels {
 		bin := res.binaries[kernelRole(k.FuncID)]
-		cc.Children = append(cc.Children, registry.Child{FuncID: k.FuncID, Core: registry.CoreCallable{Signature: dirs(k.Signature), Binary: bin}})
+		cc.Children = append(cc.Children, registry.Child{FuncID: k.FuncID, Core: registry.CoreCallable{Signature: k.Signature, Binary: bin}})
 		outs = append(outs, cache.Output{Name: KernelName(k.FuncID), Mode: 0o755})
 		data = append(data, bin)
 	}
@@ -607,14 +605,6 @@ func pack(req *api.Request, res *compileResult) ([]cache.Output, [][]byte, error
 		outs[i].Digest = sha256.Sum256(data[i])
 	}
 	return outs, data, nil
-}
-
-func dirs(ds []api.Direction) []registry.Direction {
-	out := make([]registry.Direction, len(ds))
-	for i, d := range ds {
-		out[i] = registry.Direction(d)
-	}
-	return out
 }
 
 func kernelRole(funcID int32) string { return fmt.Sprintf("kernel.%d", funcID) }

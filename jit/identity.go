@@ -9,8 +9,9 @@ import (
 	"slices"
 
 	"github.com/ptojit/ptojit/api"
-	"github.com/ptojit/ptojit/envaudit"
+	"github.com/ptojit/ptojit/envaudit/envreg"
 	"github.com/ptojit/ptojit/inventory"
+	"github.com/ptojit/ptojit/registry"
 	"github.com/ptojit/ptojit/toolchain"
 )
 
@@ -140,7 +141,7 @@ func (d *Driver) identify(ctx context.Context, req *api.Request) (*identity, err
 	getenv := d.opt.Getenv
 	id := &identity{platform: req.Platform, runtime: req.Runtime}
 
-	for _, v := range d.opt.Registry.Variables(envaudit.FreshRequest) {
+	for _, v := range d.opt.Registry.Variables(envreg.FreshRequest) {
 		if getenv(v) != "" {
 			id.fresh = append(id.fresh, v)
 		}
@@ -199,7 +200,7 @@ func (d *Driver) identify(ctx context.Context, req *api.Request) (*identity, err
 	}
 	id.toolchain = tid
 	id.unavailable = append(id.unavailable, tid.Reasons()...)
-	for _, v := range d.opt.Registry.Variables(envaudit.ToolResolution) {
+	for _, v := range d.opt.Registry.Variables(envreg.ToolResolution) {
 		if getenv(v) != "" && !accountedFor[v] {
 			id.unavailable = append(id.unavailable, v+" is set: no toolchain adapter identifies what it selects (tool_resolution)")
 		}
@@ -364,7 +365,7 @@ func (d *Driver) keyRecord(req *api.Request, id *identity, options inventory.Val
 		}
 		return inventory.Str(s.String())
 	}
-	sig := func(ds []api.Direction) inventory.List {
+	sig := func(ds []registry.Direction) inventory.List {
 		l := make(inventory.List, len(ds))
 		for i, x := range ds {
 			l[i] = inventory.IntOf(int64(x))
@@ -413,7 +414,7 @@ func (d *Driver) keyRecord(req *api.Request, id *identity, options inventory.Val
 		return l
 	}
 	env := inventory.Dict{}
-	for _, v := range d.opt.Registry.Variables(envaudit.Semantic) {
+	for _, v := range d.opt.Registry.Variables(envreg.Semantic) {
 		if val := d.opt.Getenv(v); val != "" {
 			env[inventory.Str(v)] = inventory.StrFromOSBytes(val)
 		} else {

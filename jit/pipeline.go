@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 
 	"github.com/ptojit/ptojit/api"
+	"github.com/ptojit/ptojit/registry"
 	"github.com/ptojit/ptojit/toolchain"
 )
 
@@ -27,7 +28,7 @@ func (d *Driver) compile(ctx context.Context, req *api.Request, id *identity) (*
 		includes: id.includes,
 		env:      d.environ(),
 	}
-	if !api.IsSim(req.Platform) {
+	if !registry.IsSim(req.Platform) {
 		root := req.Toolchain.CannRoot
 		if root == "" {
 			root = d.opt.Getenv(toolchain.CannRootEnv)

@@ -2,12 +2,15 @@ package registry
 
 import (
 	"encoding/binary"
+	"encoding/json"
 	"fmt"
 	"math"
+	"strings"
 )
 
 // Direction is the direction of a signature argument, with the stable values
-// of simpler's ArgDirection.
+// of simpler's ArgDirection. In JSON (the build request's signatures) it is
+// written as its name and read from its name, in any case, or its number.
 type Direction int32
 
 // Directions.
@@ -31,14 +34,35 @@ func (d Direction) String() string {
 	return fmt.Sprintf("Direction(%d)", int32(d))
 }
 
-// ParseDirection parses a String form.
-func ParseDirection(s string) (Direction, error) {
-	for i, n := range directionNames {
-		if n == s {
-			return Direction(i), nil
-		}
+// MarshalJSON writes the name.
+func (d Direction) MarshalJSON() ([]byte, error) {
+	if !d.Valid() {
+		return nil, fmt.Errorf("invalid direction %d", int32(d))
 	}
-	return 0, fmt.Errorf("unknown direction %q", s)
+	return json.Marshal(d.String())
+}
+
+// UnmarshalJSON reads a name (any case) or a number 0..3.
+func (d *Direction) UnmarshalJSON(b []byte) error {
+	var s string
+	if err := json.Unmarshal(b, &s); err == nil {
+		for i, n := range directionNames {
+			if strings.EqualFold(s, n) {
+				*d = Direction(i)
+				return nil
+			}
+		}
+		return fmt.Errorf("unknown direction %q (want SCALAR, IN, OUT or INOUT)", s)
+	}
+	var n int32
+	if err := json.Unmarshal(b, &n); err != nil {
+		return fmt.Errorf("direction must be a name or a number 0..3, not %s", b)
+	}
+	if !Direction(n).Valid() {
+		return fmt.Errorf("direction %d out of range 0..3", n)
+	}
+	*d = Direction(n)
+	return nil
 }
 
 // Limits and offsets of the ChipCallable layout (see the package doc).

@@ -69,6 +69,14 @@ const (
 	SPYCMagic                     = "SPYC"
 )
 
+// Platforms lists the platforms: two simulators (a2a3sim, a5sim), whose
+// callables are built with the host compiler and run on the host, and two
+// devices (a2a3, a5), built with the CANN compiler.
+var Platforms = []string{"a2a3sim", "a5sim", "a2a3", "a5"}
+
+// IsSim reports whether platform is one of the simulator platforms.
+func IsSim(platform string) bool { return platform == "a2a3sim" || platform == "a5sim" }
+
 var platformArch = map[string]string{
 	"a2a3": "a2a3", "a2a3sim": "a2a3",
 	"a5": "a5", "a5sim": "a5",

@@ -1,10 +1,10 @@
 // Package registry defines callable identity for ptojit and its local child
 // workers: the canonical descriptors and hashids of compiled callables, the
 // ChipCallable blob layout, SPYC Python payload headers, the typed error
-// codes, public CallableHandles, the parent-side live-registration table
-// (Registrar) with the registration failure contract, and the target-local
-// identity tables (TargetTable). It uses the standard library only, so the
-// thin client links it.
+// codes and the target-local identity tables (TargetTable): byte formats and
+// the tables a target keeps, no concurrency of the parent (the parent-side
+// live-registration table, Registrar, and its CallableHandles are in package
+// worker). It uses the standard library only, so the thin client links it.
 //
 // A callable is identified everywhere by its hashid, a SHA-256 over canonical
 // descriptor bytes. Integer slots exist only inside a target (TargetTable)
@@ -126,13 +126,9 @@
 // PYTHON_SERIALIZED) names the resolver domain of a handle. Each target
 // endpoint owns a TargetTable: identity_table (hashid -> local slot),
 // identity_refs (hashid -> refcount) and slot_table (slot -> hashid, kind,
-// digests). A parent owns one Registrar, which publishes a CallableHandle only
-// after every Target in scope installed the hashid, and validates handles
-// (forged, stale, mutated, foreign, wrong namespace) before they are used
-// (Validate, ValidateFor, and CheckDispatch, which also refuses uncertain
-// target/hashid pairs). Registrations made before any child started are
-// installed on each child by Attach. A Target signals a definite refusal
-// (nothing installed) by returning an error containing an *Error; any other
-// error leaves the outcome unknown, and the pair is marked uncertain rather
-// than sent a cleanup that could drop another handle's reference.
+// digests). A parent owns one worker.Registrar, which publishes a
+// CallableHandle only after every target in scope installed the hashid and
+// validates handles before they are used (see package worker). A target
+// signals a definite refusal (nothing installed) by returning an error
+// containing an *Error; any other error leaves the outcome unknown.
 package registry

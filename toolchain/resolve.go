@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/ptojit/ptojit/inventory"
+	"github.com/ptojit/ptojit/registry"
 )
 
 // Environment variables the adapters read as defaults.
@@ -58,8 +59,8 @@ func resolve(ctx context.Context, cfg Config, watch func(string) error) (*Toolch
 	} else if _, err := ParsePolicy(string(policy)); err != nil {
 		return nil, &ConfigError{Field: "policy", Reason: err.Error()}
 	}
-	if !slices.Contains(Platforms, cfg.Platform) {
-		return nil, &ConfigError{Field: "platform", Reason: fmt.Sprintf("unknown platform %q (want one of %s)", cfg.Platform, strings.Join(Platforms, ", "))}
+	if !slices.Contains(registry.Platforms, cfg.Platform) {
+		return nil, &ConfigError{Field: "platform", Reason: fmt.Sprintf("unknown platform %q (want one of %s)", cfg.Platform, strings.Join(registry.Platforms, ", "))}
 	}
 	in := &ToolchainInputs{Policy: policy}
 	if policy == PolicyBuild {
@@ -93,7 +94,7 @@ func resolve(ctx context.Context, cfg Config, watch func(string) error) (*Toolch
 		}
 	})
 	wg.Go(func() {
-		if IsSim(cfg.Platform) {
+		if registry.IsSim(cfg.Platform) {
 			in.DeviceToolchain, in.HostCC, in.HostCXX = resolveHostCompiler(ctx, &cfg)
 		} else {
 			in.DeviceToolchain = resolveCann(&cfg)

@@ -50,13 +50,6 @@ const (
 // Names lists the five components in order.
 var Names = [5]string{Pypto, Runtime, PtoIsa, Ptoas, DeviceToolchain}
 
-// Platforms lists the platforms Resolve knows. The sim platforms compile
-// with the host C/C++ compiler; the others with CANN.
-var Platforms = []string{"a2a3sim", "a5sim", "a2a3", "a5"}
-
-// IsSim reports whether platform runs on the host (a2a3sim, a5sim).
-func IsSim(platform string) bool { return strings.HasSuffix(platform, "sim") }
-
 // ComponentInputs is the resolved inventory of one component. The zero
 // value is unavailable (no evidence). Values are plain data: safe for
 // concurrent reads, not for concurrent writes.

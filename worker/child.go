@@ -313,7 +313,7 @@ func (c *child) register(args []byte, fd int) (Status, Reply) {
 // every step succeeded.
 func (c *child) prewarm(slot int) error {
 	s := &c.slots[slot]
-	if !simPlatforms[c.init.Platform] {
+	if !registry.IsSim(c.init.Platform) {
 		return &registry.Error{Code: registry.PlatformUnsupported, WorkerID: int(c.init.WorkerID), Namespace: registry.LocalChip,
 			Op: "prewarm", Err: fmt.Errorf("platform %q has no host execution engine", c.init.Platform)}
 	}

@@ -22,7 +22,7 @@
 // # Registration
 //
 // Worker.Register computes the canonical descriptor and hashid and hands
-// them to a registry.Registrar, which sends REGISTER_CALLABLE to every
+// them to a Registrar, which sends REGISTER_CALLABLE to every
 // active child of the namespace (whole scope) and publishes a handle only
 // when all installed it; on any failure the Registrar cleans up in reverse
 // and marks unconfirmed target/hashid pairs uncertain for the Worker's

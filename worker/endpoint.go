@@ -82,7 +82,7 @@ var ErrChildExited = errors.New("child process exited")
 var ErrTimeout = errors.New("no reply before the control timeout")
 
 // endpoint is the parent side of one child's mailbox. It implements
-// registry.Target. Safe for concurrent use: mu is the per-endpoint mailbox
+// Target. Safe for concurrent use: mu is the per-endpoint mailbox
 // lock, so one operation is in flight at a time.
 type endpoint struct {
 	id      int
@@ -107,7 +107,7 @@ type endpoint struct {
 // failure or Close). It does not wait for an operation in flight.
 func (e *endpoint) active() bool { return !e.retired.Load() }
 
-var _ registry.Target = (*endpoint)(nil)
+var _ Target = (*endpoint)(nil)
 
 func (e *endpoint) ID() int                       { return e.id }
 func (e *endpoint) Namespace() registry.Namespace { return e.ns }
@@ -270,7 +270,7 @@ func (e *endpoint) recv(timeout time.Duration) (int, error) {
 }
 
 // statusErr turns a non-OK reply into a *registry.Error (a definite refusal
-// in the sense of registry.Target).
+// in the sense of Target).
 func (e *endpoint) statusErr(op string, h registry.Hashid, st Status, r Reply) error {
 	return &registry.Error{Code: codeOf(st), WorkerID: e.id, Namespace: e.ns, Hashid: h.String(), Op: op, Err: errors.New(r.Message)}
 }

@@ -21,7 +21,7 @@ type CallConfig struct {
 
 // Task is one submitted task. Safe for concurrent use.
 type Task struct {
-	h    registry.CallableHandle
+	h    CallableHandle
 	args TaskArgs
 
 	done    chan struct{}
@@ -164,7 +164,7 @@ func (o *Orchestrator) execute(e *endpoint, t *Task) {
 }
 
 // submit validates h for namespace ns and queues one task.
-func (o *Orchestrator) submit(h registry.CallableHandle, ns registry.Namespace, args TaskArgs, workers []int) (*Task, error) {
+func (o *Orchestrator) submit(h CallableHandle, ns registry.Namespace, args TaskArgs, workers []int) (*Task, error) {
 	if err := o.w.reg.ValidateFor(h, ns); err != nil {
 		return nil, err
 	}
@@ -227,7 +227,7 @@ func (o *Orchestrator) submit(h registry.CallableHandle, ns registry.Namespace, 
 }
 
 // SubmitNextLevel submits a chip callable task to a chip child (LOCAL_CHIP).
-func (o *Orchestrator) SubmitNextLevel(h registry.CallableHandle, args TaskArgs, cfg CallConfig) (*Task, error) {
+func (o *Orchestrator) SubmitNextLevel(h CallableHandle, args TaskArgs, cfg CallConfig) (*Task, error) {
 	return o.submit(h, registry.LocalChip, args, cfg.Workers)
 }
 
@@ -235,7 +235,7 @@ func (o *Orchestrator) SubmitNextLevel(h registry.CallableHandle, args TaskArgs,
 // chip callable; member i runs on cfg.Workers[i] when Workers is given (it
 // must then have one id per member). The returned group task completes when
 // every member has.
-func (o *Orchestrator) SubmitNextLevelGroup(h registry.CallableHandle, args []TaskArgs, cfg CallConfig) (*Task, error) {
+func (o *Orchestrator) SubmitNextLevelGroup(h CallableHandle, args []TaskArgs, cfg CallConfig) (*Task, error) {
 	if len(cfg.Workers) > 0 && len(cfg.Workers) != len(args) {
 		return nil, fmt.Errorf("worker: group of %d tasks with %d worker ids", len(args), len(cfg.Workers))
 	}
@@ -264,6 +264,6 @@ func (o *Orchestrator) SubmitNextLevelGroup(h registry.CallableHandle, args []Ta
 }
 
 // SubmitSub submits a Python callable task to a SUB child (LOCAL_PYTHON).
-func (o *Orchestrator) SubmitSub(h registry.CallableHandle, args TaskArgs) (*Task, error) {
+func (o *Orchestrator) SubmitSub(h CallableHandle, args TaskArgs) (*Task, error) {
 	return o.submit(h, registry.LocalPython, args, nil)
 }

@@ -31,10 +31,6 @@ const (
 	pageRoundBytes = 4096
 )
 
-// simPlatforms are the platforms whose chip callables a child executes as
-// host shared objects.
-var simPlatforms = map[string]bool{"a2a3sim": true, "a5sim": true}
-
 // cmem is memory outside the Go heap (an anonymous mapping) that C code may
 // hold pointers into.
 type cmem struct{ b []byte }

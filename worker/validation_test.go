@@ -29,7 +29,7 @@ func slotOf(t *testing.T, log *syncBuffer, id int, h registry.Hashid) int {
 	return slot
 }
 
-func mustRegister(t *testing.T, w *Worker, blob []byte) registry.CallableHandle {
+func mustRegister(t *testing.T, w *Worker, blob []byte) CallableHandle {
 	t.Helper()
 	h, err := w.Register(context.Background(), registry.ChipCallableKind, blob)
 	if err != nil {
@@ -39,7 +39,7 @@ func mustRegister(t *testing.T, w *Worker, blob []byte) registry.CallableHandle 
 }
 
 // runOn runs one vadd task on worker id and checks its output.
-func runOn(t *testing.T, w *Worker, h registry.CallableHandle, id int) error {
+func runOn(t *testing.T, w *Worker, h CallableHandle, id int) error {
 	t.Helper()
 	v := newVAddTask(t, w, 256, id+3, 0.5)
 	defer v.free()
@@ -289,7 +289,7 @@ func TestPartialFailureChildKilled(t *testing.T) {
 	if !errors.Is(err, registry.RegisterPartialFailure) {
 		t.Fatalf("register: %v", err)
 	}
-	if hd != (registry.CallableHandle{}) {
+	if hd != (CallableHandle{}) {
 		t.Errorf("a handle was returned: %v", hd)
 	}
 	if !errors.Is(err, ErrChildExited) {
@@ -372,7 +372,7 @@ func TestCleanupUncertainty(t *testing.T) {
 	// registrar directly with worker 0's endpoint in scope).
 	e0, _ := w.endpoint(0)
 	desc, _ := registry.ChipDescriptor(testPlatform, testRuntime, vadd)
-	_, err = w.reg.Register(ctx, registry.ChipCallableKind, vadd, desc, []registry.Target{e0})
+	_, err = w.reg.Register(ctx, registry.ChipCallableKind, vadd, desc, []Target{e0})
 	if !errors.Is(err, registry.RegisterCleanupUncertain) {
 		t.Errorf("re-register on the uncertain target: %v", err)
 	}
@@ -527,7 +527,7 @@ func TestSubmitChecks(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	forged := registry.CallableHandle{Hashid: hc.Hashid, Kind: hc.Kind, TargetNamespace: hc.TargetNamespace}
+	forged := CallableHandle{Hashid: hc.Hashid, Kind: hc.Kind, TargetNamespace: hc.TargetNamespace}
 	mutated := hc
 	mutated.Hashid[0] ^= 1
 	err = w.Run(context.Background(), func(o *Orchestrator) error {
@@ -723,7 +723,7 @@ func TestRegisterDuringStart(t *testing.T) {
 	defer w.Close()
 	ctx := context.Background()
 	done := make(chan error, 1)
-	var h registry.CallableHandle
+	var h CallableHandle
 	go func() {
 		var err error
 		h, err = w.Register(ctx, registry.ChipCallableKind, vadd)

@@ -62,7 +62,7 @@ type Config struct {
 type Worker struct {
 	cfg   Config
 	arena *Arena
-	reg   *registry.Registrar
+	reg   *Registrar
 
 	// scope is held shared by Register and exclusively by Start, so a
 	// registration either precedes Start (and is attached to every child)
@@ -110,7 +110,7 @@ func New(cfg Config) (*Worker, error) {
 	if err != nil {
 		return nil, fmt.Errorf("worker: %w", err)
 	}
-	return &Worker{cfg: cfg, arena: a, reg: registry.NewRegistrar()}, nil
+	return &Worker{cfg: cfg, arena: a, reg: NewRegistrar()}, nil
 }
 
 // Arena returns the shared tensor arena.
@@ -225,10 +225,10 @@ func (w *Worker) endpoint(id int) (*endpoint, error) {
 
 // targets returns the active endpoints of namespace ns: the registration
 // scope.
-func (w *Worker) targets(ns registry.Namespace) []registry.Target {
+func (w *Worker) targets(ns registry.Namespace) []Target {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	var ts []registry.Target
+	var ts []Target
 	for _, e := range w.endpoints {
 		if e == nil || e.ns != ns {
 			continue
@@ -246,14 +246,14 @@ func (w *Worker) targets(ns registry.Namespace) []registry.Target {
 // registry.PythonSerializedKind (LOCAL_PYTHON). Before Start the scope is
 // empty and Start installs the registration on every child. Repeated
 // registrations return independent handles.
-func (w *Worker) Register(ctx context.Context, kind registry.Kind, payload []byte) (registry.CallableHandle, error) {
+func (w *Worker) Register(ctx context.Context, kind registry.Kind, payload []byte) (CallableHandle, error) {
 	desc, err := registry.Descriptor(kind, w.cfg.Platform, w.cfg.Runtime, payload)
 	if err != nil {
-		return registry.CallableHandle{}, err
+		return CallableHandle{}, err
 	}
 	ns, err := registry.NamespaceOf(kind)
 	if err != nil {
-		return registry.CallableHandle{}, err
+		return CallableHandle{}, err
 	}
 	w.scope.RLock()
 	defer w.scope.RUnlock()
@@ -261,7 +261,7 @@ func (w *Worker) Register(ctx context.Context, kind registry.Kind, payload []byt
 	closed := w.closed
 	w.mu.Unlock()
 	if closed {
-		return registry.CallableHandle{}, errors.New("worker: closed")
+		return CallableHandle{}, errors.New("worker: closed")
 	}
 	return w.reg.Register(ctx, kind, slices.Clone(payload), desc, w.targets(ns))
 }
@@ -269,7 +269,7 @@ func (w *Worker) Register(ctx context.Context, kind registry.Kind, payload []byt
 // Unregister consumes a handle: every child of its scope drops one
 // reference. Callers must not unregister a handle that a running Run may
 // still submit.
-func (w *Worker) Unregister(ctx context.Context, h registry.CallableHandle) error {
+func (w *Worker) Unregister(ctx context.Context, h CallableHandle) error {
 	return w.reg.Unregister(ctx, h)
 }
 
@@ -311,7 +311,7 @@ func (w *Worker) BareRoundTrip(id int) error {
 // Call runs one task of h on child id and waits for it, outside any Run:
 // the same preflight as a submission (live handle, namespace, uncertainty),
 // then one TASK round trip on that child's mailbox.
-func (w *Worker) Call(id int, h registry.CallableHandle, args TaskArgs) error {
+func (w *Worker) Call(id int, h CallableHandle, args TaskArgs) error {
 	e, err := w.endpoint(id)
 	if err != nil {
 		return err

@@ -36,7 +36,7 @@ func TestMain(m *testing.M) {
 
 // setup starts a Worker with n chip children and registers the empty
 // callable.
-func setup(b *testing.B, n int) (*worker.Worker, registry.CallableHandle) {
+func setup(b *testing.B, n int) (*worker.Worker, worker.CallableHandle) {
 	b.Helper()
 	dir := b.TempDir()
 	c, err := simtest.EmptyCallable(dir)

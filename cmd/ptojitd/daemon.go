@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -15,6 +16,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/ptojit/ptojit/api"
+	"github.com/ptojit/ptojit/api/client"
 	"github.com/ptojit/ptojit/cache"
 	"github.com/ptojit/ptojit/cmd/internal/cli"
 	"github.com/ptojit/ptojit/jit/daemon"
@@ -23,10 +25,6 @@ import (
 
 // DefaultIdle is how long a daemon without requests lives.
 const DefaultIdle = 10 * time.Minute
-
-// daemonServed are the commands a client sends to the daemon: those that
-// use the store, which only the daemon may open while it runs.
-var daemonServed = map[string]bool{"build": true, "key": true, "cache": true}
 
 type daemonOptions struct {
 	cacheDir string
@@ -79,7 +77,7 @@ flight first.`,
 						if err := ensureDaemon(env, dir, o.idle, o.maxSize); err != nil {
 							return err
 						}
-						resp, err := api.CallDaemon(api.SocketPath(ddir), &api.DaemonRequest{Op: api.OpPing})
+						resp, err := client.Call(api.SocketPath(ddir), &api.DaemonRequest{Op: api.OpPing})
 						if err != nil {
 							return err
 						}
@@ -151,7 +149,7 @@ func ensureDaemon(env *cli.Env, cacheDir string, idle time.Duration, maxSize str
 	if maxSize != "" {
 		args = append(args, "--max-size", maxSize)
 	}
-	return api.EnsureDaemon(api.DaemonStart{Dir: api.DaemonDir(cacheDir, env.Getenv), Engine: exe, Args: args, Env: env.Environ})
+	return client.EnsureDaemon(client.Start{Dir: api.DaemonDir(cacheDir, env.Getenv), Engine: exe, Args: args, Env: env.Environ})
 }
 
 func runDaemonStop(env *cli.Env, o daemonOptions) error {
@@ -160,12 +158,12 @@ func runDaemonStop(env *cli.Env, o daemonOptions) error {
 		return err
 	}
 	ddir := api.DaemonDir(dir, env.Getenv)
-	resp, err := api.CallDaemon(api.SocketPath(ddir), &api.DaemonRequest{Op: api.OpStop})
+	resp, err := client.Call(api.SocketPath(ddir), &api.DaemonRequest{Op: api.OpStop})
 	if err != nil {
 		fmt.Fprintln(env.Stdout, "no daemon running")
 		return nil
 	}
-	if err := api.AwaitDaemonExit(ddir); err != nil {
+	if err := client.AwaitDaemonExit(ddir); err != nil {
 		return fmt.Errorf("daemon stop: %w", err)
 	}
 	fmt.Fprintf(env.Stdout, "daemon %d stopped\n", resp.PID)
@@ -189,7 +187,7 @@ func runDaemonStatus(env *cli.Env, o daemonOptions) error {
 	if err != nil {
 		return err
 	}
-	resp, err := api.CallDaemon(api.SocketPath(api.DaemonDir(dir, env.Getenv)), &api.DaemonRequest{Op: api.OpStatus})
+	resp, err := client.Call(api.SocketPath(api.DaemonDir(dir, env.Getenv)), &api.DaemonRequest{Op: api.OpStatus})
 	st := daemonStatus{CacheDir: dir}
 	if err == nil && resp.Error == "" {
 		if err := json.Unmarshal(resp.Status, &st); err != nil {
@@ -305,7 +303,7 @@ func runDaemon(ctx context.Context, env *cli.Env, o daemonOptions) error {
 // serveCommand runs one client command in this process, against the shared
 // store and identity memo, with the client's environment and directory.
 func serveCommand(ctx context.Context, req *api.DaemonRequest) *api.DaemonResponse {
-	if len(req.Args) == 0 || !daemonServed[req.Args[0]] {
+	if len(req.Args) == 0 || !slices.Contains(api.DaemonServed, req.Args[0]) {
 		return &api.DaemonResponse{Error: fmt.Sprintf("the daemon does not serve %q", strings.Join(req.Args, " ")), Exit: cli.ExitUsage}
 	}
 	if !filepath.IsAbs(req.Dir) {

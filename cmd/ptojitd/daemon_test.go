@@ -15,6 +15,7 @@ import (
 	"testing"
 
 	"github.com/ptojit/ptojit/api"
+	"github.com/ptojit/ptojit/api/client"
 	"github.com/ptojit/ptojit/internal/fixture"
 )
 
@@ -395,7 +396,7 @@ func TestDaemonSIGTERM(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The daemon holds its lock until it has closed the store.
-	if err := api.AwaitDaemonExit(w.daemonDir()); err != nil {
+	if err := client.AwaitDaemonExit(w.daemonDir()); err != nil {
 		t.Fatal(err)
 	}
 	if _, _, code := w.run("daemon", "status"); code != 1 {

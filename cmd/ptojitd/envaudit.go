@@ -11,6 +11,7 @@ import (
 
 	"github.com/ptojit/ptojit/cmd/internal/cli"
 	"github.com/ptojit/ptojit/envaudit"
+	"github.com/ptojit/ptojit/envaudit/envreg"
 )
 
 func init() {
@@ -107,7 +108,7 @@ func runEnvaudit(ctx context.Context, env *cli.Env, o envauditOptions, files []s
 	if regPath == "" {
 		regPath = filepath.Join(o.root, filepath.FromSlash(envaudit.DefaultRegistry))
 	}
-	reg, err := envaudit.LoadRegistry(regPath)
+	reg, err := envreg.LoadRegistry(regPath)
 	if err != nil {
 		// An invalid or missing registry is invalid input: exit 2.
 		return &cli.ExitError{Code: cli.ExitUsage, Err: err}

@@ -17,6 +17,7 @@ import (
 	"github.com/ptojit/ptojit/cache"
 	"github.com/ptojit/ptojit/cmd/internal/cli"
 	"github.com/ptojit/ptojit/inventory"
+	"github.com/ptojit/ptojit/registry"
 	"github.com/ptojit/ptojit/toolchain"
 )
 
@@ -62,7 +63,7 @@ Roots default to PTOAS_ROOT, ASCEND_HOME_PATH and PTO_ISA_ROOT. --json prints
 			var o toolchainOptions
 			fs.BoolVar(&o.json, "json", false, "print a JSON object")
 			fs.StringVar(&o.policy, "policy", "", "identity policy: content or build (default: PYPTO_CACHE_IDENTITY, else content)")
-			fs.StringVar(&o.cfg.Platform, "platform", "a2a3sim", "platform: "+strings.Join(toolchain.Platforms, ", "))
+			fs.StringVar(&o.cfg.Platform, "platform", "a2a3sim", "platform: "+strings.Join(registry.Platforms, ", "))
 			fs.StringVar(&o.cfg.PyptoRoot, "pypto-root", "", "PyPTO installation root")
 			fs.StringVar(&o.cfg.RuntimeRoot, "runtime-root", "", "runtime root")
 			fs.StringVar(&o.cfg.PtoIsaRoot, "pto-isa-root", "", "PTO-ISA checkout (default PTO_ISA_ROOT)")

@@ -31,6 +31,7 @@ import (
 	"time"
 
 	"github.com/ptojit/ptojit/api"
+	"github.com/ptojit/ptojit/api/client"
 )
 
 // Handler answers one request. It must honour ctx: when the daemon shuts
@@ -148,7 +149,7 @@ func Listen(cfg Config) (*Server, error) {
 	if cfg.WaitLock {
 		how = syscall.LOCK_EX
 	}
-	if err := api.Flock(lock, how); err != nil {
+	if err := client.Flock(lock, how); err != nil {
 		lock.Close()
 		if errors.Is(err, syscall.EWOULDBLOCK) {
 			return nil, ErrRunning

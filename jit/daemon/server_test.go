@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/ptojit/ptojit/api"
+	"github.com/ptojit/ptojit/api/client"
 )
 
 // shortDir returns a directory whose socket path fits in a sockaddr_un.
@@ -68,7 +69,7 @@ func startServer(t *testing.T, cfg Config) (*Server, func() error) {
 func TestDaemonServesAndSecuresSocket(t *testing.T) {
 	dir := shortDir(t)
 	startServer(t, Config{Dir: dir})
-	resp, err := api.CallDaemon(api.SocketPath(dir), &api.DaemonRequest{Op: api.OpRun, Args: []string{"a", "b"}})
+	resp, err := client.Call(api.SocketPath(dir), &api.DaemonRequest{Op: api.OpRun, Args: []string{"a", "b"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -94,7 +95,7 @@ func TestDaemonRefusesForeignPeer(t *testing.T) {
 	peerUID = func(*net.UnixConn) (int, error) { return os.Getuid() + 1, nil }
 	t.Cleanup(func() { peerUID = old })
 	s, _ := startServer(t, Config{Dir: dir})
-	resp, err := api.CallDaemon(api.SocketPath(dir), &api.DaemonRequest{Op: api.OpRun, Args: []string{"x"}})
+	resp, err := client.Call(api.SocketPath(dir), &api.DaemonRequest{Op: api.OpRun, Args: []string{"x"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -141,7 +142,7 @@ func TestDaemonSurvivesBadRequests(t *testing.T) {
 		}
 	}
 	// Still serving.
-	resp, err := api.CallDaemon(sock, &api.DaemonRequest{Op: api.OpRun, Args: []string{"ok"}})
+	resp, err := client.Call(sock, &api.DaemonRequest{Op: api.OpRun, Args: []string{"ok"}})
 	if err != nil || string(resp.Stdout) != "ok" {
 		t.Fatalf("daemon no longer serves: %v %+v", err, resp)
 	}
@@ -159,11 +160,11 @@ func TestDaemonOneAtATimeAndStaleSocket(t *testing.T) {
 	if err := os.WriteFile(api.SocketPath(dir), nil, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if api.Ping(dir) {
+	if client.Ping(dir) {
 		t.Fatal("ping answered with no daemon")
 	}
 	startServer(t, Config{Dir: dir})
-	if !api.Ping(dir) {
+	if !client.Ping(dir) {
 		t.Fatal("new daemon does not answer")
 	}
 }
@@ -174,11 +175,11 @@ func TestDaemonStopFinishesInFlight(t *testing.T) {
 	s, wait := startServer(t, Config{Dir: dir, Grace: time.Hour})
 	got := make(chan *api.DaemonResponse, 1)
 	go func() {
-		resp, _ := api.CallDaemon(api.SocketPath(dir), &api.DaemonRequest{Op: api.OpRun, Args: []string{"block-until-stop"}})
+		resp, _ := client.Call(api.SocketPath(dir), &api.DaemonRequest{Op: api.OpRun, Args: []string{"block-until-stop"}})
 		got <- resp
 	}()
 	<-handlerEntered
-	resp, err := api.CallDaemon(api.SocketPath(dir), &api.DaemonRequest{Op: api.OpStop})
+	resp, err := client.Call(api.SocketPath(dir), &api.DaemonRequest{Op: api.OpStop})
 	if err != nil || resp.Error != "" {
 		t.Fatalf("stop: %v %+v", err, resp)
 	}
@@ -192,7 +193,7 @@ func TestDaemonStopFinishesInFlight(t *testing.T) {
 	if err := wait(); err != nil {
 		t.Fatal(err)
 	}
-	if api.Ping(dir) {
+	if client.Ping(dir) {
 		t.Fatal("daemon still answers after stop")
 	}
 }
@@ -202,7 +203,7 @@ func TestDaemonGraceCancelsStragglers(t *testing.T) {
 	s, wait := startServer(t, Config{Dir: dir, Grace: time.Millisecond})
 	got := make(chan *api.DaemonResponse, 1)
 	go func() {
-		resp, err := api.CallDaemon(api.SocketPath(dir), &api.DaemonRequest{Op: api.OpRun, Args: []string{"block"}})
+		resp, err := client.Call(api.SocketPath(dir), &api.DaemonRequest{Op: api.OpRun, Args: []string{"block"}})
 		if err != nil {
 			resp = &api.DaemonResponse{Error: err.Error()}
 		}
@@ -226,7 +227,7 @@ func TestDaemonIdleExit(t *testing.T) {
 	if err := wait(); err != nil {
 		t.Fatal(err)
 	}
-	if api.Ping(dir) {
+	if client.Ping(dir) {
 		t.Fatal("idle daemon still answers")
 	}
 }

@@ -10,12 +10,9 @@ import (
 	"strings"
 
 	"github.com/ptojit/ptojit/api"
+	"github.com/ptojit/ptojit/api/client"
 	"github.com/ptojit/ptojit/cmd/internal/cli"
 )
-
-// DaemonServed are the commands that run in the daemon, which owns the
-// store, unless the daemon is disabled.
-var DaemonServed = []string{"build", "cache", "key"}
 
 // DaemonDisabled reports whether args should run in the calling process:
 // PTOJIT_DAEMON=0 (or false/no/off), --no-daemon among the arguments, or
@@ -63,7 +60,7 @@ func readsStdin(args []string) bool {
 // request is replaced and the request sent once more (every served command
 // can be repeated safely).
 func ViaDaemon(env *cli.Env, args []string, engine func() (string, error)) (bool, error) {
-	if len(args) == 0 || !slices.Contains(DaemonServed, args[0]) || DaemonDisabled(env, args) {
+	if len(args) == 0 || !slices.Contains(api.DaemonServed, args[0]) || DaemonDisabled(env, args) {
 		return false, nil
 	}
 	for _, a := range args {
@@ -106,13 +103,13 @@ func ViaDaemon(env *cli.Env, args []string, engine func() (string, error)) (bool
 		if err != nil {
 			return err
 		}
-		return api.EnsureDaemon(api.DaemonStart{Dir: ddir, Engine: exe,
+		return client.EnsureDaemon(client.Start{Dir: ddir, Engine: exe,
 			Args: []string{"daemon", "run", "--cache-dir", cacheDir, "--ready-fd", "3"}})
 	}
 	sock := api.SocketPath(ddir)
-	resp, err := api.CallDaemon(sock, req)
+	resp, err := client.Call(sock, req)
 	for started, resent := false, false; err != nil; {
-		var lost *api.DaemonLostError
+		var lost *client.DaemonLostError
 		switch {
 		case errors.As(err, &lost) && !resent:
 			fmt.Fprintf(env.Stderr, "%s: %v; starting a new daemon and sending the request again\n", env.Prog, err)
@@ -126,7 +123,7 @@ func ViaDaemon(env *cli.Env, args []string, engine func() (string, error)) (bool
 		if serr := start(); serr != nil {
 			return true, serr
 		}
-		resp, err = api.CallDaemon(sock, req)
+		resp, err = client.Call(sock, req)
 	}
 	env.Stdout.Write(resp.Stdout)
 	env.Stderr.Write(resp.Stderr)

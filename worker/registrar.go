@@ -1,4 +1,4 @@
-package registry
+package worker
 
 import (
 	"cmp"
@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+
+	"github.com/ptojit/ptojit/registry"
 )
 
 // CallableHandle is the public token of one live registration. Its exported
@@ -21,9 +23,9 @@ import (
 // A CallableHandle is a value; copies are the same handle. Safe for
 // concurrent use.
 type CallableHandle struct {
-	Hashid          Hashid
-	Kind            Kind
-	TargetNamespace Namespace
+	Hashid          registry.Hashid
+	Kind            registry.Kind
+	TargetNamespace registry.Namespace
 
 	id    uint64     // registration id, unique within owner, never reused
 	owner *Registrar // the Registrar that returned the handle
@@ -48,9 +50,9 @@ func (h CallableHandle) String() string {
 // Implementations must be safe for concurrent use by one Registrar.
 type Target interface {
 	ID() int
-	Namespace() Namespace
-	Register(ctx context.Context, h Hashid, kind Kind, payload []byte) error
-	Unregister(ctx context.Context, h Hashid) error
+	Namespace() registry.Namespace
+	Register(ctx context.Context, h registry.Hashid, kind registry.Kind, payload []byte) error
+	Unregister(ctx context.Context, h registry.Hashid) error
 }
 
 // Registrar is a Worker's parent-side live-registration table. It publishes
@@ -88,13 +90,13 @@ type Registrar struct {
 
 type pairKey struct {
 	target int
-	hashid Hashid
+	hashid registry.Hashid
 }
 
 type registration struct {
-	hashid  Hashid
-	kind    Kind
-	ns      Namespace
+	hashid  registry.Hashid
+	kind    registry.Kind
+	ns      registry.Namespace
 	payload []byte
 	targets []Target
 }
@@ -108,26 +110,26 @@ func NewRegistrar() *Registrar {
 	}
 }
 
-func regErr(code ErrorCode, op string, worker int, ns Namespace, h Hashid, cause error) *Error {
-	return &Error{Code: code, WorkerID: worker, Namespace: ns, Hashid: h.String(), Op: op, Err: cause}
+func regErr(code registry.ErrorCode, op string, worker int, ns registry.Namespace, h registry.Hashid, cause error) *registry.Error {
+	return &registry.Error{Code: code, WorkerID: worker, Namespace: ns, Hashid: h.String(), Op: op, Err: cause}
 }
 
 // definiteRefusal reports whether a target's register error guarantees that
 // the target installed nothing.
 func definiteRefusal(err error) bool {
-	var e *Error
+	var e *registry.Error
 	return errors.As(err, &e) && !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded)
 }
 
 // checkDescriptorHeader checks the schema version and kind at the start of a
 // descriptor.
-func checkDescriptorHeader(kind Kind, descriptor []byte) error {
+func checkDescriptorHeader(kind registry.Kind, descriptor []byte) error {
 	if len(descriptor) < 8 {
 		return fmt.Errorf("descriptor is %d bytes, shorter than its 8-byte header", len(descriptor))
 	}
 	v, k := binary.LittleEndian.Uint32(descriptor), binary.LittleEndian.Uint32(descriptor[4:])
-	if v != DescriptorSchemaVersion || Kind(k) != kind {
-		return fmt.Errorf("descriptor schema %d kind %d, want schema %d kind %d", v, k, DescriptorSchemaVersion, uint32(kind))
+	if v != registry.DescriptorSchemaVersion || registry.Kind(k) != kind {
+		return fmt.Errorf("descriptor schema %d kind %d, want schema %d kind %d", v, k, registry.DescriptorSchemaVersion, uint32(kind))
 	}
 	return nil
 }
@@ -137,23 +139,23 @@ func checkDescriptorHeader(kind Kind, descriptor []byte) error {
 // or PythonDescriptor); targets is the whole scope (every active endpoint of
 // the kind's namespace; it may be empty before any child started, see
 // Attach). Repeated calls return independent handles with the same hashid.
-func (r *Registrar) Register(ctx context.Context, kind Kind, payload, descriptor []byte, targets []Target) (CallableHandle, error) {
+func (r *Registrar) Register(ctx context.Context, kind registry.Kind, payload, descriptor []byte, targets []Target) (CallableHandle, error) {
 	const op = "register"
-	h := ComputeHashid(descriptor)
-	ns, err := NamespaceOf(kind)
+	h := registry.ComputeHashid(descriptor)
+	ns, err := registry.NamespaceOf(kind)
 	if err != nil {
-		return CallableHandle{}, regErr(CallableKindUnsupported, op, NoWorker, "", h, fmt.Errorf("%v", kind))
+		return CallableHandle{}, regErr(registry.CallableKindUnsupported, op, registry.NoWorker, "", h, fmt.Errorf("%v", kind))
 	}
 	if err := checkDescriptorHeader(kind, descriptor); err != nil {
-		return CallableHandle{}, regErr(HashidDescriptorMismatch, op, NoWorker, ns, h, err)
+		return CallableHandle{}, regErr(registry.HashidDescriptorMismatch, op, registry.NoWorker, ns, h, err)
 	}
 	seen := map[int]bool{}
 	for _, t := range targets {
 		if t.Namespace() != ns {
-			return CallableHandle{}, regErr(TargetNamespaceMismatch, op, t.ID(), ns, h, fmt.Errorf("target is in namespace %s", t.Namespace()))
+			return CallableHandle{}, regErr(registry.TargetNamespaceMismatch, op, t.ID(), ns, h, fmt.Errorf("target is in namespace %s", t.Namespace()))
 		}
 		if seen[t.ID()] {
-			return CallableHandle{}, regErr(TargetNamespaceMismatch, op, t.ID(), ns, h, errors.New("target appears twice in the scope"))
+			return CallableHandle{}, regErr(registry.TargetNamespaceMismatch, op, t.ID(), ns, h, errors.New("target appears twice in the scope"))
 		}
 		seen[t.ID()] = true
 	}
@@ -163,7 +165,7 @@ func (r *Registrar) Register(ctx context.Context, kind Kind, payload, descriptor
 	for _, t := range targets {
 		if _, bad := r.uncertain[pairKey{t.ID(), h}]; bad {
 			r.mu.Unlock()
-			return CallableHandle{}, regErr(RegisterCleanupUncertain, op, t.ID(), ns, h, errors.New("an earlier cleanup of this hashid on this worker was not confirmed; restart the Worker"))
+			return CallableHandle{}, regErr(registry.RegisterCleanupUncertain, op, t.ID(), ns, h, errors.New("an earlier cleanup of this hashid on this worker was not confirmed; restart the Worker"))
 		}
 	}
 	r.nextID++
@@ -199,14 +201,14 @@ func (r *Registrar) Register(ctx context.Context, kind Kind, payload, descriptor
 		case errs[i] == nil:
 			if err := t.Unregister(cctx, h); err != nil {
 				r.markUncertain(t.ID(), h)
-				causes = append(causes, regErr(RegisterCleanupUncertain, "register cleanup", t.ID(), ns, h, err))
+				causes = append(causes, regErr(registry.RegisterCleanupUncertain, "register cleanup", t.ID(), ns, h, err))
 			}
 		case !definiteRefusal(errs[i]):
 			r.markUncertain(t.ID(), h)
-			causes = append(causes, regErr(RegisterCleanupUncertain, "register cleanup", t.ID(), ns, h, errors.New("register outcome unknown")))
+			causes = append(causes, regErr(registry.RegisterCleanupUncertain, "register cleanup", t.ID(), ns, h, errors.New("register outcome unknown")))
 		}
 	}
-	return CallableHandle{}, regErr(RegisterPartialFailure, op, targets[failed].ID(), ns, h, errors.Join(causes...))
+	return CallableHandle{}, regErr(registry.RegisterPartialFailure, op, targets[failed].ID(), ns, h, errors.Join(causes...))
 }
 
 // broadcast calls f on every target concurrently and returns the errors in
@@ -225,7 +227,7 @@ func broadcast(targets []Target, f func(Target) error) []error {
 	return errs
 }
 
-func (r *Registrar) markUncertain(target int, h Hashid) {
+func (r *Registrar) markUncertain(target int, h registry.Hashid) {
 	r.mu.Lock()
 	r.uncertain[pairKey{target, h}] = struct{}{}
 	r.mu.Unlock()
@@ -233,7 +235,7 @@ func (r *Registrar) markUncertain(target int, h Hashid) {
 
 // Uncertain reports whether the target/hashid pair is refused for the
 // Registrar's lifetime because a cleanup was not confirmed.
-func (r *Registrar) Uncertain(targetID int, h Hashid) bool {
+func (r *Registrar) Uncertain(targetID int, h registry.Hashid) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	_, ok := r.uncertain[pairKey{targetID, h}]
@@ -249,35 +251,35 @@ func (r *Registrar) Validate(h CallableHandle) error {
 }
 
 func (r *Registrar) lookup(op string, h CallableHandle) (*registration, error) {
-	fail := func(code ErrorCode, why string) (*registration, error) {
-		return nil, regErr(code, op, NoWorker, h.TargetNamespace, h.Hashid, errors.New(why))
+	fail := func(code registry.ErrorCode, why string) (*registration, error) {
+		return nil, regErr(code, op, registry.NoWorker, h.TargetNamespace, h.Hashid, errors.New(why))
 	}
 	if h.owner == nil || h.id == 0 {
-		return fail(HandleForged, "handle was not returned by a registration")
+		return fail(registry.HandleForged, "handle was not returned by a registration")
 	}
 	if h.owner != r {
-		return fail(HandleForeign, "handle belongs to another Worker")
+		return fail(registry.HandleForeign, "handle belongs to another Worker")
 	}
 	r.mu.Lock()
 	reg, ok := r.live[h.id]
 	r.mu.Unlock()
 	if !ok {
-		return fail(HandleStale, "handle was unregistered")
+		return fail(registry.HandleStale, "handle was unregistered")
 	}
 	if reg.hashid != h.Hashid || reg.kind != h.Kind || reg.ns != h.TargetNamespace {
-		return fail(HandleMutated, "handle fields differ from its registration")
+		return fail(registry.HandleMutated, "handle fields differ from its registration")
 	}
 	return reg, nil
 }
 
 // ValidateFor checks h like Validate and that the execution path, which
 // resolves namespace ns, can resolve it (HANDLE_NAMESPACE_MISMATCH).
-func (r *Registrar) ValidateFor(h CallableHandle, ns Namespace) error {
+func (r *Registrar) ValidateFor(h CallableHandle, ns registry.Namespace) error {
 	if _, err := r.lookup("validate", h); err != nil {
 		return err
 	}
 	if h.TargetNamespace != ns {
-		return regErr(HandleNamespaceMismatch, "validate", NoWorker, h.TargetNamespace, h.Hashid, fmt.Errorf("execution path resolves %s", ns))
+		return regErr(registry.HandleNamespaceMismatch, "validate", registry.NoWorker, h.TargetNamespace, h.Hashid, fmt.Errorf("execution path resolves %s", ns))
 	}
 	return nil
 }
@@ -285,12 +287,12 @@ func (r *Registrar) ValidateFor(h CallableHandle, ns Namespace) error {
 // CheckDispatch is the submit-time preflight for sending h to one target:
 // ValidateFor(h, ns), and the target/hashid pair must not be uncertain
 // (REGISTER_CLEANUP_UNCERTAIN). It does not pin the registration.
-func (r *Registrar) CheckDispatch(h CallableHandle, ns Namespace, targetID int) error {
+func (r *Registrar) CheckDispatch(h CallableHandle, ns registry.Namespace, targetID int) error {
 	if err := r.ValidateFor(h, ns); err != nil {
 		return err
 	}
 	if r.Uncertain(targetID, h.Hashid) {
-		return regErr(RegisterCleanupUncertain, "dispatch", targetID, ns, h.Hashid, errors.New("hashid is uncertain on this worker"))
+		return regErr(registry.RegisterCleanupUncertain, "dispatch", targetID, ns, h.Hashid, errors.New("hashid is uncertain on this worker"))
 	}
 	return nil
 }
@@ -314,23 +316,23 @@ func (r *Registrar) Unregister(ctx context.Context, h CallableHandle) error {
 	}
 	r.mu.Unlock()
 	if !ok { // a concurrent Unregister consumed it first
-		return regErr(HandleStale, op, NoWorker, h.TargetNamespace, h.Hashid, errors.New("handle was unregistered"))
+		return regErr(registry.HandleStale, op, registry.NoWorker, h.TargetNamespace, h.Hashid, errors.New("handle was unregistered"))
 	}
 	slices.Reverse(targets)
 	errs := broadcast(targets, func(t Target) error { return t.Unregister(ctx, h.Hashid) })
 	var causes []error
-	first := NoWorker
+	first := registry.NoWorker
 	for i, e := range errs {
 		if e != nil {
 			r.markUncertain(targets[i].ID(), h.Hashid)
 			causes = append(causes, fmt.Errorf("worker %d: %w", targets[i].ID(), e))
-			if first == NoWorker {
+			if first == registry.NoWorker {
 				first = targets[i].ID()
 			}
 		}
 	}
 	if len(causes) > 0 {
-		return regErr(RegisterCleanupUncertain, op, first, reg.ns, h.Hashid, errors.Join(causes...))
+		return regErr(registry.RegisterCleanupUncertain, op, first, reg.ns, h.Hashid, errors.Join(causes...))
 	}
 	return nil
 }
@@ -362,7 +364,7 @@ func (r *Registrar) Attach(ctx context.Context, t Target) error {
 	for i, reg := range regs {
 		err := error(nil)
 		if r.Uncertain(t.ID(), reg.hashid) {
-			err = regErr(RegisterCleanupUncertain, op, t.ID(), reg.ns, reg.hashid, errors.New("hashid is uncertain on this worker"))
+			err = regErr(registry.RegisterCleanupUncertain, op, t.ID(), reg.ns, reg.hashid, errors.New("hashid is uncertain on this worker"))
 		} else {
 			err = t.Register(ctx, reg.hashid, reg.kind, reg.payload)
 		}
@@ -377,15 +379,15 @@ func (r *Registrar) Attach(ctx context.Context, t Target) error {
 		for j := i - 1; j >= 0; j-- {
 			if uerr := t.Unregister(cctx, regs[j].hashid); uerr != nil {
 				r.markUncertain(t.ID(), regs[j].hashid)
-				causes = append(causes, regErr(RegisterCleanupUncertain, "attach cleanup", t.ID(), reg.ns, regs[j].hashid, uerr))
+				causes = append(causes, regErr(registry.RegisterCleanupUncertain, "attach cleanup", t.ID(), reg.ns, regs[j].hashid, uerr))
 			}
 		}
-		return regErr(RegisterPartialFailure, op, t.ID(), reg.ns, reg.hashid, errors.Join(causes...))
+		return regErr(registry.RegisterPartialFailure, op, t.ID(), reg.ns, reg.hashid, errors.Join(causes...))
 	}
 
 	// Join the scopes; a handle unregistered meanwhile never saw t, so t's
 	// reference for it is dropped here.
-	var gone []Hashid
+	var gone []registry.Hashid
 	r.mu.Lock()
 	for i, id := range ids {
 		if reg, ok := r.live[id]; ok && reg == regs[i] {
@@ -399,7 +401,7 @@ func (r *Registrar) Attach(ctx context.Context, t Target) error {
 	for _, h := range gone {
 		if err := t.Unregister(context.WithoutCancel(ctx), h); err != nil {
 			r.markUncertain(t.ID(), h)
-			causes = append(causes, regErr(RegisterCleanupUncertain, "attach cleanup", t.ID(), t.Namespace(), h, err))
+			causes = append(causes, regErr(registry.RegisterCleanupUncertain, "attach cleanup", t.ID(), t.Namespace(), h, err))
 		}
 	}
 	return errors.Join(causes...)

@@ -1,20 +1,68 @@
-package api
+// Package client is the client side of the daemon protocol of package api:
+// it dials the daemon's socket, sends one request and reads the answer, and
+// starts a daemon when none answers. It imports only the standard library
+// and api, so the thin client can use it.
+//
+// Start-up is race-free: clients serialize on an flock of the start lock in
+// the daemon directory, the first starts the daemon and waits for its
+// readiness signal (not a timeout), and the rest find it answering.
+package client
 
 import (
 	"bufio"
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
+
+	"github.com/ptojit/ptojit/api"
 )
 
-// DaemonStart says how to start a daemon when none answers.
-type DaemonStart struct {
-	// Dir is the daemon directory (DaemonDir).
+// Call sends req over a new connection to the socket at path and returns
+// the response. A connection error (no daemon) is returned as is, so
+// callers can tell it from a reply; a daemon that accepted the request but
+// did not answer it is a *DaemonLostError.
+func Call(path string, req *api.DaemonRequest) (*api.DaemonResponse, error) {
+	conn, err := net.Dial("unix", path)
+	if err != nil {
+		return nil, err
+	}
+	defer conn.Close()
+	req.Protocol = api.DaemonProtocol
+	// A daemon that refuses the peer replies before reading the request,
+	// so a failed write is judged by whether a reply can still be read.
+	werr := api.WriteFrame(conn, req)
+	var resp api.DaemonResponse
+	if err := api.ReadFrame(bufio.NewReader(conn), api.MaxDaemonResponse, &resp); err != nil {
+		if werr != nil {
+			err = werr
+		}
+		return nil, &DaemonLostError{Err: err}
+	}
+	if resp.Protocol != api.DaemonProtocol {
+		return nil, fmt.Errorf("daemon speaks protocol %d, this client %d", resp.Protocol, api.DaemonProtocol)
+	}
+	return &resp, nil
+}
+
+// DaemonLostError reports a daemon that accepted a request but did not
+// answer it (it was killed or crashed mid-request).
+type DaemonLostError struct{ Err error }
+
+func (e *DaemonLostError) Error() string {
+	return "the daemon closed the connection without answering (" + e.Err.Error() + ")"
+}
+
+func (e *DaemonLostError) Unwrap() error { return e.Err }
+
+// Start says how to start a daemon when none answers.
+type Start struct {
+	// Dir is the daemon directory (api.DaemonDir).
 	Dir string
 	// Engine is the path of the ptojitd executable and Args its arguments
 	// for running the daemon in the foreground (e.g. "daemon", "run",
@@ -26,28 +74,23 @@ type DaemonStart struct {
 	Env []string
 }
 
-// SocketPath returns the daemon socket in dir.
-func SocketPath(dir string) string { return filepath.Join(dir, SocketName) }
-
 // Ping reports whether a daemon answers on the socket in dir.
 func Ping(dir string) bool {
-	resp, err := CallDaemon(SocketPath(dir), &DaemonRequest{Op: OpPing})
+	resp, err := Call(api.SocketPath(dir), &api.DaemonRequest{Op: api.OpPing})
 	return err == nil && resp.Error == ""
 }
 
 // EnsureDaemon returns once a daemon answers in s.Dir, starting one if
-// none does. Start-up is race-free: callers serialize on an flock of the
-// start lock, the first starts the daemon and waits for its readiness
-// signal (not a timeout), and the rest find it answering. A daemon that
-// fails to start is reported with the end of its log.
-func EnsureDaemon(s DaemonStart) error {
+// none does (see the package doc). A daemon that fails to start is
+// reported with the end of its log.
+func EnsureDaemon(s Start) error {
 	if Ping(s.Dir) {
 		return nil
 	}
 	if err := os.MkdirAll(s.Dir, 0o700); err != nil {
 		return err
 	}
-	lock, err := os.OpenFile(filepath.Join(s.Dir, StartLockName), os.O_CREATE|os.O_RDWR, 0o600)
+	lock, err := os.OpenFile(filepath.Join(s.Dir, api.StartLockName), os.O_CREATE|os.O_RDWR, 0o600)
 	if err != nil {
 		return err
 	}
@@ -62,8 +105,8 @@ func EnsureDaemon(s DaemonStart) error {
 	return startDaemon(s)
 }
 
-func startDaemon(s DaemonStart) error {
-	logPath := filepath.Join(s.Dir, LogName)
+func startDaemon(s Start) error {
+	logPath := filepath.Join(s.Dir, api.LogName)
 	logf, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
 	if err != nil {
 		return err
@@ -96,7 +139,7 @@ func startDaemon(s DaemonStart) error {
 	go cmd.Wait()
 	line, err := bufio.NewReader(pr).ReadString('\n')
 	if err != nil || strings.TrimSpace(line) != "ready" {
-		return fmt.Errorf("the daemon did not start; end of %s:\n%s", LogName, tail(logPath, 2048))
+		return fmt.Errorf("the daemon did not start; end of %s:\n%s", api.LogName, tail(logPath, 2048))
 	}
 	return nil
 }
@@ -115,7 +158,7 @@ func Flock(f *os.File, how int) error {
 // AwaitDaemonExit returns once no daemon holds the lock in dir: a daemon
 // keeps it until everything it owns, the store included, is closed.
 func AwaitDaemonExit(dir string) error {
-	f, err := os.Open(filepath.Join(dir, LockName))
+	f, err := os.Open(filepath.Join(dir, api.LockName))
 	if errors.Is(err, os.ErrNotExist) {
 		return nil
 	}

@@ -1,4 +1,4 @@
-package envaudit
+package envreg
 
 import (
 	"bytes"

@@ -1,8 +1,9 @@
-package registry
+package worker
 
-// The seed's Validation table, as far as it needs no child process:
+// The seed's Validation table for the Registrar, with fake targets
+// (descriptor hashes, shared vectors and hashid parsing are tested in
+// package registry):
 //
-//	Stable descriptor hash     TestStableDescriptorHash, TestSharedVectors, TestGolden*
 //	Descriptor mismatch        TestDescriptorMismatch
 //	No public slot             TestNoPublicSlot
 //	Submit handle only         TestHandleValidation (a handle built from a hashid is forged)
@@ -13,14 +14,13 @@ package registry
 //	Whole-scope register       TestWholeScopeRegister
 //	Pre-start register         TestPreStartRegisterAttach
 //	Partial register failure   TestPartialRegisterFailure, TestUnknownRegisterOutcome
-//	Cleanup uncertainty        TestCleanupUncertainty
-//	Unregister cleanup         TestUnregisterCleanup
+//	Cleanup uncertainty        TestRegistrarCleanupUncertainty
+//	Unregister cleanup         TestRegistrarUnregisterCleanup
 //	Unsupported kind           TestUnsupportedKindAndNamespace
-//	Hashid format fuzz         TestParseHashid, FuzzParseHashid
 //	No slot consistency        TestSlotIndependence
 //
 // L3 run unchanged, task frame digest and post-start register need child
-// processes and belong to package worker.
+// processes: validation_test.go.
 
 import (
 	"context"
@@ -33,13 +33,15 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/ptojit/ptojit/registry"
 )
 
 // fakeTarget is an in-process Target backed by a TargetTable, with injected
 // faults and a log of the control operations it received.
 type fakeTarget struct {
 	id       int
-	table    *TargetTable
+	table    *registry.TargetTable
 	platform string // the platform it recomputes chip descriptors for
 
 	mu             sync.Mutex
@@ -48,16 +50,16 @@ type fakeTarget struct {
 	failUnregister error // returned by Unregister without releasing
 }
 
-func newFake(id int, ns Namespace, slots int) *fakeTarget {
-	t := NewTargetTable(ns, slots)
+func newFake(id int, ns registry.Namespace, slots int) *fakeTarget {
+	t := registry.NewTargetTable(ns, slots)
 	t.SetWorkerID(id)
 	return &fakeTarget{id: id, table: t, platform: "a2a3sim"}
 }
 
-func (f *fakeTarget) ID() int              { return f.id }
-func (f *fakeTarget) Namespace() Namespace { return f.table.Namespace() }
+func (f *fakeTarget) ID() int                       { return f.id }
+func (f *fakeTarget) Namespace() registry.Namespace { return f.table.Namespace() }
 
-func (f *fakeTarget) Register(ctx context.Context, h Hashid, kind Kind, payload []byte) error {
+func (f *fakeTarget) Register(ctx context.Context, h registry.Hashid, kind registry.Kind, payload []byte) error {
 	f.mu.Lock()
 	f.log = append(f.log, "register")
 	fail := f.failRegister
@@ -69,7 +71,7 @@ func (f *fakeTarget) Register(ctx context.Context, h Hashid, kind Kind, payload 
 	return err
 }
 
-func (f *fakeTarget) Unregister(ctx context.Context, h Hashid) error {
+func (f *fakeTarget) Unregister(ctx context.Context, h registry.Hashid) error {
 	f.mu.Lock()
 	f.log = append(f.log, "unregister")
 	fail := f.failUnregister
@@ -94,7 +96,7 @@ type orderTarget struct {
 	mu    *sync.Mutex
 }
 
-func (o orderTarget) Unregister(ctx context.Context, h Hashid) error {
+func (o orderTarget) Unregister(ctx context.Context, h registry.Hashid) error {
 	o.mu.Lock()
 	*o.order = append(*o.order, o.id)
 	o.mu.Unlock()
@@ -112,12 +114,12 @@ func targets(fs ...*fakeTarget) []Target {
 // chipCallable returns a ChipCallable payload and its a2a3sim descriptor.
 func chipCallable(t testing.TB, tag string) ([]byte, []byte) {
 	t.Helper()
-	c := &ChipCallable{Signature: []Direction{In, Out}, FuncName: "orch", Binary: []byte(tag)}
+	c := &registry.ChipCallable{Signature: []registry.Direction{registry.In, registry.Out}, FuncName: "orch", Binary: []byte(tag)}
 	blob, err := c.MarshalBinary()
 	if err != nil {
 		t.Fatal(err)
 	}
-	d, err := ChipDescriptor("a2a3sim", "rt", blob)
+	d, err := registry.ChipDescriptor("a2a3sim", "rt", blob)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -126,8 +128,8 @@ func chipCallable(t testing.TB, tag string) ([]byte, []byte) {
 
 func pyCallable(t testing.TB, tag string) ([]byte, []byte) {
 	t.Helper()
-	spyc := AppendSPYC(nil, []byte(tag))
-	d, err := PythonDescriptor(spyc)
+	spyc := registry.AppendSPYC(nil, []byte(tag))
+	d, err := registry.PythonDescriptor(spyc)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -137,13 +139,13 @@ func pyCallable(t testing.TB, tag string) ([]byte, []byte) {
 func TestWholeScopeRegister(t *testing.T) {
 	ctx := context.Background()
 	r := NewRegistrar()
-	fs := []*fakeTarget{newFake(0, LocalChip, 4), newFake(1, LocalChip, 4), newFake(2, LocalChip, 4)}
+	fs := []*fakeTarget{newFake(0, registry.LocalChip, 4), newFake(1, registry.LocalChip, 4), newFake(2, registry.LocalChip, 4)}
 	blob, desc := chipCallable(t, "k")
-	h, err := r.Register(ctx, ChipCallableKind, blob, desc, targets(fs...))
+	h, err := r.Register(ctx, registry.ChipCallableKind, blob, desc, targets(fs...))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if h.Hashid != ComputeHashid(desc) || h.Kind != ChipCallableKind || h.TargetNamespace != LocalChip {
+	if h.Hashid != registry.ComputeHashid(desc) || h.Kind != registry.ChipCallableKind || h.TargetNamespace != registry.LocalChip {
 		t.Fatalf("handle %v", h)
 	}
 	for _, f := range fs {
@@ -161,7 +163,7 @@ func TestWholeScopeRegister(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, f := range fs {
-		if _, err := f.table.Resolve(h.Hashid); !errors.Is(err, HashidNotInstalled) {
+		if _, err := f.table.Resolve(h.Hashid); !errors.Is(err, registry.HashidNotInstalled) {
 			t.Errorf("target %d after unregister: %v", f.id, err)
 		}
 	}
@@ -170,10 +172,10 @@ func TestWholeScopeRegister(t *testing.T) {
 func TestDuplicateRegisterAndTargetRefcount(t *testing.T) {
 	ctx := context.Background()
 	r := NewRegistrar()
-	fs := []*fakeTarget{newFake(0, LocalPython, 2), newFake(1, LocalPython, 2)}
+	fs := []*fakeTarget{newFake(0, registry.LocalPython, 2), newFake(1, registry.LocalPython, 2)}
 	spyc, desc := pyCallable(t, "lambda")
-	h1, err1 := r.Register(ctx, PythonSerializedKind, spyc, desc, targets(fs...))
-	h2, err2 := r.Register(ctx, PythonSerializedKind, spyc, desc, targets(fs...))
+	h1, err1 := r.Register(ctx, registry.PythonSerializedKind, spyc, desc, targets(fs...))
+	h2, err2 := r.Register(ctx, registry.PythonSerializedKind, spyc, desc, targets(fs...))
 	if err1 != nil || err2 != nil {
 		t.Fatal(err1, err2)
 	}
@@ -194,7 +196,7 @@ func TestDuplicateRegisterAndTargetRefcount(t *testing.T) {
 	if err := r.Validate(h2); err != nil {
 		t.Fatalf("unregistering h1 invalidated h2: %v", err)
 	}
-	if err := r.Validate(h1); !errors.Is(err, HandleStale) {
+	if err := r.Validate(h1); !errors.Is(err, registry.HandleStale) {
 		t.Fatalf("h1 after unregister: %v", err)
 	}
 	for _, f := range fs {
@@ -202,7 +204,7 @@ func TestDuplicateRegisterAndTargetRefcount(t *testing.T) {
 			t.Fatalf("target %d: h2 no longer resolves: %v", f.id, err)
 		}
 	}
-	if err := r.Unregister(ctx, h1); !errors.Is(err, HandleStale) {
+	if err := r.Unregister(ctx, h1); !errors.Is(err, registry.HandleStale) {
 		t.Fatalf("second unregister of h1: %v", err)
 	}
 	if err := r.Unregister(ctx, h2); err != nil {
@@ -218,16 +220,16 @@ func TestDuplicateRegisterAndTargetRefcount(t *testing.T) {
 func TestSlotIndependence(t *testing.T) {
 	ctx := context.Background()
 	r := NewRegistrar()
-	a, b := newFake(0, LocalChip, 4), newFake(1, LocalChip, 4)
+	a, b := newFake(0, registry.LocalChip, 4), newFake(1, registry.LocalChip, 4)
 	// b already holds two other callables, so its free slot differs.
 	for _, tag := range []string{"x", "y"} {
 		blob, desc := chipCallable(t, tag)
-		if _, err := r.Register(ctx, ChipCallableKind, blob, desc, targets(b)); err != nil {
+		if _, err := r.Register(ctx, registry.ChipCallableKind, blob, desc, targets(b)); err != nil {
 			t.Fatal(err)
 		}
 	}
 	blob, desc := chipCallable(t, "shared")
-	h, err := r.Register(ctx, ChipCallableKind, blob, desc, targets(a, b))
+	h, err := r.Register(ctx, registry.ChipCallableKind, blob, desc, targets(a, b))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -236,10 +238,10 @@ func TestSlotIndependence(t *testing.T) {
 	if errA != nil || errB != nil || sa == sb {
 		t.Fatalf("slots %d (%v) and %d (%v): want different private slots", sa, errA, sb, errB)
 	}
-	if err := r.CheckDispatch(h, LocalChip, a.id); err != nil {
+	if err := r.CheckDispatch(h, registry.LocalChip, a.id); err != nil {
 		t.Fatal(err)
 	}
-	if err := r.CheckDispatch(h, LocalChip, b.id); err != nil {
+	if err := r.CheckDispatch(h, registry.LocalChip, b.id); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -274,19 +276,19 @@ func TestPartialRegisterFailure(t *testing.T) {
 	r := NewRegistrar()
 	var order []int
 	var mu sync.Mutex
-	f0, f1, f2, f3 := newFake(0, LocalChip, 4), newFake(1, LocalChip, 0), newFake(2, LocalChip, 4), newFake(3, LocalChip, 4)
-	f3.failRegister = &Error{Code: HashidDescriptorMismatch, WorkerID: 3}
+	f0, f1, f2, f3 := newFake(0, registry.LocalChip, 4), newFake(1, registry.LocalChip, 0), newFake(2, registry.LocalChip, 4), newFake(3, registry.LocalChip, 4)
+	f3.failRegister = &registry.Error{Code: registry.HashidDescriptorMismatch, WorkerID: 3}
 	ts := []Target{orderTarget{f0, &order, &mu}, orderTarget{f1, &order, &mu}, orderTarget{f2, &order, &mu}, orderTarget{f3, &order, &mu}}
 	blob, desc := chipCallable(t, "k")
-	h, err := r.Register(ctx, ChipCallableKind, blob, desc, ts)
+	h, err := r.Register(ctx, registry.ChipCallableKind, blob, desc, ts)
 	if h != (CallableHandle{}) {
 		t.Fatalf("a handle was returned: %v", h)
 	}
-	if !errors.Is(err, RegisterPartialFailure) || !errors.Is(err, LocalSlotExhausted) || !errors.Is(err, HashidDescriptorMismatch) {
+	if !errors.Is(err, registry.RegisterPartialFailure) || !errors.Is(err, registry.LocalSlotExhausted) || !errors.Is(err, registry.HashidDescriptorMismatch) {
 		t.Fatalf("err = %v", err)
 	}
-	var e *Error
-	if !errors.As(err, &e) || e.WorkerID != 1 || e.Namespace != LocalChip || e.Hashid != ComputeHashid(desc).String() || e.Op != "register" {
+	var e *registry.Error
+	if !errors.As(err, &e) || e.WorkerID != 1 || e.Namespace != registry.LocalChip || e.Hashid != registry.ComputeHashid(desc).String() || e.Op != "register" {
 		t.Fatalf("error fields %+v", e)
 	}
 	// Reverse cleanup, only to the targets that confirmed.
@@ -297,7 +299,7 @@ func TestPartialRegisterFailure(t *testing.T) {
 		if installed, _ := f.table.Len(); installed != 0 {
 			t.Errorf("target %d still holds the callable", f.id)
 		}
-		if r.Uncertain(f.id, ComputeHashid(desc)) {
+		if r.Uncertain(f.id, registry.ComputeHashid(desc)) {
 			t.Errorf("target %d marked uncertain after a confirmed cleanup", f.id)
 		}
 	}
@@ -306,26 +308,26 @@ func TestPartialRegisterFailure(t *testing.T) {
 	}
 	// The failure left nothing behind: the same callable registers on a
 	// scope that can hold it.
-	if _, err := r.Register(ctx, ChipCallableKind, blob, desc, targets(f0, f2)); err != nil {
+	if _, err := r.Register(ctx, registry.ChipCallableKind, blob, desc, targets(f0, f2)); err != nil {
 		t.Fatal(err)
 	}
 }
 
-func TestCleanupUncertainty(t *testing.T) {
+func TestRegistrarCleanupUncertainty(t *testing.T) {
 	ctx := context.Background()
 	r := NewRegistrar()
-	f0, f1, f2 := newFake(0, LocalChip, 4), newFake(1, LocalChip, 4), newFake(2, LocalChip, 4)
+	f0, f1, f2 := newFake(0, registry.LocalChip, 4), newFake(1, registry.LocalChip, 4), newFake(2, registry.LocalChip, 4)
 	blob, desc := chipCallable(t, "k")
-	hid := ComputeHashid(desc)
+	hid := registry.ComputeHashid(desc)
 	// A live handle with the same hashid, registered on f0 only.
-	live, err := r.Register(ctx, ChipCallableKind, blob, desc, targets(f0))
+	live, err := r.Register(ctx, registry.ChipCallableKind, blob, desc, targets(f0))
 	if err != nil {
 		t.Fatal(err)
 	}
 	f0.failUnregister = errors.New("child did not answer")
-	f1.failRegister = &Error{Code: LocalSlotExhausted, WorkerID: 1}
-	_, err = r.Register(ctx, ChipCallableKind, blob, desc, targets(f0, f1, f2))
-	if !errors.Is(err, RegisterPartialFailure) || !errors.Is(err, RegisterCleanupUncertain) {
+	f1.failRegister = &registry.Error{Code: registry.LocalSlotExhausted, WorkerID: 1}
+	_, err = r.Register(ctx, registry.ChipCallableKind, blob, desc, targets(f0, f1, f2))
+	if !errors.Is(err, registry.RegisterPartialFailure) || !errors.Is(err, registry.RegisterCleanupUncertain) {
 		t.Fatalf("err = %v", err)
 	}
 	if !r.Uncertain(0, hid) || r.Uncertain(1, hid) || r.Uncertain(2, hid) {
@@ -339,23 +341,23 @@ func TestCleanupUncertainty(t *testing.T) {
 	f0.failUnregister, f1.failRegister = nil, nil
 	before := len(f0.ops())
 	for range 2 {
-		_, err = r.Register(ctx, ChipCallableKind, blob, desc, targets(f0, f2))
-		if !errors.Is(err, RegisterCleanupUncertain) || CodeOf(err) != RegisterCleanupUncertain {
+		_, err = r.Register(ctx, registry.ChipCallableKind, blob, desc, targets(f0, f2))
+		if !errors.Is(err, registry.RegisterCleanupUncertain) || registry.CodeOf(err) != registry.RegisterCleanupUncertain {
 			t.Fatalf("re-register on the uncertain pair: %v", err)
 		}
 	}
 	if len(f0.ops()) != before {
 		t.Fatalf("an uncertain target was contacted: %v", f0.ops()[before:])
 	}
-	if err := r.CheckDispatch(live, LocalChip, 0); !errors.Is(err, RegisterCleanupUncertain) {
+	if err := r.CheckDispatch(live, registry.LocalChip, 0); !errors.Is(err, registry.RegisterCleanupUncertain) {
 		t.Fatalf("dispatch to the uncertain target: %v", err)
 	}
 	// Other pairs are unaffected.
-	if _, err := r.Register(ctx, ChipCallableKind, blob, desc, targets(f1, f2)); err != nil {
+	if _, err := r.Register(ctx, registry.ChipCallableKind, blob, desc, targets(f1, f2)); err != nil {
 		t.Fatal(err)
 	}
 	blob2, desc2 := chipCallable(t, "other")
-	if _, err := r.Register(ctx, ChipCallableKind, blob2, desc2, targets(f0)); err != nil {
+	if _, err := r.Register(ctx, registry.ChipCallableKind, blob2, desc2, targets(f0)); err != nil {
 		t.Fatal(err)
 	}
 	// A fresh Registrar (a restarted Worker) has no uncertain pairs.
@@ -367,11 +369,11 @@ func TestCleanupUncertainty(t *testing.T) {
 func TestUnknownRegisterOutcome(t *testing.T) {
 	ctx := context.Background()
 	r := NewRegistrar()
-	f0, f1 := newFake(0, LocalPython, 4), newFake(1, LocalPython, 4)
+	f0, f1 := newFake(0, registry.LocalPython, 4), newFake(1, registry.LocalPython, 4)
 	f1.failRegister = fmt.Errorf("reply: %w", context.DeadlineExceeded)
 	spyc, desc := pyCallable(t, "p")
-	_, err := r.Register(ctx, PythonSerializedKind, spyc, desc, targets(f0, f1))
-	if !errors.Is(err, RegisterPartialFailure) || !errors.Is(err, context.DeadlineExceeded) {
+	_, err := r.Register(ctx, registry.PythonSerializedKind, spyc, desc, targets(f0, f1))
+	if !errors.Is(err, registry.RegisterPartialFailure) || !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("err = %v", err)
 	}
 	// f1 may have installed: it is not sent a cleanup that could drop
@@ -379,7 +381,7 @@ func TestUnknownRegisterOutcome(t *testing.T) {
 	if got := f1.ops(); !slices.Equal(got, []string{"register"}) {
 		t.Fatalf("target 1 ops %v", got)
 	}
-	if !r.Uncertain(1, ComputeHashid(desc)) || r.Uncertain(0, ComputeHashid(desc)) {
+	if !r.Uncertain(1, registry.ComputeHashid(desc)) || r.Uncertain(0, registry.ComputeHashid(desc)) {
 		t.Fatal("want only target 1 uncertain")
 	}
 }
@@ -387,14 +389,14 @@ func TestUnknownRegisterOutcome(t *testing.T) {
 func TestCleanupSurvivesCancel(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	r := NewRegistrar()
-	f0 := newFake(0, LocalChip, 4)
-	f1 := newFake(1, LocalChip, 4)
-	f1.failRegister = &Error{Code: LocalSlotExhausted}
+	f0 := newFake(0, registry.LocalChip, 4)
+	f1 := newFake(1, registry.LocalChip, 4)
+	f1.failRegister = &registry.Error{Code: registry.LocalSlotExhausted}
 	cancel()
 	blob, desc := chipCallable(t, "k")
 	var sawCtxErr error
 	probe := ctxProbe{f0, &sawCtxErr}
-	if _, err := r.Register(ctx, ChipCallableKind, blob, desc, []Target{probe, f1}); !errors.Is(err, RegisterPartialFailure) {
+	if _, err := r.Register(ctx, registry.ChipCallableKind, blob, desc, []Target{probe, f1}); !errors.Is(err, registry.RegisterPartialFailure) {
 		t.Fatal(err)
 	}
 	if sawCtxErr != nil {
@@ -410,7 +412,7 @@ type ctxProbe struct {
 	saw *error
 }
 
-func (p ctxProbe) Unregister(ctx context.Context, h Hashid) error {
+func (p ctxProbe) Unregister(ctx context.Context, h registry.Hashid) error {
 	*p.saw = ctx.Err()
 	return p.fakeTarget.Unregister(ctx, h)
 }
@@ -418,29 +420,29 @@ func (p ctxProbe) Unregister(ctx context.Context, h Hashid) error {
 func TestHandleValidation(t *testing.T) {
 	ctx := context.Background()
 	r, other := NewRegistrar(), NewRegistrar()
-	f := newFake(0, LocalChip, 4)
+	f := newFake(0, registry.LocalChip, 4)
 	blob, desc := chipCallable(t, "k")
-	h, err := r.Register(ctx, ChipCallableKind, blob, desc, targets(f))
+	h, err := r.Register(ctx, registry.ChipCallableKind, blob, desc, targets(f))
 	if err != nil {
 		t.Fatal(err)
 	}
-	foreign, err := other.Register(ctx, ChipCallableKind, blob, desc, nil)
+	foreign, err := other.Register(ctx, registry.ChipCallableKind, blob, desc, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	mutated := func(m func(*CallableHandle)) CallableHandle { c := h; m(&c); return c }
-	otherHashid, _ := ParseHashid("sha256:" + strings.Repeat("ab", 32))
+	otherHashid, _ := registry.ParseHashid("sha256:" + strings.Repeat("ab", 32))
 	cases := []struct {
 		name string
 		h    CallableHandle
-		code ErrorCode
+		code registry.ErrorCode
 	}{
-		{"zero", CallableHandle{}, HandleForged},
-		{"forged from public fields", CallableHandle{Hashid: h.Hashid, Kind: h.Kind, TargetNamespace: h.TargetNamespace}, HandleForged},
-		{"foreign", foreign, HandleForeign},
-		{"mutated hashid", mutated(func(c *CallableHandle) { c.Hashid = otherHashid }), HandleMutated},
-		{"mutated kind", mutated(func(c *CallableHandle) { c.Kind = PythonSerializedKind }), HandleMutated},
-		{"mutated namespace", mutated(func(c *CallableHandle) { c.TargetNamespace = LocalPython }), HandleMutated},
+		{"zero", CallableHandle{}, registry.HandleForged},
+		{"forged from public fields", CallableHandle{Hashid: h.Hashid, Kind: h.Kind, TargetNamespace: h.TargetNamespace}, registry.HandleForged},
+		{"foreign", foreign, registry.HandleForeign},
+		{"mutated hashid", mutated(func(c *CallableHandle) { c.Hashid = otherHashid }), registry.HandleMutated},
+		{"mutated kind", mutated(func(c *CallableHandle) { c.Kind = registry.PythonSerializedKind }), registry.HandleMutated},
+		{"mutated namespace", mutated(func(c *CallableHandle) { c.TargetNamespace = registry.LocalPython }), registry.HandleMutated},
 	}
 	for _, c := range cases {
 		if err := r.Validate(c.h); !errors.Is(err, c.code) {
@@ -454,10 +456,10 @@ func TestHandleValidation(t *testing.T) {
 			t.Errorf("%s: Unregister reached a target", c.name)
 		}
 	}
-	if err := r.ValidateFor(h, LocalPython); !errors.Is(err, HandleNamespaceMismatch) {
+	if err := r.ValidateFor(h, registry.LocalPython); !errors.Is(err, registry.HandleNamespaceMismatch) {
 		t.Errorf("wrong namespace: %v", err)
 	}
-	if err := r.ValidateFor(h, LocalChip); err != nil {
+	if err := r.ValidateFor(h, registry.LocalChip); err != nil {
 		t.Errorf("right namespace: %v", err)
 	}
 	if err := r.Validate(h); err != nil {
@@ -466,10 +468,10 @@ func TestHandleValidation(t *testing.T) {
 	if err := r.Unregister(ctx, h); err != nil {
 		t.Fatal(err)
 	}
-	if err := r.Validate(h); !errors.Is(err, HandleStale) {
+	if err := r.Validate(h); !errors.Is(err, registry.HandleStale) {
 		t.Errorf("stale: %v", err)
 	}
-	if err := r.CheckDispatch(h, LocalChip, 0); !errors.Is(err, HandleStale) {
+	if err := r.CheckDispatch(h, registry.LocalChip, 0); !errors.Is(err, registry.HandleStale) {
 		t.Errorf("stale dispatch: %v", err)
 	}
 }
@@ -477,17 +479,17 @@ func TestHandleValidation(t *testing.T) {
 func TestUnsupportedKindAndNamespace(t *testing.T) {
 	ctx := context.Background()
 	r := NewRegistrar()
-	chip := newFake(0, LocalChip, 4)
-	py := newFake(1, LocalPython, 4)
+	chip := newFake(0, registry.LocalChip, 4)
+	py := newFake(1, registry.LocalPython, 4)
 	blob, desc := chipCallable(t, "k")
 	spyc, pdesc := pyCallable(t, "p")
-	if _, err := r.Register(ctx, Kind(7), blob, desc, targets(chip)); !errors.Is(err, CallableKindUnsupported) {
+	if _, err := r.Register(ctx, registry.Kind(7), blob, desc, targets(chip)); !errors.Is(err, registry.CallableKindUnsupported) {
 		t.Errorf("kind 7: %v", err)
 	}
-	if _, err := r.Register(ctx, ChipCallableKind, blob, desc, targets(chip, py)); !errors.Is(err, TargetNamespaceMismatch) {
+	if _, err := r.Register(ctx, registry.ChipCallableKind, blob, desc, targets(chip, py)); !errors.Is(err, registry.TargetNamespaceMismatch) {
 		t.Errorf("mixed scope: %v", err)
 	}
-	if _, err := r.Register(ctx, ChipCallableKind, blob, pdesc, targets(chip)); !errors.Is(err, HashidDescriptorMismatch) {
+	if _, err := r.Register(ctx, registry.ChipCallableKind, blob, pdesc, targets(chip)); !errors.Is(err, registry.HashidDescriptorMismatch) {
 		t.Errorf("python descriptor for a chip kind: %v", err)
 	}
 	if len(chip.ops())+len(py.ops()) != 0 {
@@ -495,13 +497,13 @@ func TestUnsupportedKindAndNamespace(t *testing.T) {
 	}
 	// The target rejects an unsupported kind before install.
 	d := sha256.Sum256(pdesc)
-	if _, err := chip.table.Install(ComputeHashid(pdesc), PythonSerializedKind, d, sha256.Sum256(spyc)); !errors.Is(err, CallableKindUnsupported) {
+	if _, err := chip.table.Install(registry.ComputeHashid(pdesc), registry.PythonSerializedKind, d, sha256.Sum256(spyc)); !errors.Is(err, registry.CallableKindUnsupported) {
 		t.Errorf("python kind on LOCAL_CHIP: %v", err)
 	}
-	if _, err := py.table.InstallPayload(ComputeHashid(desc), ChipCallableKind, "a2a3sim", "rt", blob); !errors.Is(err, CallableKindUnsupported) {
+	if _, err := py.table.InstallPayload(registry.ComputeHashid(desc), registry.ChipCallableKind, "a2a3sim", "rt", blob); !errors.Is(err, registry.CallableKindUnsupported) {
 		t.Errorf("chip kind on LOCAL_PYTHON: %v", err)
 	}
-	if _, err := chip.table.Install(ComputeHashid(desc), Kind(9), d, d); !errors.Is(err, CallableKindUnsupported) {
+	if _, err := chip.table.Install(registry.ComputeHashid(desc), registry.Kind(9), d, d); !errors.Is(err, registry.CallableKindUnsupported) {
 		t.Errorf("kind 9: %v", err)
 	}
 	if n, _ := chip.table.Len(); n != 0 {
@@ -511,37 +513,37 @@ func TestUnsupportedKindAndNamespace(t *testing.T) {
 
 func TestDescriptorMismatch(t *testing.T) {
 	blob, desc := chipCallable(t, "k")
-	h := ComputeHashid(desc)
-	tbl := NewTargetTable(LocalChip, 4)
+	h := registry.ComputeHashid(desc)
+	tbl := registry.NewTargetTable(registry.LocalChip, 4)
 	// The target recomputes the descriptor for another platform.
-	if _, err := tbl.InstallPayload(h, ChipCallableKind, "a5sim", "rt", blob); !errors.Is(err, HashidDescriptorMismatch) {
+	if _, err := tbl.InstallPayload(h, registry.ChipCallableKind, "a5sim", "rt", blob); !errors.Is(err, registry.HashidDescriptorMismatch) {
 		t.Fatalf("other platform: %v", err)
 	}
 	// A payload that is not the one the hashid names.
 	other, _ := chipCallable(t, "tampered")
-	if _, err := tbl.InstallPayload(h, ChipCallableKind, "a2a3sim", "rt", other); !errors.Is(err, HashidDescriptorMismatch) {
+	if _, err := tbl.InstallPayload(h, registry.ChipCallableKind, "a2a3sim", "rt", other); !errors.Is(err, registry.HashidDescriptorMismatch) {
 		t.Fatalf("other payload: %v", err)
 	}
 	// Same hashid, different payload digest than the installed one.
-	if _, err := tbl.Install(h, ChipCallableKind, h.Digest(), sha256.Sum256(blob)); err != nil {
+	if _, err := tbl.Install(h, registry.ChipCallableKind, h.Digest(), sha256.Sum256(blob)); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := tbl.Install(h, ChipCallableKind, h.Digest(), sha256.Sum256([]byte("else"))); !errors.Is(err, HashidDescriptorMismatch) {
+	if _, err := tbl.Install(h, registry.ChipCallableKind, h.Digest(), sha256.Sum256([]byte("else"))); !errors.Is(err, registry.HashidDescriptorMismatch) {
 		t.Fatalf("payload digest: %v", err)
 	}
 	if tbl.Refs(h) != 1 {
 		t.Fatalf("a mismatch changed the refcount to %d", tbl.Refs(h))
 	}
 	// A malformed payload is rejected with its own code.
-	if _, err := tbl.InstallPayload(h, ChipCallableKind, "a2a3sim", "rt", blob[:100]); !errors.Is(err, CallableBlobInvalid) {
+	if _, err := tbl.InstallPayload(h, registry.ChipCallableKind, "a2a3sim", "rt", blob[:100]); !errors.Is(err, registry.CallableBlobInvalid) {
 		t.Fatalf("malformed blob: %v", err)
 	}
 	// Through the Registrar: the target refuses, no handle.
 	r := NewRegistrar()
-	f := newFake(4, LocalChip, 4)
+	f := newFake(4, registry.LocalChip, 4)
 	f.platform = "a5sim"
-	_, err := r.Register(context.Background(), ChipCallableKind, blob, desc, targets(f))
-	if !errors.Is(err, RegisterPartialFailure) || !errors.Is(err, HashidDescriptorMismatch) {
+	_, err := r.Register(context.Background(), registry.ChipCallableKind, blob, desc, targets(f))
+	if !errors.Is(err, registry.RegisterPartialFailure) || !errors.Is(err, registry.HashidDescriptorMismatch) {
 		t.Fatalf("registrar: %v", err)
 	}
 	if r.Uncertain(4, h) {
@@ -550,68 +552,68 @@ func TestDescriptorMismatch(t *testing.T) {
 }
 
 func TestSlotExhaustion(t *testing.T) {
-	tbl := NewTargetTable(LocalPython, 2)
-	var hs []Hashid
+	tbl := registry.NewTargetTable(registry.LocalPython, 2)
+	var hs []registry.Hashid
 	for i := range 3 {
-		spyc := AppendSPYC(nil, fmt.Appendf(nil, "f%d", i))
-		d, _ := PythonDescriptor(spyc)
-		hs = append(hs, ComputeHashid(d))
-		_, err := tbl.InstallPayload(hs[i], PythonSerializedKind, "", "", spyc)
+		spyc := registry.AppendSPYC(nil, fmt.Appendf(nil, "f%d", i))
+		d, _ := registry.PythonDescriptor(spyc)
+		hs = append(hs, registry.ComputeHashid(d))
+		_, err := tbl.InstallPayload(hs[i], registry.PythonSerializedKind, "", "", spyc)
 		if i < 2 && err != nil {
 			t.Fatal(err)
 		}
 		if i == 2 {
-			if !errors.Is(err, LocalSlotExhausted) {
+			if !errors.Is(err, registry.LocalSlotExhausted) {
 				t.Fatalf("third install: %v", err)
 			}
-			var e *Error
+			var e *registry.Error
 			errors.As(err, &e)
-			if e.Namespace != LocalPython || e.Hashid != hs[2].String() || e.Op != "install" {
+			if e.Namespace != registry.LocalPython || e.Hashid != hs[2].String() || e.Op != "install" {
 				t.Fatalf("error fields %+v", e)
 			}
 		}
 	}
 	// An installed hashid still gets another reference on a full table.
 	e, _ := tbl.Entry(hs[0])
-	if _, err := tbl.Install(hs[0], PythonSerializedKind, hs[0].Digest(), e.PayloadDigest); err != nil || tbl.Refs(hs[0]) != 2 {
+	if _, err := tbl.Install(hs[0], registry.PythonSerializedKind, hs[0].Digest(), e.PayloadDigest); err != nil || tbl.Refs(hs[0]) != 2 {
 		t.Fatalf("ref on a full table: %v refs %d", err, tbl.Refs(hs[0]))
 	}
 	slot1, _ := tbl.Resolve(hs[1])
 	if freed, err := tbl.Release(hs[1]); !freed || err != nil {
 		t.Fatalf("release: %v %v", freed, err)
 	}
-	slot, err := tbl.Install(hs[2], PythonSerializedKind, hs[2].Digest(), sha256.Sum256(AppendSPYC(nil, []byte("f2"))))
+	slot, err := tbl.Install(hs[2], registry.PythonSerializedKind, hs[2].Digest(), sha256.Sum256(registry.AppendSPYC(nil, []byte("f2"))))
 	if err != nil || slot != slot1 {
 		t.Fatalf("install after release: slot %d %v, want reused slot %d", slot, err, slot1)
 	}
 	if freed, err := tbl.Release(hs[0]); freed || err != nil {
 		t.Fatalf("release with refs 2: freed=%v %v", freed, err)
 	}
-	if _, err := tbl.Release(hs[1]); !errors.Is(err, HashidNotInstalled) {
+	if _, err := tbl.Release(hs[1]); !errors.Is(err, registry.HashidNotInstalled) {
 		t.Fatalf("release of a freed hashid: %v", err)
 	}
 }
 
-// TestUnregisterCleanup: the final release stops resolution before the slot's
+// TestRegistrarUnregisterCleanup: the final release stops resolution before the slot's
 // executable state is cleared, and the slot is reusable only afterwards.
-func TestUnregisterCleanup(t *testing.T) {
-	tbl := NewTargetTable(LocalChip, 1)
+func TestRegistrarUnregisterCleanup(t *testing.T) {
+	tbl := registry.NewTargetTable(registry.LocalChip, 1)
 	blob, desc := chipCallable(t, "k")
-	h := ComputeHashid(desc)
-	slot, err := tbl.InstallPayload(h, ChipCallableKind, "a2a3sim", "rt", blob)
+	h := registry.ComputeHashid(desc)
+	slot, err := tbl.InstallPayload(h, registry.ChipCallableKind, "a2a3sim", "rt", blob)
 	if err != nil {
 		t.Fatal(err)
 	}
 	blob2, desc2 := chipCallable(t, "k2")
-	h2 := ComputeHashid(desc2)
+	h2 := registry.ComputeHashid(desc2)
 	var during []error
 	hookSlot := -1
-	tbl.SetReleaseHook(func(s int, got Hashid) {
+	tbl.SetReleaseHook(func(s int, got registry.Hashid) {
 		hookSlot = s
 		_, rerr := tbl.Resolve(h)
-		_, ierr := tbl.InstallPayload(h, ChipCallableKind, "a2a3sim", "rt", blob)
+		_, ierr := tbl.InstallPayload(h, registry.ChipCallableKind, "a2a3sim", "rt", blob)
 		_, uerr := tbl.Release(h)
-		_, oerr := tbl.InstallPayload(h2, ChipCallableKind, "a2a3sim", "rt", blob2)
+		_, oerr := tbl.InstallPayload(h2, registry.ChipCallableKind, "a2a3sim", "rt", blob2)
 		during = []error{rerr, ierr, uerr, oerr}
 	})
 	freed, err := tbl.Release(h)
@@ -621,15 +623,15 @@ func TestUnregisterCleanup(t *testing.T) {
 	if hookSlot != slot {
 		t.Fatalf("hook got slot %d, want %d", hookSlot, slot)
 	}
-	for i, code := range []ErrorCode{HashidNotInstalled, RegisterTombstoneActive, UnregisterTombstoneActive, LocalSlotExhausted} {
+	for i, code := range []registry.ErrorCode{registry.HashidNotInstalled, registry.RegisterTombstoneActive, registry.UnregisterTombstoneActive, registry.LocalSlotExhausted} {
 		if !errors.Is(during[i], code) {
 			t.Errorf("during cleanup, op %d: %v, want %s", i, during[i], code)
 		}
 	}
-	if _, err := tbl.InstallPayload(h2, ChipCallableKind, "a2a3sim", "rt", blob2); err != nil {
+	if _, err := tbl.InstallPayload(h2, registry.ChipCallableKind, "a2a3sim", "rt", blob2); err != nil {
 		t.Fatalf("slot not reusable after cleanup: %v", err)
 	}
-	if _, err := tbl.InstallPayload(h, ChipCallableKind, "a2a3sim", "rt", blob); !errors.Is(err, LocalSlotExhausted) {
+	if _, err := tbl.InstallPayload(h, registry.ChipCallableKind, "a2a3sim", "rt", blob); !errors.Is(err, registry.LocalSlotExhausted) {
 		t.Fatalf("tombstone left behind: %v", err)
 	}
 }
@@ -639,13 +641,13 @@ func TestPreStartRegisterAttach(t *testing.T) {
 	r := NewRegistrar()
 	blob, desc := chipCallable(t, "k")
 	spyc, pdesc := pyCallable(t, "p")
-	h1, err := r.Register(ctx, ChipCallableKind, blob, desc, nil)
+	h1, err := r.Register(ctx, registry.ChipCallableKind, blob, desc, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	h2, _ := r.Register(ctx, ChipCallableKind, blob, desc, nil)
-	hp, _ := r.Register(ctx, PythonSerializedKind, spyc, pdesc, nil)
-	chip, py := newFake(0, LocalChip, 4), newFake(1, LocalPython, 4)
+	h2, _ := r.Register(ctx, registry.ChipCallableKind, blob, desc, nil)
+	hp, _ := r.Register(ctx, registry.PythonSerializedKind, spyc, pdesc, nil)
+	chip, py := newFake(0, registry.LocalChip, 4), newFake(1, registry.LocalPython, 4)
 	if err := r.Attach(ctx, chip); err != nil {
 		t.Fatal(err)
 	}
@@ -672,12 +674,12 @@ func TestPreStartRegisterAttach(t *testing.T) {
 		t.Fatal("python target not cleaned")
 	}
 	// A failing attach undoes what it installed.
-	late := newFake(2, LocalChip, 1)
+	late := newFake(2, registry.LocalChip, 1)
 	blob3, desc3 := chipCallable(t, "k3")
-	if _, err := r.Register(ctx, ChipCallableKind, blob3, desc3, targets(chip)); err != nil {
+	if _, err := r.Register(ctx, registry.ChipCallableKind, blob3, desc3, targets(chip)); err != nil {
 		t.Fatal(err)
 	}
-	if err := r.Attach(ctx, late); !errors.Is(err, RegisterPartialFailure) || !errors.Is(err, LocalSlotExhausted) {
+	if err := r.Attach(ctx, late); !errors.Is(err, registry.RegisterPartialFailure) || !errors.Is(err, registry.LocalSlotExhausted) {
 		t.Fatalf("attach to a one-slot target: %v", err)
 	}
 	if n, _ := late.table.Len(); n != 0 {
@@ -690,11 +692,11 @@ func TestPreStartRegisterAttach(t *testing.T) {
 
 func TestErrorMessages(t *testing.T) {
 	r := NewRegistrar()
-	f := newFake(7, LocalChip, 0)
+	f := newFake(7, registry.LocalChip, 0)
 	blob, desc := chipCallable(t, "k")
-	_, err := r.Register(context.Background(), ChipCallableKind, blob, desc, targets(f))
+	_, err := r.Register(context.Background(), registry.ChipCallableKind, blob, desc, targets(f))
 	msg := err.Error()
-	for _, want := range []string{"register", "worker 7", "LOCAL_CHIP", ComputeHashid(desc).String(), "REGISTER_PARTIAL_FAILURE", "LOCAL_SLOT_EXHAUSTED"} {
+	for _, want := range []string{"register", "worker 7", "LOCAL_CHIP", registry.ComputeHashid(desc).String(), "REGISTER_PARTIAL_FAILURE", "LOCAL_SLOT_EXHAUSTED"} {
 		if !strings.Contains(msg, want) {
 			t.Errorf("message %q lacks %q", msg, want)
 		}
@@ -702,7 +704,7 @@ func TestErrorMessages(t *testing.T) {
 	if strings.Contains(msg, "/") {
 		t.Errorf("message %q contains a path separator", msg)
 	}
-	for _, c := range Codes {
+	for _, c := range registry.Codes {
 		if !strings.Contains(c.Error(), "_") || strings.ToUpper(string(c)) != string(c) {
 			t.Errorf("code %q", c)
 		}
@@ -715,27 +717,27 @@ func TestErrorMessages(t *testing.T) {
 func TestConcurrentRegistrations(t *testing.T) {
 	ctx := context.Background()
 	r := NewRegistrar()
-	fs := []*fakeTarget{newFake(0, LocalChip, 8), newFake(1, LocalChip, 8), newFake(2, LocalChip, 8)}
+	fs := []*fakeTarget{newFake(0, registry.LocalChip, 8), newFake(1, registry.LocalChip, 8), newFake(2, registry.LocalChip, 8)}
 	var wg sync.WaitGroup
 	errs := make(chan error, 64)
 	for g := range 8 {
 		wg.Go(func() {
 			blob, desc := chipCallable(t, fmt.Sprint(g%3))
 			for range 20 {
-				h, err := r.Register(ctx, ChipCallableKind, blob, desc, targets(fs...))
+				h, err := r.Register(ctx, registry.ChipCallableKind, blob, desc, targets(fs...))
 				// Goroutines with the same tag share a hashid: a register
 				// that meets another's final unregister still clearing a
 				// slot is refused (REGISTER_TOMBSTONE_ACTIVE, a definite
 				// refusal that leaves nothing behind) and is tried again.
-				for try := 0; errors.Is(err, RegisterTombstoneActive) && try < 1000; try++ {
+				for try := 0; errors.Is(err, registry.RegisterTombstoneActive) && try < 1000; try++ {
 					runtime.Gosched()
-					h, err = r.Register(ctx, ChipCallableKind, blob, desc, targets(fs...))
+					h, err = r.Register(ctx, registry.ChipCallableKind, blob, desc, targets(fs...))
 				}
 				if err != nil {
 					errs <- err
 					return
 				}
-				if err := r.CheckDispatch(h, LocalChip, 1); err != nil {
+				if err := r.CheckDispatch(h, registry.LocalChip, 1); err != nil {
 					errs <- err
 					return
 				}
@@ -771,11 +773,11 @@ func TestAttachUncomparableTarget(t *testing.T) {
 	ctx := context.Background()
 	r := NewRegistrar()
 	blob, desc := chipCallable(t, "k")
-	h, err := r.Register(ctx, ChipCallableKind, blob, desc, nil)
+	h, err := r.Register(ctx, registry.ChipCallableKind, blob, desc, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	f := newFake(0, LocalChip, 2)
+	f := newFake(0, registry.LocalChip, 2)
 	if err := r.Attach(ctx, uncomparable{f, nil}); err != nil {
 		t.Fatal(err)
 	}
@@ -797,10 +799,10 @@ func TestAttachUncomparableTarget(t *testing.T) {
 func TestConcurrentUnregisterOneHandle(t *testing.T) {
 	ctx := context.Background()
 	r := NewRegistrar()
-	f := newFake(0, LocalChip, 4)
+	f := newFake(0, registry.LocalChip, 4)
 	blob, desc := chipCallable(t, "u")
 	for range 1000 {
-		h, err := r.Register(ctx, ChipCallableKind, blob, desc, targets(f))
+		h, err := r.Register(ctx, registry.ChipCallableKind, blob, desc, targets(f))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -820,7 +822,7 @@ func TestConcurrentUnregisterOneHandle(t *testing.T) {
 			switch {
 			case err == nil:
 				ok++
-			case !errors.Is(err, HandleStale):
+			case !errors.Is(err, registry.HandleStale):
 				t.Fatalf("unregister: %v", err)
 			}
 		}
