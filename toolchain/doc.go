@@ -1,7 +1,7 @@
 // Package toolchain identifies the five installations every PTO build depends
 // on — pypto, runtime, pto_isa, ptoas and device_toolchain, in that order —
-// and memoizes their identity. It imports inventory and nothing else of
-// ptojit.
+// and memoizes their identity. Of ptojit it imports inventory and registry
+// (for the platforms).
 //
 // # Inputs
 //
