@@ -233,6 +233,8 @@ func FuzzParseJSON(f *testing.F) {
 			if again, _ := Encode(dv); !bytes.Equal(again, enc) {
 				t.Fatalf("Encode(Decode(%s)) = %s", enc, again)
 			}
+			// Its JSON form reads back as the same record.
+			checkJSONRoundTrip(t, v)
 		}
 
 		// Compare with encoding/json where both read the same language:

@@ -139,9 +139,10 @@ type recordOptions struct {
 func recordSetup(action recordAction) func(fs *pflag.FlagSet) cli.RunFunc {
 	return func(fs *pflag.FlagSet) cli.RunFunc {
 		opts := recordOptions{action: action}
+		asJSON := true
 		if action == recordDecode {
 			opts.wire = true
-			fs.Bool("json", true, "print the JSON form (the only output form, and the default)")
+			fs.BoolVar(&asJSON, "json", true, "print the JSON form (the only output form, and the default)")
 		} else {
 			fs.BoolVar(&opts.wire, "wire", false, "read an encoded record, accepted only when exactly canonical, instead of JSON")
 		}
@@ -149,6 +150,9 @@ func recordSetup(action recordAction) func(fs *pflag.FlagSet) cli.RunFunc {
 		return func(ctx context.Context, env *cli.Env, args []string) error {
 			if len(args) > 1 {
 				return cli.Usagef("record: want at most one FILE, got %d arguments", len(args))
+			}
+			if !asJSON {
+				return cli.Usagef("record decode: the JSON form is the only output form (--json=false)")
 			}
 			if len(args) == 1 {
 				opts.file = args[0]

@@ -92,6 +92,7 @@ func TestRecordCommand(t *testing.T) {
 		{"decode not canonical", "", []string{"record", "decode", recUnsorted}, 1, "", "unsorted.rec: invalid identity record at byte 54"},
 		{"decode json input", `{"rows": 32}`, []string{"record", "decode"}, 1, "", "stdin: invalid identity record at byte 0"},
 		{"decode has no --wire", "", []string{"record", "decode", "--wire"}, 2, "", "unknown flag"},
+		{"decode json false", rowsColsWire, []string{"record", "decode", "--json=false"}, 2, "", "only output form"},
 		{"encode lines", "[1]\n{\"$tuple\": []}\n", []string{"record", "encode", "--lines"}, 0, `["pypto.identity",1,["list",[["int","1"]]]]` + "\n" + `["pypto.identity",1,["tuple",[]]]` + "\n", ""},
 		{"digest lines without final newline", "null\nnull", []string{"record", "digest", "--lines"}, 0, "1e1e02c6a8c8a6bca1bc4f83e0ab0b8a4373b5f5442012765b47fc917a41a829\n1e1e02c6a8c8a6bca1bc4f83e0ab0b8a4373b5f5442012765b47fc917a41a829\n", ""},
 		{"decode lines", rowsColsWire + "\n" + `["pypto.identity",1,["none"]]` + "\n", []string{"record", "decode", "--lines"}, 0, `{"cols": 64, "rows": 32}` + "\nnull\n", ""},
