@@ -110,16 +110,17 @@ type Request struct {
 	// (headers the sources include, data files).
 	ExtraRoots []string `json:"extra_roots,omitempty"`
 	// ExtraSources are application sources (directories contribute their
-	// Python files only) and ExtraFingerprint (plain JSON) or
+	// Python files only) and ExtraFingerprint (the JSON form) or
 	// ExtraFingerprintWire (a canonical encoded record) the application's
 	// own fingerprint of them.
 	ExtraSources         []string        `json:"extra_sources,omitempty"`
 	ExtraFingerprint     json.RawMessage `json:"extra_fingerprint,omitempty"`
 	ExtraFingerprintWire string          `json:"extra_fingerprint_wire,omitempty"`
-	// Options is an identity record in the plain JSON form (object -> dict,
-	// array -> list, integer -> int, other number -> float, string -> str);
-	// OptionsWire is the canonical encoded form, which can also express
-	// tuples and bytes. At most one of the two may be given.
+	// Options is an identity record in the JSON form of inventory.ParseJSON
+	// (object -> dict, array -> list, integer -> int, other number -> float,
+	// string -> str, and tags such as {"$tuple": [...]} and {"$bytes": "hex"}
+	// for the rest); OptionsWire is the canonical encoded form. At most one
+	// of the two may be given.
 	Options     json.RawMessage `json:"options,omitempty"`
 	OptionsWire string          `json:"options_wire,omitempty"`
 	Toolchain   Toolchain       `json:"toolchain"`

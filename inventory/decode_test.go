@@ -190,7 +190,7 @@ func TestDecodeValues(t *testing.T) {
 
 // FuzzDecode checks that Decode never panics, that every error is a
 // *DecodeError with an offset inside the input, and that every accepted
-// input re-encodes to itself.
+// input re-encodes to itself, also through its JSON form.
 func FuzzDecode(f *testing.F) {
 	for _, c := range decodeRejects {
 		f.Add([]byte(c.in))
@@ -215,5 +215,7 @@ func FuzzDecode(f *testing.F) {
 		if !bytes.Equal(enc, b) {
 			t.Fatalf("Encode(Decode(b)) != b\n   b %q\n got %q", b, enc)
 		}
+		// Every record has a JSON form that reads back as itself.
+		checkJSONRoundTrip(t, v)
 	})
 }

@@ -5,6 +5,7 @@ import (
 	"math"
 	"math/big"
 	"strconv"
+	"strings"
 	"unicode/utf8"
 )
 
@@ -20,9 +21,8 @@ func (e *JSONError) Error() string {
 	return "invalid JSON at byte " + strconv.Itoa(e.Offset) + ": " + e.Reason
 }
 
-// ParseJSON reads the plain JSON form of a record, a convenience for
-// people; it cannot express tuples or bytes. It reads the input as Python's
-// json.loads does:
+// ParseJSON reads the JSON form of a record, a convenience for people. It
+// reads plain JSON as Python's json.loads does:
 //
 //   - object -> Dict, array -> List, true/false -> Bool, null -> None;
 //   - a number without fraction or exponent -> Int of any size (at most
@@ -37,11 +37,28 @@ func (e *JSONError) Error() string {
 //     written in their 3-byte form included (Python's "surrogatepass");
 //   - duplicate object keys: the last value wins.
 //
+// and an object whose only key is a tag is the value the tag names, so
+// that every record has a JSON form (AppendJSON writes it):
+//
+//   - {"$tuple": [...]} -> Tuple of the items;
+//   - {"$bytes": "<hex>"} -> Bytes;
+//   - {"$float": "<16 hex digits>"} -> Float with these big-endian
+//     IEEE-754 bits (any NaN payload, -0.0);
+//   - {"$str": "<hex>"} -> Str whose UTF-8 form (surrogates in their 3-byte
+//     form) these bytes are: for a lone high surrogate directly followed by
+//     a lone low surrogate, which \u escapes would join;
+//   - {"$dict": [[key, value], ...]} -> Dict of these pairs (each key a str,
+//     "$str" allowed, at most once).
+//
+// Hex digits may be of either case. A dict key that starts with '$' is
+// written with one more '$' ("$$x" is the key "$x"); any other key starting
+// with a single '$' is a tag and must be its object's only key.
+//
 // The input is UTF-8 (an initial byte order mark is skipped); whitespace is
 // space, tab, CR and LF; control characters must be escaped inside strings;
-// nesting is at most MaxDepth deep and the input at most MaxRecordBytes
-// long. Anything else is a *JSONError naming the offset of the first
-// problem.
+// nesting is at most MaxDepth deep (a tagged object and its array count as
+// one level) and the input at most MaxRecordBytes long. Anything else is a
+// *JSONError naming the offset of the first problem.
 func ParseJSON(b []byte) (Value, error) {
 	if len(b) > MaxRecordBytes {
 		return nil, &JSONError{Offset: MaxRecordBytes, Reason: fmt.Sprintf("input is longer than %d bytes", MaxRecordBytes)}
@@ -121,14 +138,16 @@ func (p *jsonParser) value(depth int) (Value, error) {
 		return nil, p.unexpected("a value")
 	}
 	switch c := p.b[p.pos]; c {
-	case '{', '[':
+	case '{':
+		// object checks the depth once it knows whether the object is a
+		// dict or a tagged value, which may be a leaf.
+		p.pos++
+		return p.object(depth)
+	case '[':
 		if depth >= MaxDepth {
 			return nil, p.fail(p.pos, "nesting deeper than %d containers", MaxDepth)
 		}
 		p.pos++
-		if c == '{' {
-			return p.object(depth + 1)
-		}
 		return p.array(depth + 1)
 	case '"':
 		s, err := p.str()
@@ -188,18 +207,28 @@ func (p *jsonParser) array(depth int) (Value, error) {
 	}
 }
 
+// object reads an object after its '{' at depth (the number of containers
+// around it): a Dict, or the value of a tag.
 func (p *jsonParser) object(depth int) (Value, error) {
+	open := p.pos - 1
+	tooDeep := func() error {
+		return p.fail(open, "nesting deeper than %d containers", MaxDepth)
+	}
 	out := Dict{}
 	p.space()
 	if p.pos < len(p.b) && p.b[p.pos] == '}' {
+		if depth >= MaxDepth {
+			return nil, tooDeep()
+		}
 		p.pos++
 		return out, nil
 	}
-	for {
+	for first := true; ; first = false {
 		p.space()
 		if p.pos >= len(p.b) || p.b[p.pos] != '"' {
 			return nil, p.unexpected("a string key")
 		}
+		keyAt := p.pos
 		k, err := p.str()
 		if err != nil {
 			return nil, err
@@ -210,7 +239,31 @@ func (p *jsonParser) object(depth int) (Value, error) {
 		}
 		p.pos++
 		p.space()
-		v, err := p.value(depth)
+		if strings.HasPrefix(k, "$") {
+			if !strings.HasPrefix(k, "$$") {
+				if !first {
+					return nil, p.fail(keyAt, "key %q: a tag must be its object's only key (write a dict key that starts with '$' as '$$...')", k)
+				}
+				// A tagged object is one value: its array (if any) is
+				// its one level of nesting, so every record that Decode
+				// reads prints and reads back.
+				v, err := p.tagged(k, keyAt, depth)
+				if err != nil {
+					return nil, err
+				}
+				p.space()
+				if p.pos < len(p.b) && p.b[p.pos] == '}' {
+					p.pos++
+					return v, nil
+				}
+				return nil, p.unexpected(fmt.Sprintf("'}': %q must be its object's only key", k))
+			}
+			k = k[1:] // "$$x" is the key "$x"
+		}
+		if first && depth >= MaxDepth {
+			return nil, tooDeep()
+		}
+		v, err := p.value(depth + 1)
 		if err != nil {
 			return nil, err
 		}
@@ -228,6 +281,147 @@ func (p *jsonParser) object(depth int) (Value, error) {
 		}
 		return nil, p.unexpected(`',' or '}'`)
 	}
+}
+
+// The tags of the tagged JSON form, for the types and values plain JSON
+// cannot express.
+const (
+	tagTuple = "$tuple"
+	tagBytes = "$bytes"
+	tagFloat = "$float"
+	tagStr   = "$str"
+	tagDict  = "$dict"
+)
+
+// tagged reads the value of the tag key tag (at keyAt), at p.pos.
+func (p *jsonParser) tagged(tag string, keyAt, depth int) (Value, error) {
+	switch tag {
+	case tagTuple:
+		if p.pos >= len(p.b) || p.b[p.pos] != '[' {
+			return nil, p.unexpected(`an array, the items of "$tuple"`)
+		}
+		v, err := p.value(depth)
+		if err != nil {
+			return nil, err
+		}
+		return Tuple(v.(List)), nil
+	case tagBytes, tagFloat, tagStr:
+		at := p.pos
+		if p.pos >= len(p.b) || p.b[p.pos] != '"' {
+			return nil, p.unexpected(fmt.Sprintf("a string of hex digits, the value of %q", tag))
+		}
+		h, err := p.str()
+		if err != nil {
+			return nil, err
+		}
+		raw, ok := decodeHex(h)
+		switch {
+		case !ok:
+			return nil, p.fail(at, "%q: want an even number of hex digits, got %q", tag, h)
+		case tag == tagBytes:
+			return Bytes(raw), nil
+		case tag == tagFloat:
+			if len(raw) != 8 {
+				return nil, p.fail(at, "%q: want 16 hex digits (the big-endian IEEE-754 bits), got %q", tag, h)
+			}
+			var bits uint64
+			for _, c := range raw {
+				bits = bits<<8 | uint64(c)
+			}
+			return Float(bits), nil
+		default:
+			if i := invalidStrAt(string(raw)); i >= 0 {
+				return nil, p.fail(at, "%q: byte %d of %q is not part of a code point in UTF-8 (surrogates in their 3-byte form allowed)", tag, i, h)
+			}
+			return Str(raw), nil
+		}
+	case tagDict:
+		return p.pairs(depth)
+	}
+	return nil, p.fail(keyAt, "unknown tag %q: want \"$tuple\", \"$bytes\", \"$float\", \"$str\" or \"$dict\" (write a dict key that starts with '$' as '$$...')", tag)
+}
+
+// pairs reads the value of "$dict": an array of [key, value] pairs whose
+// keys are str values, each key at most once.
+func (p *jsonParser) pairs(depth int) (Value, error) {
+	if depth >= MaxDepth {
+		return nil, p.fail(p.pos, "nesting deeper than %d containers", MaxDepth)
+	}
+	if p.pos >= len(p.b) || p.b[p.pos] != '[' {
+		return nil, p.unexpected(`an array of [key, value] pairs, the value of "$dict"`)
+	}
+	p.pos++
+	out := Dict{}
+	p.space()
+	if p.pos < len(p.b) && p.b[p.pos] == ']' {
+		p.pos++
+		return out, nil
+	}
+	for {
+		p.space()
+		if p.pos >= len(p.b) || p.b[p.pos] != '[' {
+			return nil, p.unexpected(`a [key, value] pair`)
+		}
+		p.pos++
+		p.space()
+		keyAt := p.pos
+		k, err := p.value(depth + 1)
+		if err != nil {
+			return nil, err
+		}
+		ks, ok := k.(Str)
+		if !ok {
+			return nil, p.fail(keyAt, `"$dict" key is a %s, want a str`, k.Kind())
+		}
+		if _, dup := out[ks]; dup {
+			return nil, p.fail(keyAt, `"$dict" has the key %q twice`, string(ks))
+		}
+		p.space()
+		if p.pos >= len(p.b) || p.b[p.pos] != ',' {
+			return nil, p.unexpected(`',' between a pair's key and value`)
+		}
+		p.pos++
+		p.space()
+		v, err := p.value(depth + 1)
+		if err != nil {
+			return nil, err
+		}
+		out[ks] = v
+		p.space()
+		if p.pos >= len(p.b) || p.b[p.pos] != ']' {
+			return nil, p.unexpected(`']' closing a [key, value] pair`)
+		}
+		p.pos++
+		p.space()
+		if p.pos < len(p.b) {
+			switch p.b[p.pos] {
+			case ',':
+				p.pos++
+				continue
+			case ']':
+				p.pos++
+				return out, nil
+			}
+		}
+		return nil, p.unexpected(`',' or ']'`)
+	}
+}
+
+// decodeHex decodes an even number of hex digits of either case.
+func decodeHex(h string) ([]byte, bool) {
+	if len(h)%2 != 0 {
+		return nil, false
+	}
+	out := make([]byte, len(h)/2)
+	for i := range out {
+		hi, ok1 := hexDigitAny(h[2*i])
+		lo, ok2 := hexDigitAny(h[2*i+1])
+		if !ok1 || !ok2 {
+			return nil, false
+		}
+		out[i] = hi<<4 | lo
+	}
+	return out, true
 }
 
 // number reads -?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][-+]?[0-9]+)?, Python's

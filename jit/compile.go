@@ -17,6 +17,8 @@ import (
 	"time"
 
 	"golang.org/x/sync/errgroup"
+
+	"github.com/ptojit/ptojit/api"
 )
 
 // pipelineVersion names the compile recipe below (flags, output naming). It
@@ -318,6 +320,56 @@ func parseDeps(b []byte) ([]string, error) {
 // are compared with it: file times come from the kernel's coarse clock,
 // which can lag the clock the start was read from by a scheduler tick.
 const clockSlack = 20 * time.Millisecond
+
+// freshWindow is how recent a change of an input known before the compile
+// must be for settle to wait: a frontend that writes its sources and
+// headers and builds at once.
+const freshWindow = 2 * clockSlack
+
+// settle waits, when a file the build knows before its compile (a source,
+// its directory, an extra root, an include directory, a header of the
+// key's manifest: known) changed within
+// freshWindow of the request's arrival (began), until clockSlack has passed
+// since then. Every file written before the request then has change times
+// older than the compile's start less clockSlack, so hashHeaders takes the
+// headers a frontend wrote just before asking for the build, and still
+// refuses one changed while the compilers ran. The wait is at most
+// clockSlack, on a compile only.
+func settle(ctx context.Context, req *api.Request, id *identity, known []string, began time.Time) error {
+	until := began.Add(clockSlack + time.Millisecond)
+	wait := time.Until(until)
+	if wait <= 0 || !freshInputs(req, id, known, began.Add(-freshWindow)) {
+		return nil
+	}
+	timer := time.NewTimer(wait)
+	defer timer.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-timer.C:
+		return nil
+	}
+}
+
+// freshInputs reports whether a file the build knows before its compile
+// changed at or after since.
+func freshInputs(req *api.Request, id *identity, known []string, since time.Time) bool {
+	paths := append([]string{req.Orchestration.Source}, req.ExtraRoots...)
+	for _, k := range req.Kernels {
+		paths = append(paths, k.Source)
+	}
+	for _, p := range paths[:len(paths):len(paths)] {
+		paths = append(paths, filepath.Dir(p))
+	}
+	paths = append(paths, id.includes...)
+	paths = append(paths, known...)
+	for _, p := range paths {
+		if fi, err := os.Stat(p); err == nil && !latestChange(fi).Before(since) {
+			return true
+		}
+	}
+	return false
+}
 
 // headerDigest is a header the compiler read and the SHA-256 of its bytes.
 type headerDigest struct {

@@ -49,12 +49,33 @@
 //
 // # Publication
 //
-// After the compile, every source is fingerprinted again and every header
-// hashed; a source that changed, or a header whose modification or change
-// time is not older than the compile's start, prevents publication. Outputs
-// are written to the request's output directory through a temporary file
-// and a rename, after their bytes are checked against their digests, so the
-// directory never holds a partial or corrupt output.
+// After the compile, every source is fingerprinted again and compared with
+// its fingerprint from before the compile, and every header the compiler
+// named is hashed; a source that changed, or a header whose modification or
+// change time is not older than the compile's start less a clock slack of
+// 20 ms (file times come from the kernel's coarse clock, which lags), prevents
+// publication: its bytes after the compile may not be what the compiler
+// read. Headers are known only from the compiler's own dependency output, so
+// they cannot be hashed before the compile; their times are the evidence.
+//
+// Write-then-build is cached: a frontend writes its sources and headers and
+// asks for the build at once. A header written just before the request
+// would be too young for the rule above, so when an input known before the
+// compile (a source or its directory, an extra root, an include directory,
+// a header of the key's manifest) changed within 40 ms of the request,
+// the compile starts no earlier than 20 ms after the request arrived: every
+// file written before the request is then older than the compile's start
+// less the slack and is taken, and a file written while the compilers run
+// is still refused. The wait costs a miss at most 20 ms and a hit nothing.
+// A header the build cannot know of beforehand, rewritten alone just
+// before the first build of a key, can still make that build "uncached"
+// (never stale); the next build publishes. The rule assumes file times
+// finer than the slack (ext4, xfs, btrfs and tmpfs keep nanoseconds; FAT's
+// 2 s would not do).
+//
+// Outputs are written to the request's output directory through a
+// temporary file and a rename, after their bytes are checked against their
+// digests, so the directory never holds a partial or corrupt output.
 //
 // # Sim pipeline
 //

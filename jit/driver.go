@@ -158,7 +158,8 @@ func errorKind(err error) string {
 }
 
 func (d *Driver) build(ctx context.Context, req *api.Request, resp *api.Response) error {
-	t := time.Now()
+	began := time.Now()
+	t := began
 	id, err := d.identify(ctx, req)
 	resp.Timings.Identity = ms(time.Since(t))
 	if err != nil {
@@ -214,7 +215,7 @@ func (d *Driver) build(ctx context.Context, req *api.Request, resp *api.Response
 	} else {
 		// One compile per key at a time: concurrent builds of the key
 		// (64 frontends started by make -j64) share the first one's.
-		v, err, shared := compileFlight.Do(d.flightKey(id), func() (any, error) { return d.compileAndPublish(ctx, req, id) })
+		v, err, shared := compileFlight.Do(d.flightKey(id), func() (any, error) { return d.compileAndPublish(ctx, req, id, began) })
 		if err != nil {
 			return err
 		}
@@ -268,12 +269,16 @@ type flightResult struct {
 }
 
 // compileAndPublish looks the key up once more (a flight that just ended
-// may have published it), else compiles, packs and publishes.
-func (d *Driver) compileAndPublish(ctx context.Context, req *api.Request, id *identity) (*flightResult, error) {
+// may have published it), else compiles, packs and publishes. began is
+// when the build request arrived.
+func (d *Driver) compileAndPublish(ctx context.Context, req *api.Request, id *identity, began time.Time) (*flightResult, error) {
 	if hit, _, err := d.lookupQuiet(ctx, id); err == nil && hit != nil {
 		return &flightResult{outs: hit.Entry.Outputs, data: hit.Data, hit: true}, nil
 	}
 	t := time.Now()
+	if err := settle(ctx, req, id, d.knownHeaders(ctx, id), began); err != nil {
+		return nil, err
+	}
 	res, err := d.compile(ctx, req, id)
 	if err != nil {
 		return nil, err
@@ -395,6 +400,29 @@ func (d *Driver) resultKey(ctx context.Context, id *identity) (cache.Key, string
 		}
 	}
 	return noHeaders(), why, nil
+}
+
+// knownHeaders returns the headers the key's manifest names, for settle.
+func (d *Driver) knownHeaders(ctx context.Context, id *identity) []string {
+	e, err := d.opt.Store.Entry(ctx, cache.Key(id.key))
+	if err != nil {
+		return nil
+	}
+	var m manifest
+	if json.Unmarshal([]byte(e.Meta["manifest"]), &m) != nil {
+		return nil
+	}
+	seen := map[string]bool{}
+	var out []string
+	for _, v := range m.Variants {
+		for _, h := range v.Headers {
+			if !seen[h.Path] {
+				seen[h.Path] = true
+				out = append(out, h.Path)
+			}
+		}
+	}
+	return out
 }
 
 // changedHeader returns the name of the first header whose digest

@@ -104,3 +104,49 @@ func TestDiffRecords(t *testing.T) {
 		t.Error("diff with a non-record succeeded")
 	}
 }
+
+// TestTaggedOptions checks that options and extra_fingerprint in the JSON
+// form take the tags of inventory.ParseJSON, so that they can say all the
+// wire form says, and give the key the wire form gives.
+func TestTaggedOptions(t *testing.T) {
+	_, req := copyExamples(t)
+	d := newDriver(t, nil)
+	key := func(r api.Request) string {
+		t.Helper()
+		rep, err := d.KeyOf(context.Background(), &r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return rep.Key
+	}
+	want := inventory.Dict{"tile": inventory.T(inventory.IntOf(32), inventory.IntOf(64)), "$seed": inventory.Bytes{0, 0xff}, "nan": inventory.Float(0x7ff8000000000001)}
+	wire, err := inventory.Encode(want)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tagged := []byte(`{"tile": {"$tuple": [32, 64]}, "$$seed": {"$bytes": "00ff"}, "nan": {"$float": "7ff8000000000001"}}`)
+
+	base := key(*req)
+	a, b := *req, *req
+	a.Options, a.OptionsWire = tagged, ""
+	b.Options, b.OptionsWire = nil, string(wire)
+	if ka, kb := key(a), key(b); ka != kb {
+		t.Errorf("options: tagged JSON gives key %s, the wire form %s", ka, kb)
+	} else if ka == base {
+		t.Error("options: the key did not change")
+	}
+	a, b = *req, *req
+	a.ExtraFingerprint, a.ExtraFingerprintWire = tagged, ""
+	b.ExtraFingerprint, b.ExtraFingerprintWire = nil, string(wire)
+	if ka, kb := key(a), key(b); ka != kb {
+		t.Errorf("extra_fingerprint: tagged JSON gives key %s, the wire form %s", ka, kb)
+	} else if ka == base {
+		t.Error("extra_fingerprint: the key did not change")
+	}
+	a = *req
+	a.Options, a.OptionsWire = []byte(`{"$set": [1]}`), ""
+	_, err = d.KeyOf(context.Background(), &a)
+	if err == nil || !strings.Contains(err.Error(), "options") || !strings.Contains(err.Error(), "unknown tag") {
+		t.Errorf("unknown tag in options: %v, want an error naming the field and the tag", err)
+	}
+}

@@ -86,6 +86,20 @@ func TestRecordCommand(t *testing.T) {
 		{"empty stdin", "", []string{"record", "digest"}, 1, "", "stdin: invalid JSON at byte 0"},
 		{"missing file", "", []string{"record", "digest", filepath.Join(dir, "absent.json")}, 1, "", "absent.json"},
 
+		{"encode tagged json", `{"t": {"$tuple": [{"$bytes": "00"}]}, "$$k": {"$float": "7ff8000000000001"}}`, []string{"record", "encode"}, 0, `["pypto.identity",1,["dict",[[["str","246b"],["float64","7ff8000000000001"]],[["str","74"],["tuple",[["bytes","00"]]]]]]]` + "\n", ""},
+		{"decode", "", []string{"record", "decode", tupleRec}, 0, `{"$tuple": [{"$bytes": "00"}]}` + "\n", ""},
+		{"decode json flag", rowsColsWire, []string{"record", "decode", "--json"}, 0, `{"cols": 64, "rows": 32}` + "\n", ""},
+		{"decode not canonical", "", []string{"record", "decode", recUnsorted}, 1, "", "unsorted.rec: invalid identity record at byte 54"},
+		{"decode json input", `{"rows": 32}`, []string{"record", "decode"}, 1, "", "stdin: invalid identity record at byte 0"},
+		{"decode has no --wire", "", []string{"record", "decode", "--wire"}, 2, "", "unknown flag"},
+		{"decode json false", rowsColsWire, []string{"record", "decode", "--json=false"}, 2, "", "only output form"},
+		{"encode lines", "[1]\n{\"$tuple\": []}\n", []string{"record", "encode", "--lines"}, 0, `["pypto.identity",1,["list",[["int","1"]]]]` + "\n" + `["pypto.identity",1,["tuple",[]]]` + "\n", ""},
+		{"digest lines without final newline", "null\nnull", []string{"record", "digest", "--lines"}, 0, "1e1e02c6a8c8a6bca1bc4f83e0ab0b8a4373b5f5442012765b47fc917a41a829\n1e1e02c6a8c8a6bca1bc4f83e0ab0b8a4373b5f5442012765b47fc917a41a829\n", ""},
+		{"decode lines", rowsColsWire + "\n" + `["pypto.identity",1,["none"]]` + "\n", []string{"record", "decode", "--lines"}, 0, `{"cols": 64, "rows": 32}` + "\nnull\n", ""},
+		{"lines bad line", "1\n\n2\n", []string{"record", "encode", "--lines"}, 1, "", "stdin: line 2: invalid JSON at byte 0"},
+		{"wire lines bad line", rowsColsWire + "\n" + rowsColsWire + " \n", []string{"record", "encode", "--wire", "--lines"}, 1, "", "stdin: line 2: invalid identity record at byte 99"},
+		{"bad tag", `{"$set": []}`, []string{"record", "encode"}, 1, "", `stdin: invalid JSON at byte 1: unknown tag "$set"`},
+
 		{"two files", "", []string{"record", "digest", jsonFile, jsonFile}, 2, "", "at most one FILE"},
 		{"unknown flag", "", []string{"record", "digest", "--json"}, 2, "", "unknown flag"},
 		{"no subcommand", "", []string{"record"}, 2, "", "Usage: ptojit record"},
@@ -132,6 +146,35 @@ func TestRecordCommandRoundTrip(t *testing.T) {
 	code, dig2, _ := runProgram(t, in, "record", "digest")
 	if code != 0 || dig2 != dig {
 		t.Errorf("digest of the JSON = %q (exit %d), want %q", dig2, code, dig)
+	}
+}
+
+// TestRecordDecodeRoundTrip checks that record decode prints a form that
+// record encode takes back to the same bytes, for records plain JSON
+// cannot hold.
+func TestRecordDecodeRoundTrip(t *testing.T) {
+	recs := []string{
+		`["pypto.identity",1,["tuple",[["bytes","00ff"],["float64","7ff8000000000001"],["float64","fff0000000000000"],["float64","8000000000000000"]]]]`,
+		`["pypto.identity",1,["dict",[[["str","24"],["none"]],[["str","2424"],["list",[]]],[["str","eda0bdedb880"],["str","eda080"]]]]]`,
+		`["pypto.identity",1,["list",[["str","eda0bdedb880"],["str","edb080eda080"],["str","f09f9880"],["int","-123456789012345678901234567890"]]]]`,
+		rowsColsWire,
+	}
+	for _, rec := range recs {
+		code, js, stderr := runProgram(t, rec+"\n", "record", "decode")
+		if code != 0 {
+			t.Errorf("decode %s: exit %d: %s", rec, code, stderr)
+			continue
+		}
+		code, enc, stderr := runProgram(t, js, "record", "encode")
+		if code != 0 || enc != rec+"\n" {
+			t.Errorf("decode %s\n  printed %s  encode printed %q (exit %d) %s", rec, js, enc, code, stderr)
+		}
+	}
+	all := strings.Join(recs, "\n") + "\n"
+	code, js, _ := runProgram(t, all, "record", "decode", "--lines")
+	code2, enc, stderr := runProgram(t, js, "record", "encode", "--lines")
+	if code != 0 || code2 != 0 || enc != all {
+		t.Errorf("--lines round trip: exit %d/%d, got %q, want %q %s", code, code2, enc, all, stderr)
 	}
 }
 

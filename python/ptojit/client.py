@@ -1,0 +1,442 @@
+"""A client of the ptojit daemon, speaking its protocol on the Unix socket.
+
+``Client(cache_dir=None).build(request)`` returns what ``ptojit build --json``
+prints for the request, without starting a process per build: the request
+goes to the daemon that owns the cache directory, which is started through
+the ``ptojit`` executable (``ptojit daemon start``, race-free) when none
+answers.
+
+The protocol (package api of ptojit): one request per connection; each
+message is a frame, a 4-byte little-endian length and that many bytes of
+JSON. The client sends ``{"protocol": 1, "op": "run", "args": [...], "dir":
+cwd, "env": [...], "stdin": base64}`` and reads ``{"protocol": 1, "stdout":
+base64, "stderr": base64, "exit": n, "error": "..."}``.
+
+Before it connects, the client checks the daemon directory (a directory, not
+a symbolic link, owned by this user, not writable by group or others) and
+the socket (a socket, not a symbolic link, owned by this user); after it
+connects, it checks with SO_PEERCRED that the daemon runs as this user. Any
+failed check raises DaemonSecurityError and nothing is sent.
+
+Only the variables of ptojit's environment registry are sent from the
+caller's environment (``Client.forwarded_variables``).
+"""
+
+from __future__ import annotations
+
+import base64
+import errno
+import hashlib
+import json
+import os
+import shutil
+import socket
+import stat
+import struct
+import subprocess
+import threading
+from collections.abc import Mapping
+from typing import Any, Union
+
+from . import _registry
+
+__all__ = [
+    "Client",
+    "PtojitError",
+    "BuildError",
+    "DaemonError",
+    "DaemonSecurityError",
+    "build",
+    "default_cache_dir",
+    "daemon_dir",
+]
+
+PROTOCOL = 1
+MAX_REQUEST = 64 << 20
+MAX_RESPONSE = 256 << 20
+SOCKET_NAME = "daemon.sock"
+_MAX_SOCKET_PATH = 107
+# ``ptojit daemon start`` waits for the daemon's readiness signal; this only
+# bounds a start that never finishes.
+START_TIMEOUT = 300.0
+
+Request = Union[Mapping[str, Any], str, "os.PathLike[str]"]
+
+
+class PtojitError(Exception):
+    """A failed request: status is the response's status ("error" for a
+    build, or the kind of failure) and message its message."""
+
+    def __init__(self, status: str, message: str, response: Any = None) -> None:
+        super().__init__(f"{status}: {message}" if status else message)
+        self.status = status
+        self.message = message
+        self.response = response
+
+
+class BuildError(PtojitError):
+    """A command the daemon ran failed: response holds its JSON output, if
+    any, and exit its exit code."""
+
+    def __init__(self, status: str, message: str, response: Any = None, exit: int = 1) -> None:
+        super().__init__(status, message, response)
+        self.exit = exit
+
+
+class DaemonError(PtojitError):
+    """The daemon could not be reached, started, or understood."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__("daemon", message)
+
+
+class DaemonSecurityError(DaemonError):
+    """The daemon directory, its socket or the daemon itself is not this
+    user's: nothing was sent."""
+
+
+class _NoDaemon(Exception):
+    pass
+
+
+class _DaemonLost(Exception):
+    pass
+
+
+def default_cache_dir(environ: Mapping[str, str] | None = None, cwd: str | None = None) -> str:
+    """The cache directory the Go client uses: PTOJIT_CACHE_DIR, else
+    $XDG_CACHE_HOME/ptojit, else $HOME/.cache/ptojit (relative XDG_CACHE_HOME
+    and HOME ignored), made absolute and clean."""
+    env = os.environ if environ is None else environ
+    d = env.get("PTOJIT_CACHE_DIR", "")
+    if not d:
+        xdg, home = env.get("XDG_CACHE_HOME", ""), env.get("HOME", "")
+        if os.path.isabs(xdg):
+            d = os.path.join(xdg, "ptojit")
+        elif os.path.isabs(home):
+            d = os.path.join(home, ".cache", "ptojit")
+        else:
+            raise DaemonError("no cache directory: set PTOJIT_CACHE_DIR, XDG_CACHE_HOME or HOME")
+    return _clean(d, cwd)
+
+
+def _clean(p: str, cwd: str | None) -> str:
+    if not os.path.isabs(p):
+        p = os.path.join(cwd or os.getcwd(), p)
+    p = os.path.normpath(p)
+    if p.startswith("//"):  # normpath keeps a leading "//"; Go's Clean does not
+        p = "/" + p.lstrip("/")
+    return p
+
+
+def daemon_dir(cache: str, environ: Mapping[str, str] | None = None) -> str:
+    """The daemon directory of a cache directory, as api.DaemonDir computes
+    it: $XDG_RUNTIME_DIR/ptojit/<id>, else <cache>/daemon, else (a socket
+    path too long) $TMPDIR/ptojit-<uid>/<id>."""
+    env = os.environ if environ is None else environ
+    ident = hashlib.sha256(os.fsencode(cache)).hexdigest()[:16]
+    rt = env.get("XDG_RUNTIME_DIR", "")
+    if rt and os.path.isabs(rt):
+        return os.path.join(rt, "ptojit", ident)
+    d = os.path.join(cache, "daemon")
+    if len(os.fsencode(os.path.join(d, SOCKET_NAME))) <= _MAX_SOCKET_PATH:
+        return d
+    # Go's os.TempDir reads the process's own environment.
+    return os.path.join(os.environ.get("TMPDIR") or "/tmp", f"ptojit-{os.getuid()}", ident)
+
+
+def _recv_exact(sock: socket.socket, n: int) -> bytes:
+    buf = bytearray()
+    while len(buf) < n:
+        chunk = sock.recv(min(n - len(buf), 1 << 20))
+        if not chunk:
+            raise EOFError(f"connection closed after {len(buf)} of {n} bytes")
+        buf += chunk
+    return bytes(buf)
+
+
+class Client:
+    """A client of the daemon of one cache directory; safe to share between
+    threads (every call uses its own connection).
+
+    cache_dir: the cache directory (default: as ``ptojit`` chooses it).
+    ptojit: the ``ptojit`` executable that starts a daemon when none
+    answers (default: ``ptojit`` on PATH). environ: the environment whose
+    registry variables requests carry (default: os.environ when a request is
+    sent)."""
+
+    def __init__(
+        self,
+        cache_dir: str | os.PathLike[str] | None = None,
+        *,
+        ptojit: str | os.PathLike[str] | None = None,
+        environ: Mapping[str, str] | None = None,
+    ) -> None:
+        self._environ = environ
+        env = self._env()
+        self.cache_dir = _clean(os.fspath(cache_dir), None) if cache_dir is not None else default_cache_dir(env)
+        self.daemon_dir = daemon_dir(self.cache_dir, env)
+        self.socket_path = os.path.join(self.daemon_dir, SOCKET_NAME)
+        self._ptojit = os.fspath(ptojit) if ptojit is not None else None
+        self._start_lock = threading.Lock()
+
+    def _env(self) -> Mapping[str, str]:
+        return os.environ if self._environ is None else self._environ
+
+    # --- the commands --------------------------------------------------
+
+    def build(self, request: Request, cwd: str | os.PathLike[str] | None = None) -> dict:
+        """Build a request (a dict, or the path of a request file) and
+        return the response object of ``ptojit build --json``. A response
+        whose status is "error" raises BuildError."""
+        arg, stdin = _request_arg(request)
+        code, out, err = self._run(["build", "--request", arg, "--json", "--cache-dir", self.cache_dir], cwd, stdin)
+        resp = _json_output(out, err, code)
+        if code != 0 or resp.get("status") == "error":
+            raise BuildError(resp.get("status") or "error", resp.get("error") or _text(err), resp, code)
+        return resp
+
+    def key(self, request: Request, cwd: str | os.PathLike[str] | None = None) -> dict:
+        """The key report of ``ptojit key --json``: the key, every input
+        with its digest, and why the identity is unavailable (then "usable"
+        is false; that is no error)."""
+        arg, stdin = _request_arg(request)
+        code, out, err = self._run(["key", "--request", arg, "--json"], cwd, stdin)
+        if not out.strip():
+            raise BuildError("error", _text(err) or f"ptojit key exited {code}", None, code)
+        rep = _json_output(out, err, code)
+        if code not in (0, 1):
+            raise BuildError("error", _text(err), rep, code)
+        return rep
+
+    def key_diff(self, a: Request, b: Request, cwd: str | os.PathLike[str] | None = None) -> list:
+        """The inputs that differ between two keys, as ``ptojit key diff
+        --json`` lists them ([{"name", "a", "b"}...]). a and b are request
+        files or keys of stored entries (64 hex digits), or request dicts
+        (read with key(), relative paths against cwd)."""
+        if not isinstance(a, Mapping) and not isinstance(b, Mapping):
+            code, out, err = self._run(["key", "diff", os.fspath(a), os.fspath(b), "--json", "--cache-dir", self.cache_dir], cwd, None)
+            if code != 0:
+                raise BuildError("error", _text(err) or f"ptojit key diff exited {code}", None, code)
+            return _json_output(out, err, code)
+        ra, rb = self.key(a, cwd), self.key(b, cwd)
+        return _diff_inputs(ra.get("inputs") or [], rb.get("inputs") or [])
+
+    def stats(self) -> dict:
+        """The cache's counters and size (``ptojit cache stats --json``)."""
+        code, out, err = self._run(["cache", "stats", "--json", "--cache-dir", self.cache_dir], None, None)
+        if code != 0:
+            raise BuildError("error", _text(err) or f"ptojit cache stats exited {code}", None, code)
+        return _json_output(out, err, code)
+
+    def ping(self) -> int:
+        """The daemon's pid, starting the daemon when none answers."""
+        return int(self._call({"op": "ping"}).get("pid") or 0)
+
+    # --- environment ---------------------------------------------------
+
+    def forwarded_variables(self) -> frozenset[str]:
+        """The names of the environment variables a request carries: those
+        of ptojit's environment registry."""
+        return _registry.VARIABLES
+
+    def _forwarded_env(self) -> list[str]:
+        names = self.forwarded_variables()
+        return [f"{k}={v}" for k, v in sorted(self._env().items()) if k in names]
+
+    # --- the protocol --------------------------------------------------
+
+    def _run(self, args: list[str], cwd: Any, stdin: bytes | None) -> tuple[int, bytes, bytes]:
+        d = os.path.abspath(os.fspath(cwd)) if cwd is not None else os.getcwd()
+        req: dict[str, Any] = {"op": "run", "args": args, "dir": d, "env": self._forwarded_env()}
+        if stdin is not None:
+            req["stdin"] = base64.b64encode(stdin).decode("ascii")
+        resp = self._call(req)
+        out = base64.b64decode(resp.get("stdout") or "")
+        err = base64.b64decode(resp.get("stderr") or "")
+        code = int(resp.get("exit") or 0)
+        if resp.get("error"):
+            raise BuildError("error", "daemon: " + resp["error"], None, max(code, 1))
+        return code, out, err
+
+    def _call(self, req: dict) -> dict:
+        """Send req, starting a daemon when none answers, and once more to a
+        new daemon when one dies without answering (every request the
+        daemon serves can be repeated)."""
+        started = resent = False
+        while True:
+            try:
+                return self._call_once(req)
+            except _NoDaemon as e:
+                if started:
+                    raise DaemonError(f"the daemon started but does not answer on {self.socket_path}: {e}") from None
+            except _DaemonLost as e:
+                if resent:
+                    raise DaemonError(f"the daemon closed the connection without answering, twice ({e})") from None
+                resent = True
+            started = True
+            self._start_daemon()
+
+    def _check_dir(self) -> None:
+        try:
+            st = os.lstat(self.daemon_dir)
+        except FileNotFoundError:
+            raise _NoDaemon(f"no daemon directory {self.daemon_dir}") from None
+        uid = os.getuid()
+        if stat.S_ISLNK(st.st_mode):
+            raise DaemonSecurityError(f"daemon directory {self.daemon_dir} is a symbolic link")
+        if not stat.S_ISDIR(st.st_mode):
+            raise DaemonSecurityError(f"daemon directory {self.daemon_dir} is not a directory")
+        if st.st_uid != uid:
+            raise DaemonSecurityError(f"daemon directory {self.daemon_dir} is owned by uid {st.st_uid}, not {uid}")
+        if st.st_mode & 0o022:
+            raise DaemonSecurityError(f"daemon directory {self.daemon_dir} is writable by group or others (mode {stat.S_IMODE(st.st_mode):o})")
+        try:
+            st = os.lstat(self.socket_path)
+        except FileNotFoundError:
+            raise _NoDaemon(f"no socket {self.socket_path}") from None
+        if stat.S_ISLNK(st.st_mode):
+            raise DaemonSecurityError(f"daemon socket {self.socket_path} is a symbolic link")
+        if not stat.S_ISSOCK(st.st_mode):
+            raise DaemonSecurityError(f"daemon socket {self.socket_path} is not a socket")
+        if st.st_uid != uid:
+            raise DaemonSecurityError(f"daemon socket {self.socket_path} is owned by uid {st.st_uid}, not {uid}")
+
+    def _call_once(self, req: dict) -> dict:
+        self._check_dir()
+        body = json.dumps(dict(req, protocol=PROTOCOL), separators=(",", ":")).encode("utf-8")
+        if len(body) > MAX_REQUEST:
+            raise DaemonError(f"request of {len(body)} bytes is over the limit of {MAX_REQUEST}")
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            try:
+                sock.connect(self.socket_path)
+            except OSError as e:
+                if e.errno in (errno.ENOENT, errno.ECONNREFUSED):
+                    raise _NoDaemon(str(e)) from None
+                raise DaemonError(f"connecting to {self.socket_path}: {e}") from None
+            _check_peer(sock)
+            # A daemon that refuses the peer replies before reading the
+            # request: a failed write is judged by whether a reply follows.
+            try:
+                sock.sendall(struct.pack("<I", len(body)) + body)
+            except OSError:
+                pass
+            try:
+                (n,) = struct.unpack("<I", _recv_exact(sock, 4))
+                if n > MAX_RESPONSE:
+                    raise DaemonError(f"response frame of {n} bytes is over the limit of {MAX_RESPONSE}")
+                frame = _recv_exact(sock, n)
+            except (EOFError, ConnectionResetError, BrokenPipeError) as e:
+                raise _DaemonLost(str(e)) from None
+        finally:
+            sock.close()
+        try:
+            resp = json.loads(frame)
+        except ValueError as e:
+            raise DaemonError(f"daemon protocol: bad frame: {e}") from None
+        if not isinstance(resp, dict) or resp.get("protocol") != PROTOCOL:
+            got = resp.get("protocol") if isinstance(resp, dict) else None
+            raise DaemonError(f"the daemon speaks protocol {got}, this client {PROTOCOL}")
+        return resp
+
+    def _ptojit_exe(self) -> str:
+        if self._ptojit:
+            return self._ptojit
+        exe = shutil.which("ptojit", path=self._env().get("PATH"))
+        if not exe:
+            raise DaemonError("no daemon answers and the ptojit executable that starts one is not on PATH; pass Client(ptojit=...)")
+        return exe
+
+    def _start_daemon(self) -> None:
+        # ``ptojit daemon start`` serializes with every other client on the
+        # daemon directory's start lock; the lock here only spares threads
+        # of this process from starting ptojit at once.
+        with self._start_lock:
+            try:
+                self._check_dir()
+                if self._ping_quiet():
+                    return
+            except (_NoDaemon, _DaemonLost):
+                pass
+            exe = self._ptojit_exe()
+            try:
+                p = subprocess.run(
+                    [exe, "daemon", "start", "--cache-dir", self.cache_dir],
+                    stdin=subprocess.DEVNULL,
+                    capture_output=True,
+                    env=dict(self._env()),
+                    timeout=START_TIMEOUT,
+                )
+            except subprocess.TimeoutExpired:
+                raise DaemonError(f"ptojit daemon start did not finish in {START_TIMEOUT:.0f} s") from None
+            except OSError as e:
+                raise DaemonError(f"starting the daemon with {exe}: {e}") from None
+            if p.returncode != 0:
+                raise DaemonError(f"ptojit daemon start exited {p.returncode}: {_text(p.stderr)}")
+
+    def _ping_quiet(self) -> bool:
+        try:
+            return not self._call_once({"op": "ping"}).get("error")
+        except (_NoDaemon, _DaemonLost):
+            return False
+
+
+def _check_peer(sock: socket.socket) -> None:
+    opt = getattr(socket, "SO_PEERCRED", None)
+    if opt is None:
+        raise DaemonSecurityError("this system has no SO_PEERCRED: the daemon's user cannot be checked")
+    pid, uid, gid = struct.unpack("3i", sock.getsockopt(socket.SOL_SOCKET, opt, struct.calcsize("3i")))
+    if uid != os.getuid():
+        raise DaemonSecurityError(f"the daemon (pid {pid}) runs as uid {uid}, not {os.getuid()}")
+
+
+def _request_arg(request: Request) -> tuple[str, bytes | None]:
+    if isinstance(request, Mapping):
+        return "-", json.dumps(request).encode("utf-8")
+    return os.fspath(request), None
+
+
+def _text(b: bytes) -> str:
+    return b.decode("utf-8", "replace").strip()
+
+
+def _json_output(out: bytes, err: bytes, code: int) -> Any:
+    try:
+        return json.loads(out)
+    except ValueError:
+        raise BuildError("error", _text(err) or f"the command printed no JSON (exit {code})", None, max(code, 1)) from None
+
+
+def _diff_inputs(la: list, lb: list) -> list:
+    """jit.DiffRecords over the inputs of two key reports."""
+    mb = {x["name"]: x for x in lb}
+    out, seen = [], set()
+    for x in la:
+        seen.add(x["name"])
+        y = mb.get(x["name"])
+        if y is None:
+            out.append({"name": x["name"], "a": x["value"]})
+        elif x["digest"] != y["digest"]:
+            out.append({"name": x["name"], "a": x["value"], "b": y["value"]})
+    out += [{"name": y["name"], "b": y["value"]} for y in lb if y["name"] not in seen]
+    for d in out:  # "omitempty", as the Go side writes them
+        for k in ("a", "b"):
+            if d.get(k, None) == "":
+                del d[k]
+    return out
+
+
+_default: dict[str, Client] = {}
+_default_lock = threading.Lock()
+
+
+def build(request: Request, cwd: str | os.PathLike[str] | None = None, *, cache_dir: str | os.PathLike[str] | None = None) -> dict:
+    """Client(cache_dir).build(request, cwd), with one Client per cache
+    directory for the process."""
+    key = os.fspath(cache_dir) if cache_dir is not None else ""
+    with _default_lock:
+        c = _default.get(key)
+        if c is None:
+            c = _default[key] = Client(cache_dir)
+    return c.build(request, cwd)

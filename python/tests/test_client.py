@@ -1,0 +1,307 @@
+"""ptojit.Client against a real daemon (the binaries of the tree)."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import unittest
+from pathlib import Path
+from unittest import mock
+
+import ptojit
+from ptojit import client as clientmod
+
+REPO = Path(__file__).resolve().parents[2]
+EXAMPLES = REPO / "testdata" / "examples"
+DEADLINE = 120.0
+
+
+def binaries() -> tuple[str, str]:
+    exe = os.environ.get("PTOJIT_BIN", "")
+    if not exe or not os.path.exists(exe):
+        if os.environ.get("PTOJIT_REQUIRE_BIN"):
+            raise AssertionError("PTOJIT_BIN names no ptojit binary")
+        raise unittest.SkipTest("PTOJIT_BIN names no ptojit binary (the Go test TestPython builds one)")
+    return exe, os.path.join(os.path.dirname(exe), "ptojitd")
+
+
+class DaemonTest(unittest.TestCase):
+    """A fresh cache directory and a copy of the example per test; every
+    daemon started is stopped at the end."""
+
+    def setUp(self) -> None:
+        self.exe, _ = binaries()
+        self.tmp = Path(tempfile.mkdtemp(prefix="ptojit-py-"))
+        self.addCleanup(shutil.rmtree, self.tmp, True)
+        self.examples = self.tmp / "examples"
+        shutil.copytree(EXAMPLES, self.examples, ignore=shutil.ignore_patterns("out", "ptojit-out"))
+        self.request = self.examples / "vadd" / "request.json"
+        self.cache = str(self.tmp / "cache")
+        # The daemon directory inside the test's own directory.
+        self.environ = {k: v for k, v in os.environ.items() if k != "XDG_RUNTIME_DIR"}
+        self.environ["PTOJIT_CACHE_DIR"] = self.cache  # for the Go client's commands too
+        self.addCleanup(self.stop_daemon)
+
+    def client(self, **kw) -> ptojit.Client:
+        return ptojit.Client(self.cache, ptojit=self.exe, environ=kw.pop("environ", self.environ), **kw)
+
+    def stop_daemon(self) -> None:
+        subprocess.run([self.exe, "daemon", "stop", "--cache-dir", self.cache], env=self.environ,
+                       capture_output=True, timeout=DEADLINE)
+
+    def go(self, *args: str, ok=(0,)) -> subprocess.CompletedProcess:
+        p = subprocess.run([self.exe, *args], env=self.environ, capture_output=True, text=True,
+                           timeout=DEADLINE, cwd=self.tmp)
+        self.assertIn(p.returncode, ok, p.stderr)
+        return p
+
+
+def without_timings(r: dict) -> dict:
+    return {k: v for k, v in r.items() if k != "timings"}
+
+
+class TestClient(DaemonTest):
+    def test_build_matches_the_go_client(self) -> None:
+        c = self.client()
+        first = c.build(self.request)
+        self.assertEqual(first["status"], "miss", first)
+        again = c.build(str(self.request))
+        self.assertEqual(again["status"], "hit", again)
+        go = json.loads(self.go("build", "--request", str(self.request), "--json", "--cache-dir", self.cache).stdout)
+        self.assertEqual(go["status"], "hit")
+        self.assertEqual(without_timings(again), without_timings(go))
+        for o in again["outputs"]:
+            self.assertTrue(os.path.isfile(o["path"]), o)
+
+        # A dict request, relative paths against cwd.
+        req = json.loads(self.request.read_text())
+        r = c.build(req, cwd=self.request.parent)
+        self.assertEqual((r["status"], r["key"], r["hashid"]), ("hit", go["key"], go["hashid"]))
+
+        # key: the same report as ptojit key --json.
+        rep = c.key(self.request)
+        self.assertEqual(rep, json.loads(self.go("key", "--request", str(self.request), "--json").stdout))
+        self.assertTrue(rep["usable"])
+        self.assertEqual(rep["key"], go["key"])
+
+        # key_diff: files through the daemon, dicts through key().
+        req3 = dict(req, options={"opt_level": 3})
+        f3 = self.request.parent / "request3.json"
+        f3.write_text(json.dumps(req3))
+        want = json.loads(self.go("key", "diff", str(self.request), str(f3), "--json", "--cache-dir", self.cache).stdout)
+        self.assertEqual(want, [{"name": "options.opt_level", "a": "2", "b": "3"}])
+        self.assertEqual(c.key_diff(self.request, f3), want)
+        self.assertEqual(c.key_diff(req, req3, cwd=self.request.parent), want)
+        self.assertEqual(c.key_diff(self.request, go["key"]), [])
+
+        st = c.stats()
+        self.assertEqual((st["hits"], st["misses"]), (3, 1), st)
+        self.assertEqual(st["dir"], self.cache)
+
+    def test_module_level_build(self) -> None:
+        # ptojit on PATH starts the daemon; the daemon directory is the
+        # test's.
+        path = os.path.dirname(self.exe) + os.pathsep + os.environ.get("PATH", "")
+        with mock.patch.dict(os.environ, {"PATH": path, "PTOJIT_CACHE_DIR": self.cache}):
+            os.environ.pop("XDG_RUNTIME_DIR", None)
+            self.environ = dict(os.environ)
+            r = ptojit.build(self.request, cache_dir=self.cache)
+            self.assertEqual(r["status"], "miss", r)
+            self.assertEqual(ptojit.build(self.request, cache_dir=self.cache)["status"], "hit")
+
+    def test_errors_are_exceptions(self) -> None:
+        c = self.client()
+        req = json.loads(self.request.read_text())
+        req["kernels"][0]["source"] = "missing.c"
+        with self.assertRaises(ptojit.BuildError) as cm:
+            c.build(req, cwd=self.request.parent)
+        self.assertEqual(cm.exception.status, "error")
+        self.assertIn("kernels[0].source", cm.exception.message)
+        self.assertEqual(cm.exception.response["status"], "error")
+        with self.assertRaises(ptojit.BuildError) as cm:
+            c.build(self.tmp / "absent.json")
+        self.assertIn("absent.json", cm.exception.message)
+
+    def test_only_registry_variables_are_sent(self) -> None:
+        registry = json.loads((REPO / "_environment.json").read_text())
+        c = self.client(environ={"PATH": "/bin", "CC": "gcc", "SECRET_TOKEN": "x", "HOME": "/root"})
+        self.assertEqual(c.forwarded_variables(), frozenset(registry["variables"]))
+        self.assertEqual(c._forwarded_env(), ["CC=gcc", "HOME=/root", "PATH=/bin"])
+
+    def test_concurrent_threads(self) -> None:
+        c = self.client()
+        results, errors = [], []
+
+        def work() -> None:
+            try:
+                results.append(c.build(self.request))
+            except Exception as e:  # reported below
+                errors.append(e)
+
+        threads = [threading.Thread(target=work) for _ in range(8)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(DEADLINE)
+            self.assertFalse(t.is_alive(), "a build did not finish")
+        self.assertEqual(errors, [])
+        self.assertEqual(len({r["hashid"] for r in results}), 1)
+        self.assertTrue(all(r["status"] in ("miss", "hit") for r in results), [r["status"] for r in results])
+        self.assertEqual(c.build(self.request)["status"], "hit")
+
+    def test_concurrent_processes(self) -> None:
+        code = (
+            "import json, sys, ptojit\n"
+            "c = ptojit.Client(sys.argv[1], ptojit=sys.argv[2], environ=json.loads(sys.argv[3]))\n"
+            "print(c.build(sys.argv[4])['hashid'])\n"
+        )
+        env = dict(self.environ, PYTHONPATH=str(REPO / "python"))
+        procs = [
+            subprocess.Popen([sys.executable, "-c", code, self.cache, self.exe, json.dumps(self.environ), str(self.request)],
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+            for _ in range(4)
+        ]
+        outs = []
+        for p in procs:
+            out, err = p.communicate(timeout=DEADLINE)
+            self.assertEqual(p.returncode, 0, err)
+            outs.append(out.strip())
+        self.assertEqual(len(set(outs)), 1, outs)
+        self.assertTrue(outs[0].startswith("sha256:"))
+
+    def test_daemon_killed_mid_request(self) -> None:
+        cc = shutil.which("gcc") or shutil.which("cc")
+        if not cc:
+            self.skipTest("no gcc or cc")
+        block, started = self.tmp / "block", self.tmp / "started"
+        wrapper = self.tmp / "cc-wrapper"
+        wrapper.write_text(
+            "#!/bin/sh\n"
+            f"if [ -e '{block}' ]; then\n"
+            f"  : > '{started}'\n"
+            "  i=0\n"
+            f"  while [ -e '{block}' ] && [ $i -lt 1200 ]; do sleep 0.05; i=$((i+1)); done\n"
+            "fi\n"
+            f"exec '{cc}' \"$@\"\n"
+        )
+        wrapper.chmod(0o755)
+        block.touch()
+        self.addCleanup(lambda: block.unlink(missing_ok=True))
+        c = self.client(environ=dict(self.environ, CC=str(wrapper)))
+        pid = c.ping()
+        box: dict = {}
+
+        def work() -> None:
+            try:
+                box["r"] = c.build(self.request)
+            except Exception as e:
+                box["e"] = e
+
+        t = threading.Thread(target=work)
+        t.start()
+        deadline = time.monotonic() + DEADLINE
+        while not started.exists():
+            self.assertLess(time.monotonic(), deadline, "the compiler never started")
+            self.assertTrue(t.is_alive(), box)
+            time.sleep(0.01)
+        os.kill(pid, signal.SIGKILL)
+        block.unlink()
+        t.join(DEADLINE)
+        self.assertFalse(t.is_alive(), "the build did not finish after the daemon was killed")
+        self.assertNotIn("e", box)
+        self.assertEqual(box["r"]["status"], "miss", box["r"])
+        self.assertNotEqual(c.ping(), pid)
+        self.assertEqual(c.build(self.request)["status"], "hit")
+
+
+@unittest.skipUnless(hasattr(os, "getuid") and os.getuid() == 0, "needs root to make files of another user")
+class TestHostileDaemon(DaemonTest):
+    """A daemon directory, socket or daemon of another user is refused
+    before anything is sent, and no daemon is started in its place."""
+
+    NOBODY = 65534
+
+    def refused(self, c: ptojit.Client, words: str) -> None:
+        with self.assertRaises(ptojit.DaemonSecurityError) as cm:
+            c.build(self.request)
+        self.assertIn(words, str(cm.exception))
+
+    def test_directory_of_another_user(self) -> None:
+        c = self.client()
+        os.makedirs(c.daemon_dir, 0o700)
+        os.chown(c.daemon_dir, self.NOBODY, self.NOBODY)
+        self.refused(c, f"owned by uid {self.NOBODY}")
+        self.assertFalse(os.path.exists(c.socket_path))
+
+    def test_writable_directory(self) -> None:
+        c = self.client()
+        os.makedirs(c.daemon_dir)
+        os.chmod(c.daemon_dir, 0o770)
+        self.refused(c, "writable by group or others")
+
+    def test_symlinked_directory(self) -> None:
+        c = self.client()
+        real = self.tmp / "elsewhere"
+        real.mkdir(mode=0o700)
+        os.makedirs(os.path.dirname(c.daemon_dir), exist_ok=True)
+        os.symlink(real, c.daemon_dir)
+        self.refused(c, "symbolic link")
+
+    def test_socket_of_another_user(self) -> None:
+        c = self.client()
+        os.makedirs(c.daemon_dir, 0o700)
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.addCleanup(s.close)
+        s.bind(c.socket_path)
+        os.chown(c.socket_path, self.NOBODY, self.NOBODY)
+        self.refused(c, "socket")
+
+    def test_daemon_of_another_user(self) -> None:
+        c = self.client()
+        os.makedirs(c.daemon_dir, 0o700)
+        fake = (
+            "import json, os, socket, struct, sys\n"
+            "s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)\n"
+            "s.bind(sys.argv[1])\n"
+            f"os.setgid({self.NOBODY}); os.setuid({self.NOBODY})\n"
+            "s.listen(1)\n"
+            "s.settimeout(60)\n"
+            "print('ready', flush=True)\n"
+            "conn, _ = s.accept()\n"
+            "body = json.dumps({'protocol': 1, 'pid': os.getpid(), 'stdout': '', 'exit': 0}).encode()\n"
+            "conn.sendall(struct.pack('<I', len(body)) + body)\n"
+            "conn.close()\n"
+        )
+        p = subprocess.Popen([sys.executable, "-c", fake, c.socket_path], stdout=subprocess.PIPE, text=True)
+        self.addCleanup(p.stdout.close)
+        self.addCleanup(p.wait, DEADLINE)
+        self.addCleanup(p.kill)
+        self.assertEqual(p.stdout.readline().strip(), "ready")
+        self.refused(c, f"runs as uid {self.NOBODY}")
+
+
+class TestDaemonDir(unittest.TestCase):
+    def test_matches_the_go_rules(self) -> None:
+        self.assertEqual(clientmod.daemon_dir("/c", {"XDG_RUNTIME_DIR": "/run/user/1"}),
+                         "/run/user/1/ptojit/" + __import__("hashlib").sha256(b"/c").hexdigest()[:16])
+        self.assertEqual(clientmod.daemon_dir("/c", {"XDG_RUNTIME_DIR": "rel"}), "/c/daemon")
+        long = "/" + "x" * 120
+        self.assertTrue(clientmod.daemon_dir(long, {}).endswith(__import__("hashlib").sha256(long.encode()).hexdigest()[:16]))
+        self.assertIn(f"ptojit-{os.getuid()}", clientmod.daemon_dir(long, {}))
+        self.assertEqual(clientmod.default_cache_dir({"PTOJIT_CACHE_DIR": "/a/../b/"}), "/b")
+        self.assertEqual(clientmod.default_cache_dir({"XDG_CACHE_HOME": "/x", "HOME": "/h"}), "/x/ptojit")
+        self.assertEqual(clientmod.default_cache_dir({"XDG_CACHE_HOME": "x", "HOME": "/h"}), "/h/.cache/ptojit")
+        with self.assertRaises(ptojit.DaemonError):
+            clientmod.default_cache_dir({"HOME": "h"})
+
+
+if __name__ == "__main__":
+    unittest.main()
