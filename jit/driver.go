@@ -107,15 +107,6 @@ func New(opt Options) *Driver {
 	return &Driver{opt: opt}
 }
 
-// WithEnv returns a Driver sharing d's store and identity memo that reads
-// getenv and runs the tools with environ (a daemon serving clients with
-// different environments).
-func (d *Driver) WithEnv(getenv func(string) string, environ []string) *Driver {
-	o := d.opt
-	o.Getenv, o.Environ = getenv, environ
-	return New(o)
-}
-
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 
 // RequestError is a request that cannot be built as written (a missing

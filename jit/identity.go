@@ -32,7 +32,8 @@ type identity struct {
 	extraPaths        []string
 	extraFingerprint  inventory.Value
 	extraDigest       inventory.Sum
-	// flags are the compile flags by language, part of the key.
+	// includes are the -I directories of the sim pipeline (includeDirs),
+	// in order; they are part of the key.
 	includes []string
 }
 

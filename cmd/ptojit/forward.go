@@ -51,7 +51,7 @@ func findEngine(env *cli.Env) (string, error) {
 	if p, err := exec.LookPath(engineName); err == nil {
 		return p, nil
 	}
-	return "", errors.New("the engine ptojitd was not found beside the ptojit executable, in PTOJIT_ENGINE, or on PATH; build both with: go build -o bin/ ./cmd/...")
+	return "", errors.New("the engine ptojitd was not found beside the ptojit executable, in PTOJIT_ENGINE, or on PATH; build both with go build -o bin/ ./cmd/ptojit ./cmd/ptojitd")
 }
 
 // forward runs an engine command by executing the engine with the same

@@ -19,8 +19,8 @@ import (
 // TestMain lets scripts run the engine as "ptojit" (and "ptojitd") in a
 // subprocess of the test binary.
 func TestMain(m *testing.M) {
-	main := func() int { return program().Main(context.Background(), cli.OSEnv("ptojit"), os.Args[1:]) }
-	os.Exit(testscript.RunMain(m, map[string]func() int{"ptojit": main, "ptojitd": main}))
+	main := func() { os.Exit(program().Main(context.Background(), cli.OSEnv("ptojit"), os.Args[1:])) }
+	testscript.Main(m, map[string]func(){"ptojit": main, "ptojitd": main})
 }
 
 // TestBuildScripts runs the build and key scripts: jit/testdata/script.
