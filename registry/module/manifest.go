@@ -211,15 +211,28 @@ func asTypeErr(err error, te **json.UnmarshalTypeError) bool {
 
 // ParseManifest parses and validates module.json. Every error is a
 // *FieldError naming the field.
-func ParseManifest(b []byte) (*Manifest, error) {
+func ParseManifest(b []byte) (*Manifest, error) { return parseManifest(b, true) }
+
+// ParseSourceManifest parses the module.json of a source directory (ptojit
+// module pack): the same schema, except that os and arch may be left out
+// (pack fills in the host's), and the cross-checks that need the
+// artifacts (their list, callables' artifacts and hashids) wait for Pack,
+// which fills them in and validates the whole.
+func ParseSourceManifest(b []byte) (*Manifest, error) { return parseManifest(b, false) }
+
+func parseManifest(b []byte, validate bool) (*Manifest, error) {
 	if len(b) > MaxManifestSize {
 		return nil, &FieldError{File: ManifestName, Reason: fmt.Sprintf("%d bytes, more than the limit of %d", len(b), MaxManifestSize)}
 	}
 	if !utf8.Valid(b) {
 		return nil, &FieldError{File: ManifestName, Reason: "not valid UTF-8"}
 	}
-	top, err := object(b, "", "package_id!", "version!", "publisher!", "module_abi!", "runtime!", "platforms!",
-		"os!", "arch!", "description", "artifacts!", "provided_ops!", "operations", "module_dependencies")
+	hostFields := []string{"os!", "arch!"}
+	if !validate {
+		hostFields = []string{"os", "arch"} // pack fills them in
+	}
+	top, err := object(b, "", append(hostFields, "package_id!", "version!", "publisher!", "module_abi!", "runtime!", "platforms!",
+		"description", "artifacts!", "provided_ops!", "operations", "module_dependencies")...)
 	if err != nil {
 		return nil, err
 	}
@@ -232,7 +245,11 @@ func ParseManifest(b []byte) (*Manifest, error) {
 		{"module_abi", &m.ModuleABI}, {"runtime", &m.Runtime}, {"platforms", &m.Platforms},
 		{"os", &m.OS}, {"arch", &m.Arch}, {"provided_ops", &m.ProvidedOps},
 	} {
-		if err := decodeField(top[f.name], f.name, f.v); err != nil {
+		raw, ok := top[f.name]
+		if !ok {
+			continue // an optional host field of a source manifest
+		}
+		if err := decodeField(raw, f.name, f.v); err != nil {
 			return nil, err
 		}
 	}
@@ -302,8 +319,10 @@ func ParseManifest(b []byte) (*Manifest, error) {
 			m.Dependencies = append(m.Dependencies, d)
 		}
 	}
-	if err := m.Validate(); err != nil {
-		return nil, err
+	if validate {
+		if err := m.Validate(); err != nil {
+			return nil, err
+		}
 	}
 	return m, nil
 }
