@@ -145,7 +145,10 @@ func ReadArchive(b []byte) (Files, error) {
 			break
 		}
 		if err != nil {
-			return nil, fmt.Errorf("archive: %w", err)
+			if len(order) > 0 {
+				return nil, fmt.Errorf("archive: the tar structure is damaged after entry %q: %w", order[len(order)-1], err)
+			}
+			return nil, fmt.Errorf("archive: the tar structure is damaged at the first entry: %w", err)
 		}
 		switch h.Typeflag {
 		case tar.TypeReg:
