@@ -36,10 +36,8 @@ func (e *ProtectedError) Error() string {
 // returns the enabled modules in load order (dependencies first, ties by
 // id).
 func validateGraph(st *state) ([]*Installed, error) {
-	enabled := map[string]*Installed{}
-	installed := map[string][]string{}
+	enabled := make(map[string]*Installed, len(st.Modules))
 	for _, m := range st.Modules {
-		installed[m.PackageID] = append(installed[m.PackageID], m.Version)
 		if m.Enabled {
 			if prev := enabled[m.PackageID]; prev != nil {
 				return nil, fmt.Errorf("module store state: two versions of %s are enabled (%s and %s)", m.PackageID, prev.Version, m.Version)
@@ -57,40 +55,38 @@ func validateGraph(st *state) ([]*Installed, error) {
 		m := enabled[id]
 		for _, d := range m.Manifest.Dependencies {
 			t := enabled[d.ModuleID]
-			ge := &GraphError{From: m.ID(), To: d.ModuleID, Edge: d.String()}
+			fail := func(format string, args ...any) error {
+				to := d.ModuleID
+				if t != nil {
+					to = t.ID()
+				}
+				return &GraphError{From: m.ID(), To: to, Edge: d.String(), Reason: fmt.Sprintf(format, args...)}
+			}
 			if t == nil {
-				if vs := installed[d.ModuleID]; len(vs) > 0 {
-					ge.Reason = fmt.Sprintf("the dependency is disabled (installed: %s; none enabled)", strings.Join(vs, ", "))
-				} else {
-					ge.Reason = "the dependency is missing (not installed)"
+				var vs []string
+				for _, x := range st.versions(d.ModuleID) {
+					vs = append(vs, x.Version)
 				}
-				return nil, ge
-			}
-			ge.To = t.ID()
-			v, _ := ParseVersion(t.Version)
-			lo, _ := ParseVersion(d.MinVersion)
-			if v.Compare(lo) < 0 {
-				ge.Reason = fmt.Sprintf("version %s is below min_version %s", t.Version, d.MinVersion)
-				return nil, ge
-			}
-			if d.MaxVersion != "" {
-				hi, _ := ParseVersion(d.MaxVersion)
-				if v.Compare(hi) > 0 {
-					ge.Reason = fmt.Sprintf("version %s is above max_version %s", t.Version, d.MaxVersion)
-					return nil, ge
+				if len(vs) > 0 {
+					return nil, fail("the dependency is disabled (installed: %s; none enabled)", strings.Join(vs, ", "))
 				}
+				return nil, fail("the dependency is missing (not installed)")
+			}
+			v := t.Manifest.version
+			if v.Compare(d.lo) < 0 {
+				return nil, fail("version %s is below min_version %s", t.Version, d.MinVersion)
+			}
+			if d.MaxVersion != "" && v.Compare(d.hi) > 0 {
+				return nil, fail("version %s is above max_version %s", t.Version, d.MaxVersion)
 			}
 			if t.Manifest.ModuleABI != ModuleABI {
-				ge.Reason = fmt.Sprintf("the dependency has module_abi %d, not %d", t.Manifest.ModuleABI, ModuleABI)
-				return nil, ge
+				return nil, fail("the dependency has module_abi %d, not %d", t.Manifest.ModuleABI, ModuleABI)
 			}
 			if d.PublisherID != "" && d.PublisherID != t.Manifest.Publisher {
-				ge.Reason = fmt.Sprintf("publisher pin %s, but the dependency's publisher is %s", d.PublisherID, t.Manifest.Publisher)
-				return nil, ge
+				return nil, fail("publisher pin %s, but the dependency's publisher is %s", d.PublisherID, t.Manifest.Publisher)
 			}
 			if d.SHA256 != "" && d.SHA256 != t.Digest {
-				ge.Reason = fmt.Sprintf("digest pin %s, but the dependency's manifest digest is %s", d.SHA256, t.Digest)
-				return nil, ge
+				return nil, fail("digest pin %s, but the dependency's manifest digest is %s", d.SHA256, t.Digest)
 			}
 		}
 		for _, op := range m.Manifest.ProvidedOps {

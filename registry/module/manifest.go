@@ -45,6 +45,8 @@ type Manifest struct {
 	ProvidedOps  []string     `json:"provided_ops"`
 	Operations   []Operation  `json:"operations,omitempty"`
 	Dependencies []Dependency `json:"module_dependencies,omitempty"`
+
+	version Version // parsed Version, set by Validate
 }
 
 // Artifact is one file of a package besides the manifest and signature.
@@ -62,6 +64,8 @@ type Dependency struct {
 	ABITag      string `json:"abi_tag"`
 	PublisherID string `json:"publisher_id,omitempty"`
 	SHA256      string `json:"sha256,omitempty"`
+
+	lo, hi Version // parsed bounds, set by Validate; hi.text == "" without max_version
 }
 
 // String describes the edge's target and constraints, e.g.
@@ -408,9 +412,11 @@ func (m *Manifest) Validate() error {
 	if !validID(m.PackageID) {
 		return fieldErr("package_id", "%q is not a dotted identifier ([a-z0-9_-] components separated by dots, at most %d bytes)", m.PackageID, maxIDLen)
 	}
-	if _, err := ParseVersion(m.Version); err != nil {
+	v, err := ParseVersion(m.Version)
+	if err != nil {
 		return fieldErr("version", "%v", err)
 	}
+	m.version = v
 	if !validID(m.Publisher) {
 		return fieldErr("publisher", "%q is not a dotted identifier", m.Publisher)
 	}
@@ -499,7 +505,8 @@ func (m *Manifest) Validate() error {
 		}
 	}
 	deps := map[string]bool{}
-	for i, d := range m.Dependencies {
+	for i := range m.Dependencies {
+		d := &m.Dependencies[i]
 		w := fmt.Sprintf("module_dependencies[%d]", i)
 		if !validID(d.ModuleID) {
 			return fieldErr(w+".module_id", "%q is not a dotted identifier", d.ModuleID)
@@ -515,6 +522,7 @@ func (m *Manifest) Validate() error {
 		if err != nil {
 			return fieldErr(w+".min_version", "%v", err)
 		}
+		d.lo = lo
 		if d.MaxVersion != "" {
 			hi, err := ParseVersion(d.MaxVersion)
 			if err != nil {
@@ -523,6 +531,7 @@ func (m *Manifest) Validate() error {
 			if hi.Compare(lo) < 0 {
 				return fieldErr(w+".max_version", "%s is below min_version %s", d.MaxVersion, d.MinVersion)
 			}
+			d.hi = hi
 		}
 		if d.ABITag != ABITag {
 			return fieldErr(w+".abi_tag", "%q: every module dependency of a runtime module carries %q (other tags are build-time provenance, which a runtime module cannot declare)", d.ABITag, ABITag)

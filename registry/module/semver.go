@@ -130,11 +130,3 @@ func compareIdent(a, b string) int {
 	}
 	return strings.Compare(a, b)
 }
-
-// compareVersionStrings compares two versions that were validated when
-// their manifest was parsed.
-func compareVersionStrings(a, b string) int {
-	va, _ := ParseVersion(a)
-	vb, _ := ParseVersion(b)
-	return va.Compare(vb)
-}

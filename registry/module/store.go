@@ -45,6 +45,8 @@ type Installed struct {
 	Key       string    `json:"key"`    // the signing key
 	Enabled   bool      `json:"enabled"`
 	Manifest  *Manifest `json:"manifest"`
+
+	mjson []byte // the manifest's compact JSON, once rendered; never changes
 }
 
 // ID returns "package_id@version".
@@ -78,7 +80,7 @@ func (st *state) sort() {
 		if c := strings.Compare(a.PackageID, b.PackageID); c != 0 {
 			return c
 		}
-		return compareVersionStrings(a.Version, b.Version)
+		return a.Manifest.version.Compare(b.Manifest.version)
 	})
 }
 
@@ -147,12 +149,59 @@ func parseState(b []byte) (*state, error) {
 	return st, nil
 }
 
+// marshal writes state.json: one line per module, each manifest in its
+// canonical compact form (rendered once per Installed and reused).
 func (st *state) marshal() ([]byte, error) {
-	b, err := json.MarshalIndent(st, "", " ")
-	if err != nil {
-		return nil, err
+	var b bytes.Buffer
+	fmt.Fprintf(&b, "{\"schema\":%d,\"modules\":[", st.Schema)
+	for i, m := range st.Modules {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteString("\n")
+		head, err := json.Marshal(struct {
+			PackageID string `json:"package_id"`
+			Version   string `json:"version"`
+			Publisher string `json:"publisher"`
+			Digest    string `json:"digest"`
+			Key       string `json:"key"`
+			Enabled   bool   `json:"enabled"`
+		}{m.PackageID, m.Version, m.Publisher, m.Digest, m.Key, m.Enabled})
+		if err != nil {
+			return nil, err
+		}
+		mj, err := m.manifestJSON()
+		if err != nil {
+			return nil, err
+		}
+		b.Write(head[:len(head)-1])
+		b.WriteString(`,"manifest":`)
+		b.Write(mj)
+		b.WriteByte('}')
 	}
-	return append(b, '\n'), nil
+	b.WriteString("\n]")
+	if len(st.History) > 0 {
+		h, err := json.Marshal(st.History)
+		if err != nil {
+			return nil, err
+		}
+		b.WriteString(`,"history":`)
+		b.Write(h)
+	}
+	b.WriteString("}\n")
+	return b.Bytes(), nil
+}
+
+// manifestJSON returns the manifest's compact JSON, rendered once.
+func (m *Installed) manifestJSON() ([]byte, error) {
+	if m.mjson == nil {
+		b, err := json.Marshal(m.Manifest)
+		if err != nil {
+			return nil, err
+		}
+		m.mjson = b
+	}
+	return m.mjson, nil
 }
 
 // Options configure a Store.
@@ -173,6 +222,8 @@ type Store struct {
 	st     *state
 	trust  *Trust
 	stamps [2]fileStamp // of state.json and trust.json as last read
+
+	recovered bool // recoverLocked ran in this Store; set under the store lock
 }
 
 type fileStamp struct {
@@ -291,6 +342,7 @@ func (s *Store) recoverLocked() error {
 			}
 		}
 	}
+	s.recovered = true
 	return nil
 }
 
@@ -320,8 +372,10 @@ func (s *Store) change(ctx context.Context, fn func(*tx) error) error {
 		return err
 	}
 	defer l.unlock()
-	if err := s.recoverLocked(); err != nil {
-		return err
+	if !s.recovered {
+		if err := s.recoverLocked(); err != nil {
+			return err
+		}
 	}
 	s.mu.Lock()
 	t := &tx{st: s.st.clone(), trust: s.trust.clone(), stage: map[string][]byte{}}
@@ -536,7 +590,7 @@ func (s *Store) Install(ctx context.Context, archive []byte) (*InstallResult, er
 		}
 		in := &Installed{PackageID: m.PackageID, Version: m.Version, Publisher: m.Publisher, Digest: p.Digest, Key: p.Key.String(), Manifest: m}
 		cur := t.st.enabled(m.PackageID)
-		if cur == nil || compareVersionStrings(m.Version, cur.Version) > 0 {
+		if cur == nil || m.version.Compare(cur.Manifest.version) > 0 {
 			if cur != nil {
 				cur.Enabled = false
 				t.st.History[m.PackageID] = append(t.st.History[m.PackageID], cur.Version)
