@@ -110,6 +110,34 @@ type OperationCallable struct {
 // MarshalJSON returns the canonical descriptor.
 func (o Operation) MarshalJSON() ([]byte, error) { return o.Raw, nil }
 
+// UnmarshalJSON reads a descriptor that is already canonical (the store's
+// own state.json); untrusted manifests go through ParseManifest.
+func (o *Operation) UnmarshalJSON(b []byte) error {
+	var v struct {
+		ImplID    string              `json:"impl_id"`
+		Callables []OperationCallable `json:"callables"`
+	}
+	if err := json.Unmarshal(b, &v); err != nil {
+		return err
+	}
+	o.Raw, o.ImplID, o.Callables = bytes.Clone(b), v.ImplID, v.Callables
+	return nil
+}
+
+// decodeStored reads a manifest from the store's own state.json, written
+// by Marshal: a plain decode and Validate, without the field-by-field
+// strictness ParseManifest applies to untrusted input.
+func decodeStored(b []byte) (*Manifest, error) {
+	m := &Manifest{}
+	if err := json.Unmarshal(b, m); err != nil {
+		return nil, err
+	}
+	if err := m.Validate(); err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
 // FieldError is a manifest that is not valid: Field names the JSON field
 // ("module_dependencies[1].abi_tag").
 type FieldError struct {

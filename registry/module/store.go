@@ -138,7 +138,7 @@ func parseState(b []byte) (*state, error) {
 		if err := json.Unmarshal(r, &m); err != nil {
 			return nil, fmt.Errorf("%s: modules[%d]: %v", stateFile, i, err)
 		}
-		man, err := ParseManifest(m.Manifest)
+		man, err := decodeStored(m.Manifest)
 		if err != nil {
 			return nil, fmt.Errorf("%s: modules[%d]: %v", stateFile, i, err)
 		}
