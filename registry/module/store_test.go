@@ -6,6 +6,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -285,4 +286,42 @@ func rawTar(t *testing.T, es ...tarEntry) []byte {
 	}
 	tw.Close()
 	return buf.Bytes()
+}
+
+// TestDirectorySource reads an unpacked package directory through the
+// hardened extraction and gets the archive back byte for byte; a symlink
+// or a FIFO in the directory is refused by name.
+func TestDirectorySource(t *testing.T) {
+	ar := testPack(t, testManifest(t, "example.scan", "1.0.0", "org.acme", []string{"x.v1"}), testKey("acme"))
+	files, err := ReadArchive(ar)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	for n, b := range files {
+		p := filepath.Join(dir, filepath.FromSlash(n))
+		os.MkdirAll(filepath.Dir(p), 0o755)
+		if err := os.WriteFile(p, b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, err := ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	back, err := WriteArchive(got)
+	if err != nil || !bytes.Equal(back, ar) {
+		t.Fatalf("the directory does not give the archive back: %v", err)
+	}
+	if err := os.Symlink("/etc/passwd", filepath.Join(dir, "data", "link")); err != nil {
+		t.Fatal(err)
+	}
+	_, err = ReadDir(dir)
+	wantErr(t, err, "symlink in a directory", `package entry "data/link": a symbolic link`)
+	os.Remove(filepath.Join(dir, "data", "link"))
+	if err := syscall.Mkfifo(filepath.Join(dir, "fifo"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, err = ReadDir(dir)
+	wantErr(t, err, "fifo in a directory", `package entry "fifo": not a regular file`)
 }
