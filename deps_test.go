@@ -49,6 +49,7 @@ var stdlibOnly = map[string][]string{
 	"api":                    nil,
 	"api/client":             {"golang.org/x/sys"},
 	"envaudit/envreg":        nil,
+	"registry/module":        nil,
 	"internal/durable":       nil,
 	"cmd/internal/cli":       {"github.com/spf13/pflag"},
 	"cmd/internal/clientcmd": {"github.com/spf13/pflag"},

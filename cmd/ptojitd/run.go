@@ -131,6 +131,9 @@ func loadCallable(ctx context.Context, env *cli.Env, o runOptions) (blob []byte,
 		if err != nil {
 			return nil, res, fmt.Errorf("run: reading the callable: %w", errors.Unwrap(err))
 		}
+		if err := refuseModulePackage(o.callable, blob); err != nil {
+			return nil, res, fmt.Errorf("run: %w", err)
+		}
 		return blob, res, nil
 	}
 	req, err := readRequest(env, o.request)

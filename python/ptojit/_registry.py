@@ -31,6 +31,7 @@ VARIABLES = frozenset((
     "PTOJIT_CACHE_READONLY",
     "PTOJIT_DAEMON",
     "PTOJIT_ENGINE",
+    "PTOJIT_MODULE_DIR",
     "PTO_ISA_ROOT",
     "PYPTO_BACKEND_FLAGS",
     "PYPTO_CACHE_EPOCH",
@@ -41,5 +42,6 @@ VARIABLES = frozenset((
     "PYPTO_OPT_LEVEL",
     "TERM",
     "XDG_CACHE_HOME",
+    "XDG_DATA_HOME",
     "XDG_RUNTIME_DIR",
 ))
