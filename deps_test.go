@@ -42,19 +42,25 @@ var arrows = map[string][]string{
 
 // stdlibOnly layers may import nothing outside the standard library and
 // ptojit, directly or indirectly; extra lists the modules each may add.
+//
+// inventory's walk runs on golang.org/x/sync/errgroup (that package
+// alone), and so everything that fingerprints does: registry/module
+// (inside the registry pattern) and the client.
 var stdlibOnly = map[string][]string{
 	".":                      nil,
-	"inventory":              nil,
-	"registry":               nil,
+	"inventory":              {errgroup},
+	"registry":               {errgroup},
 	"api":                    nil,
 	"api/client":             {"golang.org/x/sys"},
 	"envaudit/envreg":        nil,
-	"registry/module":        nil,
+	"registry/module":        {errgroup},
 	"internal/durable":       nil,
 	"cmd/internal/cli":       {"github.com/spf13/pflag"},
-	"cmd/internal/clientcmd": {"github.com/spf13/pflag"},
-	"cmd/ptojit":             {"github.com/spf13/pflag"},
+	"cmd/internal/clientcmd": {"github.com/spf13/pflag", errgroup},
+	"cmd/ptojit":             {"github.com/spf13/pflag", errgroup},
 }
+
+const errgroup = "golang.org/x/sync/errgroup"
 
 func layerOf(rel string) (string, bool) {
 	if rel == "" {

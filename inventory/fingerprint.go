@@ -154,6 +154,12 @@ func FingerprintExtraSources(paths []string, extraFingerprint Value) (Sum, error
 
 // FingerprintWith is Fingerprint with options.
 func FingerprintWith(roots []ContentRoot, opt FingerprintOptions) (*Content, error) {
+	return fingerprintWith(roots, opt, nil)
+}
+
+// fingerprintWith is FingerprintWith with the walk's tasks run on sched
+// (nil: an errgroup of the walk's workers).
+func fingerprintWith(roots []ContentRoot, opt FingerprintOptions, sched scheduler) (*Content, error) {
 	if len(roots) == 0 {
 		return nil, &UnavailableError{Reason: "no content inputs"}
 	}
@@ -167,7 +173,7 @@ func FingerprintWith(roots []ContentRoot, opt FingerprintOptions) (*Content, err
 	if workers <= 0 {
 		workers = runtime.GOMAXPROCS(0)
 	}
-	w := newWalker(opt, workers)
+	w := newWalker(opt, workers, sched)
 
 	// 1. List the directories and read the files.
 	tops := w.list(roots)

@@ -14,6 +14,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -1047,33 +1048,19 @@ func TestFingerprintReference(t *testing.T) {
 	}
 }
 
-// TestTaskQueueWorkers: the queue starts a goroutine only for a task that
-// no waiting goroutine can take, up to its limit, and runs queued tasks
-// concurrently up to that limit.
-func TestTaskQueueWorkers(t *testing.T) {
-	newQueue := func() *taskQueue {
-		q := &taskQueue{}
-		q.cond.L = &q.mu
-		return q
-	}
-
-	q := newQueue()
-	ran := false
-	q.push(func() { ran = true })
-	q.run(64)
-	if !ran || q.started != 1 {
-		t.Errorf("one task: ran %v on %d goroutines, want 1", ran, q.started)
-	}
-
+// TestGroupScheduler: tasks that queue tasks run concurrently up to the
+// limit, and with every worker busy a queued task runs in place instead
+// of waiting for a worker (which would never come).
+func TestGroupScheduler(t *testing.T) {
 	// The first task queues three that each wait until all three run.
-	q = newQueue()
+	s := newGroupScheduler(4)
 	var wg sync.WaitGroup
 	wg.Add(3)
 	all := make(chan struct{})
 	go func() { wg.Wait(); close(all) }()
-	q.push(func() {
+	s.push(func() {
 		for range 3 {
-			q.push(func() {
+			s.push(func() {
 				wg.Done()
 				select {
 				case <-all:
@@ -1083,8 +1070,23 @@ func TestTaskQueueWorkers(t *testing.T) {
 			})
 		}
 	})
-	q.run(4)
-	if q.started != 4 {
-		t.Errorf("started %d goroutines, want 4", q.started)
+	s.run()
+
+	// One worker: every task queues two more, to a depth of 10; all
+	// 2^11-1 run, in place.
+	s = newGroupScheduler(1)
+	var ran atomic.Int64
+	var task func(depth int)
+	task = func(depth int) {
+		ran.Add(1)
+		if depth < 10 {
+			s.push(func() { task(depth + 1) })
+			s.push(func() { task(depth + 1) })
+		}
+	}
+	s.push(func() { task(0) })
+	s.run()
+	if ran.Load() != 1<<11-1 {
+		t.Errorf("ran %d tasks, want %d", ran.Load(), 1<<11-1)
 	}
 }

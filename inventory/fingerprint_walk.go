@@ -9,6 +9,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"golang.org/x/sync/errgroup"
 )
 
 // The walk has two phases, each spread over Workers goroutines:
@@ -103,7 +105,7 @@ type walker struct {
 	workers int
 	start   int64 // wall clock (ns) when the walk started
 
-	queue taskQueue // directories to list and batches of files to read
+	queue scheduler // directories to list and batches of files to read
 
 	// failed is set once any problem is found, so that skip needs no lock
 	// until then. mu guards firstErr, the earliest problem in walk order
@@ -124,10 +126,13 @@ var readBufs = sync.Pool{New: func() any { b := make([]byte, readChunk); return 
 // hashers holds SHA-256 hash.Hashes for files, shared by every walk too.
 var hashers = sync.Pool{New: func() any { return sha256.New() }}
 
-func newWalker(opt FingerprintOptions, workers int) *walker {
-	w := &walker{opt: opt, workers: workers, start: time.Now().UnixNano()}
-	w.queue.cond.L = &w.queue.mu
-	return w
+// newWalker returns a walker whose tasks run on sched, or on an errgroup
+// of workers when sched is nil.
+func newWalker(opt FingerprintOptions, workers int, sched scheduler) *walker {
+	if sched == nil {
+		sched = newGroupScheduler(workers)
+	}
+	return &walker{opt: opt, workers: workers, start: time.Now().UnixNano(), queue: sched}
 }
 
 // problem records err at n.
@@ -154,79 +159,39 @@ func (w *walker) skip(n *node) bool {
 // spawn queues f for the workers.
 func (w *walker) spawn(f func()) { w.queue.push(f) }
 
-// taskQueue is a stack of tasks run by up to a fixed number of
-// goroutines; tasks may queue more tasks. Last in, first out keeps the
-// walk depth first, so few listings wait in memory. A goroutine is
-// started only when a task is queued and none is waiting for one, so a
-// walk of one file does not start a goroutine per processor.
-type taskQueue struct {
-	// mu guards the fields below; cond signals a new task or the end.
-	mu   sync.Mutex
-	cond sync.Cond
-	// tasks holds the queued tasks; pending counts them and the running
-	// ones.
-	tasks   []func()
-	pending int
-	// workers is the most goroutines to start, 0 until run; started
-	// counts those started; idle those waiting for a task that no push
-	// has signalled yet.
-	workers, started, idle int
-	wg                     sync.WaitGroup // the started goroutines
+// scheduler runs the walk's tasks: push queues a task (tasks may push
+// more), run returns when every task has run.
+type scheduler interface {
+	push(f func())
+	run()
 }
 
-func (q *taskQueue) push(f func()) {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	q.tasks = append(q.tasks, f)
-	q.pending++
-	switch {
-	case q.idle > 0:
-		q.idle--
-		q.cond.Signal()
-	case q.started < q.workers:
-		q.started++
-		q.wg.Go(q.work)
-	}
+// groupScheduler runs tasks on an errgroup limited to the walk's workers.
+// A task pushed while every worker is busy runs in place, in the pushing
+// goroutine: errgroup's Go would block it until a worker is free, and
+// with every worker pushing, none would be. Running in place keeps the
+// walk depth first, so few listings wait in memory.
+//
+// It replaced a hand-written last-in-first-out queue on a sync.Cond:
+// BenchmarkWalkScheduler (go test -bench WalkScheduler ./inventory) runs both side
+// by side, and the errgroup took 0.76-0.83x the queue's time on a tree of
+// 6,500 files and 60 MB and 1.03-1.04x (about 6 µs) on a walk of three
+// files.
+type groupScheduler struct{ g errgroup.Group }
+
+func newGroupScheduler(workers int) *groupScheduler {
+	s := &groupScheduler{}
+	s.g.SetLimit(workers)
+	return s
 }
 
-// run runs the queued tasks, and those they queue, on at most workers
-// goroutines, the calling one among them, and returns when none is left.
-func (q *taskQueue) run(workers int) {
-	q.mu.Lock()
-	q.workers = workers
-	q.started = min(workers, len(q.tasks))
-	for range q.started - 1 {
-		q.wg.Go(q.work)
-	}
-	q.mu.Unlock()
-	if q.started > 0 {
-		q.work()
-	}
-	q.wg.Wait()
-}
-
-// work runs tasks until none is queued or running.
-func (q *taskQueue) work() {
-	q.mu.Lock()
-	for {
-		for len(q.tasks) == 0 && q.pending > 0 {
-			q.idle++
-			q.cond.Wait()
-		}
-		if q.pending == 0 {
-			q.mu.Unlock()
-			q.cond.Broadcast()
-			return
-		}
-		f := q.tasks[len(q.tasks)-1]
-		q.tasks[len(q.tasks)-1] = nil
-		q.tasks = q.tasks[:len(q.tasks)-1]
-		q.mu.Unlock()
+func (s *groupScheduler) push(f func()) {
+	if !s.g.TryGo(func() error { f(); return nil }) {
 		f()
-		q.mu.Lock()
-		q.pending--
 	}
 }
+
+func (s *groupScheduler) run() { _ = s.g.Wait() }
 
 // list runs phase 1 for the roots and returns their nodes.
 func (w *walker) list(roots []ContentRoot) []*node {
@@ -251,7 +216,7 @@ func (w *walker) list(roots []ContentRoot) []*node {
 			w.problem(n, "not a regular file or directory ("+st.kind.String()+")")
 		}
 	}
-	w.queue.run(w.workers)
+	w.queue.run()
 	return tops
 }
 

@@ -1,0 +1,56 @@
+package api
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"testing"
+	"testing/iotest"
+)
+
+func TestReadRequest(t *testing.T) {
+	r, err := ReadRequest(iotest.OneByteReader(strings.NewReader(good)))
+	if err != nil || r.Platform != "a2a3sim" {
+		t.Fatalf("ReadRequest: %+v, %v", r, err)
+	}
+	// A document over the limit is refused without being parsed.
+	big := good + strings.Repeat(" ", MaxRequestBytes)
+	var re *RequestError
+	if _, err := ReadRequest(strings.NewReader(big)); !errors.As(err, &re) || !strings.Contains(err.Error(), fmt.Sprint(MaxRequestBytes)) {
+		t.Errorf("oversized request: %v", err)
+	}
+	// A read error is a RequestError that unwraps to it.
+	boom := errors.New("boom")
+	_, err = ReadRequest(io.MultiReader(strings.NewReader(good[:20]), iotest.ErrReader(boom)))
+	if !errors.As(err, &re) || !errors.Is(err, boom) || err.Error() != "request: boom" {
+		t.Errorf("failing reader: %v", err)
+	}
+	// A syntax error is a RequestError too; a wrong type names its field.
+	if _, err := ReadRequest(strings.NewReader(`{"platform": `)); !errors.As(err, &re) {
+		t.Errorf("truncated document: %v", err)
+	}
+	var fe *FieldError
+	_, err = ReadRequest(strings.NewReader(`{"platform": 1}`))
+	if !errors.As(err, &fe) || fe.Field != "platform" || err.Error() != "request: platform: "+fe.Msg {
+		t.Errorf("wrong type: %v", err)
+	}
+}
+
+func TestPaths(t *testing.T) {
+	r, err := ParseRequest([]byte(strings.Replace(good, `"toolchain"`, `"extra_roots": ["inc"], "extra_sources": ["app"], "toolchain"`, 1)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Resolve("/q"); err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, p := range r.Paths() {
+		got = append(got, p.Field+"="+p.Path)
+	}
+	want := "orchestration.source=/q/orch.c kernels[0].source=/q/k0.c kernels[1].source=/abs/k1.c extra_roots[0]=/q/inc extra_sources[0]=/q/app toolchain.runtime_root=/rt output_dir=/q/" + DefaultOutputDir
+	if strings.Join(got, " ") != want {
+		t.Errorf("Paths:\n got %s\nwant %s", strings.Join(got, " "), want)
+	}
+}
