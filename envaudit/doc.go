@@ -56,4 +56,20 @@
 // initializers; a function literal counts as its enclosing function.
 // Implicit inheritance of the environment by child processes is not a read
 // and is not reported.
+//
+// # Parsing Python
+//
+// The tree-sitter C library is the one go-tree-sitter compiles, but it is
+// called from C of our own (tsflat.go: one cgo call parses a file and
+// returns its named nodes as a flat array) rather than through
+// go-tree-sitter's Go API, and init points the library's allocator back at
+// libc. Both are kept because they are measured: BenchmarkParseSideBySide
+// (go test -bench ParseSideBySide ./envaudit) builds the same node lists
+// every way, interleaved, and go-tree-sitter as it comes (a cgo call per
+// node and field, every malloc and free a callback from C into Go) took
+// 2.3x the time of the flat walk, its Go API with libc's allocator 2.0x,
+// and the flat walk with go-tree-sitter's allocator 1.5x. The allocator is
+// process-wide; resetting it is safe because go-tree-sitter's callbacks
+// end in libc's malloc and free too, so memory allocated before the reset
+// may be freed after it, and ptojitd uses tree-sitter only here.
 package envaudit

@@ -117,7 +117,7 @@ func checkWorktree(dir, pin string, beforeDir func(string) error, allow func(rel
 	// The pinned tree and the worktree are compared with the index at the
 	// same time: one reads git objects, the other stats files.
 	treeReason := make(chan string, 1)
-	trees := &treeReader{objectsDir: filepath.Join(fsys.Filesystem().Root(), "objects"), storer: repo.Storer}
+	trees := &treeReader{storer: repo.Storer}
 	go func() { treeReason <- matchTree(trees, commit.TreeHash, entries) }()
 	w := worktreeCheck{
 		root: dir, entries: entries, dirs: dirs,

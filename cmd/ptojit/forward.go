@@ -40,7 +40,13 @@ func isEngineCommand(name string) bool {
 // findEngine locates ptojitd: beside this executable, then PTOJIT_ENGINE,
 // then on PATH.
 func findEngine(env *cli.Env) (string, error) {
-	if exe, err := os.Executable(); err == nil {
+	exe, _ := os.Executable()
+	return lookEngine(env, exe)
+}
+
+// lookEngine is findEngine for the executable exe ("" when unknown).
+func lookEngine(env *cli.Env, exe string) (string, error) {
+	if exe != "" {
 		p := filepath.Join(filepath.Dir(exe), engineName)
 		if fi, err := os.Stat(p); err == nil && fi.Mode().IsRegular() {
 			return p, nil
