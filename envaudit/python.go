@@ -1,8 +1,9 @@
+//go:build cgo
+
 package envaudit
 
 import (
 	"bytes"
-	"fmt"
 	"maps"
 	"slices"
 	"strconv"
@@ -13,15 +14,6 @@ import (
 	sitter "github.com/tree-sitter/go-tree-sitter"
 	python "github.com/tree-sitter/tree-sitter-python/bindings/go"
 )
-
-// SyntaxError is a source file the scanner cannot parse; its reads are
-// unknown. A plain value.
-type SyntaxError struct {
-	Line int
-	Msg  string
-}
-
-func (e *SyntaxError) Error() string { return fmt.Sprintf("line %d: %s", e.Line, e.Msg) }
 
 // PythonScanner finds the environment reads of Python sources. It owns a
 // tree-sitter parser, which is not safe for concurrent use: use one

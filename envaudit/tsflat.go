@@ -1,3 +1,5 @@
+//go:build cgo
+
 package envaudit
 
 // The Python scanner parses with the tree-sitter C library that

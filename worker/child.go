@@ -88,7 +88,7 @@ func (c *child) warnf(format string, args ...any) {
 // recv reads one frame and at most one passed descriptor.
 func (c *child) recv() (Frame, int, error) {
 	for {
-		n, oobn, flags, _, err := unix.Recvmsg(c.fd, c.rbuf, c.oob, unix.MSG_CMSG_CLOEXEC)
+		n, oobn, flags, _, err := unix.Recvmsg(c.fd, c.rbuf, c.oob, recvFlags)
 		if err == unix.EINTR {
 			continue
 		}

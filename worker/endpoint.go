@@ -114,7 +114,7 @@ func (e *endpoint) Namespace() registry.Namespace { return e.ns }
 
 // start starts the child process with the mailbox and the arena.
 func startEndpoint(id int, role uint32, argv []string, env []string, arena *os.File, stderr io.Writer, timeout time.Duration) (*endpoint, error) {
-	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_SEQPACKET|unix.SOCK_CLOEXEC, 0)
+	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_SEQPACKET|sockCloexec, 0)
 	if err != nil {
 		return nil, fmt.Errorf("worker %d: socketpair: %w", id, err)
 	}
@@ -249,7 +249,7 @@ func (e *endpoint) recv(timeout time.Duration) (int, error) {
 				continue
 			}
 		}
-		n, _, flags, _, err := unix.Recvmsg(e.fd, e.rbuf, e.oob, unix.MSG_CMSG_CLOEXEC)
+		n, _, flags, _, err := unix.Recvmsg(e.fd, e.rbuf, e.oob, recvFlags)
 		if err == unix.EINTR {
 			continue
 		}

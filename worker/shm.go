@@ -11,14 +11,9 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// requiredSeals are the seals a staged payload must carry: its size and
-// content can no longer change, so a child reads exactly what the parent
-// hashed.
-const requiredSeals = unix.F_SEAL_SHRINK | unix.F_SEAL_GROW | unix.F_SEAL_WRITE
-
 // stagePayload copies payload into a new sealed memfd and returns it.
 func stagePayload(payload []byte) (*os.File, error) {
-	fd, err := unix.MemfdCreate("ptojit-register", unix.MFD_CLOEXEC|unix.MFD_ALLOW_SEALING)
+	fd, err := memfdCreate("ptojit-register", true)
 	if err != nil {
 		return nil, fmt.Errorf("stage payload: memfd_create: %w", err)
 	}
@@ -27,7 +22,7 @@ func stagePayload(payload []byte) (*os.File, error) {
 		f.Close()
 		return nil, fmt.Errorf("stage payload: %w", err)
 	}
-	if _, err := unix.FcntlInt(uintptr(fd), unix.F_ADD_SEALS, requiredSeals|unix.F_SEAL_SEAL); err != nil {
+	if err := seal(fd); err != nil {
 		f.Close()
 		return nil, fmt.Errorf("stage payload: seal: %w", err)
 	}
@@ -37,12 +32,8 @@ func stagePayload(payload []byte) (*os.File, error) {
 // readStaged reads a staged payload of exactly n bytes from fd, checking its
 // seals and size. It does not close fd.
 func readStaged(fd int, n uint64) ([]byte, error) {
-	seals, err := unix.FcntlInt(uintptr(fd), unix.F_GET_SEALS, 0)
-	if err != nil {
-		return nil, fmt.Errorf("staged payload: %w", err)
-	}
-	if seals&requiredSeals != requiredSeals {
-		return nil, fmt.Errorf("staged payload is not sealed (seals %#x)", seals)
+	if err := checkSealed(fd); err != nil {
+		return nil, err
 	}
 	var st unix.Stat_t
 	if err := unix.Fstat(fd, &st); err != nil {
@@ -83,7 +74,7 @@ func newArena(size int64) (*Arena, error) {
 	if size <= 0 || size%int64(os.Getpagesize()) != 0 {
 		return nil, fmt.Errorf("arena size %d is not a positive multiple of the page size", size)
 	}
-	fd, err := unix.MemfdCreate("ptojit-arena", unix.MFD_CLOEXEC)
+	fd, err := memfdCreate("ptojit-arena", false)
 	if err != nil {
 		return nil, fmt.Errorf("arena: memfd_create: %w", err)
 	}

@@ -72,7 +72,7 @@ func TestStagedPayloadSealed(t *testing.T) {
 		t.Error("a size that differs from the frame's was accepted")
 	}
 	// An unsealed memfd is refused.
-	fd, err := unix.MemfdCreate("unsealed", unix.MFD_CLOEXEC)
+	fd, err := memfdCreate("unsealed", false)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -89,23 +89,7 @@ var ErrRunning = errors.New("another ptojit daemon is running for this cache")
 
 // peerUID returns the uid of the process at the other end of conn. Tests
 // replace it to simulate a foreign peer.
-var peerUID = func(conn *net.UnixConn) (int, error) {
-	raw, err := conn.SyscallConn()
-	if err != nil {
-		return -1, err
-	}
-	var cred *syscall.Ucred
-	var credErr error
-	if err := raw.Control(func(fd uintptr) {
-		cred, credErr = syscall.GetsockoptUcred(int(fd), syscall.SOL_SOCKET, syscall.SO_PEERCRED)
-	}); err != nil {
-		return -1, err
-	}
-	if credErr != nil {
-		return -1, credErr
-	}
-	return int(cred.Uid), nil
-}
+var peerUID = socketPeerUID
 
 // PrepareDir creates dir with mode 0700 and checks that it belongs to this
 // user and is not accessible to others.
