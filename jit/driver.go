@@ -386,7 +386,7 @@ func (d *Driver) resultKey(ctx context.Context, id *identity) (cache.Key, string
 	}
 	why := "no header variant matches"
 	for i, v := range m.Variants {
-		if changed := changedHeader(v.Headers); changed != "" {
+		if changed := changedHeader(id.base, v.Headers); changed != "" {
 			if i == 0 {
 				why = "header changed since the last build: " + changed
 			}
@@ -400,10 +400,11 @@ func (d *Driver) resultKey(ctx context.Context, id *identity) (cache.Key, string
 }
 
 // changedHeader returns the name of the first header whose digest
-// differs from the recorded one (or that cannot be read), or "".
-func changedHeader(hs []headerDigest) string {
+// differs from the recorded one (or that cannot be read), or "". Relative
+// names are relative to the base directory.
+func changedHeader(base baseDir, hs []headerDigest) string {
 	for _, h := range hs {
-		d, err := headerDigestOf(h.Path)
+		d, err := headerDigestOf(base.abs(h.Path))
 		if err != nil || d != h.Digest {
 			return h.Path
 		}
@@ -420,6 +421,9 @@ func (d *Driver) publish(ctx context.Context, id *identity, res *compileResult, 
 	headers, err := hashHeaders(res.headers, res.started)
 	if err != nil {
 		return "not published: " + err.Error()
+	}
+	for i := range headers {
+		headers[i].Path = id.base.rel(headers[i].Path) // as the key writes paths
 	}
 	rrec := resultRecord(id.record, headers)
 	renc, err := inventory.Encode(rrec)

@@ -89,6 +89,15 @@ func readRequest(env *cli.Env, name string) (*api.Request, error) {
 	if err := req.Resolve(dir); err != nil {
 		return nil, err
 	}
+	if req.BaseDir == "" {
+		// The request's base_dir, else PTOJIT_BASE_DIR, else the project
+		// root of the request's directory.
+		if b := env.Getenv(jit.BaseDirVariable); b != "" {
+			req.BaseDir = env.Abs(b)
+		} else {
+			req.BaseDir = api.DefaultBaseDir(dir)
+		}
+	}
 	return req, nil
 }
 
