@@ -21,6 +21,7 @@ var arrows = map[string][]string{
 	"registry":               {},
 	"api":                    {},
 	"cache":                  {},
+	"cache/remote":           {"cache"},
 	"envaudit":               {},
 	"toolchain":              {"inventory"},
 	"worker":                 {"registry"},
@@ -116,7 +117,7 @@ func TestStandardLibraryOnly(t *testing.T) {
 func TestClientIsStatic(t *testing.T) {
 	deps := goList(t, []string{"CGO_ENABLED=0"}, "-deps", "./cmd/ptojit")
 	for _, d := range deps {
-		for _, banned := range []string{"github.com/dgraph-io/badger", "github.com/go-git/", "github.com/tree-sitter/", "runtime/cgo", "github.com/ebitengine/purego"} {
+		for _, banned := range []string{"github.com/dgraph-io/badger", "github.com/go-git/", "github.com/tree-sitter/", "runtime/cgo", "github.com/ebitengine/purego", "github.com/redis/"} {
 			if strings.HasPrefix(d, banned) {
 				t.Errorf("cmd/ptojit depends on %s", d)
 			}
