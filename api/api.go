@@ -483,7 +483,10 @@ type Response struct {
 	Unavailable []string `json:"unavailable,omitempty"`
 	// MissReason says why a lookup missed (StatusMiss): no entry, a changed
 	// header, a corrupt blob.
-	MissReason string  `json:"miss_reason,omitempty"`
-	Error      string  `json:"error,omitempty"`
-	Timings    Timings `json:"timings"`
+	MissReason string `json:"miss_reason,omitempty"`
+	// HitTier says where a hit came from: "local" (this machine's cache)
+	// or "remote" (the shared tier, verified and then stored locally).
+	HitTier string  `json:"hit_tier,omitempty"`
+	Error   string  `json:"error,omitempty"`
+	Timings Timings `json:"timings"`
 }

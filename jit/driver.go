@@ -81,6 +81,9 @@ type Options struct {
 	// TempDir holds the compilers' working directories; "" means
 	// os.TempDir().
 	TempDir string
+	// Remote, when set, is looked up after a local miss and receives what
+	// is published locally.
+	Remote RemoteTier
 	// BeforeRevalidate, when set, runs after the compilers finished and
 	// before the sources are fingerprinted again (tests change a source
 	// there to prove that nothing is published).
@@ -212,7 +215,7 @@ func (d *Driver) build(ctx context.Context, req *api.Request, resp *api.Response
 	}
 	var r *flightResult
 	if hit != nil {
-		r = &flightResult{outs: hit.Entry.Outputs, data: hit.Data, hit: true}
+		r = &flightResult{outs: hit.Entry.Outputs, data: hit.Data, hit: true, tier: TierLocal}
 	} else {
 		// One compile per key at a time: concurrent builds of the key
 		// (64 frontends started by make -j64) share the first one's.
@@ -225,6 +228,7 @@ func (d *Driver) build(ctx context.Context, req *api.Request, resp *api.Response
 			why = "compiled by a concurrent build of the same key"
 		}
 		resp.Timings.Compile = r.compileMS
+		resp.Timings.Lookup += r.remoteMS
 	}
 	t = time.Now()
 	err = d.answer(req, r.outs, r.data, resp)
@@ -235,6 +239,7 @@ func (d *Driver) build(ctx context.Context, req *api.Request, resp *api.Response
 	switch {
 	case r.hit:
 		resp.Status = api.StatusHit
+		resp.HitTier = r.tier
 	case r.notPublished != "":
 		resp.Status = api.StatusUncached
 		resp.Unavailable = []string{r.notPublished}
@@ -261,8 +266,13 @@ type flightResult struct {
 	outs []cache.Output
 	data [][]byte
 	// hit: a build that finished just before the flight began published
-	// the key; nothing was compiled.
-	hit bool
+	// the key, or the remote tier had it; nothing was compiled. tier says
+	// which.
+	hit  bool
+	tier string
+	// remoteMS is the time of a remote hit's lookup, fetch and local
+	// store (part of the response's lookup time).
+	remoteMS float64
 	// notPublished says why the outputs were not published ("" if they
 	// were).
 	notPublished         string
@@ -273,7 +283,12 @@ type flightResult struct {
 // may have published it), else compiles, packs and publishes.
 func (d *Driver) compileAndPublish(ctx context.Context, req *api.Request, id *identity) (*flightResult, error) {
 	if hit, _, err := d.lookupQuiet(ctx, id); err == nil && hit != nil {
-		return &flightResult{outs: hit.Entry.Outputs, data: hit.Data, hit: true}, nil
+		return &flightResult{outs: hit.Entry.Outputs, data: hit.Data, hit: true, tier: TierLocal}, nil
+	}
+	if d.opt.Remote != nil {
+		if r := d.remoteLookup(ctx, id); r != nil {
+			return r, nil
+		}
 	}
 	t := time.Now()
 	res, err := d.compile(ctx, req, id)
@@ -290,6 +305,9 @@ func (d *Driver) compileAndPublish(ctx context.Context, req *api.Request, id *id
 		d.opt.BeforeRevalidate()
 	}
 	r.notPublished = d.publish(ctx, id, res, outs, data, time.Since(res.started))
+	if r.notPublished == "" && d.opt.Remote != nil {
+		d.publishRemote(ctx, id, outs, data)
+	}
 	r.publishMS = ms(time.Since(t))
 	return r, nil
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/ptojit/ptojit/cache"
+	"github.com/ptojit/ptojit/cache/remote"
 	"github.com/ptojit/ptojit/cmd/internal/cli"
 )
 
@@ -185,6 +186,9 @@ func toJSON(e *cache.Entry, withRecord bool) entryJSON {
 type statsJSON struct {
 	Dir string `json:"dir"`
 	*cache.Stats
+	// Remote holds the remote tier's counters, when the daemon serving
+	// the command has one.
+	Remote *remote.Stats `json:"remote,omitempty"`
 }
 
 func runCacheStats(ctx context.Context, env *cli.Env, o *cacheOptions, s cache.Store, args []string) error {
@@ -195,8 +199,13 @@ func runCacheStats(ctx context.Context, env *cli.Env, o *cacheOptions, s cache.S
 	if err != nil {
 		return err
 	}
+	var rs *remote.Stats
+	if engine.remote != nil {
+		s := engine.remote.Stats()
+		rs = &s
+	}
 	if o.json {
-		return cli.WriteJSON(env.Stdout, statsJSON{o.resolvedDir, st})
+		return cli.WriteJSON(env.Stdout, statsJSON{o.resolvedDir, st, rs})
 	}
 	w := tabwriter.NewWriter(env.Stdout, 0, 0, 2, ' ', 0)
 	fmt.Fprintf(w, "cache directory\t%s\n", o.resolvedDir)
