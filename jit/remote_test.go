@@ -165,3 +165,49 @@ func TestRemoteTierAcrossMachines(t *testing.T) {
 		t.Errorf("C's remote stats %+v, want one damaged", s)
 	}
 }
+
+// TestRemoteTierFaultsNeverFailABuild: a remote tier on a closed port or a
+// stopped cluster node leaves builds correct, compiled locally, and fast.
+func TestRemoteTierFaultsNeverFailABuild(t *testing.T) {
+	nodes := fixture.RedisCluster(t, 3)
+	closed := fixture.StartRedis(t, false)
+	closed.Stop() // nothing listens there any more
+	cases := []struct {
+		name   string
+		target *remote.Target
+		before func()
+	}{
+		{"closed port", &remote.Target{Addrs: []string{closed.Addr}}, nil},
+		{"stopped node", &remote.Target{Cluster: true, Addrs: []string{nodes[0].Addr, nodes[1].Addr, nodes[2].Addr}}, nodes[1].Stop},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			if c.before != nil {
+				c.before()
+			}
+			r, err := remote.New(remote.Config{Target: c.target, Timeout: 500 * time.Millisecond, ConnectTimeout: 500 * time.Millisecond})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer r.Close()
+			_, req := copyExamples(t)
+			req.BaseDir = filepath.Dir(filepath.Dir(req.Orchestration.Source))
+			getenv, environ := env()
+			d := New(Options{Store: cache.NewMemory(cache.Options{}), Remote: r, Identities: identities, Getenv: getenv, Environ: environ, TempDir: t.TempDir()})
+			start := time.Now()
+			build(t, d, req, api.StatusMiss)
+			if resp := build(t, d, req, api.StatusHit); resp.HitTier != TierLocal {
+				t.Errorf("second build: tier %q", resp.HitTier)
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			r.Drain(ctx)
+			if took := time.Since(start); took > 15*time.Second {
+				t.Errorf("two builds and the drain took %s", took)
+			}
+			if s := r.Stats(); s.Errors == 0 || s.Hits != 0 {
+				t.Errorf("remote stats %+v: the faults were not seen", s)
+			}
+		})
+	}
+}

@@ -226,7 +226,21 @@ func runCacheStats(ctx context.Context, env *cli.Env, o *cacheOptions, s cache.S
 	}
 	fmt.Fprintf(w, "errors\t%d\n", st.Errors)
 	fmt.Fprintf(w, "evictions\t%d\n", st.Evictions)
+	if rs != nil {
+		fmt.Fprintf(w, "%s\n", strings.Replace(remoteSummary(rs), ": ", "\t", 1))
+	}
 	return w.Flush()
+}
+
+// remoteSummary is one line about the remote tier: its target, state and
+// counters.
+func remoteSummary(s *remote.Stats) string {
+	line := fmt.Sprintf("remote: %s (%s); %d hits, %d misses (%d damaged), %d errors, %d writes, %d pending, %d dropped; %s down, %s up",
+		s.Target, s.State, s.Hits, s.Misses, s.Damaged, s.Errors, s.Writes, s.Pending, s.Dropped, cache.FormatSize(s.BytesDown), cache.FormatSize(s.BytesUp))
+	if s.LastError != "" {
+		line += "; last error: " + s.LastError
+	}
+	return line
 }
 
 func listEntries(ctx context.Context, s cache.Store) ([]*cache.Entry, error) {

@@ -220,6 +220,9 @@ func runDaemonStatus(env *cli.Env, o daemonOptions) error {
 		if st.Cache != nil {
 			fmt.Fprintf(w, "cache: %d entries, %d bytes of %d; %d hits, %d misses, %d uncached\n", st.Cache.Entries, st.Cache.Bytes, st.Cache.MaxBytes, st.Cache.Hits, st.Cache.Misses, st.Cache.Uncached)
 		}
+		if st.Remote != nil {
+			fmt.Fprintf(w, "%s\n", remoteSummary(st.Remote))
+		}
 		if st.LastTrim != "" {
 			fmt.Fprintf(w, "last trim: %s\n", st.LastTrim)
 		}
