@@ -68,3 +68,64 @@ func TestBuildRemoteTier(t *testing.T) {
 		}
 	}
 }
+
+// TestDaemonRemoteTier: two simulated machines, each with its own cache
+// directory and daemon and a checkout at another path and depth, share a
+// 3-master Redis Cluster. A's daemon compiles and publishes (drained when
+// it stops); B's daemon, reading only, answers with a remote hit: no
+// compiler run, the same key and outputs; its status shows the tier.
+func TestDaemonRemoteTier(t *testing.T) {
+	nodes := fixture.RedisCluster(t, 3)
+	var addrs []string
+	for _, n := range nodes {
+		addrs = append(addrs, n.Addr)
+	}
+	url := "PTOJIT_REMOTE=redis-cluster://" + strings.Join(addrs, ",")
+	a := newDaemonWorld(t)
+	if err := os.Mkdir(filepath.Join(a.root, "examples", ".git"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	a.env = append(a.env, url)
+	b := newDaemonWorld(t)
+	deep := filepath.Join(b.root, "x", "y", "examples")
+	if err := os.MkdirAll(filepath.Join(deep, ".git"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := fixture.CopyExamples(deep); err != nil {
+		t.Fatal(err)
+	}
+	b.request = filepath.Join(deep, "vadd", "request.json")
+	// The same compiler on both machines (its path is part of the key).
+	b.env = append(b.env, url, "PTOJIT_REMOTE_READONLY=1", "CC="+filepath.Join(a.root, "cc"))
+
+	first := a.build()
+	if first.Status != "miss" || a.compileCount() != 3 {
+		t.Fatalf("A: %+v, %d compiles", first, a.compileCount())
+	}
+	if _, errs, code := a.run("daemon", "stop"); code != 0 {
+		t.Fatalf("stopping A's daemon: %s", errs)
+	}
+	out, errs, code := b.run("build", "--request", b.request, "--json")
+	if code != 0 {
+		t.Fatalf("B: exit %d: %s%s", code, out, errs)
+	}
+	var resp api.Response
+	if err := json.Unmarshal([]byte(out), &resp); err != nil {
+		t.Fatal(err)
+	}
+	if resp.Status != api.StatusHit || resp.HitTier != "remote" || resp.Key != first.Key || resp.Hashid != first.Hashid {
+		t.Fatalf("B: %s tier %q key %s, want a remote hit of %s", resp.Status, resp.HitTier, resp.Key, first.Key)
+	}
+	if n := b.compileCount(); n != 0 {
+		t.Fatalf("B compiled %d units", n)
+	}
+	x, _ := os.ReadFile(filepath.Join(a.root, "examples", "vadd", "out", "chip_callable.bin"))
+	y, _ := os.ReadFile(resp.Callable)
+	if len(x) == 0 || !bytes.Equal(x, y) {
+		t.Error("B's callable differs from A's")
+	}
+	st := b.status()
+	if st.Remote == nil || st.Remote.Hits != 1 || st.Remote.Writes != 0 || st.Remote.State != "read-only" {
+		t.Errorf("B's daemon status remote %+v", st.Remote)
+	}
+}
