@@ -215,21 +215,25 @@ func ConfigFromEnv(getenv func(string) string) (cfg Config, ok bool, err error) 
 	default:
 		return Config{}, false, fmt.Errorf("%s: %q: want 1 or 0", ReadOnlyVariable, v)
 	}
-	for _, d := range []struct {
-		name string
-		dst  *time.Duration
-	}{{TimeoutVariable, &cfg.Timeout}, {ConnectTimeoutVariable, &cfg.ConnectTimeout}} {
-		v := getenv(d.name)
-		if v == "" {
-			continue
-		}
-		t, err := time.ParseDuration(v)
-		if err != nil || t <= 0 || t > MaxTimeout {
-			return Config{}, false, fmt.Errorf("%s: %q: want a duration such as 500ms, at most %s", d.name, v, MaxTimeout)
-		}
-		*d.dst = t
+	if cfg.Timeout, err = parseTimeout(TimeoutVariable, getenv(TimeoutVariable)); err != nil {
+		return Config{}, false, err
+	}
+	if cfg.ConnectTimeout, err = parseTimeout(ConnectTimeoutVariable, getenv(ConnectTimeoutVariable)); err != nil {
+		return Config{}, false, err
 	}
 	return cfg, true, nil
+}
+
+// parseTimeout reads a timeout variable: "" is 0 (the default).
+func parseTimeout(name, v string) (time.Duration, error) {
+	if v == "" {
+		return 0, nil
+	}
+	t, err := time.ParseDuration(v)
+	if err != nil || t <= 0 || t > MaxTimeout {
+		return 0, fmt.Errorf("%s: %q: want a duration such as 500ms, at most %s", name, v, MaxTimeout)
+	}
+	return t, nil
 }
 
 func (c *Config) fill() {
