@@ -183,6 +183,9 @@ func decodeEntry(key cache.Key, b []byte) (*cache.Entry, error) {
 			return nil, fmt.Errorf("entry: output name %q is not a distinct plain file name", o.Name)
 		}
 		seen[o.Name] = true
+		if o.Mode&^0o777 != 0 {
+			return nil, fmt.Errorf("entry: output %s: mode %o has more than permission bits", o.Name, o.Mode)
+		}
 		if o.Size < 0 || o.Size > MaxBlobBytes {
 			return nil, fmt.Errorf("entry: output %s: size %d out of range", o.Name, o.Size)
 		}

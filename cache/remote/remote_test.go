@@ -112,6 +112,12 @@ func TestEntryCodec(t *testing.T) {
 			t.Fatalf("a flip at byte %d decoded", i)
 		}
 	}
+	setuid, _ := testEntry(7, []byte("x"))
+	setuid.Outputs[0].Mode = 0o4755
+	b, _ = encodeEntry(setuid)
+	if _, err := decodeEntry(setuid.Key, b); err == nil {
+		t.Error("a setuid output decoded")
+	}
 	bad, _ := testEntry(7, []byte("x"))
 	bad.Outputs[0].Name = "../x"
 	b, _ = encodeEntry(bad)
