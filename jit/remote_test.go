@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -166,18 +167,26 @@ func TestRemoteTierAcrossMachines(t *testing.T) {
 	}
 }
 
-// TestRemoteTierFaultsNeverFailABuild: a remote tier on a closed port or a
-// stopped cluster node leaves builds correct, compiled locally, and fast.
+// TestRemoteTierFaultsNeverFailABuild: a remote tier on a closed port, on
+// a server that never answers (the kernel's backlog accepts the
+// connections) or with a stopped cluster node leaves builds correct,
+// compiled locally, and fast.
 func TestRemoteTierFaultsNeverFailABuild(t *testing.T) {
 	nodes := fixture.RedisCluster(t, 3)
 	closed := fixture.StartRedis(t, false)
-	closed.Stop() // nothing listens there any more
+	closed.Stop()                                 // nothing listens there any more
+	hung, err := net.Listen("tcp", "127.0.0.1:0") // accepts, never answers
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer hung.Close()
 	cases := []struct {
 		name   string
 		target *remote.Target
 		before func()
 	}{
 		{"closed port", &remote.Target{Addrs: []string{closed.Addr}}, nil},
+		{"hung server", &remote.Target{Addrs: []string{hung.Addr().String()}}, nil},
 		{"stopped node", &remote.Target{Cluster: true, Addrs: []string{nodes[0].Addr, nodes[1].Addr, nodes[2].Addr}}, nodes[1].Stop},
 	}
 	for _, c := range cases {
