@@ -134,7 +134,7 @@ func TestStandardLibraryOnly(t *testing.T) {
 func TestClientIsStatic(t *testing.T) {
 	deps := goList(t, []string{"CGO_ENABLED=0"}, "-deps", "./cmd/ptojit")
 	for _, d := range deps {
-		for _, banned := range []string{"github.com/dgraph-io/badger", "github.com/go-git/", "github.com/tree-sitter/", "runtime/cgo", "github.com/ebitengine/purego"} {
+		for _, banned := range []string{"github.com/dgraph-io/badger", "github.com/go-git/", "github.com/tree-sitter/", "runtime/cgo", "github.com/ebitengine/purego", "github.com/redis/"} {
 			if strings.HasPrefix(d, banned) {
 				t.Errorf("cmd/ptojit depends on %s", d)
 			}

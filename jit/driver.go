@@ -79,6 +79,9 @@ type Options struct {
 	// TempDir holds the compilers' working directories; "" means
 	// os.TempDir().
 	TempDir string
+	// Remote, when set, is looked up after a local miss and receives what
+	// is published locally.
+	Remote RemoteTier
 	// BeforeRevalidate, when set, runs after the compilers finished and
 	// before the sources are fingerprinted again (tests change a source
 	// there to prove that nothing is published).
@@ -202,7 +205,7 @@ func (d *Driver) build(ctx context.Context, req *api.Request, resp *api.Response
 	}
 	var r *flightResult
 	if hit != nil {
-		r = &flightResult{outs: hit.Entry.Outputs, data: hit.Data, hit: true}
+		r = &flightResult{outs: hit.Entry.Outputs, data: hit.Data, hit: true, tier: TierLocal}
 	} else {
 		// One compile per key at a time: concurrent builds of the key
 		// (64 frontends started by make -j64) share the first one's.
@@ -215,6 +218,7 @@ func (d *Driver) build(ctx context.Context, req *api.Request, resp *api.Response
 			why = "compiled by a concurrent build of the same key"
 		}
 		resp.Timings.Compile = r.compileMS
+		resp.Timings.Lookup += r.remoteMS
 	}
 	t = time.Now()
 	err = d.answer(req, r.outs, r.data, resp)
@@ -225,6 +229,7 @@ func (d *Driver) build(ctx context.Context, req *api.Request, resp *api.Response
 	switch {
 	case r.hit:
 		resp.Status = api.StatusHit
+		resp.HitTier = r.tier
 	case r.notPublished != "":
 		resp.Status = api.StatusUncached
 		resp.Unavailable = []string{r.notPublished}
@@ -251,8 +256,13 @@ type flightResult struct {
 	outs []cache.Output
 	data [][]byte
 	// hit: a build that finished just before the flight began published
-	// the key; nothing was compiled.
-	hit bool
+	// the key, or the remote tier had it; nothing was compiled. tier says
+	// which.
+	hit  bool
+	tier string
+	// remoteMS is the time of a remote hit's lookup, fetch and local
+	// store (part of the response's lookup time).
+	remoteMS float64
 	// notPublished says why the outputs were not published ("" if they
 	// were).
 	notPublished         string
@@ -264,7 +274,12 @@ type flightResult struct {
 // when the build request arrived.
 func (d *Driver) compileAndPublish(ctx context.Context, req *api.Request, id *identity, began time.Time) (*flightResult, error) {
 	if hit, _, err := d.lookupQuiet(ctx, id); err == nil && hit != nil {
-		return &flightResult{outs: hit.Entry.Outputs, data: hit.Data, hit: true}, nil
+		return &flightResult{outs: hit.Entry.Outputs, data: hit.Data, hit: true, tier: TierLocal}, nil
+	}
+	if d.opt.Remote != nil {
+		if r := d.remoteLookup(ctx, id); r != nil {
+			return r, nil
+		}
 	}
 	t := time.Now()
 	if err := settle(ctx, req, id, d.knownHeaders(ctx, id), began); err != nil {
@@ -284,6 +299,9 @@ func (d *Driver) compileAndPublish(ctx context.Context, req *api.Request, id *id
 		d.opt.BeforeRevalidate()
 	}
 	r.notPublished = d.publish(ctx, id, res, outs, data, time.Since(res.started))
+	if r.notPublished == "" && d.opt.Remote != nil {
+		d.publishRemote(ctx, id, outs, data)
+	}
 	r.publishMS = ms(time.Since(t))
 	return r, nil
 }
@@ -380,7 +398,7 @@ func (d *Driver) resultKey(ctx context.Context, id *identity) (cache.Key, string
 	}
 	why := "no header variant matches"
 	for i, v := range m.Variants {
-		if changed := changedHeader(v.Headers); changed != "" {
+		if changed := changedHeader(id.base, v.Headers); changed != "" {
 			if i == 0 {
 				why = "header changed since the last build: " + changed
 			}
@@ -417,10 +435,11 @@ func (d *Driver) knownHeaders(ctx context.Context, id *identity) []string {
 }
 
 // changedHeader returns the name of the first header whose digest
-// differs from the recorded one (or that cannot be read), or "".
-func changedHeader(hs []headerDigest) string {
+// differs from the recorded one (or that cannot be read), or "". Relative
+// names are relative to the base directory.
+func changedHeader(base baseDir, hs []headerDigest) string {
 	for _, h := range hs {
-		d, err := headerDigestOf(h.Path)
+		d, err := headerDigestOf(base.abs(h.Path))
 		if err != nil || d != h.Digest {
 			return h.Path
 		}
@@ -437,6 +456,9 @@ func (d *Driver) publish(ctx context.Context, id *identity, res *compileResult, 
 	headers, err := hashHeaders(res.headers, res.started)
 	if err != nil {
 		return "not published: " + err.Error()
+	}
+	for i := range headers {
+		headers[i].Path = id.base.rel(headers[i].Path) // as the key writes paths
 	}
 	rrec := resultRecord(id.record, headers)
 	renc, err := inventory.Encode(rrec)

@@ -9,11 +9,13 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/spf13/pflag"
 
 	"github.com/ptojit/ptojit/api"
 	"github.com/ptojit/ptojit/cache"
+	"github.com/ptojit/ptojit/cache/remote"
 	"github.com/ptojit/ptojit/cmd/internal/cli"
 	"github.com/ptojit/ptojit/jit"
 	"github.com/ptojit/ptojit/toolchain"
@@ -89,6 +91,15 @@ func readRequest(env *cli.Env, name string) (*api.Request, error) {
 	if err := req.Resolve(dir); err != nil {
 		return nil, err
 	}
+	if req.BaseDir == "" {
+		// The request's base_dir, else PTOJIT_BASE_DIR, else the project
+		// root of the request's directory.
+		if b := env.Getenv(jit.BaseDirVariable); b != "" {
+			req.BaseDir = env.Abs(b)
+		} else {
+			req.BaseDir = api.DefaultBaseDir(dir)
+		}
+	}
 	return req, nil
 }
 
@@ -100,6 +111,8 @@ func readRequest(env *cli.Env, name string) (*api.Request, error) {
 var engine struct {
 	store      cache.Store
 	identities *toolchain.InstallationIdentityCache
+	// remote is the daemon's remote tier (nil without PTOJIT_REMOTE).
+	remote *remote.Remote
 }
 
 // ShareEngine makes the build and key commands use store (never closed by
@@ -140,8 +153,51 @@ func identities() *toolchain.InstallationIdentityCache {
 // driverFor returns the Driver of a command: with the shared identity memo
 // when there is one, reading env's variables and running the tools with
 // env's environment (the client's, in the daemon).
-func driverFor(env *cli.Env, store cache.Store) *jit.Driver {
-	return jit.New(jit.Options{Store: store, Getenv: env.Getenv, Environ: env.Environ, Identities: identities()})
+func driverFor(env *cli.Env, store cache.Store, rt *remote.Remote) *jit.Driver {
+	opt := jit.Options{Store: store, Getenv: env.Getenv, Environ: env.Environ, Identities: identities()}
+	if store != nil && rt != nil {
+		opt.Remote = rt
+	}
+	return jit.New(opt)
+}
+
+// remoteDrain bounds how long an exiting engine waits for its queued
+// publications to the remote tier.
+const remoteDrain = 10 * time.Second
+
+// remoteFor returns the remote tier of a build command and the function
+// that ends it: the daemon's (ended when the daemon exits), or one opened
+// from PTOJIT_REMOTE for this command, which the returned function drains
+// (for at most remoteDrain, warning about what it dropped) and closes. No
+// tier is nil. A tier that cannot be configured is a warning: it can fail
+// no build.
+func remoteFor(env *cli.Env) (*remote.Remote, func()) {
+	if engine.store != nil {
+		return engine.remote, func() {}
+	}
+	cfg, ok, err := remote.ConfigFromEnv(env.Getenv)
+	if err != nil {
+		fmt.Fprintf(env.Stderr, "ptojit: warning: remote cache disabled: %v\n", err)
+		return nil, func() {}
+	}
+	if !ok {
+		return nil, func() {}
+	}
+	stderr := env.Stderr
+	cfg.Warn = func(msg string) { fmt.Fprintf(stderr, "ptojit: warning: %s\n", msg) }
+	r, err := remote.New(cfg)
+	if err != nil {
+		fmt.Fprintf(env.Stderr, "ptojit: warning: remote cache disabled: %v\n", err)
+		return nil, func() {}
+	}
+	return r, func() {
+		ctx, cancel := context.WithTimeout(context.Background(), remoteDrain)
+		defer cancel()
+		if n := r.Drain(ctx); n > 0 {
+			fmt.Fprintf(stderr, "ptojit: warning: %d publications to the remote cache dropped after %s\n", n, remoteDrain)
+		}
+		_ = r.Close()
+	}
 }
 
 // openStore opens the cache in this process, waiting while another process
@@ -180,7 +236,9 @@ func runBuild(ctx context.Context, env *cli.Env, o buildOptions) error {
 	if err != nil {
 		return err
 	}
-	resp, buildErr := driverFor(env, store).Build(ctx, req)
+	rt, endRemote := remoteFor(env)
+	resp, buildErr := driverFor(env, store, rt).Build(ctx, req)
+	endRemote()
 	if err := release(); err != nil && buildErr == nil {
 		return fmt.Errorf("closing the cache: %w", err)
 	}
@@ -209,6 +267,9 @@ func writeSummary(w io.Writer, r *api.Response) error {
 	switch r.Status {
 	case api.StatusHit:
 		fmt.Fprintf(&b, "hit")
+		if r.HitTier == jit.TierRemote {
+			fmt.Fprintf(&b, " (remote: verified, stored locally)")
+		}
 	case api.StatusMiss:
 		fmt.Fprintf(&b, "miss (%s): compiled and cached", r.MissReason)
 	case api.StatusUncached:

@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/ptojit/ptojit/cache"
+	"github.com/ptojit/ptojit/cache/remote"
 	"github.com/ptojit/ptojit/cmd/internal/cli"
 )
 
@@ -185,6 +186,9 @@ func toJSON(e *cache.Entry, withRecord bool) entryJSON {
 type statsJSON struct {
 	Dir string `json:"dir"`
 	*cache.Stats
+	// Remote holds the remote tier's counters, when the daemon serving
+	// the command has one.
+	Remote *remote.Stats `json:"remote,omitempty"`
 }
 
 func runCacheStats(ctx context.Context, env *cli.Env, o *cacheOptions, s cache.Store, args []string) error {
@@ -195,8 +199,13 @@ func runCacheStats(ctx context.Context, env *cli.Env, o *cacheOptions, s cache.S
 	if err != nil {
 		return err
 	}
+	var rs *remote.Stats
+	if engine.remote != nil {
+		s := engine.remote.Stats()
+		rs = &s
+	}
 	if o.json {
-		return cli.WriteJSON(env.Stdout, statsJSON{o.resolvedDir, st})
+		return cli.WriteJSON(env.Stdout, statsJSON{o.resolvedDir, st, rs})
 	}
 	w := tabwriter.NewWriter(env.Stdout, 0, 0, 2, ' ', 0)
 	fmt.Fprintf(w, "cache directory\t%s\n", o.resolvedDir)
@@ -217,7 +226,21 @@ func runCacheStats(ctx context.Context, env *cli.Env, o *cacheOptions, s cache.S
 	}
 	fmt.Fprintf(w, "errors\t%d\n", st.Errors)
 	fmt.Fprintf(w, "evictions\t%d\n", st.Evictions)
+	if rs != nil {
+		fmt.Fprintf(w, "%s\n", strings.Replace(remoteSummary(rs), ": ", "\t", 1))
+	}
 	return w.Flush()
+}
+
+// remoteSummary is one line about the remote tier: its target, state and
+// counters.
+func remoteSummary(s *remote.Stats) string {
+	line := fmt.Sprintf("remote: %s (%s); %d hits, %d misses (%d damaged), %d errors, %d writes, %d pending, %d dropped; %s down, %s up",
+		s.Target, s.State, s.Hits, s.Misses, s.Damaged, s.Errors, s.Writes, s.Pending, s.Dropped, cache.FormatSize(s.BytesDown), cache.FormatSize(s.BytesUp))
+	if s.LastError != "" {
+		line += "; last error: " + s.LastError
+	}
+	return line
 }
 
 func listEntries(ctx context.Context, s cache.Store) ([]*cache.Entry, error) {

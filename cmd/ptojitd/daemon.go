@@ -18,6 +18,7 @@ import (
 	"github.com/ptojit/ptojit/api"
 	"github.com/ptojit/ptojit/api/client"
 	"github.com/ptojit/ptojit/cache"
+	"github.com/ptojit/ptojit/cache/remote"
 	"github.com/ptojit/ptojit/cmd/internal/cli"
 	"github.com/ptojit/ptojit/jit/daemon"
 	"github.com/ptojit/ptojit/toolchain"
@@ -178,6 +179,7 @@ type daemonStatus struct {
 	Memoized   int                `json:"memoized_components"`
 	Watch      daemon.WatchStatus `json:"watch"`
 	Cache      *cache.Stats       `json:"cache,omitempty"`
+	Remote     *remote.Stats      `json:"remote,omitempty"`
 	LastTrim   string             `json:"last_trim,omitempty"`
 	TrimErrors string             `json:"trim_error,omitempty"`
 }
@@ -215,6 +217,9 @@ func runDaemonStatus(env *cli.Env, o daemonOptions) error {
 		}
 		if st.Cache != nil {
 			fmt.Fprintf(w, "cache: %d entries, %d bytes of %d; %d hits, %d misses, %d uncached\n", st.Cache.Entries, st.Cache.Bytes, st.Cache.MaxBytes, st.Cache.Hits, st.Cache.Misses, st.Cache.Uncached)
+		}
+		if st.Remote != nil {
+			fmt.Fprintf(w, "%s\n", remoteSummary(st.Remote))
 		}
 		if st.LastTrim != "" {
 			fmt.Fprintf(w, "last trim: %s\n", st.LastTrim)
@@ -277,6 +282,27 @@ func runDaemon(ctx context.Context, env *cli.Env, o daemonOptions) error {
 	defer watcher.Close()
 	fwd.ids = toolchain.NewInstallationIdentityCache(toolchain.Options{BeforeDir: watcher.BeforeDir})
 	ShareEngine(store, fwd.ids)
+	if cfg, ok, err := remote.ConfigFromEnv(env.Getenv); err != nil {
+		logf("remote cache disabled: %v", err)
+	} else if ok {
+		cfg.Warn = func(msg string) { logf("%s", msg) }
+		r, err := remote.New(cfg)
+		if err != nil {
+			logf("remote cache disabled: %v", err)
+		} else {
+			engine.remote = r
+			defer func() {
+				// Queued publications get remoteDrain, then are dropped
+				// and counted.
+				dctx, cancel := context.WithTimeout(context.Background(), remoteDrain)
+				defer cancel()
+				if n := r.Drain(dctx); n > 0 {
+					logf("%d publications to the remote cache dropped after %s", n, remoteDrain)
+				}
+				_ = r.Close()
+			}()
+		}
+	}
 
 	m := &maintenance{store: store, maxBytes: opt.MaxBytes, logf: logf}
 	srv.SetHandler(func(ctx context.Context, req *api.DaemonRequest) *api.DaemonResponse {
@@ -292,6 +318,10 @@ func runDaemon(ctx context.Context, env *cli.Env, o daemonOptions) error {
 		st := daemonStatus{Running: true, CacheDir: dir, Server: &info, Memoized: fwd.ids.Len(), Watch: watcher.Status()}
 		if cs, err := store.Stats(context.Background()); err == nil {
 			st.Cache = cs
+		}
+		if engine.remote != nil {
+			rs := engine.remote.Stats()
+			st.Remote = &rs
 		}
 		st.LastTrim, st.TrimErrors = m.last()
 		return st

@@ -185,7 +185,9 @@ func buildForRun(ctx context.Context, env *cli.Env, o runOptions, req *api.Reque
 	if err != nil {
 		return nil, err
 	}
-	resp, buildErr := driverFor(env, store).Build(ctx, req)
+	rt, endRemote := remoteFor(env)
+	resp, buildErr := driverFor(env, store, rt).Build(ctx, req)
+	endRemote()
 	if err := release(); err != nil && buildErr == nil {
 		buildErr = fmt.Errorf("closing the cache: %w", err)
 	}
