@@ -150,10 +150,13 @@ const (
 	ReasonNoEntry = "no entry"
 )
 
+// ReasonDamaged starts the reason of every miss on a damaged entry.
+const ReasonDamaged = "damaged: "
+
 // MissError is a miss with its reason (immutable once returned, so safe to
-// share): "no entry", "blob 3f2a...: corrupt:
-// sha256 mismatch", "blob 3f2a...: missing", "entry corrupt: ...". It
-// matches ErrMiss.
+// share): "no entry", or for a damaged entry "damaged: " followed by
+// "blob 3f2a... corrupt: sha256 mismatch", "blob 3f2a... missing",
+// "entry corrupt: digest mismatch", .... It matches ErrMiss.
 type MissError struct {
 	Key    Key
 	Reason string
@@ -201,16 +204,23 @@ const (
 // describe the store now; the other fields count events since the counters
 // were created. A snapshot owned by the caller: safe for concurrent reads.
 type Stats struct {
-	Hits            int64            `json:"hits"`
-	Misses          int64            `json:"misses"`
-	Uncached        int64            `json:"uncached"`
-	Errors          int64            `json:"errors"`
-	Corrupt         int64            `json:"corrupt"`
+	Hits     int64 `json:"hits"`
+	Misses   int64 `json:"misses"`
+	Uncached int64 `json:"uncached"`
+	Errors   int64 `json:"errors"`
+	Corrupt  int64 `json:"corrupt"`
+	// Damaged counts lookups that found a damaged entry: misses counted
+	// apart from Misses.
+	Damaged         int64            `json:"damaged"`
 	Evictions       int64            `json:"evictions"`
 	UncachedReasons map[string]int64 `json:"uncached_reasons"`
 	Entries         int64            `json:"entries"`
 	Bytes           int64            `json:"bytes"`
 	MaxBytes        int64            `json:"max_bytes"`
+	// Health lists what is wrong with the store now: a value log
+	// truncated when it was opened, too little free space to write, a
+	// recovered panic. Empty when nothing is.
+	Health []string `json:"health,omitempty"`
 }
 
 // CorruptBlob is a damaged or missing blob found by Verify. Like the
@@ -253,6 +263,43 @@ type TrimReport struct {
 	// ValueLogGC counts value-log files rewritten by Badger's GC.
 	ValueLogGC int
 }
+
+// ErrNoSpace matches the error of a write refused because the file system
+// of the store has less free space than the store keeps in reserve.
+var ErrNoSpace = errors.New("cache: not enough free space")
+
+// SpaceError is a write refused for lack of free space (it matches
+// ErrNoSpace). Immutable once returned.
+type SpaceError struct {
+	Dir        string
+	Free, Need int64
+}
+
+func (e *SpaceError) Error() string {
+	return fmt.Sprintf("cache: %s has %s free, the store needs %s to write", e.Dir, FormatSize(e.Free), FormatSize(e.Need))
+}
+
+// Is reports whether target is ErrNoSpace.
+func (e *SpaceError) Is(target error) bool { return target == ErrNoSpace }
+
+// ErrUnhealthy matches the errors of a store that recovered from a panic:
+// every later operation fails with it at once.
+var ErrUnhealthy = errors.New("cache: store is unhealthy")
+
+// UnhealthyError is the error of an operation on a store that recovered
+// from a panic (it matches ErrUnhealthy). Immutable once returned.
+type UnhealthyError struct {
+	Dir   string
+	Op    string // the operation that panicked
+	Cause string // the panic's value
+}
+
+func (e *UnhealthyError) Error() string {
+	return fmt.Sprintf("cache: store %s unusable since a panic in %s: %s", e.Dir, e.Op, e.Cause)
+}
+
+// Is reports whether target is ErrUnhealthy.
+func (e *UnhealthyError) Is(target error) bool { return target == ErrUnhealthy }
 
 // Store is an artifact store. Implementations in this package are safe for
 // concurrent use by multiple goroutines.
@@ -354,7 +401,7 @@ const (
 	MaxNameBytes   = 4096 // output name
 	MaxMetaPairs   = 256
 	MaxMetaBytes   = 64 << 10 // one meta key or value
-	maxEntryBytes  = MaxRecordBytes + MaxOutputs*(MaxNameBytes+64) + MaxMetaPairs*2*(MaxMetaBytes+8) + 64
+	maxEntryBytes  = MaxRecordBytes + MaxOutputs*(MaxNameBytes+64) + MaxMetaPairs*2*(MaxMetaBytes+8) + 64 + entrySumSize
 )
 
 func shortHex(d []byte) string { return hex.EncodeToString(d[:6]) }
