@@ -600,6 +600,11 @@ func (b *Badger) readEntry(txn *badger.Txn, key Key) (*Entry, error) {
 		e, err = decodeEntry(key, v)
 		return err
 	}); err != nil {
+		if !errors.Is(err, errEntry) {
+			// A value pointer into a damaged value log, or a failed
+			// value checksum.
+			err = fmt.Errorf("%w: unreadable: %v", errEntry, err)
+		}
 		return nil, err
 	}
 	if item, err := txn.Get(dbKey(kindLastUsed, key[:])); err == nil {
