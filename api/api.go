@@ -458,7 +458,11 @@ type Response struct {
 	Unavailable []string `json:"unavailable,omitempty"`
 	// MissReason says why a lookup missed (StatusMiss): no entry, a changed
 	// header, a corrupt blob.
-	MissReason string  `json:"miss_reason,omitempty"`
-	Error      string  `json:"error,omitempty"`
-	Timings    Timings `json:"timings"`
+	MissReason string `json:"miss_reason,omitempty"`
+	// Warnings are problems that did not fail the build, e.g. a cache that
+	// could not be read or written, with the cache directory, the cause
+	// and the remedy. A client prints each on stderr.
+	Warnings []string `json:"warnings,omitempty"`
+	Error    string   `json:"error,omitempty"`
+	Timings  Timings  `json:"timings"`
 }

@@ -106,6 +106,9 @@ type Badger struct {
 	// vlogSize is Badger's value-log file size; the free space a write
 	// needs in reserve derives from it.
 	vlogSize int64
+	// roCause is why a store opened for writing is read-only (too little
+	// free space), or nil.
+	roCause error
 
 	// Lock order: mu, then touchMu.
 	mu  sync.Mutex // guards idx and every deletion of blobs
@@ -164,13 +167,15 @@ func Open(dir string, opt Options) (*Badger, error) {
 		bo = bo.WithLogger(badgerLogger{opt.Logger})
 	}
 	var notes []string
+	var roCause error
 	if !opt.ReadOnly {
 		// Too little space to write: open read-only, so that hits are
 		// still served and nothing grows a mapped file.
 		need := spaceReserve(testValueLogFileSize)
 		if free, err := freeSpace(dir); err == nil && free >= 0 && free < need {
 			opt.ReadOnly = true
-			notes = append(notes, (&SpaceError{Dir: dir, Free: free, Need: need}).Error()+": opened read-only")
+			roCause = &SpaceError{Dir: dir, Free: free, Need: need}
+			notes = append(notes, roCause.Error()+": opened read-only")
 		}
 	}
 	var lastVlog string
@@ -215,6 +220,7 @@ func Open(dir string, opt Options) (*Badger, error) {
 		garbage:  true,
 		notes:    notes,
 		vlogSize: testValueLogFileSize,
+		roCause:  roCause,
 	}
 	b.lifeCond = sync.NewCond(&b.lifeMu)
 	if opt.ReadOnly {
@@ -365,11 +371,23 @@ func (b *Badger) checkSpace(need int64) error {
 	return nil
 }
 
+// freeSpace returns the free space of the file system of dir, or of its
+// nearest existing parent when dir does not exist yet.
 func freeSpace(dir string) (int64, error) {
 	if testFreeSpace != nil {
 		return testFreeSpace(dir)
 	}
-	return statFree(dir)
+	for {
+		n, err := statFree(dir)
+		if !errors.Is(err, os.ErrNotExist) {
+			return n, err
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return n, err
+		}
+		dir = parent
+	}
 }
 
 // op runs a store operation: it fails at once on a closed or unhealthy
@@ -837,6 +855,9 @@ func (b *Badger) removeDamaged(key Key, bad *Digest) error {
 // Put implements Store.
 func (b *Badger) Put(ctx context.Context, e *Entry, data [][]byte) error {
 	if b.opt.ReadOnly {
+		if b.roCause != nil {
+			return fmt.Errorf("%w: %w", ErrReadOnly, b.roCause)
+		}
 		return ErrReadOnly
 	}
 	return b.op("put", func() error { return b.put(ctx, e, data) })
@@ -1461,6 +1482,13 @@ func (b *Badger) Close() error {
 		}
 	}
 	ferr := b.safe("close", b.flush)
+	if errors.Is(ferr, ErrNoSpace) {
+		// Lost counts and last uses are no reason to fail the caller.
+		if b.opt.Logger != nil {
+			b.opt.Logger.Warningf("cache: close: %v", ferr)
+		}
+		ferr = nil
+	}
 	if err := b.safe("close", b.db.Close); err != nil {
 		return errors.Join(ferr, fmt.Errorf("cache: close: %w", err))
 	}

@@ -296,7 +296,7 @@ func TestNoSpace(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer ro.Close()
-	if err := ro.Put(ctx, entry(key("c"), 1), [][]byte{d}); !errors.Is(err, ErrReadOnly) {
+	if err := ro.Put(ctx, entry(key("c"), 1), [][]byte{d}); !errors.Is(err, ErrReadOnly) || !errors.Is(err, ErrNoSpace) {
 		t.Fatalf("Put on a store opened without space = %v, want ErrReadOnly", err)
 	}
 	if _, err := ro.Get(ctx, key("a")); err != nil {

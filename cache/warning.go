@@ -1,0 +1,29 @@
+package cache
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"syscall"
+)
+
+// StoreWarning is the one warning of a build that ran uncached because the
+// store in dir could not be opened, read or written: it names the
+// directory, the cause and the remedy.
+func StoreWarning(dir string, err error) string {
+	var remedy string
+	switch {
+	case errors.Is(err, ErrNoSpace) || errors.Is(err, syscall.ENOSPC):
+		remedy = fmt.Sprintf("free space on its file system (the store keeps %s free), or set %s to another directory",
+			FormatSize(spaceReserve(valueLogFileSize)), EnvDir)
+	case errors.Is(err, ErrLocked):
+		remedy = fmt.Sprintf("stop the process that holds it (`ptojit daemon stop`, else kill it), or set %s to another directory", EnvDir)
+	case errors.Is(err, ErrUnhealthy):
+		remedy = "restart the daemon (`ptojit daemon stop`); if it fails again, `ptojit cache clear`"
+	case errors.Is(err, syscall.EROFS) || errors.Is(err, fs.ErrPermission):
+		remedy = fmt.Sprintf("set %s=1 to use it without writing, or %s to a writable directory", EnvReadOnly, EnvDir)
+	default:
+		remedy = fmt.Sprintf("`ptojit cache clear` to start it afresh (`ptojit cache verify` first to see the damage), or %s=1", EnvReadOnly)
+	}
+	return fmt.Sprintf("cache %s unusable: %v; the build ran uncached; remedy: %s", dir, err, remedy)
+}
