@@ -362,3 +362,50 @@ func (l *testLogger) Errorf(f string, a ...any)   { l.log(f, a...) }
 func (l *testLogger) Warningf(f string, a ...any) { l.log(f, a...) }
 func (l *testLogger) Infof(f string, a ...any)    {}
 func (l *testLogger) Debugf(f string, a ...any)   {}
+
+// TestWipe: a store Badger cannot open is wiped (Badger's files only) and
+// opens again empty; an open store is never wiped.
+func TestWipe(t *testing.T) {
+	dir := t.TempDir()
+	b, err := Open(dir, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Put(ctx, entry(key("a"), 1), [][]byte{blob("a", 100000)}); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := Wipe(dir); !errors.Is(err, ErrLocked) {
+		t.Fatalf("Wipe of an open store = %v, want ErrLocked", err)
+	}
+	b.Close()
+	mine := filepath.Join(dir, "daemon")
+	if err := os.Mkdir(mine, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "notes.txt"), []byte("x"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "MANIFEST"), []byte("garbage"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if b, err := Open(dir, Options{}); err == nil {
+		b.Close()
+		t.Fatal("a garbage MANIFEST opened")
+	}
+	n, _, err := Wipe(dir)
+	if err != nil || n < 3 {
+		t.Fatalf("Wipe = %d files, %v", n, err)
+	}
+	ents, _ := os.ReadDir(dir)
+	var left []string
+	for _, e := range ents {
+		left = append(left, e.Name())
+	}
+	if strings.Join(left, " ") != "daemon notes.txt" {
+		t.Fatalf("left %q, want only the files that are not Badger's", left)
+	}
+	b = open(t, dir, Options{})
+	if _, err := b.Get(ctx, key("a")); !errors.Is(err, ErrMiss) {
+		t.Fatalf("Get after Wipe = %v", err)
+	}
+}

@@ -2,7 +2,11 @@
 
 package cache
 
-import "syscall"
+import (
+	"errors"
+	"os"
+	"syscall"
+)
 
 // statFree returns the bytes available to an unprivileged user on the file
 // system of dir.
@@ -12,4 +16,22 @@ func statFree(dir string) (int64, error) {
 		return 0, err
 	}
 	return int64(st.Bavail) * int64(st.Bsize), nil
+}
+
+// lockDir takes the lock Badger takes on a database directory (flock of
+// the directory), without waiting: it fails with ErrLocked when a process
+// has the database open.
+func lockDir(dir string) (func(), error) {
+	f, err := os.Open(dir)
+	if err != nil {
+		return nil, err
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		f.Close()
+		if errors.Is(err, syscall.EWOULDBLOCK) {
+			return nil, ErrLocked
+		}
+		return nil, err
+	}
+	return func() { f.Close() }, nil
 }
