@@ -1347,6 +1347,9 @@ func (b *Badger) Clear(ctx context.Context) error {
 }
 
 func (b *Badger) clear() error {
+	if err := b.checkSpace(0); err != nil {
+		return fmt.Errorf("cache: clear: %w", err)
+	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if err := b.db.DropPrefix([]byte{kindEntry}, []byte{kindLastUsed}, []byte{kindBlob}); err != nil {

@@ -11,6 +11,12 @@ import (
 // store in dir could not be opened, read or written: it names the
 // directory, the cause and the remedy.
 func StoreWarning(dir string, err error) string {
+	return fmt.Sprintf("cache %s unusable: %v; the build ran uncached; remedy: %s", dir, err, Remedy(err))
+}
+
+// Remedy says what to do about an error of a store (opening, reading or
+// writing it).
+func Remedy(err error) string {
 	var remedy string
 	switch {
 	case errors.Is(err, ErrNoSpace) || errors.Is(err, syscall.ENOSPC):
@@ -25,5 +31,5 @@ func StoreWarning(dir string, err error) string {
 	default:
 		remedy = fmt.Sprintf("`ptojit cache clear` to start it afresh (`ptojit cache verify` first to see the damage), or %s=1", EnvReadOnly)
 	}
-	return fmt.Sprintf("cache %s unusable: %v; the build ran uncached; remedy: %s", dir, err, remedy)
+	return remedy
 }

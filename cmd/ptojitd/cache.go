@@ -36,11 +36,22 @@ func init() {
 				return func(ctx context.Context, env *cli.Env, args []string) error {
 					s, release, err := openCache(ctx, env, o, !writes)
 					if err != nil {
+						if name == "clear" && len(args) == 0 && canWipe(ctx, err) && !o.opt.ReadOnly {
+							return wipeCache(env, o, err, false)
+						}
+						var oe *cache.OpenError
+						if errors.As(err, &oe) && ctx.Err() == nil {
+							return fmt.Errorf("%w; remedy: %s", err, cache.Remedy(err))
+						}
 						return err
 					}
 					err = run(ctx, env, o, s, args)
 					if cerr := release(); err == nil {
 						err = cerr
+					}
+					var nw *needWipe
+					if errors.As(err, &nw) {
+						return wipeCache(env, o, nw.err, engine.wiped != nil)
 					}
 					return err
 				}
@@ -131,12 +142,57 @@ func openCache(ctx context.Context, env *cli.Env, o *cacheOptions, readOnly bool
 	if engine.store != nil {
 		return engine.store, func() error { return nil }, nil
 	}
+	if engine.storeErr != nil {
+		return nil, nil, engine.storeErr
+	}
 	opt.ReadOnly = opt.ReadOnly || readOnly
-	s, err := cache.OpenWait(ctx, o.resolvedDir, opt)
+	octx, cancel := context.WithTimeout(ctx, openStoreWait)
+	defer cancel()
+	s, err := cache.OpenWait(octx, o.resolvedDir, opt)
 	if err != nil {
 		return nil, nil, err
 	}
 	return s, s.Close, nil
+}
+
+// canWipe reports whether a store that failed to open with err may be
+// wiped by cache clear: it is damaged, not held by another process.
+func canWipe(ctx context.Context, err error) bool {
+	var oe *cache.OpenError
+	return ctx.Err() == nil && errors.As(err, &oe) && !errors.Is(err, cache.ErrLocked)
+}
+
+// needWipe is the error of cache clear on an open store that failed: the
+// store's files must be removed once it is closed.
+type needWipe struct{ err error }
+
+func (e *needWipe) Error() string { return e.err.Error() }
+
+// wipeCache removes the database files of a store that failed with cause
+// (cache.Wipe: Badger's files only). In the daemon the store is the
+// daemon's own: with atExit the daemon removes them as it exits, after
+// closing it; else (the daemon could not open it) at once, and the daemon
+// exits so that the next command opens the fresh cache.
+func wipeCache(env *cli.Env, o *cacheOptions, cause error, atExit bool) error {
+	dir := o.resolvedDir
+	fmt.Fprintf(env.Stderr, "ptojit: cache %s: %v\n", dir, cause)
+	if atExit {
+		engine.wiped(true)
+		fmt.Fprintf(env.Stdout, "the daemon stops and removes the database files of %s as it exits\n", dir)
+		return nil
+	}
+	files, bytes, err := cache.Wipe(dir)
+	if err != nil {
+		return fmt.Errorf("cache clear: %w", err)
+	}
+	if engine.wiped != nil {
+		engine.wiped(false)
+	}
+	if o.json {
+		return cli.WriteJSON(env.Stdout, map[string]any{"wiped_files": files, "bytes": bytes, "cause": cause.Error()})
+	}
+	fmt.Fprintf(env.Stdout, "removed the database files of %s: %d files (%s); the cache starts empty\n", dir, files, cache.FormatSize(bytes))
+	return nil
 }
 
 // The JSON forms.
@@ -390,7 +446,10 @@ func runCacheVerify(ctx context.Context, env *cli.Env, o *cacheOptions, s cache.
 	}
 	r, err := verify(ctx)
 	if err != nil {
-		return err
+		if ctx.Err() != nil {
+			return err
+		}
+		return fmt.Errorf("cache verify: the store fails beyond what verify repairs: %w; remedy: `ptojit cache clear` starts it afresh", err)
 	}
 	exit := func() error {
 		if r.OK() {
@@ -495,11 +554,20 @@ func runCacheClear(ctx context.Context, env *cli.Env, o *cacheOptions, s cache.S
 		return fmt.Errorf("cache clear: %w", cache.ErrReadOnly)
 	}
 	before, err := s.Stats(ctx)
-	if err != nil {
-		return err
+	if err == nil && len(before.Health) > 0 {
+		if b, ok := s.(interface{ Healthy() error }); ok {
+			err = b.Healthy()
+		}
 	}
-	if err := s.Clear(ctx); err != nil {
-		return err
+	if err == nil {
+		err = s.Clear(ctx)
+	}
+	if err != nil {
+		if ctx.Err() != nil {
+			return err
+		}
+		// A store too damaged to clear: remove its files once closed.
+		return &needWipe{err}
 	}
 	if o.json {
 		return cli.WriteJSON(env.Stdout, map[string]int64{"entries": before.Entries, "bytes": before.Bytes})

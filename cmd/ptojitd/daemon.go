@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/spf13/pflag"
@@ -182,6 +183,9 @@ type daemonStatus struct {
 	Cache      *cache.Stats       `json:"cache,omitempty"`
 	LastTrim   string             `json:"last_trim,omitempty"`
 	TrimErrors string             `json:"trim_error,omitempty"`
+	// CacheError says why the cache is unusable (it could not be opened
+	// or read); builds then run uncached.
+	CacheError string `json:"cache_error,omitempty"`
 }
 
 func runDaemonStatus(env *cli.Env, o daemonOptions) error {
@@ -216,7 +220,13 @@ func runDaemonStatus(env *cli.Env, o daemonOptions) error {
 			}
 		}
 		if st.Cache != nil {
-			fmt.Fprintf(w, "cache: %d entries, %d bytes of %d; %d hits, %d misses, %d uncached\n", st.Cache.Entries, st.Cache.Bytes, st.Cache.MaxBytes, st.Cache.Hits, st.Cache.Misses, st.Cache.Uncached)
+			fmt.Fprintf(w, "cache: %d entries, %d bytes of %d; %d hits, %d misses, %d damaged, %d uncached, %d errors\n", st.Cache.Entries, st.Cache.Bytes, st.Cache.MaxBytes, st.Cache.Hits, st.Cache.Misses, st.Cache.Damaged, st.Cache.Uncached, st.Cache.Errors)
+			for _, h := range st.Cache.Health {
+				fmt.Fprintf(w, "cache health: %s\n", h)
+			}
+		}
+		if st.CacheError != "" {
+			fmt.Fprintf(w, "cache unusable: %s (builds run uncached)\n", st.CacheError)
 		}
 		if st.LastTrim != "" {
 			fmt.Fprintf(w, "last trim: %s\n", st.LastTrim)
@@ -266,11 +276,27 @@ func runDaemon(ctx context.Context, env *cli.Env, o daemonOptions) error {
 	}
 	// Deferred first, so it runs last: the lock outlives the store.
 	defer srv.Close()
-	store, err := cache.OpenWait(ctx, dir, opt)
-	if err != nil {
+	octx, cancel := context.WithTimeout(ctx, openStoreWait)
+	store, err := cache.OpenWait(octx, dir, opt)
+	cancel()
+	if err != nil && ctx.Err() != nil {
 		return fmt.Errorf("daemon: opening the cache: %w", err)
 	}
-	defer store.Close()
+	// A store that cannot be opened fails no build: the daemon serves
+	// them uncached, with a warning, until cache clear wipes it.
+	storeErr := err
+	var wipeAtExit atomic.Bool
+	defer func() {
+		if wipeAtExit.Load() {
+			files, _, err := cache.Wipe(dir)
+			logf("removed %d database files of %s (%v)", files, dir, err)
+		}
+	}()
+	if storeErr != nil {
+		logf("cache %s unusable: %v; builds run uncached; remedy: %s", dir, storeErr, cache.Remedy(storeErr))
+	} else {
+		defer store.Close()
+	}
 	fwd := &forgetter{}
 	watcher, err := daemon.NewWatcher(filepath.Join(ddir, "watch-sync"), fwd)
 	if err != nil {
@@ -278,7 +304,25 @@ func runDaemon(ctx context.Context, env *cli.Env, o daemonOptions) error {
 	}
 	defer watcher.Close()
 	fwd.ids = toolchain.NewInstallationIdentityCache(toolchain.Options{BeforeDir: watcher.BeforeDir})
+	wiped := func(atExit bool) {
+		wipeAtExit.Store(atExit)
+		srv.Shutdown("cache cleared")
+	}
+	if storeErr != nil {
+		shareBrokenEngine(dir, storeErr, fwd.ids, wiped)
+		srv.SetHandler(func(ctx context.Context, req *api.DaemonRequest) *api.DaemonResponse {
+			watcher.Sync()
+			return serveCommand(ctx, req)
+		})
+		srv.SetStatus(func() any {
+			info := srv.Info()
+			return daemonStatus{Running: true, CacheDir: dir, Server: &info, Memoized: fwd.ids.Len(), Watch: watcher.Status(),
+				CacheError: storeErr.Error()}
+		})
+		return srv.Serve(ctx)
+	}
 	ShareEngine(store, fwd.ids)
+	engine.wiped = wiped
 
 	m := &maintenance{store: store, maxBytes: opt.MaxBytes, logf: logf}
 	srv.SetHandler(func(ctx context.Context, req *api.DaemonRequest) *api.DaemonResponse {
@@ -294,11 +338,25 @@ func runDaemon(ctx context.Context, env *cli.Env, o daemonOptions) error {
 		st := daemonStatus{Running: true, CacheDir: dir, Server: &info, Memoized: fwd.ids.Len(), Watch: watcher.Status()}
 		if cs, err := store.Stats(context.Background()); err == nil {
 			st.Cache = cs
+		} else {
+			st.CacheError = err.Error()
 		}
 		st.LastTrim, st.TrimErrors = m.last()
 		return st
 	})
-	go m.loop(ctx, srv)
+	// The maintenance goroutine is joined before the store closes
+	// (deferred above, so this runs first): a trim never runs on a
+	// closed store.
+	mctx, mcancel := context.WithCancel(ctx)
+	mdone := make(chan struct{})
+	go func() {
+		defer close(mdone)
+		m.loop(mctx, srv)
+	}()
+	defer func() {
+		mcancel() // a trim in progress stops at its next step
+		<-mdone
+	}()
 	return srv.Serve(ctx)
 }
 
