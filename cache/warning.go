@@ -28,8 +28,10 @@ func Remedy(err error) string {
 		remedy = "restart the daemon (`ptojit daemon stop`); if it fails again, `ptojit cache clear`"
 	case errors.Is(err, syscall.EROFS) || errors.Is(err, fs.ErrPermission):
 		remedy = fmt.Sprintf("set %s=1 to use it without writing, or %s to a writable directory", EnvReadOnly, EnvDir)
+	case errors.As(err, new(*OpenError)):
+		remedy = "`ptojit cache clear` removes its damaged database (the cache starts empty)"
 	default:
-		remedy = fmt.Sprintf("`ptojit cache clear` to start it afresh (`ptojit cache verify` first to see the damage), or %s=1", EnvReadOnly)
+		remedy = "`ptojit cache verify` removes damaged entries; if it fails too, `ptojit cache clear` starts the cache afresh"
 	}
 	return remedy
 }
