@@ -150,6 +150,11 @@ func decodeEntry(key Key, b []byte) (*Entry, error) {
 	if bytes.HasPrefix(b, []byte("PJE1")) {
 		return nil, fmt.Errorf("%w: format PJE1 carries no digest", errEntry)
 	}
+	if len(b) == 0 {
+		// Badger reads a value whose value-log checksum fails as empty
+		// (and logs the failure).
+		return nil, fmt.Errorf("%w: empty value (unreadable from the value log?)", errEntry)
+	}
 	if len(b) < len(entryMagic)+entrySumSize {
 		return nil, fmt.Errorf("%w: %d bytes, too short", errEntry, len(b))
 	}

@@ -267,6 +267,9 @@ func runDaemon(ctx context.Context, env *cli.Env, o daemonOptions) error {
 	logf := func(format string, args ...any) {
 		fmt.Fprintf(env.Stderr, "%s ptojitd: %s\n", time.Now().Format(time.RFC3339), fmt.Sprintf(format, args...))
 	}
+	// Badger's errors and warnings (a damaged value log, a failed read)
+	// go to the daemon log.
+	opt.Logger = storeLogger{logf}
 	ddir := api.DaemonDir(dir, env.Getenv)
 	srv, err := daemon.Listen(daemon.Config{
 		Dir: ddir, Idle: o.idle, Ready: ready, WaitLock: true, Logf: logf,
@@ -359,6 +362,20 @@ func runDaemon(ctx context.Context, env *cli.Env, o daemonOptions) error {
 	}()
 	return srv.Serve(ctx)
 }
+
+// storeLogger sends a store's errors and warnings to the daemon log.
+type storeLogger struct{ logf func(string, ...any) }
+
+func (l storeLogger) Errorf(f string, a ...any) {
+	l.logf("cache error: %s", strings.TrimSpace(fmt.Sprintf(f, a...)))
+}
+
+func (l storeLogger) Warningf(f string, a ...any) {
+	l.logf("cache warning: %s", strings.TrimSpace(fmt.Sprintf(f, a...)))
+}
+
+func (storeLogger) Infof(string, ...any)  {}
+func (storeLogger) Debugf(string, ...any) {}
 
 // serveCommand runs one client command in this process, against the shared
 // store and identity memo, with the client's environment and directory.
