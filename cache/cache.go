@@ -13,12 +13,28 @@
 //
 // Put writes every blob first and the entry last, so a reader never sees an
 // entry whose blobs were not all written; a crash between the two leaves
-// orphan blobs, which Trim and Verify collect. Get reads the entry and every
-// blob and verifies each blob's size and SHA-256 before returning it. A
-// missing or corrupt blob (or an undecodable entry) is a miss with a reason
-// (a *MissError), counted as corrupt, and the entry is removed, as the go
+// orphan blobs, which Trim and Verify collect. Every byte served is
+// verified: an entry ends with the SHA-256 of its key and its other bytes
+// (see entry.go), checked before it is decoded, and Get verifies each blob's
+// size and SHA-256 before returning it; Badger's block and value checksums
+// are on as well. A missing or corrupt blob (or a damaged entry) is a miss
+// whose reason starts with "damaged: " (a *MissError with Corrupt set),
+// counted as Damaged (apart from Misses), and the entry is removed, as the go
 // command's build cache does with missing(reason): a damaged entry is never
 // served and never crashes the caller.
+//
+// # Faults
+//
+// Every operation of Badger is panic-safe: locks are released by defers,
+// and a recovered panic becomes an *UnhealthyError that every later
+// operation returns at once (Stats still answers, saying why). Close waits
+// for the operations in flight. Badger writes its value log, write-ahead log
+// and tables through mmap, where a full file system is a SIGBUS rather than
+// an error, so every write first checks that the file system keeps a reserve
+// of free space (two value-log files and four memtables, 48 MiB) and fails
+// with ErrNoSpace below it; a store opened below it is read-only. When
+// Badger truncates a damaged value log as it opens, Stats.Health and the
+// Logger say so. Wipe removes the database of a store that cannot be opened.
 //
 // # Size and eviction
 //

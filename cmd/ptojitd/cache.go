@@ -73,8 +73,11 @@ Flags go after the subcommand: ptojit cache stats --json.
 		Subcommands: []*cli.Command{
 			sub("stats", "stats [--json]", "print counters and size", `
 Prints the cache directory, the number of entries, the size against its
-limit, and the counters: hits, misses (corrupt ones included), uncached
-builds with their reasons, errors and evictions.`, false, runCacheStats, nil),
+limit, and the counters: hits, misses, damaged lookups (misses on a damaged
+entry, counted apart), damaged items removed, uncached builds with their
+reasons, errors (failed builds, failed cache reads and writes) and
+evictions; then what is wrong with the store, if anything (a truncated value
+log, too little free space, a recovered panic).`, false, runCacheStats, nil),
 			sub("ls", "ls [--json]", "list entries, most recently used first", `
 Lists every entry: key prefix, size, last use, creation time, compile time,
 output count, hashid and platform. --json prints every field.`, false, runCacheLs, nil),
@@ -82,10 +85,11 @@ output count, hashid and platform. --json prints every field.`, false, runCacheL
 Prints one entry. KEY is the full 64-hex key or a unique prefix of it (at
 least 4 hex digits), like a git object name. The key record is printed as its
 raw wire text; "ptojit key diff" explains and compares records.`, false, runCacheShow, nil),
-			sub("verify", "verify [--json]", "re-hash every blob; remove damaged entries", `
-Re-hashes every blob against its SHA-256, removes the entries that name a
-corrupt or missing blob and the entries that cannot be decoded, and deletes
-blobs that no entry names. Exits 1 when it found damage.
+			sub("verify", "verify [--json]", "check every entry and blob; remove damaged entries", `
+Checks every entry (results and manifests) against its own SHA-256 and
+re-hashes every blob against its digest, reports each damaged item,
+removes the entries that are damaged or name a corrupt or missing blob,
+and deletes blobs that no entry names. Exits 1 when it found damage.
 With PTOJIT_CACHE_READONLY=1 it only reports.`, true, runCacheVerify, nil),
 			sub("trim", "trim [--max-size S] [--json]", "evict least-recently-used entries down to the size limit", `
 Evicts least-recently-used entries until the blobs fit in the size limit
@@ -96,7 +100,9 @@ Badger's value-log garbage collection, which returns the space of deleted
 blobs to the file system (except in the value-log file being written).`, true, runCacheTrim, nil),
 			sub("clear", "clear [--json]", "remove every entry and blob (counters are kept)", `
 Removes every entry and blob. The counters that "ptojit cache stats" shows
-are kept.`, true, runCacheClear, nil),
+are kept. A cache that cannot be opened (damaged tables) or cleared is
+emptied by removing its database files (Badger's files only; other files in
+the directory stay), unless another process holds it.`, true, runCacheClear, nil),
 		},
 	})
 }
@@ -263,8 +269,9 @@ func runCacheStats(ctx context.Context, env *cli.Env, o *cacheOptions, s cache.S
 		fmt.Fprintf(w, "size\t%s (no limit)\n", cache.FormatSize(st.Bytes))
 	}
 	fmt.Fprintf(w, "hits\t%d\n", st.Hits)
-	fmt.Fprintf(w, "misses\t%d (%d corrupt)\n", st.Misses, st.Corrupt)
-	if n := st.Hits + st.Misses; n > 0 {
+	fmt.Fprintf(w, "misses\t%d\n", st.Misses)
+	fmt.Fprintf(w, "damaged\t%d lookups (%d damaged items removed)\n", st.Damaged, st.Corrupt)
+	if n := st.Hits + st.Misses + st.Damaged; n > 0 {
 		fmt.Fprintf(w, "hit rate\t%.1f%%\n", 100*float64(st.Hits)/float64(n))
 	}
 	fmt.Fprintf(w, "uncached\t%d\n", st.Uncached)
@@ -273,6 +280,9 @@ func runCacheStats(ctx context.Context, env *cli.Env, o *cacheOptions, s cache.S
 	}
 	fmt.Fprintf(w, "errors\t%d\n", st.Errors)
 	fmt.Fprintf(w, "evictions\t%d\n", st.Evictions)
+	for _, h := range st.Health {
+		fmt.Fprintf(w, "health\t%s\n", h)
+	}
 	return w.Flush()
 }
 
