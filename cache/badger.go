@@ -451,10 +451,13 @@ func (b *Badger) flush() error {
 }
 
 func (b *Badger) flushTouches() error {
-	b.touchMu.Lock()
-	ts := b.touches
-	b.touches = make(map[Key]time.Time)
-	b.touchMu.Unlock()
+	var ts map[Key]time.Time
+	func() {
+		b.touchMu.Lock()
+		defer b.touchMu.Unlock()
+		ts = b.touches
+		b.touches = make(map[Key]time.Time)
+	}()
 	if len(ts) == 0 {
 		return nil
 	}
@@ -483,22 +486,26 @@ func (b *Badger) flushTouches() error {
 		}
 	}
 	if err != nil {
-		b.touchMu.Lock()
-		for _, k := range keys {
-			if t, ok := b.touches[k]; !ok || ts[k].After(t) {
-				b.touches[k] = ts[k]
+		func() {
+			b.touchMu.Lock()
+			defer b.touchMu.Unlock()
+			for _, k := range keys {
+				if t, ok := b.touches[k]; !ok || ts[k].After(t) {
+					b.touches[k] = ts[k]
+				}
 			}
-		}
-		b.touchMu.Unlock()
+		}()
 		return fmt.Errorf("cache: write last-use times: %w", err)
 	}
-	b.mu.Lock()
-	if b.idx != nil {
-		for k, t := range ts {
-			b.idx.touch(k, t)
+	func() {
+		b.mu.Lock()
+		defer b.mu.Unlock()
+		if b.idx != nil {
+			for k, t := range ts {
+				b.idx.touch(k, t)
+			}
 		}
-	}
-	b.mu.Unlock()
+	}()
 	return nil
 }
 
@@ -635,11 +642,13 @@ func (b *Badger) readEntry(txn *badger.Txn, key Key) (*Entry, error) {
 	} else if !errors.Is(err, badger.ErrKeyNotFound) {
 		return nil, err
 	}
-	b.touchMu.Lock()
-	if t, ok := b.touches[key]; ok && t.After(e.LastUsed) {
-		e.LastUsed = t
-	}
-	b.touchMu.Unlock()
+	func() {
+		b.touchMu.Lock()
+		defer b.touchMu.Unlock()
+		if t, ok := b.touches[key]; ok && t.After(e.LastUsed) {
+			e.LastUsed = t
+		}
+	}()
 	return e, nil
 }
 
@@ -770,11 +779,13 @@ func (b *Badger) loadLocked() error {
 	if err != nil {
 		return fmt.Errorf("cache: read index: %w", err)
 	}
-	b.touchMu.Lock()
-	for k, t := range b.touches {
-		x.touch(k, t)
-	}
-	b.touchMu.Unlock()
+	func() {
+		b.touchMu.Lock()
+		defer b.touchMu.Unlock()
+		for k, t := range b.touches {
+			x.touch(k, t)
+		}
+	}()
 	b.idx = x
 	return nil
 }
@@ -1038,11 +1049,13 @@ func (b *Badger) touch(key Key) {
 		return
 	}
 	now := b.opt.now()
-	b.touchMu.Lock()
-	if t, ok := b.touches[key]; !ok || now.After(t) {
-		b.touches[key] = now
-	}
-	b.touchMu.Unlock()
+	func() {
+		b.touchMu.Lock()
+		defer b.touchMu.Unlock()
+		if t, ok := b.touches[key]; !ok || now.After(t) {
+			b.touches[key] = now
+		}
+	}()
 }
 
 // List implements Store. It reads all entries first, then calls fn without
@@ -1361,9 +1374,11 @@ func (b *Badger) clear() error {
 	}
 	b.idx = x
 	b.garbage = true
-	b.touchMu.Lock()
-	clear(b.touches)
-	b.touchMu.Unlock()
+	func() {
+		b.touchMu.Lock()
+		defer b.touchMu.Unlock()
+		clear(b.touches)
+	}()
 	return nil
 }
 

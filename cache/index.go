@@ -161,9 +161,9 @@ type counters struct {
 
 func (c *counters) add(f func(s *Stats)) {
 	c.mu.Lock()
+	defer c.mu.Unlock()
 	f(&c.c)
 	c.dirty = true
-	c.mu.Unlock()
 }
 
 // take returns the counts and, with reset, zeroes them (Badger flushes

@@ -459,7 +459,11 @@ func runCacheVerify(ctx context.Context, env *cli.Env, o *cacheOptions, s cache.
 		if ctx.Err() != nil {
 			return err
 		}
-		return fmt.Errorf("cache verify: the store fails beyond what verify repairs: %w; remedy: `ptojit cache clear` starts it afresh", err)
+		remedy := "`ptojit cache clear` starts it afresh"
+		if errors.Is(err, cache.ErrNoSpace) {
+			remedy = cache.Remedy(err)
+		}
+		return fmt.Errorf("cache verify: the store fails beyond what verify repairs: %w; remedy: %s", err, remedy)
 	}
 	exit := func() error {
 		if r.OK() {
