@@ -176,6 +176,12 @@ func Open(dir string, opt Options) (*Badger, error) {
 			opt.ReadOnly = true
 			roCause = &SpaceError{Dir: dir, Free: free, Need: need}
 			notes = append(notes, roCause.Error()+": opened read-only")
+		} else if err := writable(dir); err != nil {
+			// A read-only file system: serve hits, and say why nothing
+			// is stored.
+			opt.ReadOnly = true
+			roCause = &os.PathError{Op: "write", Path: dir, Err: err}
+			notes = append(notes, roCause.Error()+": opened read-only")
 		}
 	}
 	var lastVlog string

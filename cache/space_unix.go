@@ -35,3 +35,14 @@ func lockDir(dir string) (func(), error) {
 	}
 	return func() { f.Close() }, nil
 }
+
+// writable returns the error of writing in dir (an existing directory) when
+// its file system is read-only or its permissions forbid it; nil when dir
+// does not exist.
+func writable(dir string) error {
+	err := syscall.Access(dir, 2) // W_OK
+	if errors.Is(err, syscall.ENOENT) {
+		return nil
+	}
+	return err
+}

@@ -253,7 +253,7 @@ func (d *Driver) build(ctx context.Context, req *api.Request, resp *api.Response
 // isPlainReadOnly reports whether err is the refusal of a store that was
 // asked to be read-only (PTOJIT_CACHE_READONLY): no warning then.
 func isPlainReadOnly(err error) bool {
-	return errors.Is(err, cache.ErrReadOnly) && !errors.Is(err, cache.ErrNoSpace)
+	return err == cache.ErrReadOnly // wrapped, it carries the cause: no space, a read-only file system
 }
 
 // storeWarning is the warning of a build the store failed: it names the
