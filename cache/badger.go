@@ -1325,6 +1325,11 @@ func (b *Badger) trim(ctx context.Context, maxBytes int64) (*TrimReport, error) 
 		return r, fmt.Errorf("cache: trim: %w", err)
 	}
 	for ctx.Err() == nil {
+		// The GC rewrites the live part of a value-log file into the
+		// mapped file being written.
+		if err := b.checkSpace(b.vlogSize); err != nil {
+			return r, fmt.Errorf("cache: trim: value-log GC: %w", err)
+		}
 		err := b.db.RunValueLogGC(gcDiscardRatio)
 		if err != nil {
 			if !errors.Is(err, badger.ErrNoRewrite) && !errors.Is(err, badger.ErrRejected) {
