@@ -255,8 +255,13 @@ type VerifyReport struct {
 	Bytes   int64 // bytes re-hashed
 	// Corrupt lists damaged or missing blobs.
 	Corrupt []CorruptBlob
-	// BadEntries lists entries that could not be decoded, with reasons.
+	// BadEntries lists damaged entries (results and manifests: digest
+	// mismatch, undecodable, unreadable), with reasons.
 	BadEntries map[Key]string
+	// Tables, when not empty, says that the database's own tables failed
+	// their checksums: damage that hides entries from the check and that
+	// only clearing the cache repairs.
+	Tables string
 	// Removed lists the entries removed (none on a read-only store).
 	Removed []Key
 	// Orphans counts blobs named by no entry, deleted.
@@ -266,7 +271,9 @@ type VerifyReport struct {
 }
 
 // OK reports whether Verify found nothing damaged. Orphans are not damage.
-func (r *VerifyReport) OK() bool { return len(r.Corrupt) == 0 && len(r.BadEntries) == 0 }
+func (r *VerifyReport) OK() bool {
+	return len(r.Corrupt) == 0 && len(r.BadEntries) == 0 && r.Tables == ""
+}
 
 // TrimReport is the result of Trim, owned by the caller: safe for
 // concurrent reads.

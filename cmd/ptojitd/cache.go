@@ -426,6 +426,7 @@ type verifyJSON struct {
 	Bytes       int64             `json:"bytes"`
 	Corrupt     []corruptJSON     `json:"corrupt"`
 	BadEntries  map[string]string `json:"bad_entries"`
+	Tables      string            `json:"tables,omitempty"`
 	Removed     []string          `json:"removed"`
 	Orphans     int               `json:"orphans"`
 	OrphanBytes int64             `json:"orphan_bytes"`
@@ -474,7 +475,7 @@ func runCacheVerify(ctx context.Context, env *cli.Env, o *cacheOptions, s cache.
 	if o.json {
 		j := verifyJSON{OK: r.OK(), Entries: r.Entries, Blobs: r.Blobs, Bytes: r.Bytes, Corrupt: []corruptJSON{},
 			BadEntries: map[string]string{}, Removed: keyStrings(r.Removed), Orphans: r.Orphans, OrphanBytes: r.OrphanBytes,
-			ReadOnly: o.opt.ReadOnly}
+			ReadOnly: o.opt.ReadOnly, Tables: r.Tables}
 		for _, c := range r.Corrupt {
 			j.Corrupt = append(j.Corrupt, corruptJSON{hex.EncodeToString(c.Digest[:]), c.Reason, keyStrings(c.Entries)})
 		}
@@ -497,6 +498,9 @@ func runCacheVerify(ctx context.Context, env *cli.Env, o *cacheOptions, s cache.
 	}
 	for _, k := range slices.SortedFunc(maps.Keys(r.BadEntries), func(a, b cache.Key) int { return strings.Compare(a.String(), b.String()) }) {
 		fmt.Fprintf(out, "entry %s: %s\n", k.String()[:12], r.BadEntries[k])
+	}
+	if r.Tables != "" {
+		fmt.Fprintf(out, "tables damaged: %s\nremedy: `ptojit cache clear` (verify cannot repair the tables)\n", r.Tables)
 	}
 	switch {
 	case r.OK():
