@@ -47,6 +47,7 @@ func FuzzDecodeEntry(f *testing.F) {
 		Created: time.Unix(1700000000, 0), CompileTime: time.Second,
 	}))
 	f.Add([]byte("PJE2\x00\x01\x01o\x03"))
+	f.Add(encodeEntry(&Entry{Record: []byte("r"), Meta: map[string]string{"kind": "manifest"}, Created: time.Unix(1, 0)}))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		if _, err := decodeEntry(Key{}, b); err != nil && !errors.Is(err, errEntry) {
 			t.Fatalf("error %v does not wrap errEntry", err)
