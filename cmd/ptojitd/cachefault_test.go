@@ -7,8 +7,10 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/ptojit/ptojit/api"
+	"github.com/ptojit/ptojit/cache"
 	"github.com/ptojit/ptojit/internal/fixture"
 )
 
@@ -65,5 +67,33 @@ func TestUnopenableCache(t *testing.T) {
 	r = runCache(t, ctx, env, "build", "--request", reqPath)
 	if r.code != 0 || !strings.HasPrefix(r.stdout, "hit") {
 		t.Fatalf("second build after clear: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
+	}
+}
+
+// TestCacheHeldTooLong: a cache held by another process (here: another
+// open store) past the wait gives an uncached build with a warning that
+// names the holder as the cause.
+func TestCacheHeldTooLong(t *testing.T) {
+	ctx := context.Background()
+	dir, _, _ := cacheFixture(t)
+	held, err := cache.Open(dir, cache.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer held.Close()
+	old := openStoreWait
+	openStoreWait = 100 * time.Millisecond
+	t.Cleanup(func() { openStoreWait = old })
+	work := t.TempDir()
+	if err := fixture.CopyExamples(work); err != nil {
+		t.Fatal(err)
+	}
+	env := map[string]string{"PTOJIT_CACHE_DIR": dir, "PATH": os.Getenv("PATH"), "TMPDIR": t.TempDir()}
+	r := runCache(t, ctx, env, "build", "--request", filepath.Join(work, "vadd", "request.json"))
+	if r.code != 0 || !strings.HasPrefix(r.stdout, "uncached") {
+		t.Fatalf("build: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
+	}
+	if !strings.Contains(r.stderr, "in use by another process") || !strings.Contains(r.stderr, "ptojit daemon stop") {
+		t.Fatalf("stderr %q, want the holder and the remedy", r.stderr)
 	}
 }
