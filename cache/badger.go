@@ -1476,7 +1476,7 @@ func (b *Badger) statsOp() (*Stats, error) {
 	if !b.opt.ReadOnly {
 		if err := b.checkSpace(0); err != nil {
 			s.Health = append(s.Health, err.Error()+": writes are refused, builds run uncached")
-		} else if errors.Is(flushErr, ErrNoSpace) {
+		} else if flushErr != nil {
 			s.Health = append(s.Health, flushErr.Error())
 		}
 	}
