@@ -107,7 +107,7 @@ type Badger struct {
 	// needs in reserve derives from it.
 	vlogSize int64
 	// roCause is why a store opened for writing is read-only (too little
-	// free space), or nil.
+	// free space, a read-only file system), or nil.
 	roCause error
 
 	// Lock order: mu, then touchMu.
@@ -146,7 +146,10 @@ func (l badgerLogger) Warningf(f string, a ...interface{}) { l.Logger.Warningf(f
 func (l badgerLogger) Infof(f string, a ...interface{})    { l.Logger.Infof(f, a...) }
 func (l badgerLogger) Debugf(f string, a ...interface{})   { l.Logger.Debugf(f, a...) }
 
-// Open opens or creates the store in dir (created with mode 0700). When
+// Open opens or creates the store in dir (created with mode 0700). A store
+// whose file system has less free space than the reserve (see
+// spaceReserve) or is read-only is opened read-only; its Put returns an
+// error matching ErrReadOnly that wraps the cause. When
 // another process holds dir it fails at once with an *OpenError matching
 // ErrLocked; OpenWait waits instead. A read-only store of a directory that
 // does not exist yet is empty and creates nothing.
@@ -201,6 +204,10 @@ func Open(dir string, opt Options) (*Badger, error) {
 	if err != nil {
 		if strings.Contains(err.Error(), "Cannot acquire directory lock") {
 			err = ErrLocked
+		}
+		if roCause != nil {
+			// Opened read-only for a reason: that reason comes first.
+			err = fmt.Errorf("%w; read-only: %v", roCause, err)
 		}
 		return nil, &OpenError{Dir: dir, Err: err}
 	}
