@@ -279,9 +279,13 @@ func runDaemon(ctx context.Context, env *cli.Env, o daemonOptions) error {
 	}
 	// Deferred first, so it runs last: the lock outlives the store.
 	defer srv.Close()
-	octx, cancel := context.WithTimeout(ctx, openStoreWait)
-	store, err := cache.OpenWait(octx, dir, opt)
-	cancel()
+	var store *cache.Badger
+	err = probeCache(ctx, dir)
+	if err == nil {
+		octx, cancel := context.WithTimeout(ctx, openStoreWait)
+		store, err = cache.OpenWait(octx, dir, opt)
+		cancel()
+	}
 	if err != nil && ctx.Err() != nil {
 		return fmt.Errorf("daemon: opening the cache: %w", err)
 	}
