@@ -426,7 +426,11 @@ type Response struct {
 	MissReason string `json:"miss_reason,omitempty"`
 	// HitTier says where a hit came from: "local" (this machine's cache)
 	// or "remote" (the shared tier, verified and then stored locally).
-	HitTier string  `json:"hit_tier,omitempty"`
-	Error   string  `json:"error,omitempty"`
-	Timings Timings `json:"timings"`
+	HitTier string `json:"hit_tier,omitempty"`
+	// Warnings are problems that did not fail the build, e.g. a cache that
+	// could not be read or written, with the cache directory, the cause
+	// and the remedy. A client prints each on stderr.
+	Warnings []string `json:"warnings,omitempty"`
+	Error    string   `json:"error,omitempty"`
+	Timings  Timings  `json:"timings"`
 }

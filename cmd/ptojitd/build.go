@@ -113,6 +113,14 @@ var engine struct {
 	identities *toolchain.InstallationIdentityCache
 	// remote is the daemon's remote tier (nil without PTOJIT_REMOTE).
 	remote *remote.Remote
+	// storeErr is why the daemon could not open its store (store is nil):
+	// builds run uncached with a warning; cache clear wipes the
+	// directory and calls wiped.
+	storeErr error
+	storeDir string
+	// wiped, set by the daemon, is called when cache clear wiped the
+	// directory (or must wipe it at exit: atExit).
+	wiped func(atExit bool)
 }
 
 // ShareEngine makes the build and key commands use store (never closed by
@@ -122,17 +130,42 @@ func ShareEngine(store cache.Store, ids *toolchain.InstallationIdentityCache) {
 	engine.store, engine.identities = store, ids
 }
 
+// shareBrokenEngine is ShareEngine for a daemon whose store in dir could
+// not be opened: its builds run uncached with a warning naming err, and
+// cache clear wipes dir, then calls wiped.
+func shareBrokenEngine(dir string, err error, ids *toolchain.InstallationIdentityCache, wiped func(atExit bool)) {
+	engine.store, engine.identities = nil, ids
+	engine.storeDir, engine.storeErr, engine.wiped = dir, err, wiped
+}
+
+// openStoreWait bounds the wait of a command for a cache directory held by
+// another process (a hung one, perhaps): after it, a build runs uncached.
+var openStoreWait = time.Minute
+
 // storeFor returns the store a command uses and the function that releases
-// it.
-func storeFor(ctx context.Context, env *cli.Env, dir string, readOnly bool) (cache.Store, func() error, error) {
+// it. When the cache cannot be opened (damaged, read-only file system, no
+// space, held too long by another process) it returns a nil store and the
+// error as storeErr, and the command goes on without a cache.
+func storeFor(ctx context.Context, env *cli.Env, dir string, readOnly bool) (st cache.Store, release func() error, storeErr error, err error) {
 	if engine.store != nil {
-		return engine.store, func() error { return nil }, nil
+		return engine.store, func() error { return nil }, nil, nil
 	}
-	st, err := openStore(ctx, env, dir, readOnly)
-	if err != nil {
-		return nil, nil, err
+	if engine.storeErr != nil {
+		return nil, func() error { return nil }, engine.storeErr, nil
 	}
-	return st, st.Close, nil
+	octx, cancel := context.WithTimeout(ctx, openStoreWait)
+	defer cancel()
+	b, err := openStore(octx, env, dir, readOnly)
+	var oe *cache.OpenError
+	switch {
+	case err == nil:
+		return b, b.Close, nil, nil
+	case ctx.Err() != nil:
+		return nil, nil, nil, err
+	case errors.As(err, &oe):
+		return nil, func() error { return nil }, err, nil
+	}
+	return nil, nil, nil, err
 }
 
 // processIdentities is the identity memo of an engine process that is not
@@ -153,12 +186,19 @@ func identities() *toolchain.InstallationIdentityCache {
 // driverFor returns the Driver of a command: with the shared identity memo
 // when there is one, reading env's variables and running the tools with
 // env's environment (the client's, in the daemon).
-func driverFor(env *cli.Env, store cache.Store, rt *remote.Remote) *jit.Driver {
-	opt := jit.Options{Store: store, Getenv: env.Getenv, Environ: env.Environ, Identities: identities()}
-	if store != nil && rt != nil {
-		opt.Remote = rt
+func driverFor(env *cli.Env, store cache.Store, storeErr error, rt *remote.Remote) *jit.Driver {
+	o := jit.Options{Store: store, Getenv: env.Getenv, Environ: env.Environ, Identities: identities()}
+	if store == nil && storeErr != nil {
+		var oe *cache.OpenError
+		o.StoreErr, o.StoreDir = storeErr, engine.storeDir
+		if errors.As(storeErr, &oe) {
+			o.StoreDir = oe.Dir
+		}
 	}
-	return jit.New(opt)
+	if store != nil && rt != nil {
+		o.Remote = rt
+	}
+	return jit.New(o)
 }
 
 // remoteDrain bounds how long an exiting engine waits for its queued
@@ -232,15 +272,20 @@ func runBuild(ctx context.Context, env *cli.Env, o buildOptions) error {
 		}
 		return err
 	}
-	store, release, err := storeFor(ctx, env, o.cacheDir, false)
+	store, release, storeErr, err := storeFor(ctx, env, o.cacheDir, false)
 	if err != nil {
 		return err
 	}
 	rt, endRemote := remoteFor(env)
-	resp, buildErr := driverFor(env, store, rt).Build(ctx, req)
+	resp, buildErr := driverFor(env, store, storeErr, rt).Build(ctx, req)
 	endRemote()
 	if err := release(); err != nil && buildErr == nil {
-		return fmt.Errorf("closing the cache: %w", err)
+		// The outputs are written and right: a cache that failed to
+		// close is a warning, not a failed build.
+		resp.Warnings = append(resp.Warnings, fmt.Sprintf("closing the cache: %v", err))
+	}
+	for _, w := range resp.Warnings {
+		fmt.Fprintf(env.Stderr, "ptojit: warning: %s\n", w)
 	}
 	if o.json {
 		if err := cli.WriteJSON(env.Stdout, resp); err != nil {
