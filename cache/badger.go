@@ -115,7 +115,8 @@ func (l badgerLogger) Warningf(f string, a ...interface{}) { l.Logger.Warningf(f
 func (l badgerLogger) Infof(f string, a ...interface{})    { l.Logger.Infof(f, a...) }
 func (l badgerLogger) Debugf(f string, a ...interface{})   { l.Logger.Debugf(f, a...) }
 
-// Open opens or creates the store in dir (created with mode 0700). When
+// Open opens or creates the store in dir (created with mode 0700, see
+// prepareDir). When
 // another process holds dir it fails at once with an *OpenError matching
 // ErrLocked; OpenWait waits instead. A read-only store of a directory that
 // does not exist yet is empty and creates nothing.
@@ -139,7 +140,7 @@ func Open(dir string, opt Options) (*Badger, error) {
 		} else {
 			bo = bo.WithReadOnly(true)
 		}
-	} else if err := os.MkdirAll(dir, 0o700); err != nil {
+	} else if err := prepareDir(dir); err != nil {
 		return nil, &OpenError{Dir: dir, Err: err}
 	}
 	db, err := badger.Open(bo)

@@ -19,6 +19,7 @@ import (
 	"github.com/ptojit/ptojit/api/client"
 	"github.com/ptojit/ptojit/cache"
 	"github.com/ptojit/ptojit/cmd/internal/cli"
+	"github.com/ptojit/ptojit/jit"
 	"github.com/ptojit/ptojit/jit/daemon"
 	"github.com/ptojit/ptojit/toolchain"
 )
@@ -159,9 +160,12 @@ func runDaemonStop(env *cli.Env, o daemonOptions) error {
 	}
 	ddir := api.DaemonDir(dir, env.Getenv)
 	resp, err := client.Call(api.SocketPath(ddir), &api.DaemonRequest{Op: api.OpStop})
-	if err != nil {
+	if errors.Is(err, client.ErrNoDaemon) {
 		fmt.Fprintln(env.Stdout, "no daemon running")
 		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("daemon stop: %w", err)
 	}
 	if err := client.AwaitDaemonExit(ddir); err != nil {
 		return fmt.Errorf("daemon stop: %w", err)
@@ -188,6 +192,9 @@ func runDaemonStatus(env *cli.Env, o daemonOptions) error {
 		return err
 	}
 	resp, err := client.Call(api.SocketPath(api.DaemonDir(dir, env.Getenv)), &api.DaemonRequest{Op: api.OpStatus})
+	if err != nil && !errors.Is(err, client.ErrNoDaemon) {
+		return fmt.Errorf("daemon status: %w", err)
+	}
 	st := daemonStatus{CacheDir: dir}
 	if err == nil && resp.Error == "" {
 		if err := json.Unmarshal(resp.Status, &st); err != nil {
@@ -257,7 +264,7 @@ func runDaemon(ctx context.Context, env *cli.Env, o daemonOptions) error {
 	}
 	ddir := api.DaemonDir(dir, env.Getenv)
 	srv, err := daemon.Listen(daemon.Config{
-		Dir: ddir, Idle: o.idle, Ready: ready, WaitLock: true, Logf: logf,
+		Dir: ddir, Idle: o.idle, Ready: ready, WaitLock: true, Logf: logf, EnvNames: clientEnvNames(),
 	})
 	if err != nil {
 		return fmt.Errorf("daemon: %w", err)
@@ -300,8 +307,15 @@ func runDaemon(ctx context.Context, env *cli.Env, o daemonOptions) error {
 	return srv.Serve(ctx)
 }
 
+// clientEnvNames lists the environment variables clients send with a
+// request (OpHello): every variable of the environment registry, which
+// names all that ptojit reads, the build key and the tools included.
+var clientEnvNames = sync.OnceValue(func() []string { return jit.DefaultRegistry().Variables("") })
+
 // serveCommand runs one client command in this process, against the shared
-// store and identity memo, with the client's environment and directory.
+// store and identity memo, with the client's environment and directory. Of
+// that environment it keeps the variables of clientEnvNames only, whatever
+// the client sent, so a command behaves the same for every client.
 func serveCommand(ctx context.Context, req *api.DaemonRequest) *api.DaemonResponse {
 	if len(req.Args) == 0 || !slices.Contains(api.DaemonServed, req.Args[0]) {
 		return &api.DaemonResponse{Error: fmt.Sprintf("the daemon does not serve %q", strings.Join(req.Args, " ")), Exit: cli.ExitUsage}
@@ -309,8 +323,9 @@ func serveCommand(ctx context.Context, req *api.DaemonRequest) *api.DaemonRespon
 	if !filepath.IsAbs(req.Dir) {
 		return &api.DaemonResponse{Error: "request without an absolute working directory", Exit: cli.ExitUsage}
 	}
-	vars := make(map[string]string, len(req.Env))
-	for _, kv := range req.Env {
+	environ := api.FilterEnv(req.Env, clientEnvNames())
+	vars := make(map[string]string, len(environ))
+	for _, kv := range environ {
 		if k, v, ok := strings.Cut(kv, "="); ok {
 			vars[k] = v
 		}
@@ -321,7 +336,7 @@ func serveCommand(ctx context.Context, req *api.DaemonRequest) *api.DaemonRespon
 		Stdout:  &stdout,
 		Stderr:  &stderr,
 		Getenv:  func(k string) string { return vars[k] },
-		Environ: req.Env,
+		Environ: environ,
 		Prog:    "ptojit",
 		Dir:     req.Dir,
 	}
