@@ -1,15 +1,19 @@
 package client
 
 import (
+	"bufio"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"io"
 	"io/fs"
 	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -269,5 +273,91 @@ func TestCallErrors(t *testing.T) {
 	resp, err := Call(sock, &api.DaemonRequest{Op: api.OpPing})
 	if err != nil || resp.PID != 7 {
 		t.Fatalf("good reply: %v %+v", err, resp)
+	}
+}
+
+// fakeChildEnv makes the test binary a fake daemon listening on the socket
+// it names (see TestCallRefusesDaemonOfAnotherUID).
+const fakeChildEnv = "PTOJIT_CLIENT_TEST_FAKE"
+
+func TestMain(m *testing.M) {
+	if sock := os.Getenv(fakeChildEnv); sock != "" {
+		os.Exit(fakeChild(sock))
+	}
+	os.Exit(m.Run())
+}
+
+// fakeChild listens on sock, says "ready", accepts one connection and
+// reports how many bytes it received.
+func fakeChild(sock string) int {
+	ln, err := net.Listen("unix", sock)
+	if err != nil {
+		fmt.Println("listen:", err)
+		return 1
+	}
+	fmt.Println("ready")
+	ln.(*net.UnixListener).SetDeadline(time.Now().Add(20 * time.Second))
+	c, err := ln.Accept()
+	if err != nil {
+		fmt.Println("accept:", err)
+		return 1
+	}
+	c.SetDeadline(time.Now().Add(10 * time.Second))
+	n, err := io.Copy(io.Discard, c)
+	fmt.Printf("read %d %v\n", n, err)
+	return 0
+}
+
+// TestCallRefusesDaemonOfAnotherUID runs a fake daemon as uid 65534 in a
+// directory that passes every check, so only SO_PEERCRED can tell: the
+// client must refuse it and send it nothing.
+func TestCallRefusesDaemonOfAnotherUID(t *testing.T) {
+	if os.Getuid() != 0 {
+		t.Skip("needs root to run a process as another uid")
+	}
+	// A copy of the test binary that uid 65534 can run.
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin := ownDir(t)
+	os.Chmod(bin, 0o755)
+	data, err := os.ReadFile(exe)
+	if err != nil {
+		t.Fatal(err)
+	}
+	child := filepath.Join(bin, "client.test")
+	if err := os.WriteFile(child, data, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	dir := ownDir(t)
+	chown(t, 65534, dir) // for the child to bind; given back below
+	cmd := exec.Command(child)
+	cmd.Env = append(os.Environ(), fakeChildEnv+"="+api.SocketPath(dir))
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.WaitDelay = 5 * time.Second
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	lines := bufio.NewScanner(out)
+	if !lines.Scan() || lines.Text() != "ready" {
+		t.Fatalf("fake daemon: %q %v", lines.Text(), lines.Err())
+	}
+	chown(t, 0, dir)
+	if err := CheckDir(dir); err != nil {
+		t.Fatalf("the directory should pass: %v", err)
+	}
+	_, err = Call(api.SocketPath(dir), &api.DaemonRequest{Op: api.OpRun, Env: []string{"SECRET_TOKEN=x"}})
+	untrusted(t, err, api.SocketPath(dir))
+	if !strings.Contains(err.Error(), "runs as uid 65534") {
+		t.Fatalf("refusal %q does not name uid 65534", err)
+	}
+	if !lines.Scan() || !strings.HasPrefix(lines.Text(), "read 0 ") {
+		t.Fatalf("fake daemon: %q %v, want nothing received", lines.Text(), lines.Err())
 	}
 }
