@@ -236,14 +236,15 @@ func ping(dir string) error {
 }
 
 // EnsureDaemon returns once a daemon answers in s.Dir, starting one if
-// none listens (see the package doc). It creates s.Dir (mode 0700) and
+// none listens or the one there closes the connection unanswered (see the
+// package doc). It creates s.Dir (mode 0700) and
 // checks it (CheckDir) before it uses anything in it. A daemon that
 // fails to start is reported with the end of its log; one that listens but
 // cannot be used (another user's, hung, or speaking another protocol) is
 // reported, not replaced.
 func EnsureDaemon(s Start) error {
 	err := ping(s.Dir)
-	if err == nil || !errors.Is(err, ErrNoDaemon) {
+	if err == nil || !replaceable(err) {
 		return err
 	}
 	if err := os.MkdirAll(s.Dir, 0o700); err != nil {
@@ -262,10 +263,19 @@ func EnsureDaemon(s Start) error {
 	}
 	defer Flock(lock, syscall.LOCK_UN)
 	err = ping(s.Dir)
-	if err == nil || !errors.Is(err, ErrNoDaemon) {
+	if err == nil || !replaceable(err) {
 		return err // nil: another client started it while we waited
 	}
 	return startDaemon(s)
+}
+
+// replaceable reports whether the ping error err calls for a new daemon:
+// none listens, or the one that accepted the ping closed the connection
+// unanswered (it is exiting, or was killed: a new daemon waits for it to
+// release its lock).
+func replaceable(err error) bool {
+	var lost *DaemonLostError
+	return errors.Is(err, ErrNoDaemon) || errors.As(err, &lost)
 }
 
 func startDaemon(s Start) error {

@@ -404,6 +404,7 @@ func (s *Server) begin(conn *net.UnixConn) bool {
 	}
 	s.conns[conn] = true
 	s.inFlight++
+	s.served++ // counted before the reply, so a client that has it sees it
 	s.wg.Add(1)
 	return true
 }
@@ -412,7 +413,6 @@ func (s *Server) begin(conn *net.UnixConn) bool {
 func (s *Server) end() {
 	s.mu.Lock()
 	s.inFlight--
-	s.served++
 	s.lastDone = time.Now()
 	s.mu.Unlock()
 	s.wg.Done()
@@ -432,7 +432,7 @@ type Info struct {
 	PID      int     `json:"pid"`
 	Uptime   float64 `json:"uptime_seconds"`
 	InFlight int     `json:"in_flight"`
-	Served   int64   `json:"served"`
+	Served   int64   `json:"served"` // requests read, those in flight included
 	Refused  int64   `json:"refused"`
 	IdleExit float64 `json:"idle_exit_seconds"`
 }
