@@ -55,10 +55,14 @@ start it on demand and send their work to it; PTOJIT_DAEMON=0 or
 --no-daemon (build) runs them in the calling process instead.
 
 Its socket, start lock and log live in $XDG_RUNTIME_DIR/ptojit/<id>, else in
-<cache-dir>/daemon: a 0700 directory; the socket is 0600 and the daemon
-serves only its own user. It exits after --idle without requests (default
-10m), on "ptojit daemon stop", or on SIGTERM, finishing the requests in
-flight first.`,
+<cache-dir>/daemon (or $TMPDIR/ptojit-<uid>/<id> when that path is too long
+for a socket): a 0700 directory; the socket is 0600 and the daemon serves
+only its own user. Clients use the directory only when it is their user's
+and no other user can write it or a directory above it, talk only to a
+daemon of their own uid, and send only the environment variables of the
+registry. It exits after --idle without requests (default 10m), on
+"ptojit daemon stop", or on SIGTERM, finishing the requests in flight first;
+a connection that sends nothing delays neither.`,
 		Subcommands: []*cli.Command{
 			{
 				Name: "start", Usage: "daemon start [--cache-dir D] [--idle D] [--max-size S]",

@@ -5,6 +5,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"io"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -13,6 +15,7 @@ import (
 	"sync"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/ptojit/ptojit/api"
 	"github.com/ptojit/ptojit/api/client"
@@ -413,6 +416,35 @@ sys.stdout.write(f.read(n).decode("utf-8", "replace"))`, sock)
 	st := w.status()
 	if st.Server.Refused != 1 || st.Server.Served != served+2 {
 		t.Fatalf("status %+v: want 1 refused and only the status requests served", st.Server)
+	}
+}
+
+// TestDaemonStopWithSilentClient: a client that connects and sends
+// nothing neither counts as a request nor keeps "daemon stop" waiting.
+func TestDaemonStopWithSilentClient(t *testing.T) {
+	w := newDaemonWorld(t)
+	w.build()
+	silent, err := net.Dial("unix", filepath.Join(w.daemonDir(), api.SocketName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer silent.Close()
+	if st := w.status(); st.Server.InFlight != 1 { // the status request alone
+		t.Fatalf("in flight %d with a silent client, want the status request only", st.Server.InFlight)
+	}
+	start := time.Now()
+	out, errs, code := w.run("daemon", "stop")
+	took := time.Since(start)
+	if code != 0 || !strings.Contains(out, "stopped") {
+		t.Fatalf("daemon stop: exit %d\n%s%s", code, out, errs)
+	}
+	t.Logf("daemon stop with a silent client took %s", took.Round(time.Millisecond))
+	if took > 5*time.Second {
+		t.Fatalf("daemon stop took %s with a silent client, want under 5s", took)
+	}
+	silent.SetReadDeadline(time.Now().Add(5 * time.Second))
+	if _, err := io.Copy(io.Discard, silent); err != nil {
+		t.Fatalf("the silent connection was not closed: %v", err)
 	}
 }
 
