@@ -171,12 +171,24 @@ func runDaemonStop(env *cli.Env, o daemonOptions) error {
 	if err != nil {
 		return fmt.Errorf("daemon stop: %w", err)
 	}
-	if err := client.AwaitDaemonExit(ddir); err != nil {
-		return fmt.Errorf("daemon stop: %w", err)
+	exited := make(chan error, 1)
+	go func() { exited <- client.AwaitDaemonExit(ddir) }()
+	select {
+	case err := <-exited:
+		if err != nil {
+			return fmt.Errorf("daemon stop: %w", err)
+		}
+	case <-time.After(stopWait):
+		return fmt.Errorf("daemon stop: daemon %d has not exited %s after the request; see %s",
+			resp.PID, stopWait, filepath.Join(ddir, api.LogName))
 	}
 	fmt.Fprintf(env.Stdout, "daemon %d stopped\n", resp.PID)
 	return nil
 }
+
+// stopWait bounds how long "daemon stop" waits for the daemon to exit: its
+// grace period for the requests in flight, and time to close the store.
+const stopWait = daemon.DefaultGrace + 30*time.Second
 
 // daemonStatus is what `daemon status --json` prints.
 type daemonStatus struct {
