@@ -139,11 +139,15 @@ func (e *UntrustedError) Error() string {
 // CheckDir returns nil when dir may hold this user's daemon socket: dir
 // itself (read with Lstat, so not a symbolic link) is a directory owned by
 // this user that neither group nor others can write, and every directory
-// above it (symbolic links resolved) is owned by this user or root and
-// writable by nobody else, unless it has the sticky bit (as /tmp has),
-// which keeps others from renaming what this user put there. Any other
-// directory is refused with an *UntrustedError naming the outermost one at
-// fault; a missing one gives an error matching fs.ErrNotExist.
+// above it (symbolic links resolved) is owned by this user or root and not
+// writable by others unless it has the sticky bit (as /tmp has), which
+// keeps them from renaming what this user put there. A directory above
+// may be group-writable (a user's private group, as a umask of 002 leaves
+// ~/.cache): whoever could replace dir through it would own the new dir,
+// which the ownership check refuses, and SO_PEERCRED refuses their daemon.
+// Any other directory is refused with an *UntrustedError naming the
+// outermost one at fault; a missing one gives an error matching
+// fs.ErrNotExist.
 func CheckDir(dir string) error {
 	dir, err := filepath.Abs(dir)
 	if err != nil {
@@ -189,7 +193,9 @@ func checkComponent(p string, uid int, own bool) error {
 		return &UntrustedError{Path: p, Reason: fmt.Sprintf("owned by uid %d, not by this user (uid %d)", owner, uid)}
 	case owner != uid && owner != 0:
 		return &UntrustedError{Path: p, Reason: fmt.Sprintf("owned by uid %d, neither this user (uid %d) nor root", owner, uid)}
-	case fi.Mode().Perm()&0o022 != 0 && (own || fi.Mode()&fs.ModeSticky == 0):
+	case own && fi.Mode().Perm()&0o022 != 0:
+		return &UntrustedError{Path: p, Reason: fmt.Sprintf("writable by group or others (mode %04o)", fi.Mode().Perm())}
+	case fi.Mode().Perm()&0o002 != 0 && fi.Mode()&fs.ModeSticky == 0:
 		return &UntrustedError{Path: p, Reason: fmt.Sprintf("writable by others (mode %04o)", fi.Mode().Perm())}
 	}
 	return nil

@@ -141,6 +141,9 @@ func TestCheckDir(t *testing.T) {
 	open := mkdir(t, filepath.Join(base, "open"), 0o777)
 	inOpen := mkdir(t, filepath.Join(open, "d"), 0o700)
 	untrusted(t, CheckDir(inOpen), open)
+	if err := CheckDir(mkdir(t, filepath.Join(groupw, "d"), 0o700)); err != nil {
+		t.Fatalf("directory in a group-writable one: %v", err)
+	}
 	sticky := mkdir(t, filepath.Join(base, "sticky"), 0o777|os.ModeSticky)
 	if err := CheckDir(mkdir(t, filepath.Join(sticky, "d"), 0o700)); err != nil {
 		t.Fatalf("directory in a sticky one: %v", err)

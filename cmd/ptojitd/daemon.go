@@ -57,9 +57,9 @@ start it on demand and send their work to it; PTOJIT_DAEMON=0 or
 Its socket, start lock and log live in $XDG_RUNTIME_DIR/ptojit/<id>, else in
 <cache-dir>/daemon (or $TMPDIR/ptojit-<uid>/<id> when that path is too long
 for a socket): a 0700 directory; the socket is 0600 and the daemon serves
-only its own user. Clients use the directory only when it is their user's
-and no other user can write it or a directory above it, talk only to a
-daemon of their own uid, and send only the environment variables of the
+only its own user. Clients use the directory only when it is their user's,
+nobody else can write it and no directory above it is world-writable
+(unless sticky, as /tmp), talk only to a daemon of their own uid, and send only the environment variables of the
 registry. It exits after --idle without requests (default 10m), on
 "ptojit daemon stop", or on SIGTERM, finishing the requests in flight first;
 a connection that sends nothing delays neither.`,
