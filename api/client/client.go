@@ -4,8 +4,8 @@
 // and api, so the thin client can use it.
 //
 // Trust runs both ways: the client uses a daemon directory only when this
-// user owns it and nobody else can write it or any directory above it
-// (CheckDir), and talks to a daemon only when SO_PEERCRED says it runs as
+// user owns it, nobody else can write it and no directory above it is
+// open to other users' writes (CheckDir), and talks to a daemon only when SO_PEERCRED says it runs as
 // this user; otherwise it sends nothing and reports the directory or
 // socket at fault.
 //
