@@ -21,6 +21,7 @@ import (
 	"github.com/ptojit/ptojit/cache"
 	"github.com/ptojit/ptojit/cache/remote"
 	"github.com/ptojit/ptojit/cmd/internal/cli"
+	"github.com/ptojit/ptojit/jit"
 	"github.com/ptojit/ptojit/jit/daemon"
 	"github.com/ptojit/ptojit/toolchain"
 )
@@ -56,10 +57,14 @@ start it on demand and send their work to it; PTOJIT_DAEMON=0 or
 --no-daemon (build) runs them in the calling process instead.
 
 Its socket, start lock and log live in $XDG_RUNTIME_DIR/ptojit/<id>, else in
-<cache-dir>/daemon: a 0700 directory; the socket is 0600 and the daemon
-serves only its own user. It exits after --idle without requests (default
-10m), on "ptojit daemon stop", or on SIGTERM, finishing the requests in
-flight first.`,
+<cache-dir>/daemon (or $TMPDIR/ptojit-<uid>/<id> when that path is too long
+for a socket): a 0700 directory; the socket is 0600 and the daemon serves
+only its own user. Clients use the directory only when it is their user's,
+nobody else can write it and no directory above it is world-writable
+(unless sticky, as /tmp), talk only to a daemon of their own uid, and send only the environment variables of the
+registry. It exits after --idle without requests (default 10m), on
+"ptojit daemon stop", or on SIGTERM, finishing the requests in flight first;
+a connection that sends nothing delays neither.`,
 		Subcommands: []*cli.Command{
 			{
 				Name: "start", Usage: "daemon start [--cache-dir D] [--idle D] [--max-size S]",
@@ -161,16 +166,31 @@ func runDaemonStop(env *cli.Env, o daemonOptions) error {
 	}
 	ddir := api.DaemonDir(dir, env.Getenv)
 	resp, err := client.Call(api.SocketPath(ddir), &api.DaemonRequest{Op: api.OpStop})
-	if err != nil {
+	if errors.Is(err, client.ErrNoDaemon) {
 		fmt.Fprintln(env.Stdout, "no daemon running")
 		return nil
 	}
-	if err := client.AwaitDaemonExit(ddir); err != nil {
+	if err != nil {
 		return fmt.Errorf("daemon stop: %w", err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- client.AwaitDaemonExit(ddir) }()
+	select {
+	case err := <-exited:
+		if err != nil {
+			return fmt.Errorf("daemon stop: %w", err)
+		}
+	case <-time.After(stopWait):
+		return fmt.Errorf("daemon stop: daemon %d has not exited %s after the request; see %s",
+			resp.PID, stopWait, filepath.Join(ddir, api.LogName))
 	}
 	fmt.Fprintf(env.Stdout, "daemon %d stopped\n", resp.PID)
 	return nil
 }
+
+// stopWait bounds how long "daemon stop" waits for the daemon to exit: its
+// grace period for the requests in flight, and time to close the store.
+const stopWait = daemon.DefaultGrace + 30*time.Second
 
 // daemonStatus is what `daemon status --json` prints.
 type daemonStatus struct {
@@ -194,6 +214,9 @@ func runDaemonStatus(env *cli.Env, o daemonOptions) error {
 		return err
 	}
 	resp, err := client.Call(api.SocketPath(api.DaemonDir(dir, env.Getenv)), &api.DaemonRequest{Op: api.OpStatus})
+	if err != nil && !errors.Is(err, client.ErrNoDaemon) {
+		return fmt.Errorf("daemon status: %w", err)
+	}
 	st := daemonStatus{CacheDir: dir}
 	if err == nil && resp.Error == "" {
 		if err := json.Unmarshal(resp.Status, &st); err != nil {
@@ -275,7 +298,7 @@ func runDaemon(ctx context.Context, env *cli.Env, o daemonOptions) error {
 	opt.Logger = storeLogger{logf}
 	ddir := api.DaemonDir(dir, env.Getenv)
 	srv, err := daemon.Listen(daemon.Config{
-		Dir: ddir, Idle: o.idle, Ready: ready, WaitLock: true, Logf: logf,
+		Dir: ddir, Idle: o.idle, Ready: ready, WaitLock: true, Logf: logf, EnvNames: clientEnvNames(),
 	})
 	if err != nil {
 		return fmt.Errorf("daemon: %w", err)
@@ -408,9 +431,15 @@ func (l storeLogger) Warningf(f string, a ...any) {
 
 func (storeLogger) Infof(string, ...any)  {}
 func (storeLogger) Debugf(string, ...any) {}
+// clientEnvNames lists the environment variables clients send with a
+// request (OpHello): every variable of the environment registry, which
+// names all that ptojit reads, the build key and the tools included.
+var clientEnvNames = sync.OnceValue(func() []string { return jit.DefaultRegistry().Variables("") })
 
 // serveCommand runs one client command in this process, against the shared
-// store and identity memo, with the client's environment and directory.
+// store and identity memo, with the client's environment and directory. Of
+// that environment it keeps the variables of clientEnvNames only, whatever
+// the client sent, so a command behaves the same for every client.
 func serveCommand(ctx context.Context, req *api.DaemonRequest) *api.DaemonResponse {
 	if len(req.Args) == 0 || !slices.Contains(api.DaemonServed, req.Args[0]) {
 		return &api.DaemonResponse{Error: fmt.Sprintf("the daemon does not serve %q", strings.Join(req.Args, " ")), Exit: cli.ExitUsage}
@@ -418,8 +447,9 @@ func serveCommand(ctx context.Context, req *api.DaemonRequest) *api.DaemonRespon
 	if !filepath.IsAbs(req.Dir) {
 		return &api.DaemonResponse{Error: "request without an absolute working directory", Exit: cli.ExitUsage}
 	}
-	vars := make(map[string]string, len(req.Env))
-	for _, kv := range req.Env {
+	environ := api.FilterEnv(req.Env, clientEnvNames())
+	vars := make(map[string]string, len(environ))
+	for _, kv := range environ {
 		if k, v, ok := strings.Cut(kv, "="); ok {
 			vars[k] = v
 		}
@@ -430,7 +460,7 @@ func serveCommand(ctx context.Context, req *api.DaemonRequest) *api.DaemonRespon
 		Stdout:  &stdout,
 		Stderr:  &stderr,
 		Getenv:  func(k string) string { return vars[k] },
-		Environ: req.Env,
+		Environ: environ,
 		Prog:    "ptojit",
 		Dir:     req.Dir,
 	}

@@ -38,6 +38,7 @@ func (m *fakeMemo) ForgetAll() {
 }
 
 func TestWatcherForgetsOnChange(t *testing.T) {
+	guard(t)
 	dir := t.TempDir()
 	m := newFakeMemo()
 	w, err := NewWatcher(filepath.Join(t.TempDir(), "sync"), m)
@@ -65,6 +66,7 @@ func TestWatcherForgetsOnChange(t *testing.T) {
 }
 
 func TestWatcherUnwatchableDirDisablesMemo(t *testing.T) {
+	guard(t)
 	m := newFakeMemo()
 	w, err := NewWatcher(filepath.Join(t.TempDir(), "sync"), m)
 	if err != nil {
@@ -88,6 +90,7 @@ func TestWatcherUnwatchableDirDisablesMemo(t *testing.T) {
 }
 
 func TestWatcherOverflowForgetsAll(t *testing.T) {
+	guard(t)
 	m := newFakeMemo()
 	w, err := NewWatcher(filepath.Join(t.TempDir(), "sync"), m)
 	if err != nil {
@@ -104,6 +107,7 @@ func TestWatcherOverflowForgetsAll(t *testing.T) {
 // TestWatcherSyncSeesEarlierChanges proves the barrier: a change made before
 // Sync has dropped its memo when Sync returns, with no waiting in the test.
 func TestWatcherSyncSeesEarlierChanges(t *testing.T) {
+	guard(t)
 	dir := t.TempDir()
 	m := newFakeMemo()
 	w, err := NewWatcher(filepath.Join(t.TempDir(), "sync"), m)
@@ -131,6 +135,7 @@ func TestWatcherSyncSeesEarlierChanges(t *testing.T) {
 // covered by a watch on its parent, without dropping memos, and its
 // creation is seen.
 func TestWatcherMissingDirWatchesParent(t *testing.T) {
+	guard(t)
 	parent := t.TempDir()
 	missing := filepath.Join(parent, ".git")
 	m := newFakeMemo()
