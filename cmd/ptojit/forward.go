@@ -20,6 +20,7 @@ const engineName = "ptojitd"
 var engineCommands = []*cli.Command{
 	{Name: "build", Summary: "build a chip callable from a request, answering from the cache when it can"},
 	{Name: "cache", Summary: "inspect and manage the artifact cache (stats, ls, show, verify, trim, clear)"},
+	{Name: "config", Summary: "read and change the settings kept in the cache directory"},
 	{Name: "daemon", Summary: "start, stop or query the local daemon that owns the cache"},
 	{Name: "envaudit", Summary: "check that every environment read is classified in the registry"},
 	{Name: "key", Summary: "show every input of a build's key, or diff two keys"},

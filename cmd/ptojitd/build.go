@@ -38,8 +38,9 @@ published), uncached (compiled, not cached: every reason is listed) or error.
 --json prints the response object instead.
 
 The cache is PTOJIT_CACHE_DIR, else $XDG_CACHE_HOME/ptojit, else
-~/.cache/ptojit; PTOJIT_CACHE_READONLY=1 never writes it. The store is
-opened in this process (waiting while another process holds it).
+~/.cache/ptojit; PTOJIT_CACHE_READONLY=1 (or readonly in its settings file,
+see "ptojit config") never writes it. The store is opened in this process
+(waiting while another process holds it).
 
 Exit status: 0 hit, miss or uncached; 1 error; 2 usage error or an invalid
 request.`,
@@ -113,7 +114,11 @@ func ShareEngine(store cache.Store, ids *toolchain.InstallationIdentityCache) {
 // it.
 func storeFor(ctx context.Context, env *cli.Env, dir string, readOnly bool) (cache.Store, func() error, error) {
 	if engine.store != nil {
-		return engine.store, func() error { return nil }, nil
+		opt, err := storeOptions(env, dir)
+		if err != nil {
+			return nil, nil, err
+		}
+		return sharedStore(opt), func() error { return nil }, nil
 	}
 	st, err := openStore(ctx, env, dir, readOnly)
 	if err != nil {
@@ -154,9 +159,9 @@ func openStore(ctx context.Context, env *cli.Env, dir string, readOnly bool) (*c
 		}
 		dir = d
 	}
-	opt, err := cache.EnvOptions(env.Getenv)
+	opt, err := storeOptions(env, dir)
 	if err != nil {
-		return nil, cli.Usagef("%v", err)
+		return nil, err
 	}
 	opt.ReadOnly = opt.ReadOnly || readOnly
 	return cache.OpenWait(ctx, env.Abs(dir), opt)

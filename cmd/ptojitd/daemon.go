@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -19,6 +20,7 @@ import (
 	"github.com/ptojit/ptojit/api/client"
 	"github.com/ptojit/ptojit/cache"
 	"github.com/ptojit/ptojit/cmd/internal/cli"
+	"github.com/ptojit/ptojit/internal/config"
 	"github.com/ptojit/ptojit/jit/daemon"
 	"github.com/ptojit/ptojit/toolchain"
 )
@@ -38,7 +40,7 @@ func daemonFlags(fs *pflag.FlagSet, o *daemonOptions, lifetime bool) {
 	fs.StringVar(&o.cacheDir, "cache-dir", "", "the cache directory the daemon owns (default: PTOJIT_CACHE_DIR or the user cache directory)")
 	if lifetime {
 		fs.DurationVar(&o.idle, "idle", DefaultIdle, "exit after this long without requests (0: never)")
-		fs.StringVar(&o.maxSize, "max-size", "", "the cache size limit kept by trimming while idle (default: PTOJIT_CACHE_MAX_SIZE or 5G)")
+		fs.StringVar(&o.maxSize, "max-size", "", "the size cap of requests that do not set PTOJIT_CACHE_MAX_SIZE, and of the idle trim (default: max_size of ptojit config, else 5G)")
 	}
 }
 
@@ -180,6 +182,11 @@ type daemonStatus struct {
 	Cache      *cache.Stats       `json:"cache,omitempty"`
 	LastTrim   string             `json:"last_trim,omitempty"`
 	TrimErrors string             `json:"trim_error,omitempty"`
+	// Settings are those in force for a request that sets none of their
+	// variables; a client's environment overrides them for its request.
+	ConfigFile    string        `json:"config_file,omitempty"`
+	Settings      []settingJSON `json:"settings,omitempty"`
+	SettingsError string        `json:"settings_error,omitempty"`
 }
 
 func runDaemonStatus(env *cli.Env, o daemonOptions) error {
@@ -219,6 +226,13 @@ func runDaemonStatus(env *cli.Env, o daemonOptions) error {
 		if st.LastTrim != "" {
 			fmt.Fprintf(w, "last trim: %s\n", st.LastTrim)
 		}
+		if len(st.Settings) > 0 {
+			fmt.Fprintf(w, "settings (a client's environment overrides them for its request):\n")
+			writeSettings(env, st.ConfigFile, st.Settings, "  ")
+		}
+		if st.SettingsError != "" {
+			fmt.Fprintf(w, "settings: %s\n", st.SettingsError)
+		}
 	}
 	if !st.Running {
 		return cli.Exit(cli.ExitFailure)
@@ -243,15 +257,20 @@ func runDaemon(ctx context.Context, env *cli.Env, o daemonOptions) error {
 	if err != nil {
 		return err
 	}
-	opt, err := cache.EnvOptions(env.Getenv)
-	if err != nil {
-		return cli.Usagef("daemon: %v", err)
-	}
 	if o.maxSize != "" {
-		if opt.MaxBytes, err = cache.ParseSize(o.maxSize); err != nil {
+		if _, err := cache.ParseSize(o.maxSize); err != nil {
 			return cli.Usagef("daemon: --max-size: %v", err)
 		}
+		daemonMaxSize = o.maxSize
 	}
+	// The settings in force without a request's environment: refuse a
+	// broken settings file before serving.
+	if _, err := resolveSettings(dir, func(string) string { return "" }); err != nil {
+		return err
+	}
+	// The shared store has no cap and is writable: each request applies
+	// its own settings (sharedStore), and the idle trim the daemon's.
+	opt := cache.Options{}
 	logf := func(format string, args ...any) {
 		fmt.Fprintf(env.Stderr, "%s ptojitd: %s\n", time.Now().Format(time.RFC3339), fmt.Sprintf(format, args...))
 	}
@@ -278,7 +297,13 @@ func runDaemon(ctx context.Context, env *cli.Env, o daemonOptions) error {
 	fwd.ids = toolchain.NewInstallationIdentityCache(toolchain.Options{BeforeDir: watcher.BeforeDir})
 	ShareEngine(store, fwd.ids)
 
-	m := &maintenance{store: store, maxBytes: opt.MaxBytes, logf: logf}
+	m := &maintenance{store: store, logf: logf, limit: func() (int64, bool, error) {
+		st, err := resolveSettings(dir, func(string) string { return "" })
+		if err != nil {
+			return 0, false, err
+		}
+		return st.maxBytes, st.readOnly, nil
+	}}
 	srv.SetHandler(func(ctx context.Context, req *api.DaemonRequest) *api.DaemonResponse {
 		m.touch()
 		defer m.touch()
@@ -294,9 +319,19 @@ func runDaemon(ctx context.Context, env *cli.Env, o daemonOptions) error {
 			st.Cache = cs
 		}
 		st.LastTrim, st.TrimErrors = m.last()
+		if set, err := resolveSettings(dir, func(string) string { return "" }); err == nil {
+			st.Settings = settingsJSON(set.list)
+			if st.Cache != nil {
+				st.Cache.MaxBytes = set.maxBytes
+			}
+		} else {
+			st.SettingsError = err.Error()
+		}
+		st.ConfigFile = filepath.Join(dir, config.FileName)
 		return st
 	})
-	go m.loop(ctx, srv)
+	// Joined before the store closes (deferred above, so run after this).
+	defer m.start(ctx, srv)()
 	return srv.Serve(ctx)
 }
 
@@ -334,7 +369,10 @@ func serveCommand(ctx context.Context, req *api.DaemonRequest) *api.DaemonRespon
 type maintenance struct {
 	store    cache.Store
 	maxBytes int64
-	logf     func(string, ...any)
+	// limit, when set, returns the cap and read-only setting in force at
+	// each trim instead of maxBytes (the settings file may change).
+	limit func() (maxBytes int64, readOnly bool, err error)
+	logf  func(string, ...any)
 
 	mu       sync.Mutex // guards the fields below
 	lastUse  time.Time
@@ -359,6 +397,22 @@ func (m *maintenance) last() (string, string) {
 	return m.lastTrim, m.trimErr
 }
 
+// start runs the loop until stop is called, ctx ends or srv is done. stop
+// cancels a trim in progress and returns once the loop has returned, so the
+// store can be closed after it.
+func (m *maintenance) start(ctx context.Context, srv *daemon.Server) (stop func()) {
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		m.loop(ctx, srv)
+	}()
+	return func() {
+		cancel()
+		<-done
+	}
+}
+
 func (m *maintenance) loop(ctx context.Context, srv *daemon.Server) {
 	tick := time.NewTicker(trimAfter / 3)
 	defer tick.Stop()
@@ -379,7 +433,25 @@ func (m *maintenance) loop(ctx context.Context, srv *daemon.Server) {
 		if !due {
 			continue
 		}
-		rep, err := m.store.Trim(ctx, m.maxBytes)
+		limit := m.maxBytes
+		if m.limit != nil {
+			n, ro, err := m.limit()
+			if err != nil {
+				m.mu.Lock()
+				m.trimErr = err.Error()
+				m.mu.Unlock()
+				m.logf("trim: %v", err)
+				continue
+			}
+			if ro {
+				continue // readonly: the daemon never trims
+			}
+			limit = n
+		}
+		if limit <= 0 {
+			limit = math.MaxInt64 // no cap: orphans and value-log GC only
+		}
+		rep, err := m.store.Trim(ctx, limit)
 		m.mu.Lock()
 		if err != nil && !errors.Is(err, context.Canceled) {
 			m.trimErr = err.Error()
