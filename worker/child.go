@@ -376,6 +376,10 @@ func (c *child) task(args []byte) (Status, Reply) {
 	if c.init.Flags&FaultExitOnTask != 0 {
 		os.Exit(3)
 	}
+	if c.init.Flags&FaultStallOnTask != 0 {
+		c.debugf("task %v: injected stall", h)
+		select {}
+	}
 	ta, err := ParseTaskArgs(blob)
 	if err != nil {
 		rep.Message = err.Error()

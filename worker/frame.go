@@ -453,6 +453,7 @@ const (
 	FaultSkipPrewarm      = 1 << 12 // install without prewarm (lazy prepare on first task)
 	FaultExitOnTask       = 1 << 13
 	FaultWrongDigest      = 1 << 14 // reply to REGISTER_CALLABLE with another digest
+	FaultStallOnTask      = 1 << 15 // block forever while handling TASK
 )
 
 // Append appends the encoding of a to dst.
