@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"syscall"
+	"time"
 
 	"github.com/ptojit/ptojit/cmd/internal/cli"
 	"github.com/ptojit/ptojit/cmd/internal/clientcmd"
@@ -76,6 +77,9 @@ func forward(ctx context.Context, env *cli.Env, args []string) (bool, error) {
 	}
 	cmd := exec.CommandContext(ctx, path, args...)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = env.Stdin, env.Stdout, env.Stderr
+	// A process the engine leaves behind holding our pipes must not hang
+	// Wait once the engine has exited.
+	cmd.WaitDelay = 5 * time.Second
 	err = cmd.Run()
 	var ee *exec.ExitError
 	if errors.As(err, &ee) {

@@ -21,6 +21,7 @@ import (
 	"github.com/ptojit/ptojit/cache"
 	"github.com/ptojit/ptojit/cmd/internal/cli"
 	"github.com/ptojit/ptojit/internal/config"
+	"github.com/ptojit/ptojit/jit"
 	"github.com/ptojit/ptojit/jit/daemon"
 	"github.com/ptojit/ptojit/toolchain"
 )
@@ -288,6 +289,11 @@ func runDaemon(ctx context.Context, env *cli.Env, o daemonOptions) error {
 		return fmt.Errorf("daemon: opening the cache: %w", err)
 	}
 	defer store.Close()
+	// Builds killed while this cache had no daemon (kill -9, a crash)
+	// left their compile directories behind.
+	if gone, err := jit.SweepBuildDirs(os.TempDir()); err == nil && len(gone) > 0 {
+		logf("removed %d build directories of dead builds", len(gone))
+	}
 	fwd := &forgetter{}
 	watcher, err := daemon.NewWatcher(filepath.Join(ddir, "watch-sync"), fwd)
 	if err != nil {
