@@ -5,13 +5,16 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/ptojit/ptojit/cache"
 	"github.com/ptojit/ptojit/internal/config"
+	"github.com/ptojit/ptojit/internal/fixture"
 )
 
 func TestConfigCommand(t *testing.T) {
@@ -136,5 +139,63 @@ func TestRequestStoreAppliesTheRequestsCap(t *testing.T) {
 	}
 	if err := ro.Clear(ctx); !errors.Is(err, cache.ErrReadOnly) {
 		t.Fatalf("read-only clear: %v", err)
+	}
+}
+
+// A client's PTOJIT_CACHE_MAX_SIZE caps a running daemon's cache for that
+// client's builds; the settings in force (daemon status) are unchanged by
+// it, and follow the settings file.
+func TestDaemonAppliesRequestSettings(t *testing.T) {
+	w := newDaemonWorld(t)
+	kernel := filepath.Join(w.root, "examples", "vadd", "kernel_add.c")
+	variant := func(i int) {
+		f, err := os.OpenFile(kernel, os.O_APPEND|os.O_WRONLY, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fmt.Fprintf(f, "int ptojit_variant_%d(void) { return %d; }\n", i, i)
+		f.Close()
+		if err := fixture.Settle(kernel); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if a := w.build(); a.Status != "miss" {
+		t.Fatalf("first build: %+v", a)
+	}
+	st := w.status()
+	one := st.Cache.Bytes
+	if st.Cache.MaxBytes != cache.DefaultMaxBytes || len(st.Settings) == 0 || st.Settings[0].Key != "max_size" || st.Settings[0].Source != "default" {
+		t.Fatalf("status: cache %+v, settings %+v", st.Cache, st.Settings)
+	}
+	limit := 2*one + one/2 // room for two entries
+	saved := w.env
+	w.env = append(slices.Clone(saved), fmt.Sprintf("PTOJIT_CACHE_MAX_SIZE=%d", limit))
+	for i := range 4 {
+		variant(i)
+		if a := w.build(); a.Status != "miss" {
+			t.Fatalf("variant %d: %+v", i, a)
+		}
+		w.env = saved
+		st = w.status()
+		w.env = append(slices.Clone(saved), fmt.Sprintf("PTOJIT_CACHE_MAX_SIZE=%d", limit))
+		if st.Cache.Bytes > limit {
+			t.Fatalf("variant %d: the cache holds %d bytes, over the client's cap of %d", i, st.Cache.Bytes, limit)
+		}
+	}
+	w.env = saved
+	t.Logf("one build: %d bytes; client cap %d; after 5 builds: %d bytes, %d entries", one, limit, st.Cache.Bytes, st.Cache.Entries)
+	if st.Cache.MaxBytes != cache.DefaultMaxBytes {
+		t.Fatalf("a request's override outlived it: cap %d", st.Cache.MaxBytes)
+	}
+	if _, errs, code := w.run("config", "set", "max_size", "300M"); code != 0 {
+		t.Fatalf("config set: %s", errs)
+	}
+	st = w.status()
+	if st.Cache.MaxBytes != 300<<20 || st.Settings[0].Value != "300M" || st.Settings[0].Source != "config file" {
+		t.Fatalf("after config set: cache %+v, settings %+v", st.Cache, st.Settings[0])
+	}
+	out, _, _ := w.run("daemon", "status")
+	if !strings.Contains(out, "max_size = 300M") {
+		t.Fatalf("daemon status does not show the settings:\n%s", out)
 	}
 }
