@@ -239,6 +239,12 @@ func (c *compiler) run(ctx context.Context, dir, tool string, args ...string) ([
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	err := cmd.Run()
+	if errors.Is(err, exec.ErrWaitDelay) && cmd.ProcessState.Success() {
+		// The tool succeeded and something still holds its output pipe
+		// (or this process was too busy to drain it in time): its
+		// outputs are files, only its messages may be cut short.
+		err = nil
+	}
 	return out.Bytes(), err
 }
 

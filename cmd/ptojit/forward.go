@@ -81,6 +81,9 @@ func forward(ctx context.Context, env *cli.Env, args []string) (bool, error) {
 	// Wait once the engine has exited.
 	cmd.WaitDelay = 5 * time.Second
 	err = cmd.Run()
+	if errors.Is(err, exec.ErrWaitDelay) && cmd.ProcessState.Success() {
+		err = nil // the engine succeeded; a process it left holds our pipes
+	}
 	var ee *exec.ExitError
 	if errors.As(err, &ee) {
 		return true, cli.Exit(ee.ExitCode())

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"text/tabwriter"
 
@@ -396,7 +397,14 @@ func (s *requestStore) Stats(ctx context.Context) (*cache.Stats, error) {
 }
 
 // sharedStore returns the daemon's store as a request with options opt
-// sees it.
+// sees it. Requests with the same settings share one requestStore: the
+// driver joins concurrent builds of one key per store value, so that 64
+// clients building the same request compile it once.
 func sharedStore(opt cache.Options) cache.Store {
-	return &requestStore{Store: engine.store, maxBytes: opt.MaxBytes, readOnly: opt.ReadOnly}
+	k := requestStore{Store: engine.store, maxBytes: opt.MaxBytes, readOnly: opt.ReadOnly}
+	s, _ := requestStores.LoadOrStore(k, &k)
+	return s.(*requestStore)
 }
+
+// requestStores holds one *requestStore per distinct requestStore value.
+var requestStores sync.Map
