@@ -340,15 +340,17 @@ func (s *requestStore) Put(ctx context.Context, e *cache.Entry, data [][]byte) e
 		return nil
 	}
 	st, err := s.Store.Stats(ctx)
-	if err != nil || st.Bytes <= s.maxBytes {
-		return err
+	if err == nil && st.Bytes > s.maxBytes {
+		target := int64(float64(s.maxBytes) * trimTarget)
+		if size > target {
+			target = s.maxBytes // never evict the entry just stored
+		}
+		_, err = s.Store.Trim(ctx, target)
 	}
-	target := int64(float64(s.maxBytes) * trimTarget)
-	if size > target {
-		target = s.maxBytes // never evict the entry just stored
+	if err != nil {
+		return fmt.Errorf("stored, but not trimmed to the cap of %s: %w", cache.FormatSize(s.maxBytes), err)
 	}
-	_, err = s.Store.Trim(ctx, target)
-	return err
+	return nil
 }
 
 func (s *requestStore) Delete(ctx context.Context, key cache.Key) error {
