@@ -25,6 +25,7 @@ var arrows = map[string][]string{
 	"cache":                  {},
 	"cache/remote":           {"cache"},
 	"internal/durable":       {},
+	"internal/config":        {"internal/durable"}, // imported by cmd/ptojitd only
 	"envaudit/envreg":        {},
 	"envaudit":               {"envaudit/envreg"},
 	"toolchain":              {"inventory", "registry"},
@@ -51,6 +52,7 @@ var stdlibOnly = map[string][]string{
 	"envaudit/envreg":        nil,
 	"registry/module":        nil,
 	"internal/durable":       nil,
+	"internal/config":        nil,
 	"cmd/internal/cli":       {"github.com/spf13/pflag"},
 	"cmd/internal/clientcmd": {"github.com/spf13/pflag"},
 	"cmd/ptojit":             {"github.com/spf13/pflag"},

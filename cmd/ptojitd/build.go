@@ -40,8 +40,9 @@ published), uncached (compiled, not cached: every reason is listed) or error.
 --json prints the response object instead.
 
 The cache is PTOJIT_CACHE_DIR, else $XDG_CACHE_HOME/ptojit, else
-~/.cache/ptojit; PTOJIT_CACHE_READONLY=1 never writes it. The store is
-opened in this process (waiting while another process holds it).
+~/.cache/ptojit; PTOJIT_CACHE_READONLY=1 (or readonly in its settings file,
+see "ptojit config") never writes it. The store is opened in this process
+(waiting while another process holds it).
 
 Exit status: 0 hit, miss or uncached; 1 error; 2 usage error or an invalid
 request.`,
@@ -148,7 +149,11 @@ var openStoreWait = time.Minute
 // error as storeErr, and the command goes on without a cache.
 func storeFor(ctx context.Context, env *cli.Env, dir string, readOnly bool) (st cache.Store, release func() error, storeErr error, err error) {
 	if engine.store != nil {
-		return engine.store, func() error { return nil }, nil, nil
+		opt, err := storeOptions(env, dir)
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		return sharedStore(opt), func() error { return nil }, nil, nil
 	}
 	if engine.storeErr != nil {
 		return nil, func() error { return nil }, engine.storeErr, nil
@@ -250,9 +255,9 @@ func openStore(ctx context.Context, env *cli.Env, dir string, readOnly bool) (*c
 		}
 		dir = d
 	}
-	opt, err := cache.EnvOptions(env.Getenv)
+	opt, err := storeOptions(env, dir)
 	if err != nil {
-		return nil, cli.Usagef("%v", err)
+		return nil, err
 	}
 	opt.ReadOnly = opt.ReadOnly || readOnly
 	return cache.OpenWait(ctx, env.Abs(dir), opt)

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -21,6 +22,7 @@ import (
 	"github.com/ptojit/ptojit/cache"
 	"github.com/ptojit/ptojit/cache/remote"
 	"github.com/ptojit/ptojit/cmd/internal/cli"
+	"github.com/ptojit/ptojit/internal/config"
 	"github.com/ptojit/ptojit/jit"
 	"github.com/ptojit/ptojit/jit/daemon"
 	"github.com/ptojit/ptojit/toolchain"
@@ -41,7 +43,7 @@ func daemonFlags(fs *pflag.FlagSet, o *daemonOptions, lifetime bool) {
 	fs.StringVar(&o.cacheDir, "cache-dir", "", "the cache directory the daemon owns (default: PTOJIT_CACHE_DIR or the user cache directory)")
 	if lifetime {
 		fs.DurationVar(&o.idle, "idle", DefaultIdle, "exit after this long without requests (0: never)")
-		fs.StringVar(&o.maxSize, "max-size", "", "the cache size limit kept by trimming while idle (default: PTOJIT_CACHE_MAX_SIZE or 5G)")
+		fs.StringVar(&o.maxSize, "max-size", "", "the size cap of requests that do not set PTOJIT_CACHE_MAX_SIZE, and of the idle trim (default: max_size of ptojit config, else 5G)")
 	}
 }
 
@@ -206,6 +208,11 @@ type daemonStatus struct {
 	// CacheError says why the cache is unusable (it could not be opened
 	// or read); builds then run uncached.
 	CacheError string `json:"cache_error,omitempty"`
+	// Settings are those in force for a request that sets none of their
+	// variables; a client's environment overrides them for its request.
+	ConfigFile    string        `json:"config_file,omitempty"`
+	Settings      []settingJSON `json:"settings,omitempty"`
+	SettingsError string        `json:"settings_error,omitempty"`
 }
 
 func runDaemonStatus(env *cli.Env, o daemonOptions) error {
@@ -257,6 +264,13 @@ func runDaemonStatus(env *cli.Env, o daemonOptions) error {
 		if st.LastTrim != "" {
 			fmt.Fprintf(w, "last trim: %s\n", st.LastTrim)
 		}
+		if len(st.Settings) > 0 {
+			fmt.Fprintf(w, "settings (a client's environment overrides them for its request):\n")
+			writeSettings(env, st.ConfigFile, st.Settings, "  ")
+		}
+		if st.SettingsError != "" {
+			fmt.Fprintf(w, "settings: %s\n", st.SettingsError)
+		}
 	}
 	if !st.Running {
 		return cli.Exit(cli.ExitFailure)
@@ -281,15 +295,20 @@ func runDaemon(ctx context.Context, env *cli.Env, o daemonOptions) error {
 	if err != nil {
 		return err
 	}
-	opt, err := cache.EnvOptions(env.Getenv)
-	if err != nil {
-		return cli.Usagef("daemon: %v", err)
-	}
 	if o.maxSize != "" {
-		if opt.MaxBytes, err = cache.ParseSize(o.maxSize); err != nil {
+		if _, err := cache.ParseSize(o.maxSize); err != nil {
 			return cli.Usagef("daemon: --max-size: %v", err)
 		}
+		daemonMaxSize = o.maxSize
 	}
+	// The settings in force without a request's environment: refuse a
+	// broken settings file before serving.
+	if _, err := resolveSettings(dir, func(string) string { return "" }); err != nil {
+		return err
+	}
+	// The shared store has no cap and is writable: each request applies
+	// its own settings (sharedStore), and the idle trim the daemon's.
+	opt := cache.Options{}
 	logf := func(format string, args ...any) {
 		fmt.Fprintf(env.Stderr, "%s ptojitd: %s\n", time.Now().Format(time.RFC3339), fmt.Sprintf(format, args...))
 	}
@@ -329,6 +348,11 @@ func runDaemon(ctx context.Context, env *cli.Env, o daemonOptions) error {
 		logf("cache %s unusable: %v; builds run uncached; remedy: %s", dir, storeErr, cache.Remedy(storeErr))
 	} else {
 		defer store.Close()
+	}
+	// Builds killed while this cache had no daemon (kill -9, a crash)
+	// left their compile directories behind.
+	if gone, err := jit.SweepBuildDirs(os.TempDir()); err == nil && len(gone) > 0 {
+		logf("removed %d build directories of dead builds", len(gone))
 	}
 	fwd := &forgetter{}
 	watcher, err := daemon.NewWatcher(filepath.Join(ddir, "watch-sync"), fwd)
@@ -378,7 +402,13 @@ func runDaemon(ctx context.Context, env *cli.Env, o daemonOptions) error {
 	}
 	engine.wiped = wiped
 
-	m := &maintenance{store: store, maxBytes: opt.MaxBytes, logf: logf}
+	m := &maintenance{store: store, logf: logf, limit: func() (int64, bool, error) {
+		st, err := resolveSettings(dir, func(string) string { return "" })
+		if err != nil {
+			return 0, false, err
+		}
+		return st.maxBytes, st.readOnly, nil
+	}}
 	srv.SetHandler(func(ctx context.Context, req *api.DaemonRequest) *api.DaemonResponse {
 		m.touch()
 		defer m.touch()
@@ -400,21 +430,19 @@ func runDaemon(ctx context.Context, env *cli.Env, o daemonOptions) error {
 			st.Remote = &rs
 		}
 		st.LastTrim, st.TrimErrors = m.last()
+		if set, err := resolveSettings(dir, func(string) string { return "" }); err == nil {
+			st.Settings = settingsJSON(set.list)
+			if st.Cache != nil {
+				st.Cache.MaxBytes = set.maxBytes
+			}
+		} else {
+			st.SettingsError = err.Error()
+		}
+		st.ConfigFile = filepath.Join(dir, config.FileName)
 		return st
 	})
-	// The maintenance goroutine is joined before the store closes
-	// (deferred above, so this runs first): a trim never runs on a
-	// closed store.
-	mctx, mcancel := context.WithCancel(ctx)
-	mdone := make(chan struct{})
-	go func() {
-		defer close(mdone)
-		m.loop(mctx, srv)
-	}()
-	defer func() {
-		mcancel() // a trim in progress stops at its next step
-		<-mdone
-	}()
+	// Joined before the store closes (deferred above, so run after this).
+	defer m.start(ctx, srv)()
 	return srv.Serve(ctx)
 }
 
@@ -431,6 +459,7 @@ func (l storeLogger) Warningf(f string, a ...any) {
 
 func (storeLogger) Infof(string, ...any)  {}
 func (storeLogger) Debugf(string, ...any) {}
+
 // clientEnvNames lists the environment variables clients send with a
 // request (OpHello): every variable of the environment registry, which
 // names all that ptojit reads, the build key and the tools included.
@@ -473,7 +502,10 @@ func serveCommand(ctx context.Context, req *api.DaemonRequest) *api.DaemonRespon
 type maintenance struct {
 	store    cache.Store
 	maxBytes int64
-	logf     func(string, ...any)
+	// limit, when set, returns the cap and read-only setting in force at
+	// each trim instead of maxBytes (the settings file may change).
+	limit func() (maxBytes int64, readOnly bool, err error)
+	logf  func(string, ...any)
 
 	mu       sync.Mutex // guards the fields below
 	lastUse  time.Time
@@ -498,6 +530,22 @@ func (m *maintenance) last() (string, string) {
 	return m.lastTrim, m.trimErr
 }
 
+// start runs the loop until stop is called, ctx ends or srv is done. stop
+// cancels a trim in progress and returns once the loop has returned, so the
+// store can be closed after it.
+func (m *maintenance) start(ctx context.Context, srv *daemon.Server) (stop func()) {
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		m.loop(ctx, srv)
+	}()
+	return func() {
+		cancel()
+		<-done
+	}
+}
+
 func (m *maintenance) loop(ctx context.Context, srv *daemon.Server) {
 	tick := time.NewTicker(trimAfter / 3)
 	defer tick.Stop()
@@ -518,7 +566,25 @@ func (m *maintenance) loop(ctx context.Context, srv *daemon.Server) {
 		if !due {
 			continue
 		}
-		rep, err := m.store.Trim(ctx, m.maxBytes)
+		limit := m.maxBytes
+		if m.limit != nil {
+			n, ro, err := m.limit()
+			if err != nil {
+				m.mu.Lock()
+				m.trimErr = err.Error()
+				m.mu.Unlock()
+				m.logf("trim: %v", err)
+				continue
+			}
+			if ro {
+				continue // readonly: the daemon never trims
+			}
+			limit = n
+		}
+		if limit <= 0 {
+			limit = math.MaxInt64 // no cap: orphans and value-log GC only
+		}
+		rep, err := m.store.Trim(ctx, limit)
 		m.mu.Lock()
 		if err != nil && !errors.Is(err, context.Canceled) {
 			m.trimErr = err.Error()

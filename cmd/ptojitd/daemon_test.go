@@ -285,6 +285,9 @@ func TestDaemonKilledMidRequest(t *testing.T) {
 	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
 		t.Fatal(err)
 	}
+	tmp := filepath.Join(w.root, "tmp")
+	os.Mkdir(tmp, 0o700)
+	w.env = append(w.env, "PTOJIT_TEST_BLOCK="+fifo, "TMPDIR="+tmp)
 	t.Cleanup(func() {
 		if b, err := os.ReadFile(fifo + ".pid"); err == nil {
 			if pid, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil {
@@ -324,6 +327,10 @@ func TestDaemonKilledMidRequest(t *testing.T) {
 	}
 	if st := w.status(); st.Server.PID == pid {
 		t.Fatalf("the killed daemon %d still answers", pid)
+	}
+	// The new daemon removed the killed one's build directory.
+	if left, _ := filepath.Glob(filepath.Join(tmp, "ptojit-build-*")); len(left) != 0 {
+		t.Fatalf("build directories left behind: %q", left)
 	}
 	if b := w.build(); b.Status != "hit" || b.Key != a.Key {
 		t.Fatalf("next build: %+v", b)
