@@ -38,10 +38,10 @@
 // frame's (else HASHID_DESCRIPTOR_MISMATCH); an unsupported kind is refused
 // before anything is parsed. A chip child then prewarms: it writes the
 // orchestration shared object to a private temporary file, dlopens it,
-// resolves the entry and config symbols, calls the config symbol (and no
-// orchestration logic), loads every kernel shared object likewise
-// (ptojit_kernel), and marks the slot loaded only after all of that
-// succeeded. A failed prewarm rolls the install back. A task that finds its
+// resolves the entry and config symbols, loads every kernel shared object
+// likewise (ptojit_kernel), and marks the slot loaded only after all of that
+// succeeded. Prewarm resolves symbols only and runs no orchestration code
+// (seed 000): the config symbol runs before the slot's first task. A failed prewarm rolls the install back. A task that finds its
 // slot installed but not loaded prepares it first and logs a warning.
 //
 // Private slots never leave the child: replies carry a status and the

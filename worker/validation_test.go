@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/ptojit/ptojit/registry"
+	"github.com/ptojit/ptojit/worker/simtest"
 )
 
 // slotOf returns the private slot a child logged for its first install of h.
@@ -742,5 +743,44 @@ func TestRegisterDuringStart(t *testing.T) {
 		if err := runOn(t, w, h, id); err != nil {
 			t.Error(err)
 		}
+	}
+}
+
+// Seed 000: prewarm resolves symbols only and runs no orchestration code.
+// The callable's config symbol is orchestration code here (empty_orch,
+// which returns 0, a NULL configuration): registration succeeds, because
+// prewarm only resolves the symbol, and the first task runs it and fails.
+func TestSeed000PrewarmResolvesSymbolsOnly(t *testing.T) {
+	testBlobs(t) // skips or fails as every chip test does without a compiler
+	dir := t.TempDir()
+	c, err := simtest.EmptyCallable(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.ConfigName = "empty_orch"
+	blob, err := c.MarshalBinary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, _ := testConfig(1, 0)
+	w := startWorker(t, cfg)
+	h, err := w.Register(context.Background(), registry.ChipCallableKind, blob)
+	if err != nil {
+		t.Fatalf("register ran the config symbol during prewarm: %v", err)
+	}
+	err = w.Run(context.Background(), func(o *Orchestrator) error {
+		_, err := o.SubmitNextLevel(h, TaskArgs{}, CallConfig{Workers: []int{0}})
+		return err
+	})
+	if err == nil || !strings.Contains(err.Error(), "config symbol returned NULL") {
+		t.Fatalf("first task: %v, want the config symbol's failure", err)
+	}
+	// A missing config symbol still fails prewarm: resolution is prewarm's.
+	c.ConfigName = "no_such_config"
+	if blob, err = c.MarshalBinary(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.Register(context.Background(), registry.ChipCallableKind, blob); !errors.Is(err, PrewarmFailed) {
+		t.Fatalf("unresolvable config symbol: %v", err)
 	}
 }
