@@ -20,9 +20,16 @@ type CallConfig struct {
 }
 
 // Task is one submitted task. Safe for concurrent use.
+//
+// A task record carries the callable's digest, kind and namespace only
+// (seed 000), never the handle and its private registration id: the handle
+// is validated when the task is submitted, and the child resolves the
+// digest immediately before executing.
 type Task struct {
-	h    registry.CallableHandle
-	args TaskArgs
+	digest registry.Hashid
+	kind   registry.Kind
+	ns     registry.Namespace
+	args   TaskArgs
 
 	done    chan struct{}
 	err     error
@@ -148,19 +155,33 @@ func (o *Orchestrator) serve(e *endpoint) {
 func (o *Orchestrator) execute(e *endpoint, t *Task) {
 	defer o.depth[e.id].Add(-1)
 	t.worker = e.id
-	if err := o.w.reg.CheckDispatch(t.h, e.ns, e.id); err != nil {
+	if err := dispatchCheck(o.w.reg, t, e); err != nil {
 		t.err = err
 		close(t.done)
 		return
 	}
 	start := time.Now()
-	err := e.task(t.h.Hashid, t.args)
+	err := e.task(t.digest, t.args)
 	t.latency = time.Since(start)
 	if _, ok := errors.AsType[*EndpointError](err); ok {
 		err = fmt.Errorf("worker %d: %w", e.id, err)
 	}
 	t.err = err
 	close(t.done)
+}
+
+// dispatchCheck is the check at dispatch, from the task record alone: the
+// task's namespace is the child's, and the digest is not uncertain there.
+func dispatchCheck(reg *registry.Registrar, t *Task, e *endpoint) error {
+	if t.ns != e.ns {
+		return &registry.Error{Code: registry.TargetNamespaceMismatch, WorkerID: e.id, Namespace: e.ns,
+			Hashid: t.digest.String(), Op: "dispatch", Err: fmt.Errorf("a %s task reached a %s child", t.ns, e.ns)}
+	}
+	if reg.Uncertain(e.id, t.digest) {
+		return &registry.Error{Code: registry.RegisterCleanupUncertain, WorkerID: e.id, Namespace: e.ns,
+			Hashid: t.digest.String(), Op: "dispatch", Err: errors.New("hashid is uncertain on this worker")}
+	}
+	return nil
 }
 
 // submit validates h for namespace ns and queues one task.
@@ -203,7 +224,7 @@ func (o *Orchestrator) submit(h registry.CallableHandle, ns registry.Namespace, 
 		return nil, &registry.Error{Code: registry.RegisterCleanupUncertain, WorkerID: cand[0], Namespace: ns,
 			Hashid: h.Hashid.String(), Op: "submit", Err: errors.New("hashid is uncertain on every eligible child")}
 	}
-	t := &Task{h: h, args: args, done: make(chan struct{}), worker: -1}
+	t := &Task{digest: h.Hashid, kind: h.Kind, ns: ns, args: args, done: make(chan struct{}), worker: -1}
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	if o.closed {
@@ -239,7 +260,7 @@ func (o *Orchestrator) SubmitNextLevelGroup(h registry.CallableHandle, args []Ta
 	if len(cfg.Workers) > 0 && len(cfg.Workers) != len(args) {
 		return nil, fmt.Errorf("worker: group of %d tasks with %d worker ids", len(args), len(cfg.Workers))
 	}
-	g := &Task{h: h, done: make(chan struct{}), worker: -1}
+	g := &Task{digest: h.Hashid, kind: h.Kind, ns: registry.LocalChip, done: make(chan struct{}), worker: -1}
 	for i, a := range args {
 		var ws []int
 		if len(cfg.Workers) > 0 {

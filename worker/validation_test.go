@@ -10,6 +10,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -782,5 +783,45 @@ func TestSeed000PrewarmResolvesSymbolsOnly(t *testing.T) {
 	}
 	if _, err := w.Register(context.Background(), registry.ChipCallableKind, blob); !errors.Is(err, PrewarmFailed) {
 		t.Fatalf("unresolvable config symbol: %v", err)
+	}
+}
+
+// Seed 000: a task record carries the callable's digest, kind and namespace
+// only, never the handle with its private registration id.
+func TestSeed000TaskRecordCarriesDigestKindNamespace(t *testing.T) {
+	handle := reflect.TypeFor[registry.CallableHandle]()
+	var names []string
+	for f := range reflect.TypeFor[Task]().Fields() {
+		if f.Type == handle {
+			t.Errorf("Task field %s holds a whole CallableHandle", f.Name)
+		}
+		names = append(names, f.Name)
+	}
+	for _, want := range []string{"digest", "kind", "ns"} {
+		if !slices.Contains(names, want) {
+			t.Errorf("Task has no %s field: %v", want, names)
+		}
+	}
+	vadd, _, _ := testBlobs(t)
+	cfg, _ := testConfig(1, 0)
+	w := startWorker(t, cfg)
+	h, err := w.Register(context.Background(), registry.ChipCallableKind, vadd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v := newVAddTask(t, w, 64, 3, 0.5)
+	defer v.free()
+	err = w.Run(context.Background(), func(o *Orchestrator) error {
+		task, err := o.SubmitNextLevel(h, v.args(), CallConfig{})
+		if err != nil {
+			return err
+		}
+		if task.digest != h.Hashid || task.kind != registry.ChipCallableKind || task.ns != registry.LocalChip {
+			t.Errorf("task record %v %v %v, want %v %v %v", task.digest, task.kind, task.ns, h.Hashid, registry.ChipCallableKind, registry.LocalChip)
+		}
+		return task.Wait()
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
 }
