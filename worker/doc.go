@@ -2,7 +2,8 @@
 // an L3 Worker owns N chip children (LOCAL_CHIP) and optional Python SUB
 // children (LOCAL_PYTHON), registers callables on them by hashid before
 // dispatch, and runs an orchestration function in the parent that submits
-// tasks to them.
+// tasks to them. A ChipWorker is the L2 path: one chip child that runs a
+// registered handle directly (Call), with no orchestrator.
 //
 // # Processes
 //

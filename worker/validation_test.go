@@ -825,3 +825,37 @@ func TestSeed000TaskRecordCarriesDigestKindNamespace(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// Seed 000: the L2 path runs a registered handle on one chip worker with no
+// L3 orchestrator (no Run, no queues).
+func TestSeed000L2ChipWorkerRunsHandleDirectly(t *testing.T) {
+	vadd, _, _ := testBlobs(t)
+	cfg, _ := testConfig(1, 0)
+	cw, err := NewChipWorker(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cw.Close()
+	h, err := cw.Register(context.Background(), vadd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v := newVAddTask(t, cw.w, 128, 5, 2)
+	defer v.free()
+	if err := cw.Call(h, v.args()); err != nil {
+		t.Fatal(err)
+	}
+	if err := v.check(); err != nil {
+		t.Fatal(err)
+	}
+	// The handle's contract holds on the L2 path: a consumed handle fails.
+	if err := cw.Unregister(context.Background(), h); err != nil {
+		t.Fatal(err)
+	}
+	if err := cw.Call(h, v.args()); !errors.Is(err, registry.HandleStale) {
+		t.Fatalf("stale handle: %v", err)
+	}
+	if _, err := NewChipWorker(context.Background(), Config{ChipWorkers: 2}); err == nil {
+		t.Fatal("an L2 worker with two chip children")
+	}
+}
