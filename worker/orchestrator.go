@@ -57,10 +57,10 @@ func (t *Task) Latency() time.Duration { return t.latency }
 type Orchestrator struct {
 	w      *Worker
 	ctx    context.Context
-	queues map[int]chan *Task                // per worker id: affine tasks
-	shared map[registry.Namespace]chan *Task // any child of the namespace
-	depth  map[int]*atomic.Int64             // queued + running per worker
-	ids    map[registry.Namespace][]int
+	queues map[int]chan *Task    // per worker id: affine tasks
+	shared map[uint32]chan *Task // per child path (role): any child of it
+	depth  map[int]*atomic.Int64 // queued + running per worker
+	ids    map[uint32][]int      // worker ids per child path (role)
 
 	mu     sync.Mutex // guards closed, tasks
 	closed bool
@@ -84,16 +84,16 @@ func (w *Worker) Run(ctx context.Context, fn func(o *Orchestrator) error) error 
 	o := &Orchestrator{
 		w: w, ctx: ctx,
 		queues: map[int]chan *Task{},
-		shared: map[registry.Namespace]chan *Task{},
+		shared: map[uint32]chan *Task{},
 		depth:  map[int]*atomic.Int64{},
-		ids:    map[registry.Namespace][]int{},
+		ids:    map[uint32][]int{},
 	}
 	for _, e := range eps {
 		o.queues[e.id] = make(chan *Task, queueLen)
 		o.depth[e.id] = new(atomic.Int64)
-		o.ids[e.ns] = append(o.ids[e.ns], e.id)
-		if o.shared[e.ns] == nil {
-			o.shared[e.ns] = make(chan *Task, queueLen)
+		o.ids[e.role] = append(o.ids[e.role], e.id)
+		if o.shared[e.role] == nil {
+			o.shared[e.role] = make(chan *Task, queueLen)
 		}
 	}
 	var wg sync.WaitGroup
@@ -131,7 +131,7 @@ func (w *Worker) Run(ctx context.Context, fn func(o *Orchestrator) error) error 
 // serve runs one child's tasks: its own queue and its namespace's shared
 // queue, one at a time (the mailbox has one operation in flight).
 func (o *Orchestrator) serve(e *endpoint) {
-	own, shared := o.queues[e.id], o.shared[e.ns]
+	own, shared := o.queues[e.id], o.shared[e.role]
 	for own != nil || shared != nil {
 		var t *Task
 		var ok bool
@@ -184,8 +184,9 @@ func dispatchCheck(reg *registry.Registrar, t *Task, e *endpoint) error {
 	return nil
 }
 
-// submit validates h for namespace ns and queues one task.
-func (o *Orchestrator) submit(h registry.CallableHandle, ns registry.Namespace, args TaskArgs, workers []int) (*Task, error) {
+// submit validates h for namespace ns and queues one task for a child of
+// the path role.
+func (o *Orchestrator) submit(h registry.CallableHandle, ns registry.Namespace, role uint32, args TaskArgs, workers []int) (*Task, error) {
 	if err := o.w.reg.ValidateFor(h, ns); err != nil {
 		return nil, err
 	}
@@ -199,7 +200,7 @@ func (o *Orchestrator) submit(h registry.CallableHandle, ns registry.Namespace, 
 	}
 	// Eligible children: the affinity set (or all of the namespace), less
 	// those on which this hashid is uncertain.
-	all := o.ids[ns]
+	all := o.ids[role]
 	cand := all
 	if len(workers) > 0 {
 		for _, id := range workers {
@@ -232,7 +233,7 @@ func (o *Orchestrator) submit(h registry.CallableHandle, ns registry.Namespace, 
 	}
 	o.tasks = append(o.tasks, t)
 	if len(ok) == len(all) {
-		o.shared[ns] <- t
+		o.shared[role] <- t
 		return t, nil
 	}
 	// Affinity: the eligible child with the shortest queue.
@@ -247,9 +248,13 @@ func (o *Orchestrator) submit(h registry.CallableHandle, ns registry.Namespace, 
 	return t, nil
 }
 
-// SubmitNextLevel submits a chip callable task to a chip child (LOCAL_CHIP).
+// SubmitNextLevel submits a task to the next level: on an L3 Worker a chip
+// callable to a chip child (LOCAL_CHIP); on an L4 Worker (WorkerChildren) a
+// Python callable to a next-level Worker child's dispatch loop
+// (LOCAL_PYTHON). A handle of the other namespace is refused.
 func (o *Orchestrator) SubmitNextLevel(h registry.CallableHandle, args TaskArgs, cfg CallConfig) (*Task, error) {
-	return o.submit(h, registry.LocalChip, args, cfg.Workers)
+	role, ns := o.w.nextLevel()
+	return o.submit(h, ns, role, args, cfg.Workers)
 }
 
 // SubmitNextLevelGroup submits one task per args element, all of the same
@@ -260,13 +265,14 @@ func (o *Orchestrator) SubmitNextLevelGroup(h registry.CallableHandle, args []Ta
 	if len(cfg.Workers) > 0 && len(cfg.Workers) != len(args) {
 		return nil, fmt.Errorf("worker: group of %d tasks with %d worker ids", len(args), len(cfg.Workers))
 	}
-	g := &Task{digest: h.Hashid, kind: h.Kind, ns: registry.LocalChip, done: make(chan struct{}), worker: -1}
+	role, ns := o.w.nextLevel()
+	g := &Task{digest: h.Hashid, kind: h.Kind, ns: ns, done: make(chan struct{}), worker: -1}
 	for i, a := range args {
 		var ws []int
 		if len(cfg.Workers) > 0 {
 			ws = cfg.Workers[i : i+1]
 		}
-		t, err := o.submit(h, registry.LocalChip, a, ws)
+		t, err := o.submit(h, ns, role, a, ws)
 		if err != nil {
 			return nil, err
 		}
@@ -286,5 +292,5 @@ func (o *Orchestrator) SubmitNextLevelGroup(h registry.CallableHandle, args []Ta
 
 // SubmitSub submits a Python callable task to a SUB child (LOCAL_PYTHON).
 func (o *Orchestrator) SubmitSub(h registry.CallableHandle, args TaskArgs) (*Task, error) {
-	return o.submit(h, registry.LocalPython, args, nil)
+	return o.submit(h, registry.LocalPython, RoleSub, args, nil)
 }

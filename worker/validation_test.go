@@ -859,3 +859,87 @@ func TestSeed000L2ChipWorkerRunsHandleDirectly(t *testing.T) {
 		t.Fatal("an L2 worker with two chip children")
 	}
 }
+
+// Seed 000: "LOCAL_PYTHON is used for Python-capable child loops owned by
+// this Worker: SUB children and next-level Worker-child dispatch loops", and
+// "submit_next_level on an L4 Worker child path requires a Python dispatch
+// handle". An L4 Worker's Worker children are LOCAL_PYTHON targets: a
+// Python handle registered once installs on them and on its SUB children,
+// and SubmitNextLevel reaches the Worker children only.
+func TestSeed000WorkerChildLoopsServeLocalPython(t *testing.T) {
+	vadd, _, _ := testBlobs(t)
+	spyc := pythonPayload(t, "lambda tensors, scalars: [tensors[1].__setitem__(i, tensors[0][i] + scalars[0]) for i in range(len(tensors[0]))]")
+	cfg, log := testConfig(0, 1)
+	cfg.WorkerChildren = 2
+	w := startWorker(t, cfg)
+	ctx := context.Background()
+	hp, err := w.Register(ctx, registry.PythonSerializedKind, spyc)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, log)
+	}
+	ids := w.WorkerChildIDs()
+	if !slices.Equal(ids, []int{1, 2}) {
+		t.Fatalf("worker child ids %v", ids)
+	}
+	for _, id := range append(w.SubWorkerIDs(), ids...) {
+		if n, err := w.installed(id); err != nil || n != 1 {
+			t.Errorf("child %d: %d installed (%v), want the Python callable", id, n, err)
+		}
+	}
+	in, _ := w.Arena().Alloc(4 * 16)
+	for i := range in.Float32s() {
+		in.Float32s()[i] = float32(i)
+	}
+	outs := []Buffer{}
+	for range ids {
+		b, _ := w.Arena().Alloc(4 * 16)
+		outs = append(outs, b)
+	}
+	ran := map[int]bool{}
+	err = w.Run(ctx, func(o *Orchestrator) error {
+		for i, id := range ids {
+			task, err := o.SubmitNextLevel(hp, TaskArgs{Tensors: []Tensor{in.Tensor(Float32, 16), outs[i].Tensor(Float32, 16)}, Scalars: []uint64{7}}, CallConfig{Workers: []int{id}})
+			if err != nil {
+				return err
+			}
+			if err := task.Wait(); err != nil {
+				return err
+			}
+			ran[task.Worker()] = true
+		}
+		// The SUB child is not a next-level target.
+		if _, err := o.SubmitNextLevel(hp, TaskArgs{}, CallConfig{Workers: w.SubWorkerIDs()}); !errors.Is(err, registry.TargetNamespaceMismatch) {
+			t.Errorf("next level reached the SUB child: %v", err)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatalf("%v\n%s", err, log)
+	}
+	if !ran[1] || !ran[2] {
+		t.Errorf("ran on %v, want both Worker children", ran)
+	}
+	for i := range ids {
+		for j, x := range outs[i].Float32s() {
+			if x != float32(j)+7 {
+				t.Fatalf("child %d out[%d] = %v", ids[i], j, x)
+			}
+		}
+	}
+	// A chip handle cannot reach an L4 Worker's next level, and a Worker
+	// cannot have both next levels.
+	if _, err := New(Config{ChipWorkers: 1, WorkerChildren: 1}); err == nil {
+		t.Error("a Worker with chip children and Worker children")
+	}
+	hc, err := w.Register(ctx, registry.ChipCallableKind, vadd)
+	if err != nil {
+		return // refused outright: it cannot reach the next level either
+	}
+	err = w.Run(ctx, func(o *Orchestrator) error {
+		_, err := o.SubmitNextLevel(hc, TaskArgs{}, CallConfig{})
+		return err
+	})
+	if !errors.Is(err, registry.HandleNamespaceMismatch) {
+		t.Errorf("chip handle at an L4 next level: %v", err)
+	}
+}
