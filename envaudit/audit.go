@@ -70,7 +70,8 @@ type Config struct {
 	Files []string
 	// Jobs bounds the files parsed at once; 0 means GOMAXPROCS.
 	Jobs int
-	// Full parses every Python file, even those that cannot hold a read.
+	// Full analyses every Python file, even those that cannot hold a
+	// read; every file is parsed and checked either way.
 	Full bool
 }
 

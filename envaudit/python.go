@@ -132,7 +132,6 @@ const (
 	pyComment
 	pyWildcardImport
 	pyInteger
-	pyEscapeInterpolation
 	pyKindCount
 )
 
@@ -155,7 +154,7 @@ var pyKindNames = map[string]pyKind{
 	"tuple": pyTuple, "list": pyList, "expression_list": pyExpressionList, "list_splat": pyListSplat,
 	"block": pyBlock, "expression_statement": pyExpressionStatement, "case_pattern": pyCasePattern,
 	"splat_pattern": pySplatPattern, "dictionary_splat": pyDictionarySplat, "comment": pyComment,
-	"wildcard_import": pyWildcardImport, "integer": pyInteger, "escape_interpolation": pyEscapeInterpolation,
+	"wildcard_import": pyWildcardImport, "integer": pyInteger,
 }
 
 type pyField uint8
