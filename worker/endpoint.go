@@ -136,8 +136,11 @@ func startEndpoint(id int, role uint32, argv []string, env []string, arena *os.F
 		unix.Close(fds[0])
 		return nil, fmt.Errorf("worker %d: start child: %w", id, err)
 	}
+	// The resolver domain follows the child path: chip child loops
+	// resolve against LOCAL_CHIP; SUB children and next-level Worker-child
+	// loops against LOCAL_PYTHON (seed 000).
 	ns := registry.LocalChip
-	if role == RoleSub {
+	if role != RoleChip {
 		ns = registry.LocalPython
 	}
 	e := &endpoint{
