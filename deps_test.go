@@ -25,6 +25,7 @@ var arrows = map[string][]string{
 	"cache":                  {},
 	"cache/remote":           {"cache"},
 	"internal/durable":       {},
+	"internal/config":        {"internal/durable"}, // imported by cmd/ptojitd only
 	"envaudit/envreg":        {},
 	"envaudit":               {"envaudit/envreg"},
 	"toolchain":              {"inventory", "registry"},
@@ -55,6 +56,7 @@ var stdlibOnly = map[string][]string{
 	"envaudit/envreg":        nil,
 	"registry/module":        {errgroup},
 	"internal/durable":       nil,
+	"internal/config":        nil,
 	"cmd/internal/cli":       {"github.com/spf13/pflag"},
 	"cmd/internal/clientcmd": {"github.com/spf13/pflag", errgroup},
 	"cmd/ptojit":             {"github.com/spf13/pflag", errgroup},
@@ -140,7 +142,7 @@ func TestStandardLibraryOnly(t *testing.T) {
 func TestClientIsStatic(t *testing.T) {
 	deps := goList(t, []string{"CGO_ENABLED=0"}, "-deps", "./cmd/ptojit")
 	for _, d := range deps {
-		for _, banned := range []string{"github.com/dgraph-io/badger", "github.com/go-git/", "github.com/tree-sitter/", "runtime/cgo", "github.com/ebitengine/purego"} {
+		for _, banned := range []string{"github.com/dgraph-io/badger", "github.com/go-git/", "github.com/tree-sitter/", "runtime/cgo", "github.com/ebitengine/purego", "github.com/redis/"} {
 			if strings.HasPrefix(d, banned) {
 				t.Errorf("cmd/ptojit depends on %s", d)
 			}

@@ -122,29 +122,6 @@ type errWriter struct{ err error }
 
 func (w errWriter) Write([]byte) (int, error) { return 0, w.err }
 
-// FuzzReadFrame: any bytes give a request or an error, never a panic or
-// an allocation beyond the limit; a request read back survives a write.
-func FuzzReadFrame(f *testing.F) {
-	f.Add(frame(26, `{"protocol":1,"op":"ping"}`))
-	f.Add(frame(0, ""))
-	f.Add(frame(^uint32(0), "{}"))
-	f.Add([]byte{2, 0, 0, 0, '{', '}', 0xff})
-	f.Fuzz(func(t *testing.T, b []byte) {
-		var v DaemonRequest
-		if err := ReadFrame(bytes.NewReader(b), 1<<16, &v); err != nil {
-			return
-		}
-		var buf bytes.Buffer
-		if err := WriteFrame(&buf, v); err != nil {
-			t.Fatalf("write a request that was read: %v", err)
-		}
-		var w DaemonRequest
-		if err := ReadFrame(&buf, MaxDaemonRequest, &w); err != nil {
-			t.Fatalf("read back: %v", err)
-		}
-	})
-}
-
 func TestCacheDir(t *testing.T) {
 	env := func(kv ...string) func(string) string {
 		m := map[string]string{}

@@ -2,7 +2,11 @@
 // an L3 Worker owns N chip children (LOCAL_CHIP) and optional Python SUB
 // children (LOCAL_PYTHON), registers callables on them by hashid before
 // dispatch, and runs an orchestration function in the parent that submits
-// tasks to them.
+// tasks to them. An L4 Worker has next-level Worker children instead of chip
+// children (Config.WorkerChildren): Python dispatch loops that, like SUB
+// children, are LOCAL_PYTHON targets, and that SubmitNextLevel reaches with
+// a Python handle. A ChipWorker is the L2 path: one chip child that runs a
+// registered handle directly (Call), with no orchestrator.
 //
 // # Processes
 //
@@ -38,10 +42,10 @@
 // frame's (else HASHID_DESCRIPTOR_MISMATCH); an unsupported kind is refused
 // before anything is parsed. A chip child then prewarms: it writes the
 // orchestration shared object to a private temporary file, dlopens it,
-// resolves the entry and config symbols, calls the config symbol (and no
-// orchestration logic), loads every kernel shared object likewise
-// (ptojit_kernel), and marks the slot loaded only after all of that
-// succeeded. A failed prewarm rolls the install back. A task that finds its
+// resolves the entry and config symbols, loads every kernel shared object
+// likewise (ptojit_kernel), and marks the slot loaded only after all of that
+// succeeded. Prewarm resolves symbols only and runs no orchestration code
+// (seed 000): the config symbol runs before the slot's first task. A failed prewarm rolls the install back. A task that finds its
 // slot installed but not loaded prepares it first and logs a warning.
 //
 // Private slots never leave the child: replies carry a status and the
@@ -72,7 +76,7 @@
 //	                       u32 payload reference type (1: sealed memfd passed as the
 //	                       message's one SCM_RIGHTS descriptor), u64 payload length
 //	3 UNREGISTER_CALLABLE  digest[32]
-//	4 INIT                 u32 worker id, u32 role (1 chip, 2 SUB), u32 slots, u32 flags,
+//	4 INIT                 u32 worker id, u32 role (1 chip, 2 SUB, 3 Worker child), u32 slots, u32 flags,
 //	                       u64 arena size, u32 slot base, u32 reserved 0,
 //	                       u32 len + platform, u32 len + runtime (each <= 64 bytes)
 //	5 READY                empty

@@ -424,6 +424,9 @@ func ParseReply(b []byte) (Reply, error) {
 const (
 	RoleChip = 1 // a chip child: LOCAL_CHIP
 	RoleSub  = 2 // a Python SUB child: LOCAL_PYTHON
+	// RoleWorkerChild is a next-level Worker child's Python dispatch loop
+	// (an L4 Worker's child path): LOCAL_PYTHON, like SUB children.
+	RoleWorkerChild = 3
 )
 
 // initFixedSize is the fixed part of INIT args.
@@ -433,7 +436,7 @@ const initFixedSize = 4 + 4 + 4 + 4 + 8 + 4 + 4
 // value.
 type InitArgs struct {
 	WorkerID  uint32
-	Role      uint32 // RoleChip or RoleSub
+	Role      uint32 // RoleChip, RoleSub or RoleWorkerChild
 	Slots     uint32 // identity_table capacity
 	Flags     uint32 // InitDebug; a child ignores the other bits (tests use them for faults)
 	ArenaSize uint64 // bytes of the arena (descriptor 4)
@@ -490,7 +493,7 @@ func ParseInitArgs(b []byte) (InitArgs, error) {
 		SlotBase:  binary.LittleEndian.Uint32(b[24:]),
 		Reserved:  binary.LittleEndian.Uint32(b[28:]),
 	}
-	if a.Role != RoleChip && a.Role != RoleSub {
+	if a.Role != RoleChip && a.Role != RoleSub && a.Role != RoleWorkerChild {
 		return InitArgs{}, frameErr("unknown role %d", a.Role)
 	}
 	var err error

@@ -189,7 +189,7 @@ func TestCacheCommand(t *testing.T) {
 		t.Fatalf("verify --json of a corrupt cache: %+v (%v)\n%s", vj, err, r.stdout)
 	}
 	ok(run("verify"))
-	if r := ok(run("stats")); !strings.Contains(r.stdout, "entries          2") || !strings.Contains(r.stdout, "(1 corrupt)") {
+	if r := ok(run("stats")); !strings.Contains(r.stdout, "entries          2") || !strings.Contains(r.stdout, "(1 damaged items removed)") {
 		t.Fatalf("stats after verify:\n%s", r.stdout)
 	}
 

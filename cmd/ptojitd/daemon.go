@@ -6,11 +6,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/spf13/pflag"
@@ -18,7 +20,10 @@ import (
 	"github.com/ptojit/ptojit/api"
 	"github.com/ptojit/ptojit/api/client"
 	"github.com/ptojit/ptojit/cache"
+	"github.com/ptojit/ptojit/cache/remote"
 	"github.com/ptojit/ptojit/cmd/internal/cli"
+	"github.com/ptojit/ptojit/internal/config"
+	"github.com/ptojit/ptojit/jit"
 	"github.com/ptojit/ptojit/jit/daemon"
 	"github.com/ptojit/ptojit/toolchain"
 )
@@ -38,7 +43,7 @@ func daemonFlags(fs *pflag.FlagSet, o *daemonOptions, lifetime bool) {
 	fs.StringVar(&o.cacheDir, "cache-dir", "", "the cache directory the daemon owns (default: PTOJIT_CACHE_DIR or the user cache directory)")
 	if lifetime {
 		fs.DurationVar(&o.idle, "idle", DefaultIdle, "exit after this long without requests (0: never)")
-		fs.StringVar(&o.maxSize, "max-size", "", "the cache size limit kept by trimming while idle (default: PTOJIT_CACHE_MAX_SIZE or 5G)")
+		fs.StringVar(&o.maxSize, "max-size", "", "the size cap of requests that do not set PTOJIT_CACHE_MAX_SIZE, and of the idle trim (default: max_size of ptojit config, else 5G)")
 	}
 }
 
@@ -54,10 +59,14 @@ start it on demand and send their work to it; PTOJIT_DAEMON=0 or
 --no-daemon (build) runs them in the calling process instead.
 
 Its socket, start lock and log live in $XDG_RUNTIME_DIR/ptojit/<id>, else in
-<cache-dir>/daemon: a 0700 directory; the socket is 0600 and the daemon
-serves only its own user. It exits after --idle without requests (default
-10m), on "ptojit daemon stop", or on SIGTERM, finishing the requests in
-flight first.`,
+<cache-dir>/daemon (or $TMPDIR/ptojit-<uid>/<id> when that path is too long
+for a socket): a 0700 directory; the socket is 0600 and the daemon serves
+only its own user. Clients use the directory only when it is their user's,
+nobody else can write it and no directory above it is world-writable
+(unless sticky, as /tmp), talk only to a daemon of their own uid, and send only the environment variables of the
+registry. It exits after --idle without requests (default 10m), on
+"ptojit daemon stop", or on SIGTERM, finishing the requests in flight first;
+a connection that sends nothing delays neither.`,
 		Subcommands: []*cli.Command{
 			{
 				Name: "start", Usage: "daemon start [--cache-dir D] [--idle D] [--max-size S]",
@@ -159,16 +168,31 @@ func runDaemonStop(env *cli.Env, o daemonOptions) error {
 	}
 	ddir := api.DaemonDir(dir, env.Getenv)
 	resp, err := client.Call(api.SocketPath(ddir), &api.DaemonRequest{Op: api.OpStop})
-	if err != nil {
+	if errors.Is(err, client.ErrNoDaemon) {
 		fmt.Fprintln(env.Stdout, "no daemon running")
 		return nil
 	}
-	if err := client.AwaitDaemonExit(ddir); err != nil {
+	if err != nil {
 		return fmt.Errorf("daemon stop: %w", err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- client.AwaitDaemonExit(ddir) }()
+	select {
+	case err := <-exited:
+		if err != nil {
+			return fmt.Errorf("daemon stop: %w", err)
+		}
+	case <-time.After(stopWait):
+		return fmt.Errorf("daemon stop: daemon %d has not exited %s after the request; see %s",
+			resp.PID, stopWait, filepath.Join(ddir, api.LogName))
 	}
 	fmt.Fprintf(env.Stdout, "daemon %d stopped\n", resp.PID)
 	return nil
 }
+
+// stopWait bounds how long "daemon stop" waits for the daemon to exit: its
+// grace period for the requests in flight, and time to close the store.
+const stopWait = daemon.DefaultGrace + 30*time.Second
 
 // daemonStatus is what `daemon status --json` prints.
 type daemonStatus struct {
@@ -178,8 +202,17 @@ type daemonStatus struct {
 	Memoized   int                `json:"memoized_components"`
 	Watch      daemon.WatchStatus `json:"watch"`
 	Cache      *cache.Stats       `json:"cache,omitempty"`
+	Remote     *remote.Stats      `json:"remote,omitempty"`
 	LastTrim   string             `json:"last_trim,omitempty"`
 	TrimErrors string             `json:"trim_error,omitempty"`
+	// CacheError says why the cache is unusable (it could not be opened
+	// or read); builds then run uncached.
+	CacheError string `json:"cache_error,omitempty"`
+	// Settings are those in force for a request that sets none of their
+	// variables; a client's environment overrides them for its request.
+	ConfigFile    string        `json:"config_file,omitempty"`
+	Settings      []settingJSON `json:"settings,omitempty"`
+	SettingsError string        `json:"settings_error,omitempty"`
 }
 
 func runDaemonStatus(env *cli.Env, o daemonOptions) error {
@@ -188,6 +221,9 @@ func runDaemonStatus(env *cli.Env, o daemonOptions) error {
 		return err
 	}
 	resp, err := client.Call(api.SocketPath(api.DaemonDir(dir, env.Getenv)), &api.DaemonRequest{Op: api.OpStatus})
+	if err != nil && !errors.Is(err, client.ErrNoDaemon) {
+		return fmt.Errorf("daemon status: %w", err)
+	}
 	st := daemonStatus{CacheDir: dir}
 	if err == nil && resp.Error == "" {
 		if err := json.Unmarshal(resp.Status, &st); err != nil {
@@ -214,10 +250,26 @@ func runDaemonStatus(env *cli.Env, o daemonOptions) error {
 			}
 		}
 		if st.Cache != nil {
-			fmt.Fprintf(w, "cache: %d entries, %d bytes of %d; %d hits, %d misses, %d uncached\n", st.Cache.Entries, st.Cache.Bytes, st.Cache.MaxBytes, st.Cache.Hits, st.Cache.Misses, st.Cache.Uncached)
+			fmt.Fprintf(w, "cache: %d entries, %d bytes of %d; %d hits, %d misses, %d damaged, %d uncached, %d errors\n", st.Cache.Entries, st.Cache.Bytes, st.Cache.MaxBytes, st.Cache.Hits, st.Cache.Misses, st.Cache.Damaged, st.Cache.Uncached, st.Cache.Errors)
+			for _, h := range st.Cache.Health {
+				fmt.Fprintf(w, "cache health: %s\n", h)
+			}
+		}
+		if st.CacheError != "" {
+			fmt.Fprintf(w, "cache unusable: %s (builds run uncached)\n", st.CacheError)
+		}
+		if st.Remote != nil {
+			fmt.Fprintf(w, "%s\n", remoteSummary(st.Remote))
 		}
 		if st.LastTrim != "" {
 			fmt.Fprintf(w, "last trim: %s\n", st.LastTrim)
+		}
+		if len(st.Settings) > 0 {
+			fmt.Fprintf(w, "settings (a client's environment overrides them for its request):\n")
+			writeSettings(env, st.ConfigFile, st.Settings, "  ")
+		}
+		if st.SettingsError != "" {
+			fmt.Fprintf(w, "settings: %s\n", st.SettingsError)
 		}
 	}
 	if !st.Running {
@@ -243,32 +295,65 @@ func runDaemon(ctx context.Context, env *cli.Env, o daemonOptions) error {
 	if err != nil {
 		return err
 	}
-	opt, err := cache.EnvOptions(env.Getenv)
-	if err != nil {
-		return cli.Usagef("daemon: %v", err)
-	}
 	if o.maxSize != "" {
-		if opt.MaxBytes, err = cache.ParseSize(o.maxSize); err != nil {
+		if _, err := cache.ParseSize(o.maxSize); err != nil {
 			return cli.Usagef("daemon: --max-size: %v", err)
 		}
+		daemonMaxSize = o.maxSize
 	}
+	// The settings in force without a request's environment: refuse a
+	// broken settings file before serving.
+	if _, err := resolveSettings(dir, func(string) string { return "" }); err != nil {
+		return err
+	}
+	// The shared store has no cap and is writable: each request applies
+	// its own settings (sharedStore), and the idle trim the daemon's.
+	opt := cache.Options{}
 	logf := func(format string, args ...any) {
 		fmt.Fprintf(env.Stderr, "%s ptojitd: %s\n", time.Now().Format(time.RFC3339), fmt.Sprintf(format, args...))
 	}
+	// Badger's errors and warnings (a damaged value log, a failed read)
+	// go to the daemon log.
+	opt.Logger = storeLogger{logf}
 	ddir := api.DaemonDir(dir, env.Getenv)
 	srv, err := daemon.Listen(daemon.Config{
-		Dir: ddir, Idle: o.idle, Ready: ready, WaitLock: true, Logf: logf,
+		Dir: ddir, Idle: o.idle, Ready: ready, WaitLock: true, Logf: logf, EnvNames: clientEnvNames(),
 	})
 	if err != nil {
 		return fmt.Errorf("daemon: %w", err)
 	}
 	// Deferred first, so it runs last: the lock outlives the store.
 	defer srv.Close()
-	store, err := cache.OpenWait(ctx, dir, opt)
-	if err != nil {
+	var store *cache.Badger
+	err = probeCache(ctx, dir)
+	if err == nil {
+		octx, cancel := context.WithTimeout(ctx, openStoreWait)
+		store, err = cache.OpenWait(octx, dir, opt)
+		cancel()
+	}
+	if err != nil && ctx.Err() != nil {
 		return fmt.Errorf("daemon: opening the cache: %w", err)
 	}
-	defer store.Close()
+	// A store that cannot be opened fails no build: the daemon serves
+	// them uncached, with a warning, until cache clear wipes it.
+	storeErr := err
+	var wipeAtExit atomic.Bool
+	defer func() {
+		if wipeAtExit.Load() {
+			files, _, err := cache.Wipe(dir)
+			logf("removed %d database files of %s (%v)", files, dir, err)
+		}
+	}()
+	if storeErr != nil {
+		logf("cache %s unusable: %v; builds run uncached; remedy: %s", dir, storeErr, cache.Remedy(storeErr))
+	} else {
+		defer store.Close()
+	}
+	// Builds killed while this cache had no daemon (kill -9, a crash)
+	// left their compile directories behind.
+	if gone, err := jit.SweepBuildDirs(os.TempDir()); err == nil && len(gone) > 0 {
+		logf("removed %d build directories of dead builds", len(gone))
+	}
 	fwd := &forgetter{}
 	watcher, err := daemon.NewWatcher(filepath.Join(ddir, "watch-sync"), fwd)
 	if err != nil {
@@ -276,9 +361,54 @@ func runDaemon(ctx context.Context, env *cli.Env, o daemonOptions) error {
 	}
 	defer watcher.Close()
 	fwd.ids = toolchain.NewInstallationIdentityCache(toolchain.Options{BeforeDir: watcher.BeforeDir})
+	wiped := func(atExit bool) {
+		wipeAtExit.Store(atExit)
+		srv.Shutdown("cache cleared")
+	}
+	if storeErr != nil {
+		shareBrokenEngine(dir, storeErr, fwd.ids, wiped)
+		srv.SetHandler(func(ctx context.Context, req *api.DaemonRequest) *api.DaemonResponse {
+			watcher.Sync()
+			return serveCommand(ctx, req)
+		})
+		srv.SetStatus(func() any {
+			info := srv.Info()
+			return daemonStatus{Running: true, CacheDir: dir, Server: &info, Memoized: fwd.ids.Len(), Watch: watcher.Status(),
+				CacheError: storeErr.Error()}
+		})
+		return srv.Serve(ctx)
+	}
 	ShareEngine(store, fwd.ids)
+	if cfg, ok, err := remote.ConfigFromEnv(env.Getenv); err != nil {
+		logf("remote cache disabled: %v", err)
+	} else if ok {
+		cfg.Warn = func(msg string) { logf("%s", msg) }
+		r, err := remote.New(cfg)
+		if err != nil {
+			logf("remote cache disabled: %v", err)
+		} else {
+			engine.remote = r
+			defer func() {
+				// Queued publications get remoteDrain, then are dropped
+				// and counted.
+				dctx, cancel := context.WithTimeout(context.Background(), remoteDrain)
+				defer cancel()
+				if n := r.Drain(dctx); n > 0 {
+					logf("%d publications to the remote cache dropped after %s", n, remoteDrain)
+				}
+				_ = r.Close()
+			}()
+		}
+	}
+	engine.wiped = wiped
 
-	m := &maintenance{store: store, maxBytes: opt.MaxBytes, logf: logf}
+	m := &maintenance{store: store, logf: logf, limit: func() (int64, bool, error) {
+		st, err := resolveSettings(dir, func(string) string { return "" })
+		if err != nil {
+			return 0, false, err
+		}
+		return st.maxBytes, st.readOnly, nil
+	}}
 	srv.SetHandler(func(ctx context.Context, req *api.DaemonRequest) *api.DaemonResponse {
 		m.touch()
 		defer m.touch()
@@ -292,16 +422,53 @@ func runDaemon(ctx context.Context, env *cli.Env, o daemonOptions) error {
 		st := daemonStatus{Running: true, CacheDir: dir, Server: &info, Memoized: fwd.ids.Len(), Watch: watcher.Status()}
 		if cs, err := store.Stats(context.Background()); err == nil {
 			st.Cache = cs
+		} else {
+			st.CacheError = err.Error()
+		}
+		if engine.remote != nil {
+			rs := engine.remote.Stats()
+			st.Remote = &rs
 		}
 		st.LastTrim, st.TrimErrors = m.last()
+		if set, err := resolveSettings(dir, func(string) string { return "" }); err == nil {
+			st.Settings = settingsJSON(set.list)
+			if st.Cache != nil {
+				st.Cache.MaxBytes = set.maxBytes
+			}
+		} else {
+			st.SettingsError = err.Error()
+		}
+		st.ConfigFile = filepath.Join(dir, config.FileName)
 		return st
 	})
-	go m.loop(ctx, srv)
+	// Joined before the store closes (deferred above, so run after this).
+	defer m.start(ctx, srv)()
 	return srv.Serve(ctx)
 }
 
+// storeLogger sends a store's errors and warnings to the daemon log.
+type storeLogger struct{ logf func(string, ...any) }
+
+func (l storeLogger) Errorf(f string, a ...any) {
+	l.logf("cache error: %s", strings.TrimSpace(fmt.Sprintf(f, a...)))
+}
+
+func (l storeLogger) Warningf(f string, a ...any) {
+	l.logf("cache warning: %s", strings.TrimSpace(fmt.Sprintf(f, a...)))
+}
+
+func (storeLogger) Infof(string, ...any)  {}
+func (storeLogger) Debugf(string, ...any) {}
+
+// clientEnvNames lists the environment variables clients send with a
+// request (OpHello): every variable of the environment registry, which
+// names all that ptojit reads, the build key and the tools included.
+var clientEnvNames = sync.OnceValue(func() []string { return jit.DefaultRegistry().Variables("") })
+
 // serveCommand runs one client command in this process, against the shared
-// store and identity memo, with the client's environment and directory.
+// store and identity memo, with the client's environment and directory. Of
+// that environment it keeps the variables of clientEnvNames only, whatever
+// the client sent, so a command behaves the same for every client.
 func serveCommand(ctx context.Context, req *api.DaemonRequest) *api.DaemonResponse {
 	if len(req.Args) == 0 || !slices.Contains(api.DaemonServed, req.Args[0]) {
 		return &api.DaemonResponse{Error: fmt.Sprintf("the daemon does not serve %q", strings.Join(req.Args, " ")), Exit: cli.ExitUsage}
@@ -309,8 +476,9 @@ func serveCommand(ctx context.Context, req *api.DaemonRequest) *api.DaemonRespon
 	if !filepath.IsAbs(req.Dir) {
 		return &api.DaemonResponse{Error: "request without an absolute working directory", Exit: cli.ExitUsage}
 	}
-	vars := make(map[string]string, len(req.Env))
-	for _, kv := range req.Env {
+	environ := api.FilterEnv(req.Env, clientEnvNames())
+	vars := make(map[string]string, len(environ))
+	for _, kv := range environ {
 		if k, v, ok := strings.Cut(kv, "="); ok {
 			vars[k] = v
 		}
@@ -321,7 +489,7 @@ func serveCommand(ctx context.Context, req *api.DaemonRequest) *api.DaemonRespon
 		Stdout:  &stdout,
 		Stderr:  &stderr,
 		Getenv:  func(k string) string { return vars[k] },
-		Environ: req.Env,
+		Environ: environ,
 		Prog:    "ptojit",
 		Dir:     req.Dir,
 	}
@@ -334,7 +502,10 @@ func serveCommand(ctx context.Context, req *api.DaemonRequest) *api.DaemonRespon
 type maintenance struct {
 	store    cache.Store
 	maxBytes int64
-	logf     func(string, ...any)
+	// limit, when set, returns the cap and read-only setting in force at
+	// each trim instead of maxBytes (the settings file may change).
+	limit func() (maxBytes int64, readOnly bool, err error)
+	logf  func(string, ...any)
 
 	mu       sync.Mutex // guards the fields below
 	lastUse  time.Time
@@ -359,6 +530,22 @@ func (m *maintenance) last() (string, string) {
 	return m.lastTrim, m.trimErr
 }
 
+// start runs the loop until stop is called, ctx ends or srv is done. stop
+// cancels a trim in progress and returns once the loop has returned, so the
+// store can be closed after it.
+func (m *maintenance) start(ctx context.Context, srv *daemon.Server) (stop func()) {
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		m.loop(ctx, srv)
+	}()
+	return func() {
+		cancel()
+		<-done
+	}
+}
+
 func (m *maintenance) loop(ctx context.Context, srv *daemon.Server) {
 	tick := time.NewTicker(trimAfter / 3)
 	defer tick.Stop()
@@ -379,7 +566,25 @@ func (m *maintenance) loop(ctx context.Context, srv *daemon.Server) {
 		if !due {
 			continue
 		}
-		rep, err := m.store.Trim(ctx, m.maxBytes)
+		limit := m.maxBytes
+		if m.limit != nil {
+			n, ro, err := m.limit()
+			if err != nil {
+				m.mu.Lock()
+				m.trimErr = err.Error()
+				m.mu.Unlock()
+				m.logf("trim: %v", err)
+				continue
+			}
+			if ro {
+				continue // readonly: the daemon never trims
+			}
+			limit = n
+		}
+		if limit <= 0 {
+			limit = math.MaxInt64 // no cap: orphans and value-log GC only
+		}
+		rep, err := m.store.Trim(ctx, limit)
 		m.mu.Lock()
 		if err != nil && !errors.Is(err, context.Canceled) {
 			m.trimErr = err.Error()

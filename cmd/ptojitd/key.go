@@ -85,7 +85,7 @@ func runKey(ctx context.Context, env *cli.Env, o keyOptions) error {
 	if err != nil {
 		return err
 	}
-	rep, err := driverFor(env, nil).KeyOf(ctx, req)
+	rep, err := driverFor(env, nil, nil, nil).KeyOf(ctx, req)
 	if err != nil {
 		return err
 	}
@@ -117,7 +117,7 @@ func (s *keySource) record(ctx context.Context, arg string) (inventory.Value, er
 		if err != nil {
 			return nil, err
 		}
-		rep, err := driverFor(s.env, nil).KeyOf(ctx, req)
+		rep, err := driverFor(s.env, nil, nil, nil).KeyOf(ctx, req)
 		if err != nil {
 			return nil, err
 		}
@@ -128,7 +128,10 @@ func (s *keySource) record(ctx context.Context, arg string) (inventory.Value, er
 		return nil, cli.Usagef("key diff: %q is neither a request file nor a key (64 hex digits)", arg)
 	}
 	if s.store == nil {
-		st, release, err := storeFor(ctx, s.env, s.cacheDir, true)
+		st, release, storeErr, err := storeFor(ctx, s.env, s.cacheDir, true)
+		if err == nil && storeErr != nil {
+			err = storeErr
+		}
 		if err != nil {
 			return nil, err
 		}

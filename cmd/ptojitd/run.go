@@ -181,13 +181,18 @@ func buildForRun(ctx context.Context, env *cli.Env, o runOptions, req *api.Reque
 		}
 		return &resp, nil
 	}
-	store, release, err := storeFor(ctx, env, o.cacheDir, false)
+	store, release, storeErr, err := storeFor(ctx, env, o.cacheDir, false)
 	if err != nil {
 		return nil, err
 	}
-	resp, buildErr := driverFor(env, store).Build(ctx, req)
+	rt, endRemote := remoteFor(env)
+	resp, buildErr := driverFor(env, store, storeErr, rt).Build(ctx, req)
+	endRemote()
 	if err := release(); err != nil && buildErr == nil {
-		buildErr = fmt.Errorf("closing the cache: %w", err)
+		resp.Warnings = append(resp.Warnings, fmt.Sprintf("closing the cache: %v", err))
+	}
+	for _, w := range resp.Warnings {
+		fmt.Fprintf(env.Stderr, "ptojit: warning: %s\n", w)
 	}
 	return resp, buildErr
 }

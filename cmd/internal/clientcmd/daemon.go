@@ -56,9 +56,14 @@ func readsStdin(args []string) bool {
 // ViaDaemon runs args in the daemon of their cache directory, starting the
 // daemon (engine is the ptojitd executable) when none answers. It reports
 // false when args are not served by the daemon or the daemon is disabled;
-// the caller then runs them itself. A daemon that dies while it serves the
-// request is replaced and the request sent once more (every served command
-// can be repeated safely).
+// the caller then runs them itself.
+//
+// Of the environment it sends only the variables the daemon names in its
+// OpHello reply (those of the environment registry). A daemon that dies
+// while it serves the request is replaced and the request sent once more
+// (every served command can be repeated safely); any other failure (a
+// directory or daemon that is not this user's, a protocol error such as a
+// request over the size limit) is reported and nothing is sent again.
 func ViaDaemon(env *cli.Env, args []string, engine func() (string, error)) (bool, error) {
 	if len(args) == 0 || !slices.Contains(api.DaemonServed, args[0]) || DaemonDisabled(env, args) {
 		return false, nil
@@ -90,7 +95,7 @@ func ViaDaemon(env *cli.Env, args []string, engine func() (string, error)) (bool
 	if environ == nil {
 		environ = os.Environ()
 	}
-	req := &api.DaemonRequest{Op: api.OpRun, Args: args, Dir: dir, Env: environ}
+	req := &api.DaemonRequest{Op: api.OpRun, Args: args, Dir: dir}
 	if readsStdin(args) {
 		b, err := io.ReadAll(io.LimitReader(env.Stdin, api.MaxDaemonRequest))
 		if err != nil {
@@ -107,14 +112,26 @@ func ViaDaemon(env *cli.Env, args []string, engine func() (string, error)) (bool
 			Args: []string{"daemon", "run", "--cache-dir", cacheDir, "--ready-fd", "3"}})
 	}
 	sock := api.SocketPath(ddir)
-	resp, err := client.Call(sock, req)
+	send := func() (*api.DaemonResponse, error) {
+		hello, err := client.Call(sock, &api.DaemonRequest{Op: api.OpHello})
+		if err != nil {
+			return nil, err
+		}
+		if hello.Error != "" {
+			return nil, fmt.Errorf("the running daemon (pid %d) does not answer %q (%s): it predates this client; stop it with \"%s daemon stop\"",
+				hello.PID, api.OpHello, hello.Error, env.Prog)
+		}
+		req.Env = api.FilterEnv(environ, hello.EnvNames)
+		return client.Call(sock, req)
+	}
+	resp, err := send()
 	for started, resent := false, false; err != nil; {
 		var lost *client.DaemonLostError
 		switch {
 		case errors.As(err, &lost) && !resent:
 			fmt.Fprintf(env.Stderr, "%s: %v; starting a new daemon and sending the request again\n", env.Prog, err)
 			resent = true
-		case !errors.As(err, &lost) && !started:
+		case errors.Is(err, client.ErrNoDaemon) && !started:
 			// No daemon answers: start one.
 		default:
 			return true, fmt.Errorf("daemon: %w", err)
@@ -123,7 +140,7 @@ func ViaDaemon(env *cli.Env, args []string, engine func() (string, error)) (bool
 		if serr := start(); serr != nil {
 			return true, serr
 		}
-		resp, err = client.Call(sock, req)
+		resp, err = send()
 	}
 	env.Stdout.Write(resp.Stdout)
 	env.Stderr.Write(resp.Stderr)

@@ -1,4 +1,4 @@
-package daemon
+package client
 
 import (
 	"net"
@@ -6,9 +6,9 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// socketPeerUID returns the uid of the process at the other end of conn
-// (LOCAL_PEERCRED).
-func socketPeerUID(conn *net.UnixConn) (int, error) {
+// PeerUID returns the uid of the process at the other end of conn, from
+// LOCAL_PEERCRED.
+func PeerUID(conn *net.UnixConn) (int, error) {
 	raw, err := conn.SyscallConn()
 	if err != nil {
 		return -1, err

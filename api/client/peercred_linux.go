@@ -1,13 +1,13 @@
-package daemon
+package client
 
 import (
 	"net"
 	"syscall"
 )
 
-// socketPeerUID returns the uid of the process at the other end of conn
-// (SO_PEERCRED).
-func socketPeerUID(conn *net.UnixConn) (int, error) {
+// PeerUID returns the uid of the process at the other end of conn, from
+// SO_PEERCRED.
+func PeerUID(conn *net.UnixConn) (int, error) {
 	raw, err := conn.SyscallConn()
 	if err != nil {
 		return -1, err
