@@ -67,7 +67,7 @@ func TestFlipEntryInValueLog(t *testing.T) {
 		t.Fatal(err)
 	}
 	at := bytes.Index(data, enc)
-	if at < 0 || bytes.Index(data[at+1:], enc) >= 0 {
+	if at < 0 || bytes.Contains(data[at+1:], enc) {
 		t.Fatalf("the entry is not in %s exactly once", vlog)
 	}
 	flip := func(i int) {

@@ -836,6 +836,9 @@ func TestSeed000L2ChipWorkerRunsHandleDirectly(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer cw.Close()
+	if cw.Arena() != cw.w.Arena() {
+		t.Fatal("ChipWorker.Arena is not the arena its chip child maps")
+	}
 	h, err := cw.Register(context.Background(), vadd)
 	if err != nil {
 		t.Fatal(err)

@@ -270,9 +270,6 @@ func open(dir string, opts Options, dfs durable.FS) (*Store, error) {
 	return s, nil
 }
 
-// Dir returns the store's directory.
-func (s *Store) Dir() string { return s.dir }
-
 // reload reads state.json and trust.json when they changed since the last
 // read.
 func (s *Store) reload() error {
@@ -348,14 +345,13 @@ func (s *Store) recoverLocked() error {
 
 // tx is one change being computed on copies of the state and trust store.
 type tx struct {
-	st       *state
-	trust    *Trust
-	stage    map[string][]byte // package files to write (relative name -> bytes)
-	drop     []string          // package files to remove after the commit
-	noop     bool
-	writeSt  bool
-	writeTr  bool
-	validate bool
+	st      *state
+	trust   *Trust
+	stage   map[string][]byte // package files to write (relative name -> bytes)
+	drop    []string          // package files to remove after the commit
+	noop    bool
+	writeSt bool
+	writeTr bool
 }
 
 func (s *Store) step(name string) error {
