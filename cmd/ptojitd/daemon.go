@@ -506,6 +506,9 @@ type maintenance struct {
 	// each trim instead of maxBytes (the settings file may change).
 	limit func() (maxBytes int64, readOnly bool, err error)
 	logf  func(string, ...any)
+	// quiet is the time without requests before the daemon trims;
+	// trimAfter when zero.
+	quiet time.Duration
 
 	mu       sync.Mutex // guards the fields below
 	lastUse  time.Time
@@ -514,9 +517,8 @@ type maintenance struct {
 	trimErr  string
 }
 
-// trimAfter is the quiet time before the daemon trims (a variable for
-// tests).
-var trimAfter = 30 * time.Second
+// trimAfter is the quiet time before the daemon trims.
+const trimAfter = 30 * time.Second
 
 func (m *maintenance) touch() {
 	m.mu.Lock()
@@ -547,7 +549,11 @@ func (m *maintenance) start(ctx context.Context, srv *daemon.Server) (stop func(
 }
 
 func (m *maintenance) loop(ctx context.Context, srv *daemon.Server) {
-	tick := time.NewTicker(trimAfter / 3)
+	quiet := m.quiet
+	if quiet == 0 {
+		quiet = trimAfter
+	}
+	tick := time.NewTicker(quiet / 3)
 	defer tick.Stop()
 	for {
 		select {
@@ -558,7 +564,7 @@ func (m *maintenance) loop(ctx context.Context, srv *daemon.Server) {
 		case <-tick.C:
 		}
 		m.mu.Lock()
-		due := m.dirty && time.Since(m.lastUse) >= trimAfter && srv.Info().InFlight == 0
+		due := m.dirty && time.Since(m.lastUse) >= quiet && srv.Info().InFlight == 0
 		if due {
 			m.dirty = false // claimed: a request from now on makes it due again
 		}

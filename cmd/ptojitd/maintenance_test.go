@@ -27,9 +27,7 @@ func (s *trimSpy) Trim(ctx context.Context, maxBytes int64) (*cache.TrimReport, 
 // After requests, a quiet daemon trims the store to its cap, and again after
 // the next request.
 func TestDaemonTrimsWhenIdle(t *testing.T) {
-	saved := trimAfter
-	trimAfter = 30 * time.Millisecond
-	defer func() { trimAfter = saved }()
+	t.Parallel()
 	dir, err := os.MkdirTemp("", "pjm")
 	if err != nil {
 		t.Fatal(err)
@@ -41,7 +39,7 @@ func TestDaemonTrimsWhenIdle(t *testing.T) {
 	}
 	defer srv.Close()
 	spy := &trimSpy{Store: cache.NewMemory(cache.Options{}), trims: make(chan int64, 4)}
-	m := &maintenance{store: spy, maxBytes: 12345, logf: t.Logf}
+	m := &maintenance{store: spy, maxBytes: 12345, logf: t.Logf, quiet: 30 * time.Millisecond}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	m.touch()
@@ -70,9 +68,7 @@ func (s *blockingTrim) Trim(ctx context.Context, maxBytes int64) (*cache.TrimRep
 // Stopping the maintenance cancels a trim in progress and returns only once
 // it has returned, so the daemon closes the store after it.
 func TestMaintenanceStopJoinsTrim(t *testing.T) {
-	saved := trimAfter
-	trimAfter = 30 * time.Millisecond
-	defer func() { trimAfter = saved }()
+	t.Parallel()
 	dir, err := os.MkdirTemp("", "pjm")
 	if err != nil {
 		t.Fatal(err)
@@ -84,7 +80,7 @@ func TestMaintenanceStopJoinsTrim(t *testing.T) {
 	}
 	defer srv.Close()
 	spy := &blockingTrim{Store: cache.NewMemory(cache.Options{}), entered: make(chan struct{})}
-	m := &maintenance{store: spy, maxBytes: 1, logf: t.Logf}
+	m := &maintenance{store: spy, maxBytes: 1, logf: t.Logf, quiet: 30 * time.Millisecond}
 	m.touch()
 	stop := m.start(context.Background(), srv)
 	select {
