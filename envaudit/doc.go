@@ -85,8 +85,9 @@
 // (go test -bench ParseSideBySide ./envaudit) builds the same node lists
 // every way, interleaved, and go-tree-sitter as it comes (a cgo call per
 // node and field, every malloc and free a callback from C into Go) took
-// 2.3x the time of the flat walk, its Go API with libc's allocator 2.0x,
-// and the flat walk with go-tree-sitter's allocator 1.5x. The allocator is
+// 2.3-2.6x the time of the flat walk, its Go API with libc's allocator
+// 1.8-2.0x, and the flat walk with go-tree-sitter's allocator 1.5x
+// (medians of 100-200 passes over the Python fixtures, two runs). The allocator is
 // process-wide; resetting it is safe because go-tree-sitter's callbacks
 // end in libc's malloc and free too, so memory allocated before the reset
 // may be freed after it, and ptojitd uses tree-sitter only here.

@@ -94,13 +94,18 @@
 //     and checkout of EnsurePtoIsaRoot. Trees are read through go-git's
 //     storer, then their bytes are hashed and compared with the id, which
 //     go-git does not do (gittree.go). This replaced a hand-written loose
-//     object reader: go-git with the check takes 1.3x its time on loose
-//     trees (7.8 ms against 5.5 ms, while the worktree walk, which takes
-//     longer, runs beside it) and 1.1x on packed ones (where the old
-//     reader failed an open per tree before asking go-git), and it checks
-//     the ids of packed trees too, which the old reader left unchecked.
-//   - our own: the index (gitindex.go). go-git's index decoder takes 8.7-9.2x
-//     the time of parseIndex (9.4 ms against 1.1 ms for 5,000 entries)
+//     object reader: go-git with the check takes 1.2-1.3x its time on
+//     loose trees (8.1 ms against 6.5 ms, two runs) and 1.1-1.2x on packed
+//     ones (where the old reader failed an open per tree before asking
+//     go-git), but it checks the ids of packed trees too, which the old
+//     reader left unchecked, and the trees are read while the worktree
+//     walk, which takes longer, runs beside them: in one run of
+//     BenchmarkSideBySide the whole check took 1.02x `git status
+//     --porcelain --ignored` on the loose checkout (0.99-1.18x with the
+//     old reader) and 1.61x on the packed one (0.60-1.56x with the old
+//     reader, which did not check packed ids).
+//   - our own: the index (gitindex.go). go-git's index decoder takes 8.7-9.3x
+//     the time of parseIndex (10.2 ms against 1.2 ms for 5,000 entries)
 //     and accepts a split index, which the check cannot vouch for.
 //
 // go-git is linked by the engine only; the client (cmd/ptojit) never
