@@ -235,6 +235,8 @@ func (c *child) handle(f Frame, fd int) (Status, Reply) {
 		return StatusOK, Reply{Detail: uint32(n) - c.init.SlotBase}
 	case OpTask:
 		return c.task(f.Args)
+	case OpNegotiate:
+		return c.negotiate(f.Args)
 	case OpRegister:
 		st, r := c.register(f.Args, fd)
 		if c.faults.replyDigest != nil {

@@ -81,6 +81,10 @@ type simCallable struct {
 	rt       cmem // ptojit_runtime followed by the kernel entries
 	tensors  int  // tensor arguments the signature takes
 	scalars  int  // scalar arguments the signature takes
+
+	// The operation provider's entry points (negotiate.go), resolved
+	// during prewarm and called only by NEGOTIATE; 0 when not exported.
+	opImplID, opValidate, opScratch uintptr
 }
 
 // load materializes and opens one shared object from bytes.
@@ -129,6 +133,11 @@ func (l *simLoader) prepare(c *registry.ChipCallable) (_ *simCallable, err error
 	if s.entry, err = purego.Dlsym(h, c.FuncName); err != nil {
 		return nil, fmt.Errorf("entry symbol %q: %s", c.FuncName, l.clean(err.Error()))
 	}
+	// Resolved only: a provider's negotiation runs on an explicit
+	// NEGOTIATE request, never during prewarm.
+	s.opImplID, _ = purego.Dlsym(h, opImplIDSymbol)
+	s.opValidate, _ = purego.Dlsym(h, opValidateSymbol)
+	s.opScratch, _ = purego.Dlsym(h, opScratchSymbol)
 	if c.ConfigName != "" {
 		if s.config, err = purego.Dlsym(h, c.ConfigName); err != nil {
 			return nil, fmt.Errorf("config symbol %q: %s", c.ConfigName, l.clean(err.Error()))
