@@ -368,7 +368,9 @@ var operationSchema func(canon json.RawMessage, field string) error
 // initialized: every untrusted manifest (ParseManifest,
 // ParseSourceManifest) then passes each canonical descriptor to check with
 // its field name ("operations[1]"). The error should be a *FieldError.
-func SetOperationSchema(check func(canon json.RawMessage, field string) error) { operationSchema = check }
+func SetOperationSchema(check func(canon json.RawMessage, field string) error) {
+	operationSchema = check
+}
 
 // parseOperation reads one descriptor: any JSON object with a string
 // impl_id, rendered canonically, that passes the operation schema when one

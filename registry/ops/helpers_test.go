@@ -249,7 +249,7 @@ func newService(t testing.TB, s *module.Store, chips int) (*ops.Service, *worker
 	if err := w.Start(ctx); err != nil {
 		t.Fatal(err)
 	}
-	svc := ops.New(ops.Config{Store: s, Worker: w, ChipWorkers: chips, Platform: testPlatform})
+	svc := ops.New(ops.Config{Store: s, Worker: w, ChipWorkers: chips, Platform: testPlatform, Runtime: testRuntime})
 	t.Cleanup(func() {
 		if err := svc.Close(context.Background()); err != nil {
 			t.Errorf("close: %v", err)

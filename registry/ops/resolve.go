@@ -130,6 +130,7 @@ type Candidate struct {
 	Module        string // package_id
 	ModuleVersion string
 	Deps          []string // package_ids the module depends on, transitively
+	Runtime       string   // the runtime the module's callables are built for
 
 	installed *module.Installed
 }
@@ -256,8 +257,9 @@ func (q *Query) describe() string {
 // resolve checks every candidate of q.OpName against its descriptor, then
 // negotiates the ones that fit, and orders the compatible ones by
 // descending priority, then ascending impl_id. platforms are the
-// platforms the caller can execute, in preference order.
-func resolve(cands []*Candidate, q *Query, platforms []string, neg negotiator) (*Result, error) {
+// platforms the caller can execute, in preference order, and runtime the
+// runtime its workers run ("" for any).
+func resolve(cands []*Candidate, q *Query, platforms []string, runtime string, neg negotiator) (*Result, error) {
 	if !validName(q.OpName, 2) {
 		return nil, fmt.Errorf("operation name %q is not a namespaced name", q.OpName)
 	}
@@ -301,7 +303,11 @@ func resolve(cands []*Candidate, q *Query, platforms []string, neg negotiator) (
 			continue
 		}
 		ch := &Choice{ImplID: c.Desc.ImplID, Module: c.Module, Version: c.Desc.OpVersion.String(), Priority: c.Desc.Priority, cand: c}
-		if kind, reason := check(c.Desc, q, lo, hi, loose, platforms, ch); kind != "" {
+		kind, reason := check(c.Desc, q, lo, hi, loose, platforms, ch)
+		if kind == "" && runtime != "" && c.Runtime != runtime {
+			kind, reason = "backend", fmt.Sprintf("backend: built for runtime %s, the workers run %s", c.Runtime, runtime)
+		}
+		if kind != "" {
 			res.Rejected = append(res.Rejected, Rejection{ImplID: c.Desc.ImplID, Module: c.Module, Kind: kind, Reason: reason})
 			continue
 		}

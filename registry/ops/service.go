@@ -19,6 +19,7 @@ type Service struct {
 	store    *module.Store
 	w        *worker.Worker
 	platform string
+	runtime  string
 	chips    int
 
 	mu      sync.Mutex // the registry lock: resolution, activations, handle set
@@ -47,11 +48,14 @@ type Config struct {
 	Worker      *worker.Worker
 	ChipWorkers int
 	Platform    string
+	// Runtime is the Worker's runtime: candidates built for another are
+	// rejected (their hashids would differ).
+	Runtime string
 }
 
 // New returns a Service over the enabled modules of cfg.Store.
 func New(cfg Config) *Service {
-	return &Service{store: cfg.Store, w: cfg.Worker, platform: cfg.Platform, chips: cfg.ChipWorkers,
+	return &Service{store: cfg.Store, w: cfg.Worker, platform: cfg.Platform, runtime: cfg.Runtime, chips: cfg.ChipWorkers,
 		acts: map[registry.Hashid]*activation{}, handles: map[*Handle]struct{}{}, pkgs: map[string]*module.Package{}}
 }
 
@@ -62,10 +66,12 @@ func (s *Service) Candidates() ([]*Candidate, error) {
 	if err != nil {
 		return nil, err
 	}
-	return candidatesOf(mods)
+	return CandidatesOf(mods)
 }
 
-func candidatesOf(mods []*module.Installed) ([]*Candidate, error) {
+// CandidatesOf returns the implementations mods provide (the enabled
+// modules in load order, as Store.LoadOrder returns them).
+func CandidatesOf(mods []*module.Installed) ([]*Candidate, error) {
 	byID := map[string]*module.Installed{}
 	for _, m := range mods {
 		byID[m.PackageID] = m
@@ -97,7 +103,7 @@ func candidatesOf(mods []*module.Installed) ([]*Candidate, error) {
 			if err != nil {
 				return nil, fmt.Errorf("module %s: operations[%d]: %w", m.ID(), i, err)
 			}
-			out = append(out, &Candidate{Desc: d, Module: m.PackageID, ModuleVersion: m.Version, Deps: ds, installed: m})
+			out = append(out, &Candidate{Desc: d, Module: m.PackageID, ModuleVersion: m.Version, Deps: ds, Runtime: m.Manifest.Runtime, installed: m})
 		}
 	}
 	return out, nil
@@ -124,7 +130,7 @@ func (s *Service) Resolve(ctx context.Context, q Query) (*Handle, *Result, error
 	}
 	n := &childNegotiator{s: s, ctx: ctx}
 	defer n.release()
-	res, err := resolve(cands, &q, []string{s.platform}, n)
+	res, err := resolve(cands, &q, []string{s.platform}, s.runtime, n)
 	if err != nil {
 		return nil, res, err
 	}
