@@ -298,6 +298,7 @@ func resolve(cands []*Candidate, q *Query, platforms []string, runtime string, n
 		return nil, err
 	}
 	res := &Result{}
+	var comp []*Choice
 	for _, c := range mine {
 		if q.ExactImplID != "" && c.Desc.ImplID != q.ExactImplID {
 			continue
@@ -323,9 +324,9 @@ func resolve(cands []*Candidate, q *Query, platforms []string, runtime string, n
 			res.Rejected = append(res.Rejected, Rejection{ImplID: c.Desc.ImplID, Module: c.Module, Kind: kind, Reason: reason})
 			continue
 		}
-		res.Compatible = append(res.Compatible, *ch)
+		comp = append(comp, ch)
 	}
-	slices.SortStableFunc(res.Compatible, func(a, b Choice) int {
+	slices.SortFunc(comp, func(a, b *Choice) int {
 		if a.Priority != b.Priority {
 			if a.Priority > b.Priority {
 				return -1
@@ -334,6 +335,10 @@ func resolve(cands []*Candidate, q *Query, platforms []string, runtime string, n
 		}
 		return strings.Compare(a.ImplID, b.ImplID)
 	})
+	res.Compatible = make([]Choice, len(comp))
+	for i, c := range comp {
+		res.Compatible[i] = *c
+	}
 	if len(res.Compatible) == 0 {
 		return res, &NotFoundError{Query: q.describe(), Result: res}
 	}
