@@ -385,3 +385,46 @@ func TestKillChildMidExecution(t *testing.T) {
 		t.Errorf("remove after release: %v", err)
 	}
 }
+
+// TestInstallOrderDeterminism installs three competing providers of the
+// prefix sum (two at priority 100, one at 50) in every order of
+// installation, each into a fresh store, and resolves: the same order and
+// the same choice every time.
+func TestInstallOrderDeterminism(t *testing.T) {
+	priv, _, arch := examples(t)
+	tie := readSource(t, "scan_blocked")
+	tie["module.json"] = []byte(strings.NewReplacer(
+		`"example.scan_blocked"`, `"example.scan_tie"`,
+		`example.scan_blocked.prefix_sum.f32`, `example.scan_tie.prefix_sum.f32`,
+		`"priority": 50`, `"priority": 100`).Replace(string(tie["module.json"])))
+	tie["orchestration.c"] = []byte(strings.ReplaceAll(string(tie["orchestration.c"]), "example.scan_blocked.prefix_sum.f32", "example.scan_tie.prefix_sum.f32"))
+	pkgs := [][]byte{arch["scan"], arch["scan_blocked"], pack(t, tie, priv, nil)}
+	var w *worker.Worker
+	want := []string{implScan, "example.scan_tie.prefix_sum.f32", implBlocked}
+	for _, order := range [][]int{{0, 1, 2}, {0, 2, 1}, {1, 0, 2}, {1, 2, 0}, {2, 0, 1}, {2, 1, 0}} {
+		s := newStore(t)
+		for _, k := range order {
+			install(t, s, pkgs[k])
+		}
+		var svc *ops.Service
+		if w == nil {
+			svc, w = newService(t, s, 1)
+		} else {
+			svc = ops.New(ops.Config{Store: s, Worker: w, ChipWorkers: 1, Platform: testPlatform, Runtime: testRuntime})
+		}
+		h, res, err := svc.Resolve(ctxT(t), vecQuery(opPrefix, 100))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, c := range res.Compatible {
+			got = append(got, c.ImplID)
+		}
+		if strings.Join(got, " ") != strings.Join(want, " ") || h.Describe().ImplID != implScan {
+			t.Errorf("installed in order %v: %v", order, got)
+		}
+		if err := h.Release(ctxT(t)); err != nil {
+			t.Fatal(err)
+		}
+	}
+}

@@ -230,3 +230,34 @@ func BenchmarkResolve1000(b *testing.B) {
 	b.ReportMetric(float64(res[len(res)*99/100].Microseconds()), "p99-µs")
 	b.ReportMetric(float64(base[len(base)/2].Microseconds()), "sort-only-p50-µs")
 }
+
+// TestDescriptorErrors: every refusal names the field, as a module.json
+// field through the manifest parser.
+func TestDescriptorErrors(t *testing.T) {
+	base := `"impl_id":"a.b","op_name":"x.y","op_version":"1.0.0","input_dtypes":["f32"],"output_dtypes":["f32"],"rank":[1,1],"sync_modes":["blocking"],"callables":[{"platform":"a2a3sim","artifact":"c"}]`
+	for _, c := range []struct{ extra, want string }{
+		{`,"flavour":1`, "field operations[2].flavour: unknown field"},
+		{`,"priority":"high"`, "field operations[2].priority: wrong type: string"},
+		{`,"layouts":["tiled"]`, `field operations[2].layouts[0]: "tiled" is not one of contiguous, outer_strided`},
+		{`,"dims":[4,2]`, "field operations[2].dims: [4, 2]: min above max"},
+		{`,"alignment":3`, "field operations[2].alignment: 3 is not a power of two"},
+		{`,"memory_spaces":["device","device"]`, `field operations[2].memory_spaces[1]: "device" is listed twice (a set)`},
+		{`,"inputs":0,"outputs":0`, "field operations[2].inputs: 0 inputs and 0 outputs"},
+	} {
+		raw := []byte("{" + base + c.extra + "}")
+		err := checkSchema(raw, "operations[2]")
+		if err == nil || !strings.Contains(err.Error(), "module.json: "+c.want) {
+			t.Errorf("%s: %v", c.extra, err)
+		}
+	}
+	for _, c := range []struct{ raw, want string }{
+		{`{"impl_id":"a","op_name":"prefix_sum","op_version":"1.0.0","input_dtypes":["f32"],"output_dtypes":["f32"],"rank":[1,1],"sync_modes":["blocking"],"callables":[{"platform":"a2a3sim","artifact":"c"}]}`, "field op_name: \"prefix_sum\" is not a namespaced name"},
+		{`{"impl_id":"a","op_name":"x.y","op_version":"1","input_dtypes":["f32"],"output_dtypes":["f32"],"rank":[1,1],"sync_modes":["blocking"],"callables":[{"platform":"a2a3sim","artifact":"c"}]}`, "field op_version:"},
+		{`{"impl_id":"a","op_name":"x.y","op_version":"1.0.0"}`, "field input_dtypes: missing (required)"},
+		{`{"impl_id":"a","op_name":"x.y","op_version":"1.0.0","input_dtypes":["f32","any"],"output_dtypes":["f32"],"rank":[1,1],"sync_modes":["blocking"],"callables":[{"platform":"a2a3sim","artifact":"c"}]}`, `field input_dtypes: "any" stands alone`},
+	} {
+		if _, err := ParseDescriptor([]byte(c.raw)); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: %v", c.raw, err)
+		}
+	}
+}
