@@ -63,13 +63,14 @@ const (
 	OpNop        Op = 6 // bare round trip: the child replies at once
 	OpShutdown   Op = 7 // the child replies, then exits
 	OpNegotiate  Op = 8 // an operation provider's validate and scratch query
+	OpProvide    Op = 9 // offer an operation to the host operation service of the child
 
 	ReplyBit Op = 0x8000
 )
 
 func (o Op) String() string {
 	name := map[Op]string{OpTask: "TASK", OpRegister: "REGISTER_CALLABLE", OpUnregister: "UNREGISTER_CALLABLE",
-		OpInit: "INIT", OpReady: "READY", OpNop: "NOP", OpShutdown: "SHUTDOWN", OpNegotiate: "NEGOTIATE"}[o&^ReplyBit]
+		OpInit: "INIT", OpReady: "READY", OpNop: "NOP", OpShutdown: "SHUTDOWN", OpNegotiate: "NEGOTIATE", OpProvide: "PROVIDE"}[o&^ReplyBit]
 	if name == "" {
 		name = fmt.Sprintf("op(%d)", uint16(o&^ReplyBit))
 	}
@@ -170,7 +171,7 @@ func ParseFrame(b []byte) (Frame, error) {
 		return Frame{}, frameErr("layout version %d, want %d", v, LayoutVersion)
 	}
 	op := Op(binary.LittleEndian.Uint16(b[6:]))
-	if base := op &^ ReplyBit; base < OpTask || base > OpNegotiate {
+	if base := op &^ ReplyBit; base < OpTask || base > OpProvide {
 		return Frame{}, frameErr("unknown op %d", uint16(base))
 	}
 	st := Status(binary.LittleEndian.Uint32(b[8:]))

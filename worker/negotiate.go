@@ -222,24 +222,15 @@ func (c *child) negotiate(args []byte) (Status, Reply) {
 // the success message of NEGOTIATE. A message starting with "!" is a
 // refusal with code 0 (a missing entry point).
 func (s *simCallable) negotiate(a NegotiateArgs) (int32, string) {
-	if s.opImplID == 0 || s.opValidate == 0 || s.opScratch == 0 {
-		return 0, "!the orchestration does not export " + opImplIDSymbol + ", " + opValidateSymbol + " and " + opScratchSymbol + " (ptojit_sim.h): it is no operation provider"
+	if !s.isProvider() {
+		return 0, "!" + notProvider
 	}
-	m, err := newCmem(sizeofOpQuery + MaxOpTensors*sizeofOpTensor + sizeofOpScratch + opMessageCapacity)
+	m, err := newCmem(sizeofOpQuery + MaxOpTensors*sizeofOpTensor)
 	if err != nil {
 		return 0, "!" + err.Error()
 	}
 	defer m.free()
-	p, _, _ := purego.SyscallN(s.opImplID)
-	id := strings.Map(func(r rune) rune {
-		if r <= ' ' || r == 0x7f {
-			return '_'
-		}
-		return r
-	}, cString(p, 256))
 	tOff := sizeofOpQuery
-	sOff := tOff + MaxOpTensors*sizeofOpTensor
-	mOff := sOff + sizeofOpScratch
 	q := m.b
 	binary.LittleEndian.PutUint32(q[0:], opABIVersion)
 	binary.LittleEndian.PutUint32(q[4:], uint32(len(a.Tensors)))
@@ -257,22 +248,62 @@ func (s *simCallable) negotiate(a NegotiateArgs) (int32, string) {
 			}
 		}
 	}
-	r, _, _ := purego.SyscallN(s.opValidate, m.addr(0), m.addr(mOff), opMessageCapacity)
+	r := s.negotiateAt(m.addr(0))
+	if r.err != "" {
+		return 0, "!" + r.err
+	}
+	if r.code != 0 {
+		return r.code, r.msg
+	}
+	return 0, fmt.Sprintf("impl_id=%s host=%d device=%d", r.implID, r.host, r.device)
+}
+
+const notProvider = "the orchestration does not export " + opImplIDSymbol + ", " + opValidateSymbol + " and " + opScratchSymbol + " (ptojit_sim.h): it is no operation provider"
+
+func (s *simCallable) isProvider() bool {
+	return s.opImplID != 0 && s.opValidate != 0 && s.opScratch != 0
+}
+
+// negotiated is what a provider's entry points answered.
+type negotiated struct {
+	code         int32
+	msg, err     string // the provider's refusal; a failure of the runtime
+	implID       string
+	host, device uint64
+}
+
+// negotiateAt calls the provider's entry points on the ptojit_op_query at
+// q. Calls into the host operation service are refused meanwhile.
+func (s *simCallable) negotiateAt(q uintptr) negotiated {
+	m, err := newCmem(sizeofOpScratch + opMessageCapacity)
+	if err != nil {
+		return negotiated{msg: err.Error(), err: err.Error()}
+	}
+	defer m.free()
+	opNegotiating = true
+	defer func() { opNegotiating = false }()
+	p, _, _ := purego.SyscallN(s.opImplID)
+	id := strings.Map(func(r rune) rune {
+		if r <= ' ' || r == 0x7f {
+			return '_'
+		}
+		return r
+	}, cString(p, 256))
+	mOff := sizeofOpScratch
+	r, _, _ := purego.SyscallN(s.opValidate, q, m.addr(mOff), opMessageCapacity)
 	if code := int32(uint32(r)); code != 0 {
 		msg := cString(m.addr(mOff), opMessageCapacity)
 		if msg == "" {
 			msg = fmt.Sprintf("validate returned %d", code)
 		}
-		return code, msg
+		return negotiated{code: code, msg: msg, implID: id}
 	}
-	binary.LittleEndian.PutUint32(m.b[sOff:], opABIVersion)
-	r, _, _ = purego.SyscallN(s.opScratch, m.addr(0), m.addr(sOff))
+	binary.LittleEndian.PutUint32(m.b[0:], opABIVersion)
+	r, _, _ = purego.SyscallN(s.opScratch, q, m.addr(0))
 	if code := int32(uint32(r)); code != 0 {
-		return code, fmt.Sprintf("scratch query returned %d", code)
+		return negotiated{code: code, msg: fmt.Sprintf("scratch query returned %d", code), implID: id}
 	}
-	host := binary.LittleEndian.Uint64(m.b[sOff+8:])
-	dev := binary.LittleEndian.Uint64(m.b[sOff+16:])
-	return 0, fmt.Sprintf("impl_id=%s host=%d device=%d", id, host, dev)
+	return negotiated{implID: id, host: binary.LittleEndian.Uint64(m.b[8:]), device: binary.LittleEndian.Uint64(m.b[16:])}
 }
 
 // cString copies a NUL-terminated C string of at most n bytes.

@@ -25,7 +25,7 @@ const (
 	sizeofTensor   = 56 // data, nbytes, dtype, ndim, shape[4]
 	sizeofArgs     = 32 // abi_version, tensor_count, tensors, scalar_count, reserved, scalars
 	sizeofKernel   = 16 // func_id, reserved, fn
-	sizeofRuntime  = 16 // abi_version, kernel_count, kernels
+	sizeofRuntime  = 32 // abi_version, kernel_count, kernels; tail: struct_size, reserved, operations
 	sizeofConfig   = 8  // abi_version, block_dim
 	scratchBytes   = sizeofArgs + MaxTensors*sizeofTensor + MaxScalars*8
 	pageRoundBytes = 4096
@@ -171,6 +171,8 @@ func (l *simLoader) prepare(c *registry.ChipCallable) (_ *simCallable, err error
 	}
 	binary.LittleEndian.PutUint32(s.rt.b[0:], simABIVersion)
 	binary.LittleEndian.PutUint32(s.rt.b[4:], uint32(len(c.Children)))
+	binary.LittleEndian.PutUint32(s.rt.b[16:], sizeofRuntime) // the tail: the host operation service
+	binary.LittleEndian.PutUint64(s.rt.b[24:], uint64(opServiceAddr()))
 	if len(c.Children) > 0 {
 		binary.LittleEndian.PutUint64(s.rt.b[8:], uint64(s.rt.addr(sizeofRuntime)))
 	}

@@ -27,7 +27,9 @@ const (
 )
 
 // reference computes the expected output of op for in, as the example
-// kernels define it: double sums rounded once per element.
+// kernels define it: double sums rounded once per element; the running
+// mean divides the rounded prefix sum (example.scan's, through the host
+// operation service) in double and rounds again.
 func reference(op string, in []float32) []float32 {
 	out := make([]float32, len(in))
 	var sum float64
@@ -41,7 +43,7 @@ func reference(op string, in []float32) []float32 {
 			sum += float64(x)
 		case opMean:
 			sum += float64(x)
-			out[i] = float32(sum / float64(i+1))
+			out[i] = float32(float64(float32(sum)) / float64(i+1))
 		}
 	}
 	return out
@@ -63,7 +65,7 @@ func runOp(t testing.TB, w *worker.Worker, h *ops.Handle, op string, n int, seed
 	defer out.Free()
 	xs := in.Float32s()[:n]
 	for i := range xs {
-		xs[i] = float32((i*7+seed)%13) * 0.25
+		xs[i] = float32((i*7+seed)%13) * 0.1
 	}
 	args := ops.Args{Tensors: []worker.Tensor{in.Tensor(worker.Float32, uint64(n)), out.Tensor(worker.Float32, uint64(n))}}
 	_, dev, err := h.Scratch()
@@ -426,5 +428,73 @@ func TestInstallOrderDeterminism(t *testing.T) {
 		if err := h.Release(ctxT(t)); err != nil {
 			t.Fatal(err)
 		}
+	}
+}
+
+// reenterModule is a provider whose validate calls the host operation
+// service it saw in an earlier execution: the call must be refused.
+func reenterModule() sourceModule {
+	m := blockModule()
+	m["module.json"] = []byte(strings.NewReplacer("example.block", "example.reenter", "example.test.spin", "example.test.reenter",
+		"spin.a2a3sim.bin", "reenter.a2a3sim.bin").Replace(string(m["module.json"])))
+	m["orch.c"] = []byte(`#include <stdio.h>
+#include "ptojit_sim.h"
+static const ptojit_config cfg = {PTOJIT_SIM_ABI_VERSION, 1};
+static const ptojit_op_service *seen;
+const ptojit_config *spin_config(void) { return &cfg; }
+int32_t spin_orch(const ptojit_runtime *rt, const ptojit_args *a)
+{
+    if (rt->struct_size >= PTOJIT_RUNTIME_SIZE_OPS) {
+        seen = rt->operations;
+    }
+    return 0;
+}
+const char *ptojit_op_impl_id(void) { return "example.reenter.spin"; }
+int32_t ptojit_op_validate(const ptojit_op_query *q, char *msg, uint32_t cap)
+{
+    if (seen != 0) {
+        uint64_t h;
+        ptojit_op_resolve_request req = {.struct_size = sizeof req, .op_name = "example.test.reenter", .query = q};
+        snprintf(msg, cap, "the service refused a call from validate with %d", seen->resolve(seen->user, &req, &h));
+        return 1;
+    }
+    return 0;
+}
+int32_t ptojit_op_scratch(const ptojit_op_query *q, ptojit_op_scratch_request *out) { return 0; }
+`)
+	m["reenter.request.json"] = []byte(strings.ReplaceAll(string(m["spin.request.json"]), "spin.c", "nop.c"))
+	delete(m, "spin.request.json")
+	m["nop.c"] = []byte(`#include "ptojit_sim.h"
+int32_t ptojit_kernel(const ptojit_args *a) { return 0; }
+`)
+	return m
+}
+
+func TestServiceRefusesReentry(t *testing.T) {
+	priv, _, _ := examples(t)
+	s := newStore(t)
+	install(t, s, pack(t, reenterModule(), priv, nil))
+	svc, w := newService(t, s, 1)
+	ctx := ctxT(t)
+	q := ops.Query{OpName: "example.test.reenter", Tensors: []ops.Tensor{{DType: ops.I32, Shape: []uint64{2}}}, Uniform: true,
+		HostBudget: ops.Unlimited, DeviceBudget: ops.Unlimited}
+	h, _, err := svc.Resolve(ctx, q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	buf, _ := w.Arena().Alloc(8)
+	defer buf.Free()
+	if err := h.Execute(ctx, ops.Args{Tensors: []worker.Tensor{buf.Tensor(worker.Int32, 2), buf.Tensor(worker.Int32, 2)}}); err != nil {
+		t.Fatal(err)
+	}
+	// The callable stays registered (the handle is live), so the child
+	// keeps the service pointer the orchestration saw.
+	_, res, err := svc.Resolve(ctx, q)
+	var nf *ops.NotFoundError
+	if !errors.As(err, &nf) || !strings.Contains(reasons(res), "validate: the service refused a call from validate with -2") {
+		t.Errorf("reentry: %v\n%s", err, reasons(res))
+	}
+	if err := h.Release(ctx); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -24,6 +24,7 @@ type Handle struct {
 	choice   Choice
 	desc     Descriptor
 	act      *activation
+	deps     []*activation // the operations of the modules it depends on
 	pins     []*module.Pin
 	workerID int
 	released bool
@@ -183,6 +184,9 @@ func (h *Handle) Release(ctx context.Context) error {
 	h.s.mu.Lock()
 	delete(h.s.handles, h)
 	err := h.s.deactivate(ctx, h.act)
+	for _, d := range h.deps {
+		err = errors.Join(err, h.s.deactivate(ctx, d))
+	}
 	h.s.mu.Unlock()
 	for _, p := range h.pins {
 		p.Release()

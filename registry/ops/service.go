@@ -38,6 +38,7 @@ type activation struct {
 	implID   string // the implementation id its orchestration reported
 	tensors  int    // tensor arguments of its chip signature
 	verified bool
+	provided bool // offered to the children's host operation service
 }
 
 // Config configures a Service.
@@ -135,16 +136,18 @@ func (s *Service) Resolve(ctx context.Context, q Query) (*Handle, *Result, error
 		return nil, res, err
 	}
 	ch := res.Compatible[0]
-	h, err := s.bind(ctx, ch, n.acts[ch.ImplID])
+	h, err := s.bind(ctx, ch, n.acts[ch.ImplID], cands)
 	if err != nil {
 		return nil, res, err
 	}
 	return h, res, nil
 }
 
-// bind makes the handle of a chosen candidate: pins, then one more
-// reference on its activation. Called with s.mu held.
-func (s *Service) bind(ctx context.Context, ch Choice, act *activation) (*Handle, error) {
+// bind makes the handle of a chosen candidate: pins, one more reference on
+// its activation, and the operations of the modules it depends on
+// activated and offered to the children's host operation service. Called
+// with s.mu held.
+func (s *Service) bind(ctx context.Context, ch Choice, act *activation, cands []*Candidate) (*Handle, error) {
 	c := ch.cand
 	op := c.Desc.OpName
 	var pins []*module.Pin
@@ -167,8 +170,34 @@ func (s *Service) bind(ctx context.Context, ch Choice, act *activation) (*Handle
 		unpin()
 		return nil, fmt.Errorf("ops: module %s@%s changed while %s was resolved; resolve again", c.Module, c.ModuleVersion, op)
 	}
+	var deps []*activation
+	undo := func(err error) (*Handle, error) {
+		for _, d := range deps {
+			s.deactivate(ctx, d)
+		}
+		unpin()
+		return nil, err
+	}
+	for _, dc := range cands {
+		if !slices.Contains(c.Deps, dc.Module) || dc.Runtime != s.runtime ||
+			!slices.ContainsFunc(dc.Desc.Callables, func(oc module.OperationCallable) bool { return oc.Platform == s.platform }) {
+			continue
+		}
+		da, err := s.activate(ctx, dc, s.platform)
+		if err != nil {
+			return undo(fmt.Errorf("ops: %s depends on %s: %w", c.Module, dc.Desc.ImplID, err))
+		}
+		deps = append(deps, da)
+		if !da.provided {
+			op := worker.ProvidedOp{OpName: dc.Desc.OpName, OpVersion: dc.Desc.OpVersion.String(), ImplID: dc.Desc.ImplID, Priority: int32(dc.Desc.Priority)}
+			if err := s.w.Provide(da.h, op); err != nil {
+				return undo(fmt.Errorf("ops: offering %s to the host operation service: %w", dc.Desc.ImplID, err))
+			}
+			da.provided = true
+		}
+	}
 	act.refs++
-	h := &Handle{s: s, choice: ch, desc: *c.Desc, act: act, pins: pins, workerID: s.pickWorker()}
+	h := &Handle{s: s, choice: ch, desc: *c.Desc, act: act, deps: deps, pins: pins, workerID: s.pickWorker()}
 	s.handles[h] = struct{}{}
 	return h, nil
 }

@@ -55,18 +55,41 @@ static inline int32_t seq_validate(const ptojit_op_query *q, char *msg, uint32_t
     return 0;
 }
 
-/* SEQ_PROVIDER defines an orchestration seq_orch (kernel 0 does the work)
- * with its config and the operation provider's entry points: the
- * implementation id IMPL_ID, seq_validate plus the extra check EXTRA (an
- * expression over q, msg and cap returning non-zero to refuse), and a scratch
- * request of SCRATCH_PER_BLOCK device bytes per block of SEQ_BLOCK elements. */
-#define SEQ_BLOCK 64
-#define SEQ_PROVIDER(IMPL_ID, EXTRA, SCRATCH_PER_BLOCK)                                              \
+/* SEQ_CONFIG defines the orchestration's static configuration
+ * (seq_orch_config). */
+#define SEQ_CONFIG                                                                                    \
     static const ptojit_config seq_config = {                                                        \
         .abi_version = PTOJIT_SIM_ABI_VERSION,                                                       \
         .block_dim = 1,                                                                              \
     };                                                                                               \
-    const ptojit_config *seq_orch_config(void) { return &seq_config; }                               \
+    const ptojit_config *seq_orch_config(void) { return &seq_config; }
+
+/* SEQ_ENTRY_POINTS defines the operation provider's entry points: the
+ * implementation id IMPL_ID, seq_validate plus the extra check EXTRA (an
+ * expression over q, msg and cap returning non-zero to refuse), and a scratch
+ * request of SCRATCH_PER_BLOCK device bytes per block of SEQ_BLOCK elements. */
+#define SEQ_BLOCK 64
+#define SEQ_ENTRY_POINTS(IMPL_ID, EXTRA, SCRATCH_PER_BLOCK)                                          \
+    const char *ptojit_op_impl_id(void) { return IMPL_ID; }                                          \
+    int32_t ptojit_op_validate(const ptojit_op_query *q, char *msg, uint32_t cap)                    \
+    {                                                                                                \
+        int32_t rc = seq_validate(q, msg, cap);                                                      \
+        return rc != 0 ? rc : (EXTRA);                                                               \
+    }                                                                                                \
+    int32_t ptojit_op_scratch(const ptojit_op_query *q, ptojit_op_scratch_request *out)              \
+    {                                                                                                \
+        uint64_t n = q->tensors[0].shape[0];                                                         \
+        out->host_bytes = 0;                                                                         \
+        out->device_bytes = (SCRATCH_PER_BLOCK) * ((n + SEQ_BLOCK - 1) / SEQ_BLOCK);                 \
+        return 0;                                                                                    \
+    }
+
+/* SEQ_PROVIDER defines a whole provider: config, entry points and an
+ * orchestration seq_orch in which kernel 0 does the work (with the scratch
+ * tensor as the third argument when SCRATCH_PER_BLOCK is non-zero). */
+#define SEQ_PROVIDER(IMPL_ID, EXTRA, SCRATCH_PER_BLOCK)                                              \
+    SEQ_CONFIG                                                                                       \
+    SEQ_ENTRY_POINTS(IMPL_ID, EXTRA, SCRATCH_PER_BLOCK)                                              \
     int32_t seq_orch(const ptojit_runtime *rt, const ptojit_args *args)                              \
     {                                                                                                \
         if (rt->abi_version != PTOJIT_SIM_ABI_VERSION || args->abi_version != PTOJIT_SIM_ABI_VERSION) { \
@@ -81,19 +104,6 @@ static inline int32_t seq_validate(const ptojit_op_query *q, char *msg, uint32_t
         }                                                                                            \
         int32_t rc = k(args);                                                                        \
         return rc == 0 ? 0 : 100 + rc;                                                               \
-    }                                                                                                \
-    const char *ptojit_op_impl_id(void) { return IMPL_ID; }                                          \
-    int32_t ptojit_op_validate(const ptojit_op_query *q, char *msg, uint32_t cap)                    \
-    {                                                                                                \
-        int32_t rc = seq_validate(q, msg, cap);                                                      \
-        return rc != 0 ? rc : (EXTRA);                                                               \
-    }                                                                                                \
-    int32_t ptojit_op_scratch(const ptojit_op_query *q, ptojit_op_scratch_request *out)                      \
-    {                                                                                                \
-        uint64_t n = q->tensors[0].shape[0];                                                         \
-        out->host_bytes = 0;                                                                         \
-        out->device_bytes = (SCRATCH_PER_BLOCK) * ((n + SEQ_BLOCK - 1) / SEQ_BLOCK);                 \
-        return 0;                                                                                    \
     }
 
 #endif /* SEQUENCE_H */

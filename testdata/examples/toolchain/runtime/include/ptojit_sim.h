@@ -65,12 +65,24 @@ typedef struct ptojit_kernel_entry {
     ptojit_kernel_fn fn;
 } ptojit_kernel_entry;
 
-/* What the worker hands the orchestration. */
+struct ptojit_op_service;
+
+/* What the worker hands the orchestration. The first three fields are the
+ * prefix every runtime fills in; the tail after them is optional and
+ * size-prefixed: a binary reads a tail field only when struct_size covers
+ * it, so binaries built against the prefix alone keep working. */
 typedef struct ptojit_runtime {
     uint32_t abi_version;
     uint32_t kernel_count;
     const ptojit_kernel_entry *kernels;
+    /* tail (PTOJIT_RUNTIME_SIZE_OPS bytes and more) */
+    uint32_t struct_size;             /* bytes of this structure the runtime filled in */
+    uint32_t reserved;
+    const struct ptojit_op_service *operations; /* the host operation service, or NULL */
 } ptojit_runtime;
+
+#define PTOJIT_RUNTIME_SIZE_PREFIX 16u
+#define PTOJIT_RUNTIME_SIZE_OPS 32u
 
 /* Static configuration returned by the config symbol. */
 typedef struct ptojit_config {
@@ -147,6 +159,47 @@ typedef int32_t (*ptojit_op_scratch_fn)(const ptojit_op_query *q, ptojit_op_scra
 #define PTOJIT_OP_IMPL_ID_SYMBOL "ptojit_op_impl_id"
 #define PTOJIT_OP_VALIDATE_SYMBOL "ptojit_op_validate"
 #define PTOJIT_OP_SCRATCH_SYMBOL "ptojit_op_scratch"
+
+/*
+ * The host operation service (ptojit_runtime.operations): an orchestration
+ * resolves and executes an operation of the modules its module depends on,
+ * from inside its own execution. Before use, check rt->struct_size >=
+ * PTOJIT_RUNTIME_SIZE_OPS, operations != NULL, operations->struct_size >=
+ * sizeof(ptojit_op_service) and operations->version ==
+ * PTOJIT_OP_SERVICE_VERSION. Every function takes user as its first
+ * argument and returns 0 on success. Calls from inside ptojit_op_validate
+ * or ptojit_op_scratch are refused (PTOJIT_OP_E_REENTRY): negotiation is pure.
+ * resolve negotiates the candidates on the query's tensors (validate and
+ * scratch query) and takes the highest priority, then the smallest
+ * impl_id; candidates that need scratch are refused (nothing is allocated
+ * during an execution). execute checks that args match the negotiated
+ * tensors and runs the implementation's orchestration synchronously.
+ */
+#define PTOJIT_OP_SERVICE_VERSION 1u
+#define PTOJIT_OP_E_REENTRY (-2)
+#define PTOJIT_OP_E_NOT_FOUND (-3)
+#define PTOJIT_OP_E_INVALID (-4)
+
+typedef struct ptojit_op_resolve_request {
+    uint32_t struct_size;             /* sizeof(ptojit_op_resolve_request) */
+    uint32_t msg_capacity;            /* bytes of msg */
+    const char *op_name;
+    const char *min_version;          /* inclusive; NULL: the newest major version */
+    const char *max_version;          /* inclusive, same major; NULL: the rest of the major */
+    const ptojit_op_query *query;
+    char *msg;                        /* why nothing fits (NUL-terminated); may be NULL */
+} ptojit_op_resolve_request;
+
+typedef struct ptojit_op_service {
+    uint32_t struct_size;             /* sizeof(ptojit_op_service) of the runtime */
+    uint32_t version;                 /* PTOJIT_OP_SERVICE_VERSION */
+    void *user;
+    int32_t (*resolve)(void *user, const ptojit_op_resolve_request *req, uint64_t *handle);
+    int32_t (*describe)(void *user, uint64_t handle, char *impl_id, uint32_t cap);
+    int32_t (*scratch)(void *user, uint64_t handle, ptojit_op_scratch_request *out);
+    int32_t (*execute)(void *user, uint64_t handle, const ptojit_args *args);
+    int32_t (*release)(void *user, uint64_t handle);
+} ptojit_op_service;
 
 /* Finds the kernel registered for func_id, or NULL. */
 static inline ptojit_kernel_fn ptojit_find_kernel(const ptojit_runtime *rt, int32_t func_id)
