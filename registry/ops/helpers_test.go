@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -23,9 +24,31 @@ import (
 // childEnv marks a re-executed test binary as a chip child.
 const childEnv = "PTOJIT_OPS_TEST_CHILD"
 
+// pinEnv makes a re-executed test binary a pin holder: "DIR MODULE OP"
+// opens the store in DIR, pins MODULE for OP, prints "pinned" and holds the
+// pin until its standard input closes.
+const pinEnv = "PTOJIT_OPS_TEST_PIN"
+
 func TestMain(m *testing.M) {
 	if os.Getenv(childEnv) == "1" {
 		os.Exit(worker.ChildMain(os.Stderr))
+	}
+	if v := os.Getenv(pinEnv); v != "" {
+		f := strings.Fields(v)
+		s, err := module.Open(f[0], module.Options{})
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		p, err := s.Pin(f[1], f[2])
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		fmt.Println("pinned")
+		io.Copy(io.Discard, os.Stdin)
+		p.Release()
+		os.Exit(0)
 	}
 	os.Exit(m.Run())
 }
