@@ -249,9 +249,9 @@ func runOpLs(ctx context.Context, env *cli.Env, s *module.Store, o moduleOptions
 	if err != nil {
 		return err
 	}
-	cands, err := ops.CandidatesOf(mods)
-	if err != nil {
-		return err
+	cands, problems := ops.CandidatesOf(mods)
+	for _, p := range problems {
+		fmt.Fprintf(env.Stderr, "ptojit: warning: %v\n", p)
 	}
 	list := []opImpl{}
 	for _, c := range cands {
@@ -293,10 +293,7 @@ func withService(ctx context.Context, env *cli.Env, o *opOptions, workers int, f
 		if err != nil {
 			return err
 		}
-		cands, err := ops.CandidatesOf(mods)
-		if err != nil {
-			return err
-		}
+		cands, _ := ops.CandidatesOf(mods)
 		// The workers run the runtime most implementations of the
 		// operation are built for (others are rejected by name).
 		count := map[string]int{}

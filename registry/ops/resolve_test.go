@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/ptojit/ptojit/registry/module"
 )
 
 // fakeNegotiator accepts every candidate without a child: the pure
@@ -259,5 +261,23 @@ func TestDescriptorErrors(t *testing.T) {
 		if _, err := ParseDescriptor([]byte(c.raw)); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s: %v", c.raw, err)
 		}
+	}
+}
+
+// TestOldDescriptorsLeftOut: a module stored before the operation schema
+// existed (a descriptor with only impl_id and callables) resolves nothing
+// and is reported, without hiding the other modules' operations.
+func TestOldDescriptorsLeftOut(t *testing.T) {
+	good := `{"impl_id":"b.x","op_name":"x.y","op_version":"1.0.0","input_dtypes":["f32"],"output_dtypes":["f32"],"rank":[1,1],"sync_modes":["blocking"],"callables":[{"platform":"a2a3sim","artifact":"c"}]}`
+	mods := []*module.Installed{
+		{PackageID: "a", Version: "1.0.0", Manifest: &module.Manifest{PackageID: "a", Version: "1.0.0",
+			Operations: []module.Operation{{Raw: []byte(`{"callables":[],"impl_id":"a.x"}`), ImplID: "a.x"}}}},
+		{PackageID: "b", Version: "1.0.0", Manifest: &module.Manifest{PackageID: "b", Version: "1.0.0",
+			Operations: []module.Operation{{Raw: []byte(good), ImplID: "b.x"}}}},
+	}
+	cands, problems := CandidatesOf(mods)
+	if len(cands) != 1 || cands[0].Desc.ImplID != "b.x" || len(problems) != 1 ||
+		!strings.Contains(problems[0].Error(), "module a@1.0.0: operations[0]: field op_name: missing (required) (left out)") {
+		t.Errorf("candidates %d, problems %v", len(cands), problems)
 	}
 }

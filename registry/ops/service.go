@@ -61,18 +61,22 @@ func New(cfg Config) *Service {
 }
 
 // Candidates returns every implementation the enabled modules provide, in
-// load order of their modules, descriptors parsed.
+// load order of their modules, descriptors parsed. Descriptors that do not
+// parse (a module installed before the schema existed) are left out.
 func (s *Service) Candidates() ([]*Candidate, error) {
 	mods, err := s.store.LoadOrder()
 	if err != nil {
 		return nil, err
 	}
-	return CandidatesOf(mods)
+	cands, _ := CandidatesOf(mods)
+	return cands, nil
 }
 
 // CandidatesOf returns the implementations mods provide (the enabled
-// modules in load order, as Store.LoadOrder returns them).
-func CandidatesOf(mods []*module.Installed) ([]*Candidate, error) {
+// modules in load order, as Store.LoadOrder returns them), and one error per
+// descriptor that does not parse (left out: a module installed before the
+// operation schema existed resolves nothing until it is repacked).
+func CandidatesOf(mods []*module.Installed) ([]*Candidate, []error) {
 	byID := map[string]*module.Installed{}
 	for _, m := range mods {
 		byID[m.PackageID] = m
@@ -91,6 +95,7 @@ func CandidatesOf(mods []*module.Installed) ([]*Candidate, error) {
 		}
 	}
 	var out []*Candidate
+	var problems []error
 	for _, m := range mods {
 		seen := map[string]bool{}
 		deps(m.PackageID, seen)
@@ -102,12 +107,13 @@ func CandidatesOf(mods []*module.Installed) ([]*Candidate, error) {
 		for i, op := range m.Manifest.Operations {
 			d, err := ParseDescriptor(op.Raw)
 			if err != nil {
-				return nil, fmt.Errorf("module %s: operations[%d]: %w", m.ID(), i, err)
+				problems = append(problems, fmt.Errorf("module %s: operations[%d]: %w (left out)", m.ID(), i, err))
+				continue
 			}
 			out = append(out, &Candidate{Desc: d, Module: m.PackageID, ModuleVersion: m.Version, Deps: ds, Runtime: m.Manifest.Runtime, installed: m})
 		}
 	}
-	return out, nil
+	return out, problems
 }
 
 // Resolve finds the best implementation for q, negotiates it on a child and
