@@ -498,3 +498,61 @@ func TestServiceRefusesReentry(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// providerModule is a one-operation module whose orchestration reports
+// implID and whose validate and scratch query are the given C bodies.
+func providerModule(pkg, implID, reported, validate, scratch string, entry bool) sourceModule {
+	m := blockModule()
+	m["module.json"] = []byte(strings.NewReplacer(`"example.block"`, `"`+pkg+`"`, "example.block.spin", implID,
+		"example.test.spin", "example.test.provider").Replace(string(m["module.json"])))
+	src := `#include "ptojit_sim.h"
+static const ptojit_config cfg = {PTOJIT_SIM_ABI_VERSION, 1};
+const ptojit_config *spin_config(void) { return &cfg; }
+int32_t spin_orch(const ptojit_runtime *rt, const ptojit_args *a) { return 0; }
+`
+	if entry {
+		src += `const char *ptojit_op_impl_id(void) { return "` + reported + `"; }
+int32_t ptojit_op_validate(const ptojit_op_query *q, char *msg, uint32_t cap) { ` + validate + ` }
+int32_t ptojit_op_scratch(const ptojit_op_query *q, ptojit_op_scratch_request *out) { ` + scratch + ` }
+`
+	}
+	m["orch.c"] = []byte(src)
+	m["spin.c"] = []byte("#include \"ptojit_sim.h\"\nint32_t ptojit_kernel(const ptojit_args *a) { return 0; }\n")
+	return m
+}
+
+// TestProviderRejections: a failing scratch query, an orchestration that
+// reports another impl_id and one without entry points are rejected, each
+// with its reason; a host budget refuses host scratch.
+func TestProviderRejections(t *testing.T) {
+	priv, _, _ := examples(t)
+	s := newStore(t)
+	install(t, s,
+		pack(t, providerModule("example.p1", "example.p1.op", "example.p1.op", "return 0;", "return 9;", true), priv, nil),
+		pack(t, providerModule("example.p2", "example.p2.op", "example.other", "return 0;", "return 0;", true), priv, nil),
+		pack(t, providerModule("example.p3", "example.p3.op", "", "", "", false), priv, nil),
+		pack(t, withHostScratch(providerModule("example.p4", "example.p4.op", "example.p4.op", "return 0;", "out->host_bytes = 4096; return 0;", true)), priv, nil))
+	svc, _ := newService(t, s, 1)
+	q := ops.Query{OpName: "example.test.provider", Tensors: []ops.Tensor{{DType: ops.I32, Shape: []uint64{2}}}, Uniform: true,
+		HostBudget: 1024, DeviceBudget: ops.Unlimited}
+	_, res, err := svc.Resolve(ctxT(t), q)
+	var nf *ops.NotFoundError
+	got := reasons(res)
+	for _, want := range []string{
+		"example.p1.op [scratch] scratch: scratch query returned 9",
+		`example.p2.op [impl_id] impl_id: the orchestration reports "example.other", the manifest declares "example.p2.op"`,
+		"example.p3.op [provider] provider: the orchestration does not export ptojit_op_impl_id",
+		"example.p4.op [memory] memory budget: needs 4096 bytes of host scratch, the budget is 1024",
+	} {
+		if !errors.As(err, &nf) || !strings.Contains(got, want) {
+			t.Errorf("want %q: %v\n%s", want, err, got)
+		}
+	}
+}
+
+// withHostScratch gives a provider module's callable a third tensor, the
+// host scratch.
+func withHostScratch(m sourceModule) sourceModule {
+	m["spin.request.json"] = []byte(strings.ReplaceAll(string(m["spin.request.json"]), `["IN", "OUT"]`, `["IN", "OUT", "OUT"]`))
+	return m
+}

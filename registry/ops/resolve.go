@@ -140,8 +140,8 @@ type Rejection struct {
 	ImplID string `json:"impl_id"`
 	Module string `json:"module"`
 	// Kind is one of rank, layout, dtype, backend, capability, numerics,
-	// version, sync, arity, dims, batch, memory_space, alignment, memory
-	// (a scratch budget), validate, scratch, impl_id.
+	// version, sync, arity, dims, batch, memory_space, memory (a scratch
+	// budget), validate, scratch, impl_id, provider (no entry points).
 	Kind   string `json:"kind"`
 	Reason string `json:"reason"`
 }

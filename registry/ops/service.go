@@ -328,6 +328,12 @@ func (n *childNegotiator) negotiate(ch *Choice, q *Query) error {
 			if errors.As(err, &re) && re.Err != nil {
 				msg = re.Err.Error()
 			}
+			if strings.HasPrefix(msg, "the orchestration does not export") {
+				return &rejectErr{kind: "provider", reason: "provider: " + msg}
+			}
+			if strings.HasPrefix(msg, "scratch query returned") {
+				return &rejectErr{kind: "scratch", reason: "scratch: " + msg}
+			}
 			return &rejectErr{kind: "validate", reason: "validate: " + msg}
 		}
 		if err != nil {
