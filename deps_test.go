@@ -118,7 +118,15 @@ func TestStandardLibraryOnly(t *testing.T) {
 		if layer == "." {
 			pattern = "."
 		}
-		lines := goList(t, []string{"CGO_ENABLED=0"}, "-deps", "-f", "{{if not .Standard}}{{.ImportPath}}{{end}}", pattern)
+		// Only the layer's own packages: a nested layer (registry/ops
+		// under registry) has its own rule.
+		var pkgs []string
+		for _, p := range goList(t, nil, pattern) {
+			if l, _ := layerOf(strings.TrimPrefix(strings.TrimPrefix(p, module), "/")); l == layer {
+				pkgs = append(pkgs, p)
+			}
+		}
+		lines := goList(t, []string{"CGO_ENABLED=0"}, append([]string{"-deps", "-f", "{{if not .Standard}}{{.ImportPath}}{{end}}"}, pkgs...)...)
 		for _, dep := range lines {
 			if dep == "" || strings.HasPrefix(dep, module) {
 				continue
