@@ -1,4 +1,4 @@
-// Package api defines the JSON build request and response of ptojit (DESIGN.md
+// Package api defines the JSON build request and response of ptojit (docs/design.md
 // "Build request and response"). It imports only the standard library, so the
 // thin client can read and write these types without linking the engine.
 //

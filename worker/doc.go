@@ -82,6 +82,11 @@
 //	5 READY                empty
 //	6 NOP                  empty: the bare round trip
 //	7 SHUTDOWN             empty
+//	8 NEGOTIATE            digest[32], then the negotiation blob (NegotiateArgs): the
+//	                       provider's impl id, validate and scratch query on the tensors
+//	9 PROVIDE              digest[32], i32 priority, then op_name, op_version, impl_id
+//	                       (u16 length + bytes each): offer the operation to the
+//	                       child's host operation service
 //
 // The digest is the raw 32-byte SHA-256 of the canonical descriptor (the
 // hashid without its "sha256:" prefix and hex). No frame carries a slot, a
@@ -106,15 +111,17 @@
 //	offset  size  field
 //	0       32    digest of the request (zero for INIT, READY, NOP, SHUTDOWN)
 //	32      4     u32 detail: TASK the orchestration's return code; READY the
-//	              number of installed hashids
+//	              number of installed hashids; NEGOTIATE (REJECTED) validate's code
 //	36      4     u32 message length m (<= 1024)
 //	40      m     UTF-8 message: why the request failed; empty on success
+//	              (NEGOTIATE: "impl_id=ID host=N device=M" on success)
 //
 // A reply whose digest differs from the request's is invalid
 // (REPLY_HASHID_MISMATCH) and retires the endpoint. Statuses: 0 OK,
 // 1 BAD_FRAME, 2 HASHID_DESCRIPTOR_MISMATCH, 3 CALLABLE_KIND_UNSUPPORTED,
 // 4 LOCAL_SLOT_EXHAUSTED, 5 HASHID_NOT_INSTALLED, 6 PAYLOAD_INVALID,
-// 7 PLATFORM_UNSUPPORTED, 8 PREWARM_FAILED, 9 EXEC_FAILED, 10 ARGS_INVALID.
+// 7 PLATFORM_UNSUPPORTED, 8 PREWARM_FAILED, 9 EXEC_FAILED, 10 ARGS_INVALID,
+// 11 REJECTED (the provider refused a negotiation).
 //
 // # Sim execution
 //
@@ -125,4 +132,13 @@
 // tensor data into its arena mapping, and calls the entry through purego:
 // no cgo is needed. Other platforms are refused at prewarm
 // (PLATFORM_UNSUPPORTED).
+//
+// Prewarm also resolves, without calling them, an operation provider's
+// ptojit_op_impl_id, ptojit_op_validate and ptojit_op_scratch; only NEGOTIATE
+// calls them. The ptojit_runtime handed to an orchestration carries the
+// size-prefixed tail of ptojit_sim.h (struct_size 32) pointing to this
+// process's host operation service (opservice.go): an orchestration resolves
+// and executes the operations the parent offered with PROVIDE, in this
+// process, from inside its own task; handles it leaves open end with the
+// task, and calls made while a provider negotiates are refused.
 package worker

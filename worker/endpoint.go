@@ -52,6 +52,8 @@ func codeOf(s Status) registry.ErrorCode {
 		return TaskFailed
 	case StatusArgsInvalid:
 		return TaskArgsInvalid
+	case StatusRejected:
+		return NegotiationRejected
 	}
 	return FrameInvalid
 }

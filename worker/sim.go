@@ -25,7 +25,7 @@ const (
 	sizeofTensor   = 56 // data, nbytes, dtype, ndim, shape[4]
 	sizeofArgs     = 32 // abi_version, tensor_count, tensors, scalar_count, reserved, scalars
 	sizeofKernel   = 16 // func_id, reserved, fn
-	sizeofRuntime  = 16 // abi_version, kernel_count, kernels
+	sizeofRuntime  = 32 // abi_version, kernel_count, kernels; tail: struct_size, reserved, operations
 	sizeofConfig   = 8  // abi_version, block_dim
 	scratchBytes   = sizeofArgs + MaxTensors*sizeofTensor + MaxScalars*8
 	pageRoundBytes = 4096
@@ -84,6 +84,10 @@ type simCallable struct {
 	rt         cmem // ptojit_runtime followed by the kernel entries
 	tensors    int  // tensor arguments the signature takes
 	scalars    int  // scalar arguments the signature takes
+
+	// The operation provider's entry points (negotiate.go), resolved
+	// during prewarm and called only by NEGOTIATE; 0 when not exported.
+	opImplID, opValidate, opScratch uintptr
 }
 
 // load materializes and opens one shared object from bytes.
@@ -132,6 +136,11 @@ func (l *simLoader) prepare(c *registry.ChipCallable) (_ *simCallable, err error
 	if s.entry, err = purego.Dlsym(h, c.FuncName); err != nil {
 		return nil, fmt.Errorf("entry symbol %q: %s", c.FuncName, l.clean(err.Error()))
 	}
+	// Resolved only: a provider's negotiation runs on an explicit
+	// NEGOTIATE request, never during prewarm.
+	s.opImplID, _ = purego.Dlsym(h, opImplIDSymbol)
+	s.opValidate, _ = purego.Dlsym(h, opValidateSymbol)
+	s.opScratch, _ = purego.Dlsym(h, opScratchSymbol)
 	if c.ConfigName != "" {
 		if s.config, err = purego.Dlsym(h, c.ConfigName); err != nil {
 			return nil, fmt.Errorf("config symbol %q: %s", c.ConfigName, l.clean(err.Error()))
@@ -156,6 +165,8 @@ func (l *simLoader) prepare(c *registry.ChipCallable) (_ *simCallable, err error
 	}
 	binary.LittleEndian.PutUint32(s.rt.b[0:], simABIVersion)
 	binary.LittleEndian.PutUint32(s.rt.b[4:], uint32(len(c.Children)))
+	binary.LittleEndian.PutUint32(s.rt.b[16:], sizeofRuntime) // the tail: the host operation service
+	binary.LittleEndian.PutUint64(s.rt.b[24:], uint64(opServiceAddr()))
 	if len(c.Children) > 0 {
 		binary.LittleEndian.PutUint64(s.rt.b[8:], uint64(s.rt.addr(sizeofRuntime)))
 	}

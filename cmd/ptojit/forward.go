@@ -26,6 +26,7 @@ var engineCommands = []*cli.Command{
 	{Name: "envaudit", Summary: "check that every environment read is classified in the registry"},
 	{Name: "key", Summary: "show every input of a build's key, or diff two keys"},
 	{Name: "module", Summary: "pack, sign, install and inspect runtime modules of chip callables"},
+	{Name: "op", Summary: "list, resolve and run the operations of the enabled modules"},
 	{Name: "run", Summary: "register a built callable with local child workers and run it"},
 	{Name: "toolchain", Summary: "identify the installed toolchain components"},
 }
