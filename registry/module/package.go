@@ -118,6 +118,9 @@ type Package struct {
 	Files Files
 }
 
+// Artifact returns the bytes of an artifact.
+func (p *Package) Artifact(path string) []byte { return p.Files[path] }
+
 // ErrUnsigned is returned by OpenPackage for a package without module.sig.
 var ErrUnsigned = errors.New("the package is unsigned (no " + SignatureName + "): every module must be signed (ptojit module pack --key)")
 

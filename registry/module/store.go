@@ -270,6 +270,9 @@ func open(dir string, opts Options, dfs durable.FS) (*Store, error) {
 	return s, nil
 }
 
+// Dir returns the store's directory.
+func (s *Store) Dir() string { return s.dir }
+
 // reload reads state.json and trust.json when they changed since the last
 // read.
 func (s *Store) reload() error {

@@ -194,16 +194,6 @@ func pack(t testing.TB, src sourceModule, priv []byte, edit func(m *module.Manif
 	return ar
 }
 
-// env is a store with trusted example packages and a started Worker.
-type env struct {
-	store *module.Store
-	w     *worker.Worker
-	svc   *ops.Service
-	priv  []byte
-	pkgs  map[string][]byte // example name -> archive
-	log   *strings.Builder
-}
-
 var (
 	examplesOnce sync.Once
 	examplePriv  []byte

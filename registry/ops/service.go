@@ -35,8 +35,7 @@ type Service struct {
 type activation struct {
 	h        worker.CallableHandle
 	refs     int
-	implID   string // the implementation id its orchestration reported
-	tensors  int    // tensor arguments of its chip signature
+	tensors  int // tensor arguments of its chip signature
 	verified bool
 	provided bool // offered to the children's host operation service
 }
