@@ -56,6 +56,9 @@ request.`,
 				if o.request == "" {
 					return cli.Usagef("build: --request FILE|- is required")
 				}
+				if env.Checked() {
+					return checkRequest(env, o.request)
+				}
 				return runBuild(ctx, env, o)
 			}
 		},
@@ -69,18 +72,36 @@ type buildOptions struct {
 	cacheDir string
 }
 
+// checkRequest reads and validates a request file (not standard input,
+// which only the command itself may read), for env.CheckOnly.
+func checkRequest(env *cli.Env, name string) error {
+	if name == "-" {
+		return nil
+	}
+	_, err := readRequest(env, name)
+	return err
+}
+
 // readRequest reads, validates and resolves a request: relative paths are
 // resolved against the request file's directory, or env's working
 // directory for standard input. An invalid request is a usage error.
 func readRequest(env *cli.Env, name string) (*api.Request, error) {
 	in, err := cli.OpenInput(env, name)
 	if err != nil {
-		return nil, fmt.Errorf("request: %w", err)
+		var pe *os.PathError
+		if errors.As(err, &pe) {
+			err = pe.Err
+		}
+		return nil, cli.Invalid(fmt.Errorf("%s: cannot read the request: %w", name, err))
 	}
 	defer in.Close()
-	req, err := api.ReadRequest(in)
+	file := name
+	if name == "" || name == "-" {
+		file = "<stdin>"
+	}
+	req, err := api.ReadRequestFile(in, file)
 	if err != nil {
-		return nil, cli.Usagef("%v", err)
+		return nil, cli.Invalid(err)
 	}
 	dir := env.Abs(".")
 	if name != "" && name != "-" {
@@ -196,7 +217,7 @@ func runBuild(ctx context.Context, env *cli.Env, o buildOptions) error {
 	if buildErr != nil {
 		var fe *api.FieldError
 		if errors.As(buildErr, &fe) {
-			return cli.Usagef("%v", buildErr)
+			return cli.Invalid(req.Locate(buildErr))
 		}
 		return buildErr
 	}

@@ -19,7 +19,7 @@ import (
 )
 
 func init() {
-	sub := func(name, usage, summary, long string, writes bool, run func(ctx context.Context, env *cli.Env, o *cacheOptions, s cache.Store, args []string) error, extra func(fs *pflag.FlagSet, o *cacheOptions)) *cli.Command {
+	sub := func(name, usage, summary, long string, nargs int, writes bool, run func(ctx context.Context, env *cli.Env, o *cacheOptions, s cache.Store, args []string) error, extra func(fs *pflag.FlagSet, o *cacheOptions)) *cli.Command {
 		return &cli.Command{
 			Name:    name,
 			Usage:   "cache " + usage,
@@ -34,6 +34,9 @@ func init() {
 					extra(fs, o)
 				}
 				return func(ctx context.Context, env *cli.Env, args []string) error {
+					if err := checkCacheArgs(env, name, nargs, o, args); err != nil || env.Checked() {
+						return err
+					}
 					s, release, err := openCache(ctx, env, o, !writes)
 					if err != nil {
 						return err
@@ -63,29 +66,29 @@ Flags go after the subcommand: ptojit cache stats --json.
 			sub("stats", "stats [--json]", "print counters and size", `
 Prints the cache directory, the number of entries, the size against its
 limit, and the counters: hits, misses (corrupt ones included), uncached
-builds with their reasons, errors and evictions.`, false, runCacheStats, nil),
+builds with their reasons, errors and evictions.`, 0, false, runCacheStats, nil),
 			sub("ls", "ls [--json]", "list entries, most recently used first", `
 Lists every entry: key prefix, size, last use, creation time, compile time,
-output count, hashid and platform. --json prints every field.`, false, runCacheLs, nil),
+output count, hashid and platform. --json prints every field.`, 0, false, runCacheLs, nil),
 			sub("show", "show KEY [--json]", "print one entry", `
 Prints one entry. KEY is the full 64-hex key or a unique prefix of it (at
 least 4 hex digits), like a git object name. The key record is printed as its
-raw wire text; "ptojit key diff" explains and compares records.`, false, runCacheShow, nil),
+raw wire text; "ptojit key diff" explains and compares records.`, 1, false, runCacheShow, nil),
 			sub("verify", "verify [--json]", "re-hash every blob; remove damaged entries", `
 Re-hashes every blob against its SHA-256, removes the entries that name a
 corrupt or missing blob and the entries that cannot be decoded, and deletes
 blobs that no entry names. Exits 1 when it found damage.
-With PTOJIT_CACHE_READONLY=1 it only reports.`, true, runCacheVerify, nil),
+With PTOJIT_CACHE_READONLY=1 it only reports.`, 0, true, runCacheVerify, nil),
 			sub("trim", "trim [--max-size S] [--json]", "evict least-recently-used entries down to the size limit", `
 Evicts least-recently-used entries until the blobs fit in the size limit
 (--max-size, else PTOJIT_CACHE_MAX_SIZE, else 5G; 0 means no limit: only
 orphan blobs are deleted; "ptojit cache clear" empties the cache),
 deletes blobs that no entry names, then compacts the database and runs
 Badger's value-log garbage collection, which returns the space of deleted
-blobs to the file system (except in the value-log file being written).`, true, runCacheTrim, nil),
+blobs to the file system (except in the value-log file being written).`, 0, true, runCacheTrim, nil),
 			sub("clear", "clear [--json]", "remove every entry and blob (counters are kept)", `
 Removes every entry and blob. The counters that "ptojit cache stats" shows
-are kept.`, true, runCacheClear, nil),
+are kept.`, 0, true, runCacheClear, nil),
 		},
 	})
 }
@@ -101,6 +104,41 @@ type cacheOptions struct {
 	// resolved by openCache
 	resolvedDir string
 	opt         cache.Options // opt.ReadOnly: the user asked for it
+}
+
+// checkCacheArgs checks a cache subcommand's arguments and flags before
+// anything is opened: nargs arguments (a key or key prefix for show), a
+// valid --max-size and cache environment.
+func checkCacheArgs(env *cli.Env, name string, nargs int, o *cacheOptions, args []string) error {
+	if len(args) != nargs {
+		if nargs == 0 {
+			return cli.Usagef("cache %s: unexpected argument %q", name, args[0])
+		}
+		return cli.Usagef("cache %s: want one KEY (the key or a unique prefix of at least %d hex digits)", name, minKeyPrefix)
+	}
+	if nargs == 1 {
+		if err := checkKeyPrefix("cache "+name, args[0]); err != nil {
+			return err
+		}
+	}
+	if _, err := cache.EnvOptions(env.Getenv); err != nil {
+		return cli.Invalid(fmt.Errorf("cache: %v", err))
+	}
+	if o.maxSize != "" {
+		if _, err := cache.ParseSize(o.maxSize); err != nil {
+			return cli.Usagef("cache: --max-size: %v", err)
+		}
+	}
+	return nil
+}
+
+// checkKeyPrefix checks that arg can name a key: 4 to 64 hex digits.
+func checkKeyPrefix(cmd, arg string) error {
+	p := strings.ToLower(arg)
+	if len(p) < minKeyPrefix || len(p) > 64 || strings.Trim(p, "0123456789abcdef") != "" {
+		return cli.Usagef("%s: %q is not a key or a key prefix of at least %d hex digits", cmd, arg, minKeyPrefix)
+	}
+	return nil
 }
 
 // openCache returns the store and the function that releases it: the
@@ -283,17 +321,17 @@ const minKeyPrefix = 4
 // resolveKey finds the entry whose key is arg or starts with arg.
 func resolveKey(ctx context.Context, s cache.Store, arg string) (*cache.Entry, error) {
 	p := strings.ToLower(arg)
-	if len(p) < minKeyPrefix || len(p) > 64 || strings.Trim(p, "0123456789abcdef") != "" {
-		return nil, cli.Usagef("cache show: %q is not a key or a key prefix of at least %d hex digits", arg, minKeyPrefix)
+	if err := checkKeyPrefix("cache show", arg); err != nil {
+		return nil, err
 	}
 	if len(p) == 64 {
 		k, err := cache.ParseKey(p)
 		if err != nil {
-			return nil, cli.Usagef("cache show: %v", err)
+			return nil, cli.Usagef("%v", err)
 		}
 		e, err := s.Entry(ctx, k)
 		if errors.Is(err, cache.ErrMiss) {
-			return nil, fmt.Errorf("cache show: no entry %s", k)
+			return nil, fmt.Errorf("no entry %s in the cache", k)
 		}
 		return e, err
 	}
@@ -308,13 +346,13 @@ func resolveKey(ctx context.Context, s cache.Store, arg string) (*cache.Entry, e
 	case err != nil:
 		return nil, err
 	case len(found) == 0:
-		return nil, fmt.Errorf("cache show: no entry with key prefix %s", p)
+		return nil, fmt.Errorf("no entry with key prefix %s in the cache", p)
 	case len(found) > 1:
 		var b strings.Builder
 		for _, e := range found[:min(len(found), 5)] {
 			b.WriteString("\n  " + e.Key.String())
 		}
-		return nil, fmt.Errorf("cache show: key prefix %s is ambiguous: %d entries%s", p, len(found), b.String())
+		return nil, fmt.Errorf("key prefix %s is ambiguous: %d entries%s", p, len(found), b.String())
 	}
 	return found[0], nil
 }
@@ -325,7 +363,7 @@ func runCacheShow(ctx context.Context, env *cli.Env, o *cacheOptions, s cache.St
 	}
 	e, err := resolveKey(ctx, s, args[0])
 	if err != nil {
-		return err
+		return fmt.Errorf("cache show: %w", err)
 	}
 	if o.json {
 		return cli.WriteJSON(env.Stdout, toJSON(e, true))

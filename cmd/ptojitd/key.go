@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -40,6 +39,9 @@ build would compile and not be cached) or on error, 2 usage error.`,
 				if o.request == "" {
 					return cli.Usagef("key: --request FILE|- is required")
 				}
+				if env.Checked() {
+					return checkRequest(env, o.request)
+				}
 				return runKey(ctx, env, o)
 			}
 		},
@@ -62,6 +64,14 @@ and nothing else; "no inputs differ" when the records are equal.`,
 				return func(ctx context.Context, env *cli.Env, args []string) error {
 					if len(args) != 2 {
 						return cli.Usagef("key diff: want two arguments A B, got %d", len(args))
+					}
+					if env.Checked() {
+						for _, a := range args {
+							if err := checkKeyArg(env, a); err != nil {
+								return err
+							}
+						}
+						return nil
 					}
 					return runKeyDiff(ctx, env, o, args[0], args[1])
 				}
@@ -123,9 +133,8 @@ func (s *keySource) record(ctx context.Context, arg string) (inventory.Value, er
 		}
 		return rep.Record, nil
 	}
-	k, err := cache.ParseKey(strings.ToLower(arg))
-	if err != nil {
-		return nil, cli.Usagef("key diff: %q is neither a request file nor a key (64 hex digits)", arg)
+	if err := checkKeyArg(s.env, arg); err != nil {
+		return nil, err
 	}
 	if s.store == nil {
 		st, release, err := storeFor(ctx, s.env, s.cacheDir, true)
@@ -134,18 +143,31 @@ func (s *keySource) record(ctx context.Context, arg string) (inventory.Value, er
 		}
 		s.store, s.release = st, release
 	}
-	e, err := s.store.Entry(ctx, k)
-	if errors.Is(err, cache.ErrMiss) {
-		return nil, fmt.Errorf("key diff: no entry %s in the cache", k)
-	}
+	e, err := resolveKey(ctx, s.store, arg)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("key diff: %w", err)
 	}
+	k := e.Key
 	rec, err := inventory.Decode(e.Record)
 	if err != nil {
 		return nil, fmt.Errorf("key diff: entry %s: key record: %w", k, err)
 	}
 	return rec, nil
+}
+
+// checkKeyArg checks an argument of key diff: an existing request file,
+// "-", or a key or key prefix.
+func checkKeyArg(env *cli.Env, arg string) error {
+	if arg == "-" {
+		return nil
+	}
+	if fileExists(env.Abs(arg)) {
+		return checkRequest(env, arg)
+	}
+	if checkKeyPrefix("key diff", arg) != nil {
+		return cli.Usagef("key diff: %q is neither a request file nor a key (a key or a unique prefix of at least %d hex digits)", arg, minKeyPrefix)
+	}
+	return nil
 }
 
 func runKeyDiff(ctx context.Context, env *cli.Env, o keyDiffOptions, a, b string) (err error) {
