@@ -195,6 +195,11 @@ type entryJSON struct {
 	Meta           map[string]string `json:"meta"`
 	Outputs        []outputJSON      `json:"outputs"`
 	Record         *string           `json:"record,omitempty"`
+	// Kind is "build" for a build key's entry (its outputs are in the
+	// result entries its variants name) or "result".
+	Kind string `json:"kind"`
+	// Variants are a build key's header variants (cache show).
+	Variants []variantJSON `json:"variants,omitempty"`
 }
 
 func toJSON(e *cache.Entry, withRecord bool) entryJSON {
@@ -206,6 +211,7 @@ func toJSON(e *cache.Entry, withRecord bool) entryJSON {
 		CompileSeconds: e.CompileTime.Seconds(),
 		Meta:           e.Meta,
 		Outputs:        []outputJSON{},
+		Kind:           entryKind(e),
 	}
 	if j.Meta == nil {
 		j.Meta = map[string]string{}
@@ -280,10 +286,16 @@ func runCacheLs(ctx context.Context, env *cli.Env, o *cacheOptions, s cache.Stor
 		}
 		return cli.WriteJSON(env.Stdout, out)
 	}
-	w := tabwriter.NewWriter(env.Stdout, 0, 0, 2, ' ', 0)
-	fmt.Fprintf(w, "KEY\tSIZE\tLAST USED\tCREATED\tCOMPILE\tOUTPUTS\tHASHID\tPLATFORM\n")
+	builds := 0
 	for _, e := range es {
-		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s\n", e.Key.String()[:12], cache.FormatSize(e.Size()),
+		if entryKind(e) == "build" {
+			builds++
+		}
+	}
+	w := tabwriter.NewWriter(env.Stdout, 0, 0, 2, ' ', 0)
+	fmt.Fprintf(w, "KEY\tKIND\tSIZE\tLAST USED\tCREATED\tCOMPILE\tOUTPUTS\tHASHID\tPLATFORM\n")
+	for _, e := range es {
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s\n", e.Key.String()[:12], entryKind(e), cache.FormatSize(e.Size()),
 			fmtTime(e.LastUsed), fmtTime(e.Created), e.CompileTime.Round(time.Millisecond),
 			len(e.Outputs), short(e.Meta["hashid"]), orDash(e.Meta["platform"]))
 	}
@@ -292,8 +304,10 @@ func runCacheLs(ctx context.Context, env *cli.Env, o *cacheOptions, s cache.Stor
 	}
 	if len(es) == 0 {
 		fmt.Fprintln(env.Stderr, "cache: no entries")
+		return nil
 	}
-	return nil
+	_, err = fmt.Fprintf(env.Stdout, "%d builds in %d entries (a build key's entry names the result entry of each header set seen; the result entries hold the outputs)\n", builds, len(es))
+	return err
 }
 
 func fmtTime(t time.Time) string { return t.Local().Format("2006-01-02 15:04:05") }
@@ -365,11 +379,17 @@ func runCacheShow(ctx context.Context, env *cli.Env, o *cacheOptions, s cache.St
 	if err != nil {
 		return fmt.Errorf("cache show: %w", err)
 	}
+	m := manifestOf(e)
 	if o.json {
-		return cli.WriteJSON(env.Stdout, toJSON(e, true))
+		j := toJSON(e, true)
+		if m != nil {
+			j.Variants = variantsOf(ctx, s, m)
+		}
+		return cli.WriteJSON(env.Stdout, j)
 	}
 	w := tabwriter.NewWriter(env.Stdout, 0, 0, 2, ' ', 0)
 	fmt.Fprintf(w, "key\t%s\n", e.Key)
+	fmt.Fprintf(w, "kind\t%s\n", entryKind(e))
 	fmt.Fprintf(w, "size\t%s (%d bytes)\n", cache.FormatSize(e.Size()), e.Size())
 	fmt.Fprintf(w, "created\t%s\n", fmtTime(e.Created))
 	fmt.Fprintf(w, "last used\t%s\n", fmtTime(e.LastUsed))
@@ -383,9 +403,22 @@ func runCacheShow(ctx context.Context, env *cli.Env, o *cacheOptions, s cache.St
 	if err := w.Flush(); err != nil {
 		return err
 	}
-	fmt.Fprintf(env.Stdout, "outputs\n")
-	for _, o := range e.Outputs {
-		fmt.Fprintf(env.Stdout, "  %04o %10d  sha256:%x  %s\n", o.Mode, o.Size, o.Digest, o.Name)
+	if m != nil {
+		fmt.Fprintf(env.Stdout, "variants (header sets seen for this key, most recent first; each result entry holds the outputs)\n")
+		for i, v := range variantsOf(ctx, s, m) {
+			fmt.Fprintf(env.Stdout, "  [%d] result %s, %d headers\n", i, v.Result, len(v.Headers))
+			if v.Missing != "" {
+				fmt.Fprintf(env.Stdout, "      result entry unreadable: %s\n", v.Missing)
+			}
+			for _, o := range v.Outputs {
+				fmt.Fprintf(env.Stdout, "      %s %10d  sha256:%s  %s\n", o.Mode, o.Size, o.Digest, o.Name)
+			}
+		}
+	} else {
+		fmt.Fprintf(env.Stdout, "outputs\n")
+		for _, o := range e.Outputs {
+			fmt.Fprintf(env.Stdout, "  %04o %10d  sha256:%x  %s\n", o.Mode, o.Size, o.Digest, o.Name)
+		}
 	}
 	fmt.Fprintf(env.Stdout, "record\n  %s\n", e.Record)
 	return nil

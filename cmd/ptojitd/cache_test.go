@@ -106,7 +106,7 @@ func TestCacheCommand(t *testing.T) {
 	// ls: most recently used first.
 	r = ok(run("ls"))
 	lines := strings.Split(strings.TrimSpace(r.stdout), "\n")
-	if len(lines) != 4 || !strings.HasPrefix(lines[0], "KEY") || !strings.HasPrefix(lines[1], "1234") ||
+	if len(lines) != 5 || !strings.HasPrefix(lines[4], "0 builds in 3 entries") || !strings.HasPrefix(lines[0], "KEY") || !strings.HasPrefix(lines[1], "1234") ||
 		!strings.HasPrefix(lines[3], "abcd01") || !strings.Contains(lines[1], "sha256:eeeeeeeeeeee ") {
 		t.Fatalf("ls:\n%s", r.stdout)
 	}

@@ -93,6 +93,9 @@ flight first.`,
 					var o daemonOptions
 					daemonFlags(fs, &o, false)
 					return func(ctx context.Context, env *cli.Env, args []string) error {
+						if len(args) > 0 {
+							return cli.Usagef("daemon stop: unexpected argument %q", args[0])
+						}
 						return runDaemonStop(env, o)
 					}
 				},
@@ -106,6 +109,9 @@ flight first.`,
 					daemonFlags(fs, &o, false)
 					fs.BoolVar(&o.json, "json", false, "print JSON")
 					return func(ctx context.Context, env *cli.Env, args []string) error {
+						if len(args) > 0 {
+							return cli.Usagef("daemon status: unexpected argument %q", args[0])
+						}
 						return runDaemonStatus(env, o)
 					}
 				},
@@ -119,6 +125,9 @@ flight first.`,
 					fs.IntVar(&o.readyFD, "ready-fd", -1, "write \"ready\" to this file descriptor once serving")
 					fs.MarkHidden("ready-fd")
 					return func(ctx context.Context, env *cli.Env, args []string) error {
+						if len(args) > 0 {
+							return cli.Usagef("daemon run: unexpected argument %q", args[0])
+						}
 						return runDaemon(ctx, env, o)
 					}
 				},

@@ -1,0 +1,111 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/rogpeppe/go-internal/testscript"
+
+	"github.com/ptojit/ptojit/internal/fixture"
+)
+
+// scriptBinEnv names a directory of ptojit and ptojitd binaries that the
+// CLI scripts run instead of the test binary, e.g. the binaries of another
+// revision, to see which scripts fail there.
+const scriptBinEnv = "PTOJIT_SCRIPT_BIN"
+
+// cliTimeout bounds every command a CLI script runs: a hang fails the
+// script instead of the package.
+const cliTimeout = 60 * time.Second
+
+// TestCLIScripts runs testdata/script/cli: the command line as a newcomer
+// meets it. "pj ARGS..." runs ptojit ARGS (from PATH: the test binary,
+// or $PTOJIT_SCRIPT_BIN) in the script's directory with a deadline and
+// records its exit status for "status N".
+func TestCLIScripts(t *testing.T) {
+	testscript.Run(t, testscript.Params{
+		Dir: filepath.Join("testdata", "script", "cli"),
+		Setup: func(env *testscript.Env) error {
+			if err := fixture.CopyExamples(env.WorkDir); err != nil {
+				return err
+			}
+			env.Setenv("PTOJIT_CACHE_DIR", filepath.Join(env.WorkDir, "cache"))
+			env.Setenv("XDG_RUNTIME_DIR", filepath.Join(env.WorkDir, "run"))
+			if bin := os.Getenv(scriptBinEnv); bin != "" {
+				env.Setenv("PATH", bin+string(os.PathListSeparator)+env.Getenv("PATH"))
+			}
+			return nil
+		},
+		Cmds: map[string]func(*testscript.TestScript, bool, []string){
+			"pj":     cmdPJ,
+			"status": cmdStatus,
+			"append": cmdAppend,
+		},
+	})
+}
+
+// scriptEnvVars are the variables a script may set that pj passes on.
+var scriptEnvVars = []string{"PATH", "HOME", "WORK", "TMPDIR", "PTOJIT_CACHE_DIR", "XDG_RUNTIME_DIR", "PTOJIT_DAEMON",
+	"PTOJIT_CACHE_READONLY", "PTOJIT_CACHE_MAX_SIZE", "PTOJIT_ENGINE", "PYPTO_CACHE_EPOCH"}
+
+func cmdPJ(ts *testscript.TestScript, neg bool, args []string) {
+	path, err := exec.LookPath("ptojit")
+	for _, dir := range filepath.SplitList(ts.Getenv("PATH")) {
+		if p := filepath.Join(dir, "ptojit"); fileExists(p) {
+			path, err = p, nil
+			break
+		}
+	}
+	if err != nil {
+		ts.Fatalf("ptojit not found: %v", err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), cliTimeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, path, args...)
+	cmd.Dir = ts.MkAbs(".")
+	var env []string
+	for _, kv := range os.Environ() {
+		name, _, _ := strings.Cut(kv, "=")
+		if !strings.HasPrefix(name, "PTOJIT_") && !strings.HasPrefix(name, "XDG_") {
+			env = append(env, kv)
+		}
+	}
+	for _, v := range scriptEnvVars {
+		if x := ts.Getenv(v); x != "" {
+			env = append(env, v+"="+x)
+		}
+	}
+	cmd.Env = env
+	cmd.Stdout, cmd.Stderr = ts.Stdout(), ts.Stderr()
+	err = cmd.Run()
+	if ctx.Err() != nil {
+		ts.Fatalf("ptojit %s: no answer within %v", strings.Join(args, " "), cliTimeout)
+	}
+	code := 0
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		code = ee.ExitCode()
+	} else if err != nil {
+		ts.Fatalf("ptojit: %v", err)
+	}
+	ts.Setenv("STATUS", strconv.Itoa(code))
+	if (code != 0) != neg {
+		ts.Fatalf("ptojit %s exited with status %d", strings.Join(args, " "), code)
+	}
+}
+
+func cmdStatus(ts *testscript.TestScript, neg bool, args []string) {
+	if len(args) != 1 {
+		ts.Fatalf("usage: status N")
+	}
+	if got := ts.Getenv("STATUS"); (got == args[0]) == neg {
+		ts.Fatalf("exit status %s, want %s", got, args[0])
+	}
+}
