@@ -38,17 +38,24 @@ published), uncached (compiled, not cached: every reason is listed) or error.
 --json prints the response object instead.
 
 The cache is PTOJIT_CACHE_DIR, else $XDG_CACHE_HOME/ptojit, else
-~/.cache/ptojit; PTOJIT_CACHE_READONLY=1 never writes it. The store is
-opened in this process (waiting while another process holds it).
+~/.cache/ptojit; PTOJIT_CACHE_READONLY=1 never writes it. The build runs in
+the daemon that owns the cache (started on demand; see "ptojit help
+daemon"). With --no-daemon or PTOJIT_DAEMON=0 it runs in this process; if
+another process (a daemon) holds the store, it compiles without the cache
+("uncached") and says which process holds it, or with --wait waits for it.
 
-Exit status: 0 hit, miss or uncached; 1 error; 2 usage error or an invalid
-request.`,
+An invalid request is reported as FILE:LINE:COL: FIELD: what is wrong, e.g.
+  request.json:10:32: kernels[0].signature[1]: unknown direction "UP": want IN, OUT, INOUT or SCALAR
+
+Exit status: 0 hit, miss or uncached; 1 error (a compile error); 2 usage
+error or invalid input (a missing or invalid request, a missing source).`,
 		Setup: func(fs *pflag.FlagSet) cli.RunFunc {
 			var o buildOptions
 			fs.StringVar(&o.request, "request", "", "the build request, FILE or - for standard input")
 			fs.BoolVar(&o.json, "json", false, "print the response as JSON")
 			fs.BoolVar(&o.noDaemon, "no-daemon", false, "open the cache in this process instead of asking the daemon")
 			fs.StringVar(&o.cacheDir, "cache-dir", "", "the cache directory (default: PTOJIT_CACHE_DIR or the user cache directory)")
+			fs.BoolVar(&o.wait, "wait", false, "in this process: wait while another process holds the cache instead of building without it")
 			return func(ctx context.Context, env *cli.Env, args []string) error {
 				if len(args) > 0 {
 					return cli.Usagef("build: unexpected argument %q", args[0])
@@ -70,6 +77,7 @@ type buildOptions struct {
 	json     bool
 	noDaemon bool
 	cacheDir string
+	wait     bool
 }
 
 // checkRequest reads and validates a request file (not standard input,
@@ -131,12 +139,13 @@ func ShareEngine(store cache.Store, ids *toolchain.InstallationIdentityCache) {
 }
 
 // storeFor returns the store a command uses and the function that releases
-// it.
-func storeFor(ctx context.Context, env *cli.Env, dir string, readOnly bool) (cache.Store, func() error, error) {
+// it. In-process, a store another process holds is a *heldError unless
+// wait.
+func storeFor(ctx context.Context, env *cli.Env, dir string, readOnly, wait bool) (cache.Store, func() error, error) {
 	if engine.store != nil {
 		return engine.store, func() error { return nil }, nil
 	}
-	st, err := openStore(ctx, env, dir, readOnly)
+	st, err := openStore(ctx, env, dir, readOnly, wait)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -165,9 +174,8 @@ func driverFor(env *cli.Env, store cache.Store) *jit.Driver {
 	return jit.New(jit.Options{Store: store, Getenv: env.Getenv, Environ: env.Environ, Identities: identities()})
 }
 
-// openStore opens the cache in this process, waiting while another process
-// holds it.
-func openStore(ctx context.Context, env *cli.Env, dir string, readOnly bool) (*cache.Badger, error) {
+// openStore opens the cache in this process; see openNow.
+func openStore(ctx context.Context, env *cli.Env, dir string, readOnly, wait bool) (*cache.Badger, error) {
 	if dir == "" {
 		d, err := cache.DefaultDir(env.Getenv)
 		if err != nil {
@@ -180,7 +188,7 @@ func openStore(ctx context.Context, env *cli.Env, dir string, readOnly bool) (*c
 		return nil, cli.Usagef("%v", err)
 	}
 	opt.ReadOnly = opt.ReadOnly || readOnly
-	return cache.OpenWait(ctx, env.Abs(dir), opt)
+	return openNow(ctx, env, env.Abs(dir), opt, wait)
 }
 
 func runBuild(ctx context.Context, env *cli.Env, o buildOptions) error {
@@ -197,11 +205,25 @@ func runBuild(ctx context.Context, env *cli.Env, o buildOptions) error {
 		}
 		return err
 	}
-	store, release, err := storeFor(ctx, env, o.cacheDir, false)
+	store, release, err := storeFor(ctx, env, o.cacheDir, false, o.wait)
+	var held *heldError
+	if errors.As(err, &held) {
+		// Build without the cache rather than wait for it: the daemon
+		// may hold it for minutes.
+		fmt.Fprintf(env.Stderr, "ptojit: warning: compiling without the cache: %v\n", held)
+		store, release, err = nil, func() error { return nil }, nil
+	}
 	if err != nil {
 		return err
 	}
 	resp, buildErr := driverFor(env, store).Build(ctx, req)
+	if held != nil {
+		for i, r := range resp.Unavailable {
+			if r == "no cache store" {
+				resp.Unavailable[i] = fmt.Sprintf("cache: %s is in use by another process (see the warning above)", held.dir)
+			}
+		}
+	}
 	if err := release(); err != nil && buildErr == nil {
 		return fmt.Errorf("closing the cache: %w", err)
 	}

@@ -30,6 +30,7 @@ func init() {
 				fs.StringVar(&o.dir, "cache-dir", "", "the cache directory (default: PTOJIT_CACHE_DIR, $XDG_CACHE_HOME/ptojit or ~/.cache/ptojit)")
 				fs.StringVar(&o.maxSize, "max-size", "", "the size limit, e.g. 500M or 5G (default: PTOJIT_CACHE_MAX_SIZE or 5G)")
 				fs.BoolVar(&o.json, "json", false, "print JSON")
+				fs.BoolVar(&o.wait, "wait", false, "in this process: wait while another process holds the cache")
 				if extra != nil {
 					extra(fs, o)
 				}
@@ -38,6 +39,21 @@ func init() {
 						return err
 					}
 					s, release, err := openCache(ctx, env, o, !writes)
+					var held *heldError
+					if errors.As(err, &held) && held.h.daemon && (!writes || !o.opt.ReadOnly) {
+						// A live daemon serves the command with the
+						// store it holds.
+						fwd := append([]string{"cache", name, "--cache-dir", o.resolvedDir}, args...)
+						if o.json {
+							fwd = append(fwd, "--json")
+						}
+						if o.maxSize != "" {
+							fwd = append(fwd, "--max-size", o.maxSize)
+						}
+						if ok, ferr := forwardToDaemon(env, fwd); ok {
+							return ferr
+						}
+					}
 					if err != nil {
 						return err
 					}
@@ -101,6 +117,7 @@ type cacheOptions struct {
 	dir     string
 	maxSize string
 	json    bool
+	wait    bool
 	// resolved by openCache
 	resolvedDir string
 	opt         cache.Options // opt.ReadOnly: the user asked for it
@@ -170,7 +187,7 @@ func openCache(ctx context.Context, env *cli.Env, o *cacheOptions, readOnly bool
 		return engine.store, func() error { return nil }, nil
 	}
 	opt.ReadOnly = opt.ReadOnly || readOnly
-	s, err := cache.OpenWait(ctx, o.resolvedDir, opt)
+	s, err := openNow(ctx, env, o.resolvedDir, opt, o.wait)
 	if err != nil {
 		return nil, nil, err
 	}

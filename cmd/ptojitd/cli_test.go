@@ -3,16 +3,21 @@ package main
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/rogpeppe/go-internal/testscript"
 
+	"github.com/ptojit/ptojit/api"
+	"github.com/ptojit/ptojit/cache"
 	"github.com/ptojit/ptojit/internal/fixture"
 )
 
@@ -46,7 +51,9 @@ func TestCLIScripts(t *testing.T) {
 		Cmds: map[string]func(*testscript.TestScript, bool, []string){
 			"pj":     cmdPJ,
 			"status": cmdStatus,
-			"append": cmdAppend,
+			"append":        cmdAppend,
+			"hold-cache":    cmdHoldCache,
+			"release-cache": cmdReleaseCache,
 		},
 	})
 }
@@ -108,4 +115,41 @@ func cmdStatus(ts *testscript.TestScript, neg bool, args []string) {
 	if got := ts.Getenv("STATUS"); (got == args[0]) == neg {
 		ts.Fatalf("exit status %s, want %s", got, args[0])
 	}
+}
+
+// held are the stores hold-cache holds, by script work directory.
+var held sync.Map
+
+// hold-cache: holds $PTOJIT_CACHE_DIR as a running daemon does: the store
+// open in this process and the daemon lock held with this pid in it.
+func cmdHoldCache(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 0 {
+		ts.Fatalf("usage: hold-cache")
+	}
+	dir := ts.Getenv("PTOJIT_CACHE_DIR")
+	st, err := cache.Open(dir, cache.Options{})
+	ts.Check(err)
+	ddir := api.DaemonDir(dir, ts.Getenv)
+	ts.Check(os.MkdirAll(ddir, 0o700))
+	lock, err := os.OpenFile(filepath.Join(ddir, api.LockName), os.O_CREATE|os.O_RDWR, 0o600)
+	ts.Check(err)
+	ts.Check(syscall.Flock(int(lock.Fd()), syscall.LOCK_EX))
+	_, err = fmt.Fprintf(lock, "%d\n", os.Getpid())
+	ts.Check(err)
+	held.Store(ts.Getenv("WORK"), func() {
+		st.Close()
+		lock.Close()
+	})
+	ts.Defer(func() { releaseCache(ts.Getenv("WORK")) })
+}
+
+func releaseCache(work string) {
+	if f, ok := held.LoadAndDelete(work); ok {
+		f.(func())()
+	}
+}
+
+// release-cache: undoes hold-cache.
+func cmdReleaseCache(ts *testscript.TestScript, neg bool, args []string) {
+	releaseCache(ts.Getenv("WORK"))
 }

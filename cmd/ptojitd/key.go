@@ -71,6 +71,7 @@ error, 2 usage error or an invalid request.`,
 				fs.BoolVar(&o.json, "json", false, "print the differences as JSON")
 				fs.StringVar(&o.cacheDir, "cache-dir", "", "the cache directory, for keys and entries")
 				fs.Bool("no-daemon", false, "read the cache in this process instead of asking the daemon")
+				fs.BoolVar(&o.wait, "wait", false, "in this process: wait while another process holds the cache")
 				return func(ctx context.Context, env *cli.Env, args []string) error {
 					if len(args) != 2 {
 						return cli.Usagef("key diff: want two arguments A B, got %d", len(args))
@@ -98,6 +99,7 @@ type keyOptions struct {
 type keyDiffOptions struct {
 	json     bool
 	cacheDir string
+	wait     bool
 }
 
 func runKey(ctx context.Context, env *cli.Env, o keyOptions) error {
@@ -127,6 +129,7 @@ func runKey(ctx context.Context, env *cli.Env, o keyOptions) error {
 type keySource struct {
 	env      *cli.Env
 	cacheDir string
+	wait     bool
 	store    cache.Store
 	release  func() error
 	// entries are the stored entries the arguments named, by argument.
@@ -149,7 +152,7 @@ func (s *keySource) record(ctx context.Context, arg string) (inventory.Value, er
 		return nil, err
 	}
 	if s.store == nil {
-		st, release, err := storeFor(ctx, s.env, s.cacheDir, true)
+		st, release, err := storeFor(ctx, s.env, s.cacheDir, true, s.wait)
 		if err != nil {
 			return nil, err
 		}
@@ -187,7 +190,7 @@ func checkKeyArg(env *cli.Env, arg string) error {
 }
 
 func runKeyDiff(ctx context.Context, env *cli.Env, o keyDiffOptions, a, b string) (err error) {
-	src := &keySource{env: env, cacheDir: o.cacheDir}
+	src := &keySource{env: env, cacheDir: o.cacheDir, wait: o.wait}
 	defer func() {
 		if src.store != nil {
 			if cerr := src.release(); cerr != nil && err == nil {

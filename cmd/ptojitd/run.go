@@ -178,7 +178,12 @@ func buildForRun(ctx context.Context, env *cli.Env, o runOptions, req *api.Reque
 		}
 		return &resp, nil
 	}
-	store, release, err := storeFor(ctx, env, o.cacheDir, false)
+	store, release, err := storeFor(ctx, env, o.cacheDir, false, false)
+	var held *heldError
+	if errors.As(err, &held) {
+		fmt.Fprintf(env.Stderr, "ptojit: warning: compiling without the cache: %v\n", held)
+		store, release, err = nil, func() error { return nil }, nil
+	}
 	if err != nil {
 		return nil, err
 	}
