@@ -49,8 +49,8 @@ func TestCLIScripts(t *testing.T) {
 			return nil
 		},
 		Cmds: map[string]func(*testscript.TestScript, bool, []string){
-			"pj":     cmdPJ,
-			"status": cmdStatus,
+			"pj":            cmdPJ,
+			"status":        cmdStatus,
 			"append":        cmdAppend,
 			"hold-cache":    cmdHoldCache,
 			"release-cache": cmdReleaseCache,
