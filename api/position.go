@@ -103,7 +103,9 @@ func (c *checker) next(path string) (json.Token, int, error) {
 		var se *json.SyntaxError
 		switch {
 		case errors.As(err, &se):
-			return nil, off, c.fail(int(se.Offset)-1, path, "invalid JSON: %s", strings.TrimPrefix(se.Error(), "json: "))
+			// The decoder's offsets are not always absolute: point at
+			// the token that failed.
+			return nil, off, c.fail(off, path, "invalid JSON: %s", strings.TrimPrefix(se.Error(), "json: "))
 		case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
 			return nil, off, c.fail(len(c.src.doc), path, "the document ends early: a value, ',' or a closing bracket is missing")
 		}

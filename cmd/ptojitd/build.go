@@ -80,14 +80,36 @@ type buildOptions struct {
 	wait     bool
 }
 
-// checkRequest reads and validates a request file (not standard input,
-// which only the command itself may read), for env.CheckOnly.
+// checkRequest reads and validates a request, for env.CheckOnly (the
+// caller buffers standard input, so the command can read it again).
 func checkRequest(env *cli.Env, name string) error {
-	if name == "-" {
-		return nil
+	req, err := readRequest(env, name)
+	if err != nil {
+		return err
 	}
-	_, err := readRequest(env, name)
-	return err
+	return checkSources(req)
+}
+
+// checkSources checks that the request's sources exist, before anything
+// is opened; the build would report the same error.
+func checkSources(req *api.Request) error {
+	for _, fp := range req.Paths() {
+		if fp.Field != "orchestration.source" && !strings.HasSuffix(fp.Field, "].source") {
+			continue
+		}
+		fi, err := os.Stat(fp.Path)
+		switch {
+		case err != nil:
+			var pe *os.PathError
+			if errors.As(err, &pe) {
+				err = pe.Err
+			}
+			return cli.Invalid(req.Locate(&api.FieldError{Field: fp.Field, Msg: fmt.Sprintf("%s: %v", filepath.Base(fp.Path), err)}))
+		case !fi.Mode().IsRegular():
+			return cli.Invalid(req.Locate(&api.FieldError{Field: fp.Field, Msg: filepath.Base(fp.Path) + " is not a regular file"}))
+		}
+	}
+	return nil
 }
 
 // readRequest reads, validates and resolves a request: relative paths are
@@ -193,6 +215,9 @@ func openStore(ctx context.Context, env *cli.Env, dir string, readOnly, wait boo
 
 func runBuild(ctx context.Context, env *cli.Env, o buildOptions) error {
 	req, err := readRequest(env, o.request)
+	if err == nil {
+		err = checkSources(req)
+	}
 	if err != nil {
 		if o.json {
 			// A frontend reading --json gets a response even for a

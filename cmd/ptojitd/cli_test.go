@@ -33,7 +33,8 @@ const cliTimeout = 60 * time.Second
 // TestCLIScripts runs testdata/script/cli: the command line as a newcomer
 // meets it. "pj ARGS..." runs ptojit ARGS (from PATH: the test binary,
 // or $PTOJIT_SCRIPT_BIN) in the script's directory with a deadline and
-// records its exit status for "status N".
+// records its exit status for "status N"; "pj -stdin FILE ARGS..." gives
+// it FILE on standard input.
 func TestCLIScripts(t *testing.T) {
 	testscript.Run(t, testscript.Params{
 		Dir: filepath.Join("testdata", "script", "cli"),
@@ -63,6 +64,10 @@ var scriptEnvVars = []string{"PATH", "HOME", "WORK", "TMPDIR", "PTOJIT_CACHE_DIR
 	"PTOJIT_CACHE_READONLY", "PTOJIT_CACHE_MAX_SIZE", "PTOJIT_ENGINE", "PYPTO_CACHE_EPOCH"}
 
 func cmdPJ(ts *testscript.TestScript, neg bool, args []string) {
+	var stdin string
+	if len(args) >= 2 && args[0] == "-stdin" {
+		stdin, args = ts.ReadFile(args[1]), args[2:]
+	}
 	path, err := exec.LookPath("ptojit")
 	for _, dir := range filepath.SplitList(ts.Getenv("PATH")) {
 		if p := filepath.Join(dir, "ptojit"); fileExists(p) {
@@ -90,6 +95,7 @@ func cmdPJ(ts *testscript.TestScript, neg bool, args []string) {
 		}
 	}
 	cmd.Env = env
+	cmd.Stdin = strings.NewReader(stdin)
 	cmd.Stdout, cmd.Stderr = ts.Stdout(), ts.Stderr()
 	err = cmd.Run()
 	if ctx.Err() != nil {

@@ -5,7 +5,9 @@
 package main
 
 import (
+	"bytes"
 	"context"
+	"errors"
 	"io"
 	"os"
 	"slices"
@@ -44,8 +46,25 @@ func engineMain(ctx context.Context, env *cli.Env, args []string, engine func() 
 		check := *env
 		check.CheckOnly = true
 		check.Stdin = strings.NewReader("")
+		if slices.Contains(args, "-") || slices.ContainsFunc(args, func(a string) bool { return strings.HasSuffix(a, "=-") }) {
+			// Standard input is read once: the check and the command
+			// each get the bytes.
+			b, err := io.ReadAll(io.LimitReader(env.Stdin, api.MaxDaemonRequest))
+			if err != nil {
+				return cli.Report(env, "ptojit", err)
+			}
+			check.Stdin = bytes.NewReader(b)
+			env.Stdin = bytes.NewReader(b)
+		}
 		check.Stdout, check.Stderr = io.Discard, io.Discard
 		if err := program().Run(ctx, &check, args); err != nil {
+			var ie *cli.InputError
+			if errors.As(err, &ie) {
+				// Invalid input fails the same way in this process,
+				// before any side effect, and answers as the command
+				// does (--json included).
+				return program().Main(ctx, env, args)
+			}
 			return cli.Report(env, "ptojit", err)
 		}
 		if ok, err := clientcmd.ViaDaemon(env, args, engine); ok {
