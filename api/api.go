@@ -1,4 +1,4 @@
-// Package api defines the JSON build request and response of ptojit (DESIGN.md
+// Package api defines the JSON build request and response of ptojit (docs/design.md
 // "Build request and response"). It imports only the standard library, so the
 // thin client can read and write these types without linking the engine.
 //
@@ -414,7 +414,10 @@ type Output struct {
 	Digest string `json:"digest"`
 }
 
-// Timings are the durations of a build's phases in milliseconds.
+// Timings are the durations of a build's phases in milliseconds. In JSON
+// each appears twice: under its name, in milliseconds (the original
+// fields), and as NAME_seconds, in seconds, the unit of every other
+// duration ptojit prints as JSON (compile_seconds, uptime_seconds, ...).
 type Timings struct {
 	Identity float64 `json:"identity"`
 	Lookup   float64 `json:"lookup"`
@@ -442,4 +445,34 @@ type Response struct {
 	MissReason string  `json:"miss_reason,omitempty"`
 	Error      string  `json:"error,omitempty"`
 	Timings    Timings `json:"timings"`
+}
+
+// timingsJSON is the JSON form of Timings.
+type timingsJSON struct {
+	Identity        float64 `json:"identity"`
+	Lookup          float64 `json:"lookup"`
+	Compile         float64 `json:"compile"`
+	Publish         float64 `json:"publish"`
+	Total           float64 `json:"total"`
+	IdentitySeconds float64 `json:"identity_seconds"`
+	LookupSeconds   float64 `json:"lookup_seconds"`
+	CompileSeconds  float64 `json:"compile_seconds"`
+	PublishSeconds  float64 `json:"publish_seconds"`
+	TotalSeconds    float64 `json:"total_seconds"`
+}
+
+// MarshalJSON writes the milliseconds and the seconds of every phase.
+func (t Timings) MarshalJSON() ([]byte, error) {
+	return json.Marshal(timingsJSON{t.Identity, t.Lookup, t.Compile, t.Publish, t.Total,
+		t.Identity / 1e3, t.Lookup / 1e3, t.Compile / 1e3, t.Publish / 1e3, t.Total / 1e3})
+}
+
+// UnmarshalJSON reads the milliseconds (the seconds repeat them).
+func (t *Timings) UnmarshalJSON(b []byte) error {
+	var j timingsJSON
+	if err := json.Unmarshal(b, &j); err != nil {
+		return err
+	}
+	*t = Timings{j.Identity, j.Lookup, j.Compile, j.Publish, j.Total}
+	return nil
 }

@@ -223,10 +223,13 @@ func runDaemonStatus(env *cli.Env, o daemonOptions) error {
 			}
 		}
 		if st.Cache != nil {
-			fmt.Fprintf(w, "cache: %d entries, %d bytes of %d; %d hits, %d misses, %d uncached\n", st.Cache.Entries, st.Cache.Bytes, st.Cache.MaxBytes, st.Cache.Hits, st.Cache.Misses, st.Cache.Uncached)
+			fmt.Fprintf(w, "cache: %d entries, %s of %s; %d hits, %d misses, %d uncached\n", st.Cache.Entries, cache.FormatSize(st.Cache.Bytes), cache.FormatSize(st.Cache.MaxBytes), st.Cache.Hits, st.Cache.Misses, st.Cache.Uncached)
 		}
 		if st.LastTrim != "" {
 			fmt.Fprintf(w, "last trim: %s\n", st.LastTrim)
+		}
+		if st.TrimErrors != "" {
+			fmt.Fprintf(w, "last trim failed: %s\n", st.TrimErrors)
 		}
 	}
 	if !st.Running {
@@ -394,7 +397,9 @@ func (m *maintenance) loop(ctx context.Context, srv *daemon.Server) {
 			m.trimErr = err.Error()
 			m.logf("trim: %v", err)
 		} else if err == nil {
-			m.lastTrim = fmt.Sprintf("%s: %+v", time.Now().Format(time.RFC3339), *rep)
+			m.lastTrim = fmt.Sprintf("%s: %s -> %s of %s; %d entries evicted, %d orphan blobs deleted, %d value-log files rewritten",
+				time.Now().Format(time.RFC3339), cache.FormatSize(rep.BytesBefore), cache.FormatSize(rep.BytesAfter), cache.FormatSize(rep.MaxBytes),
+				len(rep.Evicted), rep.Orphans, rep.ValueLogGC)
 		}
 		m.mu.Unlock()
 	}
