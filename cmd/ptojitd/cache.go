@@ -414,6 +414,9 @@ func runCacheShow(ctx context.Context, env *cli.Env, o *cacheOptions, s cache.St
 	if len(e.Meta) > 0 {
 		fmt.Fprintf(w, "meta\t\n")
 		for _, k := range slices.Sorted(maps.Keys(e.Meta)) {
+			if k == "manifest" && m != nil {
+				continue // printed as the variants below
+			}
 			fmt.Fprintf(w, "  %s\t%s\n", k, e.Meta[k])
 		}
 	}
