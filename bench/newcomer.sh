@@ -54,6 +54,7 @@ else
 	timeout 1800 go build -o bin/ ./cmd/... || { echo "FAIL: go build"; exit 1; }
 	printf 'go build: %.1f s\n' "$(echo "$(date +%s.%N) - $start" | bc)"
 	BIN=$T/clone/bin
+	"$BIN/ptojit" version | head -3
 	export PTOJIT_CACHE_DIR=$T/cache
 	for want in miss hit; do
 		out=$(timeout 300 "$BIN/ptojit" build --request testdata/examples/vadd/request.json 2>&1)

@@ -181,8 +181,12 @@ func runDaemonStop(env *cli.Env, o daemonOptions) error {
 
 // daemonStatus is what `daemon status --json` prints.
 type daemonStatus struct {
-	Running    bool               `json:"running"`
-	CacheDir   string             `json:"cache_dir"`
+	Running  bool   `json:"running"`
+	CacheDir string `json:"cache_dir"`
+	// DaemonDir holds the socket, the locks and the log.
+	DaemonDir  string             `json:"daemon_dir"`
+	Socket     string             `json:"socket"`
+	Log        string             `json:"log"`
 	Server     *daemon.Info       `json:"server,omitempty"`
 	Memoized   int                `json:"memoized_components"`
 	Watch      daemon.WatchStatus `json:"watch"`
@@ -197,7 +201,8 @@ func runDaemonStatus(env *cli.Env, o daemonOptions) error {
 		return err
 	}
 	resp, err := client.Call(api.SocketPath(api.DaemonDir(dir, env.Getenv)), &api.DaemonRequest{Op: api.OpStatus})
-	st := daemonStatus{CacheDir: dir}
+	ddir := api.DaemonDir(dir, env.Getenv)
+	st := daemonStatus{CacheDir: dir, DaemonDir: ddir, Socket: api.SocketPath(ddir), Log: filepath.Join(ddir, api.LogName)}
 	if err == nil && resp.Error == "" {
 		if err := json.Unmarshal(resp.Status, &st); err != nil {
 			return fmt.Errorf("daemon status: %w", err)
@@ -213,6 +218,7 @@ func runDaemonStatus(env *cli.Env, o daemonOptions) error {
 	} else {
 		w := env.Stdout
 		fmt.Fprintf(w, "daemon pid %d, up %s, serving %s\n", st.Server.PID, time.Duration(st.Server.Uptime*float64(time.Second)).Round(time.Second), st.CacheDir)
+		fmt.Fprintf(w, "socket %s, log %s\n", st.Socket, st.Log)
 		fmt.Fprintf(w, "requests: %d served, %d in flight, %d refused; exits after %s idle\n", st.Server.Served, st.Server.InFlight, st.Server.Refused, time.Duration(st.Server.IdleExit*float64(time.Second)))
 		fmt.Fprintf(w, "identities: %d components memoized; %d directories watched, %d events, %d memos dropped, %d queue overflows\n",
 			st.Memoized, st.Watch.WatchedDirs, st.Watch.Events, st.Watch.Forgotten, st.Watch.Overflows)
