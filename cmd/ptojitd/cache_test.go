@@ -229,12 +229,17 @@ func TestCacheCommandLocked(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	// The command waits for the lock; a cancelled context ends the wait.
+	// The command does not wait: it names the holder (here no daemon).
+	r := runCache(t, context.Background(), map[string]string{"PTOJIT_CACHE_DIR": dir}, "cache", "stats")
+	if r.code != 1 || !strings.Contains(r.stderr, "is in use: another ptojit process running in-process") || !strings.Contains(r.stderr, "--wait") {
+		t.Fatalf("stats on a held cache: %+v", r)
+	}
+	// With --wait it waits for the lock; a cancelled context ends the wait.
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	r := runCache(t, ctx, map[string]string{"PTOJIT_CACHE_DIR": dir}, "cache", "stats")
+	r = runCache(t, ctx, map[string]string{"PTOJIT_CACHE_DIR": dir}, "cache", "stats", "--wait")
 	if r.code != 1 || !strings.Contains(r.stderr, "in use by another process") {
-		t.Fatalf("stats on a held cache: %+v", r)
+		t.Fatalf("stats --wait on a held cache: %+v", r)
 	}
 }
 
