@@ -208,6 +208,7 @@ func runDaemonStatus(env *cli.Env, o daemonOptions) error {
 			return fmt.Errorf("daemon status: %w", err)
 		}
 		st.Running = true
+		st.DaemonDir, st.Socket, st.Log = ddir, api.SocketPath(ddir), filepath.Join(ddir, api.LogName)
 	}
 	if o.json {
 		if err := cli.WriteJSON(env.Stdout, st); err != nil {
