@@ -49,6 +49,7 @@ var stdlibOnly = map[string][]string{
 	"api":                    nil,
 	"api/client":             {"golang.org/x/sys"},
 	"envaudit/envreg":        nil,
+	"registry/module":        nil,
 	"internal/durable":       nil,
 	"cmd/internal/cli":       {"github.com/spf13/pflag"},
 	"cmd/internal/clientcmd": {"github.com/spf13/pflag"},
@@ -133,7 +134,7 @@ func TestStandardLibraryOnly(t *testing.T) {
 func TestClientIsStatic(t *testing.T) {
 	deps := goList(t, []string{"CGO_ENABLED=0"}, "-deps", "./cmd/ptojit")
 	for _, d := range deps {
-		for _, banned := range []string{"github.com/dgraph-io/badger", "github.com/go-git/", "github.com/tree-sitter/", "runtime/cgo", "github.com/ebitengine/purego"} {
+		for _, banned := range []string{"github.com/dgraph-io/badger", "github.com/go-git/", "github.com/tree-sitter/", "runtime/cgo", "github.com/ebitengine/purego", "github.com/redis/"} {
 			if strings.HasPrefix(d, banned) {
 				t.Errorf("cmd/ptojit depends on %s", d)
 			}

@@ -23,7 +23,9 @@
 // Relative paths are relative to the directory of the request file (the
 // working directory for a request read from standard input); Resolve makes
 // them absolute. An omitted output_dir means DefaultOutputDir beside the
-// request.
+// request. Paths under base_dir (by default the request's git work tree,
+// else its directory) enter the build key relative to it, so that two
+// checkouts of a project share keys.
 //
 // The types are plain data: safe for concurrent reads, not for concurrent
 // mutation.
@@ -35,6 +37,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -126,6 +129,11 @@ type Request struct {
 	Toolchain   Toolchain       `json:"toolchain"`
 	// OutputDir receives the outputs; DefaultOutputDir when empty.
 	OutputDir string `json:"output_dir,omitempty"`
+	// BaseDir is the directory under which paths enter the build key
+	// relative to it, so that checkouts at different paths share keys.
+	// Empty: PTOJIT_BASE_DIR, else DefaultBaseDir of the request's
+	// directory.
+	BaseDir string `json:"base_dir,omitempty"`
 
 	// src is the document the request was parsed from (for Locate).
 	src *source
@@ -349,7 +357,23 @@ func (r *Request) Resolve(dir string) error {
 		r.OutputDir = DefaultOutputDir
 	}
 	r.OutputDir = abs(r.OutputDir)
+	r.BaseDir = abs(r.BaseDir)
 	return nil
+}
+
+// DefaultBaseDir returns the base directory of a request in dir: the
+// nearest enclosing git work tree (a directory holding a ".git" directory
+// or file), else dir itself.
+func DefaultBaseDir(dir string) string {
+	dir = filepath.Clean(dir)
+	for p := dir; ; p = filepath.Dir(p) {
+		if _, err := os.Lstat(filepath.Join(p, ".git")); err == nil {
+			return p
+		}
+		if filepath.Dir(p) == p {
+			return dir
+		}
+	}
 }
 
 // Paths returns every path of the request with its field name, in a fixed
@@ -378,6 +402,7 @@ func (r *Request) Paths() []FieldPath {
 	add("toolchain.ptoas_root", t.PtoasRoot)
 	add("toolchain.cann_root", t.CannRoot)
 	add("output_dir", r.OutputDir)
+	add("base_dir", r.BaseDir)
 	return out
 }
 
@@ -442,9 +467,16 @@ type Response struct {
 	Unavailable []string `json:"unavailable,omitempty"`
 	// MissReason says why a lookup missed (StatusMiss): no entry, a changed
 	// header, a corrupt blob.
-	MissReason string  `json:"miss_reason,omitempty"`
-	Error      string  `json:"error,omitempty"`
-	Timings    Timings `json:"timings"`
+	MissReason string `json:"miss_reason,omitempty"`
+	// HitTier says where a hit came from: "local" (this machine's cache)
+	// or "remote" (the shared tier, verified and then stored locally).
+	HitTier string `json:"hit_tier,omitempty"`
+	// Warnings are problems that did not fail the build, e.g. a cache that
+	// could not be read or written, with the cache directory, the cause
+	// and the remedy. A client prints each on stderr.
+	Warnings []string `json:"warnings,omitempty"`
+	Error    string   `json:"error,omitempty"`
+	Timings  Timings  `json:"timings"`
 }
 
 // timingsJSON is the JSON form of Timings.

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"slices"
 	"strings"
 	"sync"
@@ -16,6 +17,7 @@ import (
 	"time"
 
 	"github.com/dgraph-io/badger/v4"
+	"github.com/dgraph-io/badger/v4/options"
 )
 
 // Badger database layout. Every key starts with a one-byte kind:
@@ -24,7 +26,7 @@ import (
 //	'u' key(32)     -> last use, 8 bytes big-endian Unix nanoseconds
 //	'b' digest(32)  -> blob bytes
 //	's' name        -> counter, 8 bytes big-endian; names are hits, misses,
-//	                   uncached, errors, corrupt, evictions and
+//	                   uncached, errors, corrupt, evictions, damaged and
 //	                   "uncached:" + reason
 //	'z'             -> nothing; written and dropped by Trim
 //
@@ -41,9 +43,12 @@ const (
 // callables) live in Badger's value log; entries and small blobs stay in
 // the LSM tree.
 const (
-	valueThreshold   = 4 << 10
-	memTableSize     = 4 << 20
-	valueLogFileSize = 256 << 20
+	valueThreshold = 4 << 10
+	memTableSize   = 4 << 20
+	// valueLogFileSize is small so that the free space kept in reserve
+	// (spaceReserve) is small: Badger maps each value-log file at twice
+	// this size.
+	valueLogFileSize = 16 << 20
 	blockCacheSize   = 16 << 20
 	// flushInterval bounds how long last-use times and counters stay in
 	// memory only.
@@ -82,9 +87,28 @@ type Badger struct {
 	db    *badger.DB
 	stats counters // counts not yet added to the database (all counts when read-only)
 
-	closed atomic.Bool
-	stop   chan struct{} // closed by Close to stop the flusher
-	done   chan struct{} // closed when the flusher returns
+	stop chan struct{} // closed by Close to stop the flusher
+	done chan struct{} // closed when the flusher returns
+
+	// Operations in flight, so that Close waits for them.
+	lifeMu   sync.Mutex // guards the fields below
+	lifeCond *sync.Cond // signalled when inFlight drops to 0
+	inFlight int
+	closed   bool
+
+	// broken is set by the first recovered panic; every later operation
+	// fails with it.
+	broken atomic.Pointer[UnhealthyError]
+
+	noteMu sync.Mutex // guards notes
+	notes  []string   // health notes of Stats: value-log truncation
+
+	// vlogSize is Badger's value-log file size; the free space a write
+	// needs in reserve derives from it.
+	vlogSize int64
+	// roCause is why a store opened for writing is read-only (too little
+	// free space, a read-only file system), or nil.
+	roCause error
 
 	// Lock order: mu, then touchMu.
 	mu  sync.Mutex // guards idx and every deletion of blobs
@@ -100,7 +124,14 @@ type Badger struct {
 	// testHookAfterBlobs, when set, runs between the blob writes and the
 	// entry write of Put; an error aborts the Put as a crash would.
 	testHookAfterBlobs func() error
+	// testHookLocked, when set, runs with b.mu held in Put, Delete and
+	// Verify (tests panic there).
+	testHookLocked func(op string)
 }
+
+// testFreeSpace, when set, replaces the file-system query of the free space
+// of a store's directory.
+var testFreeSpace func(dir string) (int64, error)
 
 var (
 	_ Store         = (*Badger)(nil)
@@ -115,7 +146,10 @@ func (l badgerLogger) Warningf(f string, a ...interface{}) { l.Logger.Warningf(f
 func (l badgerLogger) Infof(f string, a ...interface{})    { l.Logger.Infof(f, a...) }
 func (l badgerLogger) Debugf(f string, a ...interface{})   { l.Logger.Debugf(f, a...) }
 
-// Open opens or creates the store in dir (created with mode 0700). When
+// Open opens or creates the store in dir (created with mode 0700). A store
+// whose file system has less free space than the reserve (see
+// spaceReserve) or is read-only is opened read-only; its Put returns an
+// error matching ErrReadOnly that wraps the cause. When
 // another process holds dir it fails at once with an *OpenError matching
 // ErrLocked; OpenWait waits instead. A read-only store of a directory that
 // does not exist yet is empty and creates nothing.
@@ -129,10 +163,32 @@ func Open(dir string, opt Options) (*Badger, error) {
 		WithValueLogFileSize(testValueLogFileSize).
 		WithBlockCacheSize(blockCacheSize).
 		WithNumVersionsToKeep(1).
+		WithVerifyValueChecksum(true).
+		WithChecksumVerificationMode(options.OnBlockRead).
 		WithLogger(nil)
 	if opt.Logger != nil {
 		bo = bo.WithLogger(badgerLogger{opt.Logger})
 	}
+	var notes []string
+	var roCause error
+	if !opt.ReadOnly {
+		// Too little space to write: open read-only, so that hits are
+		// still served and nothing grows a mapped file.
+		need := spaceReserve(testValueLogFileSize)
+		if free, err := freeSpace(dir); err == nil && free >= 0 && free < need {
+			opt.ReadOnly = true
+			roCause = &SpaceError{Dir: dir, Free: free, Need: need}
+			notes = append(notes, roCause.Error()+": opened read-only")
+		} else if err := writable(dir); err != nil {
+			// A read-only file system: serve hits, and say why nothing
+			// is stored.
+			opt.ReadOnly = true
+			roCause = &os.PathError{Op: "write", Path: dir, Err: err}
+			notes = append(notes, roCause.Error()+": opened read-only")
+		}
+	}
+	var lastVlog string
+	var lastData int64 = -1
 	if opt.ReadOnly {
 		if _, err := os.Stat(filepath.Join(dir, badger.ManifestFilename)); errors.Is(err, os.ErrNotExist) {
 			bo = bo.WithDir("").WithValueDir("").WithInMemory(true)
@@ -141,23 +197,45 @@ func Open(dir string, opt Options) (*Badger, error) {
 		}
 	} else if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, &OpenError{Dir: dir, Err: err}
+	} else {
+		lastVlog, lastData = lastValueLog(dir)
 	}
-	db, err := badger.Open(bo)
+	db, err := openBadger(bo)
 	if err != nil {
 		if strings.Contains(err.Error(), "Cannot acquire directory lock") {
 			err = ErrLocked
 		}
+		if roCause != nil {
+			// Opened read-only for a reason: that reason comes first.
+			err = fmt.Errorf("%w; read-only: %v", roCause, err)
+		}
 		return nil, &OpenError{Dir: dir, Err: err}
 	}
-	b := &Badger{
-		opt:     opt,
-		dir:     dir,
-		db:      db,
-		stop:    make(chan struct{}),
-		done:    make(chan struct{}),
-		touches: make(map[Key]time.Time),
-		garbage: true,
+	if lastVlog != "" {
+		// Badger truncates the last value log at its first unreadable
+		// record, silently: a value after it is lost. Say so.
+		if fi, err := os.Stat(lastVlog); err == nil && fi.Size() < lastData {
+			n := fmt.Sprintf("value log %s truncated to %d bytes on open, dropping data up to byte %d: a damaged or partly written value log; entries whose values were there are misses",
+				filepath.Base(lastVlog), fi.Size(), lastData)
+			notes = append(notes, n)
+			if opt.Logger != nil {
+				opt.Logger.Errorf("%s", n)
+			}
+		}
 	}
+	b := &Badger{
+		opt:      opt,
+		dir:      dir,
+		db:       db,
+		stop:     make(chan struct{}),
+		done:     make(chan struct{}),
+		touches:  make(map[Key]time.Time),
+		garbage:  true,
+		notes:    notes,
+		vlogSize: testValueLogFileSize,
+		roCause:  roCause,
+	}
+	b.lifeCond = sync.NewCond(&b.lifeMu)
 	if opt.ReadOnly {
 		close(b.done)
 	} else {
@@ -218,9 +296,162 @@ func (b *Badger) flusher() {
 		case <-b.stop:
 			return
 		case <-t.C:
-			b.flush()
+			_ = b.op("flush", b.flush)
 		}
 	}
+}
+
+// openBadger is badger.Open that returns a panic as an error: a damaged
+// table can make Badger panic while it opens.
+func openBadger(bo badger.Options) (db *badger.DB, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			db, err = nil, fmt.Errorf("badger panicked: %v", r)
+		}
+	}()
+	return badger.Open(bo)
+}
+
+// lastValueLog returns the path of the value-log file Badger will check
+// (and truncate) when it opens dir, and the offset just past its last
+// non-zero byte; "" when there is none. A crash leaves zeros after the
+// last record; non-zero bytes past the length Badger keeps are lost data.
+func lastValueLog(dir string) (string, int64) {
+	names, _ := filepath.Glob(filepath.Join(dir, "*.vlog"))
+	if len(names) == 0 {
+		return "", -1
+	}
+	slices.SortFunc(names, func(a, b string) int {
+		return cmpFid(filepath.Base(a), filepath.Base(b))
+	})
+	p := names[len(names)-1]
+	f, err := os.Open(p)
+	if err != nil {
+		return "", -1
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return "", -1
+	}
+	buf := make([]byte, 64<<10)
+	for end := fi.Size(); end > 0; {
+		start := max(end-int64(len(buf)), 0)
+		n, err := f.ReadAt(buf[:end-start], start)
+		if err != nil && n < int(end-start) {
+			return "", -1
+		}
+		for i := n - 1; i >= 0; i-- {
+			if buf[i] != 0 {
+				return p, start + int64(i) + 1
+			}
+		}
+		end = start
+	}
+	return p, 0
+}
+
+// cmpFid orders value-log file names by their number.
+func cmpFid(a, b string) int {
+	if len(a) != len(b) {
+		return len(a) - len(b)
+	}
+	return strings.Compare(a, b)
+}
+
+// spaceReserve is the free space a store keeps: Badger writes its value
+// log, its write-ahead log and new tables through mmap, where a full file
+// system is a SIGBUS instead of an error. A value-log file is mapped at
+// twice its size, the write-ahead log at twice the memtable's, and a flush
+// writes a table of about a memtable.
+func spaceReserve(vlogSize int64) int64 {
+	return 2*vlogSize + 4*memTableSize
+}
+
+// checkSpace returns a *SpaceError when fewer than need bytes beyond the
+// reserve are free in the store's directory.
+func (b *Badger) checkSpace(need int64) error {
+	free, err := freeSpace(b.dir)
+	if err != nil {
+		return fmt.Errorf("cache: free space of %s: %w", b.dir, err)
+	}
+	if free < 0 {
+		return nil // unknown on this system
+	}
+	if want := spaceReserve(b.vlogSize) + need; free < want {
+		return &SpaceError{Dir: b.dir, Free: free, Need: want}
+	}
+	return nil
+}
+
+// freeSpace returns the free space of the file system of dir, or of its
+// nearest existing parent when dir does not exist yet.
+func freeSpace(dir string) (int64, error) {
+	if testFreeSpace != nil {
+		return testFreeSpace(dir)
+	}
+	for {
+		n, err := statFree(dir)
+		if !errors.Is(err, os.ErrNotExist) {
+			return n, err
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return n, err
+		}
+		dir = parent
+	}
+}
+
+// op runs a store operation: it fails at once on a closed or unhealthy
+// store, counts the operation in flight (Close waits for it), and turns a
+// panic into an error that marks the store unhealthy. Every lock an
+// operation takes is released by a defer, so a panic leaves none held.
+func (b *Badger) op(name string, fn func() error) (err error) {
+	b.lifeMu.Lock()
+	if b.closed {
+		b.lifeMu.Unlock()
+		return ErrClosed
+	}
+	if u := b.broken.Load(); u != nil {
+		b.lifeMu.Unlock()
+		return u
+	}
+	b.inFlight++
+	b.lifeMu.Unlock()
+	defer func() {
+		b.lifeMu.Lock()
+		b.inFlight--
+		if b.inFlight == 0 {
+			b.lifeCond.Broadcast()
+		}
+		b.lifeMu.Unlock()
+	}()
+	defer func() {
+		if r := recover(); r != nil {
+			err = b.markBroken(name, r)
+		}
+	}()
+	return fn()
+}
+
+// markBroken records a recovered panic and returns the error of the
+// operation that panicked.
+func (b *Badger) markBroken(op string, r any) error {
+	u := &UnhealthyError{Dir: b.dir, Op: op, Cause: fmt.Sprint(r)}
+	if b.broken.CompareAndSwap(nil, u) && b.opt.Logger != nil {
+		b.opt.Logger.Errorf("cache: panic in %s: %v\n%s", op, r, debug.Stack())
+	}
+	return u
+}
+
+// Healthy returns nil, or the error every operation fails with since a
+// recovered panic.
+func (b *Badger) Healthy() error {
+	if u := b.broken.Load(); u != nil {
+		return u
+	}
+	return nil
 }
 
 // flush writes the batched last-use times and counters. It is a no-op on a
@@ -233,10 +464,13 @@ func (b *Badger) flush() error {
 }
 
 func (b *Badger) flushTouches() error {
-	b.touchMu.Lock()
-	ts := b.touches
-	b.touches = make(map[Key]time.Time)
-	b.touchMu.Unlock()
+	var ts map[Key]time.Time
+	func() {
+		b.touchMu.Lock()
+		defer b.touchMu.Unlock()
+		ts = b.touches
+		b.touches = make(map[Key]time.Time)
+	}()
 	if len(ts) == 0 {
 		return nil
 	}
@@ -265,29 +499,33 @@ func (b *Badger) flushTouches() error {
 		}
 	}
 	if err != nil {
-		b.touchMu.Lock()
-		for _, k := range keys {
-			if t, ok := b.touches[k]; !ok || ts[k].After(t) {
-				b.touches[k] = ts[k]
+		func() {
+			b.touchMu.Lock()
+			defer b.touchMu.Unlock()
+			for _, k := range keys {
+				if t, ok := b.touches[k]; !ok || ts[k].After(t) {
+					b.touches[k] = ts[k]
+				}
 			}
-		}
-		b.touchMu.Unlock()
+		}()
 		return fmt.Errorf("cache: write last-use times: %w", err)
 	}
-	b.mu.Lock()
-	if b.idx != nil {
-		for k, t := range ts {
-			b.idx.touch(k, t)
+	func() {
+		b.mu.Lock()
+		defer b.mu.Unlock()
+		if b.idx != nil {
+			for k, t := range ts {
+				b.idx.touch(k, t)
+			}
 		}
-	}
-	b.mu.Unlock()
+	}()
 	return nil
 }
 
-var counterNames = []string{"hits", "misses", "uncached", "errors", "corrupt", "evictions"}
+var counterNames = []string{"hits", "misses", "uncached", "errors", "corrupt", "evictions", "damaged"}
 
 func counterFields(s *Stats) []*int64 {
-	return []*int64{&s.Hits, &s.Misses, &s.Uncached, &s.Errors, &s.Corrupt, &s.Evictions}
+	return []*int64{&s.Hits, &s.Misses, &s.Uncached, &s.Errors, &s.Corrupt, &s.Evictions, &s.Damaged}
 }
 
 const uncachedPrefix = "uncached:"
@@ -340,8 +578,12 @@ func (b *Badger) flushCounters() error {
 	return nil
 }
 
-// update runs fn in a read-write transaction, retrying on conflicts.
+// update runs fn in a read-write transaction, retrying on conflicts. It
+// refuses to write when free space is short (see spaceReserve).
 func (b *Badger) update(fn func(*badger.Txn) error) error {
+	if err := b.checkSpace(0); err != nil {
+		return err
+	}
 	var err error
 	for range maxTxnRetries {
 		err = b.db.Update(fn)
@@ -396,6 +638,11 @@ func (b *Badger) readEntry(txn *badger.Txn, key Key) (*Entry, error) {
 		e, err = decodeEntry(key, v)
 		return err
 	}); err != nil {
+		if !errors.Is(err, errEntry) {
+			// A value pointer into a damaged value log, or a failed
+			// value checksum.
+			err = fmt.Errorf("%w: unreadable: %v", errEntry, err)
+		}
 		return nil, err
 	}
 	if item, err := txn.Get(dbKey(kindLastUsed, key[:])); err == nil {
@@ -408,19 +655,27 @@ func (b *Badger) readEntry(txn *badger.Txn, key Key) (*Entry, error) {
 	} else if !errors.Is(err, badger.ErrKeyNotFound) {
 		return nil, err
 	}
-	b.touchMu.Lock()
-	if t, ok := b.touches[key]; ok && t.After(e.LastUsed) {
-		e.LastUsed = t
-	}
-	b.touchMu.Unlock()
+	func() {
+		b.touchMu.Lock()
+		defer b.touchMu.Unlock()
+		if t, ok := b.touches[key]; ok && t.After(e.LastUsed) {
+			e.LastUsed = t
+		}
+	}()
 	return e, nil
 }
 
 // Get implements Store.
-func (b *Badger) Get(ctx context.Context, key Key) (*Hit, error) {
-	if b.closed.Load() {
-		return nil, ErrClosed
-	}
+func (b *Badger) Get(ctx context.Context, key Key) (hit *Hit, err error) {
+	err = b.op("get", func() error {
+		var err error
+		hit, err = b.get(ctx, key)
+		return err
+	})
+	return hit, err
+}
+
+func (b *Badger) get(ctx context.Context, key Key) (*Hit, error) {
 	var (
 		hit    *Hit
 		reason string
@@ -465,13 +720,15 @@ func (b *Badger) Get(ctx context.Context, key Key) (*Hit, error) {
 	case err != nil:
 		return nil, fmt.Errorf("cache: get %s: %w", key.String()[:12], err)
 	case reason != "":
-		b.stats.add(func(s *Stats) { s.Misses++; s.Corrupt++ })
+		b.stats.add(func(s *Stats) { s.Damaged++; s.Corrupt++ })
 		if !b.opt.ReadOnly {
-			if err := b.removeDamaged(key, bad); err != nil {
-				return nil, fmt.Errorf("cache: get %s: %s: remove: %w", key.String()[:12], reason, err)
+			if err := b.removeDamaged(key, bad); err != nil && b.opt.Logger != nil {
+				// Still a miss: the damaged entry is never served, and
+				// the next lookup or Verify removes it.
+				b.opt.Logger.Warningf("cache: get %s: %s: remove: %v", key.String()[:12], reason, err)
 			}
 		}
-		return nil, &MissError{Key: key, Reason: reason, Corrupt: true}
+		return nil, &MissError{Key: key, Reason: ReasonDamaged + reason, Corrupt: true}
 	}
 	b.stats.add(func(s *Stats) { s.Hits++ })
 	b.touch(key)
@@ -535,11 +792,13 @@ func (b *Badger) loadLocked() error {
 	if err != nil {
 		return fmt.Errorf("cache: read index: %w", err)
 	}
-	b.touchMu.Lock()
-	for k, t := range b.touches {
-		x.touch(k, t)
-	}
-	b.touchMu.Unlock()
+	func() {
+		b.touchMu.Lock()
+		defer b.touchMu.Unlock()
+		for k, t := range b.touches {
+			x.touch(k, t)
+		}
+	}()
 	b.idx = x
 	return nil
 }
@@ -620,31 +879,44 @@ func (b *Badger) removeDamaged(key Key, bad *Digest) error {
 // Put implements Store.
 func (b *Badger) Put(ctx context.Context, e *Entry, data [][]byte) error {
 	if b.opt.ReadOnly {
+		if b.roCause != nil {
+			return fmt.Errorf("%w: %w", ErrReadOnly, b.roCause)
+		}
 		return ErrReadOnly
 	}
-	if b.closed.Load() {
-		return ErrClosed
-	}
+	return b.op("put", func() error { return b.put(ctx, e, data) })
+}
+
+func (b *Badger) put(ctx context.Context, e *Entry, data [][]byte) error {
 	c, blobs, err := prepare(e, data, b.opt.now())
 	if err != nil {
 		return err
 	}
-	if size := distinctSize(c); b.opt.MaxBytes > 0 && size > b.opt.MaxBytes {
+	size := distinctSize(c)
+	if b.opt.MaxBytes > 0 && size > b.opt.MaxBytes {
 		return &DataError{Key: e.Key, Reason: fmt.Sprintf("%d bytes exceed the limit of %d", size, b.opt.MaxBytes), Err: ErrTooLarge}
 	}
+	wrap := func(err error) error { return fmt.Errorf("cache: put %s: %w", e.Key.String()[:12], err) }
+	if err := b.checkSpace(size); err != nil {
+		return wrap(err)
+	}
 	ds := distinctDigests(c)
-	b.mu.Lock()
-	if err := b.loadLocked(); err != nil {
-		b.mu.Unlock()
+	if err := b.locked("put", func() error {
+		if err := b.loadLocked(); err != nil {
+			return err
+		}
+		b.idx.pin(ds)
+		return nil
+	}); err != nil {
 		return err
 	}
-	b.idx.pin(ds)
-	b.mu.Unlock()
-	wrap := func(err error) error { return fmt.Errorf("cache: put %s: %w", e.Key.String()[:12], err) }
+	pinned := true
+	defer func() {
+		if pinned { // the written blobs are orphans now
+			b.locked("put", func() error { b.idx.unpin(ds); return nil })
+		}
+	}()
 	if err := b.putBlobs(ctx, ds, blobs); err != nil {
-		b.mu.Lock()
-		b.idx.unpin(ds) // the written blobs are orphans now
-		b.mu.Unlock()
 		return wrap(err)
 	}
 
@@ -653,7 +925,11 @@ func (b *Badger) Put(ctx context.Context, e *Entry, data [][]byte) error {
 	enc := encodeEntry(c)
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	pinned = false
 	defer b.idx.unpin(ds) // runs before the Unlock
+	if b.testHookLocked != nil {
+		b.testHookLocked("put")
+	}
 	err = b.update(func(txn *badger.Txn) error {
 		uk := dbKey(kindLastUsed, c.Key[:])
 		last := c.LastUsed
@@ -705,14 +981,22 @@ func (b *Badger) putBlobs(ctx context.Context, ds []Digest, blobs map[Digest][]b
 		if err != nil {
 			return fmt.Errorf("write blob %s: %w", shortHex(d[:]), err)
 		}
-		b.mu.Lock()
-		b.idx.addBlob(d, int64(len(blobs[d])))
-		b.mu.Unlock()
+		b.locked("put", func() error { b.idx.addBlob(d, int64(len(blobs[d]))); return nil })
 	}
 	if b.testHookAfterBlobs != nil {
 		return b.testHookAfterBlobs()
 	}
 	return nil
+}
+
+// locked runs fn with b.mu held, released even when fn panics.
+func (b *Badger) locked(op string, fn func() error) error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.testHookLocked != nil {
+		b.testHookLocked(op)
+	}
+	return fn()
 }
 
 // trimLocked deletes orphans, then evicts least-recently-used entries until
@@ -737,10 +1021,16 @@ func (b *Badger) trimLocked(maxBytes int64, r *TrimReport) error {
 }
 
 // Entry implements Store.
-func (b *Badger) Entry(ctx context.Context, key Key) (*Entry, error) {
-	if b.closed.Load() {
-		return nil, ErrClosed
-	}
+func (b *Badger) Entry(ctx context.Context, key Key) (e *Entry, err error) {
+	err = b.op("entry", func() error {
+		var err error
+		e, err = b.entry(ctx, key)
+		return err
+	})
+	return e, err
+}
+
+func (b *Badger) entry(ctx context.Context, key Key) (*Entry, error) {
 	var e *Entry
 	err := b.db.View(func(txn *badger.Txn) error {
 		var err error
@@ -751,7 +1041,14 @@ func (b *Badger) Entry(ctx context.Context, key Key) (*Entry, error) {
 	case errors.Is(err, badger.ErrKeyNotFound):
 		return nil, &MissError{Key: key, Reason: ReasonNoEntry}
 	case errors.Is(err, errEntry):
-		return nil, &MissError{Key: key, Reason: err.Error(), Corrupt: true}
+		reason := err.Error()
+		b.stats.add(func(s *Stats) { s.Damaged++; s.Corrupt++ })
+		if !b.opt.ReadOnly {
+			if err := b.removeDamaged(key, nil); err != nil && b.opt.Logger != nil {
+				b.opt.Logger.Warningf("cache: entry %s: %s: remove: %v", key.String()[:12], reason, err)
+			}
+		}
+		return nil, &MissError{Key: key, Reason: ReasonDamaged + reason, Corrupt: true}
 	case err != nil:
 		return nil, fmt.Errorf("cache: entry %s: %w", key.String()[:12], err)
 	}
@@ -765,19 +1062,39 @@ func (b *Badger) touch(key Key) {
 		return
 	}
 	now := b.opt.now()
-	b.touchMu.Lock()
-	if t, ok := b.touches[key]; !ok || now.After(t) {
-		b.touches[key] = now
-	}
-	b.touchMu.Unlock()
+	func() {
+		b.touchMu.Lock()
+		defer b.touchMu.Unlock()
+		if t, ok := b.touches[key]; !ok || now.After(t) {
+			b.touches[key] = now
+		}
+	}()
 }
 
 // List implements Store. It reads all entries first, then calls fn without
 // holding a transaction.
 func (b *Badger) List(ctx context.Context, fn func(*Entry) error) error {
-	if b.closed.Load() {
-		return ErrClosed
+	var es []*Entry
+	if err := b.op("list", func() error {
+		var err error
+		es, err = b.list()
+		return err
+	}); err != nil {
+		return err
 	}
+	// fn runs outside the operation: it may call the store.
+	for _, e := range es {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if err := fn(e); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (b *Badger) list() ([]*Entry, error) {
 	var es []*Entry
 	err := b.db.View(func(txn *badger.Txn) error {
 		var keys []Key
@@ -800,17 +1117,9 @@ func (b *Badger) List(ctx context.Context, fn func(*Entry) error) error {
 		return nil
 	})
 	if err != nil {
-		return fmt.Errorf("cache: list: %w", err)
+		return nil, fmt.Errorf("cache: list: %w", err)
 	}
-	for _, e := range es {
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		if err := fn(e); err != nil {
-			return err
-		}
-	}
-	return nil
+	return es, nil
 }
 
 // Delete implements Store.
@@ -818,40 +1127,53 @@ func (b *Badger) Delete(ctx context.Context, key Key) error {
 	if b.opt.ReadOnly {
 		return ErrReadOnly
 	}
-	if b.closed.Load() {
-		return ErrClosed
-	}
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if err := b.loadLocked(); err != nil {
-		return err
-	}
-	if err := b.deleteLocked([]Key{key}, nil); err != nil {
-		return fmt.Errorf("cache: delete %s: %w", key.String()[:12], err)
-	}
-	return nil
+	return b.op("delete", func() error {
+		return b.locked("delete", func() error {
+			if err := b.loadLocked(); err != nil {
+				return err
+			}
+			if err := b.deleteLocked([]Key{key}, nil); err != nil {
+				return fmt.Errorf("cache: delete %s: %w", key.String()[:12], err)
+			}
+			return nil
+		})
+	})
 }
 
 // Verify implements Store. It holds the store's lock while it re-hashes, so
 // Puts wait; Gets do not.
 func (b *Badger) Verify(ctx context.Context) (*VerifyReport, error) {
-	return b.verify(ctx, b.opt.ReadOnly)
+	return b.verifyOp(ctx, b.opt.ReadOnly)
 }
 
 // Check implements Checker.
-func (b *Badger) Check(ctx context.Context) (*VerifyReport, error) { return b.verify(ctx, true) }
+func (b *Badger) Check(ctx context.Context) (*VerifyReport, error) { return b.verifyOp(ctx, true) }
+
+func (b *Badger) verifyOp(ctx context.Context, reportOnly bool) (r *VerifyReport, err error) {
+	err = b.op("verify", func() error {
+		var err error
+		r, err = b.verify(ctx, reportOnly)
+		return err
+	})
+	return r, err
+}
 
 func (b *Badger) verify(ctx context.Context, reportOnly bool) (*VerifyReport, error) {
-	if b.closed.Load() {
-		return nil, ErrClosed
-	}
-	b.flush()
+	_ = b.flush() // a write refused for lack of space must not stop the check
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	if b.testHookLocked != nil {
+		b.testHookLocked("verify")
+	}
 	if err := b.loadLocked(); err != nil {
 		return nil, err
 	}
 	r := &VerifyReport{}
+	// Badger's iterators skip a block that fails its checksum without an
+	// error, so the tables are checked first, as a whole.
+	if err := verifyTables(b.db); err != nil {
+		r.Tables = err.Error()
+	}
 	bad := make(map[Digest]string)
 	sizes := make(map[Digest]int64)
 	entries := make(map[Key]*Entry)
@@ -890,14 +1212,15 @@ func (b *Badger) verify(ctx context.Context, reportOnly bool) (*VerifyReport, er
 				}
 				return err
 			})
-			if errors.Is(err, errEntry) {
+			if err != nil {
+				// Undecodable, or unreadable (Badger's checksum of
+				// the value failed).
 				if r.BadEntries == nil {
 					r.BadEntries = make(map[Key]string)
 				}
 				r.BadEntries[k] = err.Error()
-				return nil
 			}
-			return err
+			return nil
 		})
 	})
 	if err != nil {
@@ -965,33 +1288,57 @@ func (b *Badger) verify(ctx context.Context, reportOnly bool) (*VerifyReport, er
 	return r, nil
 }
 
+// verifyTables runs Badger's checksum check of every table. Badger's check
+// dereferences a nil block when a block fails its checksum (v4.9.6,
+// table.VerifyChecksum) while it holds no lock: that panic is the damage
+// being reported, and is returned as an error.
+func verifyTables(db *badger.DB) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("a table block failed its checksum (%v)", r)
+		}
+	}()
+	return db.VerifyChecksum()
+}
+
 // Trim implements Store. After evicting, when anything was deleted since
 // the last Trim (or this store was opened), it flushes and compacts the LSM
 // tree (see compact) and runs Badger's value-log GC, which rewrites every
 // value-log file whose garbage share is at least one half and deletes it,
 // returning the space to the file system. The value-log file being written
 // is never collected, so up to valueLogFileSize of garbage may remain.
-func (b *Badger) Trim(ctx context.Context, maxBytes int64) (*TrimReport, error) {
+func (b *Badger) Trim(ctx context.Context, maxBytes int64) (r *TrimReport, err error) {
 	if b.opt.ReadOnly {
 		return nil, ErrReadOnly
 	}
-	if b.closed.Load() {
-		return nil, ErrClosed
-	}
+	err = b.op("trim", func() error {
+		var err error
+		r, err = b.trim(ctx, maxBytes)
+		return err
+	})
+	return r, err
+}
+
+func (b *Badger) trim(ctx context.Context, maxBytes int64) (*TrimReport, error) {
 	if err := b.flush(); err != nil {
 		return nil, err
 	}
-	b.mu.Lock()
-	if err := b.loadLocked(); err != nil {
-		b.mu.Unlock()
+	var r *TrimReport
+	var garbage bool
+	err := b.locked("trim", func() error {
+		if err := b.loadLocked(); err != nil {
+			return err
+		}
+		r = &TrimReport{BytesBefore: b.idx.bytes, MaxBytes: maxBytes}
+		err := b.trimLocked(maxBytes, r)
+		r.BytesAfter = b.idx.bytes
+		garbage = b.garbage
+		b.garbage = false
+		return err
+	})
+	if r == nil {
 		return nil, err
 	}
-	r := &TrimReport{BytesBefore: b.idx.bytes, MaxBytes: maxBytes}
-	err := b.trimLocked(maxBytes, r)
-	r.BytesAfter = b.idx.bytes
-	garbage := b.garbage
-	b.garbage = false
-	b.mu.Unlock()
 	if err != nil {
 		return r, fmt.Errorf("cache: trim: %w", err)
 	}
@@ -999,12 +1346,15 @@ func (b *Badger) Trim(ctx context.Context, maxBytes int64) (*TrimReport, error) 
 		return r, b.flush()
 	}
 	if err := b.compact(); err != nil {
-		b.mu.Lock()
-		b.garbage = true
-		b.mu.Unlock()
+		b.locked("trim", func() error { b.garbage = true; return nil })
 		return r, fmt.Errorf("cache: trim: %w", err)
 	}
 	for ctx.Err() == nil {
+		// The GC rewrites the live part of a value-log file into the
+		// mapped file being written.
+		if err := b.checkSpace(b.vlogSize); err != nil {
+			return r, fmt.Errorf("cache: trim: value-log GC: %w", err)
+		}
 		err := b.db.RunValueLogGC(gcDiscardRatio)
 		if err != nil {
 			if !errors.Is(err, badger.ErrNoRewrite) && !errors.Is(err, badger.ErrRejected) {
@@ -1042,8 +1392,12 @@ func (b *Badger) Clear(ctx context.Context) error {
 	if b.opt.ReadOnly {
 		return ErrReadOnly
 	}
-	if b.closed.Load() {
-		return ErrClosed
+	return b.op("clear", b.clear)
+}
+
+func (b *Badger) clear() error {
+	if err := b.checkSpace(0); err != nil {
+		return fmt.Errorf("cache: clear: %w", err)
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -1056,20 +1410,42 @@ func (b *Badger) Clear(ctx context.Context) error {
 	}
 	b.idx = x
 	b.garbage = true
-	b.touchMu.Lock()
-	clear(b.touches)
-	b.touchMu.Unlock()
+	func() {
+		b.touchMu.Lock()
+		defer b.touchMu.Unlock()
+		clear(b.touches)
+	}()
 	return nil
 }
 
 // Stats implements Store.
-func (b *Badger) Stats(ctx context.Context) (*Stats, error) {
-	if b.closed.Load() {
-		return nil, ErrClosed
+func (b *Badger) Stats(ctx context.Context) (s *Stats, err error) {
+	err = b.op("stats", func() error {
+		var err error
+		s, err = b.statsOp()
+		return err
+	})
+	if err != nil && b.Healthy() != nil {
+		// An unhealthy store still says what it is: the counters it holds
+		// in memory and why it is unusable.
+		s = &Stats{UncachedReasons: map[string]int64{}, MaxBytes: b.opt.MaxBytes}
+		d := b.stats.take(false)
+		addStats(s, &d)
+		s.Health = append(b.healthNotes(), err.Error())
+		return s, nil
 	}
-	if err := b.flush(); err != nil {
-		return nil, err
-	}
+	return s, err
+}
+
+// healthNotes returns the notes of Stats.Health other than a panic.
+func (b *Badger) healthNotes() []string {
+	b.noteMu.Lock()
+	defer b.noteMu.Unlock()
+	return slices.Clone(b.notes)
+}
+
+func (b *Badger) statsOp() (*Stats, error) {
+	flushErr := b.flush()
 	s := &Stats{UncachedReasons: make(map[string]int64), MaxBytes: b.opt.MaxBytes}
 	err := b.db.View(func(txn *badger.Txn) error {
 		fields := counterFields(s)
@@ -1103,39 +1479,95 @@ func (b *Badger) Stats(ctx context.Context) (*Stats, error) {
 	}
 	s.Entries = int64(len(b.idx.entries))
 	s.Bytes = b.idx.bytes
+	s.Health = b.healthNotes()
+	if !b.opt.ReadOnly {
+		if err := b.checkSpace(0); err != nil {
+			s.Health = append(s.Health, err.Error()+": writes are refused, builds run uncached")
+		} else if flushErr != nil {
+			s.Health = append(s.Health, flushErr.Error())
+		}
+	}
 	return s, nil
 }
 
 // Count implements Store.
 func (b *Badger) Count(ctx context.Context, event, reason string) error {
-	if b.closed.Load() {
-		return ErrClosed
-	}
-	return b.stats.countEvent(event, reason)
+	return b.op("count", func() error { return b.stats.countEvent(event, reason) })
 }
 
 // Close implements Store: it writes the batched last-use times and counters
 // and closes the database. Closing twice is not an error.
+//
+// It waits for the operations in flight; later ones fail with ErrClosed.
+// A store made unhealthy by a panic writes nothing more, and gives Badger
+// closeTimeout to close (a panic may have left Badger's own locks held).
 func (b *Badger) Close() error {
-	if b.closed.Swap(true) {
+	b.lifeMu.Lock()
+	if b.closed {
+		b.lifeMu.Unlock()
 		return nil
 	}
+	b.closed = true
+	for b.inFlight > 0 {
+		b.lifeCond.Wait()
+	}
+	b.lifeMu.Unlock()
 	if !b.opt.ReadOnly {
 		close(b.stop)
 	}
 	<-b.done
-	ferr := b.flush()
-	if err := b.db.Close(); err != nil {
+	if u := b.broken.Load(); u != nil {
+		done := make(chan error, 1)
+		go func() {
+			defer func() {
+				if r := recover(); r != nil {
+					done <- fmt.Errorf("badger panicked: %v", r)
+				}
+			}()
+			done <- b.db.Close()
+		}()
+		t := time.NewTimer(closeTimeout)
+		defer t.Stop()
+		select {
+		case err := <-done:
+			return errors.Join(u, err)
+		case <-t.C:
+			return fmt.Errorf("%w; the database did not close within %s", u, closeTimeout)
+		}
+	}
+	ferr := b.safe("close", b.flush)
+	if errors.Is(ferr, ErrNoSpace) {
+		// Lost counts and last uses are no reason to fail the caller.
+		if b.opt.Logger != nil {
+			b.opt.Logger.Warningf("cache: close: %v", ferr)
+		}
+		ferr = nil
+	}
+	if err := b.safe("close", b.db.Close); err != nil {
 		return errors.Join(ferr, fmt.Errorf("cache: close: %w", err))
 	}
 	return ferr
+}
+
+// closeTimeout bounds the close of an unhealthy store's database.
+const closeTimeout = 5 * time.Second
+
+// safe runs fn, turning a panic into an error that marks the store
+// unhealthy.
+func (b *Badger) safe(op string, fn func() error) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = b.markBroken(op, r)
+		}
+	}()
+	return fn()
 }
 
 // CorruptBlob implements FaultInjector: it rewrites the stored blob with one
 // bit flipped (an empty blob becomes one zero byte), bypassing Put's checks.
 func (b *Badger) CorruptBlob(ctx context.Context, d Digest) error {
 	k := dbKey(kindBlob, d[:])
-	return b.update(func(txn *badger.Txn) error {
+	return b.db.Update(func(txn *badger.Txn) error {
 		item, err := txn.Get(k)
 		if err != nil {
 			return fmt.Errorf("cache: corrupt blob %s: %w", shortHex(d[:]), err)

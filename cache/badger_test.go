@@ -182,7 +182,7 @@ func TestBadgerFlippedByte(t *testing.T) {
 
 	_, err := b.Get(ctx, key("a"))
 	var me *MissError
-	if !errors.As(err, &me) || !me.Corrupt || me.Reason != "blob "+shortHex(digest[:])+" corrupt: sha256 mismatch" {
+	if !errors.As(err, &me) || !me.Corrupt || me.Reason != ReasonDamaged+"blob "+shortHex(digest[:])+" corrupt: sha256 mismatch" {
 		t.Fatalf("Get = %v, want a corrupt miss naming the blob", err)
 	}
 	if _, err := b.Entry(ctx, key("a")); !errors.Is(err, ErrMiss) {
@@ -191,7 +191,7 @@ func TestBadgerFlippedByte(t *testing.T) {
 	if countKeys(t, b, kindBlob) != 0 {
 		t.Fatal("corrupt blob not removed")
 	}
-	if s, _ := b.Stats(ctx); s.Corrupt != 1 || s.Misses != 1 || s.Hits != 0 {
+	if s, _ := b.Stats(ctx); s.Corrupt != 1 || s.Damaged != 1 || s.Misses != 0 || s.Hits != 0 {
 		t.Fatalf("stats = %+v", s)
 	}
 
@@ -207,7 +207,7 @@ func TestBadgerFlippedByte(t *testing.T) {
 	// An undecodable entry is a corrupt miss and removed.
 	k := key("junk")
 	rawSet(t, b, dbKey(kindEntry, k[:]), []byte("PJE1\xff"))
-	if _, err := b.Get(ctx, k); !errors.As(err, &me) || !me.Corrupt || !strings.HasPrefix(me.Reason, "entry corrupt") {
+	if _, err := b.Get(ctx, k); !errors.As(err, &me) || !me.Corrupt || !strings.HasPrefix(me.Reason, ReasonDamaged+"entry corrupt") {
 		t.Fatalf("Get of an undecodable entry = %v", err)
 	}
 	if countKeys(t, b, kindEntry) != 0 {

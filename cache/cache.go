@@ -13,12 +13,28 @@
 //
 // Put writes every blob first and the entry last, so a reader never sees an
 // entry whose blobs were not all written; a crash between the two leaves
-// orphan blobs, which Trim and Verify collect. Get reads the entry and every
-// blob and verifies each blob's size and SHA-256 before returning it. A
-// missing or corrupt blob (or an undecodable entry) is a miss with a reason
-// (a *MissError), counted as corrupt, and the entry is removed, as the go
+// orphan blobs, which Trim and Verify collect. Every byte served is
+// verified: an entry ends with the SHA-256 of its key and its other bytes
+// (see entry.go), checked before it is decoded, and Get verifies each blob's
+// size and SHA-256 before returning it; Badger's block and value checksums
+// are on as well. A missing or corrupt blob (or a damaged entry) is a miss
+// whose reason starts with "damaged: " (a *MissError with Corrupt set),
+// counted as Damaged (apart from Misses), and the entry is removed, as the go
 // command's build cache does with missing(reason): a damaged entry is never
 // served and never crashes the caller.
+//
+// # Faults
+//
+// Every operation of Badger is panic-safe: locks are released by defers,
+// and a recovered panic becomes an *UnhealthyError that every later
+// operation returns at once (Stats still answers, saying why). Close waits
+// for the operations in flight. Badger writes its value log, write-ahead log
+// and tables through mmap, where a full file system is a SIGBUS rather than
+// an error, so every write first checks that the file system keeps a reserve
+// of free space (two value-log files and four memtables, 48 MiB) and fails
+// with ErrNoSpace below it; a store opened below it is read-only. When
+// Badger truncates a damaged value log as it opens, Stats.Health and the
+// Logger say so. Wipe removes the database of a store that cannot be opened.
 //
 // # Size and eviction
 //
@@ -150,10 +166,13 @@ const (
 	ReasonNoEntry = "no entry"
 )
 
+// ReasonDamaged starts the reason of every miss on a damaged entry.
+const ReasonDamaged = "damaged: "
+
 // MissError is a miss with its reason (immutable once returned, so safe to
-// share): "no entry", "blob 3f2a...: corrupt:
-// sha256 mismatch", "blob 3f2a...: missing", "entry corrupt: ...". It
-// matches ErrMiss.
+// share): "no entry", or for a damaged entry "damaged: " followed by
+// "blob 3f2a... corrupt: sha256 mismatch", "blob 3f2a... missing",
+// "entry corrupt: digest mismatch", .... It matches ErrMiss.
 type MissError struct {
 	Key    Key
 	Reason string
@@ -201,16 +220,23 @@ const (
 // describe the store now; the other fields count events since the counters
 // were created. A snapshot owned by the caller: safe for concurrent reads.
 type Stats struct {
-	Hits            int64            `json:"hits"`
-	Misses          int64            `json:"misses"`
-	Uncached        int64            `json:"uncached"`
-	Errors          int64            `json:"errors"`
-	Corrupt         int64            `json:"corrupt"`
+	Hits     int64 `json:"hits"`
+	Misses   int64 `json:"misses"`
+	Uncached int64 `json:"uncached"`
+	Errors   int64 `json:"errors"`
+	Corrupt  int64 `json:"corrupt"`
+	// Damaged counts lookups that found a damaged entry: misses counted
+	// apart from Misses.
+	Damaged         int64            `json:"damaged"`
 	Evictions       int64            `json:"evictions"`
 	UncachedReasons map[string]int64 `json:"uncached_reasons"`
 	Entries         int64            `json:"entries"`
 	Bytes           int64            `json:"bytes"`
 	MaxBytes        int64            `json:"max_bytes"`
+	// Health lists what is wrong with the store now: a value log
+	// truncated when it was opened, too little free space to write, a
+	// recovered panic. Empty when nothing is.
+	Health []string `json:"health,omitempty"`
 }
 
 // CorruptBlob is a damaged or missing blob found by Verify. Like the
@@ -229,8 +255,13 @@ type VerifyReport struct {
 	Bytes   int64 // bytes re-hashed
 	// Corrupt lists damaged or missing blobs.
 	Corrupt []CorruptBlob
-	// BadEntries lists entries that could not be decoded, with reasons.
+	// BadEntries lists damaged entries (results and manifests: digest
+	// mismatch, undecodable, unreadable), with reasons.
 	BadEntries map[Key]string
+	// Tables, when not empty, says that the database's own tables failed
+	// their checksums: damage that hides entries from the check and that
+	// only clearing the cache repairs.
+	Tables string
 	// Removed lists the entries removed (none on a read-only store).
 	Removed []Key
 	// Orphans counts blobs named by no entry, deleted.
@@ -240,7 +271,9 @@ type VerifyReport struct {
 }
 
 // OK reports whether Verify found nothing damaged. Orphans are not damage.
-func (r *VerifyReport) OK() bool { return len(r.Corrupt) == 0 && len(r.BadEntries) == 0 }
+func (r *VerifyReport) OK() bool {
+	return len(r.Corrupt) == 0 && len(r.BadEntries) == 0 && r.Tables == ""
+}
 
 // TrimReport is the result of Trim, owned by the caller: safe for
 // concurrent reads.
@@ -253,6 +286,43 @@ type TrimReport struct {
 	// ValueLogGC counts value-log files rewritten by Badger's GC.
 	ValueLogGC int
 }
+
+// ErrNoSpace matches the error of a write refused because the file system
+// of the store has less free space than the store keeps in reserve.
+var ErrNoSpace = errors.New("cache: not enough free space")
+
+// SpaceError is a write refused for lack of free space (it matches
+// ErrNoSpace). Immutable once returned.
+type SpaceError struct {
+	Dir        string
+	Free, Need int64
+}
+
+func (e *SpaceError) Error() string {
+	return fmt.Sprintf("cache: %s has %s free, the store needs %s to write", e.Dir, FormatSize(e.Free), FormatSize(e.Need))
+}
+
+// Is reports whether target is ErrNoSpace.
+func (e *SpaceError) Is(target error) bool { return target == ErrNoSpace }
+
+// ErrUnhealthy matches the errors of a store that recovered from a panic:
+// every later operation fails with it at once.
+var ErrUnhealthy = errors.New("cache: store is unhealthy")
+
+// UnhealthyError is the error of an operation on a store that recovered
+// from a panic (it matches ErrUnhealthy). Immutable once returned.
+type UnhealthyError struct {
+	Dir   string
+	Op    string // the operation that panicked
+	Cause string // the panic's value
+}
+
+func (e *UnhealthyError) Error() string {
+	return fmt.Sprintf("cache: store %s unusable since a panic in %s: %s", e.Dir, e.Op, e.Cause)
+}
+
+// Is reports whether target is ErrUnhealthy.
+func (e *UnhealthyError) Is(target error) bool { return target == ErrUnhealthy }
 
 // Store is an artifact store. Implementations in this package are safe for
 // concurrent use by multiple goroutines.
@@ -354,7 +424,7 @@ const (
 	MaxNameBytes   = 4096 // output name
 	MaxMetaPairs   = 256
 	MaxMetaBytes   = 64 << 10 // one meta key or value
-	maxEntryBytes  = MaxRecordBytes + MaxOutputs*(MaxNameBytes+64) + MaxMetaPairs*2*(MaxMetaBytes+8) + 64
+	maxEntryBytes  = MaxRecordBytes + MaxOutputs*(MaxNameBytes+64) + MaxMetaPairs*2*(MaxMetaBytes+8) + 64 + entrySumSize
 )
 
 func shortHex(d []byte) string { return hex.EncodeToString(d[:6]) }

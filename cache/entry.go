@@ -13,7 +13,7 @@ import (
 
 // An entry is stored as:
 //
-//	"PJE1"                         magic and version
+//	"PJE2"                         magic and version
 //	uvarint len, record bytes
 //	uvarint n, n times:            outputs
 //	    uvarint len, name bytes
@@ -25,15 +25,41 @@ import (
 //	    uvarint len, value bytes
 //	varint created (Unix nanoseconds)
 //	varint compile time (nanoseconds, >= 0)
+//	32 bytes                       SHA-256 of the key, then of every byte above
 //
-// and nothing after. The key and LastUsed are stored beside it.
-const entryMagic = "PJE1"
+// and nothing after. The key and LastUsed are stored beside it. The digest
+// makes the entry check itself: a flipped byte anywhere in it (or an entry
+// found under another key) fails the check before anything is parsed.
+// Entries of the first format (PJE1) carried no digest; they are not
+// served and are removed like damaged ones.
+const entryMagic = "PJE2"
+
+// entrySumSize is the size of the digest that ends an entry.
+const entrySumSize = sha256.Size
+
+// entrySum returns the digest that ends the encoding of the entry under key
+// whose other bytes are body.
+func entrySum(key Key, body []byte) [sha256.Size]byte {
+	h := sha256.New()
+	h.Write(key[:])
+	h.Write(body)
+	var s [sha256.Size]byte
+	h.Sum(s[:0])
+	return s
+}
 
 // errEntry is wrapped by every decoding error.
 var errEntry = errors.New("entry corrupt")
 
 func encodeEntry(e *Entry) []byte {
-	b := make([]byte, 0, 64+len(e.Record)+len(e.Outputs)*64)
+	b := encodeEntryBody(e)
+	sum := entrySum(e.Key, b)
+	return append(b, sum[:]...)
+}
+
+// encodeEntryBody encodes e without its digest.
+func encodeEntryBody(e *Entry) []byte {
+	b := make([]byte, 0, 64+entrySumSize+len(e.Record)+len(e.Outputs)*64)
 	b = append(b, entryMagic...)
 	b = binary.AppendUvarint(b, uint64(len(e.Record)))
 	b = append(b, e.Record...)
@@ -114,12 +140,33 @@ func (d *entryDecoder) bytes(what string, max uint64) []byte {
 	return v
 }
 
-// decodeEntry decodes an entry stored under key. It never panics and reads
-// no more than the limits allow; the result does not alias b.
+// decodeEntry decodes an entry stored under key, checking its digest first.
+// It never panics and reads no more than the limits allow; the result does
+// not alias b.
 func decodeEntry(key Key, b []byte) (*Entry, error) {
 	if len(b) > maxEntryBytes {
 		return nil, fmt.Errorf("%w: %d bytes", errEntry, len(b))
 	}
+	if bytes.HasPrefix(b, []byte("PJE1")) {
+		return nil, fmt.Errorf("%w: format PJE1 carries no digest", errEntry)
+	}
+	if len(b) == 0 {
+		// Badger reads a value whose value-log checksum fails as empty
+		// (and logs the failure).
+		return nil, fmt.Errorf("%w: empty value (unreadable from the value log?)", errEntry)
+	}
+	if len(b) < len(entryMagic)+entrySumSize {
+		return nil, fmt.Errorf("%w: %d bytes, too short", errEntry, len(b))
+	}
+	body, sum := b[:len(b)-entrySumSize], b[len(b)-entrySumSize:]
+	if want := entrySum(key, body); !bytes.Equal(sum, want[:]) {
+		return nil, fmt.Errorf("%w: digest mismatch", errEntry)
+	}
+	return decodeEntryBody(key, body)
+}
+
+// decodeEntryBody decodes the bytes of an entry before its digest.
+func decodeEntryBody(key Key, b []byte) (*Entry, error) {
 	if !bytes.HasPrefix(b, []byte(entryMagic)) {
 		return nil, fmt.Errorf("%w: bad magic", errEntry)
 	}

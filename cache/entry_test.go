@@ -36,28 +36,84 @@ func TestEntryRoundTrip(t *testing.T) {
 }
 
 // FuzzDecodeEntry checks that the decoder of stored entries never panics,
-// and that whatever it accepts encodes back to the same bytes.
+// and that whatever the body parser accepts encodes back to the same bytes
+// and, with its digest appended, decodes again.
 func FuzzDecodeEntry(f *testing.F) {
-	f.Add(encodeEntry(&Entry{Created: time.Unix(0, 0)}))
-	f.Add(encodeEntry(&Entry{
+	f.Add(encodeEntryBody(&Entry{Created: time.Unix(0, 0)}))
+	f.Add(encodeEntryBody(&Entry{
 		Record:  []byte("r"),
 		Outputs: []Output{{Name: "o", Size: 3, Mode: 0o644}},
 		Meta:    map[string]string{"a": "b", "c": "d"},
 		Created: time.Unix(1700000000, 0), CompileTime: time.Second,
 	}))
-	f.Add([]byte("PJE1\x00\x01\x01o\x03"))
+	f.Add([]byte("PJE2\x00\x01\x01o\x03"))
+	f.Add(encodeEntry(&Entry{Record: []byte("r"), Meta: map[string]string{"kind": "manifest"}, Created: time.Unix(1, 0)}))
 	f.Fuzz(func(t *testing.T, b []byte) {
-		e, err := decodeEntry(Key{}, b)
+		if _, err := decodeEntry(Key{}, b); err != nil && !errors.Is(err, errEntry) {
+			t.Fatalf("error %v does not wrap errEntry", err)
+		}
+		e, err := decodeEntryBody(Key{}, b)
 		if err != nil {
 			if !errors.Is(err, errEntry) {
 				t.Fatalf("error %v does not wrap errEntry", err)
 			}
 			return
 		}
-		if enc := encodeEntry(e); !bytes.Equal(enc, b) {
+		if enc := encodeEntryBody(e); !bytes.Equal(enc, b) {
 			t.Fatalf("decode then encode changed the bytes:\n%q\n%q", b, enc)
 		}
+		if _, err := decodeEntry(Key{}, encodeEntry(e)); err != nil {
+			t.Fatalf("an entry with its digest does not decode: %v", err)
+		}
 	})
+}
+
+// TestEntryFlips flips every bit-pattern of every byte of encoded entries
+// (a result and a manifest, as the jit driver writes them): each must fail
+// to decode.
+func TestEntryFlips(t *testing.T) {
+	for _, e := range flipEntries() {
+		enc := encodeEntry(e)
+		for i := range enc {
+			for _, x := range []byte{0x01, 0x80, 0xff} {
+				b := bytes.Clone(enc)
+				b[i] ^= x
+				if _, err := decodeEntry(e.Key, b); !errors.Is(err, errEntry) {
+					t.Fatalf("%s: byte %d ^ %#x decoded: %v", e.Meta["kind"], i, x, err)
+				}
+			}
+		}
+		other := e.Key
+		other[0] ^= 1
+		if _, err := decodeEntry(other, enc); !errors.Is(err, errEntry) {
+			t.Fatalf("%s: decoded under another key: %v", e.Meta["kind"], err)
+		}
+	}
+}
+
+// flipEntries returns a result entry and a manifest entry shaped like the
+// jit driver's.
+func flipEntries() []*Entry {
+	return []*Entry{
+		{
+			Key:    key("result"),
+			Record: []byte(`["pypto.result",1]`),
+			Outputs: []Output{
+				{Name: "orchestration.so", Size: 5, Digest: key("o"), Mode: 0o755},
+				{Name: "kernel_0.so", Size: 7, Digest: key("k"), Mode: 0o755},
+				{Name: "chip_callable.bin", Size: 9, Digest: key("c"), Mode: 0o644},
+			},
+			Meta:        map[string]string{"kind": "result", "hashid": "sha256:00", "platform": "a2a3sim"},
+			Created:     time.Unix(1700000000, 5),
+			CompileTime: time.Second,
+		},
+		{
+			Key:     key("manifest"),
+			Record:  []byte(`["pypto.identity",1]`),
+			Meta:    map[string]string{"kind": "manifest", "manifest": `{"variants":[{"headers":[],"result":"ab"}]}`},
+			Created: time.Unix(1700000000, 6),
+		},
+	}
 }
 
 func TestParseSize(t *testing.T) {

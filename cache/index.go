@@ -161,9 +161,9 @@ type counters struct {
 
 func (c *counters) add(f func(s *Stats)) {
 	c.mu.Lock()
+	defer c.mu.Unlock()
 	f(&c.c)
 	c.dirty = true
-	c.mu.Unlock()
 }
 
 // take returns the counts and, with reset, zeroes them (Badger flushes
@@ -194,6 +194,7 @@ func addStats(t, s *Stats) {
 	t.Uncached += s.Uncached
 	t.Errors += s.Errors
 	t.Corrupt += s.Corrupt
+	t.Damaged += s.Damaged
 	t.Evictions += s.Evictions
 	for k, v := range s.UncachedReasons {
 		if t.UncachedReasons == nil {
@@ -230,5 +231,5 @@ func (c *counters) countEvent(event, reason string) error {
 
 // any reports whether s counts any event.
 func (s *Stats) any() bool {
-	return s.Hits|s.Misses|s.Uncached|s.Errors|s.Corrupt|s.Evictions != 0 || len(s.UncachedReasons) > 0
+	return s.Hits|s.Misses|s.Uncached|s.Errors|s.Corrupt|s.Damaged|s.Evictions != 0 || len(s.UncachedReasons) > 0
 }

@@ -81,14 +81,14 @@ func (m *Memory) Get(ctx context.Context, key Key) (*Hit, error) {
 			reason = checkBlob(o, b)
 		}
 		if reason != "" {
-			m.stats.add(func(s *Stats) { s.Misses++; s.Corrupt++ })
+			m.stats.add(func(s *Stats) { s.Damaged++; s.Corrupt++ })
 			if !m.opt.ReadOnly {
 				if ok {
 					m.removeBlobLocked(o.Digest)
 				}
 				m.deleteLocked(key)
 			}
-			return nil, &MissError{Key: key, Reason: reason, Corrupt: true}
+			return nil, &MissError{Key: key, Reason: ReasonDamaged + reason, Corrupt: true}
 		}
 		data[i] = bytes.Clone(b)
 	}

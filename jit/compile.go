@@ -23,7 +23,7 @@ import (
 
 // pipelineVersion names the compile recipe below (flags, output naming). It
 // is part of every key: change it whenever the recipe changes.
-const pipelineVersion = "ptojit-sim/1"
+const pipelineVersion = "ptojit-sim/2"
 
 // maxCompilerOutput bounds the compiler messages kept in a CompileError.
 const maxCompilerOutput = 16 << 10
@@ -50,6 +50,11 @@ type compiler struct {
 	ccecArch string
 	includes []string // -I directories, in order
 	env      []string // the tools' environment
+	// base, when set, is the compilers' working directory: sources and
+	// include directories under it are named relative to it and its
+	// prefix is mapped to ".", so that no absolute path under it reaches
+	// an output.
+	base baseDir
 	// ran counts tool invocations (for the response and tests).
 	mu  sync.Mutex
 	ran int
@@ -112,12 +117,35 @@ func (c *compiler) flagsFor(u unit) []string {
 	if strings.EqualFold(filepath.Ext(u.source), ".pto") {
 		// The assembled file lives in a temporary directory: keep the
 		// source's directory on the quote include path.
-		fl = append(fl, "-iquote", filepath.Dir(u.source))
+		fl = append(fl, "-iquote", c.base.rel(filepath.Dir(u.source)))
 	}
 	for _, d := range c.includes {
-		fl = append(fl, "-I", d)
+		fl = append(fl, "-I", c.base.rel(d))
 	}
-	return fl
+	return append(fl, c.prefixMaps()...)
+}
+
+// prefixMaps returns the flags that map the base directory (and its
+// resolved form) to "." in everything the compiler writes: file names in
+// macros, debug information and symbols. A path holding '=' cannot be
+// mapped; relative names still keep it out of the outputs.
+func (c *compiler) prefixMaps() []string {
+	var out []string
+	for _, d := range []string{c.base.dir, c.base.resolved} {
+		if d != "" && !strings.Contains(d, "=") {
+			out = append(out, "-ffile-prefix-map="+d+"=.")
+		}
+	}
+	return out
+}
+
+// workDir is the directory the compilers run in: the base directory when
+// there is one, else the unit's own directory.
+func (c *compiler) workDir(unitDir string) string {
+	if c.base.dir != "" {
+		return c.base.dir
+	}
+	return unitDir
 }
 
 // compileAll compiles every unit in a fresh temporary directory under
@@ -195,16 +223,21 @@ func (c *compiler) compileUnit(ctx context.Context, dir string, u unit) ([]byte,
 		tool = c.ccec
 		args = []string{"-xcce", "-O2", "-fPIC", "-shared", "--cce-aicore-arch=" + c.ccecArch}
 		for _, d := range c.includes {
-			args = append(args, "-I", d)
+			args = append(args, "-I", c.base.rel(d))
 		}
+		args = append(args, c.prefixMaps()...)
 	}
 	if tool == "" {
 		return nil, nil, &ToolchainError{Msg: fmt.Sprintf("%s: no compiler for %s sources was resolved", u.role, filepath.Ext(u.source))}
 	}
 	dep := filepath.Join(dir, "deps.d")
 	out := filepath.Join(dir, u.output)
+	cwd := c.workDir(dir)
+	if src == u.source {
+		src = c.base.rel(src)
+	}
 	args = append(args, "-MD", "-MF", dep, "-o", out, src)
-	if msg, err := c.run(ctx, dir, tool, args...); err != nil {
+	if msg, err := c.run(ctx, cwd, tool, args...); err != nil {
 		return nil, nil, fail(tool, msg, err)
 	}
 	bin, err := os.ReadFile(out)
@@ -221,7 +254,7 @@ func (c *compiler) compileUnit(ctx context.Context, dir string, u unit) ([]byte,
 	}
 	for i, p := range deps {
 		if !filepath.IsAbs(p) {
-			p = filepath.Join(dir, p)
+			p = filepath.Join(cwd, p)
 		}
 		deps[i] = filepath.Clean(p)
 	}

@@ -11,7 +11,7 @@
 //	("ptojit.build", 1, {
 //	  "policy":        "content" | "build",
 //	  "platform":      str, "runtime": str,
-//	  "pipeline":      {"version": "ptojit-sim/1", "c_flags": [...], "cxx_flags": [...], "include_dirs": [...]},
+//	  "pipeline":      {"version": "ptojit-sim/2", "c_flags": [...], "cxx_flags": [...], "include_dirs": [...]},
 //	  "build":         {"orchestration": path, "function": str, "config": str,
 //	                    "kernels": [{"func_id": int, "source": path, "signature": [int...]}...],
 //	                    "signature": [int...], "scalar_count": int},
@@ -29,6 +29,20 @@
 // fingerprint, and the toolchain entries are the component digests of
 // toolchain.Identity. An unavailable piece is None in the record and its
 // reason is reported; such a record has no key.
+//
+// # Base directory
+//
+// Every path under the base directory (the request's base_dir, else
+// PTOJIT_BASE_DIR, else the request's git work tree, else its directory)
+// enters the record relative to it, as ccache's base_dir does: the paths of
+// the build group and of include_dirs, header names, and the root and
+// resolved paths inside the content records whose digests the sources,
+// extra_sources and toolchain entries are (so these digests are not
+// PyPTO's when a root lies under the base; `ptojit fingerprint` prints
+// PyPTO's). Paths outside it stay absolute. The compilers run in the base
+// directory with relative source and include names and
+// -ffile-prefix-map=BASE=., so that no absolute path under it reaches an
+// output: two checkouts at different paths share keys and outputs.
 //
 // The build is not looked up and not published ("uncached", every reason
 // listed) when a component, source or extra source is unavailable, when a
@@ -76,6 +90,17 @@
 // Outputs are written to the request's output directory through a
 // temporary file and a rename, after their bytes are checked against their
 // digests, so the directory never holds a partial or corrupt output.
+//
+// # Remote tier
+//
+// With Options.Remote, a local miss looks the key up in the remote tier
+// inside the compile flight: its manifest (whose record must be this key's),
+// the first variant whose headers match here, and that variant's result
+// (whose record must be the result record of this key and header set). A
+// hit, verified by the tier, is stored locally and answered with hit_tier
+// "remote". After a local publish the result and the manifest are queued
+// for the remote tier. The remote tier's failures are misses: it fails no
+// build.
 //
 // # Sim pipeline
 //

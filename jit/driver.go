@@ -64,6 +64,11 @@ const maxManifestVariants = 16
 type Options struct {
 	// Store is the artifact cache; nil makes every build uncached.
 	Store cache.Store
+	// StoreErr, with Store nil, is why the cache in StoreDir could not be
+	// opened: every build runs uncached and carries a warning naming the
+	// directory, the cause and the remedy.
+	StoreErr error
+	StoreDir string
 	// Identities memoizes installation identities; nil gives the Driver
 	// its own.
 	Identities *toolchain.InstallationIdentityCache
@@ -79,6 +84,9 @@ type Options struct {
 	// TempDir holds the compilers' working directories; "" means
 	// os.TempDir().
 	TempDir string
+	// Remote, when set, is looked up after a local miss and receives what
+	// is published locally.
+	Remote RemoteTier
 	// BeforeRevalidate, when set, runs after the compilers finished and
 	// before the sources are fingerprinted again (tests change a source
 	// there to prove that nothing is published).
@@ -105,15 +113,6 @@ func New(opt Options) *Driver {
 		opt.Identities = toolchain.NewInstallationIdentityCache(toolchain.Options{})
 	}
 	return &Driver{opt: opt}
-}
-
-// WithEnv returns a Driver sharing d's store and identity memo that reads
-// getenv and runs the tools with environ (a daemon serving clients with
-// different environments).
-func (d *Driver) WithEnv(getenv func(string) string, environ []string) *Driver {
-	o := d.opt
-	o.Getenv, o.Environ = getenv, environ
-	return New(o)
 }
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
@@ -173,45 +172,33 @@ func (d *Driver) build(ctx context.Context, req *api.Request, resp *api.Response
 	for _, f := range id.fresh {
 		reasons = append(reasons, f+" is set (fresh_request): no lookup, no publish")
 	}
-	if store == nil {
+	switch {
+	case store == nil && d.opt.StoreErr != nil:
+		reasons = append(reasons, "cache unusable: "+d.opt.StoreErr.Error())
+		resp.Warnings = append(resp.Warnings, cache.StoreWarning(d.opt.StoreDir, d.opt.StoreErr))
+	case store == nil:
 		reasons = append(reasons, "no cache store")
 	}
-
 	if len(reasons) > 0 {
-		// Not cacheable: compile, answer, count.
-		t = time.Now()
-		res, err := d.compile(ctx, req, id)
-		if err != nil {
-			return err
-		}
-		outs, data, err := pack(req, res)
-		resp.Timings.Compile = ms(time.Since(t))
-		if err != nil {
-			return err
-		}
-		t = time.Now()
-		err = d.answer(req, outs, data, resp)
-		resp.Timings.Publish = ms(time.Since(t))
-		if err != nil {
-			return err
-		}
-		resp.Status = api.StatusUncached
-		resp.Unavailable = reasons
-		if store != nil {
-			_ = store.Count(ctx, cache.EventUncached, countReason(reasons[0]))
-		}
-		return nil
+		return d.buildUncached(ctx, req, id, reasons, resp)
 	}
 
 	t = time.Now()
 	hit, why, err := d.lookup(ctx, id)
 	resp.Timings.Lookup = ms(time.Since(t))
 	if err != nil {
-		return err
+		// The store can fail; the build cannot. A cancelled build is
+		// an error, though.
+		if ctx.Err() != nil {
+			return err
+		}
+		resp.Warnings = append(resp.Warnings, d.storeWarning(err))
+		_ = store.Count(ctx, cache.EventError, "cache lookup failed")
+		return d.buildUncached(ctx, req, id, []string{"cache lookup failed: " + err.Error()}, resp)
 	}
 	var r *flightResult
 	if hit != nil {
-		r = &flightResult{outs: hit.Entry.Outputs, data: hit.Data, hit: true}
+		r = &flightResult{outs: hit.Entry.Outputs, data: hit.Data, hit: true, tier: TierLocal}
 	} else {
 		// One compile per key at a time: concurrent builds of the key
 		// (64 frontends started by make -j64) share the first one's.
@@ -228,6 +215,7 @@ func (d *Driver) build(ctx context.Context, req *api.Request, resp *api.Response
 			why = "compiled by a concurrent build of the same key"
 		}
 		resp.Timings.Compile = r.compileMS
+		resp.Timings.Lookup += r.remoteMS
 	}
 	t = time.Now()
 	err = d.answer(req, r.outs, r.data, resp)
@@ -238,6 +226,18 @@ func (d *Driver) build(ctx context.Context, req *api.Request, resp *api.Response
 	switch {
 	case r.hit:
 		resp.Status = api.StatusHit
+		resp.HitTier = r.tier
+	case r.putErr != nil:
+		// The outputs are right; the store failed to keep them.
+		resp.Status = api.StatusUncached
+		if isPlainReadOnly(r.putErr) {
+			resp.Unavailable = []string{"not published: " + r.putErr.Error()}
+			_ = store.Count(ctx, cache.EventUncached, "not published")
+		} else {
+			resp.Unavailable = []string{"cache write failed: " + r.putErr.Error()}
+			resp.Warnings = append(resp.Warnings, d.storeWarning(r.putErr))
+			_ = store.Count(ctx, cache.EventError, "cache write failed")
+		}
 	case r.notPublished != "":
 		resp.Status = api.StatusUncached
 		resp.Unavailable = []string{r.notPublished}
@@ -245,6 +245,49 @@ func (d *Driver) build(ctx context.Context, req *api.Request, resp *api.Response
 	default:
 		resp.Status = api.StatusMiss
 		resp.MissReason = why
+	}
+	return nil
+}
+
+// isPlainReadOnly reports whether err is the refusal of a store that was
+// asked to be read-only (PTOJIT_CACHE_READONLY): no warning then.
+func isPlainReadOnly(err error) bool {
+	return err == cache.ErrReadOnly // wrapped, it carries the cause: no space, a read-only file system
+}
+
+// storeWarning is the warning of a build the store failed: it names the
+// cache directory, the cause and the remedy.
+func (d *Driver) storeWarning(err error) string {
+	dir := "(in memory)"
+	if s, ok := d.opt.Store.(interface{ Dir() string }); ok {
+		dir = s.Dir()
+	}
+	return cache.StoreWarning(dir, err)
+}
+
+// buildUncached compiles req without the store, answers and counts.
+func (d *Driver) buildUncached(ctx context.Context, req *api.Request, id *identity, reasons []string, resp *api.Response) error {
+	t := time.Now()
+	res, err := d.compile(ctx, req, id)
+	if err != nil {
+		return err
+	}
+	outs, data, err := pack(req, res)
+	resp.Timings.Compile = ms(time.Since(t))
+	if err != nil {
+		return err
+	}
+	t = time.Now()
+	err = d.answer(req, outs, data, resp)
+	resp.Timings.Publish = ms(time.Since(t))
+	if err != nil {
+		return err
+	}
+	resp.Status = api.StatusUncached
+	resp.Unavailable = reasons
+	if len(resp.Warnings) == 0 && d.opt.Store != nil {
+		// A store failure was counted as an error where it happened.
+		_ = d.opt.Store.Count(ctx, cache.EventUncached, countReason(reasons[0]))
 	}
 	return nil
 }
@@ -264,11 +307,18 @@ type flightResult struct {
 	outs []cache.Output
 	data [][]byte
 	// hit: a build that finished just before the flight began published
-	// the key; nothing was compiled.
-	hit bool
+	// the key, or the remote tier had it; nothing was compiled. tier says
+	// which.
+	hit  bool
+	tier string
+	// remoteMS is the time of a remote hit's lookup, fetch and local
+	// store (part of the response's lookup time).
+	remoteMS float64
 	// notPublished says why the outputs were not published ("" if they
-	// were).
-	notPublished         string
+	// were), when it was not the store's failure.
+	notPublished string
+	// putErr is the store's failure to publish the outputs.
+	putErr               error
 	compileMS, publishMS float64
 }
 
@@ -277,7 +327,12 @@ type flightResult struct {
 // when the build request arrived.
 func (d *Driver) compileAndPublish(ctx context.Context, req *api.Request, id *identity, began time.Time) (*flightResult, error) {
 	if hit, _, err := d.lookupQuiet(ctx, id); err == nil && hit != nil {
-		return &flightResult{outs: hit.Entry.Outputs, data: hit.Data, hit: true}, nil
+		return &flightResult{outs: hit.Entry.Outputs, data: hit.Data, hit: true, tier: TierLocal}, nil
+	}
+	if d.opt.Remote != nil {
+		if r := d.remoteLookup(ctx, id); r != nil {
+			return r, nil
+		}
 	}
 	t := time.Now()
 	if err := settle(ctx, req, id, d.knownHeaders(ctx, id), began); err != nil {
@@ -296,7 +351,10 @@ func (d *Driver) compileAndPublish(ctx context.Context, req *api.Request, id *id
 	if d.opt.BeforeRevalidate != nil {
 		d.opt.BeforeRevalidate()
 	}
-	r.notPublished = d.publish(ctx, id, res, outs, data, time.Since(res.started))
+	r.notPublished, r.putErr = d.publish(ctx, id, res, outs, data, time.Since(res.started))
+	if r.notPublished == "" && r.putErr == nil && d.opt.Remote != nil {
+		d.publishRemote(ctx, id, outs, data)
+	}
 	r.publishMS = ms(time.Since(t))
 	return r, nil
 }
@@ -368,8 +426,10 @@ func (d *Driver) lookupQuiet(ctx context.Context, id *identity) (*cache.Hit, str
 	if err != nil || why != "" {
 		return nil, why, err
 	}
-	if _, err := d.opt.Store.Entry(ctx, rk); err != nil {
+	if _, err := d.opt.Store.Entry(ctx, rk); errors.Is(err, cache.ErrMiss) {
 		return nil, "no entry", nil
+	} else if err != nil {
+		return nil, "", fmt.Errorf("cache lookup: %w", err)
 	}
 	return d.get(ctx, rk, why)
 }
@@ -381,7 +441,10 @@ func (d *Driver) resultKey(ctx context.Context, id *identity) (cache.Key, string
 	// matches: a hit takes its key from the manifest.
 	noHeaders := func() cache.Key { return cache.Key(inventory.MustDigest(resultRecord(id.record, nil))) }
 	e, err := d.opt.Store.Entry(ctx, cache.Key(id.key))
+	var me *cache.MissError
 	switch {
+	case errors.As(err, &me) && me.Corrupt:
+		return noHeaders(), "manifest " + me.Reason, nil
 	case errors.Is(err, cache.ErrMiss):
 		return noHeaders(), "no entry for the key", nil
 	case err != nil:
@@ -393,7 +456,7 @@ func (d *Driver) resultKey(ctx context.Context, id *identity) (cache.Key, string
 	}
 	why := "no header variant matches"
 	for i, v := range m.Variants {
-		if changed := changedHeader(v.Headers); changed != "" {
+		if changed := changedHeader(id.base, v.Headers); changed != "" {
 			if i == 0 {
 				why = "header changed since the last build: " + changed
 			}
@@ -430,10 +493,11 @@ func (d *Driver) knownHeaders(ctx context.Context, id *identity) []string {
 }
 
 // changedHeader returns the name of the first header whose digest
-// differs from the recorded one (or that cannot be read), or "".
-func changedHeader(hs []headerDigest) string {
+// differs from the recorded one (or that cannot be read), or "". Relative
+// names are relative to the base directory.
+func changedHeader(base baseDir, hs []headerDigest) string {
 	for _, h := range hs {
-		d, err := headerDigestOf(h.Path)
+		d, err := headerDigestOf(base.abs(h.Path))
 		if err != nil || d != h.Digest {
 			return h.Path
 		}
@@ -442,19 +506,23 @@ func changedHeader(hs []headerDigest) string {
 }
 
 // publish stores the outputs unless a source or header changed while the
-// compilers ran; it returns why it did not publish, or "".
-func (d *Driver) publish(ctx context.Context, id *identity, res *compileResult, outs []cache.Output, data [][]byte, took time.Duration) string {
+// compilers ran; it returns why it did not publish, or "", and the
+// store's error when the store failed.
+func (d *Driver) publish(ctx context.Context, id *identity, res *compileResult, outs []cache.Output, data [][]byte, took time.Duration) (string, error) {
 	if why := d.revalidate(id); why != "" {
-		return why
+		return why, nil
 	}
 	headers, err := hashHeaders(res.headers, res.started)
 	if err != nil {
-		return "not published: " + err.Error()
+		return "not published: " + err.Error(), nil
+	}
+	for i := range headers {
+		headers[i].Path = id.base.rel(headers[i].Path) // as the key writes paths
 	}
 	rrec := resultRecord(id.record, headers)
 	renc, err := inventory.Encode(rrec)
 	if err != nil {
-		return "not published: " + err.Error()
+		return "not published: " + err.Error(), nil
 	}
 	rk := cache.Key(sha256.Sum256(renc))
 	hashid, _ := registry.ChipHashid(id.platform, id.runtime, data[len(data)-1])
@@ -467,7 +535,7 @@ func (d *Driver) publish(ctx context.Context, id *identity, res *compileResult, 
 		CompileTime: took,
 	}, data)
 	if err != nil {
-		return "not published: " + err.Error()
+		return putFailure(err)
 	}
 	// The manifest is written after the result it names.
 	var m manifest
@@ -487,7 +555,7 @@ func (d *Driver) publish(ctx context.Context, id *identity, res *compileResult, 
 		mj, _ = json.Marshal(manifest{Variants: vs})
 	}
 	if len(mj) > cache.MaxMetaBytes {
-		return "not published: too many headers for a manifest"
+		return "not published: too many headers for a manifest", nil
 	}
 	err = store.Put(ctx, &cache.Entry{
 		Key:    cache.Key(id.key),
@@ -495,9 +563,20 @@ func (d *Driver) publish(ctx context.Context, id *identity, res *compileResult, 
 		Meta:   map[string]string{"kind": "manifest", "manifest": string(mj), "platform": id.platform, "runtime": id.runtime},
 	}, nil)
 	if err != nil {
-		return "not published: " + err.Error()
+		return putFailure(err)
 	}
-	return ""
+	return "", nil
+}
+
+// putFailure sorts an error of Put: a refusal of the entry itself (too
+// large, over a limit of the encoding) is a reason not to publish; any
+// other is the store's failure.
+func putFailure(err error) (string, error) {
+	var de *cache.DataError
+	if errors.As(err, &de) {
+		return "not published: " + err.Error(), nil
+	}
+	return "", err
 }
 
 // answer writes the outputs to the request's output directory and fills

@@ -32,7 +32,10 @@ type identity struct {
 	extraPaths        []string
 	extraFingerprint  inventory.Value
 	extraDigest       inventory.Sum
-	// flags are the compile flags by language, part of the key.
+	// base writes the paths of the key under it relative to it.
+	base baseDir
+	// includes are the -I directories of the sim pipeline (includeDirs),
+	// in order; they are part of the key.
 	includes []string
 }
 
@@ -63,6 +66,7 @@ func (d *Driver) KeyOf(ctx context.Context, req *api.Request) (*KeyReport, error
 		Inputs:      inputs,
 		Unavailable: id.unavailable,
 		Fresh:       id.fresh,
+		BaseDir:     id.base.dir,
 	}
 	if id.usable {
 		r.Key = id.key.String()
@@ -139,7 +143,14 @@ func (d *Driver) identify(ctx context.Context, req *api.Request) (*identity, err
 		return nil, err
 	}
 	getenv := d.opt.Getenv
-	id := &identity{platform: req.Platform, runtime: req.Runtime}
+	id := &identity{platform: req.Platform, runtime: req.Runtime, base: baseOf(req, getenv)}
+	if id.base.dir != "" && !id.base.exists() {
+		field := "base_dir"
+		if req.BaseDir == "" {
+			field = BaseDirVariable
+		}
+		return nil, &api.FieldError{Field: field, Msg: id.base.dir + " is not a directory"}
+	}
 
 	for _, v := range d.opt.Registry.Variables(envreg.FreshRequest) {
 		if getenv(v) != "" {
@@ -219,7 +230,7 @@ func (d *Driver) identify(ctx context.Context, req *api.Request) (*identity, err
 	if len(id.unavailable) == 0 || allSourcesRead(id.sources) {
 		id.sourcesDigest = inventory.MustDigest(inventory.T(inventory.Str("content"), all))
 	}
-	if sum, err := inventory.FingerprintExtraSources(id.extraPaths, extra); err != nil {
+	if sum, err := id.base.extraSourcesDigest(id.extraPaths, extra); err != nil {
 		id.unavailable = append(id.unavailable, "extra_sources: "+err.Error())
 	} else {
 		id.extraDigest = sum
@@ -329,7 +340,7 @@ func (d *Driver) revalidate(id *identity) string {
 			return "not published: " + s.name + " changed during the compile"
 		}
 	}
-	sum, err := inventory.FingerprintExtraSources(id.extraPaths, id.extraFingerprint)
+	sum, err := id.base.extraSourcesDigest(id.extraPaths, id.extraFingerprint)
 	if err != nil || sum != id.extraDigest {
 		return "not published: extra_sources changed during the compile"
 	}
@@ -356,9 +367,13 @@ func recordField(field string, plain []byte, wire string) (inventory.Value, erro
 	return inventory.None{}, nil
 }
 
-// keyRecord builds ("ptojit.build", 1, {...}).
+// keyRecord builds ("ptojit.build", 1, {...}). Every path under the base
+// directory is written relative to it, in the paths of the request and
+// inside the content records the digests cover: the key does not depend
+// on where the project lives.
 func (d *Driver) keyRecord(req *api.Request, id *identity, options inventory.Value) inventory.Value {
 	str := func(s string) inventory.Value { return inventory.Str(s) }
+	path := func(p string) inventory.Value { return inventory.Str(id.base.rel(p)) }
 	sumOrNone := func(s inventory.Sum) inventory.Value {
 		if s.IsZero() {
 			return inventory.None{}
@@ -376,12 +391,12 @@ func (d *Driver) keyRecord(req *api.Request, id *identity, options inventory.Val
 	for _, k := range req.Kernels {
 		kernels = append(kernels, inventory.Dict{
 			"func_id":   inventory.IntOf(int64(k.FuncID)),
-			"source":    str(k.Source),
+			"source":    path(k.Source),
 			"signature": sig(k.Signature),
 		})
 	}
 	build := inventory.Dict{
-		"orchestration": str(req.Orchestration.Source),
+		"orchestration": path(req.Orchestration.Source),
 		"function":      str(req.Orchestration.Function),
 		"config":        str(req.Orchestration.Config),
 		"kernels":       kernels,
@@ -391,7 +406,7 @@ func (d *Driver) keyRecord(req *api.Request, id *identity, options inventory.Val
 	sources := inventory.Dict{}
 	for _, s := range id.sources {
 		if s.content != nil {
-			sources[inventory.Str(s.name)] = str(s.content.Digest.String())
+			sources[inventory.Str(s.name)] = str(id.base.contentDigest(s.content.Roots).String())
 		} else {
 			sources[inventory.Str(s.name)] = inventory.None{}
 		}
@@ -399,12 +414,12 @@ func (d *Driver) keyRecord(req *api.Request, id *identity, options inventory.Val
 	components := inventory.Dict{}
 	if id.toolchain != nil {
 		for _, c := range id.toolchain.Components {
-			components[inventory.Str(c.Name)] = sumOrNone(c.Digest)
+			components[inventory.Str(c.Name)] = sumOrNone(id.base.componentDigest(c))
 		}
 	}
 	includes := inventory.List{}
 	for _, inc := range id.includes {
-		includes = append(includes, str(inc))
+		includes = append(includes, path(inc))
 	}
 	flags := func(fl []string) inventory.List {
 		l := inventory.List{}

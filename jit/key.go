@@ -48,6 +48,11 @@ type KeyReport struct {
 	// Fresh lists the fresh_request variables that are set: such a build
 	// neither looks up nor publishes.
 	Fresh []string `json:"fresh,omitempty"`
+	// BaseDir is the directory the record's relative paths are relative
+	// to ("" when every path is absolute). SourcesDigest and
+	// ToolchainDigest are PyPTO's, over absolute paths; the record's
+	// digests use the relative form.
+	BaseDir string `json:"base_dir,omitempty"`
 }
 
 // Input is one leaf of a key record.
@@ -239,6 +244,9 @@ func (r *KeyReport) WriteTree(w io.Writer) error {
 		fmt.Fprintf(&b, "key %s\n", r.Key)
 	} else {
 		fmt.Fprintf(&b, "key unavailable (the build would compile and not be cached)\n")
+	}
+	if r.BaseDir != "" {
+		fmt.Fprintf(&b, "base %s (paths under it are relative)\n", r.BaseDir)
 	}
 	d, headers, err := keyFields(r.Record)
 	if err != nil {

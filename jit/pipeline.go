@@ -27,6 +27,7 @@ func (d *Driver) compile(ctx context.Context, req *api.Request, id *identity) (*
 		ptoas:    id.inputs.PtoasLauncher,
 		includes: id.includes,
 		env:      d.environ(),
+		base:     id.base,
 	}
 	if !registry.IsSim(req.Platform) {
 		root := req.Toolchain.CannRoot

@@ -33,9 +33,9 @@ type (
 		scalars     *uint64
 	}
 	simKernelEntry struct {
-		funcID   int32
-		reserved uint32
-		fn       uintptr
+		funcID int32
+		_      uint32 // reserved
+		fn     uintptr
 	}
 	simRuntime struct {
 		abiVersion  uint32

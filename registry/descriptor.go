@@ -26,17 +26,6 @@ func (k Kind) String() string {
 	return fmt.Sprintf("Kind(%d)", uint32(k))
 }
 
-// ParseKind parses a String form; anything else is CALLABLE_KIND_UNSUPPORTED.
-func ParseKind(s string) (Kind, error) {
-	switch s {
-	case "CHIP_CALLABLE":
-		return ChipCallableKind, nil
-	case "PYTHON_SERIALIZED":
-		return PythonSerializedKind, nil
-	}
-	return 0, newError(CallableKindUnsupported, "parse kind", "%q", s)
-}
-
 // Namespace is a target namespace: the resolver domain of a handle.
 type Namespace string
 

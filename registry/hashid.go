@@ -80,7 +80,3 @@ func ParseHashid(s string) (Hashid, error) {
 	}
 	return h, nil
 }
-
-// HashidFromDigest returns the Hashid of a raw 32-byte digest (as carried by
-// mailbox frames).
-func HashidFromDigest(d [32]byte) Hashid { return Hashid(d) }

@@ -246,6 +246,7 @@ func contentIdentity(name string, ci ComponentInputs, opt inventory.FingerprintO
 		}
 		ev["content"] = inventory.Str(content.Digest.String())
 		out.Files, out.Bytes = content.Files, content.Bytes
+		out.ContentRoots = content.Roots
 	}
 	if ci.ReportedVersion != "" {
 		ev["reported_version"] = inventory.Str(ci.ReportedVersion)

@@ -172,6 +172,11 @@ type ComponentIdentity struct {
 	// Unavailable is the reason the component has no identity, "" if it
 	// has one.
 	Unavailable string
+	// ContentRoots are the root records of the content evidence (nil
+	// without one): a build key that writes paths relative to a base
+	// directory recomputes the content digest from them. Shared with the
+	// memo like Evidence.
+	ContentRoots inventory.List
 	// Files and Bytes count what was read for the content evidence.
 	Files int
 	Bytes int64

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 
 	"golang.org/x/sys/unix"
 
@@ -24,8 +23,13 @@ const (
 // exit code; diagnostics go to log (the child's stderr, which the Worker
 // forwards to Config.Stderr). Programs call it from their hidden child mode
 // (ptojitd __worker-child; a test binary's TestMain).
-func ChildMain(log io.Writer) int {
-	c := &child{fd: childMailboxFD, log: log}
+func ChildMain(log io.Writer) int { return childMain(log, nil) }
+
+// childMain runs a child as ChildMain does. faultsFor, when not nil, is a
+// test seam: it turns the INIT flags into the faults the child injects
+// (faults_test.go); without it the child injects none.
+func childMain(log io.Writer, faultsFor func(flags uint32) childFaults) int {
+	c := &child{fd: childMailboxFD, log: log, faultsFor: faultsFor}
 	if err := c.serve(); err != nil {
 		fmt.Fprintf(log, "ptojit worker child: %v\n", err)
 		return 1
@@ -38,6 +42,18 @@ type chipSlot struct {
 	callable *registry.ChipCallable
 	state    *simCallable
 	loaded   bool // set only after a successful prewarm or lazy prepare
+}
+
+// childFaults are the test seams of a chip child: each hook, when set,
+// runs at its point of the child's work, and may end the process or block
+// as a crashed or hung child would. Production children have none.
+type childFaults struct {
+	register    func(c *child, h registry.Hashid) // REGISTER_CALLABLE: payload read, nothing checked yet
+	unregister  func(c *child, h registry.Hashid) // UNREGISTER_CALLABLE: before the release
+	task        func(c *child, h registry.Hashid) // TASK: hashid resolved, args not yet parsed
+	prewarm     func() error                      // a non-nil error fails the prewarm
+	skipPrewarm bool                              // install without prewarm (lazy prepare on the first task)
+	replyDigest func(d *[DigestSize]byte)         // rewrites the digest of a REGISTER_CALLABLE reply
 }
 
 // child is one chip child's state. Not safe for concurrent use: the mailbox
@@ -54,6 +70,9 @@ type child struct {
 	rbuf    []byte
 	oob     []byte
 	wbuf    []byte
+
+	faultsFor func(flags uint32) childFaults // test seam, see childMain
+	faults    childFaults
 }
 
 func (c *child) debugf(format string, args ...any) {
@@ -146,6 +165,9 @@ func (c *child) serve() error {
 	if c.init, err = ParseInitArgs(f.Args); err != nil {
 		return err
 	}
+	if c.faultsFor != nil {
+		c.faults = c.faultsFor(c.init.Flags)
+	}
 	if c.init.Role != RoleChip {
 		return fmt.Errorf("this child serves chip endpoints, INIT asks for role %d", c.init.Role)
 	}
@@ -215,8 +237,8 @@ func (c *child) handle(f Frame, fd int) (Status, Reply) {
 		return c.task(f.Args)
 	case OpRegister:
 		st, r := c.register(f.Args, fd)
-		if c.init.Flags&FaultWrongDigest != 0 {
-			r.Digest[0] ^= 0xff
+		if c.faults.replyDigest != nil {
+			c.faults.replyDigest(&r.Digest)
 		}
 		return st, r
 	case OpUnregister:
@@ -265,13 +287,8 @@ func (c *child) register(args []byte, fd int) (Status, Reply) {
 		return StatusPayloadInvalid, rep
 	}
 	h := registry.Hashid(ra.Digest)
-	switch {
-	case c.init.Flags&FaultExitOnRegister != 0:
-		c.debugf("register %v: injected exit", h)
-		os.Exit(3)
-	case c.init.Flags&FaultStallOnRegister != 0:
-		c.debugf("register %v: injected stall", h)
-		select {}
+	if c.faults.register != nil {
+		c.faults.register(c, h)
 	}
 	// Kind first: an unsupported kind is rejected before anything is parsed
 	// or installed.
@@ -292,7 +309,7 @@ func (c *child) register(args []byte, fd int) (Status, Reply) {
 	cc, err := registry.ParseChipCallable(payload)
 	if err == nil {
 		c.slots[slot] = chipSlot{callable: cc}
-		if c.init.Flags&FaultSkipPrewarm != 0 {
+		if c.faults.skipPrewarm {
 			c.debugf("register %v: prewarm skipped (injected)", h)
 			return StatusOK, rep
 		}
@@ -317,8 +334,10 @@ func (c *child) prewarm(slot int) error {
 		return &registry.Error{Code: registry.PlatformUnsupported, WorkerID: int(c.init.WorkerID), Namespace: registry.LocalChip,
 			Op: "prewarm", Err: fmt.Errorf("platform %q has no host execution engine", c.init.Platform)}
 	}
-	if c.init.Flags&FaultFailPrewarm != 0 {
-		return errors.New("prewarm failed (injected fault)")
+	if c.faults.prewarm != nil {
+		if err := c.faults.prewarm(); err != nil {
+			return err
+		}
 	}
 	st, err := c.loader.prepare(s.callable)
 	if err != nil {
@@ -346,9 +365,8 @@ func (c *child) clearSlot(slot int, h registry.Hashid) {
 func (c *child) unregister(d [DigestSize]byte) (Status, Reply) {
 	h := registry.Hashid(d)
 	rep := Reply{Digest: d}
-	if c.init.Flags&FaultExitOnUnregister != 0 {
-		c.debugf("unregister %v: injected exit", h)
-		os.Exit(3)
+	if c.faults.unregister != nil {
+		c.faults.unregister(c, h)
 	}
 	freed, err := c.table.Release(h)
 	if err != nil {
@@ -373,8 +391,8 @@ func (c *child) task(args []byte) (Status, Reply) {
 		rep.Message = err.Error()
 		return StatusNotInstalled, rep
 	}
-	if c.init.Flags&FaultExitOnTask != 0 {
-		os.Exit(3)
+	if c.faults.task != nil {
+		c.faults.task(c, h)
 	}
 	ta, err := ParseTaskArgs(blob)
 	if err != nil {

@@ -149,9 +149,6 @@ func startEndpoint(id int, role uint32, argv []string, env []string, arena *os.F
 	return e, nil
 }
 
-// pid returns the child's process id.
-func (e *endpoint) pid() int { return e.cmd.Process.Pid }
-
 // fail marks the endpoint unusable and kills the child; e.mu is held.
 func (e *endpoint) fail(op string, cause error) error {
 	err := &EndpointError{WorkerID: e.id, Op: op, Err: cause}

@@ -435,7 +435,7 @@ type InitArgs struct {
 	WorkerID  uint32
 	Role      uint32 // RoleChip or RoleSub
 	Slots     uint32 // identity_table capacity
-	Flags     uint32 // InitDebug, fault injection bits
+	Flags     uint32 // InitDebug; a child ignores the other bits (tests use them for faults)
 	ArenaSize uint64 // bytes of the arena (descriptor 4)
 	SlotBase  uint32 // first private slot the child allocates (slot independence tests)
 	Reserved  uint32
@@ -443,17 +443,9 @@ type InitArgs struct {
 	Runtime   string
 }
 
-// INIT flags. The fault bits exist for tests of the failure contract.
-const (
-	InitDebug             = 1 << 0 // log identity-table events to stderr
-	FaultExitOnRegister   = 1 << 8 // exit while handling REGISTER_CALLABLE
-	FaultStallOnRegister  = 1 << 9 // block forever while handling REGISTER_CALLABLE
-	FaultExitOnUnregister = 1 << 10
-	FaultFailPrewarm      = 1 << 11 // prewarm fails
-	FaultSkipPrewarm      = 1 << 12 // install without prewarm (lazy prepare on first task)
-	FaultExitOnTask       = 1 << 13
-	FaultWrongDigest      = 1 << 14 // reply to REGISTER_CALLABLE with another digest
-)
+// InitDebug is the INIT flag that asks the child to log identity-table
+// events to stderr.
+const InitDebug = 1 << 0
 
 // Append appends the encoding of a to dst.
 func (a InitArgs) Append(dst []byte) []byte {

@@ -18,8 +18,11 @@ import (
 const childEnv = "PTOJIT_WORKER_TEST_CHILD"
 
 func TestMain(m *testing.M) {
-	if os.Getenv(childEnv) == "1" {
-		os.Exit(ChildMain(os.Stderr))
+	switch os.Getenv(childEnv) {
+	case "1":
+		os.Exit(childMain(os.Stderr, faultsFor))
+	case "production":
+		os.Exit(ChildMain(os.Stderr)) // no fault seam
 	}
 	os.Exit(m.Run())
 }

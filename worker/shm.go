@@ -184,9 +184,6 @@ func (b Buffer) Free() {
 	}
 }
 
-// Bytes returns the buffer's bytes in the parent's mapping.
-func (b Buffer) Bytes() []byte { return b.arena.mem[b.Off : b.Off+b.Len : b.Off+b.Len] }
-
 // Float32s returns the buffer as float32 values (Len/4 of them).
 func (b Buffer) Float32s() []float32 {
 	if b.Len < 4 {

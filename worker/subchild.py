@@ -20,7 +20,6 @@ TASK, REGISTER, UNREGISTER, INIT, READY, NOP, SHUTDOWN = 1, 2, 3, 4, 5, 6, 7
 OK, BAD_FRAME, MISMATCH, KIND_UNSUPPORTED, SLOT_EXHAUSTED, NOT_INSTALLED = 0, 1, 2, 3, 4, 5
 PAYLOAD_INVALID, PREWARM_FAILED, EXEC_FAILED, ARGS_INVALID = 6, 8, 9, 10
 DEBUG = 1
-FAULT_EXIT_ON_REGISTER, FAULT_STALL_ON_REGISTER, FAULT_EXIT_ON_UNREGISTER = 1 << 8, 1 << 9, 1 << 10
 SEALS = fcntl.F_SEAL_SHRINK | fcntl.F_SEAL_GROW | fcntl.F_SEAL_WRITE
 FORMATS = {1: "f", 2: "i", 3: "e"}
 ZERO = bytes(32)
@@ -108,13 +107,6 @@ def register(args, fds):
         return PAYLOAD_INVALID, digest, str(e)
     finally:
         os.close(fds[0])
-    if state["flags"] & FAULT_EXIT_ON_REGISTER:
-        log("register %s: injected exit" % hashid(digest))
-        os._exit(3)
-    if state["flags"] & FAULT_STALL_ON_REGISTER:
-        log("register %s: injected stall" % hashid(digest))
-        while True:
-            os.pause()
     if kind != 2:
         return KIND_UNSUPPORTED, digest, "SUB child does not resolve callable kind %d" % kind
     try:
@@ -153,8 +145,6 @@ def unregister(args):
     if len(args) != 32:
         return BAD_FRAME, ZERO, "UNREGISTER_CALLABLE needs a 32-byte digest"
     digest = bytes(args)
-    if state["flags"] & FAULT_EXIT_ON_UNREGISTER:
-        os._exit(3)
     if digest not in identity:
         return NOT_INSTALLED, digest, "hashid is not installed"
     refs[digest] -= 1

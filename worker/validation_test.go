@@ -277,7 +277,7 @@ func TestPreStartRegister(t *testing.T) {
 func TestPartialFailureChildKilled(t *testing.T) {
 	vadd, _, _ := testBlobs(t)
 	cfg, log := testConfig(3, 0)
-	cfg.faults = map[int]uint32{1: FaultStallOnRegister}
+	cfg.faults = map[int]uint32{1: faultStallOnRegister}
 	w := startWorker(t, cfg)
 	h := chipHashid(t, vadd)
 	e1, _ := w.endpoint(1)
@@ -321,8 +321,8 @@ func TestPartialFailureExitAndTimeout(t *testing.T) {
 		fault uint32
 		cause error
 	}{
-		{"exit", FaultExitOnRegister, ErrChildExited},
-		{"timeout", FaultStallOnRegister, ErrTimeout},
+		{"exit", faultExitOnRegister, ErrChildExited},
+		{"timeout", faultStallOnRegister, ErrTimeout},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg, _ := testConfig(2, 0)
@@ -352,7 +352,7 @@ func TestPartialFailureExitAndTimeout(t *testing.T) {
 func TestCleanupUncertainty(t *testing.T) {
 	vadd, _, _ := testBlobs(t)
 	cfg, _ := testConfig(3, 0)
-	cfg.faults = map[int]uint32{0: FaultExitOnUnregister, 2: FaultFailPrewarm}
+	cfg.faults = map[int]uint32{0: faultExitOnUnregister, 2: faultFailPrewarm}
 	w := startWorker(t, cfg)
 	h := chipHashid(t, vadd)
 	ctx := context.Background()
@@ -411,7 +411,7 @@ func TestPrewarmFailureRollsBack(t *testing.T) {
 func TestLazyPrepare(t *testing.T) {
 	vadd, _, _ := testBlobs(t)
 	cfg, log := testConfig(1, 0)
-	cfg.faults = map[int]uint32{0: FaultSkipPrewarm}
+	cfg.faults = map[int]uint32{0: faultSkipPrewarm}
 	w := startWorker(t, cfg)
 	h := mustRegister(t, w, vadd)
 	if len(log.lines("warning", "not prewarmed")) != 0 {
@@ -627,7 +627,7 @@ func TestSubChild(t *testing.T) {
 func TestChildDiesDuringTask(t *testing.T) {
 	vadd, empty, _ := testBlobs(t)
 	cfg, _ := testConfig(2, 0)
-	cfg.faults = map[int]uint32{1: FaultExitOnTask}
+	cfg.faults = map[int]uint32{1: faultExitOnTask}
 	w := startWorker(t, cfg)
 	h := mustRegister(t, w, vadd)
 	if err := runOn(t, w, h, 1); !errors.Is(err, ErrChildExited) {
@@ -696,7 +696,7 @@ func TestSlotExhausted(t *testing.T) {
 func TestReplyDigestMismatch(t *testing.T) {
 	vadd, _, _ := testBlobs(t)
 	cfg, _ := testConfig(2, 0)
-	cfg.faults = map[int]uint32{1: FaultWrongDigest}
+	cfg.faults = map[int]uint32{1: faultWrongDigest}
 	w := startWorker(t, cfg)
 	h := chipHashid(t, vadd)
 	_, err := w.Register(context.Background(), registry.ChipCallableKind, vadd)

@@ -116,15 +116,6 @@ func New(cfg Config) (*Worker, error) {
 // Arena returns the shared tensor arena.
 func (w *Worker) Arena() *Arena { return w.arena }
 
-// ChipWorkerIDs returns the ids of the chip children.
-func (w *Worker) ChipWorkerIDs() []int {
-	ids := make([]int, w.cfg.ChipWorkers)
-	for i := range ids {
-		ids[i] = i
-	}
-	return ids
-}
-
 // SubWorkerIDs returns the ids of the Python SUB children.
 func (w *Worker) SubWorkerIDs() []int {
 	ids := make([]int, w.cfg.SubWorkers)

@@ -310,7 +310,7 @@ func RunStoreTests(t *testing.T, newStore NewStore) {
 			h.t.Fatal(err)
 		}
 		me := h.miss(K("x"), "corrupt: sha256 mismatch")
-		if !me.Corrupt || !strings.Contains(me.Reason, fmt.Sprintf("%x", sha256.Sum256(b))[:12]) {
+		if !me.Corrupt || !strings.HasPrefix(me.Reason, cache.ReasonDamaged) || !strings.Contains(me.Reason, fmt.Sprintf("%x", sha256.Sum256(b))[:12]) {
 			h.t.Fatalf("miss = %+v, want corrupt naming the blob", me)
 		}
 		h.absent(K("x"))
@@ -320,8 +320,8 @@ func RunStoreTests(t *testing.T, newStore NewStore) {
 		h.absent(K("y"))
 		h.miss(K("x"), cache.ReasonNoEntry)
 		s := h.stats()
-		if s.Corrupt != 2 || s.Misses != 3 || s.Hits != 0 || s.Entries != 0 {
-			h.t.Fatalf("stats = %+v, want 2 corrupt of 3 misses", s)
+		if s.Corrupt != 2 || s.Damaged != 2 || s.Misses != 1 || s.Hits != 0 || s.Entries != 0 {
+			h.t.Fatalf("stats = %+v, want 2 damaged lookups and 1 miss", s)
 		}
 		// A new Put repairs.
 		h.put(NewEntry(K("x"), a, b), a, b)

@@ -23,6 +23,7 @@ var engineCommands = []*cli.Command{
 	{Name: "daemon", Summary: "start, stop or query the local daemon that owns the cache"},
 	{Name: "envaudit", Summary: "check that every environment read is classified in the registry"},
 	{Name: "key", Summary: "show every input of a build's key, or diff two keys"},
+	{Name: "module", Summary: "pack, sign, install and inspect runtime modules of chip callables"},
 	{Name: "run", Summary: "register a built callable with local child workers and run it"},
 	{Name: "toolchain", Summary: "identify the installed toolchain components"},
 }
@@ -51,7 +52,7 @@ func findEngine(env *cli.Env) (string, error) {
 	if p, err := exec.LookPath(engineName); err == nil {
 		return p, nil
 	}
-	return "", errors.New("the engine ptojitd was not found beside the ptojit executable, in PTOJIT_ENGINE, or on PATH; build both with: go build -o bin/ ./cmd/...")
+	return "", errors.New("the engine ptojitd was not found beside the ptojit executable, in PTOJIT_ENGINE, or on PATH; build both with go build -o bin/ ./cmd/ptojit ./cmd/ptojitd")
 }
 
 // forward runs an engine command by executing the engine with the same

@@ -9,11 +9,13 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/spf13/pflag"
 
 	"github.com/ptojit/ptojit/api"
 	"github.com/ptojit/ptojit/cache"
+	"github.com/ptojit/ptojit/cache/remote"
 	"github.com/ptojit/ptojit/cmd/internal/cli"
 	"github.com/ptojit/ptojit/jit"
 	"github.com/ptojit/ptojit/toolchain"
@@ -140,6 +142,15 @@ func readRequest(env *cli.Env, name string) (*api.Request, error) {
 	if err := req.Resolve(dir); err != nil {
 		return nil, err
 	}
+	if req.BaseDir == "" {
+		// The request's base_dir, else PTOJIT_BASE_DIR, else the project
+		// root of the request's directory.
+		if b := env.Getenv(jit.BaseDirVariable); b != "" {
+			req.BaseDir = env.Abs(b)
+		} else {
+			req.BaseDir = api.DefaultBaseDir(dir)
+		}
+	}
 	return req, nil
 }
 
@@ -151,6 +162,16 @@ func readRequest(env *cli.Env, name string) (*api.Request, error) {
 var engine struct {
 	store      cache.Store
 	identities *toolchain.InstallationIdentityCache
+	// remote is the daemon's remote tier (nil without PTOJIT_REMOTE).
+	remote *remote.Remote
+	// storeErr is why the daemon could not open its store (store is nil):
+	// builds run uncached with a warning; cache clear wipes the
+	// directory and calls wiped.
+	storeErr error
+	storeDir string
+	// wiped, set by the daemon, is called when cache clear wiped the
+	// directory (or must wipe it at exit: atExit).
+	wiped func(atExit bool)
 }
 
 // ShareEngine makes the build and key commands use store (never closed by
@@ -160,18 +181,45 @@ func ShareEngine(store cache.Store, ids *toolchain.InstallationIdentityCache) {
 	engine.store, engine.identities = store, ids
 }
 
+// shareBrokenEngine is ShareEngine for a daemon whose store in dir could
+// not be opened: its builds run uncached with a warning naming err, and
+// cache clear wipes dir, then calls wiped.
+func shareBrokenEngine(dir string, err error, ids *toolchain.InstallationIdentityCache, wiped func(atExit bool)) {
+	engine.store, engine.identities = nil, ids
+	engine.storeDir, engine.storeErr, engine.wiped = dir, err, wiped
+}
+
+// openStoreWait bounds the wait of a command for a cache directory held by
+// another process (a hung one, perhaps): after it, a build runs uncached.
+var openStoreWait = time.Minute
+
 // storeFor returns the store a command uses and the function that releases
-// it. In-process, a store another process holds is a *heldError unless
-// wait.
-func storeFor(ctx context.Context, env *cli.Env, dir string, readOnly, wait bool) (cache.Store, func() error, error) {
+// it. When the cache cannot be opened (damaged, read-only file system, no
+// space, held by another process) it returns a nil store and the error as
+// storeErr, and the command goes on without a cache. A cache another
+// process holds is waited for only with wait (at most openStoreWait);
+// otherwise storeErr is a *heldError naming the holder.
+func storeFor(ctx context.Context, env *cli.Env, dir string, readOnly, wait bool) (st cache.Store, release func() error, storeErr error, err error) {
 	if engine.store != nil {
-		return engine.store, func() error { return nil }, nil
+		return engine.store, func() error { return nil }, nil, nil
 	}
-	st, err := openStore(ctx, env, dir, readOnly, wait)
-	if err != nil {
-		return nil, nil, err
+	if engine.storeErr != nil {
+		return nil, func() error { return nil }, engine.storeErr, nil
 	}
-	return st, st.Close, nil
+	octx, cancel := context.WithTimeout(ctx, openStoreWait)
+	defer cancel()
+	b, err := openStore(octx, env, dir, readOnly, wait)
+	var oe *cache.OpenError
+	var held *heldError
+	switch {
+	case err == nil:
+		return b, b.Close, nil, nil
+	case ctx.Err() != nil:
+		return nil, nil, nil, err
+	case errors.As(err, &held), errors.As(err, &oe):
+		return nil, func() error { return nil }, err, nil
+	}
+	return nil, nil, nil, err
 }
 
 // processIdentities is the identity memo of an engine process that is not
@@ -192,8 +240,62 @@ func identities() *toolchain.InstallationIdentityCache {
 // driverFor returns the Driver of a command: with the shared identity memo
 // when there is one, reading env's variables and running the tools with
 // env's environment (the client's, in the daemon).
-func driverFor(env *cli.Env, store cache.Store) *jit.Driver {
-	return jit.New(jit.Options{Store: store, Getenv: env.Getenv, Environ: env.Environ, Identities: identities()})
+func driverFor(env *cli.Env, store cache.Store, storeErr error, rt *remote.Remote) *jit.Driver {
+	o := jit.Options{Store: store, Getenv: env.Getenv, Environ: env.Environ, Identities: identities()}
+	if store == nil && storeErr != nil {
+		var oe *cache.OpenError
+		var held *heldError
+		o.StoreErr, o.StoreDir = storeErr, engine.storeDir
+		switch {
+		case errors.As(storeErr, &held):
+			o.StoreDir = held.dir
+		case errors.As(storeErr, &oe):
+			o.StoreDir = oe.Dir
+		}
+	}
+	if store != nil && rt != nil {
+		o.Remote = rt
+	}
+	return jit.New(o)
+}
+
+// remoteDrain bounds how long an exiting engine waits for its queued
+// publications to the remote tier.
+const remoteDrain = 10 * time.Second
+
+// remoteFor returns the remote tier of a build command and the function
+// that ends it: the daemon's (ended when the daemon exits), or one opened
+// from PTOJIT_REMOTE for this command, which the returned function drains
+// (for at most remoteDrain, warning about what it dropped) and closes. No
+// tier is nil. A tier that cannot be configured is a warning: it can fail
+// no build.
+func remoteFor(env *cli.Env) (*remote.Remote, func()) {
+	if engine.store != nil {
+		return engine.remote, func() {}
+	}
+	cfg, ok, err := remote.ConfigFromEnv(env.Getenv)
+	if err != nil {
+		fmt.Fprintf(env.Stderr, "ptojit: warning: remote cache disabled: %v\n", err)
+		return nil, func() {}
+	}
+	if !ok {
+		return nil, func() {}
+	}
+	stderr := env.Stderr
+	cfg.Warn = func(msg string) { fmt.Fprintf(stderr, "ptojit: warning: %s\n", msg) }
+	r, err := remote.New(cfg)
+	if err != nil {
+		fmt.Fprintf(env.Stderr, "ptojit: warning: remote cache disabled: %v\n", err)
+		return nil, func() {}
+	}
+	return r, func() {
+		ctx, cancel := context.WithTimeout(context.Background(), remoteDrain)
+		defer cancel()
+		if n := r.Drain(ctx); n > 0 {
+			fmt.Fprintf(stderr, "ptojit: warning: %d publications to the remote cache dropped after %s\n", n, remoteDrain)
+		}
+		_ = r.Close()
+	}
 }
 
 // openStore opens the cache in this process; see openNow.
@@ -230,27 +332,20 @@ func runBuild(ctx context.Context, env *cli.Env, o buildOptions) error {
 		}
 		return err
 	}
-	store, release, err := storeFor(ctx, env, o.cacheDir, false, o.wait)
-	var held *heldError
-	if errors.As(err, &held) {
-		// Build without the cache rather than wait for it: the daemon
-		// may hold it for minutes.
-		fmt.Fprintf(env.Stderr, "ptojit: warning: compiling without the cache: %v\n", held)
-		store, release, err = nil, func() error { return nil }, nil
-	}
+	store, release, storeErr, err := storeFor(ctx, env, o.cacheDir, false, o.wait)
 	if err != nil {
 		return err
 	}
-	resp, buildErr := driverFor(env, store).Build(ctx, req)
-	if held != nil {
-		for i, r := range resp.Unavailable {
-			if r == "no cache store" {
-				resp.Unavailable[i] = fmt.Sprintf("cache: %s is in use by another process (see the warning above)", held.dir)
-			}
-		}
-	}
+	rt, endRemote := remoteFor(env)
+	resp, buildErr := driverFor(env, store, storeErr, rt).Build(ctx, req)
+	endRemote()
 	if err := release(); err != nil && buildErr == nil {
-		return fmt.Errorf("closing the cache: %w", err)
+		// The outputs are written and right: a cache that failed to
+		// close is a warning, not a failed build.
+		resp.Warnings = append(resp.Warnings, fmt.Sprintf("closing the cache: %v", err))
+	}
+	for _, w := range resp.Warnings {
+		fmt.Fprintf(env.Stderr, "ptojit: warning: %s\n", w)
 	}
 	if o.json {
 		if err := cli.WriteJSON(env.Stdout, resp); err != nil {
@@ -277,6 +372,9 @@ func writeSummary(w io.Writer, r *api.Response) error {
 	switch r.Status {
 	case api.StatusHit:
 		fmt.Fprintf(&b, "hit")
+		if r.HitTier == jit.TierRemote {
+			fmt.Fprintf(&b, " (remote: verified, stored locally)")
+		}
 	case api.StatusMiss:
 		fmt.Fprintf(&b, "miss (%s): compiled and cached", r.MissReason)
 	case api.StatusUncached:

@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/ptojit/ptojit/cache"
+	"github.com/ptojit/ptojit/cache/remote"
 	"github.com/ptojit/ptojit/cmd/internal/cli"
 )
 
@@ -55,11 +56,22 @@ func init() {
 						}
 					}
 					if err != nil {
+						if name == "clear" && len(args) == 0 && canWipe(ctx, err) && !o.opt.ReadOnly {
+							return wipeCache(env, o, err, false)
+						}
+						var oe *cache.OpenError
+						if errors.As(err, &oe) && ctx.Err() == nil {
+							return fmt.Errorf("%w; remedy: %s", err, cache.Remedy(err))
+						}
 						return err
 					}
 					err = run(ctx, env, o, s, args)
 					if cerr := release(); err == nil {
 						err = cerr
+					}
+					var nw *needWipe
+					if errors.As(err, &nw) {
+						return wipeCache(env, o, nw.err, engine.wiped != nil)
 					}
 					return err
 				}
@@ -81,8 +93,11 @@ Flags go after the subcommand: ptojit cache stats --json.
 		Subcommands: []*cli.Command{
 			sub("stats", "stats [--json]", "print counters and size", `
 Prints the cache directory, the number of entries, the size against its
-limit, and the counters: hits, misses (corrupt ones included), uncached
-builds with their reasons, errors and evictions.`, 0, false, runCacheStats, nil),
+limit, and the counters: hits, misses, damaged lookups (misses on a damaged
+entry, counted apart), damaged items removed, uncached builds with their
+reasons, errors (failed builds, failed cache reads and writes) and
+evictions; then what is wrong with the store, if anything (a truncated value
+log, too little free space, a recovered panic).`, 0, false, runCacheStats, nil),
 			sub("ls", "ls [--json]", "list entries, most recently used first", `
 Lists every entry: key prefix, size, last use, creation time, compile time,
 output count, hashid and platform. --json prints every field.`, 0, false, runCacheLs, nil),
@@ -90,10 +105,11 @@ output count, hashid and platform. --json prints every field.`, 0, false, runCac
 Prints one entry. KEY is the full 64-hex key or a unique prefix of it (at
 least 4 hex digits), like a git object name. The key record is printed as its
 raw wire text; "ptojit key diff" explains and compares records.`, 1, false, runCacheShow, nil),
-			sub("verify", "verify [--json]", "re-hash every blob; remove damaged entries", `
-Re-hashes every blob against its SHA-256, removes the entries that name a
-corrupt or missing blob and the entries that cannot be decoded, and deletes
-blobs that no entry names. Exits 1 when it found damage.
+			sub("verify", "verify [--json]", "check every entry and blob; remove damaged entries", `
+Checks every entry (results and manifests) against its own SHA-256 and
+re-hashes every blob against its digest, reports each damaged item,
+removes the entries that are damaged or name a corrupt or missing blob,
+and deletes blobs that no entry names. Exits 1 when it found damage.
 With PTOJIT_CACHE_READONLY=1 it only reports.`, 0, true, runCacheVerify, nil),
 			sub("trim", "trim [--max-size S] [--json]", "evict least-recently-used entries down to the size limit", `
 Evicts least-recently-used entries until the blobs fit in the size limit
@@ -104,7 +120,9 @@ Badger's value-log garbage collection, which returns the space of deleted
 blobs to the file system (except in the value-log file being written).`, 0, true, runCacheTrim, nil),
 			sub("clear", "clear [--json]", "remove every entry and blob (counters are kept)", `
 Removes every entry and blob. The counters that "ptojit cache stats" shows
-are kept.`, 0, true, runCacheClear, nil),
+are kept. A cache that cannot be opened (damaged tables) or cleared is
+emptied by removing its database files (Badger's files only; other files in
+the directory stay), unless another process holds it.`, 0, true, runCacheClear, nil),
 		},
 	})
 }
@@ -160,7 +178,8 @@ func checkKeyPrefix(cmd, arg string) error {
 
 // openCache returns the store and the function that releases it: the
 // daemon's shared store (see ShareEngine), else the directory opened in this
-// process, waiting for the lock; read-only for the commands that only read.
+// process (held by another process: a *heldError, or with --wait a wait of
+// at most openStoreWait); read-only for the commands that only read.
 func openCache(ctx context.Context, env *cli.Env, o *cacheOptions, readOnly bool) (cache.Store, func() error, error) {
 	dir := o.dir
 	if dir == "" {
@@ -186,12 +205,57 @@ func openCache(ctx context.Context, env *cli.Env, o *cacheOptions, readOnly bool
 	if engine.store != nil {
 		return engine.store, func() error { return nil }, nil
 	}
+	if engine.storeErr != nil {
+		return nil, nil, engine.storeErr
+	}
 	opt.ReadOnly = opt.ReadOnly || readOnly
-	s, err := openNow(ctx, env, o.resolvedDir, opt, o.wait)
+	octx, cancel := context.WithTimeout(ctx, openStoreWait)
+	defer cancel()
+	s, err := openNow(octx, env, o.resolvedDir, opt, o.wait)
 	if err != nil {
 		return nil, nil, err
 	}
 	return s, s.Close, nil
+}
+
+// canWipe reports whether a store that failed to open with err may be
+// wiped by cache clear: it is damaged, not held by another process.
+func canWipe(ctx context.Context, err error) bool {
+	var oe *cache.OpenError
+	return ctx.Err() == nil && errors.As(err, &oe) && !errors.Is(err, cache.ErrLocked)
+}
+
+// needWipe is the error of cache clear on an open store that failed: the
+// store's files must be removed once it is closed.
+type needWipe struct{ err error }
+
+func (e *needWipe) Error() string { return e.err.Error() }
+
+// wipeCache removes the database files of a store that failed with cause
+// (cache.Wipe: Badger's files only). In the daemon the store is the
+// daemon's own: with atExit the daemon removes them as it exits, after
+// closing it; else (the daemon could not open it) at once, and the daemon
+// exits so that the next command opens the fresh cache.
+func wipeCache(env *cli.Env, o *cacheOptions, cause error, atExit bool) error {
+	dir := o.resolvedDir
+	fmt.Fprintf(env.Stderr, "ptojit: cache %s: %v\n", dir, cause)
+	if atExit {
+		engine.wiped(true)
+		fmt.Fprintf(env.Stdout, "the daemon stops and removes the database files of %s as it exits\n", dir)
+		return nil
+	}
+	files, bytes, err := cache.Wipe(dir)
+	if err != nil {
+		return fmt.Errorf("cache clear: %w", err)
+	}
+	if engine.wiped != nil {
+		engine.wiped(false)
+	}
+	if o.json {
+		return cli.WriteJSON(env.Stdout, map[string]any{"wiped_files": files, "bytes": bytes, "cause": cause.Error()})
+	}
+	fmt.Fprintf(env.Stdout, "removed the database files of %s: %d files (%s); the cache starts empty\n", dir, files, cache.FormatSize(bytes))
+	return nil
 }
 
 // The JSON forms.
@@ -246,6 +310,9 @@ func toJSON(e *cache.Entry, withRecord bool) entryJSON {
 type statsJSON struct {
 	Dir string `json:"dir"`
 	*cache.Stats
+	// Remote holds the remote tier's counters, when the daemon serving
+	// the command has one.
+	Remote *remote.Stats `json:"remote,omitempty"`
 }
 
 func runCacheStats(ctx context.Context, env *cli.Env, o *cacheOptions, s cache.Store, args []string) error {
@@ -256,8 +323,13 @@ func runCacheStats(ctx context.Context, env *cli.Env, o *cacheOptions, s cache.S
 	if err != nil {
 		return err
 	}
+	var rs *remote.Stats
+	if engine.remote != nil {
+		s := engine.remote.Stats()
+		rs = &s
+	}
 	if o.json {
-		return cli.WriteJSON(env.Stdout, statsJSON{o.resolvedDir, st})
+		return cli.WriteJSON(env.Stdout, statsJSON{o.resolvedDir, st, rs})
 	}
 	w := tabwriter.NewWriter(env.Stdout, 0, 0, 2, ' ', 0)
 	fmt.Fprintf(w, "cache directory\t%s\n", o.resolvedDir)
@@ -268,8 +340,9 @@ func runCacheStats(ctx context.Context, env *cli.Env, o *cacheOptions, s cache.S
 		fmt.Fprintf(w, "size\t%s (no limit)\n", cache.FormatSize(st.Bytes))
 	}
 	fmt.Fprintf(w, "hits\t%d\n", st.Hits)
-	fmt.Fprintf(w, "misses\t%d (%d corrupt)\n", st.Misses, st.Corrupt)
-	if n := st.Hits + st.Misses; n > 0 {
+	fmt.Fprintf(w, "misses\t%d\n", st.Misses)
+	fmt.Fprintf(w, "damaged\t%d lookups (%d damaged items removed)\n", st.Damaged, st.Corrupt)
+	if n := st.Hits + st.Misses + st.Damaged; n > 0 {
 		fmt.Fprintf(w, "hit rate\t%.1f%%\n", 100*float64(st.Hits)/float64(n))
 	}
 	fmt.Fprintf(w, "uncached\t%d\n", st.Uncached)
@@ -278,7 +351,24 @@ func runCacheStats(ctx context.Context, env *cli.Env, o *cacheOptions, s cache.S
 	}
 	fmt.Fprintf(w, "errors\t%d\n", st.Errors)
 	fmt.Fprintf(w, "evictions\t%d\n", st.Evictions)
+	for _, h := range st.Health {
+		fmt.Fprintf(w, "health\t%s\n", h)
+	}
+	if rs != nil {
+		fmt.Fprintf(w, "%s\n", strings.Replace(remoteSummary(rs), ": ", "\t", 1))
+	}
 	return w.Flush()
+}
+
+// remoteSummary is one line about the remote tier: its target, state and
+// counters.
+func remoteSummary(s *remote.Stats) string {
+	line := fmt.Sprintf("remote: %s (%s); %d hits, %d misses (%d damaged), %d errors, %d writes, %d pending, %d dropped; %s down, %s up",
+		s.Target, s.State, s.Hits, s.Misses, s.Damaged, s.Errors, s.Writes, s.Pending, s.Dropped, cache.FormatSize(s.BytesDown), cache.FormatSize(s.BytesUp))
+	if s.LastError != "" {
+		line += "; last error: " + s.LastError
+	}
+	return line
 }
 
 func listEntries(ctx context.Context, s cache.Store) ([]*cache.Entry, error) {
@@ -451,6 +541,7 @@ type verifyJSON struct {
 	Bytes       int64             `json:"bytes"`
 	Corrupt     []corruptJSON     `json:"corrupt"`
 	BadEntries  map[string]string `json:"bad_entries"`
+	Tables      string            `json:"tables,omitempty"`
 	Removed     []string          `json:"removed"`
 	Orphans     int               `json:"orphans"`
 	OrphanBytes int64             `json:"orphan_bytes"`
@@ -481,7 +572,14 @@ func runCacheVerify(ctx context.Context, env *cli.Env, o *cacheOptions, s cache.
 	}
 	r, err := verify(ctx)
 	if err != nil {
-		return err
+		if ctx.Err() != nil {
+			return err
+		}
+		remedy := "`ptojit cache clear` starts it afresh"
+		if errors.Is(err, cache.ErrNoSpace) {
+			remedy = cache.Remedy(err)
+		}
+		return fmt.Errorf("cache verify: the store fails beyond what verify repairs: %w; remedy: %s", err, remedy)
 	}
 	exit := func() error {
 		if r.OK() {
@@ -492,7 +590,7 @@ func runCacheVerify(ctx context.Context, env *cli.Env, o *cacheOptions, s cache.
 	if o.json {
 		j := verifyJSON{OK: r.OK(), Entries: r.Entries, Blobs: r.Blobs, Bytes: r.Bytes, Corrupt: []corruptJSON{},
 			BadEntries: map[string]string{}, Removed: keyStrings(r.Removed), Orphans: r.Orphans, OrphanBytes: r.OrphanBytes,
-			ReadOnly: o.opt.ReadOnly}
+			ReadOnly: o.opt.ReadOnly, Tables: r.Tables}
 		for _, c := range r.Corrupt {
 			j.Corrupt = append(j.Corrupt, corruptJSON{hex.EncodeToString(c.Digest[:]), c.Reason, keyStrings(c.Entries)})
 		}
@@ -515,6 +613,9 @@ func runCacheVerify(ctx context.Context, env *cli.Env, o *cacheOptions, s cache.
 	}
 	for _, k := range slices.SortedFunc(maps.Keys(r.BadEntries), func(a, b cache.Key) int { return strings.Compare(a.String(), b.String()) }) {
 		fmt.Fprintf(out, "entry %s: %s\n", k.String()[:12], r.BadEntries[k])
+	}
+	if r.Tables != "" {
+		fmt.Fprintf(out, "tables damaged: %s\nremedy: `ptojit cache clear` (verify cannot repair the tables)\n", r.Tables)
 	}
 	switch {
 	case r.OK():
@@ -586,11 +687,20 @@ func runCacheClear(ctx context.Context, env *cli.Env, o *cacheOptions, s cache.S
 		return fmt.Errorf("cache clear: %w", cache.ErrReadOnly)
 	}
 	before, err := s.Stats(ctx)
-	if err != nil {
-		return err
+	if err == nil && len(before.Health) > 0 {
+		if b, ok := s.(interface{ Healthy() error }); ok {
+			err = b.Healthy()
+		}
 	}
-	if err := s.Clear(ctx); err != nil {
-		return err
+	if err == nil {
+		err = s.Clear(ctx)
+	}
+	if err != nil {
+		if ctx.Err() != nil {
+			return err
+		}
+		// A store too damaged to clear: remove its files once closed.
+		return &needWipe{err}
 	}
 	if o.json {
 		return cli.WriteJSON(env.Stdout, map[string]int64{"entries": before.Entries, "bytes": before.Bytes})

@@ -189,7 +189,7 @@ func TestCacheCommand(t *testing.T) {
 		t.Fatalf("verify --json of a corrupt cache: %+v (%v)\n%s", vj, err, r.stdout)
 	}
 	ok(run("verify"))
-	if r := ok(run("stats")); !strings.Contains(r.stdout, "entries          2") || !strings.Contains(r.stdout, "(1 corrupt)") {
+	if r := ok(run("stats")); !strings.Contains(r.stdout, "entries          2") || !strings.Contains(r.stdout, "(1 damaged items removed)") {
 		t.Fatalf("stats after verify:\n%s", r.stdout)
 	}
 
@@ -231,7 +231,7 @@ func TestCacheCommandLocked(t *testing.T) {
 	defer s.Close()
 	// The command does not wait: it names the holder (here no daemon).
 	r := runCache(t, context.Background(), map[string]string{"PTOJIT_CACHE_DIR": dir}, "cache", "stats")
-	if r.code != 1 || !strings.Contains(r.stderr, "is in use: another ptojit process running in-process") || !strings.Contains(r.stderr, "--wait") {
+	if r.code != 1 || !strings.Contains(r.stderr, "is in use by another process: a ptojit command running in-process") || !strings.Contains(r.stderr, "--wait") {
 		t.Fatalf("stats on a held cache: %+v", r)
 	}
 	// With --wait it waits for the lock; a cancelled context ends the wait.

@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/spf13/pflag"
@@ -18,6 +19,7 @@ import (
 	"github.com/ptojit/ptojit/api"
 	"github.com/ptojit/ptojit/api/client"
 	"github.com/ptojit/ptojit/cache"
+	"github.com/ptojit/ptojit/cache/remote"
 	"github.com/ptojit/ptojit/cmd/internal/cli"
 	"github.com/ptojit/ptojit/jit/daemon"
 	"github.com/ptojit/ptojit/toolchain"
@@ -191,8 +193,12 @@ type daemonStatus struct {
 	Memoized   int                `json:"memoized_components"`
 	Watch      daemon.WatchStatus `json:"watch"`
 	Cache      *cache.Stats       `json:"cache,omitempty"`
+	Remote     *remote.Stats      `json:"remote,omitempty"`
 	LastTrim   string             `json:"last_trim,omitempty"`
 	TrimErrors string             `json:"trim_error,omitempty"`
+	// CacheError says why the cache is unusable (it could not be opened
+	// or read); builds then run uncached.
+	CacheError string `json:"cache_error,omitempty"`
 }
 
 func runDaemonStatus(env *cli.Env, o daemonOptions) error {
@@ -230,7 +236,16 @@ func runDaemonStatus(env *cli.Env, o daemonOptions) error {
 			}
 		}
 		if st.Cache != nil {
-			fmt.Fprintf(w, "cache: %d entries, %s of %s; %d hits, %d misses, %d uncached\n", st.Cache.Entries, cache.FormatSize(st.Cache.Bytes), cache.FormatSize(st.Cache.MaxBytes), st.Cache.Hits, st.Cache.Misses, st.Cache.Uncached)
+			fmt.Fprintf(w, "cache: %d entries, %s of %s; %d hits, %d misses, %d damaged, %d uncached, %d errors\n", st.Cache.Entries, cache.FormatSize(st.Cache.Bytes), cache.FormatSize(st.Cache.MaxBytes), st.Cache.Hits, st.Cache.Misses, st.Cache.Damaged, st.Cache.Uncached, st.Cache.Errors)
+			for _, h := range st.Cache.Health {
+				fmt.Fprintf(w, "cache health: %s\n", h)
+			}
+		}
+		if st.CacheError != "" {
+			fmt.Fprintf(w, "cache unusable: %s (builds run uncached)\n", st.CacheError)
+		}
+		if st.Remote != nil {
+			fmt.Fprintf(w, "%s\n", remoteSummary(st.Remote))
 		}
 		if st.LastTrim != "" {
 			fmt.Fprintf(w, "last trim: %s\n", st.LastTrim)
@@ -274,6 +289,9 @@ func runDaemon(ctx context.Context, env *cli.Env, o daemonOptions) error {
 	logf := func(format string, args ...any) {
 		fmt.Fprintf(env.Stderr, "%s ptojitd: %s\n", time.Now().Format(time.RFC3339), fmt.Sprintf(format, args...))
 	}
+	// Badger's errors and warnings (a damaged value log, a failed read)
+	// go to the daemon log.
+	opt.Logger = storeLogger{logf}
 	ddir := api.DaemonDir(dir, env.Getenv)
 	srv, err := daemon.Listen(daemon.Config{
 		Dir: ddir, Idle: o.idle, Ready: ready, WaitLock: true, Logf: logf,
@@ -283,11 +301,31 @@ func runDaemon(ctx context.Context, env *cli.Env, o daemonOptions) error {
 	}
 	// Deferred first, so it runs last: the lock outlives the store.
 	defer srv.Close()
-	store, err := cache.OpenWait(ctx, dir, opt)
-	if err != nil {
+	var store *cache.Badger
+	err = probeCache(ctx, dir)
+	if err == nil {
+		octx, cancel := context.WithTimeout(ctx, openStoreWait)
+		store, err = cache.OpenWait(octx, dir, opt)
+		cancel()
+	}
+	if err != nil && ctx.Err() != nil {
 		return fmt.Errorf("daemon: opening the cache: %w", err)
 	}
-	defer store.Close()
+	// A store that cannot be opened fails no build: the daemon serves
+	// them uncached, with a warning, until cache clear wipes it.
+	storeErr := err
+	var wipeAtExit atomic.Bool
+	defer func() {
+		if wipeAtExit.Load() {
+			files, _, err := cache.Wipe(dir)
+			logf("removed %d database files of %s (%v)", files, dir, err)
+		}
+	}()
+	if storeErr != nil {
+		logf("cache %s unusable: %v; builds run uncached; remedy: %s", dir, storeErr, cache.Remedy(storeErr))
+	} else {
+		defer store.Close()
+	}
 	fwd := &forgetter{}
 	watcher, err := daemon.NewWatcher(filepath.Join(ddir, "watch-sync"), fwd)
 	if err != nil {
@@ -295,7 +333,46 @@ func runDaemon(ctx context.Context, env *cli.Env, o daemonOptions) error {
 	}
 	defer watcher.Close()
 	fwd.ids = toolchain.NewInstallationIdentityCache(toolchain.Options{BeforeDir: watcher.BeforeDir})
+	wiped := func(atExit bool) {
+		wipeAtExit.Store(atExit)
+		srv.Shutdown("cache cleared")
+	}
+	if storeErr != nil {
+		shareBrokenEngine(dir, storeErr, fwd.ids, wiped)
+		srv.SetHandler(func(ctx context.Context, req *api.DaemonRequest) *api.DaemonResponse {
+			watcher.Sync()
+			return serveCommand(ctx, req)
+		})
+		srv.SetStatus(func() any {
+			info := srv.Info()
+			return daemonStatus{Running: true, CacheDir: dir, Server: &info, Memoized: fwd.ids.Len(), Watch: watcher.Status(),
+				CacheError: storeErr.Error()}
+		})
+		return srv.Serve(ctx)
+	}
 	ShareEngine(store, fwd.ids)
+	if cfg, ok, err := remote.ConfigFromEnv(env.Getenv); err != nil {
+		logf("remote cache disabled: %v", err)
+	} else if ok {
+		cfg.Warn = func(msg string) { logf("%s", msg) }
+		r, err := remote.New(cfg)
+		if err != nil {
+			logf("remote cache disabled: %v", err)
+		} else {
+			engine.remote = r
+			defer func() {
+				// Queued publications get remoteDrain, then are dropped
+				// and counted.
+				dctx, cancel := context.WithTimeout(context.Background(), remoteDrain)
+				defer cancel()
+				if n := r.Drain(dctx); n > 0 {
+					logf("%d publications to the remote cache dropped after %s", n, remoteDrain)
+				}
+				_ = r.Close()
+			}()
+		}
+	}
+	engine.wiped = wiped
 
 	m := &maintenance{store: store, maxBytes: opt.MaxBytes, logf: logf}
 	srv.SetHandler(func(ctx context.Context, req *api.DaemonRequest) *api.DaemonResponse {
@@ -311,13 +388,45 @@ func runDaemon(ctx context.Context, env *cli.Env, o daemonOptions) error {
 		st := daemonStatus{Running: true, CacheDir: dir, Server: &info, Memoized: fwd.ids.Len(), Watch: watcher.Status()}
 		if cs, err := store.Stats(context.Background()); err == nil {
 			st.Cache = cs
+		} else {
+			st.CacheError = err.Error()
+		}
+		if engine.remote != nil {
+			rs := engine.remote.Stats()
+			st.Remote = &rs
 		}
 		st.LastTrim, st.TrimErrors = m.last()
 		return st
 	})
-	go m.loop(ctx, srv)
+	// The maintenance goroutine is joined before the store closes
+	// (deferred above, so this runs first): a trim never runs on a
+	// closed store.
+	mctx, mcancel := context.WithCancel(ctx)
+	mdone := make(chan struct{})
+	go func() {
+		defer close(mdone)
+		m.loop(mctx, srv)
+	}()
+	defer func() {
+		mcancel() // a trim in progress stops at its next step
+		<-mdone
+	}()
 	return srv.Serve(ctx)
 }
+
+// storeLogger sends a store's errors and warnings to the daemon log.
+type storeLogger struct{ logf func(string, ...any) }
+
+func (l storeLogger) Errorf(f string, a ...any) {
+	l.logf("cache error: %s", strings.TrimSpace(fmt.Sprintf(f, a...)))
+}
+
+func (l storeLogger) Warningf(f string, a ...any) {
+	l.logf("cache warning: %s", strings.TrimSpace(fmt.Sprintf(f, a...)))
+}
+
+func (storeLogger) Infof(string, ...any)  {}
+func (storeLogger) Debugf(string, ...any) {}
 
 // serveCommand runs one client command in this process, against the shared
 // store and identity memo, with the client's environment and directory.

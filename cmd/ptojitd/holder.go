@@ -51,9 +51,9 @@ func holderOf(env *cli.Env, dir string) holder {
 // String names the holder and says how to free the store.
 func (h holder) String() string {
 	if !h.daemon {
-		return "another ptojit process running in-process (PTOJIT_DAEMON=0 or --no-daemon) holds it; it releases the cache when it finishes"
+		return "another process: a ptojit command running in-process (PTOJIT_DAEMON=0 or --no-daemon), which releases it when it finishes"
 	}
-	who := "the ptojit daemon"
+	who := "another process: the ptojit daemon"
 	if h.pid > 0 {
 		who += fmt.Sprintf(" (pid %d", h.pid)
 		if !h.since.IsZero() {
@@ -61,7 +61,7 @@ func (h holder) String() string {
 		}
 		who += ")"
 	}
-	return who + " holds it; stop it with \"ptojit daemon stop\", or run without --no-daemon and PTOJIT_DAEMON=0 to use it"
+	return who + "; stop it with \"ptojit daemon stop\", or run without --no-daemon and PTOJIT_DAEMON=0 to use it"
 }
 
 // heldError is a cache directory another process holds, for a command
@@ -72,8 +72,11 @@ type heldError struct {
 }
 
 func (e *heldError) Error() string {
-	return fmt.Sprintf("the cache %s is in use: %s; or pass --wait to wait for it", e.dir, e.h)
+	return fmt.Sprintf("the cache %s is in use by %s; or pass --wait to wait for it", e.dir, e.h)
 }
+
+// Is makes a heldError match cache.ErrLocked (for cache.Remedy).
+func (e *heldError) Is(target error) bool { return target == cache.ErrLocked }
 
 // openNow opens the store in dir at once, or with wait waits while
 // another process holds it; a held store without wait is a *heldError.

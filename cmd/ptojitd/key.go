@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -107,7 +108,7 @@ func runKey(ctx context.Context, env *cli.Env, o keyOptions) error {
 	if err != nil {
 		return err
 	}
-	rep, err := driverFor(env, nil).KeyOf(ctx, req)
+	rep, err := driverFor(env, nil, nil, nil).KeyOf(ctx, req)
 	if err != nil {
 		return err
 	}
@@ -134,6 +135,9 @@ type keySource struct {
 	release  func() error
 	// entries are the stored entries the arguments named, by argument.
 	entries map[string]*cache.Entry
+	// base is the base directory of a request argument's key (relative
+	// header paths of a stored key are relative to it).
+	base string
 }
 
 func (s *keySource) record(ctx context.Context, arg string) (inventory.Value, error) {
@@ -142,9 +146,12 @@ func (s *keySource) record(ctx context.Context, arg string) (inventory.Value, er
 		if err != nil {
 			return nil, err
 		}
-		rep, err := driverFor(s.env, nil).KeyOf(ctx, req)
+		rep, err := driverFor(s.env, nil, nil, nil).KeyOf(ctx, req)
 		if err != nil {
 			return nil, err
+		}
+		if s.base == "" {
+			s.base = rep.BaseDir
 		}
 		return rep.Record, nil
 	}
@@ -152,7 +159,10 @@ func (s *keySource) record(ctx context.Context, arg string) (inventory.Value, er
 		return nil, err
 	}
 	if s.store == nil {
-		st, release, err := storeFor(ctx, s.env, s.cacheDir, true, s.wait)
+		st, release, storeErr, err := storeFor(ctx, s.env, s.cacheDir, true, s.wait)
+		if err == nil && storeErr != nil {
+			err = storeErr
+		}
 		if err != nil {
 			return nil, err
 		}
@@ -210,7 +220,7 @@ func runKeyDiff(ctx context.Context, env *cli.Env, o keyDiffOptions, a, b string
 	if err != nil {
 		return err
 	}
-	headers := headerDiffs(src.entries[a], src.entries[b])
+	headers := headerDiffs(src.entries[a], src.entries[b], src.base)
 	for _, h := range headers {
 		diffs = append(diffs, jit.Difference{Name: "header " + h.path, A: h.a, B: h.b})
 	}
@@ -266,8 +276,9 @@ type headerDiff struct{ path, a, b string }
 
 // headerDiffs compares the header sets of the latest variants of the
 // stored build keys a and b (nil: a request, whose headers are the files
-// as they are now).
-func headerDiffs(a, b *cache.Entry) []headerDiff {
+// as they are now; relative header names are relative to its base
+// directory base).
+func headerDiffs(a, b *cache.Entry, base string) []headerDiff {
 	latest := func(e *cache.Entry) map[string]string {
 		if e == nil {
 			return nil
@@ -287,6 +298,9 @@ func headerDiffs(a, b *cache.Entry) []headerDiff {
 		return nil
 	}
 	now := func(p string) string {
+		if !filepath.IsAbs(p) && base != "" {
+			p = filepath.Join(base, p)
+		}
 		d, err := fileSHA256(p)
 		if err != nil {
 			return ""

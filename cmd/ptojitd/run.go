@@ -131,6 +131,9 @@ func loadCallable(ctx context.Context, env *cli.Env, o runOptions) (blob []byte,
 		if err != nil {
 			return nil, res, fmt.Errorf("run: reading the callable: %w", errors.Unwrap(err))
 		}
+		if err := refuseModulePackage(o.callable, blob); err != nil {
+			return nil, res, fmt.Errorf("run: %w", err)
+		}
 		return blob, res, nil
 	}
 	req, err := readRequest(env, o.request)
@@ -178,18 +181,18 @@ func buildForRun(ctx context.Context, env *cli.Env, o runOptions, req *api.Reque
 		}
 		return &resp, nil
 	}
-	store, release, err := storeFor(ctx, env, o.cacheDir, false, false)
-	var held *heldError
-	if errors.As(err, &held) {
-		fmt.Fprintf(env.Stderr, "ptojit: warning: compiling without the cache: %v\n", held)
-		store, release, err = nil, func() error { return nil }, nil
-	}
+	store, release, storeErr, err := storeFor(ctx, env, o.cacheDir, false, false)
 	if err != nil {
 		return nil, err
 	}
-	resp, buildErr := driverFor(env, store).Build(ctx, req)
+	rt, endRemote := remoteFor(env)
+	resp, buildErr := driverFor(env, store, storeErr, rt).Build(ctx, req)
+	endRemote()
 	if err := release(); err != nil && buildErr == nil {
-		buildErr = fmt.Errorf("closing the cache: %w", err)
+		resp.Warnings = append(resp.Warnings, fmt.Sprintf("closing the cache: %v", err))
+	}
+	for _, w := range resp.Warnings {
+		fmt.Fprintf(env.Stderr, "ptojit: warning: %s\n", w)
 	}
 	return resp, buildErr
 }

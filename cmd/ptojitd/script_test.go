@@ -20,10 +20,10 @@ import (
 // TestMain lets scripts run the engine as "ptojit" (and "ptojitd") in a
 // subprocess of the test binary.
 func TestMain(m *testing.M) {
-	main := func() int {
-		return engineMain(context.Background(), cli.OSEnv("ptojit"), os.Args[1:], noEngine)
+	main := func() {
+		os.Exit(engineMain(context.Background(), cli.OSEnv("ptojit"), os.Args[1:], noEngine))
 	}
-	os.Exit(testscript.RunMain(m, map[string]func() int{"ptojit": main, "ptojitd": main}))
+	testscript.Main(m, map[string]func(){"ptojit": main, "ptojitd": main})
 }
 
 // TestBuildScripts runs the build and key scripts: jit/testdata/script.

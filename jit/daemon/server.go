@@ -26,6 +26,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"runtime/debug"
 	"sync"
 	"syscall"
 	"time"
@@ -342,6 +343,13 @@ func (s *Server) serveConn(ctx context.Context, conn *net.UnixConn) {
 			s.cfg.Logf("reply: %v", err)
 		}
 	}
+	// No operation (status included) takes the daemon down.
+	defer func() {
+		if r := recover(); r != nil {
+			s.cfg.Logf("panic serving a request: %v\n%s", r, debug.Stack())
+			reply(&api.DaemonResponse{Error: fmt.Sprintf("internal error: %v", r), Exit: 1})
+		}
+	}()
 	uid, err := peerUID(conn)
 	if err != nil || uid != os.Getuid() {
 		s.mu.Lock()

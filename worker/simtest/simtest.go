@@ -102,6 +102,3 @@ func EmptyCallable(dir string) (*registry.ChipCallable, error) {
 	}
 	return &registry.ChipCallable{FuncName: "empty_orch", ConfigName: "empty_config", Binary: orch}, nil
 }
-
-// Blob packs c.
-func Blob(c *registry.ChipCallable) ([]byte, error) { return c.MarshalBinary() }

@@ -1,0 +1,258 @@
+package remote
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/ptojit/ptojit/cache"
+	"github.com/ptojit/ptojit/internal/fixture"
+)
+
+// clusterRemote returns a Remote on a fresh 3-master cluster on loopback.
+func clusterRemote(t *testing.T, cfg Config, extra ...string) (*Remote, []*fixture.RedisNode) {
+	t.Helper()
+	nodes := fixture.RedisCluster(t, 3, extra...)
+	cfg.Target = &Target{Cluster: true}
+	for _, n := range nodes {
+		cfg.Target.Addrs = append(cfg.Target.Addrs, n.Addr)
+	}
+	if cfg.Timeout == 0 {
+		cfg.Timeout = 2 * time.Second
+	}
+	return newRemote(t, cfg), nodes
+}
+
+// dbSize is the number of keys in the whole cluster.
+func dbSize(t *testing.T, nodes []*fixture.RedisNode) int {
+	t.Helper()
+	n := 0
+	for _, node := range nodes {
+		s, err := fixture.RedisCommand(node.Addr, "DBSIZE")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var k int
+		for _, c := range s {
+			k = k*10 + int(c-'0')
+		}
+		n += k
+	}
+	return n
+}
+
+func TestClusterRoundTrip(t *testing.T) {
+	r, nodes := clusterRemote(t, Config{ChunkBytes: minChunkBytes})
+	ctx := context.Background()
+	big := bytes.Repeat([]byte("0123456789abcdef"), 3*minChunkBytes/16+100) // four chunks
+	e, data := testEntry(1, []byte("small"), big, []byte{})
+	if _, _, err := r.Get(ctx, e.Key); !errors.Is(err, ErrMiss) {
+		t.Fatalf("before Put: %v, want a miss", err)
+	}
+	if err := r.Put(ctx, e, data); err != nil {
+		t.Fatal(err)
+	}
+	got, gdata, err := r.Get(ctx, e.Key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(gdata) != 3 || !bytes.Equal(gdata[0], data[0]) || !bytes.Equal(gdata[1], big) || len(gdata[2]) != 0 || got.Outputs[1] != e.Outputs[1] {
+		t.Fatalf("round trip differs: %+v", got)
+	}
+	// Every key lives somewhere in the cluster: entry, 3 blobs, 4 chunks.
+	if n := dbSize(t, nodes); n != 8 {
+		t.Errorf("cluster holds %d keys, want 8", n)
+	}
+	// A second entry sharing the blobs writes only its entry.
+	up := r.Stats().BytesUp
+	e2, data2 := testEntry(2, []byte("small"), big)
+	if err := r.Put(ctx, e2, data2); err != nil {
+		t.Fatal(err)
+	}
+	if d := r.Stats().BytesUp - up; d > 1024 {
+		t.Errorf("second entry uploaded %d bytes, want only the entry", d)
+	}
+	s := r.Stats()
+	if s.Hits != 1 || s.Misses != 1 || s.Writes != 2 || s.Errors != 0 || s.BytesDown < int64(len(big)) || s.State != "ok" {
+		t.Errorf("stats %+v", s)
+	}
+}
+
+// TestClusterTamperedBlob: a changed blob, chunk or entry in Redis is
+// damaged, never served, counted and deleted.
+func TestClusterTamperedBlob(t *testing.T) {
+	r, _ := clusterRemote(t, Config{ChunkBytes: minChunkBytes})
+	ctx := context.Background()
+	big := bytes.Repeat([]byte{'b'}, 2*minChunkBytes+1)
+	for i, c := range []struct {
+		name   string
+		key    func(e *cache.Entry) string
+		tamper func(b []byte) []byte
+	}{
+		{"inline blob", func(e *cache.Entry) string { return blobKey(e.Outputs[0].Digest) }, func(b []byte) []byte { b[len(b)-1] ^= 1; return b }},
+		{"chunk", func(e *cache.Entry) string { return chunkKey(e.Outputs[1].Digest, 1) }, func(b []byte) []byte { b[0] ^= 0x80; return b }},
+		{"short chunk", func(e *cache.Entry) string { return chunkKey(e.Outputs[1].Digest, 0) }, func(b []byte) []byte { return b[1:] }},
+		{"chunk header", func(e *cache.Entry) string { return blobKey(e.Outputs[1].Digest) }, func(b []byte) []byte { return append(b, 0) }},
+		{"entry", func(e *cache.Entry) string { return entryKey(e.Key) }, func(b []byte) []byte { b[len(b)/2] ^= 1; return b }},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			e, data := testEntry(byte(10+i), []byte("inline "+c.name), append(bytes.Clone(big), byte(i)))
+			if err := r.Put(ctx, e, data); err != nil {
+				t.Fatal(err)
+			}
+			k := c.key(e)
+			b, err := r.client.Get(ctx, k).Bytes()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := r.client.Set(ctx, k, c.tamper(b), 0).Err(); err != nil {
+				t.Fatal(err)
+			}
+			before := r.Stats().Damaged
+			got, gdata, err := r.Get(ctx, e.Key)
+			var de *DamagedError
+			if !errors.As(err, &de) || got != nil || gdata != nil {
+				t.Fatalf("tampered %s: %v, %v; want a damaged error and nothing served", c.name, got, err)
+			}
+			if r.Stats().Damaged != before+1 {
+				t.Errorf("damaged not counted")
+			}
+			// The damaged item was deleted: the next lookup is a plain miss.
+			if _, _, err := r.Get(ctx, e.Key); !errors.Is(err, ErrMiss) {
+				t.Errorf("after deletion: %v, want a miss", err)
+			}
+		})
+	}
+}
+
+func TestClusterReadOnly(t *testing.T) {
+	r, nodes := clusterRemote(t, Config{ReadOnly: true})
+	e, data := testEntry(1, []byte("x"))
+	if err := r.Put(context.Background(), e, data); !errors.Is(err, ErrReadOnly) {
+		t.Errorf("Put: %v", err)
+	}
+	if r.Publish(e, data) {
+		t.Error("Publish queued on a read-only tier")
+	}
+	if _, _, err := r.Get(context.Background(), e.Key); !errors.Is(err, ErrMiss) {
+		t.Errorf("Get: %v", err)
+	}
+	if n := dbSize(t, nodes); n != 0 {
+		t.Errorf("a read-only tier wrote %d keys", n)
+	}
+	if s := r.Stats(); s.Writes != 0 || s.State != "read-only" || s.Misses != 1 {
+		t.Errorf("stats %+v", s)
+	}
+}
+
+// TestClusterNodeDown: a stopped master gives errors within the timeout
+// and opens the circuit, warning once; nothing hangs.
+func TestClusterNodeDown(t *testing.T) {
+	var mu sync.Mutex
+	var warnings []string
+	timeout := 500 * time.Millisecond
+	r, nodes := clusterRemote(t, Config{Timeout: timeout, ConnectTimeout: timeout, Warn: func(s string) {
+		mu.Lock()
+		warnings = append(warnings, s)
+		mu.Unlock()
+	}})
+	ctx := context.Background()
+	// Entries on every node first, then one node dies.
+	var keys []cache.Key
+	for i := range 30 {
+		e, data := testEntry(byte(i), []byte{byte(i)})
+		if err := r.Put(ctx, e, data); err != nil {
+			t.Fatal(err)
+		}
+		keys = append(keys, e.Key)
+	}
+	nodes[1].Stop()
+	var errs, open int
+	for _, k := range keys {
+		start := time.Now()
+		_, _, err := r.Get(ctx, k)
+		if took := time.Since(start); took > timeout+2*time.Second {
+			t.Fatalf("Get took %s with a %s timeout", took, timeout)
+		}
+		switch {
+		case errors.Is(err, ErrCircuitOpen):
+			open++
+		case err != nil && !errors.Is(err, ErrMiss):
+			errs++
+		}
+	}
+	if errs < DefaultBreakerFailures || open == 0 {
+		t.Errorf("%d errors and %d refused by the open circuit, want the circuit to open", errs, open)
+	}
+	if s := r.Stats(); s.State != "circuit open" || s.Errors != int64(errs) {
+		t.Errorf("stats %+v, counted %d errors", s, errs)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(warnings) != 1 || !strings.Contains(warnings[0], "failed 3 times") {
+		t.Errorf("warnings %q, want one", warnings)
+	}
+}
+
+// TestClusterFull: a full cluster (maxmemory with noeviction) refuses
+// writes; they are counted as errors, reads go on, the circuit stays
+// closed.
+func TestClusterFull(t *testing.T) {
+	r, nodes := clusterRemote(t, Config{}, "--maxmemory-policy", "noeviction")
+	ctx := context.Background()
+	e0, data0 := testEntry(1, []byte("before"))
+	if err := r.Put(ctx, e0, data0); err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range nodes {
+		if _, err := fixture.RedisCommand(n.Addr, "CONFIG", "SET", "maxmemory", "1"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := range 5 {
+		e, data := testEntry(byte(20+i), []byte{byte(i)})
+		err := r.Put(ctx, e, data)
+		if err == nil || !strings.Contains(err.Error(), "OOM") {
+			t.Fatalf("Put %d into a full cluster: %v, want OOM", i, err)
+		}
+	}
+	if _, _, err := r.Get(ctx, e0.Key); err != nil {
+		t.Errorf("a full cluster must still serve reads: %v", err)
+	}
+	if s := r.Stats(); s.Errors != 5 || s.Writes != 1 || s.State != "ok" || s.Hits != 1 {
+		t.Errorf("stats %+v", s)
+	}
+}
+
+// TestClusterPublishDrain: queued publications reach the cluster by the
+// time Drain returns.
+func TestClusterPublishDrain(t *testing.T) {
+	r, _ := clusterRemote(t, Config{})
+	var keys []cache.Key
+	for i := range 20 {
+		e, data := testEntry(byte(i), []byte{byte(i), 1})
+		if !r.Publish(e, data) {
+			t.Fatalf("publication %d dropped", i)
+		}
+		keys = append(keys, e.Key)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	start := time.Now()
+	if n := r.Drain(ctx); n != 0 {
+		t.Fatalf("Drain abandoned %d", n)
+	}
+	t.Logf("Drain took %s", time.Since(start))
+	for _, k := range keys {
+		if _, _, err := r.Get(context.Background(), k); err != nil {
+			t.Fatalf("published entry %s: %v", k, err)
+		}
+	}
+	if s := r.Stats(); s.Writes != 20 || s.Pending != 0 || s.Dropped != 0 {
+		t.Errorf("stats %+v", s)
+	}
+}

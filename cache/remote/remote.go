@@ -1,0 +1,615 @@
+// Package remote is ptojit's remote cache tier on Redis (a single server,
+// over TLS or not, or a Redis Cluster), through github.com/redis/go-redis/v9.
+// It imports no ptojit package but cache.
+//
+// # Layout
+//
+// Blobs are stored by content digest, entries by key (see the key layout in
+// format.go): a blob up to Config.ChunkBytes is one value, a larger one a
+// header and its chunks. Every key is a plain string key, so a cluster may
+// place each in any slot, and reads of many keys are pipelined (one round
+// trip for the entry, one for its blobs, one for the chunks of chunked
+// blobs).
+//
+// # Verification
+//
+// Everything read is verified before it is returned: the entry by
+// decodeEntry (its own digest, its key, every limit and output name) and
+// each blob against its size and SHA-256. A failure is a *DamagedError,
+// counted as damaged and never served; when the tier is writable the
+// damaged item is deleted, so that the next publication writes it again.
+// A blob that is missing (evicted) is a plain miss.
+//
+// # Faults
+//
+// Connecting and every operation have short timeouts (Config). Network
+// failures, timeouts and error replies count as errors; after
+// Config.BreakerFailures in a row the circuit opens: operations fail at
+// once with ErrCircuitOpen for Config.BreakerCooldown, then one probe
+// decides. Config.Warn hears one message per episode. A full server
+// (maxmemory with noeviction: "OOM" replies to writes) is counted but does
+// not open the circuit: reads still work. The remote tier never fails a build: callers treat every
+// error as a miss or a skipped publication.
+//
+// # Publication
+//
+// Publish queues a write in a bounded queue served in the background;
+// a full queue drops the write and counts it. Drain stops taking writes and
+// waits for the queue until its context ends, then drops and counts the
+// rest.
+//
+// A Remote is safe for concurrent use.
+package remote
+
+import (
+	"context"
+	"crypto/sha256"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/ptojit/ptojit/cache"
+)
+
+// ErrMiss is a key the remote tier does not hold.
+var ErrMiss = errors.New("remote: no entry")
+
+// ErrCircuitOpen is an operation skipped because the remote tier failed
+// repeatedly and its cooldown has not passed.
+var ErrCircuitOpen = errors.New("remote: unavailable after repeated failures (circuit open)")
+
+// ErrReadOnly is a write to a read-only remote tier.
+var ErrReadOnly = errors.New("remote: read-only")
+
+// MissError is a miss with a reason (a missing blob: evicted, or not yet
+// written). It matches ErrMiss.
+type MissError struct{ Reason string }
+
+func (e *MissError) Error() string        { return "remote: miss: " + e.Reason }
+func (e *MissError) Is(target error) bool { return target == ErrMiss }
+
+// DamagedError is remote data that failed verification. It is never served.
+type DamagedError struct {
+	// What names the item: "entry <key>" or "blob <digest>".
+	What   string
+	Reason string
+}
+
+func (e *DamagedError) Error() string { return "remote: damaged: " + e.What + ": " + e.Reason }
+
+// Stats are the remote tier's counters since the Remote was created.
+type Stats struct {
+	Hits    int64 `json:"hits"`
+	Misses  int64 `json:"misses"`
+	Damaged int64 `json:"damaged"`
+	Errors  int64 `json:"errors"`
+	// Writes counts entries written.
+	Writes int64 `json:"writes"`
+	// Pending counts publications queued or being written; Dropped those
+	// dropped (full queue, Drain's deadline, read-only tier).
+	Pending   int64 `json:"pending"`
+	Dropped   int64 `json:"dropped"`
+	BytesUp   int64 `json:"bytes_up"`
+	BytesDown int64 `json:"bytes_down"`
+	// State is "ok", "read-only", or "circuit open" (with LastError).
+	State     string `json:"state"`
+	LastError string `json:"last_error,omitempty"`
+	// Target is the URL without its password.
+	Target string `json:"target"`
+}
+
+// Remote is a connection to the remote tier.
+type Remote struct {
+	cfg    Config
+	client redis.UniversalClient
+	br     breaker
+	pub    *publisher
+
+	hits, misses, damaged, errs, writes, dropped, up, down atomic.Int64
+}
+
+// quiet discards go-redis's own log lines: the Remote counts and reports
+// its failures itself (Stats, Config.Warn).
+type quiet struct{}
+
+func (quiet) Printf(context.Context, string, ...any) {}
+
+var silenceRedis sync.Once
+
+// New returns a Remote for cfg. It does not connect: the first operation
+// does.
+func New(cfg Config) (*Remote, error) {
+	silenceRedis.Do(func() { redis.SetLogger(quiet{}) })
+	if cfg.Target == nil || len(cfg.Target.Addrs) == 0 {
+		return nil, &URLError{"no target"}
+	}
+	cfg.fill()
+	t := cfg.Target
+	var tlsCfg *tls.Config
+	if t.TLS {
+		tlsCfg = &tls.Config{MinVersion: tls.VersionTLS12}
+	}
+	var client redis.UniversalClient
+	if t.Cluster {
+		client = redis.NewClusterClient(&redis.ClusterOptions{
+			Addrs:                 t.Addrs,
+			Username:              t.Username,
+			Password:              t.Password,
+			Protocol:              2,
+			MaxRedirects:          3,
+			MaxRetries:            -1,
+			DialTimeout:           cfg.ConnectTimeout,
+			DialerRetries:         1,
+			ReadTimeout:           cfg.Timeout,
+			WriteTimeout:          cfg.Timeout,
+			ContextTimeoutEnabled: true,
+			PoolTimeout:           cfg.Timeout,
+			DisableIdentity:       true,
+			TLSConfig:             tlsCfg,
+		})
+	} else {
+		client = redis.NewClient(&redis.Options{
+			Addr:                  t.Addrs[0],
+			Username:              t.Username,
+			Password:              t.Password,
+			DB:                    t.DB,
+			Protocol:              2,
+			MaxRetries:            -1,
+			DialTimeout:           cfg.ConnectTimeout,
+			DialerRetries:         1,
+			ReadTimeout:           cfg.Timeout,
+			WriteTimeout:          cfg.Timeout,
+			ContextTimeoutEnabled: true,
+			PoolTimeout:           cfg.Timeout,
+			DisableIdentity:       true,
+			TLSConfig:             tlsCfg,
+		})
+	}
+	r := &Remote{cfg: cfg, client: client}
+	r.br = breaker{threshold: cfg.BreakerFailures, cooldown: cfg.BreakerCooldown, now: cfg.Now, warn: cfg.Warn, target: t.String()}
+	r.pub = newPublisher(r, cfg.Queue)
+	return r, nil
+}
+
+// ReadOnly reports whether the tier never writes.
+func (r *Remote) ReadOnly() bool { return r.cfg.ReadOnly }
+
+// Stats returns the counters.
+func (r *Remote) Stats() Stats {
+	s := Stats{
+		Hits: r.hits.Load(), Misses: r.misses.Load(), Damaged: r.damaged.Load(), Errors: r.errs.Load(),
+		Writes: r.writes.Load(), Pending: r.pub.pending.Load(), Dropped: r.dropped.Load(),
+		BytesUp: r.up.Load(), BytesDown: r.down.Load(), State: "ok", Target: r.cfg.Target.String(),
+	}
+	if open, last := r.br.state(); open {
+		s.State, s.LastError = "circuit open", last
+	} else if r.cfg.ReadOnly {
+		s.State = "read-only"
+	}
+	return s
+}
+
+// Close stops publishing (dropping what is queued: call Drain first to
+// wait for it), waits for the writes in flight (each bounded by the
+// operation timeout) and closes the connections.
+func (r *Remote) Close() error {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	r.pub.drain(ctx)
+	<-r.pub.done
+	return r.client.Close()
+}
+
+// op runs fn under the operation timeout and accounts for its outcome:
+// a network failure or timeout is an error that counts toward the
+// breaker, a server's error reply an error that does not, a miss or
+// damaged data neither. A cancellation by the caller counts nothing.
+func (r *Remote) op(ctx context.Context, fn func(ctx context.Context) error) error {
+	if !r.br.allow() {
+		return ErrCircuitOpen
+	}
+	octx, cancel := context.WithTimeout(ctx, r.cfg.Timeout)
+	defer cancel()
+	err := r.safe(octx, fn)
+	var me *MissError
+	var de *DamagedError
+	switch {
+	case err == nil, errors.Is(err, ErrMiss), errors.As(err, &me), errors.As(err, &de):
+		r.br.success()
+		return err
+	case ctx.Err() != nil:
+		r.br.cancelled()
+		return ctx.Err()
+	}
+	r.errs.Add(1)
+	var reply redis.Error
+	if errors.As(err, &reply) && strings.HasPrefix(reply.Error(), "OOM ") {
+		r.br.success() // a full server: it answers, and reads still work
+		return fmt.Errorf("remote: %w", err)
+	}
+	r.br.failure(err)
+	return fmt.Errorf("remote: %w", err)
+}
+
+// safe runs fn, turning a panic into an error.
+func (r *Remote) safe(ctx context.Context, fn func(ctx context.Context) error) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("panic: %v", p)
+		}
+	}()
+	return fn(ctx)
+}
+
+// Entry returns the verified entry of key, without its blobs: a missing
+// entry is ErrMiss (counted as a miss), a damaged one a *DamagedError.
+func (r *Remote) Entry(ctx context.Context, key cache.Key) (*cache.Entry, error) {
+	var e *cache.Entry
+	err := r.op(ctx, func(ctx context.Context) error {
+		var err error
+		e, err = r.entry(ctx, key)
+		return err
+	})
+	r.account(err, false)
+	return e, err
+}
+
+// Get returns the verified entry of key and the bytes of its outputs, in
+// order. A miss is ErrMiss or a *MissError; damaged data a *DamagedError;
+// anything else an error of the tier. Get counts a hit, a miss, damaged
+// data or an error.
+func (r *Remote) Get(ctx context.Context, key cache.Key) (*cache.Entry, [][]byte, error) {
+	var (
+		e    *cache.Entry
+		data [][]byte
+	)
+	err := r.op(ctx, func(ctx context.Context) error {
+		var err error
+		if e, err = r.entry(ctx, key); err != nil {
+			return err
+		}
+		data, err = r.blobs(ctx, e)
+		return err
+	})
+	r.account(err, true)
+	if err != nil {
+		return nil, nil, err
+	}
+	return e, data, nil
+}
+
+// account counts the outcome of a lookup (errors are counted by op).
+func (r *Remote) account(err error, countHit bool) {
+	var de *DamagedError
+	switch {
+	case err == nil:
+		if countHit {
+			r.hits.Add(1)
+		}
+	case errors.As(err, &de):
+		r.damaged.Add(1)
+		r.misses.Add(1)
+	case errors.Is(err, ErrMiss):
+		r.misses.Add(1)
+	}
+}
+
+func (r *Remote) entry(ctx context.Context, key cache.Key) (*cache.Entry, error) {
+	b, err := r.client.Get(ctx, entryKey(key)).Bytes()
+	if errors.Is(err, redis.Nil) {
+		return nil, ErrMiss
+	}
+	if err != nil {
+		return nil, err
+	}
+	r.down.Add(int64(len(b)))
+	e, err := decodeEntry(key, b)
+	if err != nil {
+		r.forget(ctx, entryKey(key))
+		return nil, &DamagedError{What: "entry " + key.String(), Reason: err.Error()}
+	}
+	return e, nil
+}
+
+// blobs reads the outputs of e: one pipeline for the blobs, one for the
+// chunks of chunked ones; every blob is verified.
+func (r *Remote) blobs(ctx context.Context, e *cache.Entry) ([][]byte, error) {
+	var total int64
+	for _, o := range e.Outputs {
+		total += o.Size
+	}
+	if total > MaxBlobBytes {
+		return nil, &DamagedError{What: "entry " + e.Key.String(), Reason: fmt.Sprintf("outputs of %d bytes", total)}
+	}
+	pipe := r.client.Pipeline()
+	cmds := make([]*redis.StringCmd, len(e.Outputs))
+	for i, o := range e.Outputs {
+		cmds[i] = pipe.Get(ctx, blobKey(o.Digest))
+	}
+	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
+		return nil, err
+	}
+	data := make([][]byte, len(e.Outputs))
+	type chunked struct {
+		i    int
+		h    blobHeader
+		cmds []*redis.StringCmd
+	}
+	var pending []chunked
+	pipe = r.client.Pipeline()
+	for i, o := range e.Outputs {
+		b, err := cmds[i].Bytes()
+		if errors.Is(err, redis.Nil) {
+			return nil, &MissError{Reason: fmt.Sprintf("blob %x of %s missing", o.Digest[:6], o.Name)}
+		}
+		if err != nil {
+			return nil, err
+		}
+		r.down.Add(int64(len(b)))
+		switch {
+		case len(b) > 0 && b[0] == blobInline:
+			data[i] = b[1:]
+		case len(b) > 0 && b[0] == blobChunked:
+			h, err := decodeBlobHeader(b)
+			if err != nil {
+				return nil, r.damagedBlob(ctx, o, nil, err.Error())
+			}
+			if h.size != o.Size {
+				return nil, r.damagedBlob(ctx, o, &h, fmt.Sprintf("%d bytes, the entry says %d", h.size, o.Size))
+			}
+			c := chunked{i: i, h: h}
+			for j := range h.chunks() {
+				c.cmds = append(c.cmds, pipe.Get(ctx, chunkKey(o.Digest, j)))
+			}
+			pending = append(pending, c)
+		default:
+			return nil, r.damagedBlob(ctx, o, nil, "unknown blob form")
+		}
+	}
+	if len(pending) > 0 {
+		if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
+			return nil, err
+		}
+		for _, c := range pending {
+			o := e.Outputs[c.i]
+			buf := make([]byte, 0, c.h.size)
+			for j, cmd := range c.cmds {
+				b, err := cmd.Bytes()
+				if errors.Is(err, redis.Nil) {
+					return nil, &MissError{Reason: fmt.Sprintf("chunk %d of blob %x missing", j, o.Digest[:6])}
+				}
+				if err != nil {
+					return nil, err
+				}
+				r.down.Add(int64(len(b)))
+				want := c.h.chunk
+				if j == len(c.cmds)-1 {
+					want = c.h.size - int64(j)*c.h.chunk
+				}
+				if int64(len(b)) != want {
+					return nil, r.damagedBlob(ctx, o, &c.h, fmt.Sprintf("chunk %d has %d bytes, want %d", j, len(b), want))
+				}
+				buf = append(buf, b...)
+			}
+			data[c.i] = buf
+		}
+	}
+	for i, o := range e.Outputs {
+		if int64(len(data[i])) != o.Size {
+			return nil, r.damagedBlob(ctx, o, nil, fmt.Sprintf("%d bytes, the entry says %d", len(data[i]), o.Size))
+		}
+		if sha256.Sum256(data[i]) != o.Digest {
+			return nil, r.damagedBlob(ctx, o, nil, "sha256 mismatch")
+		}
+	}
+	return data, nil
+}
+
+// damagedBlob deletes a damaged blob (when writable) and returns its
+// error.
+func (r *Remote) damagedBlob(ctx context.Context, o cache.Output, h *blobHeader, reason string) error {
+	keys := []string{blobKey(o.Digest)}
+	if h != nil {
+		for j := range h.chunks() {
+			keys = append(keys, chunkKey(o.Digest, j))
+		}
+	}
+	r.forget(ctx, keys...)
+	return &DamagedError{What: fmt.Sprintf("blob %x (%s)", o.Digest[:6], o.Name), Reason: reason}
+}
+
+// forget deletes damaged keys, one at a time (they may live in different
+// slots), when the tier is writable; failures are ignored.
+func (r *Remote) forget(ctx context.Context, keys ...string) {
+	if r.cfg.ReadOnly {
+		return
+	}
+	pipe := r.client.Pipeline()
+	for _, k := range keys {
+		pipe.Del(ctx, k)
+	}
+	_, _ = pipe.Exec(ctx)
+}
+
+// Put writes e and data[i] as e.Outputs[i] now: the blobs the tier does
+// not hold first, the entry last, so a reader never sees an entry before
+// its blobs. Every blob is checked against its output first. It counts a
+// write or an error.
+func (r *Remote) Put(ctx context.Context, e *cache.Entry, data [][]byte) error {
+	if r.cfg.ReadOnly {
+		return ErrReadOnly
+	}
+	if len(data) != len(e.Outputs) {
+		return fmt.Errorf("remote: %d outputs, %d blobs", len(e.Outputs), len(data))
+	}
+	for i, o := range e.Outputs {
+		if int64(len(data[i])) != o.Size || sha256.Sum256(data[i]) != o.Digest {
+			return fmt.Errorf("remote: output %s: bytes do not match its size and digest", o.Name)
+		}
+	}
+	enc, err := encodeEntry(e)
+	if err != nil {
+		return fmt.Errorf("remote: %w", err)
+	}
+	err = r.op(ctx, func(ctx context.Context) error { return r.put(ctx, e, data, enc) })
+	if err == nil {
+		r.writes.Add(1)
+	}
+	return err
+}
+
+func (r *Remote) put(ctx context.Context, e *cache.Entry, data [][]byte, enc []byte) error {
+	// Which blobs are there already?
+	pipe := r.client.Pipeline()
+	exists := make([]*redis.IntCmd, len(e.Outputs))
+	for i, o := range e.Outputs {
+		exists[i] = pipe.Exists(ctx, blobKey(o.Digest))
+	}
+	if _, err := pipe.Exec(ctx); err != nil {
+		return err
+	}
+	chunks, heads := r.client.Pipeline(), r.client.Pipeline()
+	var nChunks, nHeads int
+	seen := map[cache.Digest]bool{}
+	for i, o := range e.Outputs {
+		if exists[i].Val() > 0 || seen[o.Digest] {
+			continue
+		}
+		seen[o.Digest] = true
+		b := data[i]
+		if len(b) <= r.cfg.ChunkBytes {
+			heads.Set(ctx, blobKey(o.Digest), append([]byte{blobInline}, b...), 0)
+			nHeads++
+			r.up.Add(int64(len(b) + 1))
+			continue
+		}
+		h := blobHeader{size: int64(len(b)), chunk: int64(r.cfg.ChunkBytes)}
+		for j := range h.chunks() {
+			part := b[int64(j)*h.chunk : min(int64(j+1)*h.chunk, h.size)]
+			chunks.Set(ctx, chunkKey(o.Digest, j), part, 0)
+			nChunks++
+			r.up.Add(int64(len(part)))
+		}
+		hb := encodeBlobHeader(h)
+		heads.Set(ctx, blobKey(o.Digest), hb, 0)
+		nHeads++
+		r.up.Add(int64(len(hb)))
+	}
+	for _, p := range []struct {
+		pipe redis.Pipeliner
+		n    int
+	}{{chunks, nChunks}, {heads, nHeads}} {
+		if p.n == 0 {
+			continue
+		}
+		cmds, err := p.pipe.Exec(ctx)
+		if err != nil {
+			return err
+		}
+		for _, c := range cmds {
+			if c.Err() != nil {
+				return c.Err()
+			}
+		}
+	}
+	if err := r.client.Set(ctx, entryKey(e.Key), enc, 0).Err(); err != nil {
+		return err
+	}
+	r.up.Add(int64(len(enc)))
+	return nil
+}
+
+// Publish queues a copy-free write of e and data (neither may be modified
+// afterwards). It returns false when the write was dropped: a read-only
+// tier, a full queue, or a Drain that has begun.
+func (r *Remote) Publish(e *cache.Entry, data [][]byte) bool {
+	if r.cfg.ReadOnly {
+		return false
+	}
+	return r.pub.publish(job{e: e, data: data})
+}
+
+// Drain stops taking publications and waits for the queued ones until ctx
+// ends; then it abandons the rest and returns their number (writes in
+// flight then cannot be interrupted: each ends within the operation
+// timeout, and Close waits for them). Later calls return 0 at once.
+func (r *Remote) Drain(ctx context.Context) int { return r.pub.drain(ctx) }
+
+// breaker is a circuit breaker: threshold consecutive failures open it for
+// cooldown; then one probe may pass, whose outcome closes it or opens it
+// for another cooldown. warn hears one message per episode (when it opens)
+// and one when it closes. Safe for concurrent use; mu guards the rest.
+type breaker struct {
+	threshold int
+	cooldown  time.Duration
+	now       func() time.Time
+	warn      func(string)
+	target    string
+
+	mu        sync.Mutex
+	failures  int
+	open      bool
+	until     time.Time
+	probing   bool
+	lastError string
+}
+
+func (b *breaker) allow() bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if !b.open {
+		return true
+	}
+	if b.probing || b.now().Before(b.until) {
+		return false
+	}
+	b.probing = true
+	return true
+}
+
+func (b *breaker) success() {
+	b.mu.Lock()
+	wasOpen := b.open
+	b.failures, b.open, b.probing, b.lastError = 0, false, false, ""
+	b.mu.Unlock()
+	if wasOpen {
+		b.warn(fmt.Sprintf("remote cache %s answers again", b.target))
+	}
+}
+
+// cancelled ends a probe that the caller cancelled, without a verdict.
+func (b *breaker) cancelled() {
+	b.mu.Lock()
+	b.probing = false
+	b.mu.Unlock()
+}
+
+func (b *breaker) failure(err error) {
+	b.mu.Lock()
+	b.failures++
+	b.lastError = err.Error()
+	opened := false
+	switch {
+	case b.open:
+		b.probing = false
+		b.until = b.now().Add(b.cooldown)
+	case b.failures >= b.threshold:
+		b.open, b.until, opened = true, b.now().Add(b.cooldown), true
+	}
+	b.mu.Unlock()
+	if opened {
+		b.warn(fmt.Sprintf("remote cache %s failed %d times in a row (last: %v); building without it for %s", b.target, b.threshold, err, b.cooldown))
+	}
+}
+
+func (b *breaker) state() (bool, string) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.open, b.lastError
+}

@@ -1,0 +1,341 @@
+package remote
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"errors"
+	"net"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/ptojit/ptojit/cache"
+)
+
+func TestParseURL(t *testing.T) {
+	for _, c := range []struct {
+		in   string
+		want string // Target.String(), or "error: <substring>"
+	}{
+		{"redis://127.0.0.1:6379", "redis://127.0.0.1:6379"},
+		{"redis://localhost", "redis://localhost:6379"},
+		{"redis://u:p%40ss@h:1/3", "redis://u:***@h:1/3"},
+		{"redis://:secret@h:1", "redis://:***@h:1"},
+		{"rediss://h:6380/0", "rediss://h:6380"},
+		{"redis-cluster://a:1,b:2,[::1]:3", "redis-cluster://a:1,b:2,[::1]:3"},
+		{"redis-cluster://u:p@a:1", "redis-cluster://u:***@a:1"},
+		{"http://h:1", "error: scheme"},
+		{"h:1", "error: want redis://"},
+		{"redis://h:0", "error: port"},
+		{"redis://h:99999", "error: port"},
+		{"redis://h:1/x", "error: database"},
+		{"redis://h:1/01", "error: database"},
+		{"redis://a:1,b:2", "error: several hosts"},
+		{"redis-cluster://a:1/2", "error: no database"},
+		{"redis://", "error: missing host"},
+		{"redis-cluster://a:1,,b:2", "error: missing host"},
+		{"redis://h:1?x=1", "error: query"},
+	} {
+		got, err := ParseURL(c.in)
+		switch {
+		case strings.HasPrefix(c.want, "error: "):
+			if err == nil || !strings.Contains(err.Error(), strings.TrimPrefix(c.want, "error: ")) {
+				t.Errorf("ParseURL(%q) = %v, %v; want an error with %q", c.in, got, err, c.want)
+			}
+			if err != nil && strings.Contains(c.in, "secret") && strings.Contains(err.Error(), "secret") {
+				t.Errorf("ParseURL(%q): the error shows the password", c.in)
+			}
+		case err != nil:
+			t.Errorf("ParseURL(%q): %v", c.in, err)
+		case got.String() != c.want:
+			t.Errorf("ParseURL(%q) = %s, want %s", c.in, got, c.want)
+		}
+	}
+	got, err := ParseURL("redis://u:p%40ss@h:1/3")
+	if err != nil || got.Password != "p@ss" || got.Username != "u" || got.DB != 3 {
+		t.Errorf("userinfo: %+v %v", got, err)
+	}
+}
+
+func TestConfigFromEnv(t *testing.T) {
+	env := func(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
+	if _, ok, err := ConfigFromEnv(env(nil)); ok || err != nil {
+		t.Errorf("unset: ok=%v err=%v", ok, err)
+	}
+	cfg, ok, err := ConfigFromEnv(env(map[string]string{URLVariable: "redis://h:1", ReadOnlyVariable: "1", TimeoutVariable: "250ms"}))
+	if !ok || err != nil || !cfg.ReadOnly || cfg.Timeout != 250*time.Millisecond {
+		t.Errorf("got %+v %v %v", cfg, ok, err)
+	}
+	for _, bad := range []map[string]string{
+		{URLVariable: "redis://h:1", ReadOnlyVariable: "maybe"},
+		{URLVariable: "redis://h:1", TimeoutVariable: "5"},
+		{URLVariable: "redis://h:1", ConnectTimeoutVariable: "2h"},
+		{URLVariable: "nope"},
+	} {
+		if _, _, err := ConfigFromEnv(env(bad)); err == nil {
+			t.Errorf("%v: no error", bad)
+		}
+	}
+}
+
+func testEntry(key byte, blobs ...[]byte) (*cache.Entry, [][]byte) {
+	e := &cache.Entry{Key: cache.Key{key}, Record: []byte("record"), Meta: map[string]string{"kind": "result"},
+		Created: time.Unix(1700000000, 5), CompileTime: time.Second}
+	for i, b := range blobs {
+		e.Outputs = append(e.Outputs, cache.Output{Name: "out" + string(rune('a'+i)), Size: int64(len(b)), Digest: sha256.Sum256(b), Mode: 0o644})
+	}
+	return e, blobs
+}
+
+func TestEntryCodec(t *testing.T) {
+	e, _ := testEntry(7, []byte("one"), []byte("two"))
+	b, err := encodeEntry(e)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := decodeEntry(e.Key, b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !got.Created.Equal(e.Created) || got.CompileTime != e.CompileTime || len(got.Outputs) != 2 || got.Outputs[1] != e.Outputs[1] || got.Meta["kind"] != "result" || !bytes.Equal(got.Record, e.Record) {
+		t.Errorf("round trip: %+v", got)
+	}
+	if _, err := decodeEntry(cache.Key{8}, b); err == nil {
+		t.Error("an entry stored under another key decoded")
+	}
+	for i := range b {
+		c := bytes.Clone(b)
+		c[i] ^= 1
+		if _, err := decodeEntry(e.Key, c); err == nil {
+			t.Fatalf("a flip at byte %d decoded", i)
+		}
+	}
+	setuid, _ := testEntry(7, []byte("x"))
+	setuid.Outputs[0].Mode = 0o4755
+	b, _ = encodeEntry(setuid)
+	if _, err := decodeEntry(setuid.Key, b); err == nil {
+		t.Error("a setuid output decoded")
+	}
+	bad, _ := testEntry(7, []byte("x"))
+	bad.Outputs[0].Name = "../x"
+	b, _ = encodeEntry(bad)
+	if _, err := decodeEntry(bad.Key, b); err == nil || !strings.Contains(err.Error(), "plain file name") {
+		t.Errorf("a path as output name: %v", err)
+	}
+}
+
+func FuzzDecodeEntry(f *testing.F) {
+	e, _ := testEntry(1, []byte("a"))
+	b, _ := encodeEntry(e)
+	f.Add(b)
+	f.Add([]byte(entryMagic))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		got, err := decodeEntry(cache.Key{1}, b)
+		if err != nil {
+			return
+		}
+		// What decodes encodes to the same bytes' meaning.
+		again, err := encodeEntry(got)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := decodeEntry(cache.Key{1}, again); err != nil {
+			t.Fatal(err)
+		}
+	})
+}
+
+func FuzzDecodeBlobHeader(f *testing.F) {
+	f.Add(encodeBlobHeader(blobHeader{size: 10 << 20, chunk: 1 << 20}))
+	f.Add([]byte{blobChunked, 0x80})
+	f.Fuzz(func(t *testing.T, b []byte) {
+		h, err := decodeBlobHeader(b)
+		if err != nil {
+			return
+		}
+		if !bytes.Equal(encodeBlobHeader(h), b) || h.size > MaxBlobBytes || h.chunks() < 2 {
+			t.Fatalf("accepted %x as %+v", b, h)
+		}
+	})
+}
+
+func TestBreaker(t *testing.T) {
+	now := time.Unix(0, 0)
+	var warnings []string
+	b := &breaker{threshold: 3, cooldown: time.Minute, now: func() time.Time { return now }, warn: func(s string) { warnings = append(warnings, s) }, target: "x"}
+	fail := errors.New("boom")
+	for range 2 {
+		if !b.allow() {
+			t.Fatal("closed breaker refused")
+		}
+		b.failure(fail)
+	}
+	b.success() // a success resets the count
+	for range 3 {
+		b.allow()
+		b.failure(fail)
+	}
+	if b.allow() {
+		t.Fatal("open breaker allowed an operation")
+	}
+	now = now.Add(time.Minute)
+	if !b.allow() || b.allow() {
+		t.Fatal("after the cooldown exactly one probe must pass")
+	}
+	b.failure(fail) // the probe fails: open again, no new warning
+	if b.allow() {
+		t.Fatal("failed probe did not reopen")
+	}
+	if len(warnings) != 1 {
+		t.Fatalf("warnings %q, want one for the episode", warnings)
+	}
+	now = now.Add(time.Minute)
+	b.allow()
+	b.success()
+	if !b.allow() || len(warnings) != 2 {
+		t.Fatalf("after a good probe: warnings %q", warnings)
+	}
+}
+
+// silentServer accepts connections and never answers: a server that is
+// up but hung.
+func silentServer(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var conns []net.Conn
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			conns = append(conns, c)
+			mu.Unlock()
+		}
+	}()
+	t.Cleanup(func() {
+		l.Close()
+		<-done
+		mu.Lock()
+		for _, c := range conns {
+			c.Close()
+		}
+		mu.Unlock()
+	})
+	return l.Addr().String()
+}
+
+// closedPort returns a loopback address nothing listens on.
+func closedPort(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+	return addr
+}
+
+func newRemote(t *testing.T, cfg Config) *Remote {
+	t.Helper()
+	r, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { r.Close() })
+	return r
+}
+
+// TestFaultsNeverHang: a closed port and a hung server give errors within
+// the timeout, open the circuit after three, warn once, and then fail at
+// once.
+func TestFaultsNeverHang(t *testing.T) {
+	for _, c := range []struct{ name, addr string }{
+		{"closed port", closedPort(t)},
+		{"hung server", silentServer(t)},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			var mu sync.Mutex
+			var warnings []string
+			timeout := 300 * time.Millisecond
+			r := newRemote(t, Config{
+				Target: &Target{Addrs: []string{c.addr}}, Timeout: timeout, ConnectTimeout: timeout,
+				Warn: func(s string) { mu.Lock(); warnings = append(warnings, s); mu.Unlock() },
+			})
+			e, data := testEntry(1, []byte("x"))
+			for i := range 5 {
+				start := time.Now()
+				var err error
+				if i%2 == 0 {
+					_, _, err = r.Get(context.Background(), e.Key)
+				} else {
+					err = r.Put(context.Background(), e, data)
+				}
+				took := time.Since(start)
+				if err == nil || errors.Is(err, ErrMiss) {
+					t.Fatalf("op %d: %v, want an error", i, err)
+				}
+				if took > timeout+2*time.Second {
+					t.Fatalf("op %d took %s, timeout %s", i, took, timeout)
+				}
+				if i >= 3 && !errors.Is(err, ErrCircuitOpen) {
+					t.Fatalf("op %d: %v, want the open circuit", i, err)
+				}
+			}
+			s := r.Stats()
+			if s.Errors != 3 || s.State != "circuit open" || s.Hits != 0 || s.Writes != 0 {
+				t.Errorf("stats %+v", s)
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			if len(warnings) != 1 {
+				t.Errorf("warnings %q, want one", warnings)
+			}
+		})
+	}
+}
+
+// TestDrainDeadline: publications to a hung server are abandoned when
+// Drain's context ends, and counted.
+func TestDrainDeadline(t *testing.T) {
+	r := newRemote(t, Config{Target: &Target{Addrs: []string{silentServer(t)}}, Timeout: time.Second, Queue: 4, BreakerFailures: 100})
+	queued := 0
+	for i := range 10 {
+		e, data := testEntry(byte(i), []byte{byte(i)})
+		if r.Publish(e, data) {
+			queued++
+		}
+	}
+	if queued == 0 || queued == 10 {
+		t.Fatalf("%d of 10 queued with a queue of 4", queued)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	dropped := r.Drain(ctx)
+	if took := time.Since(start); took > 3*time.Second {
+		t.Fatalf("Drain took %s with a 200ms deadline", took)
+	}
+	if dropped != queued {
+		t.Errorf("Drain abandoned %d, want the %d queued", dropped, queued)
+	}
+	e, data := testEntry(99, []byte("late"))
+	if r.Publish(e, data) {
+		t.Error("Publish after Drain queued")
+	}
+	r.Close() // waits for the writes in flight
+	s := r.Stats()
+	if s.Dropped != 11 || s.Pending != 0 || s.Writes != 0 {
+		t.Errorf("stats %+v", s)
+	}
+}

@@ -1,0 +1,616 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/pflag"
+
+	"github.com/ptojit/ptojit/cmd/internal/cli"
+	"github.com/ptojit/ptojit/internal/durable"
+	"github.com/ptojit/ptojit/registry"
+	"github.com/ptojit/ptojit/registry/module"
+)
+
+// moduleLockWait bounds how long a module command waits for the store lock.
+const moduleLockWait = 2 * time.Minute
+
+const moduleLong = `Runtime modules are signed packages (.ptomodule) of chip callables that a
+team builds with ptojit and others install, verify and resolve by operation
+name. The module store is --module-dir, else PTOJIT_MODULE_DIR, else
+$XDG_DATA_HOME/ptojit/modules, else ~/.local/share/ptojit/modules (never the
+cache, whose entries can be evicted). Every change runs as one crash-safe
+transaction under the store lock; a waiting or failing command names the
+process that holds it.
+
+Flow:
+  ptojit module keygen --out team.key          # prints the public key
+  ptojit module trust add org.team ed25519:... # on every installing machine
+  ptojit module pack DIR --key team.key -o scan.ptomodule
+  ptojit module install scan.ptomodule
+  ptojit module ls
+  ptojit module graph
+
+Manifest (module.json; unknown, duplicate or missing required fields are
+refused, naming the field):
+  package_id           string, required: dotted identifier ([a-z0-9_-] components)
+  version              string, required: semantic version
+  publisher            string, required: dotted identifier, a publisher the
+                       signing key is trusted for
+  module_abi           integer, required: 1
+  runtime              string, required: the runtime the callables are built for
+  platforms            [string], required: of a2a3sim, a5sim, a2a3, a5
+  os, arch             string, required: GOOS/GOARCH of the host
+  description          string, optional
+  artifacts            [{path, size, sha256}], required: pack fills it in
+  provided_ops         [string], required: must equal the operations' impl_ids
+  operations           [object], optional: operation descriptors; each has a
+                       string impl_id and may name "callables":
+                       [{platform, artifact, hashid}] (one per platform; pack
+                       fills in hashid, install checks it)
+  module_dependencies  [{module_id, min_version, max_version?, abi_tag,
+                       publisher_id?, sha256?}], optional: inclusive bounds;
+                       abi_tag must be "ptojit.module.v1"; sha256 pins the
+                       digest of the dependency's canonical unsigned manifest
+                       (module show prints it)
+
+The canonical unsigned manifest is the typed-record encoding of the manifest
+without its signature, absent optional fields left out; signatures are
+ed25519 over it. Installation refuses unsigned packages, unknown or revoked
+publishers, revoked keys and package digests, a publisher the key is not
+trusted for, any altered byte, and a dependency graph that would not
+validate (missing, disabled, out-of-range, cyclic, publisher- or
+digest-mismatched dependencies; an implementation id provided twice).
+There is no switch that disables verification.`
+
+func init() {
+	register(&cli.Command{
+		Name:    "module",
+		Usage:   "module <command> [arguments]",
+		Summary: "pack, sign, install and inspect runtime modules of chip callables",
+		Long:    moduleLong,
+		Subcommands: []*cli.Command{
+			{
+				Name: "keygen", Usage: "module keygen --out KEY",
+				Summary: "write a new ed25519 private key (0600) and print its public key",
+				Long:    "Writes the private key to KEY (refusing to overwrite a file) and prints only the\npublic key on standard output, in the form 'trust add' takes.",
+				Setup: func(fs *pflag.FlagSet) cli.RunFunc {
+					out := fs.String("out", "", "the private key file to write")
+					return func(ctx context.Context, env *cli.Env, args []string) error {
+						if len(args) > 0 || *out == "" {
+							return cli.Usagef("module keygen: usage: module keygen --out KEY")
+						}
+						return runKeygen(env, *out)
+					}
+				},
+			},
+			{
+				Name: "pack", Usage: "module pack DIR --key KEY -o FILE [--cache-dir DIR]",
+				Summary: "build a module's callables and write its signed package",
+				Long: `DIR holds module.json and the build requests of the module's callables:
+every NAME.request.json in DIR is built (from the cache when it can, like
+ptojit build) and embedded as callables/NAME.PLATFORM.bin; every file under
+DIR/files/ is embedded as is. pack fills in the manifest's artifacts and the
+hashid of each operation callable, signs the payload with KEY and writes the
+canonical archive to FILE.`,
+				Setup: func(fs *pflag.FlagSet) cli.RunFunc {
+					var o packOptions
+					fs.StringVar(&o.key, "key", "", "the private key (module keygen)")
+					fs.StringVarP(&o.out, "output", "o", "", "the package file to write")
+					fs.StringVar(&o.cacheDir, "cache-dir", "", "the cache directory the builds use")
+					return func(ctx context.Context, env *cli.Env, args []string) error {
+						if len(args) != 1 || o.key == "" || o.out == "" {
+							return cli.Usagef("module pack: usage: module pack DIR --key KEY -o FILE")
+						}
+						o.dir = args[0]
+						return runPack(ctx, env, o)
+					}
+				},
+			},
+			storeCommand("install", "module install FILE|DIR", "verify and install a package (an archive or an unpacked package directory)", 1, runInstall),
+			storeCommand("rollback", "module rollback ID", "re-enable the version enabled before the current one", 1, runRollback),
+			storeCommand("enable", "module enable ID[@VERSION]", "enable a version (the newest without @VERSION)", 1, runEnable),
+			storeCommand("disable", "module disable ID[@VERSION]", "disable a module (refused while enabled modules depend on it)", 1, runDisable),
+			storeCommand("remove", "module remove ID[@VERSION]", "remove a version, or every version (refused while enabled modules depend on it)", 1, runRemove),
+			storeCommand("ls", "module ls [--json]", "list the installed modules", 0, runModuleLs),
+			storeCommand("show", "module show ID[@VERSION] [--json]", "show a module's manifest, digest, key and dependents", 1, runShow),
+			storeCommand("verify", "module verify", "re-check every installed package, signature, artifact and the graph", 0, runModuleVerify),
+			storeCommand("graph", "module graph [--json]", "list the enabled modules in load order, dependencies first", 0, runGraph),
+			{
+				Name: "trust", Usage: "module trust <add|revoke|ls>",
+				Summary: "manage the publisher keys the store trusts",
+				Subcommands: []*cli.Command{
+					storeCommand("add", "module trust add PUBLISHER PUBKEY", "trust PUBKEY to sign for PUBLISHER", 2, runTrustAdd),
+					{
+						Name: "revoke", Usage: "module trust revoke --publisher P | --key PUBKEY | --package DIGEST",
+						Summary: "revoke a publisher, a key or a package digest",
+						Setup: func(fs *pflag.FlagSet) cli.RunFunc {
+							var o moduleOptions
+							fs.StringVar(&o.moduleDir, "module-dir", "", "the module store (default: PTOJIT_MODULE_DIR or the user data directory)")
+							p := fs.String("publisher", "", "revoke a publisher")
+							k := fs.String("key", "", "revoke a key")
+							d := fs.String("package", "", "revoke a package by its manifest digest (module show)")
+							return func(ctx context.Context, env *cli.Env, args []string) error {
+								n := 0
+								for _, s := range []string{*p, *k, *d} {
+									if s != "" {
+										n++
+									}
+								}
+								if len(args) > 0 || n != 1 {
+									return cli.Usagef("module trust revoke: give exactly one of --publisher, --key and --package")
+								}
+								var r module.Revocation
+								r.Publisher, r.Package = *p, *d
+								if *k != "" {
+									key, err := module.ParsePublicKey(*k)
+									if err != nil {
+										return cli.Usagef("module trust revoke: %v", err)
+									}
+									r.Key = key
+								}
+								return withStore(ctx, env, o, func(ctx context.Context, s *module.Store) error {
+									if err := s.TrustRevoke(ctx, r); err != nil {
+										return err
+									}
+									fmt.Fprintf(env.Stdout, "revoked %s\n", strings.TrimSpace(*p+" "+*k+" "+*d))
+									return nil
+								})
+							}
+						},
+					},
+					storeCommand("ls", "module trust ls [--json]", "list trusted keys and revocations", 0, runTrustLs),
+				},
+			},
+		},
+	})
+}
+
+type moduleOptions struct {
+	moduleDir string
+	json      bool
+}
+
+type packOptions struct {
+	dir, key, out, cacheDir string
+}
+
+// storeCommand is a module subcommand that works on the store with nargs
+// positional arguments.
+func storeCommand(name, usage, summary string, nargs int, run func(context.Context, *cli.Env, *module.Store, moduleOptions, []string) error) *cli.Command {
+	return &cli.Command{
+		Name: name, Usage: usage, Summary: summary,
+		Setup: func(fs *pflag.FlagSet) cli.RunFunc {
+			var o moduleOptions
+			fs.StringVar(&o.moduleDir, "module-dir", "", "the module store (default: PTOJIT_MODULE_DIR or the user data directory)")
+			if strings.Contains(usage, "--json") {
+				fs.BoolVar(&o.json, "json", false, "print JSON")
+			}
+			return func(ctx context.Context, env *cli.Env, args []string) error {
+				if len(args) != nargs {
+					return cli.Usagef("usage: ptojit %s", usage)
+				}
+				return withStore(ctx, env, o, func(ctx context.Context, s *module.Store) error {
+					return run(ctx, env, s, o, args)
+				})
+			}
+		},
+	}
+}
+
+// moduleDir returns the store directory: the flag, PTOJIT_MODULE_DIR,
+// $XDG_DATA_HOME/ptojit/modules or ~/.local/share/ptojit/modules.
+func moduleDir(env *cli.Env, flag string) (string, error) {
+	if flag != "" {
+		return env.Abs(flag), nil
+	}
+	if d := env.Getenv("PTOJIT_MODULE_DIR"); d != "" {
+		return env.Abs(d), nil
+	}
+	if d := env.Getenv("XDG_DATA_HOME"); d != "" && filepath.IsAbs(d) {
+		return filepath.Join(d, "ptojit", "modules"), nil
+	}
+	if h := env.Getenv("HOME"); h != "" {
+		return filepath.Join(h, ".local", "share", "ptojit", "modules"), nil
+	}
+	return "", errors.New("no module store: set --module-dir, PTOJIT_MODULE_DIR, XDG_DATA_HOME or HOME")
+}
+
+func withStore(ctx context.Context, env *cli.Env, o moduleOptions, fn func(context.Context, *module.Store) error) error {
+	dir, err := moduleDir(env, o.moduleDir)
+	if err != nil {
+		return err
+	}
+	s, err := module.Open(dir, module.Options{Wait: func(h module.Holder) {
+		fmt.Fprintf(env.Stderr, "ptojit: waiting for the module store lock of %s, held by %s\n", dir, h)
+	}})
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, moduleLockWait)
+	defer cancel()
+	return fn(ctx, s)
+}
+
+func runKeygen(env *cli.Env, out string) error {
+	p := env.Abs(out)
+	if _, err := os.Lstat(p); err == nil {
+		return fmt.Errorf("module keygen: %s exists; a key is never overwritten", out)
+	}
+	priv, pub, err := module.GenerateKey()
+	if err != nil {
+		return err
+	}
+	if err := durable.WriteFile(p, priv, 0o600); err != nil {
+		return fmt.Errorf("module keygen: %w", err)
+	}
+	fmt.Fprintln(env.Stdout, pub)
+	return nil
+}
+
+func runPack(ctx context.Context, env *cli.Env, o packOptions) error {
+	dir := env.Abs(o.dir)
+	kb, err := os.ReadFile(env.Abs(o.key))
+	if err != nil {
+		return fmt.Errorf("module pack: key: %w", err)
+	}
+	priv, err := module.ParsePrivateKey(kb)
+	if err != nil {
+		return fmt.Errorf("module pack: %s: %w", o.key, err)
+	}
+	src, err := module.ReadDir(dir)
+	if err != nil {
+		return fmt.Errorf("module pack: %s: %w", o.dir, err)
+	}
+	mb, ok := src[module.ManifestName]
+	if !ok {
+		return cli.Usagef("module pack: %s has no %s", o.dir, module.ManifestName)
+	}
+	m, err := module.ParseSourceManifest(mb)
+	if err != nil {
+		return cli.Usagef("module pack: %s: %v", filepath.Join(o.dir, module.ManifestName), err)
+	}
+	if m.OS == "" && m.Arch == "" {
+		m.OS, m.Arch = runtime.GOOS, runtime.GOARCH
+	}
+	if m.OS != runtime.GOOS || m.Arch != runtime.GOARCH {
+		return fmt.Errorf("module pack: the manifest says %s/%s, but the callables are built for this host, %s/%s", m.OS, m.Arch, runtime.GOOS, runtime.GOARCH)
+	}
+	artifacts := module.Files{}
+	var reqs []string
+	for name, data := range src {
+		if rest, ok := strings.CutPrefix(name, "files/"); ok && rest != "" {
+			artifacts[name] = data
+		}
+		if !strings.Contains(name, "/") && strings.HasSuffix(name, ".request.json") {
+			reqs = append(reqs, name)
+		}
+	}
+	slices.Sort(reqs)
+	for _, name := range reqs {
+		rp := filepath.Join(dir, name)
+		req, err := readRequest(env, rp)
+		if err != nil {
+			return fmt.Errorf("module pack: %s: %w", name, err)
+		}
+		if req.Runtime != m.Runtime {
+			return fmt.Errorf("module pack: %s: runtime %s, but the manifest's runtime is %s", name, req.Runtime, m.Runtime)
+		}
+		if !slices.Contains(m.Platforms, req.Platform) {
+			return fmt.Errorf("module pack: %s: platform %s is not in the manifest's platforms %v", name, req.Platform, m.Platforms)
+		}
+		resp, err := buildForRun(ctx, env, runOptions{request: rp, cacheDir: o.cacheDir}, req)
+		if err != nil {
+			return fmt.Errorf("module pack: building %s: %w", name, err)
+		}
+		blob, err := os.ReadFile(resp.Callable)
+		if err != nil {
+			return fmt.Errorf("module pack: %s: %w", name, err)
+		}
+		if h, err := registry.ChipHashid(req.Platform, req.Runtime, blob); err != nil || h.String() != resp.Hashid {
+			return fmt.Errorf("module pack: %s: the built callable's hashid %v differs from the build's %s", name, h, resp.Hashid)
+		}
+		art := path.Join("callables", strings.TrimSuffix(name, ".request.json")+"."+req.Platform+".bin")
+		artifacts[art] = blob
+		fmt.Fprintf(env.Stderr, "built %s: %s %s (%s)\n", name, art, resp.Hashid, resp.Status)
+	}
+	ar, p, err := module.Pack(m, artifacts, priv)
+	if err != nil {
+		return fmt.Errorf("module pack: %w", err)
+	}
+	if err := durable.WriteFile(env.Abs(o.out), ar, 0o644); err != nil {
+		return fmt.Errorf("module pack: %w", err)
+	}
+	fmt.Fprintf(env.Stdout, "packed %s: %d artifacts, %d bytes\ndigest %s\nkey    %s\n", p.Manifest.ID(), len(p.Manifest.Artifacts), len(ar), p.Digest, p.Key)
+	return nil
+}
+
+func runInstall(ctx context.Context, env *cli.Env, s *module.Store, o moduleOptions, args []string) error {
+	src := env.Abs(args[0])
+	fi, err := os.Stat(src)
+	if err != nil {
+		return fmt.Errorf("module install: %w", err)
+	}
+	var ar []byte
+	if fi.IsDir() {
+		files, err := module.ReadDir(src)
+		if err != nil {
+			return fmt.Errorf("module install: %s: %w", args[0], err)
+		}
+		if ar, err = module.WriteArchive(files); err != nil {
+			return fmt.Errorf("module install: %s: %w", args[0], err)
+		}
+	} else {
+		if fi.Size() > module.MaxPackageSize {
+			return fmt.Errorf("module install: %s: %d bytes exceeds the limit of %d", args[0], fi.Size(), module.MaxPackageSize)
+		}
+		if ar, err = os.ReadFile(src); err != nil {
+			return fmt.Errorf("module install: %w", err)
+		}
+	}
+	r, err := s.Install(ctx, ar)
+	if err != nil {
+		return fmt.Errorf("module install: %s: %w", args[0], err)
+	}
+	switch {
+	case r.NoOp:
+		fmt.Fprintf(env.Stdout, "%s is already installed (identical package): no change\n", r.Module.ID())
+	case r.Replaced != nil:
+		fmt.Fprintf(env.Stdout, "installed %s (digest %s), replacing %s (now disabled; module rollback %s re-enables it)\n", r.Module.ID(), r.Module.Digest, r.Replaced.ID(), r.Module.PackageID)
+	case r.Module.Enabled:
+		fmt.Fprintf(env.Stdout, "installed %s (digest %s)\n", r.Module.ID(), r.Module.Digest)
+	default:
+		fmt.Fprintf(env.Stdout, "installed %s (digest %s), disabled: a newer version is enabled\n", r.Module.ID(), r.Module.Digest)
+	}
+	return nil
+}
+
+func runRollback(ctx context.Context, env *cli.Env, s *module.Store, o moduleOptions, args []string) error {
+	from, to, err := s.Rollback(ctx, args[0])
+	if err != nil {
+		return fmt.Errorf("module rollback: %w", err)
+	}
+	if from != nil {
+		fmt.Fprintf(env.Stdout, "rolled back %s to %s\n", from.ID(), to.Version)
+	} else {
+		fmt.Fprintf(env.Stdout, "enabled %s\n", to.ID())
+	}
+	return nil
+}
+
+func runEnable(ctx context.Context, env *cli.Env, s *module.Store, o moduleOptions, args []string) error {
+	m, err := s.Enable(ctx, args[0])
+	if err != nil {
+		return fmt.Errorf("module enable: %w", err)
+	}
+	fmt.Fprintf(env.Stdout, "enabled %s\n", m.ID())
+	return nil
+}
+
+func runDisable(ctx context.Context, env *cli.Env, s *module.Store, o moduleOptions, args []string) error {
+	m, err := s.Disable(ctx, args[0])
+	if err != nil {
+		return fmt.Errorf("module disable: %w", err)
+	}
+	fmt.Fprintf(env.Stdout, "disabled %s\n", m.ID())
+	return nil
+}
+
+func runRemove(ctx context.Context, env *cli.Env, s *module.Store, o moduleOptions, args []string) error {
+	ms, err := s.Remove(ctx, args[0])
+	if err != nil {
+		return fmt.Errorf("module remove: %w", err)
+	}
+	for _, m := range ms {
+		fmt.Fprintf(env.Stdout, "removed %s\n", m.ID())
+	}
+	return nil
+}
+
+// moduleInfo is the JSON of ls, show and graph.
+type moduleInfo struct {
+	PackageID    string              `json:"package_id"`
+	Version      string              `json:"version"`
+	Publisher    string              `json:"publisher"`
+	Enabled      bool                `json:"enabled"`
+	Digest       string              `json:"digest"`
+	Key          string              `json:"key"`
+	ProvidedOps  []string            `json:"provided_ops"`
+	Dependencies []module.Dependency `json:"module_dependencies"`
+}
+
+func infoOf(m *module.Installed) moduleInfo {
+	i := moduleInfo{PackageID: m.PackageID, Version: m.Version, Publisher: m.Publisher, Enabled: m.Enabled,
+		Digest: m.Digest, Key: m.Key, ProvidedOps: m.Manifest.ProvidedOps, Dependencies: m.Manifest.Dependencies}
+	if i.ProvidedOps == nil {
+		i.ProvidedOps = []string{}
+	}
+	if i.Dependencies == nil {
+		i.Dependencies = []module.Dependency{}
+	}
+	return i
+}
+
+func runModuleLs(ctx context.Context, env *cli.Env, s *module.Store, o moduleOptions, args []string) error {
+	ms, err := s.List()
+	if err != nil {
+		return err
+	}
+	if o.json {
+		out := make([]moduleInfo, 0, len(ms))
+		for _, m := range ms {
+			out = append(out, infoOf(m))
+		}
+		return cli.WriteJSON(env.Stdout, out)
+	}
+	return writeModuleTable(env.Stdout, ms)
+}
+
+func writeModuleTable(w io.Writer, ms []*module.Installed) error {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "MODULE\tVERSION\tSTATE\tPUBLISHER\tDIGEST\tOPS\tDEPENDS ON")
+	for _, m := range ms {
+		st := "disabled"
+		if m.Enabled {
+			st = "enabled"
+		}
+		var deps []string
+		for _, d := range m.Manifest.Dependencies {
+			deps = append(deps, d.String())
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%s\n", m.PackageID, m.Version, st, m.Publisher, m.Digest[:12], len(m.Manifest.ProvidedOps), strings.Join(deps, "; "))
+	}
+	return tw.Flush()
+}
+
+func runShow(ctx context.Context, env *cli.Env, s *module.Store, o moduleOptions, args []string) error {
+	m, err := s.Lookup(args[0])
+	if err != nil {
+		return fmt.Errorf("module show: %w", err)
+	}
+	all, err := s.List()
+	if err != nil {
+		return err
+	}
+	var dependents []string
+	for _, x := range all {
+		for _, d := range x.Manifest.Dependencies {
+			if d.ModuleID == m.PackageID {
+				dependents = append(dependents, x.ID())
+			}
+		}
+	}
+	if o.json {
+		return cli.WriteJSON(env.Stdout, struct {
+			moduleInfo
+			Manifest   *module.Manifest `json:"manifest"`
+			Dependents []string         `json:"dependents"`
+		}{infoOf(m), m.Manifest, append([]string{}, dependents...)})
+	}
+	var b strings.Builder
+	st := "disabled"
+	if m.Enabled {
+		st = "enabled"
+	}
+	fmt.Fprintf(&b, "module     %s (%s)\npublisher  %s\ndigest     %s\nkey        %s\nruntime    %s on %s, %s/%s\n",
+		m.ID(), st, m.Publisher, m.Digest, m.Key, m.Manifest.Runtime, strings.Join(m.Manifest.Platforms, ", "), m.Manifest.OS, m.Manifest.Arch)
+	for _, op := range m.Manifest.ProvidedOps {
+		fmt.Fprintf(&b, "provides   %s\n", op)
+	}
+	for _, d := range m.Manifest.Dependencies {
+		fmt.Fprintf(&b, "depends on %s\n", d)
+	}
+	for _, d := range dependents {
+		fmt.Fprintf(&b, "needed by  %s\n", d)
+	}
+	for _, a := range m.Manifest.Artifacts {
+		fmt.Fprintf(&b, "artifact   %s %d bytes sha256 %s\n", a.Path, a.Size, a.SHA256)
+	}
+	_, err = io.WriteString(env.Stdout, b.String())
+	return err
+}
+
+func runModuleVerify(ctx context.Context, env *cli.Env, s *module.Store, o moduleOptions, args []string) error {
+	probs, err := s.Verify(ctx)
+	if err != nil {
+		return err
+	}
+	ms, _ := s.List()
+	for _, p := range probs {
+		fmt.Fprintf(env.Stdout, "FAIL %v\n", p)
+	}
+	if len(probs) > 0 {
+		fmt.Fprintf(env.Stdout, "%d problems in %d installed modules\n", len(probs), len(ms))
+		return cli.Exit(cli.ExitFailure)
+	}
+	fmt.Fprintf(env.Stdout, "verified %d installed modules: packages, signatures, artifacts, trust and graph ok\n", len(ms))
+	return nil
+}
+
+func runGraph(ctx context.Context, env *cli.Env, s *module.Store, o moduleOptions, args []string) error {
+	order, err := s.LoadOrder()
+	if err != nil {
+		return fmt.Errorf("module graph: %w", err)
+	}
+	if o.json {
+		out := make([]moduleInfo, 0, len(order))
+		for _, m := range order {
+			out = append(out, infoOf(m))
+		}
+		return cli.WriteJSON(env.Stdout, out)
+	}
+	for i, m := range order {
+		var deps []string
+		for _, d := range m.Manifest.Dependencies {
+			deps = append(deps, d.ModuleID)
+		}
+		line := fmt.Sprintf("%d %s", i+1, m.ID())
+		if len(deps) > 0 {
+			line += " <- " + strings.Join(deps, ", ")
+		}
+		fmt.Fprintln(env.Stdout, line)
+	}
+	return nil
+}
+
+func runTrustAdd(ctx context.Context, env *cli.Env, s *module.Store, o moduleOptions, args []string) error {
+	key, err := module.ParsePublicKey(args[1])
+	if err != nil {
+		return cli.Usagef("module trust add: %v", err)
+	}
+	if err := s.TrustAdd(ctx, args[0], key); err != nil {
+		return fmt.Errorf("module trust add: %w", err)
+	}
+	fmt.Fprintf(env.Stdout, "trusted %s for publisher %s\n", key, args[0])
+	return nil
+}
+
+func runTrustLs(ctx context.Context, env *cli.Env, s *module.Store, o moduleOptions, args []string) error {
+	t, err := s.Trust()
+	if err != nil {
+		return err
+	}
+	if o.json {
+		return cli.WriteJSON(env.Stdout, t)
+	}
+	var b strings.Builder
+	for _, k := range t.Keys {
+		fmt.Fprintf(&b, "trusted   %s %s\n", k.Publisher, k.Key)
+	}
+	for _, p := range t.RevokedPublishers {
+		fmt.Fprintf(&b, "revoked   publisher %s\n", p)
+	}
+	for _, k := range t.RevokedKeys {
+		fmt.Fprintf(&b, "revoked   key %s\n", k)
+	}
+	for _, d := range t.RevokedPackages {
+		fmt.Fprintf(&b, "revoked   package %s\n", d)
+	}
+	_, err = io.WriteString(env.Stdout, b.String())
+	return err
+}
+
+// refuseModulePackage refuses a runtime module package where a ChipCallable
+// blob is expected: hosts that do not load runtime modules reject them
+// instead of reading them as something else.
+func refuseModulePackage(name string, blob []byte) error {
+	if strings.HasSuffix(name, ".ptomodule") {
+		return fmt.Errorf("%s is a runtime module package (module_abi %d), not a ChipCallable blob: install it with ptojit module install", name, module.ModuleABI)
+	}
+	if files, err := module.ReadArchive(blob); err == nil {
+		if _, ok := files[module.ManifestName]; ok {
+			return fmt.Errorf("%s is a runtime module package (module_abi %d), not a ChipCallable blob: install it with ptojit module install", name, module.ModuleABI)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,131 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/ptojit/ptojit/api"
+	"github.com/ptojit/ptojit/internal/fixture"
+)
+
+// TestBuildRemoteTier: ptojit build with PTOJIT_REMOTE on two simulated
+// machines (separate cache directories, checkouts at different depths):
+// the first publishes before the command returns, the second (read-only)
+// gets a remote hit with the same key and outputs.
+func TestBuildRemoteTier(t *testing.T) {
+	nodes := fixture.RedisCluster(t, 3)
+	var addrs []string
+	for _, n := range nodes {
+		addrs = append(addrs, n.Addr)
+	}
+	root := t.TempDir()
+	build := func(name string, extra map[string]string) *api.Response {
+		t.Helper()
+		dir := filepath.Join(root, name)
+		if err := os.MkdirAll(filepath.Join(dir, ".git"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := fixture.CopyExamples(dir); err != nil {
+			t.Fatal(err)
+		}
+		env := map[string]string{
+			"PATH":             os.Getenv("PATH"),
+			"PTOJIT_CACHE_DIR": filepath.Join(root, "cache-"+filepath.Base(name)),
+			"PTOJIT_DAEMON":    "0",
+			"PTOJIT_REMOTE":    "redis-cluster://" + strings.Join(addrs, ","),
+		}
+		for k, v := range extra {
+			env[k] = v
+		}
+		r := runCache(t, context.Background(), env, "build", "--no-daemon", "--json", "--request", filepath.Join(dir, "vadd", "request.json"))
+		if r.code != 0 {
+			t.Fatalf("build in %s: exit %d\n%s%s", name, r.code, r.stdout, r.stderr)
+		}
+		var resp api.Response
+		if err := json.Unmarshal([]byte(r.stdout), &resp); err != nil {
+			t.Fatal(err)
+		}
+		return &resp
+	}
+	a := build("a", nil)
+	if a.Status != api.StatusMiss {
+		t.Fatalf("a: %s", a.Status)
+	}
+	b := build("b/deep/er", map[string]string{"PTOJIT_REMOTE_READONLY": "1"})
+	if b.Status != api.StatusHit || b.HitTier != "remote" || b.Key != a.Key || b.Timings.Compile != 0 {
+		t.Fatalf("b: status %s tier %q key %s compile %.1f ms; want a remote hit of %s", b.Status, b.HitTier, b.Key, b.Timings.Compile, a.Key)
+	}
+	for i, o := range b.Outputs {
+		x, _ := os.ReadFile(a.Outputs[i].Path)
+		y, _ := os.ReadFile(o.Path)
+		if !bytes.Equal(x, y) {
+			t.Errorf("%s differs", o.Name)
+		}
+	}
+}
+
+// TestDaemonRemoteTier: two simulated machines, each with its own cache
+// directory and daemon and a checkout at another path and depth, share a
+// 3-master Redis Cluster. A's daemon compiles and publishes (drained when
+// it stops); B's daemon, reading only, answers with a remote hit: no
+// compiler run, the same key and outputs; its status shows the tier.
+func TestDaemonRemoteTier(t *testing.T) {
+	nodes := fixture.RedisCluster(t, 3)
+	var addrs []string
+	for _, n := range nodes {
+		addrs = append(addrs, n.Addr)
+	}
+	url := "PTOJIT_REMOTE=redis-cluster://" + strings.Join(addrs, ",")
+	a := newDaemonWorld(t)
+	if err := os.Mkdir(filepath.Join(a.root, "examples", ".git"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	a.env = append(a.env, url)
+	b := newDaemonWorld(t)
+	deep := filepath.Join(b.root, "x", "y", "examples")
+	if err := os.MkdirAll(filepath.Join(deep, ".git"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := fixture.CopyExamples(deep); err != nil {
+		t.Fatal(err)
+	}
+	b.request = filepath.Join(deep, "vadd", "request.json")
+	// The same compiler on both machines (its path is part of the key).
+	b.env = append(b.env, url, "PTOJIT_REMOTE_READONLY=1", "CC="+filepath.Join(a.root, "cc"))
+
+	first := a.build()
+	if first.Status != "miss" || a.compileCount() != 3 {
+		t.Fatalf("A: %+v, %d compiles", first, a.compileCount())
+	}
+	if _, errs, code := a.run("daemon", "stop"); code != 0 {
+		t.Fatalf("stopping A's daemon: %s", errs)
+	}
+	out, errs, code := b.run("build", "--request", b.request, "--json")
+	if code != 0 {
+		t.Fatalf("B: exit %d: %s%s", code, out, errs)
+	}
+	var resp api.Response
+	if err := json.Unmarshal([]byte(out), &resp); err != nil {
+		t.Fatal(err)
+	}
+	if resp.Status != api.StatusHit || resp.HitTier != "remote" || resp.Key != first.Key || resp.Hashid != first.Hashid {
+		t.Fatalf("B: %s tier %q key %s, want a remote hit of %s", resp.Status, resp.HitTier, resp.Key, first.Key)
+	}
+	if n := b.compileCount(); n != 0 {
+		t.Fatalf("B compiled %d units", n)
+	}
+	x, _ := os.ReadFile(filepath.Join(a.root, "examples", "vadd", "out", "chip_callable.bin"))
+	y, _ := os.ReadFile(resp.Callable)
+	if len(x) == 0 || !bytes.Equal(x, y) {
+		t.Error("B's callable differs from A's")
+	}
+	st := b.status()
+	if st.Remote == nil || st.Remote.Hits != 1 || st.Remote.Writes != 0 || st.Remote.State != "read-only" {
+		t.Errorf("B's daemon status remote %+v", st.Remote)
+	}
+}

@@ -1,0 +1,132 @@
+package durable
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+)
+
+var errCrash = errors.New("injected crash")
+
+// TestWriteFileCrashAtEachStep aborts a write before each of its steps, as
+// a crash would (no cleanup runs), and checks that the target holds the
+// old or the new content, never anything else, and that every file left
+// beside it is recognizably temporary and removed by CleanTemp.
+func TestWriteFileCrashAtEachStep(t *testing.T) {
+	steps := []string{StepCreate, StepWrite, StepSync, StepRename, StepSyncDir}
+	for i, crashAt := range steps {
+		t.Run(crashAt, func(t *testing.T) {
+			dir := t.TempDir()
+			target := filepath.Join(dir, "state.json")
+			if err := WriteFile(target, []byte("old"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			var seen []string
+			d := FS{Seam: func(path, step string) error {
+				if path != target {
+					t.Errorf("seam saw path %s, want %s", path, target)
+				}
+				seen = append(seen, step)
+				if step == crashAt {
+					return errCrash
+				}
+				return nil
+			}}
+			err := d.WriteFile(target, []byte("new content"), 0o644)
+			if !errors.Is(err, errCrash) {
+				t.Fatalf("WriteFile = %v, want the injected crash", err)
+			}
+			if !slices.Equal(seen, steps[:i+1]) {
+				t.Errorf("steps seen %v, want %v", seen, steps[:i+1])
+			}
+			got, err := os.ReadFile(target)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := "old"
+			if i >= 4 { // the rename happened
+				want = "new content"
+			}
+			if string(got) != want {
+				t.Errorf("after a crash before %s the target holds %q, want %q", crashAt, got, want)
+			}
+			ents, _ := os.ReadDir(dir)
+			for _, e := range ents {
+				if e.Name() != "state.json" && !IsTemp(e.Name()) {
+					t.Errorf("crash left %s, which is not recognizably temporary", e.Name())
+				}
+			}
+			if _, err := CleanTemp(dir); err != nil {
+				t.Fatal(err)
+			}
+			ents, _ = os.ReadDir(dir)
+			if len(ents) != 1 {
+				t.Errorf("after CleanTemp the directory holds %d entries, want only the target", len(ents))
+			}
+		})
+	}
+}
+
+func TestWriteFileFailureCleansUp(t *testing.T) {
+	dir := t.TempDir()
+	target := filepath.Join(dir, "sub") // a directory: the rename fails
+	if err := os.Mkdir(target, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(target, "x"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := WriteFile(target, []byte("x"), 0o644); err == nil {
+		t.Fatal("WriteFile over a non-empty directory succeeded")
+	}
+	ents, _ := os.ReadDir(dir)
+	if len(ents) != 1 {
+		t.Errorf("a failed write left %d entries, want 1", len(ents))
+	}
+}
+
+func TestWriteFilePerm(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "key")
+	if err := WriteFile(p, []byte("secret"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	fi, err := os.Stat(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fi.Mode().Perm() != 0o600 {
+		t.Errorf("mode %v, want 0600", fi.Mode().Perm())
+	}
+}
+
+func TestRenameRemove(t *testing.T) {
+	dir := t.TempDir()
+	a, b := filepath.Join(dir, "a"), filepath.Join(dir, "b")
+	if err := WriteFile(a, []byte("A"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := Rename(a, b); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := os.ReadFile(b); string(got) != "A" {
+		t.Errorf("after Rename b holds %q", got)
+	}
+	if err := Remove(b); err != nil {
+		t.Fatal(err)
+	}
+	if err := Remove(b); err != nil {
+		t.Errorf("removing a missing file: %v", err)
+	}
+	if _, err := os.Stat(b); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("b still exists: %v", err)
+	}
+	nested := filepath.Join(dir, "x", "y", "z")
+	if err := (FS{}).MkdirAll(nested, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if fi, err := os.Stat(nested); err != nil || !fi.IsDir() {
+		t.Errorf("MkdirAll: %v", err)
+	}
+}

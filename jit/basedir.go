@@ -1,0 +1,199 @@
+package jit
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/ptojit/ptojit/api"
+	"github.com/ptojit/ptojit/inventory"
+	"github.com/ptojit/ptojit/toolchain"
+)
+
+// BaseDirVariable names the base directory when the request names none:
+// paths under it enter the build key relative to it.
+const BaseDirVariable = "PTOJIT_BASE_DIR"
+
+// baseDir writes paths under a base directory relative to it, as ccache's
+// base_dir does, so that two checkouts of a project at different paths
+// compute the same key. The zero baseDir keeps every path absolute.
+type baseDir struct {
+	dir string // cleaned absolute path; "" for none
+	// resolved is dir with its symlinks resolved (the form of the
+	// resolved paths of content records); "" when equal to dir.
+	resolved string
+}
+
+// baseOf returns the base directory of req: its base_dir, else an
+// absolute PTOJIT_BASE_DIR, else none.
+func baseOf(req *api.Request, getenv func(string) string) baseDir {
+	dir := req.BaseDir
+	if dir == "" {
+		dir = getenv(BaseDirVariable)
+	}
+	if dir == "" || !filepath.IsAbs(dir) {
+		return baseDir{}
+	}
+	dir = filepath.Clean(dir)
+	if dir == string(filepath.Separator) {
+		return baseDir{} // everything would be relative: no base at all
+	}
+	b := baseDir{dir: dir}
+	if r, err := filepath.EvalSymlinks(dir); err == nil && r != dir {
+		b.resolved = r
+	}
+	return b
+}
+
+// under returns the path of p relative to prefix, and whether p is prefix
+// or lies below it.
+func under(p, prefix string) (string, bool) {
+	if prefix == "" {
+		return "", false
+	}
+	if p == prefix {
+		return ".", true
+	}
+	if rest, ok := strings.CutPrefix(p, prefix+"/"); ok && rest != "" {
+		return rest, true
+	}
+	return "", false
+}
+
+// rel returns p relative to the base directory when p lies under it (in
+// its own or its resolved form), else p unchanged.
+func (b baseDir) rel(p string) string {
+	if r, ok := under(p, b.dir); ok {
+		return r
+	}
+	if r, ok := under(p, b.resolved); ok {
+		return r
+	}
+	return p
+}
+
+// abs is the inverse of rel: a relative path is joined to the base
+// directory.
+func (b baseDir) abs(p string) string {
+	if b.dir == "" || filepath.IsAbs(p) {
+		return p
+	}
+	return filepath.Join(b.dir, p)
+}
+
+// relStr is rel of a path in its record form (file names that are not
+// UTF-8 are surrogate-escaped alike in the path and the base, so a prefix
+// of the one is a prefix of the other).
+func (b baseDir) relStr(s inventory.Str) inventory.Str {
+	if b.dir == "" {
+		return s
+	}
+	p := string(s)
+	if r, ok := under(p, string(inventory.StrFromOSBytes(b.dir))); ok {
+		return inventory.Str(r)
+	}
+	if b.resolved != "" {
+		if r, ok := under(p, string(inventory.StrFromOSBytes(b.resolved))); ok {
+			return inventory.Str(r)
+		}
+	}
+	return s
+}
+
+// relRoots returns the root records of a content fingerprint with every
+// path under the base directory relative to it: the root's path and each
+// entry's resolved path. Records of any other shape are kept as they are.
+func (b baseDir) relRoots(roots inventory.List) inventory.List {
+	if b.dir == "" {
+		return roots
+	}
+	out := make(inventory.List, len(roots))
+	for i, r := range roots {
+		t, ok := r.(inventory.Tuple)
+		if !ok || len(t) != 3 {
+			out[i] = r
+			continue
+		}
+		path, ok1 := t[0].(inventory.Str)
+		entries, ok2 := t[2].(inventory.List)
+		if !ok1 || !ok2 {
+			out[i] = r
+			continue
+		}
+		es := make(inventory.List, len(entries))
+		for j, e := range entries {
+			et, ok := e.(inventory.Tuple)
+			if !ok || len(et) < 3 {
+				es[j] = e
+				continue
+			}
+			resolved, ok := et[2].(inventory.Str)
+			if !ok {
+				es[j] = e
+				continue
+			}
+			ne := append(inventory.Tuple(nil), et...)
+			ne[2] = b.relStr(resolved)
+			es[j] = ne
+		}
+		out[i] = inventory.T(b.relStr(path), t[1], es)
+	}
+	return out
+}
+
+// contentDigest is the digest of ("content", roots) with the roots in the
+// relative form.
+func (b baseDir) contentDigest(roots inventory.List) inventory.Sum {
+	return inventory.MustDigest(inventory.T(inventory.Str("content"), b.relRoots(roots)))
+}
+
+// extraSourcesDigest is inventory.FingerprintExtraSources with the content
+// in the relative form: digest(("extra_sources", content, extra)).
+func (b baseDir) extraSourcesDigest(paths []string, extra inventory.Value) (inventory.Sum, error) {
+	if b.dir == "" || len(paths) == 0 {
+		return inventory.FingerprintExtraSources(paths, extra)
+	}
+	roots := make([]inventory.ContentRoot, 0, len(paths))
+	for _, p := range paths {
+		r, err := inventory.NewContentRoot(p, true)
+		if err != nil {
+			return inventory.Sum{}, err
+		}
+		roots = append(roots, r)
+	}
+	c, err := inventory.Fingerprint(roots)
+	if err != nil {
+		return inventory.Sum{}, err
+	}
+	if extra == nil {
+		extra = inventory.None{}
+	}
+	return inventory.Digest(inventory.T(inventory.Str("extra_sources"), inventory.Str(b.contentDigest(c.Roots).String()), extra))
+}
+
+// componentDigest is the component's digest with its content evidence in
+// the relative form; components without content evidence keep theirs.
+func (b baseDir) componentDigest(c toolchain.ComponentIdentity) inventory.Sum {
+	if b.dir == "" || c.Digest.IsZero() || c.ContentRoots == nil || c.Evidence == nil {
+		return c.Digest
+	}
+	if _, ok := c.Evidence["content"]; !ok {
+		return c.Digest
+	}
+	ev := make(inventory.Dict, len(c.Evidence))
+	for k, v := range c.Evidence {
+		ev[k] = v
+	}
+	ev["content"] = inventory.Str(b.contentDigest(c.ContentRoots).String())
+	sum, err := toolchain.ComponentDigest(c.Name, ev)
+	if err != nil {
+		return c.Digest
+	}
+	return sum
+}
+
+// exists reports whether the base directory is a directory.
+func (b baseDir) exists() bool {
+	fi, err := os.Stat(b.dir)
+	return err == nil && fi.IsDir()
+}

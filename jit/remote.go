@@ -1,0 +1,143 @@
+package jit
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"slices"
+	"time"
+
+	"github.com/ptojit/ptojit/cache"
+	"github.com/ptojit/ptojit/inventory"
+)
+
+// RemoteTier is the shared cache tier behind the local store (the Redis
+// tier of package cache/remote). Everything it returns is verified: each
+// blob against its digest, each entry against its own digest and key. Its
+// errors are misses to the driver: the remote tier can fail no build.
+type RemoteTier interface {
+	// Entry returns the entry of key without its blobs.
+	Entry(ctx context.Context, key cache.Key) (*cache.Entry, error)
+	// Get returns the entry of key and the bytes of its outputs.
+	Get(ctx context.Context, key cache.Key) (*cache.Entry, [][]byte, error)
+	// Publish queues a write of e and data; false when it was dropped.
+	Publish(e *cache.Entry, data [][]byte) bool
+}
+
+// Hit tiers of a response.
+const (
+	TierLocal  = "local"
+	TierRemote = "remote"
+)
+
+// remoteLookup looks the key up in the remote tier: its manifest, the
+// first header variant whose headers all still have their digests here,
+// and that variant's result. The result entry must be the one its key
+// names (the digest of its record), and the manifest the one of this
+// key's record. A hit is stored in the local store (best effort: a store
+// that cannot take it does not turn the hit into a miss) and returned.
+func (d *Driver) remoteLookup(ctx context.Context, id *identity) *flightResult {
+	start := time.Now()
+	rt := d.opt.Remote
+	m, err := rt.Entry(ctx, cache.Key(id.key))
+	if err != nil || !slices.Equal(m.Record, id.encoded) {
+		return nil
+	}
+	var man manifest
+	if err := json.Unmarshal([]byte(m.Meta["manifest"]), &man); err != nil {
+		return nil
+	}
+	for _, v := range man.Variants {
+		if changedHeader(id.base, v.Headers) != "" {
+			continue
+		}
+		rk, err := cache.ParseKey(v.Result)
+		if err != nil {
+			continue
+		}
+		e, data, err := rt.Get(ctx, rk)
+		if err != nil {
+			return nil
+		}
+		want, err := inventory.Encode(resultRecord(id.record, v.Headers))
+		if err != nil || sha256.Sum256(e.Record) != [32]byte(rk) || !slices.Equal(e.Record, want) {
+			return nil // a result of another key or header set
+		}
+		d.storeRemoteHit(ctx, id, e, data, v)
+		return &flightResult{outs: e.Outputs, data: data, hit: true, tier: TierRemote, remoteMS: ms(time.Since(start))}
+	}
+	return nil
+}
+
+// storeRemoteHit writes a remote hit to the local store: the result, then
+// the manifest with the variant first, as publish does.
+func (d *Driver) storeRemoteHit(ctx context.Context, id *identity, e *cache.Entry, data [][]byte, nv variant) {
+	store := d.opt.Store
+	local := *e
+	local.Created, local.LastUsed = e.Created, e.Created
+	if err := store.Put(ctx, &local, data); err != nil {
+		return
+	}
+	var m manifest
+	if old, err := store.Entry(ctx, cache.Key(id.key)); err == nil {
+		_ = json.Unmarshal([]byte(old.Meta["manifest"]), &m)
+	}
+	vs := []variant{nv}
+	for _, v := range m.Variants {
+		if v.Result != nv.Result && len(vs) < maxManifestVariants {
+			vs = append(vs, v)
+		}
+	}
+	mj, _ := json.Marshal(manifest{Variants: vs})
+	for len(mj) > cache.MaxMetaBytes && len(vs) > 1 {
+		vs = vs[:len(vs)-1]
+		mj, _ = json.Marshal(manifest{Variants: vs})
+	}
+	if len(mj) > cache.MaxMetaBytes {
+		return
+	}
+	_ = store.Put(ctx, &cache.Entry{
+		Key:    cache.Key(id.key),
+		Record: id.encoded,
+		Meta:   map[string]string{"kind": "manifest", "manifest": string(mj), "platform": id.platform, "runtime": id.runtime},
+	}, nil)
+}
+
+// publishRemote queues the entries a local publish just wrote (the result
+// of the newest variant, then the manifest) for the remote tier. data are
+// the outputs' bytes in the order of outs.
+func (d *Driver) publishRemote(ctx context.Context, id *identity, outs []cache.Output, data [][]byte) {
+	store := d.opt.Store
+	m, err := store.Entry(ctx, cache.Key(id.key))
+	if err != nil {
+		return
+	}
+	var man manifest
+	if err := json.Unmarshal([]byte(m.Meta["manifest"]), &man); err != nil || len(man.Variants) == 0 {
+		return
+	}
+	rk, err := cache.ParseKey(man.Variants[0].Result)
+	if err != nil {
+		return
+	}
+	e, err := store.Entry(ctx, rk)
+	if err != nil || len(e.Outputs) != len(outs) {
+		return
+	}
+	byDigest := map[string][]byte{}
+	for i, o := range outs {
+		byDigest[hex.EncodeToString(o.Digest[:])] = data[i]
+	}
+	ordered := make([][]byte, len(e.Outputs))
+	for i, o := range e.Outputs {
+		b, ok := byDigest[hex.EncodeToString(o.Digest[:])]
+		if !ok {
+			return
+		}
+		ordered[i] = b
+	}
+	if d.opt.Remote.Publish(e, ordered) {
+		d.opt.Remote.Publish(m, nil)
+	}
+}

@@ -1,0 +1,5 @@
+//go:build !unix
+
+package module
+
+const syscallNoFollow = 0

@@ -1,0 +1,22 @@
+/* kernel_exclusive.c: out[0] = 0, out[i] = in[0] + ... + in[i-1] (exclusive
+ * prefix sum). The running sum is kept in double and rounded once per
+ * element; in and out may be the same buffer. */
+#include "sequence.h"
+
+int32_t ptojit_kernel(const ptojit_args *args)
+{
+    int32_t rc = seq_check(args);
+    if (rc != 0) {
+        return rc;
+    }
+    const float *in = args->tensors[0].data;
+    float *out = args->tensors[1].data;
+    uint64_t n = seq_elems(&args->tensors[0]);
+    double sum = 0;
+    for (uint64_t i = 0; i < n; i++) {
+        float x = in[i];
+        out[i] = (float)sum;
+        sum += x;
+    }
+    return 0;
+}
