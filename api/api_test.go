@@ -138,7 +138,7 @@ func TestRequestErrorPositions(t *testing.T) {
 		{strings.Replace(doc, `["IN", "OUT"]`, `"IN"`, 1), `r.json:5:60: kernels[0].signature: must be a list of directions: IN, OUT, INOUT, SCALAR, not the string "IN"`},
 		{strings.Replace(doc, `"func_id": 0`, `"func_id": 1.5`, 1), `r.json:5:27: kernels[0].func_id: must be an integer from -2147483648 to 2147483647, not 1.5`},
 		{strings.Replace(doc, "  \"platform\": \"a2a3sim\",\n", "", 1), `r.json:1:1: platform: missing (one of a2a3sim, a5sim, a2a3, a5)`},
-		{strings.Replace(doc, `"runtime"`, `"bogus"`, 1), `r.json:3:3: bogus: unknown field "bogus"; the fields here are platform, runtime, orchestration, kernels, signature, scalar_count, extra_roots, extra_sources, extra_fingerprint, extra_fingerprint_wire, options, options_wire, toolchain, output_dir`},
+		{strings.Replace(doc, `"runtime"`, `"bogus"`, 1), `r.json:3:3: bogus: unknown field "bogus"; the fields here are platform, runtime, orchestration, kernels, signature, scalar_count, extra_roots, extra_sources, extra_fingerprint, extra_fingerprint_wire, options, options_wire, toolchain, output_dir, base_dir`},
 		{strings.Replace(doc, `"platform": "a2a3sim"`, `"platform": "x86"`, 1), `r.json:2:15: platform: "x86" is not one of a2a3sim, a5sim, a2a3, a5`},
 		{doc[:40], `r.json:3:14: runtime: the document ends early: a value, ',' or a closing bracket is missing`},
 	} {
