@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -54,6 +55,7 @@ func TestCLIScripts(t *testing.T) {
 			"status":        cmdStatus,
 			"append":        cmdAppend,
 			"hold-cache":    cmdHoldCache,
+			"daemon-bg":     cmdDaemonBG,
 			"release-cache": cmdReleaseCache,
 		},
 	})
@@ -62,6 +64,74 @@ func TestCLIScripts(t *testing.T) {
 // scriptEnvVars are the variables a script may set that pj passes on.
 var scriptEnvVars = []string{"PATH", "HOME", "WORK", "TMPDIR", "PTOJIT_CACHE_DIR", "XDG_RUNTIME_DIR", "PTOJIT_DAEMON",
 	"PTOJIT_CACHE_READONLY", "PTOJIT_CACHE_MAX_SIZE", "PTOJIT_ENGINE", "PYPTO_CACHE_EPOCH"}
+
+// scriptEnv is the environment of a command a script runs: this
+// process's, without its PTOJIT_ and XDG_ variables, plus the script's.
+func scriptEnv(ts *testscript.TestScript) []string {
+	var env []string
+	for _, kv := range os.Environ() {
+		name, _, _ := strings.Cut(kv, "=")
+		if !strings.HasPrefix(name, "PTOJIT_") && !strings.HasPrefix(name, "XDG_") {
+			env = append(env, kv)
+		}
+	}
+	for _, v := range scriptEnvVars {
+		if x := ts.Getenv(v); x != "" {
+			env = append(env, v+"="+x)
+		}
+	}
+	return env
+}
+
+// scriptCommand finds name in the script's PATH.
+func scriptCommand(ts *testscript.TestScript, name string) string {
+	for _, dir := range filepath.SplitList(ts.Getenv("PATH")) {
+		if p := filepath.Join(dir, name); fileExists(p) {
+			return p
+		}
+	}
+	ts.Fatalf("%s not found in the script's PATH", name)
+	return ""
+}
+
+// daemon-bg: runs the daemon of $PTOJIT_CACHE_DIR (ptojitd daemon run,
+// exiting after a minute idle) until the script ends, and returns once it
+// serves.
+func cmdDaemonBG(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 0 {
+		ts.Fatalf("usage: daemon-bg")
+	}
+	pr, pw, err := os.Pipe()
+	ts.Check(err)
+	defer pr.Close()
+	cmd := exec.Command(scriptCommand(ts, "ptojitd"), "daemon", "run", "--cache-dir", ts.Getenv("PTOJIT_CACHE_DIR"), "--idle", "1m", "--ready-fd", "3")
+	cmd.Env = scriptEnv(ts)
+	cmd.ExtraFiles = []*os.File{pw}
+	var log strings.Builder
+	cmd.Stdout, cmd.Stderr = &log, &log
+	ts.Check(cmd.Start())
+	pw.Close()
+	exited := make(chan struct{})
+	go func() { cmd.Wait(); close(exited) }()
+	ts.Defer(func() {
+		cmd.Process.Kill()
+		<-exited
+	})
+	ready := make(chan string, 1)
+	go func() {
+		b := make([]byte, 6)
+		n, _ := io.ReadFull(pr, b)
+		ready <- string(b[:n])
+	}()
+	select {
+	case r := <-ready:
+		if r != "ready\n" {
+			ts.Fatalf("the daemon did not start: %q\n%s", r, log.String())
+		}
+	case <-time.After(cliTimeout):
+		ts.Fatalf("the daemon did not start within %v", cliTimeout)
+	}
+}
 
 func cmdPJ(ts *testscript.TestScript, neg bool, args []string) {
 	var stdin string
@@ -82,19 +152,7 @@ func cmdPJ(ts *testscript.TestScript, neg bool, args []string) {
 	defer cancel()
 	cmd := exec.CommandContext(ctx, path, args...)
 	cmd.Dir = ts.MkAbs(".")
-	var env []string
-	for _, kv := range os.Environ() {
-		name, _, _ := strings.Cut(kv, "=")
-		if !strings.HasPrefix(name, "PTOJIT_") && !strings.HasPrefix(name, "XDG_") {
-			env = append(env, kv)
-		}
-	}
-	for _, v := range scriptEnvVars {
-		if x := ts.Getenv(v); x != "" {
-			env = append(env, v+"="+x)
-		}
-	}
-	cmd.Env = env
+	cmd.Env = scriptEnv(ts)
 	cmd.Stdin = strings.NewReader(stdin)
 	cmd.Stdout, cmd.Stderr = ts.Stdout(), ts.Stderr()
 	err = cmd.Run()
