@@ -8,9 +8,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 )
 
 // The daemon protocol. A client connects to the daemon's Unix socket and
@@ -29,6 +31,7 @@ const (
 // Daemon operations.
 const (
 	OpPing   = "ping"   // readiness and version check
+	OpHello  = "hello"  // which environment variables to send (EnvNames)
 	OpRun    = "run"    // run an engine command as the client would
 	OpStatus = "status" // report the daemon's state
 	OpStop   = "stop"   // finish in-flight requests and exit
@@ -45,8 +48,9 @@ type DaemonRequest struct {
 	Op       string `json:"op"`
 	// For OpRun: the command line after the program name, the client's
 	// working directory (relative paths are resolved against it), its
-	// environment ("NAME=value" strings) and its standard input, when the
-	// command reads it.
+	// environment ("NAME=value" strings: only the variables named in the
+	// OpHello reply; the daemon ignores any other) and its standard input,
+	// when the command reads it.
 	Args  []string `json:"args,omitempty"`
 	Dir   string   `json:"dir,omitempty"`
 	Env   []string `json:"env,omitempty"`
@@ -64,25 +68,77 @@ type DaemonResponse struct {
 	// For OpPing and OpStatus.
 	PID    int             `json:"pid,omitempty"`
 	Status json.RawMessage `json:"status,omitempty"`
+	// For OpHello: the names of the environment variables a client sends
+	// with OpRun (those of the environment registry), sorted. A client
+	// sends these and no others.
+	EnvNames []string `json:"env_names,omitempty"`
 }
 
-// ErrFrameTooLarge is returned for a frame over the size limit.
-var ErrFrameTooLarge = errors.New("daemon protocol: frame too large")
+// FilterEnv returns the entries of environ ("NAME=value") whose name is in
+// names, in their order.
+func FilterEnv(environ, names []string) []string {
+	want := make(map[string]bool, len(names))
+	for _, n := range names {
+		want[n] = true
+	}
+	var out []string
+	for _, kv := range environ {
+		if k, _, ok := strings.Cut(kv, "="); ok && want[k] {
+			out = append(out, kv)
+		}
+	}
+	return out
+}
+
+// ErrProtocol is matched (errors.Is) by every violation of the protocol
+// that ReadFrame finds in the bytes it reads: a frame over the limit, a
+// frame that is not the JSON it must be. Such a failure is the peer's fault
+// (or a version mismatch), not a lost connection: sending the same request
+// again would fail the same way.
+var ErrProtocol = errors.New("daemon protocol error")
+
+// ErrFrameTooLarge is returned for a frame over the size limit; it matches
+// ErrProtocol.
+var ErrFrameTooLarge = fmt.Errorf("%w: frame too large", ErrProtocol)
 
 // WriteFrame writes v as one frame.
 func WriteFrame(w io.Writer, v any) error {
-	b, err := json.Marshal(v)
+	buf, err := MarshalFrame(v, math.MaxUint32)
 	if err != nil {
 		return err
 	}
+	_, err = w.Write(buf)
+	return err
+}
+
+// MarshalFrame returns v as one frame, or an error matching
+// ErrFrameTooLarge when its JSON is over limit bytes.
+func MarshalFrame(v any, limit int) ([]byte, error) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return nil, err
+	}
+	if int64(len(b)) > int64(limit) || int64(len(b)) > math.MaxUint32 {
+		return nil, fmt.Errorf("%w: %d bytes (limit %d)", ErrFrameTooLarge, len(b), limit)
+	}
 	buf := make([]byte, 4, 4+len(b))
 	binary.LittleEndian.PutUint32(buf, uint32(len(b)))
-	_, err = w.Write(append(buf, b...))
-	return err
+	return append(buf, b...), nil
 }
 
 // ReadFrame reads one frame of at most limit bytes into v.
 func ReadFrame(r io.Reader, limit int, v any) error {
+	return ReadFrameBudget(r, limit, nil, v)
+}
+
+// ReadFrameBudget is ReadFrame that, once it has read the frame's length
+// and before it allocates the frame's bytes, calls reserve with that
+// length (when reserve is not nil). reserve may wait for memory to become
+// free; an error from it ends the read with that error, and otherwise the
+// function it returns is called once the frame is decoded. A reader that
+// serves many peers bounds its memory this way: the bytes of the frames
+// being read at once never exceed what reserve grants.
+func ReadFrameBudget(r io.Reader, limit int, reserve func(n int64) (release func(), err error), v any) error {
 	var hdr [4]byte
 	if _, err := io.ReadFull(r, hdr[:]); err != nil {
 		return err
@@ -90,6 +146,13 @@ func ReadFrame(r io.Reader, limit int, v any) error {
 	n := binary.LittleEndian.Uint32(hdr[:])
 	if int64(n) > int64(limit) {
 		return fmt.Errorf("%w: %d bytes (limit %d)", ErrFrameTooLarge, n, limit)
+	}
+	if reserve != nil {
+		release, err := reserve(int64(n))
+		if err != nil {
+			return err
+		}
+		defer release()
 	}
 	b := make([]byte, n)
 	if _, err := io.ReadFull(r, b); err != nil {
@@ -99,7 +162,7 @@ func ReadFrame(r io.Reader, limit int, v any) error {
 		return err
 	}
 	if err := json.Unmarshal(b, v); err != nil {
-		return fmt.Errorf("daemon protocol: bad frame: %w", err)
+		return fmt.Errorf("%w: bad frame: %w", ErrProtocol, err)
 	}
 	return nil
 }
@@ -129,7 +192,11 @@ const maxSocketPath = 107
 // and log for the cache at cacheDir. Each cache directory has its own
 // daemon: $XDG_RUNTIME_DIR/ptojit/<id> when XDG_RUNTIME_DIR is set, else
 // <cacheDir>/daemon, else (when that path is too long for a socket)
-// <tmp>/ptojit-<uid>/<id>; <id> is derived from the cache directory.
+// <tmp>/ptojit-<uid>/<id>; <id> is derived from the cache directory. The
+// last lies in a directory other users can write: the client (package
+// api/client) uses a daemon directory only once it has checked that the
+// directory and its parents are its user's and nobody else can write them,
+// and the daemon's uid after connecting.
 func DaemonDir(cacheDir string, getenv func(string) string) string {
 	sum := sha256.Sum256([]byte(cacheDir))
 	id := hex.EncodeToString(sum[:8])

@@ -9,8 +9,10 @@
 #          import os for os.path
 #
 #   envaudit      ptojitd envaudit over the whole tree (the default: both
-#                 cores; files that mention neither getenv nor environ
-#                 cannot hold a read and are not parsed)
+#                 cores; every file is parsed and checked, since a file
+#                 Python cannot parse is a finding; files that mention
+#                 neither getenv nor environ cannot hold a read and are not
+#                 analysed)
 #   envaudit-1    the same on one core (--jobs 1)
 #   parse-all     every Python file parsed and analysed (--parse-all)
 #   ast           python3 -c "import ast; ..." parsing the Python files only,

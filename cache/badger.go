@@ -146,10 +146,10 @@ func (l badgerLogger) Warningf(f string, a ...interface{}) { l.Logger.Warningf(f
 func (l badgerLogger) Infof(f string, a ...interface{})    { l.Logger.Infof(f, a...) }
 func (l badgerLogger) Debugf(f string, a ...interface{})   { l.Logger.Debugf(f, a...) }
 
-// Open opens or creates the store in dir (created with mode 0700). A store
-// whose file system has less free space than the reserve (see
-// spaceReserve) or is read-only is opened read-only; its Put returns an
-// error matching ErrReadOnly that wraps the cause. When
+// Open opens or creates the store in dir (created with mode 0700, see
+// prepareDir). A store whose file system has less free space than the
+// reserve (see spaceReserve) or is read-only is opened read-only; its Put
+// returns an error matching ErrReadOnly that wraps the cause. When
 // another process holds dir it fails at once with an *OpenError matching
 // ErrLocked; OpenWait waits instead. A read-only store of a directory that
 // does not exist yet is empty and creates nothing.
@@ -195,7 +195,7 @@ func Open(dir string, opt Options) (*Badger, error) {
 		} else {
 			bo = bo.WithReadOnly(true)
 		}
-	} else if err := os.MkdirAll(dir, 0o700); err != nil {
+	} else if err := prepareDir(dir); err != nil {
 		return nil, &OpenError{Dir: dir, Err: err}
 	} else {
 		lastVlog, lastData = lastValueLog(dir)

@@ -4,9 +4,11 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 )
 
 // Environment variables read by DefaultDir and EnvOptions.
@@ -31,6 +33,41 @@ func DefaultDir(getenv func(string) string) (string, error) {
 		return filepath.Join(h, ".cache", "ptojit"), nil
 	}
 	return "", errors.New("cache: no cache directory: set " + EnvDir + ", XDG_CACHE_HOME or HOME")
+}
+
+// prepareDir creates the store's directory dir with mode 0700 and keeps
+// what is there private: when dir belongs to this user, a dir that others
+// can enter is tightened to 0700 and the files in it that others can read
+// to 0600. Badger creates its files 0644; they are tightened on the next
+// open, and until then the 0700 directory keeps other users out. Failing
+// to tighten (a file system without modes) is not an error.
+func prepareDir(dir string) error {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return err
+	}
+	fi, err := os.Stat(dir)
+	if err != nil {
+		return err
+	}
+	if st, ok := fi.Sys().(*syscall.Stat_t); !ok || int(st.Uid) != os.Getuid() {
+		return nil
+	}
+	if fi.Mode().Perm()&0o077 != 0 {
+		os.Chmod(dir, 0o700)
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil
+	}
+	for _, e := range entries {
+		if !e.Type().IsRegular() {
+			continue
+		}
+		if info, err := e.Info(); err == nil && info.Mode().Perm()&0o077 != 0 {
+			os.Chmod(filepath.Join(dir, e.Name()), info.Mode().Perm()&0o700)
+		}
+	}
+	return nil
 }
 
 // EnvOptions returns the options the environment asks for:

@@ -72,7 +72,8 @@ type Config struct {
 	Files []string
 	// Jobs bounds the files parsed at once; 0 means GOMAXPROCS.
 	Jobs int
-	// Full parses every Python file, even those that cannot hold a read.
+	// Full analyses every Python file, even those that cannot hold a
+	// read; every file is parsed and checked either way.
 	Full bool
 }
 
@@ -85,8 +86,11 @@ const (
 
 // Finding is one problem in one file. A plain value.
 type Finding struct {
-	Path     string `json:"path"`
-	Line     int    `json:"line"`
+	Path string `json:"path"`
+	Line int    `json:"line"`
+	// Column is the 1-based column of a syntax finding (characters for
+	// Python, bytes for Go); 0, and left out of JSON, for the others.
+	Column   int    `json:"column,omitempty"`
 	Kind     string `json:"kind"`
 	Variable string `json:"variable,omitempty"`
 	Function string `json:"function,omitempty"`
@@ -94,7 +98,12 @@ type Finding struct {
 }
 
 // String is the finding's output line.
-func (f Finding) String() string { return fmt.Sprintf("%s:%d: %s", f.Path, f.Line, f.Message) }
+func (f Finding) String() string {
+	if f.Column > 0 {
+		return fmt.Sprintf("%s:%d:%d: %s", f.Path, f.Line, f.Column, f.Message)
+	}
+	return fmt.Sprintf("%s:%d: %s", f.Path, f.Line, f.Message)
+}
 
 // UnusedException is a dynamic-read exception no read used. A plain value.
 type UnusedException struct {
@@ -234,8 +243,8 @@ feed:
 			var se *SyntaxError
 			switch {
 			case errors.As(r.err, &se):
-				rep.Findings = append(rep.Findings, Finding{Path: r.path, Line: se.Line, Kind: KindSyntax,
-					Message: "cannot parse: " + se.Msg})
+				rep.Findings = append(rep.Findings, Finding{Path: r.path, Line: se.Line, Column: se.Column, Kind: KindSyntax,
+					Message: "cannot parse: " + sourceText(se.Msg)})
 				continue
 			case r.err != nil:
 				return nil, r.err
@@ -245,13 +254,13 @@ feed:
 				case !rd.Dynamic():
 					if !cfg.Registry.Classified(rd.Variable) {
 						rep.Findings = append(rep.Findings, Finding{Path: r.path, Line: rd.Line, Kind: KindUnclassified,
-							Variable: rd.Variable, Function: rd.Function, Message: "unclassified environment input: " + rd.Variable})
+							Variable: rd.Variable, Function: rd.Function, Message: "unclassified environment input: " + printable(rd.Variable)})
 					}
 				case cfg.Registry.Allows(r.path, rd.Function):
 					used[envreg.Exception{Path: r.path, Function: rd.Function}] = true
 				default:
 					rep.Findings = append(rep.Findings, Finding{Path: r.path, Line: rd.Line, Kind: KindDynamic,
-						Function: rd.Function, Message: "unclassified environment input: dynamic read in " + rd.Function})
+						Function: rd.Function, Message: "unclassified environment input: dynamic read in " + printable(rd.Function)})
 				}
 			}
 		}
@@ -357,13 +366,13 @@ func runUnit(root string, u unit, py *PythonScanner, imp *goImporter, selected b
 			continue
 		}
 		if err := pkg.Add(rel, src, scanned[rel]); err != nil && scanned[rel] {
-			line := 1
+			line, col := 1, 0
 			var el scanner.ErrorList
 			if errors.As(err, &el) && len(el) > 0 {
-				line = el[0].Pos.Line
+				line, col = el[0].Pos.Line, el[0].Pos.Column
 				err = el[0]
 			}
-			out = append(out, fileResult{path: rel, err: &SyntaxError{Line: line, Msg: syntaxMsg(err)}})
+			out = append(out, fileResult{path: rel, err: &SyntaxError{Line: line, Column: col, Msg: syntaxMsg(err)}})
 		}
 	}
 	for rel, reads := range pkg.Reads() {

@@ -19,15 +19,18 @@
 // Python (parsed with tree-sitter): os.getenv and os.getenvb; .get, .pop and
 // .setdefault of os.environ and os.environb (first argument or key=);
 // loads of os.environ[...] and os.environb[...]; any other os.environ.<method>
-// call (a dynamic read). Names may be reached through `import os as o`,
+// call (a dynamic read); an augmented assignment to os.environ
+// (`os.environ |= {...}`, a dynamic read) or to os.environ[K] (a read of K),
+// which loads before it stores. Names may be reached through `import os as o`,
 // `from os import environ as E, getenv` and assignments from os.* names
 // (`read = os.environ.get`); `from os import *` binds getenv, getenvb,
 // environ and environb. Aliases are lexically scoped: a name bound in a
 // scope (assignment, parameter, import, for target, with/except alias, def,
 // class, del) does not inherit the enclosing alias there, and methods see the
 // module's bindings, not the class's. An argument resolves when it is a string
-// literal (implicit concatenation included), a bytes literal that decodes as
-// ASCII, or a module- or class-level constant: a name assigned exactly once
+// literal (implicit concatenation included; an f-string without a
+// placeholder is one), a bytes literal that decodes as ASCII, or a module- or
+// class-level constant: a name assigned exactly once
 // in that scope, at the top level of its body, from a literal or an earlier
 // constant, and declared `global` nowhere. A function that binds the name
 // anywhere (including a parameter) shadows the constant. Passing, iterating,
@@ -37,6 +40,21 @@
 // attribute, an item, an unpacking) is a bulk read. Reflective access (getattr, __import__,
 // importlib) is not recognised. The function of a read is the innermost
 // enclosing def, or "<module>".
+//
+// Python sources are read as Python 3.10 reads them: a UTF-8 BOM is dropped,
+// a PEP 263 coding cookie selects the encoding (UTF-8, Latin-1 and ASCII are
+// decoded; any other is a finding), and literals decode exactly as Python
+// decodes them (octal, \x, \u, \U, \N{name} with the names of
+// golang.org/x/text/unicode/runenames plus the name aliases, raw and bytes
+// literals, doubled braces of f-strings, universal newlines). Every file is
+// parsed, and one Python would not compile is a "syntax" finding with line
+// and column (PyPTO's lint fails on it): a tree-sitter error, a construct
+// tree-sitter accepts and Python 3.10 rejects (Python 2 print and exec
+// statements, <>, backticks, 10L, 0777, the ur prefix, except*, type
+// statements and parameters), undecodable bytes, a bad escape or an unknown
+// character name, bytes mixed with str, a NUL byte. Output never carries raw
+// source bytes: names and messages are escaped where they hold anything but
+// printable characters.
 //
 // C++ (a lexer of its own that skips comments, string and character
 // literals, raw strings R"d(...)d" and digit separators, and splices line

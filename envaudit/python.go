@@ -5,23 +5,29 @@ import (
 	"fmt"
 	"maps"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
-	"unicode/utf8"
 
 	sitter "github.com/tree-sitter/go-tree-sitter"
 	python "github.com/tree-sitter/tree-sitter-python/bindings/go"
 )
 
-// SyntaxError is a source file the scanner cannot parse; its reads are
-// unknown. A plain value.
+// SyntaxError is a source file the scanner cannot parse, or one Python
+// would not compile (an encoding it cannot decode, a bad escape); its reads
+// are unknown. Line and Column are 1-based; Column counts characters, as
+// Python's SyntaxError.offset does, and is 0 when unknown. Msg holds no raw
+// bytes of the source. A plain value.
 type SyntaxError struct {
-	Line int
-	Msg  string
+	Line, Column int
+	Msg          string
 }
 
-func (e *SyntaxError) Error() string { return fmt.Sprintf("line %d: %s", e.Line, e.Msg) }
+func (e *SyntaxError) Error() string {
+	if e.Column > 0 {
+		return fmt.Sprintf("line %d, column %d: %s", e.Line, e.Column, e.Msg)
+	}
+	return fmt.Sprintf("line %d: %s", e.Line, e.Msg)
+}
 
 // PythonScanner finds the environment reads of Python sources. It owns a
 // tree-sitter parser, which is not safe for concurrent use: use one
@@ -29,8 +35,9 @@ func (e *SyntaxError) Error() string { return fmt.Sprintf("line %d: %s", e.Line,
 type PythonScanner struct {
 	parser *tsParser
 	// Full disables the textual prefilter (files mentioning neither
-	// "getenv" nor "environ" cannot hold a recognised read and are not
-	// parsed); benchmarks set it to measure the full parse.
+	// "getenv" nor "environ" cannot hold a recognised read: they are
+	// parsed and checked, not analysed); benchmarks set it to measure the
+	// full analysis.
 	Full bool
 }
 
@@ -47,14 +54,20 @@ func NewPythonScanner() *PythonScanner {
 func (s *PythonScanner) Close() { s.parser.close() }
 
 // Scan returns the reads of the Python source src in source order. A file
-// tree-sitter cannot parse is a *SyntaxError.
+// Python 3.10 would not compile (see decodeSource, and tokens its grammar
+// rejects that tree-sitter accepts) is a *SyntaxError: every file is
+// parsed, whether or not it can hold a read.
 func (s *PythonScanner) Scan(src []byte) ([]Read, error) {
-	if !s.Full && !bytes.Contains(src, []byte("getenv")) && !bytes.Contains(src, []byte("environ")) {
-		return nil, nil
+	src, err := decodeSource(src)
+	if err != nil {
+		return nil, err
 	}
 	t := &pyTree{src: src}
 	if err := s.parser.parse(src, pyTablesOnce(), t); err != nil {
 		return nil, err
+	}
+	if !s.Full && !bytes.Contains(src, []byte("getenv")) && !bytes.Contains(src, []byte("environ")) {
+		return nil, nil
 	}
 	return t.reads(), nil
 }
@@ -118,6 +131,7 @@ const (
 	pyDictionarySplat
 	pyComment
 	pyWildcardImport
+	pyInteger
 	pyKindCount
 )
 
@@ -140,7 +154,7 @@ var pyKindNames = map[string]pyKind{
 	"tuple": pyTuple, "list": pyList, "expression_list": pyExpressionList, "list_splat": pyListSplat,
 	"block": pyBlock, "expression_statement": pyExpressionStatement, "case_pattern": pyCasePattern,
 	"splat_pattern": pySplatPattern, "dictionary_splat": pyDictionarySplat, "comment": pyComment,
-	"wildcard_import": pyWildcardImport,
+	"wildcard_import": pyWildcardImport, "integer": pyInteger,
 }
 
 type pyField uint8
@@ -176,6 +190,22 @@ type pyTables struct {
 	kinds  []pyKind
 	named  []bool
 	fields []pyField
+	// forbid is a bitmap of the symbols of pyRejected, rejected their
+	// messages by symbol.
+	forbid   []byte
+	rejected map[uint16]string
+}
+
+// pyRejected are the nodes and tokens tree-sitter-python accepts and
+// Python 3.10 (the version PyPTO's lint runs) rejects, with the message of
+// each. The key is the node kind; a leading "!" marks an anonymous token.
+var pyRejected = map[string]string{
+	"print_statement":      "Missing parentheses in call to 'print' (a Python 2 print statement)",
+	"exec_statement":       "Missing parentheses in call to 'exec' (a Python 2 exec statement)",
+	"!<>":                  "invalid syntax (the Python 2 operator <>)",
+	"except_group_clause":  "invalid syntax (except* needs Python 3.11; the lint runs Python 3.10)",
+	"type_alias_statement": "invalid syntax (a type statement needs Python 3.12; the lint runs Python 3.10)",
+	"type_parameter":       "invalid syntax (type parameters need Python 3.12; the lint runs Python 3.10)",
 }
 
 var pyTablesOnce = sync.OnceValue(func() *pyTables {
@@ -188,6 +218,18 @@ var pyTablesOnce = sync.OnceValue(func() *pyTables {
 		t.named[id] = lang.NodeKindIsNamed(uint16(id))
 		if t.named[id] {
 			t.kinds[id] = pyKindNames[lang.NodeKindForId(uint16(id))]
+		}
+	}
+	t.forbid = make([]byte, n/8+1)
+	t.rejected = map[uint16]string{}
+	for id := 0; id < n; id++ {
+		key := lang.NodeKindForId(uint16(id))
+		if !t.named[id] {
+			key = "!" + key
+		}
+		if msg, ok := pyRejected[key]; ok {
+			t.forbid[id/8] |= 1 << (id % 8)
+			t.rejected[uint16(id)] = msg
 		}
 	}
 	t.fields = make([]pyField, int(lang.FieldCount())+1)
@@ -699,7 +741,7 @@ func (t *pyTree) reads() []Read {
 				}
 			}
 		case pySubscript:
-			if t.target[i] {
+			if t.target[i] && !t.augmentedTarget(i) {
 				continue
 			}
 			v := t.child(i, fValue)
@@ -710,7 +752,7 @@ func (t *pyTree) reads() []Read {
 				}
 			}
 		case pyIdentifier, pyAttribute:
-			if nd.kind == pyIdentifier && !t.isLoad(i) || nd.kind == pyAttribute && t.target[i] {
+			if (nd.kind == pyIdentifier && !t.isLoad(i) || nd.kind == pyAttribute && t.target[i]) && !t.augmentedTarget(i) {
 				continue
 			}
 			environ, reader := t.environOrReader(i)
@@ -756,6 +798,30 @@ func (t *pyTree) reads() []Read {
 		out = append(out, r)
 	}
 	return out
+}
+
+// augmentedTarget reports whether expression i is the target of an
+// augmented assignment (`os.environ |= {...}`, `os.environ[k] += v`, the
+// target in parentheses or not), which loads the target before it stores
+// it.
+func (t *pyTree) augmentedTarget(i int32) bool {
+	for {
+		p := t.nodes[i].parent
+		if p < 0 {
+			return false
+		}
+		switch t.nodes[p].kind {
+		case pyAugmentedAssignment:
+			return t.nodes[i].field == fLeft
+		case pyParenthesized, pyTuplePattern:
+			if t.nodes[p].first != i || t.nodes[i].next >= 0 {
+				return false
+			}
+			i = p
+		default:
+			return false
+		}
+	}
 }
 
 // environOrReader reports whether expression i may denote os.environ (or
@@ -902,36 +968,15 @@ func (t *pyTree) stringValue(i int32, consts map[string]string) (string, bool) {
 	return "", false
 }
 
-// literal decodes string node i. f-strings are not constants.
+// literal decodes string node i: a str literal, an f-string without a
+// placeholder, or a bytes literal that decodes as ASCII. ok is false for
+// anything else, and for a \N{...} name the table lacks.
 func (t *pyTree) literal(i int32) (val string, isBytes, ok bool) {
 	if t.nodes[i].kind != pyString {
 		return "", false, false
 	}
-	var start, stop int32 = -1, -1
-	for c := t.nodes[i].first; c >= 0; c = t.nodes[c].next {
-		switch t.nodes[c].kind {
-		case pyInterpolation:
-			return "", false, false
-		case pyStringStart:
-			start = c
-		case pyStringEnd:
-			stop = c
-		}
-	}
-	if start < 0 || stop < 0 {
-		return "", false, false
-	}
-	opening := t.text(start)
-	prefix := strings.ToLower(strings.TrimRight(opening, `"'`))
-	if strings.Contains(prefix, "f") || strings.Contains(prefix, "t") {
-		return "", false, false
-	}
-	isBytes = strings.Contains(prefix, "b")
-	body := t.src[t.nodes[start].stop:t.nodes[stop].start]
-	var v []byte
-	if strings.Contains(prefix, "r") {
-		v = body
-	} else if v, ok = decodePyEscapes(body, isBytes); !ok {
+	v, isBytes, msg := t.decodeLiteral(i)
+	if v == nil || msg != "" {
 		return "", false, false
 	}
 	if isBytes {
@@ -942,76 +987,4 @@ func (t *pyTree) literal(i int32) (val string, isBytes, ok bool) {
 		}
 	}
 	return string(v), isBytes, true
-}
-
-// decodePyEscapes decodes the escapes of a non-raw Python literal body.
-func decodePyEscapes(b []byte, isBytes bool) ([]byte, bool) {
-	if bytes.IndexByte(b, '\\') < 0 {
-		return b, true
-	}
-	out := make([]byte, 0, len(b))
-	for i := 0; i < len(b); i++ {
-		if b[i] != '\\' || i+1 >= len(b) {
-			out = append(out, b[i])
-			continue
-		}
-		i++
-		switch c := b[i]; c {
-		case '\n':
-		case '\\', '\'', '"':
-			out = append(out, c)
-		case 'a':
-			out = append(out, '\a')
-		case 'b':
-			out = append(out, '\b')
-		case 'f':
-			out = append(out, '\f')
-		case 'n':
-			out = append(out, '\n')
-		case 'r':
-			out = append(out, '\r')
-		case 't':
-			out = append(out, '\t')
-		case 'v':
-			out = append(out, '\v')
-		case 'x', 'u', 'U':
-			n := map[byte]int{'x': 2, 'u': 4, 'U': 8}[c]
-			if c != 'x' && isBytes {
-				out = append(out, '\\', c)
-				continue
-			}
-			if i+1+n > len(b) {
-				return nil, false
-			}
-			v, err := strconv.ParseUint(string(b[i+1:i+1+n]), 16, 32)
-			if err != nil {
-				return nil, false
-			}
-			if isBytes {
-				out = append(out, byte(v))
-			} else {
-				out = utf8.AppendRune(out, rune(v))
-			}
-			i += n
-		case 'N':
-			return nil, false // named characters: not worth a name table
-		default:
-			if c >= '0' && c <= '7' {
-				j := i
-				for j < len(b) && j < i+3 && b[j] >= '0' && b[j] <= '7' {
-					j++
-				}
-				v, _ := strconv.ParseUint(string(b[i:j]), 8, 16)
-				if isBytes {
-					out = append(out, byte(v))
-				} else {
-					out = utf8.AppendRune(out, rune(v))
-				}
-				i = j - 1
-				continue
-			}
-			out = append(out, '\\', c)
-		}
-	}
-	return out, true
 }

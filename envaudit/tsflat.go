@@ -64,7 +64,9 @@ typedef struct {
 	ea_node *nodes;  // malloc'd; the caller frees
 	int64_t count;
 	int32_t err_row; // -1: no syntax error
+	int32_t err_col; // byte column of the error in its row
 	int32_t err_missing;
+	int32_t bad;     // index of the first node whose symbol is in forbid, -1: none
 	uint16_t err_symbol;
 } ea_result;
 
@@ -76,6 +78,7 @@ static void ea_first_error(TSNode n, ea_result *r) {
 			TSNode c = ts_node_child(n, i);
 			if (ts_node_is_error(c) || ts_node_is_missing(c)) {
 				r->err_row = (int32_t)ts_node_start_point(c).row;
+				r->err_col = (int32_t)ts_node_start_point(c).column;
 				r->err_missing = ts_node_is_missing(c);
 				r->err_symbol = ts_node_symbol(c);
 				return;
@@ -88,18 +91,23 @@ static void ea_first_error(TSNode n, ea_result *r) {
 		}
 		if (!deeper) {
 			r->err_row = (int32_t)ts_node_start_point(n).row;
+			r->err_col = (int32_t)ts_node_start_point(n).column;
 			return;
 		}
 	}
 }
 
-// ea_parse parses src and records its named nodes in preorder. It returns
-// false only when memory runs out.
-static bool ea_parse(TSParser *p, const char *src, uint32_t len, ea_result *r) {
+// ea_parse parses src and records its named nodes in preorder, and the
+// first node (named or not) whose symbol is set in the bitmap forbid (a
+// token tree-sitter accepts and Python 3 does not) as a named node of
+// its own. It returns false only when memory runs out.
+static bool ea_parse(TSParser *p, const char *src, uint32_t len, const uint8_t *forbid, uint32_t nforbid, ea_result *r) {
 	r->nodes = NULL;
 	r->count = 0;
 	r->err_row = -1;
+	r->err_col = 0;
 	r->err_missing = 0;
+	r->bad = -1;
 	TSTree *tree = ts_parser_parse_string(p, NULL, src, len);
 	if (tree == NULL) {
 		r->err_row = 0;
@@ -126,7 +134,9 @@ static bool ea_parse(TSParser *p, const char *src, uint32_t len, ea_result *r) {
 	for (;;) {
 		TSNode node = ts_tree_cursor_current_node(&c);
 		bool named = ts_node_is_named(node);
-		if (named) {
+		uint16_t sym = ts_node_symbol(node);
+		bool bad = r->bad < 0 && sym < nforbid * 8 && (forbid[sym / 8] >> (sym % 8) & 1);
+		if (named || bad) {
 			if (n == cap) {
 				cap *= 2;
 				ea_node *grown = realloc(out, sizeof(ea_node) * cap);
@@ -142,6 +152,9 @@ static bool ea_parse(TSParser *p, const char *src, uint32_t len, ea_result *r) {
 			e->end = ts_node_end_byte(node);
 			e->row = ts_node_start_point(node).row;
 			e->parent = parent;
+			if (bad) {
+				r->bad = (int32_t)n;
+			}
 			n++;
 		}
 		// Only named nodes have children worth visiting: the others are
@@ -218,14 +231,17 @@ func (p *tsParser) close() {
 var errOutOfMemory = errors.New("out of memory parsing")
 
 // parse parses src into t.nodes (named nodes in preorder, comments left
-// out), or returns the first syntax error.
+// out), or returns the first syntax error: one tree-sitter finds, or a
+// construct its grammar accepts that Python 3.10 rejects (see
+// pyRejected).
 func (p *tsParser) parse(src []byte, tb *pyTables, t *pyTree) error {
 	var r C.ea_result
 	var ptr *C.char
 	if len(src) > 0 {
 		ptr = (*C.char)(unsafe.Pointer(&src[0]))
 	}
-	if !C.ea_parse(p.p, ptr, C.uint32_t(len(src)), &r) {
+	forbid := (*C.uint8_t)(unsafe.Pointer(&tb.forbid[0]))
+	if !C.ea_parse(p.p, ptr, C.uint32_t(len(src)), forbid, C.uint32_t(len(tb.forbid)), &r) {
 		return errOutOfMemory
 	}
 	if r.err_row >= 0 {
@@ -233,10 +249,16 @@ func (p *tsParser) parse(src []byte, tb *pyTables, t *pyTree) error {
 		if r.err_missing != 0 {
 			msg = "missing " + tb.lang.NodeKindForId(uint16(r.err_symbol))
 		}
-		return &SyntaxError{Line: int(r.err_row) + 1, Msg: msg}
+		line, col := rowColumn(src, int(r.err_row), int(r.err_col))
+		return &SyntaxError{Line: line, Column: col, Msg: msg}
 	}
 	defer C.free(unsafe.Pointer(r.nodes))
 	flat := unsafe.Slice(r.nodes, int(r.count))
+	if r.bad >= 0 {
+		e := &flat[r.bad]
+		line, col := position(src, int(e.start))
+		return &SyntaxError{Line: line, Column: col, Msg: tb.rejected[uint16(e.symbol)]}
+	}
 	// index maps C indices to t.nodes indices; comments (leaves) are
 	// dropped.
 	index := make([]int32, len(flat))
@@ -264,5 +286,5 @@ func (p *tsParser) parse(src []byte, tb *pyTables, t *pyTree) error {
 			line: int32(e.row) + 1, parent: parent, first: -1, next: -1})
 	}
 	t.link()
-	return nil
+	return t.checkTokens()
 }

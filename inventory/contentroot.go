@@ -18,7 +18,7 @@ type ContentRoot struct {
 }
 
 // NewContentRoot returns the root for path. With pythonOnly, directories
-// under the root contribute only their ".py" files (a root that is itself a
+// under the root contribute only their files with suffix ".py" (a root that is itself a
 // file always contributes). The path is a byte string, as the OS spells it;
 // it is not read until the root is fingerprinted.
 func NewContentRoot(path string, pythonOnly bool) (ContentRoot, error) {

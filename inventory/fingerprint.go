@@ -90,9 +90,11 @@ type FingerprintOptions struct {
 // absolute path (symlinks followed, so a symlink contributes its target's
 // resolved path and content). Names that are not valid UTF-8 become Strs
 // as Python sees them (StrFromOSBytes). Directories skip entries named
-// ".git" and "__pycache__" (whatever they are) and files whose names end
-// ".pyc" or ".pyo"; with python_only they keep only files whose names end
-// ".py". A root that is itself a file always contributes.
+// ".git" and "__pycache__" (whatever they are) and files whose suffix is
+// ".pyc" or ".pyo"; with python_only they keep only files whose suffix is
+// ".py". The suffix is pathlib's (see Suffix): a file named ".pyc" has
+// none and contributes, a file named ".py" has none and is not a Python
+// file. A root that is itself a file always contributes.
 //
 // There is no partial digest. The fingerprint is unavailable for no
 // roots, a missing path, a broken symlink, a symlink loop, a directory

@@ -62,7 +62,7 @@ func mustRoot(t *testing.T, path string, pythonOnly bool) ContentRoot {
 	return r
 }
 
-// The records, written out from DESIGN.md's rules.
+// The records, written out from docs/design.md's rules.
 
 func fileRec(rel, resolved, content string) Tuple {
 	sum := sha256.Sum256([]byte(content))
@@ -352,6 +352,55 @@ func TestFingerprintGoldenPythonOnly(t *testing.T) {
 
 	// A python-only directory without .py files contributes an empty list.
 	checkContent(t, []ContentRoot{mustRoot(t, a+"/nopy", true)}, FingerprintOptions{}, rootRec(a+"/nopy", true))
+}
+
+// TestFingerprintGoldenDotNames: extension filters use pathlib's
+// PurePath.suffix, as PyPTO does. A file named ".pyc" or ".pyo" has no
+// suffix and contributes; a file named ".py" has no suffix and a
+// python_only directory leaves it out; "..pyc" has the suffix ".pyc".
+func TestFingerprintGoldenDotNames(t *testing.T) {
+	dir := realTemp(t)
+	root := dir + "/tree"
+	writeFile(t, root+"/keep.py", "keep")
+	writeFile(t, root+"/.pyc", "dot pyc")
+	writeFile(t, root+"/.pyo", "dot pyo")
+	writeFile(t, root+"/.py", "dot py")
+	writeFile(t, root+"/..pyc", "two dots")
+	writeFile(t, root+"/x.py.", "trailing dot")
+	writeFile(t, root+"/sub/.pyc", "nested")
+	symlink(t, "keep.py", root+"/link.pyc") // the link's name decides
+	symlink(t, "../keep.py", root+"/sub/.pyo")
+
+	plain := rootRec(root, false,
+		dirRec("", root),
+		fileRec(".py", root+"/.py", "dot py"),
+		fileRec(".pyc", root+"/.pyc", "dot pyc"),
+		fileRec(".pyo", root+"/.pyo", "dot pyo"),
+		fileRec("keep.py", root+"/keep.py", "keep"),
+		dirRec("sub", root+"/sub"),
+		fileRec("sub/.pyc", root+"/sub/.pyc", "nested"),
+		fileRec("sub/.pyo", root+"/keep.py", "keep"),
+		fileRec("x.py.", root+"/x.py.", "trailing dot"),
+	)
+	pythonOnly := rootRec(root, true,
+		fileRec("keep.py", root+"/keep.py", "keep"),
+	)
+	for _, workers := range []int{1, 4} {
+		checkContent(t, []ContentRoot{mustRoot(t, root, false)}, FingerprintOptions{Workers: workers}, plain)
+		checkContent(t, []ContentRoot{mustRoot(t, root, true)}, FingerprintOptions{Workers: workers}, pythonOnly)
+	}
+	// Files given directly always contribute, whatever their names.
+	checkContent(t, []ContentRoot{mustRoot(t, root+"/.py", true)}, FingerprintOptions{},
+		rootRec(root+"/.py", true, fileRec("", root+"/.py", "dot py")))
+
+	for name, want := range map[string]string{
+		".pyc": "", ".pyo": "", ".py": "", "..pyc": ".pyc", "a.": "", "a.py.": "", ".": "", "..": "",
+		"keep.py": ".py", "a.tar.gz": ".gz", "": "", "noext": "", ".a.b": ".b", "A.PY": ".PY",
+	} {
+		if got := Suffix(name); got != want {
+			t.Errorf("Suffix(%q) = %q, want %q (pathlib)", name, got, want)
+		}
+	}
 }
 
 // TestFingerprintSequentialEqualsParallel compares the pool's result, with
@@ -1007,6 +1056,10 @@ func TestFingerprintReference(t *testing.T) {
 	writeFile(t, root+"/pkg/data.bin", strings.Repeat("\x00\x01", 40000))
 	writeFile(t, root+"/pkg/__pycache__/x.pyc", "x")
 	writeFile(t, root+"/pkg/y.pyc", "y")
+	writeFile(t, root+"/pkg/.pyc", "dot pyc")
+	writeFile(t, root+"/pkg/.pyo", "dot pyo")
+	writeFile(t, root+"/pkg/.py", "dot py")
+	writeFile(t, root+"/pkg/..pyc", "two dots")
 	writeFile(t, root+"/.git/config", "c")
 	writeFile(t, dir+"/outside/o.py", "o")
 	symlink(t, "../outside", root+"/ext")

@@ -564,12 +564,16 @@ func joinPath(dir, name string) string {
 func skippedName(name string) bool { return name == ".git" || name == "__pycache__" }
 
 // skippedFile reports regular files (or symlinks to them) a directory does
-// not contribute.
+// not contribute, by pathlib's suffix of the name: a file named ".pyc"
+// contributes, and with python_only a file named ".py" does not.
 func skippedFile(name string, pythonOnly bool) bool {
-	if strings.HasSuffix(name, ".pyc") || strings.HasSuffix(name, ".pyo") {
+	switch Suffix(name) {
+	case ".pyc", ".pyo":
 		return true
+	case ".py":
+		return false
 	}
-	return pythonOnly && !strings.HasSuffix(name, ".py")
+	return pythonOnly
 }
 
 // recheckFilter keeps the names of a listing whose change could change the

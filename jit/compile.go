@@ -151,11 +151,11 @@ func (c *compiler) workDir(unitDir string) string {
 // compileAll compiles every unit in a fresh temporary directory under
 // tmpDir, at most GOMAXPROCS at a time.
 func (c *compiler) compileAll(ctx context.Context, tmpDir string, units []unit) (*compileResult, error) {
-	dir, err := os.MkdirTemp(tmpDir, "ptojit-build-")
+	dir, release, err := newBuildDir(tmpDir)
 	if err != nil {
 		return nil, fmt.Errorf("build directory: %w", err)
 	}
-	defer os.RemoveAll(dir)
+	defer release()
 	res := &compileResult{binaries: map[string][]byte{}, started: time.Now()}
 	var mu sync.Mutex // guards res.binaries and headers
 	headers := map[string]bool{}
@@ -269,11 +269,23 @@ func (c *compiler) run(ctx context.Context, dir, tool string, args ...string) ([
 	cmd := exec.CommandContext(ctx, tool, args...)
 	cmd.Dir = dir
 	cmd.Env = c.env
+	// A tool's leftover child holding the output pipe must not hang Wait.
+	cmd.WaitDelay = toolWaitDelay
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	err := cmd.Run()
+	if errors.Is(err, exec.ErrWaitDelay) && cmd.ProcessState.Success() {
+		// The tool succeeded and something still holds its output pipe
+		// (or this process was too busy to drain it in time): its
+		// outputs are files, only its messages may be cut short.
+		err = nil
+	}
 	return out.Bytes(), err
 }
+
+// toolWaitDelay bounds the wait for a tool's output pipe once the tool
+// has exited or the build was cancelled.
+const toolWaitDelay = 5 * time.Second
 
 // maxDepsBytes bounds a dependency file.
 const maxDepsBytes = 16 << 20

@@ -38,6 +38,10 @@
 // OUT 2, INOUT 3. It covers nothing else (no child signatures, names or
 // binaries: those are covered by the blob digest).
 //
+// Outside the descriptor, signature_schema_hash and every other digest
+// (blob and payload SHA-256) are written as 64 lowercase hex digits without
+// a prefix, in every JSON output; only a hashid carries "sha256:".
+//
 // # PYTHON_SERIALIZED descriptor (schema 1, kind 2)
 //
 //	u32(1)                          descriptor_schema_version

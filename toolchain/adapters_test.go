@@ -12,35 +12,80 @@ import (
 )
 
 // makeCann writes a CANN-like installation: the toolkit for aarch64-linux
-// with its info file, arm64-linux a symlink to it, and a compiler.
+// with its info file, arm64-linux a symlink to it, and a stand-in ccec
+// (makeCcec) whose host-side files lie in a directory beside the root.
 func makeCann(t *testing.T, info string) string {
 	t.Helper()
-	root := filepath.Join(t.TempDir(), "ascend-toolkit", "latest")
+	base := t.TempDir()
+	root := filepath.Join(base, "ascend-toolkit", "latest")
 	writeFiles(t, root, map[string]string{
 		"aarch64-linux/" + CannInfoFile:      info,
 		"aarch64-linux/lib64/libascendcl.so": "\x7fELF fake",
-		"compiler/bin/ccec":                  "#!/bin/sh\n",
 		"arm64-linux":                        "->aarch64-linux",
 	})
+	makeCcec(t, filepath.Join(root, "compiler", "ccec_compiler"), root, filepath.Join(base, "host"))
 	return root
+}
+
+// makeCcec writes a stand-in for CANN's ccec driver into dir/bin (no CANN
+// exists here): a script that answers the probes the adapter sends as
+// clang does, naming its own files under dir and host-side files under
+// host (host/include, host/bin, host/lib/crti.o), which it creates.
+func makeCcec(t *testing.T, dir, root, host string) string {
+	t.Helper()
+	writeFiles(t, host, map[string]string{
+		"include/stdio.h": "int printf(const char *, ...);\n",
+		"bin/as":          "#!/bin/sh\nexit 0\n",
+		"lib/crti.o":      "crt",
+	})
+	if err := os.Chmod(filepath.Join(host, "bin", "as"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	resource := filepath.Join(dir, "lib", "clang", "15")
+	writeFiles(t, resource, map[string]string{"include/cce.h": "// device intrinsics\n"})
+	script := `#!/bin/sh
+# A stand-in for CANN's ccec: answers the adapter's probes as clang does.
+D='` + dir + `'; H='` + host + `'
+case "$1" in
+--version) echo "ccec stand-in version 15.0.5"; echo "Target: x86_64-unknown-linux-gnu" ;;
+-print-prog-name=ld) echo "$D/bin/ld.lld" ;;
+-print-prog-name=as) echo "$H/bin/as" ;;
+-print-prog-name=*) echo "${1#-print-prog-name=}" ;;
+-print-search-dirs) echo "install: $D/lib/clang/15"; echo "programs: =$D/bin:$H/bin"; echo "libraries: =$H/lib" ;;
+-print-file-name=*) f="${1#-print-file-name=}"; if [ -e "$H/lib/$f" ]; then echo "$H/lib/$f"; else echo "$f"; fi ;;
+-E) printf '#include "..." search starts here:\n#include <...> search starts here:\n %s\n %s\nEnd of search list.\n' "$D/lib/clang/15/include" "$H/include" >&2 ;;
+*) echo "ccec: unexpected $*" >&2; exit 1 ;;
+esac
+`
+	for name, body := range map[string]string{"ccec": script, "ld.lld": "#!/bin/sh\nexit 0\n"} {
+		p := filepath.Join(dir, "bin", name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(body), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_ = root
+	return filepath.Join(dir, "bin", "ccec")
 }
 
 const cannInfo = "package_name=Ascend-cann-toolkit\nversion=8.0.RC1\ninnerversion=V100R001C17SPC001B225\narch=aarch64\nos=linux\n"
 
 func TestCannInnerversion(t *testing.T) {
 	root := makeCann(t, cannInfo)
-	ci := resolveCann(&Config{CannRoot: root})
-	if ci.UnavailableReason != "" || ci.ReportedVersion != "innerversion=V100R001C17SPC001B225" || len(ci.Roots) != 0 {
-		t.Fatalf("innerversion must win, symlinked duplicate is one candidate: %+v", ci)
+	ci := resolveCann(context.Background(), &Config{CannRoot: root})
+	if ci.UnavailableReason != "" || ci.ReportedVersion != "innerversion=V100R001C17SPC001B225" || len(ci.Roots) != 3 || !ci.Complete() {
+		t.Fatalf("innerversion must win, symlinked duplicate is one candidate, host files of ccec read: %+v", ci)
 	}
 	// version only.
 	root = makeCann(t, "version=8.0.RC1\n")
-	if ci := resolveCann(&Config{CannRoot: root}); ci.ReportedVersion != "version=8.0.RC1" {
+	if ci := resolveCann(context.Background(), &Config{CannRoot: root}); ci.ReportedVersion != "version=8.0.RC1" {
 		t.Fatalf("version: %+v", ci)
 	}
 	// ASCEND_HOME_PATH is the default root.
-	env := map[string]string{CannRootEnv: root}
-	if ci := resolveCann(&Config{Getenv: func(k string) string { return env[k] }}); ci.ReportedVersion != "version=8.0.RC1" {
+	env := map[string]string{CannRootEnv: root, "PATH": os.Getenv("PATH")}
+	if ci := resolveCann(context.Background(), &Config{Getenv: func(k string) string { return env[k] }}); ci.ReportedVersion != "version=8.0.RC1" {
 		t.Fatalf("env root: %+v", ci)
 	}
 }
@@ -64,8 +109,8 @@ func TestCannUnexpectedReadsContents(t *testing.T) {
 	for name, mk := range cases {
 		t.Run(name, func(t *testing.T) {
 			root := mk(t)
-			ci := resolveCann(&Config{CannRoot: root})
-			if ci.UnavailableReason != "" || ci.ReportedVersion != "" || len(ci.Roots) != 1 || ci.Roots[0].Path() != root {
+			ci := resolveCann(context.Background(), &Config{CannRoot: root})
+			if ci.UnavailableReason != "" || ci.ReportedVersion != "" || len(ci.Roots) != 4 || ci.Roots[0].Path() != root {
 				t.Fatalf("must read every input: %+v", ci)
 			}
 		})
@@ -75,16 +120,16 @@ func TestCannUnexpectedReadsContents(t *testing.T) {
 func TestCannDeclaredRootsAlwaysRead(t *testing.T) {
 	root := makeCann(t, cannInfo)
 	extra := t.TempDir()
-	ci := resolveCann(&Config{CannRoot: root, DeviceRoots: []string{extra}})
-	if ci.ReportedVersion == "" || len(ci.Roots) != 1 || ci.Roots[0].Path() != extra {
+	ci := resolveCann(context.Background(), &Config{CannRoot: root, DeviceRoots: []string{extra}})
+	if ci.ReportedVersion == "" || len(ci.Roots) != 4 || ci.Roots[0].Path() != extra {
 		t.Fatalf("%+v", ci)
 	}
 	root = makeCann(t, "")
-	ci = resolveCann(&Config{CannRoot: root, DeviceRoots: []string{extra}})
-	if len(ci.Roots) != 2 {
+	ci = resolveCann(context.Background(), &Config{CannRoot: root, DeviceRoots: []string{extra}})
+	if len(ci.Roots) != 5 {
 		t.Fatalf("%+v", ci)
 	}
-	if ci := resolveCann(&Config{}); ci.UnavailableReason == "" {
+	if ci := resolveCann(context.Background(), &Config{}); ci.UnavailableReason == "" {
 		t.Fatal("no root must be unavailable")
 	}
 }
@@ -165,7 +210,12 @@ func TestResolveMissingPtoas(t *testing.T) {
 	cfg := Config{
 		Platform: "a2a3", PyptoRoot: filepath.Join(dir, "pypto"), RuntimeRoot: filepath.Join(dir, "runtime"),
 		PtoIsaRoot: isa, PtoIsaPin: pin, CannRoot: cann,
-		Getenv: func(string) string { return "" },
+		Getenv: func(k string) string {
+			if k == "PATH" {
+				return os.Getenv(k) // ldd, for the dependency walks
+			}
+			return ""
+		},
 	}
 	in, err := Resolve(context.Background(), cfg)
 	if err != nil {

@@ -91,11 +91,11 @@ func benchInputs(b *testing.B, dir string) *ToolchainInputs {
 	}
 	return &ToolchainInputs{
 		Policy:          PolicyContent,
-		Pypto:           ComponentInputs{Roots: root("pypto")},
-		Runtime:         ComponentInputs{Roots: root("runtime")},
-		PtoIsa:          ComponentInputs{Roots: root("pto-isa")},
-		Ptoas:           ComponentInputs{ReportedVersion: "ptoas 0.9.1\n"},
-		DeviceToolchain: ComponentInputs{Roots: root("cann")},
+		Pypto:           proven(ComponentInputs{Roots: root("pypto")}),
+		Runtime:         proven(ComponentInputs{Roots: root("runtime")}),
+		PtoIsa:          proven(ComponentInputs{Roots: root("pto-isa")}),
+		Ptoas:           proven(ComponentInputs{ReportedVersion: "ptoas 0.9.1\n"}),
+		DeviceToolchain: proven(ComponentInputs{Roots: root("cann")}),
 	}
 }
 

@@ -117,7 +117,7 @@ func buildRoot(root string, before func(string) error) (inventory.Value, int, st
 			}
 			entries = append(entries, inventory.T(inventory.Str("symlink"), inventory.StrFromOSBytes(rel), inventory.StrFromOSBytes(target)))
 			return nil
-		case strings.HasSuffix(d.Name(), ".pyc") || strings.HasSuffix(d.Name(), ".pyo"):
+		case isBytecode(d.Name()):
 			return nil
 		case !d.Type().IsRegular():
 			return errors.New(rel + " is not a regular file")
@@ -132,6 +132,11 @@ func buildRoot(root string, before func(string) error) (inventory.Value, int, st
 	})
 	if err != nil {
 		return nil, 0, "root " + root + ": " + errText(err)
+	}
+	if len(entries) == 0 {
+		// Seed 003: an empty required installation inventory is
+		// unavailable.
+		return nil, 0, "empty inventory: root " + root + " holds no file"
 	}
 	return inventory.T(inventory.Str("tree"), inventory.StrFromOSBytes(root), entries), files, ""
 }
@@ -239,7 +244,7 @@ func sourceCheckout(root string, before func(string) error) (inventory.Value, in
 	files := 0
 	allow := func(rel, full string) string {
 		base := rel[strings.LastIndexByte(rel, '/')+1:]
-		if strings.HasSuffix(base, ".pyc") || strings.HasSuffix(base, ".pyo") || strings.Contains("/"+rel, "/__pycache__/") {
+		if isBytecode(base) || strings.Contains("/"+rel, "/__pycache__/") {
 			return ""
 		}
 		f, err := os.Open(full)
@@ -273,4 +278,11 @@ func sourceCheckout(root string, before func(string) error) (inventory.Value, in
 func sortByRel(l inventory.List) {
 	rel := func(v inventory.Value) string { return string(v.(inventory.Tuple)[1].(inventory.Str)) }
 	slices.SortFunc(l, func(a, b inventory.Value) int { return strings.Compare(rel(a), rel(b)) })
+}
+
+// isBytecode reports a file named as Python bytecode, by pathlib's suffix
+// (inventory.Suffix): a file named ".pyc" is not bytecode.
+func isBytecode(name string) bool {
+	s := inventory.Suffix(name)
+	return s == ".pyc" || s == ".pyo"
 }

@@ -55,7 +55,7 @@ func buildDigest(t *testing.T, name string, ci ComponentInputs, epoch string) Co
 func TestBuildPolicyTree(t *testing.T) {
 	dir := t.TempDir()
 	compileELF(t, dir, "lib/libk.so", knownBuildID)
-	writeFiles(t, dir, map[string]string{"include/k.h": "int kernel(int);\n", "lib/current": "->libk.so", "mod/__pycache__/m.pyc": "x"})
+	writeFiles(t, dir, map[string]string{"include/k.h": "int kernel(int);\n", "lib/current": "->libk.so", "mod/__pycache__/m.pyc": "x", "mod/m.pyc": "x", "mod/.pyc": "x"})
 	ci := ComponentInputs{Roots: []inventory.ContentRoot{mustRoot(t, dir)}}
 	a := buildDigest(t, Runtime, ci, "")
 	if a.Unavailable != "" {
@@ -68,7 +68,8 @@ func TestBuildPolicyTree(t *testing.T) {
 		et := e.(inventory.Tuple)
 		kinds[string(et[1].(inventory.Str))] = string(et[0].(inventory.Str))
 	}
-	if kinds["lib/libk.so"] != "elf" || kinds["include/k.h"] != "file" || kinds["lib/current"] != "symlink" || len(kinds) != 3 {
+	// "mod/.pyc" has no pathlib suffix: it is not bytecode and contributes.
+	if kinds["lib/libk.so"] != "elf" || kinds["include/k.h"] != "file" || kinds["lib/current"] != "symlink" || kinds["mod/.pyc"] != "file" || len(kinds) != 4 {
 		t.Fatalf("entries %v", kinds)
 	}
 	// The epoch forces a new digest; a rebuilt library with a new build-id

@@ -2,6 +2,7 @@ package toolchain
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"io"
 	"os"
@@ -22,8 +23,10 @@ const maxInfoFile = 64 << 10
 // resolveCann identifies a CANN installation: by the innerversion (else
 // version) of the one info file its root reaches, or, when anything about
 // that is unexpected, by every file of the root. Declared roots are read in
-// every case.
-func resolveCann(cfg *Config) ComponentInputs {
+// every case, and so are the host-side files the compiler driver ccec
+// loads from outside the installation (see ccecHostRoots): the version
+// covers the installation's own files, never the host's.
+func resolveCann(ctx context.Context, cfg *Config) ComponentInputs {
 	root := cfg.CannRoot
 	if root == "" {
 		root = cfg.getenv(CannRootEnv)
@@ -39,12 +42,87 @@ func resolveCann(cfg *Config) ComponentInputs {
 	if reason != "" {
 		return Unavailable(reason)
 	}
+	host, reason := ccecHostRoots(ctx, cfg, root)
+	if reason != "" {
+		return Unavailable(reason)
+	}
+	declared = append(declared, host...)
 	version, _ := CannVersion(root)
 	if version == "" {
 		ci.Roots = append(ci.Roots, declared...)
-		return ci
+		return proven(ci)
 	}
-	return ComponentInputs{Roots: declared, ReportedVersion: version}
+	return proven(ComponentInputs{Roots: declared, ReportedVersion: version})
+}
+
+// ccecCandidates are where a CANN installation keeps its compiler driver,
+// relative to its root; "*" matches the <arch>-linux directories.
+var ccecCandidates = []string{
+	"compiler/ccec_compiler/bin/ccec",
+	"compiler/bin/ccec",
+	"*-linux/ccec_compiler/bin/ccec",
+	"bin/ccec",
+}
+
+// FindCcec returns the ccec driver of the installation at root: the first
+// executable candidate under it, else ccec on the compilation path's PATH.
+func FindCcec(cfg *Config, root string) (string, error) {
+	for _, c := range ccecCandidates {
+		matches, _ := filepath.Glob(filepath.Join(root, c))
+		sort.Strings(matches)
+		for _, m := range matches {
+			if isExecutableFile(m) {
+				return filepath.Abs(m)
+			}
+		}
+	}
+	p, err := lookPath(cfg, "ccec")
+	if err != nil {
+		return "", errors.New("no ccec compiler in the CANN installation (" + strings.Join(ccecCandidates, ", ") + ") or on PATH")
+	}
+	return p, nil
+}
+
+// ccecHostRoots discovers the files ccec loads from the host, asking the
+// driver exactly as the sim platforms ask gcc (ProbeHostCompiler: the
+// programs it runs, its search and include directories, its link inputs,
+// and the shared libraries ldd lists for it and its programs), and
+// returns those that lie outside the installation root. A driver that
+// cannot be found or probed, or a tool resolution variable set, makes the
+// component unavailable: what it loads cannot be accounted for.
+func ccecHostRoots(ctx context.Context, cfg *Config, root string) ([]inventory.ContentRoot, string) {
+	ccec, err := FindCcec(cfg, root)
+	if err != nil {
+		return nil, err.Error()
+	}
+	for _, v := range ToolResolutionVars {
+		if cfg.getenv(v) != "" {
+			return nil, v + " is set: the tool resolution of ccec cannot be accounted for"
+		}
+	}
+	hc, err := ProbeHostCompiler(ctx, cfg, ccec, ccec)
+	if err != nil {
+		return nil, "ccec: " + err.Error()
+	}
+	roots, reason := hc.roots()
+	if reason != "" {
+		return nil, "ccec: " + reason
+	}
+	resRoot, err := filepath.EvalSymlinks(root)
+	if err != nil {
+		return nil, "CANN root: " + errText(err)
+	}
+	var out []inventory.ContentRoot
+	for _, r := range roots {
+		res, err := filepath.EvalSymlinks(r.Path())
+		if err != nil {
+			return nil, "ccec input " + r.Path() + ": " + errText(err)
+		}
+		if !within(res, resRoot) {
+			out = append(out, r)
+		}
+	}
+	return out, ""
 }
 
 func declaredRoots(paths []string) ([]inventory.ContentRoot, string) {

@@ -86,8 +86,8 @@ func (c *InstallationIdentityCache) Capture(ctx context.Context, in *ToolchainIn
 	var waits []pending
 	for i, name := range Names {
 		ci := in.Component(name)
-		if ci.UnavailableReason != "" {
-			id.Components[i] = ComponentIdentity{Name: name, Unavailable: ci.UnavailableReason}
+		if reason := ci.Reason(); reason != "" {
+			id.Components[i] = ComponentIdentity{Name: name, Unavailable: reason}
 			continue
 		}
 		key := memoKey(policy, in.Epoch, name, ci)
@@ -242,6 +242,12 @@ func contentIdentity(name string, ci ComponentInputs, opt inventory.FingerprintO
 		content, err := inventory.FingerprintWith(ci.Roots, opt)
 		if err != nil {
 			out.Unavailable = readFailure(err)
+			return out
+		}
+		if content.Files == 0 {
+			// Seed 003: "an empty required installation inventory is
+			// unavailable".
+			out.Unavailable = "empty inventory: its roots hold no file"
 			return out
 		}
 		ev["content"] = inventory.Str(content.Digest.String())
@@ -399,7 +405,7 @@ func (c *InstallationIdentityCache) Resolve(ctx context.Context, cfg Config) (*T
 		e.in = in
 		for _, n := range Names {
 			ci := in.Component(n)
-			if ci.UnavailableReason != "" {
+			if ci.Reason() != "" {
 				return in, nil
 			}
 			e.addRoots(ci.Roots)

@@ -31,7 +31,8 @@ func fiveRoots(t *testing.T) (string, *ToolchainInputs) {
 	for _, n := range Names {
 		p := filepath.Join(dir, n)
 		writeFiles(t, p, map[string]string{"a.txt": n, "sub/b.h": "// " + n})
-		in.Component(n).Roots = []inventory.ContentRoot{mustRoot(t, p)}
+		// Proven as an adapter would (seed 003: inputs start unavailable).
+		*in.Component(n) = proven(ComponentInputs{Roots: []inventory.ContentRoot{mustRoot(t, p)}})
 	}
 	return dir, in
 }
@@ -222,7 +223,7 @@ func TestForgetFollowsResolvedDirs(t *testing.T) {
 	os.Symlink("real", filepath.Join(dir, "link"))
 	var watched []string
 	c := NewInstallationIdentityCache(Options{BeforeDir: func(d string) error { watched = append(watched, d); return nil }})
-	in := &ToolchainInputs{Pypto: ComponentInputs{Roots: []inventory.ContentRoot{mustRoot(t, filepath.Join(dir, "link"))}}}
+	in := &ToolchainInputs{Pypto: proven(ComponentInputs{Roots: []inventory.ContentRoot{mustRoot(t, filepath.Join(dir, "link"))}})}
 	c.Capture(context.Background(), in)
 	// The directory holding the link, then the resolved directories read.
 	if c.Len() != 1 || len(watched) != 3 || watched[0] != dir {
@@ -394,9 +395,9 @@ func TestWatchRootPaths(t *testing.T) {
 	watched := map[string]bool{}
 	var mu sync.Mutex
 	c := NewInstallationIdentityCache(Options{BeforeDir: func(d string) error { mu.Lock(); watched[d] = true; mu.Unlock(); return nil }})
-	in := &ToolchainInputs{DeviceToolchain: ComponentInputs{Roots: []inventory.ContentRoot{
+	in := &ToolchainInputs{DeviceToolchain: proven(ComponentInputs{Roots: []inventory.ContentRoot{
 		mustRoot(t, filepath.Join(dir, "latest", "bin")), mustRoot(t, filepath.Join(dir, "tools", "as")),
-	}}}
+	}})}
 	first, _ := c.Capture(context.Background(), in)
 	if first.Components[4].Unavailable != "" {
 		t.Fatal(first.Components[4].Unavailable)

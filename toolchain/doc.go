@@ -9,13 +9,22 @@
 // each component a ComponentInputs (content roots, an unavailable reason, an
 // optional verified revision, an optional reported version), plus the exact
 // tools the compilation path must run (HostCC, HostCXX, Ptoas). Every
-// component starts unavailable; only an adapter that has accounted for the
-// whole component clears the reason.
+// component starts unavailable, even when its roots are known: Reason is
+// NotProven until the adapter that has accounted for the whole component
+// marks it complete, and Capture gives an unproven component no digest. An
+// existing empty directory as a required root is unavailable, and so is a
+// component whose roots hold no file once read (seed 003: an empty required
+// installation inventory is unavailable).
 //
 //   - pypto: the PyPTO root, every file (not python-only: the package ships
 //     its native extension beside its Python sources, and both are imported
-//     code).
-//   - runtime: the runtime root, every file.
+//     code), plus the native libraries its shared objects load from outside
+//     it: every ELF shared object under the root (found by content, not
+//     name) goes through the dependency walk of the host compiler adapter
+//     (ldd in the compilation path's environment). A library not found,
+//     or LD_PRELOAD or LD_AUDIT set, makes the component unavailable.
+//   - runtime: the runtime root, every file, and its native libraries as
+//     for pypto.
 //   - pto_isa: verified_revision = the pin, when HEAD == pin and the worktree
 //     holds exactly the pinned tree (see CheckPtoIsa); otherwise the root's
 //     contents.
@@ -26,7 +35,12 @@
 //     ASCEND_HOME_PATH): reported_version "innerversion=<v>" (or
 //     "version=<v>") from the one ascend_toolkit_install.info the root
 //     reaches, else the whole root's contents; declared roots are read in
-//     every case. On a2a3sim/a5sim the host C and C++ compilers (CC/CXX, else
+//     every case, and so are the host-side files the compiler driver ccec
+//     loads from outside the installation, found by asking ccec (the first
+//     of compiler/ccec_compiler/bin/ccec, compiler/bin/ccec,
+//     *-linux/ccec_compiler/bin/ccec, bin/ccec under the root, else ccec on
+//     PATH) exactly as the sim platforms ask gcc, below. No ccec, a failed
+//     probe, or a tool resolution variable set makes it unavailable. On a2a3sim/a5sim the host C and C++ compilers (CC/CXX, else
 //     cc/c++ on PATH): reported_version holds both complete --version texts,
 //     and the roots are the drivers and everything they report
 //     (-print-prog-name=cc1|cc1plus|as|ld, the install and program

@@ -69,10 +69,10 @@ func resolveHostCompiler(ctx context.Context, cfg *Config) (ComponentInputs, str
 		return Unavailable(reason), cc, cxx
 	}
 	roots = append(roots, declared...)
-	return ComponentInputs{
+	return proven(ComponentInputs{
 		Roots:           roots,
 		ReportedVersion: "cc --version:\n" + hc.CCVersion + "c++ --version:\n" + hc.CXXVersion,
-	}, cc, cxx
+	}), cc, cxx
 }
 
 // selectCompiler resolves the compiler the build uses: $env or def on PATH.

@@ -66,9 +66,9 @@ func resolve(ctx context.Context, cfg Config, watch func(string) error) (*Toolch
 	if policy == PolicyBuild {
 		in.Epoch = cfg.getenv(EpochEnv)
 	}
-	in.Pypto = rootInputs(cfg.PyptoRoot, "PyPTO", "--pypto-root")
-	in.Runtime = rootInputs(cfg.RuntimeRoot, "runtime", "--runtime-root")
 	var wg sync.WaitGroup
+	wg.Go(func() { in.Pypto = resolvePackage(ctx, &cfg, cfg.PyptoRoot, "PyPTO", "--pypto-root") })
+	wg.Go(func() { in.Runtime = resolvePackage(ctx, &cfg, cfg.RuntimeRoot, "runtime", "--runtime-root") })
 	var watchErr error
 	var wmu sync.Mutex
 	note := func(dir string) {
@@ -97,7 +97,7 @@ func resolve(ctx context.Context, cfg Config, watch func(string) error) (*Toolch
 		if registry.IsSim(cfg.Platform) {
 			in.DeviceToolchain, in.HostCC, in.HostCXX = resolveHostCompiler(ctx, &cfg)
 		} else {
-			in.DeviceToolchain = resolveCann(&cfg)
+			in.DeviceToolchain = resolveCann(ctx, &cfg)
 			root := cfg.CannRoot
 			if root == "" {
 				root = cfg.getenv(CannRootEnv)
@@ -136,13 +136,27 @@ func rootHint(flag, env string) string {
 	return field + " in the request, " + flag + " or " + env
 }
 
-// rootInputs is the whole-content inventory of one root directory.
+// rootInputs is the whole-content inventory of one root, not yet proven
+// complete. An existing directory with nothing in it is unavailable: seed
+// 003, "an empty required installation inventory is unavailable" (a
+// directory whose only entries contribute nothing is caught when it is
+// read).
 func rootInputs(path, what, flag string) ComponentInputs {
 	if path == "" {
 		return Unavailable("no " + what + " root: set " + rootHint(flag, ""))
 	}
-	if _, err := os.Stat(path); err != nil {
+	fi, err := os.Stat(path)
+	if err != nil {
 		return Unavailable(what + " root " + path + ": " + errText(err) + "; set " + rootHint(flag, "") + " to the installation")
+	}
+	if fi.IsDir() {
+		ents, err := os.ReadDir(path)
+		if err != nil {
+			return Unavailable(what + " root " + path + ": " + errText(err))
+		}
+		if len(ents) == 0 {
+			return Unavailable(what + " root " + path + " is empty: an empty required inventory is unavailable; set " + rootHint(flag, "") + " to the installation")
+		}
 	}
 	r, err := inventory.NewContentRoot(path, false)
 	if err != nil {
@@ -166,15 +180,17 @@ func resolvePtoIsa(ctx context.Context, cfg *Config, beforeDir func(string) erro
 			return Unavailable(err.Error())
 		}
 	}
+	// PTO-ISA is headers and sources the compile includes: the tree is the
+	// whole component.
 	ci := rootInputs(root, "PTO-ISA", "--pto-isa-root")
 	if ci.UnavailableReason != "" || cfg.PtoIsaPin == "" {
-		return ci
+		return proven(ci)
 	}
 	check, err := CheckPtoIsa(root, cfg.PtoIsaPin, beforeDir)
 	if err == nil && check.Verified {
 		ci.VerifiedRevision = strings.ToLower(cfg.PtoIsaPin)
 	}
-	return ci
+	return proven(ci)
 }
 
 // resolvePtoas selects the ptoas launcher and probes its --version.
@@ -209,11 +225,11 @@ func resolvePtoas(ctx context.Context, cfg *Config) (ComponentInputs, string) {
 	}
 	out, err := probe(ctx, cfg, launcher, "--version")
 	if err != nil || strings.TrimSpace(out) == "" {
-		return ci, launcher // failed probe: the root's contents identify it
+		return proven(ci), launcher // failed probe: the root's contents identify it
 	}
 	ci.Roots = nil
 	ci.ReportedVersion = out
-	return ci, launcher
+	return proven(ci), launcher
 }
 
 func isExecutableFile(p string) bool {

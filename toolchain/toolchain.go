@@ -50,9 +50,12 @@ const (
 // Names lists the five components in order.
 var Names = [5]string{Pypto, Runtime, PtoIsa, Ptoas, DeviceToolchain}
 
-// ComponentInputs is the resolved inventory of one component. The zero
-// value is unavailable (no evidence). Values are plain data: safe for
-// concurrent reads, not for concurrent writes.
+// ComponentInputs is the resolved inventory of one component. It starts
+// unavailable, even when roots are known (seed 003, "A ComponentInputs
+// inventory starts unavailable, even when some file paths are known"): only
+// the adapter that has established the component's complete dependency set
+// marks it complete, and Reason reports NotProven until then. Values are
+// plain data: safe for concurrent reads, not for concurrent writes.
 type ComponentInputs struct {
 	// Roots are read (content policy) unless VerifiedRevision is set.
 	Roots []inventory.ContentRoot
@@ -65,6 +68,36 @@ type ComponentInputs struct {
 	// ReportedVersion is what the installation says about itself, verified
 	// by nothing (ptoas --version, CANN innerversion, compiler --version).
 	ReportedVersion string
+
+	// complete is set only by the adapters of this package, once they
+	// have accounted for the whole component.
+	complete bool
+}
+
+// NotProven is the reason of inputs no adapter has proven complete.
+const NotProven = "inventory not proven complete: no dependency-aware adapter accounted for the component"
+
+// Reason returns why the component has no identity: UnavailableReason
+// when set, else NotProven unless an adapter proved the inputs complete;
+// "" when they are usable.
+func (ci *ComponentInputs) Reason() string {
+	switch {
+	case ci.UnavailableReason != "":
+		return ci.UnavailableReason
+	case !ci.complete:
+		return NotProven
+	}
+	return ""
+}
+
+// Complete reports whether an adapter proved the inputs complete.
+func (ci *ComponentInputs) Complete() bool { return ci.complete && ci.UnavailableReason == "" }
+
+// proven returns ci marked complete: called by an adapter only once it has
+// accounted for every input of the component.
+func proven(ci ComponentInputs) ComponentInputs {
+	ci.complete = ci.UnavailableReason == ""
+	return ci
 }
 
 // Unavailable returns inputs that are unavailable for reason.

@@ -182,6 +182,7 @@ func (c *child) serve() error {
 		return err
 	}
 	c.table = registry.NewTargetTable(registry.LocalChip, int(c.init.Slots))
+	opChild = c // the host operation service's child (opservice.go)
 	c.table.SetWorkerID(int(c.init.WorkerID))
 	c.table.SetReleaseHook(c.clearSlot)
 	c.slots = make([]chipSlot, c.init.Slots)
@@ -235,6 +236,10 @@ func (c *child) handle(f Frame, fd int) (Status, Reply) {
 		return StatusOK, Reply{Detail: uint32(n) - c.init.SlotBase}
 	case OpTask:
 		return c.task(f.Args)
+	case OpNegotiate:
+		return c.negotiate(f.Args)
+	case OpProvide:
+		return c.provide(f.Args)
 	case OpRegister:
 		st, r := c.register(f.Args, fd)
 		if c.faults.replyDigest != nil {
@@ -409,6 +414,7 @@ func (c *child) task(args []byte) (Status, Reply) {
 	}
 	c.debugf("task %v: slot %d", h, slot)
 	code, err := s.state.run(c.arena, c.scratch, ta)
+	endTaskOpHandles() // nested operation handles live for their task at most
 	if err != nil {
 		rep.Message = err.Error()
 		return StatusArgsInvalid, rep

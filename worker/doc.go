@@ -2,7 +2,11 @@
 // an L3 Worker owns N chip children (LOCAL_CHIP) and optional Python SUB
 // children (LOCAL_PYTHON), registers callables on them by hashid before
 // dispatch, and runs an orchestration function in the parent that submits
-// tasks to them.
+// tasks to them. An L4 Worker has next-level Worker children instead of chip
+// children (Config.WorkerChildren): Python dispatch loops that, like SUB
+// children, are LOCAL_PYTHON targets, and that SubmitNextLevel reaches with
+// a Python handle. A ChipWorker is the L2 path: one chip child that runs a
+// registered handle directly (Call), with no orchestrator.
 //
 // # Processes
 //
@@ -38,10 +42,10 @@
 // frame's (else HASHID_DESCRIPTOR_MISMATCH); an unsupported kind is refused
 // before anything is parsed. A chip child then prewarms: it writes the
 // orchestration shared object to a private temporary file, dlopens it,
-// resolves the entry and config symbols, calls the config symbol (and no
-// orchestration logic), loads every kernel shared object likewise
-// (ptojit_kernel), and marks the slot loaded only after all of that
-// succeeded. A failed prewarm rolls the install back. A task that finds its
+// resolves the entry and config symbols, loads every kernel shared object
+// likewise (ptojit_kernel), and marks the slot loaded only after all of that
+// succeeded. Prewarm resolves symbols only and runs no orchestration code
+// (seed 000): the config symbol runs before the slot's first task. A failed prewarm rolls the install back. A task that finds its
 // slot installed but not loaded prepares it first and logs a warning.
 //
 // Private slots never leave the child: replies carry a status and the
@@ -72,12 +76,17 @@
 //	                       u32 payload reference type (1: sealed memfd passed as the
 //	                       message's one SCM_RIGHTS descriptor), u64 payload length
 //	3 UNREGISTER_CALLABLE  digest[32]
-//	4 INIT                 u32 worker id, u32 role (1 chip, 2 SUB), u32 slots, u32 flags,
+//	4 INIT                 u32 worker id, u32 role (1 chip, 2 SUB, 3 Worker child), u32 slots, u32 flags,
 //	                       u64 arena size, u32 slot base, u32 reserved 0,
 //	                       u32 len + platform, u32 len + runtime (each <= 64 bytes)
 //	5 READY                empty
 //	6 NOP                  empty: the bare round trip
 //	7 SHUTDOWN             empty
+//	8 NEGOTIATE            digest[32], then the negotiation blob (NegotiateArgs): the
+//	                       provider's impl id, validate and scratch query on the tensors
+//	9 PROVIDE              digest[32], i32 priority, then op_name, op_version, impl_id
+//	                       (u16 length + bytes each): offer the operation to the
+//	                       child's host operation service
 //
 // The digest is the raw 32-byte SHA-256 of the canonical descriptor (the
 // hashid without its "sha256:" prefix and hex). No frame carries a slot, a
@@ -102,15 +111,17 @@
 //	offset  size  field
 //	0       32    digest of the request (zero for INIT, READY, NOP, SHUTDOWN)
 //	32      4     u32 detail: TASK the orchestration's return code; READY the
-//	              number of installed hashids
+//	              number of installed hashids; NEGOTIATE (REJECTED) validate's code
 //	36      4     u32 message length m (<= 1024)
 //	40      m     UTF-8 message: why the request failed; empty on success
+//	              (NEGOTIATE: "impl_id=ID host=N device=M" on success)
 //
 // A reply whose digest differs from the request's is invalid
 // (REPLY_HASHID_MISMATCH) and retires the endpoint. Statuses: 0 OK,
 // 1 BAD_FRAME, 2 HASHID_DESCRIPTOR_MISMATCH, 3 CALLABLE_KIND_UNSUPPORTED,
 // 4 LOCAL_SLOT_EXHAUSTED, 5 HASHID_NOT_INSTALLED, 6 PAYLOAD_INVALID,
-// 7 PLATFORM_UNSUPPORTED, 8 PREWARM_FAILED, 9 EXEC_FAILED, 10 ARGS_INVALID.
+// 7 PLATFORM_UNSUPPORTED, 8 PREWARM_FAILED, 9 EXEC_FAILED, 10 ARGS_INVALID,
+// 11 REJECTED (the provider refused a negotiation).
 //
 // # Sim execution
 //
@@ -121,4 +132,13 @@
 // tensor data into its arena mapping, and calls the entry through purego:
 // no cgo is needed. Other platforms are refused at prewarm
 // (PLATFORM_UNSUPPORTED).
+//
+// Prewarm also resolves, without calling them, an operation provider's
+// ptojit_op_impl_id, ptojit_op_validate and ptojit_op_scratch; only NEGOTIATE
+// calls them. The ptojit_runtime handed to an orchestration carries the
+// size-prefixed tail of ptojit_sim.h (struct_size 32) pointing to this
+// process's host operation service (opservice.go): an orchestration resolves
+// and executes the operations the parent offered with PROVIDE, in this
+// process, from inside its own task; handles it leaves open end with the
+// task, and calls made while a provider negotiates are refused.
 package worker

@@ -52,6 +52,8 @@ func codeOf(s Status) registry.ErrorCode {
 		return TaskFailed
 	case StatusArgsInvalid:
 		return TaskArgsInvalid
+	case StatusRejected:
+		return NegotiationRejected
 	}
 	return FrameInvalid
 }
@@ -126,6 +128,9 @@ func startEndpoint(id int, role uint32, argv []string, env []string, arena *os.F
 	}
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Env = env
+	// A grandchild holding the child's stdout or stderr open must not
+	// keep Wait (and so close) from returning.
+	cmd.WaitDelay = childWaitDelay
 	cmd.ExtraFiles = []*os.File{childEnd, arena}
 	cmd.Stdout = stderr
 	cmd.Stderr = stderr
@@ -133,8 +138,11 @@ func startEndpoint(id int, role uint32, argv []string, env []string, arena *os.F
 		unix.Close(fds[0])
 		return nil, fmt.Errorf("worker %d: start child: %w", id, err)
 	}
+	// The resolver domain follows the child path: chip child loops
+	// resolve against LOCAL_CHIP; SUB children and next-level Worker-child
+	// loops against LOCAL_PYTHON (seed 000).
 	ns := registry.LocalChip
-	if role == RoleSub {
+	if role != RoleChip {
 		ns = registry.LocalPython
 	}
 	e := &endpoint{
@@ -148,6 +156,9 @@ func startEndpoint(id int, role uint32, argv []string, env []string, arena *os.F
 	}()
 	return e, nil
 }
+
+// childWaitDelay bounds the wait for a child's output pipes after it exits.
+const childWaitDelay = 2 * time.Second
 
 // fail marks the endpoint unusable and kills the child; e.mu is held.
 func (e *endpoint) fail(op string, cause error) error {
@@ -351,13 +362,24 @@ func (e *endpoint) simple(op Op, args []byte, timeout time.Duration) (Reply, err
 	return r, nil
 }
 
-// close shuts the child down (politely, then by force after timeout) and
-// releases the mailbox.
+// close shuts the child down and releases the mailbox. An idle child is
+// asked to shut down (and killed after timeout). A child with an operation
+// in flight (a task may never return) is killed first, and its socket shut
+// down, so the operation fails and releases the mailbox lock: close never
+// waits behind it. close is called once, by Worker.Close.
 func (e *endpoint) close(timeout time.Duration) error {
-	if e.active() {
-		e.simple(OpShutdown, nil, timeout)
+	if e.mu.TryLock() {
+		if e.dead == nil {
+			e.roundTrip(OpShutdown, func(b []byte) ([]byte, error) { return AppendFrame(b, OpShutdown, StatusOK, nil) }, -1, timeout)
+		}
+	} else {
+		e.retired.Store(true)
+		e.cmd.Process.Kill()
+		// Wakes the operation's receive even if another process still
+		// holds the child's end. e.fd changes only here, below.
+		unix.Shutdown(e.fd, unix.SHUT_RDWR)
+		e.mu.Lock()
 	}
-	e.mu.Lock()
 	if e.fd >= 0 {
 		unix.Close(e.fd)
 		e.fd = -1

@@ -21,6 +21,7 @@ const (
 	faultSkipPrewarm      = 1 << 12 // install without prewarm (lazy prepare on first task)
 	faultExitOnTask       = 1 << 13
 	faultWrongDigest      = 1 << 14 // reply to REGISTER_CALLABLE with another digest
+	faultStallOnTask      = 1 << 15 // block forever while handling TASK
 )
 
 // faultExitCode is the exit status of a child that exits by injection.
@@ -47,8 +48,14 @@ func faultsFor(flags uint32) childFaults {
 			os.Exit(faultExitCode)
 		}
 	}
-	if flags&faultExitOnTask != 0 {
+	switch {
+	case flags&faultExitOnTask != 0:
 		f.task = func(*child, registry.Hashid) { os.Exit(faultExitCode) }
+	case flags&faultStallOnTask != 0:
+		f.task = func(c *child, h registry.Hashid) {
+			c.debugf("task %v: injected stall", h)
+			select {}
+		}
 	}
 	if flags&faultFailPrewarm != 0 {
 		f.prewarm = func() error { return errors.New("prewarm failed (injected fault)") }

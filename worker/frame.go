@@ -62,13 +62,15 @@ const (
 	OpReady      Op = 5 // the child reports ready (after pre-start registrations)
 	OpNop        Op = 6 // bare round trip: the child replies at once
 	OpShutdown   Op = 7 // the child replies, then exits
+	OpNegotiate  Op = 8 // an operation provider's validate and scratch query
+	OpProvide    Op = 9 // offer an operation to the host operation service of the child
 
 	ReplyBit Op = 0x8000
 )
 
 func (o Op) String() string {
 	name := map[Op]string{OpTask: "TASK", OpRegister: "REGISTER_CALLABLE", OpUnregister: "UNREGISTER_CALLABLE",
-		OpInit: "INIT", OpReady: "READY", OpNop: "NOP", OpShutdown: "SHUTDOWN"}[o&^ReplyBit]
+		OpInit: "INIT", OpReady: "READY", OpNop: "NOP", OpShutdown: "SHUTDOWN", OpNegotiate: "NEGOTIATE", OpProvide: "PROVIDE"}[o&^ReplyBit]
 	if name == "" {
 		name = fmt.Sprintf("op(%d)", uint16(o&^ReplyBit))
 	}
@@ -94,13 +96,14 @@ const (
 	StatusPrewarmFailed      Status = 8  // loading the executable state failed
 	StatusExecFailed         Status = 9  // the callable ran and reported failure
 	StatusArgsInvalid        Status = 10 // task args do not fit the callable or the arena
-	statusMax                       = StatusArgsInvalid
+	StatusRejected           Status = 11 // the provider's validate or scratch query refused the tensors
+	statusMax                       = StatusRejected
 )
 
 func (s Status) String() string {
 	names := [...]string{"OK", "BAD_FRAME", "HASHID_DESCRIPTOR_MISMATCH", "CALLABLE_KIND_UNSUPPORTED",
 		"LOCAL_SLOT_EXHAUSTED", "HASHID_NOT_INSTALLED", "PAYLOAD_INVALID", "PLATFORM_UNSUPPORTED",
-		"PREWARM_FAILED", "EXEC_FAILED", "ARGS_INVALID"}
+		"PREWARM_FAILED", "EXEC_FAILED", "ARGS_INVALID", "REJECTED"}
 	if int(s) < len(names) {
 		return names[s]
 	}
@@ -168,7 +171,7 @@ func ParseFrame(b []byte) (Frame, error) {
 		return Frame{}, frameErr("layout version %d, want %d", v, LayoutVersion)
 	}
 	op := Op(binary.LittleEndian.Uint16(b[6:]))
-	if base := op &^ ReplyBit; base < OpTask || base > OpShutdown {
+	if base := op &^ ReplyBit; base < OpTask || base > OpProvide {
 		return Frame{}, frameErr("unknown op %d", uint16(base))
 	}
 	st := Status(binary.LittleEndian.Uint32(b[8:]))
@@ -424,6 +427,9 @@ func ParseReply(b []byte) (Reply, error) {
 const (
 	RoleChip = 1 // a chip child: LOCAL_CHIP
 	RoleSub  = 2 // a Python SUB child: LOCAL_PYTHON
+	// RoleWorkerChild is a next-level Worker child's Python dispatch loop
+	// (an L4 Worker's child path): LOCAL_PYTHON, like SUB children.
+	RoleWorkerChild = 3
 )
 
 // initFixedSize is the fixed part of INIT args.
@@ -433,7 +439,7 @@ const initFixedSize = 4 + 4 + 4 + 4 + 8 + 4 + 4
 // value.
 type InitArgs struct {
 	WorkerID  uint32
-	Role      uint32 // RoleChip or RoleSub
+	Role      uint32 // RoleChip, RoleSub or RoleWorkerChild
 	Slots     uint32 // identity_table capacity
 	Flags     uint32 // InitDebug; a child ignores the other bits (tests use them for faults)
 	ArenaSize uint64 // bytes of the arena (descriptor 4)
@@ -490,7 +496,7 @@ func ParseInitArgs(b []byte) (InitArgs, error) {
 		SlotBase:  binary.LittleEndian.Uint32(b[24:]),
 		Reserved:  binary.LittleEndian.Uint32(b[28:]),
 	}
-	if a.Role != RoleChip && a.Role != RoleSub {
+	if a.Role != RoleChip && a.Role != RoleSub && a.Role != RoleWorkerChild {
 		return InitArgs{}, frameErr("unknown role %d", a.Role)
 	}
 	var err error

@@ -113,6 +113,7 @@ func testConfig(chips, subs int) (Config, *syncBuffer) {
 // startWorker starts a Worker and closes it at the end of the test.
 func startWorker(t *testing.T, cfg Config) *Worker {
 	t.Helper()
+	guard(t)
 	w, err := New(cfg)
 	if err != nil {
 		t.Fatal(err)

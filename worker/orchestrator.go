@@ -20,9 +20,16 @@ type CallConfig struct {
 }
 
 // Task is one submitted task. Safe for concurrent use.
+//
+// A task record carries the callable's digest, kind and namespace only
+// (seed 000), never the handle and its private registration id: the handle
+// is validated when the task is submitted, and the child resolves the
+// digest immediately before executing.
 type Task struct {
-	h    CallableHandle
-	args TaskArgs
+	digest registry.Hashid
+	kind   registry.Kind
+	ns     registry.Namespace
+	args   TaskArgs
 
 	done    chan struct{}
 	err     error
@@ -50,10 +57,10 @@ func (t *Task) Latency() time.Duration { return t.latency }
 type Orchestrator struct {
 	w      *Worker
 	ctx    context.Context
-	queues map[int]chan *Task                // per worker id: affine tasks
-	shared map[registry.Namespace]chan *Task // any child of the namespace
-	depth  map[int]*atomic.Int64             // queued + running per worker
-	ids    map[registry.Namespace][]int
+	queues map[int]chan *Task    // per worker id: affine tasks
+	shared map[uint32]chan *Task // per child path (role): any child of it
+	depth  map[int]*atomic.Int64 // queued + running per worker
+	ids    map[uint32][]int      // worker ids per child path (role)
 
 	mu     sync.Mutex // guards closed, tasks
 	closed bool
@@ -77,16 +84,16 @@ func (w *Worker) Run(ctx context.Context, fn func(o *Orchestrator) error) error 
 	o := &Orchestrator{
 		w: w, ctx: ctx,
 		queues: map[int]chan *Task{},
-		shared: map[registry.Namespace]chan *Task{},
+		shared: map[uint32]chan *Task{},
 		depth:  map[int]*atomic.Int64{},
-		ids:    map[registry.Namespace][]int{},
+		ids:    map[uint32][]int{},
 	}
 	for _, e := range eps {
 		o.queues[e.id] = make(chan *Task, queueLen)
 		o.depth[e.id] = new(atomic.Int64)
-		o.ids[e.ns] = append(o.ids[e.ns], e.id)
-		if o.shared[e.ns] == nil {
-			o.shared[e.ns] = make(chan *Task, queueLen)
+		o.ids[e.role] = append(o.ids[e.role], e.id)
+		if o.shared[e.role] == nil {
+			o.shared[e.role] = make(chan *Task, queueLen)
 		}
 	}
 	var wg sync.WaitGroup
@@ -124,7 +131,7 @@ func (w *Worker) Run(ctx context.Context, fn func(o *Orchestrator) error) error 
 // serve runs one child's tasks: its own queue and its namespace's shared
 // queue, one at a time (the mailbox has one operation in flight).
 func (o *Orchestrator) serve(e *endpoint) {
-	own, shared := o.queues[e.id], o.shared[e.ns]
+	own, shared := o.queues[e.id], o.shared[e.role]
 	for own != nil || shared != nil {
 		var t *Task
 		var ok bool
@@ -148,13 +155,13 @@ func (o *Orchestrator) serve(e *endpoint) {
 func (o *Orchestrator) execute(e *endpoint, t *Task) {
 	defer o.depth[e.id].Add(-1)
 	t.worker = e.id
-	if err := o.w.reg.CheckDispatch(t.h, e.ns, e.id); err != nil {
+	if err := dispatchCheck(o.w.reg, t, e); err != nil {
 		t.err = err
 		close(t.done)
 		return
 	}
 	start := time.Now()
-	err := e.task(t.h.Hashid, t.args)
+	err := e.task(t.digest, t.args)
 	t.latency = time.Since(start)
 	if _, ok := errors.AsType[*EndpointError](err); ok {
 		err = fmt.Errorf("worker %d: %w", e.id, err)
@@ -163,8 +170,23 @@ func (o *Orchestrator) execute(e *endpoint, t *Task) {
 	close(t.done)
 }
 
-// submit validates h for namespace ns and queues one task.
-func (o *Orchestrator) submit(h CallableHandle, ns registry.Namespace, args TaskArgs, workers []int) (*Task, error) {
+// dispatchCheck is the check at dispatch, from the task record alone: the
+// task's namespace is the child's, and the digest is not uncertain there.
+func dispatchCheck(reg *Registrar, t *Task, e *endpoint) error {
+	if t.ns != e.ns {
+		return &registry.Error{Code: registry.TargetNamespaceMismatch, WorkerID: e.id, Namespace: e.ns,
+			Hashid: t.digest.String(), Op: "dispatch", Err: fmt.Errorf("a %s task reached a %s child", t.ns, e.ns)}
+	}
+	if reg.Uncertain(e.id, t.digest) {
+		return &registry.Error{Code: registry.RegisterCleanupUncertain, WorkerID: e.id, Namespace: e.ns,
+			Hashid: t.digest.String(), Op: "dispatch", Err: errors.New("hashid is uncertain on this worker")}
+	}
+	return nil
+}
+
+// submit validates h for namespace ns and queues one task for a child of
+// the path role.
+func (o *Orchestrator) submit(h CallableHandle, ns registry.Namespace, role uint32, args TaskArgs, workers []int) (*Task, error) {
 	if err := o.w.reg.ValidateFor(h, ns); err != nil {
 		return nil, err
 	}
@@ -178,7 +200,7 @@ func (o *Orchestrator) submit(h CallableHandle, ns registry.Namespace, args Task
 	}
 	// Eligible children: the affinity set (or all of the namespace), less
 	// those on which this hashid is uncertain.
-	all := o.ids[ns]
+	all := o.ids[role]
 	cand := all
 	if len(workers) > 0 {
 		for _, id := range workers {
@@ -203,7 +225,7 @@ func (o *Orchestrator) submit(h CallableHandle, ns registry.Namespace, args Task
 		return nil, &registry.Error{Code: registry.RegisterCleanupUncertain, WorkerID: cand[0], Namespace: ns,
 			Hashid: h.Hashid.String(), Op: "submit", Err: errors.New("hashid is uncertain on every eligible child")}
 	}
-	t := &Task{h: h, args: args, done: make(chan struct{}), worker: -1}
+	t := &Task{digest: h.Hashid, kind: h.Kind, ns: ns, args: args, done: make(chan struct{}), worker: -1}
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	if o.closed {
@@ -211,7 +233,7 @@ func (o *Orchestrator) submit(h CallableHandle, ns registry.Namespace, args Task
 	}
 	o.tasks = append(o.tasks, t)
 	if len(ok) == len(all) {
-		o.shared[ns] <- t
+		o.shared[role] <- t
 		return t, nil
 	}
 	// Affinity: the eligible child with the shortest queue.
@@ -226,9 +248,13 @@ func (o *Orchestrator) submit(h CallableHandle, ns registry.Namespace, args Task
 	return t, nil
 }
 
-// SubmitNextLevel submits a chip callable task to a chip child (LOCAL_CHIP).
+// SubmitNextLevel submits a task to the next level: on an L3 Worker a chip
+// callable to a chip child (LOCAL_CHIP); on an L4 Worker (WorkerChildren) a
+// Python callable to a next-level Worker child's dispatch loop
+// (LOCAL_PYTHON). A handle of the other namespace is refused.
 func (o *Orchestrator) SubmitNextLevel(h CallableHandle, args TaskArgs, cfg CallConfig) (*Task, error) {
-	return o.submit(h, registry.LocalChip, args, cfg.Workers)
+	role, ns := o.w.nextLevel()
+	return o.submit(h, ns, role, args, cfg.Workers)
 }
 
 // SubmitNextLevelGroup submits one task per args element, all of the same
@@ -239,13 +265,14 @@ func (o *Orchestrator) SubmitNextLevelGroup(h CallableHandle, args []TaskArgs, c
 	if len(cfg.Workers) > 0 && len(cfg.Workers) != len(args) {
 		return nil, fmt.Errorf("worker: group of %d tasks with %d worker ids", len(args), len(cfg.Workers))
 	}
-	g := &Task{h: h, done: make(chan struct{}), worker: -1}
+	role, ns := o.w.nextLevel()
+	g := &Task{digest: h.Hashid, kind: h.Kind, ns: ns, done: make(chan struct{}), worker: -1}
 	for i, a := range args {
 		var ws []int
 		if len(cfg.Workers) > 0 {
 			ws = cfg.Workers[i : i+1]
 		}
-		t, err := o.submit(h, registry.LocalChip, a, ws)
+		t, err := o.submit(h, ns, role, a, ws)
 		if err != nil {
 			return nil, err
 		}
@@ -265,5 +292,5 @@ func (o *Orchestrator) SubmitNextLevelGroup(h CallableHandle, args []TaskArgs, c
 
 // SubmitSub submits a Python callable task to a SUB child (LOCAL_PYTHON).
 func (o *Orchestrator) SubmitSub(h CallableHandle, args TaskArgs) (*Task, error) {
-	return o.submit(h, registry.LocalPython, args, nil)
+	return o.submit(h, registry.LocalPython, RoleSub, args, nil)
 }

@@ -70,8 +70,9 @@ type Arena struct {
 	file *os.File
 	mem  []byte
 
-	mu   sync.Mutex // guards free
-	free []span     // sorted by offset, coalesced
+	mu   sync.Mutex        // guards free and live
+	free []span            // sorted by offset, coalesced
+	live map[uint64]uint64 // offset -> rounded length of every allocation
 }
 
 type span struct{ off, len uint64 }
@@ -97,7 +98,7 @@ func newArena(size int64) (*Arena, error) {
 		f.Close()
 		return nil, fmt.Errorf("arena: mmap: %w", err)
 	}
-	return &Arena{file: f, mem: mem, free: []span{{0, uint64(size)}}}, nil
+	return &Arena{file: f, mem: mem, free: []span{{0, uint64(size)}}, live: map[uint64]uint64{}}, nil
 }
 
 // mapArena maps an arena received from the parent (child side).
@@ -128,10 +129,18 @@ type Buffer struct {
 	Len   uint64
 }
 
-// Alloc allocates n bytes (rounded up to 64) in the arena.
+// ErrNotAllocated is returned by Free for a buffer that is not a live
+// allocation of its arena: freed already, or never handed out.
+var ErrNotAllocated = errors.New("worker: buffer is not allocated in the arena (freed twice?)")
+
+// Alloc allocates n bytes (rounded up to 64) in the arena. A size larger
+// than the arena, however large, is ErrArenaFull.
 func (a *Arena) Alloc(n uint64) (Buffer, error) {
 	if n == 0 {
 		n = 1
+	}
+	if n > a.Size() {
+		return Buffer{}, ErrArenaFull // and the rounding below cannot overflow
 	}
 	need := (n + arenaAlign - 1) &^ (arenaAlign - 1)
 	a.mu.Lock()
@@ -146,23 +155,32 @@ func (a *Arena) Alloc(n uint64) (Buffer, error) {
 		} else {
 			a.free[i] = span{s.off + need, s.len - need}
 		}
+		a.live[b.Off] = need
 		return b, nil
 	}
 	return Buffer{}, ErrArenaFull
 }
 
-// Free returns b to the arena.
-func (b Buffer) Free() {
+// Free returns b to the arena. A buffer that is not a live allocation of
+// its arena (freed already, or not handed out by Alloc with this offset
+// and length) is refused with ErrNotAllocated and changes nothing, so a
+// double Free never makes two allocations overlap. The zero Buffer is a
+// no-op.
+func (b Buffer) Free() error {
 	a := b.arena
 	if a == nil {
-		return
+		return nil
 	}
-	need := (b.Len + arenaAlign - 1) &^ (arenaAlign - 1)
-	if b.Len == 0 {
-		need = arenaAlign
+	if b.Len > a.Size() {
+		return ErrNotAllocated
 	}
+	need := (max(b.Len, 1) + arenaAlign - 1) &^ (arenaAlign - 1)
 	a.mu.Lock()
 	defer a.mu.Unlock()
+	if got, ok := a.live[b.Off]; !ok || got != need {
+		return ErrNotAllocated
+	}
+	delete(a.live, b.Off)
 	i, _ := slices.BinarySearchFunc(a.free, b.Off, func(s span, off uint64) int {
 		switch {
 		case s.off < off:
@@ -182,6 +200,7 @@ func (b Buffer) Free() {
 		a.free[i-1].len += a.free[i].len
 		a.free = slices.Delete(a.free, i, i+1)
 	}
+	return nil
 }
 
 // Float32s returns the buffer as float32 values (Len/4 of them).

@@ -25,7 +25,7 @@ const (
 	sizeofTensor   = 56 // data, nbytes, dtype, ndim, shape[4]
 	sizeofArgs     = 32 // abi_version, tensor_count, tensors, scalar_count, reserved, scalars
 	sizeofKernel   = 16 // func_id, reserved, fn
-	sizeofRuntime  = 16 // abi_version, kernel_count, kernels
+	sizeofRuntime  = 32 // abi_version, kernel_count, kernels; tail: struct_size, reserved, operations
 	sizeofConfig   = 8  // abi_version, block_dim
 	scratchBytes   = sizeofArgs + MaxTensors*sizeofTensor + MaxScalars*8
 	pageRoundBytes = 4096
@@ -74,13 +74,20 @@ func (l *simLoader) clean(s string) string { return strings.ReplaceAll(s, l.dir,
 
 // simCallable is the executable state of one prewarmed chip callable.
 type simCallable struct {
-	libs     []uintptr // dlopen handles, orchestration first
-	entry    uintptr
-	config   uintptr
-	blockDim uint32
-	rt       cmem // ptojit_runtime followed by the kernel entries
-	tensors  int  // tensor arguments the signature takes
-	scalars  int  // scalar arguments the signature takes
+	libs   []uintptr // dlopen handles, orchestration first
+	entry  uintptr
+	config uintptr
+	// configured is set once the config symbol ran (on the first task,
+	// never at prewarm); blockDim is what it returned.
+	configured bool
+	blockDim   uint32
+	rt         cmem // ptojit_runtime followed by the kernel entries
+	tensors    int  // tensor arguments the signature takes
+	scalars    int  // scalar arguments the signature takes
+
+	// The operation provider's entry points (negotiate.go), resolved
+	// during prewarm and called only by NEGOTIATE; 0 when not exported.
+	opImplID, opValidate, opScratch uintptr
 }
 
 // load materializes and opens one shared object from bytes.
@@ -101,9 +108,9 @@ func (l *simLoader) load(what string, bin []byte) (uintptr, error) {
 }
 
 // prepare loads a chip callable: the orchestration shared object, its entry
-// and config symbols, and every child kernel's ptojit_kernel. It calls the
-// config symbol (the orchestration's static configuration) and nothing else:
-// no orchestration logic runs during prewarm.
+// and config symbols, and every child kernel's ptojit_kernel. It resolves
+// symbols only: no code of the orchestration runs during prewarm (seed 000),
+// not even the config symbol, which the first task calls (configure).
 func (l *simLoader) prepare(c *registry.ChipCallable) (_ *simCallable, err error) {
 	s := &simCallable{}
 	defer func() {
@@ -129,19 +136,15 @@ func (l *simLoader) prepare(c *registry.ChipCallable) (_ *simCallable, err error
 	if s.entry, err = purego.Dlsym(h, c.FuncName); err != nil {
 		return nil, fmt.Errorf("entry symbol %q: %s", c.FuncName, l.clean(err.Error()))
 	}
+	// Resolved only: a provider's negotiation runs on an explicit
+	// NEGOTIATE request, never during prewarm.
+	s.opImplID, _ = purego.Dlsym(h, opImplIDSymbol)
+	s.opValidate, _ = purego.Dlsym(h, opValidateSymbol)
+	s.opScratch, _ = purego.Dlsym(h, opScratchSymbol)
 	if c.ConfigName != "" {
 		if s.config, err = purego.Dlsym(h, c.ConfigName); err != nil {
 			return nil, fmt.Errorf("config symbol %q: %s", c.ConfigName, l.clean(err.Error()))
 		}
-		p, _, _ := purego.SyscallN(s.config)
-		if p == 0 {
-			return nil, fmt.Errorf("config symbol %q returned NULL", c.ConfigName)
-		}
-		cfg := unsafe.Slice((*byte)(unsafe.Add(unsafe.Pointer(nil), p)), sizeofConfig)
-		if v := binary.LittleEndian.Uint32(cfg[0:]); v != simABIVersion {
-			return nil, fmt.Errorf("config abi_version %d, this worker knows %d", v, simABIVersion)
-		}
-		s.blockDim = binary.LittleEndian.Uint32(cfg[4:])
 	}
 	if s.rt, err = newCmem(sizeofRuntime + sizeofKernel*len(c.Children)); err != nil {
 		return nil, err
@@ -162,6 +165,8 @@ func (l *simLoader) prepare(c *registry.ChipCallable) (_ *simCallable, err error
 	}
 	binary.LittleEndian.PutUint32(s.rt.b[0:], simABIVersion)
 	binary.LittleEndian.PutUint32(s.rt.b[4:], uint32(len(c.Children)))
+	binary.LittleEndian.PutUint32(s.rt.b[16:], sizeofRuntime) // the tail: the host operation service
+	binary.LittleEndian.PutUint64(s.rt.b[24:], uint64(opServiceAddr()))
 	if len(c.Children) > 0 {
 		binary.LittleEndian.PutUint64(s.rt.b[8:], uint64(s.rt.addr(sizeofRuntime)))
 	}
@@ -194,6 +199,26 @@ func shapeBytes(t Tensor) (n uint64, ok bool) {
 	return n, over == 0 || slices.Contains(t.Shape, 0)
 }
 
+// configure calls the config symbol, once, before the first task: the
+// orchestration's static configuration is orchestration code, which
+// prewarm never runs.
+func (s *simCallable) configure() error {
+	if s.configured || s.config == 0 {
+		return nil
+	}
+	p, _, _ := purego.SyscallN(s.config)
+	if p == 0 {
+		return errors.New("the config symbol returned NULL")
+	}
+	cfg := unsafe.Slice((*byte)(unsafe.Add(unsafe.Pointer(nil), p)), sizeofConfig)
+	if v := binary.LittleEndian.Uint32(cfg[0:]); v != simABIVersion {
+		return fmt.Errorf("config abi_version %d, this worker knows %d", v, simABIVersion)
+	}
+	s.blockDim = binary.LittleEndian.Uint32(cfg[4:])
+	s.configured = true
+	return nil
+}
+
 // run calls the orchestration entry with args whose tensors live in arena.
 // scratch holds the ptojit_args structure. A non-zero return of the
 // orchestration is returned as code with a nil error.
@@ -201,6 +226,9 @@ func (s *simCallable) run(arena []byte, scratch cmem, a TaskArgs) (int32, error)
 	if len(a.Tensors) != s.tensors || len(a.Scalars) != s.scalars {
 		return 0, fmt.Errorf("callable takes %d tensors and %d scalars, task passes %d and %d",
 			s.tensors, s.scalars, len(a.Tensors), len(a.Scalars))
+	}
+	if err := s.configure(); err != nil {
+		return 0, err
 	}
 	var base uintptr
 	if len(arena) > 0 {

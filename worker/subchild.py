@@ -192,8 +192,8 @@ def main():
     if op != INIT or len(args) < 32:
         sys.exit("first frame is not INIT")
     wid, role, nslots, flags, arena_size, slot_base, _ = struct.unpack_from("<IIIIQII", args)
-    if role != 2:
-        sys.exit("SUB child started for role %d" % role)
+    if role not in (2, 3):  # a SUB child, or a next-level Worker child's loop
+        sys.exit("Python child started for role %d" % role)
     state["id"], state["flags"] = wid, flags
     slots.extend([None] * nslots)
     for i in range(min(slot_base, nslots)):

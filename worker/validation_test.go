@@ -10,12 +10,14 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/ptojit/ptojit/registry"
+	"github.com/ptojit/ptojit/worker/simtest"
 )
 
 // slotOf returns the private slot a child logged for its first install of h.
@@ -742,5 +744,202 @@ func TestRegisterDuringStart(t *testing.T) {
 		if err := runOn(t, w, h, id); err != nil {
 			t.Error(err)
 		}
+	}
+}
+
+// Seed 000: prewarm resolves symbols only and runs no orchestration code.
+// The callable's config symbol is orchestration code here (empty_orch,
+// which returns 0, a NULL configuration): registration succeeds, because
+// prewarm only resolves the symbol, and the first task runs it and fails.
+func TestSeed000PrewarmResolvesSymbolsOnly(t *testing.T) {
+	testBlobs(t) // skips or fails as every chip test does without a compiler
+	dir := t.TempDir()
+	c, err := simtest.EmptyCallable(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.ConfigName = "empty_orch"
+	blob, err := c.MarshalBinary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, _ := testConfig(1, 0)
+	w := startWorker(t, cfg)
+	h, err := w.Register(context.Background(), registry.ChipCallableKind, blob)
+	if err != nil {
+		t.Fatalf("register ran the config symbol during prewarm: %v", err)
+	}
+	err = w.Run(context.Background(), func(o *Orchestrator) error {
+		_, err := o.SubmitNextLevel(h, TaskArgs{}, CallConfig{Workers: []int{0}})
+		return err
+	})
+	if err == nil || !strings.Contains(err.Error(), "config symbol returned NULL") {
+		t.Fatalf("first task: %v, want the config symbol's failure", err)
+	}
+	// A missing config symbol still fails prewarm: resolution is prewarm's.
+	c.ConfigName = "no_such_config"
+	if blob, err = c.MarshalBinary(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.Register(context.Background(), registry.ChipCallableKind, blob); !errors.Is(err, PrewarmFailed) {
+		t.Fatalf("unresolvable config symbol: %v", err)
+	}
+}
+
+// Seed 000: a task record carries the callable's digest, kind and namespace
+// only, never the handle with its private registration id.
+func TestSeed000TaskRecordCarriesDigestKindNamespace(t *testing.T) {
+	handle := reflect.TypeFor[CallableHandle]()
+	var names []string
+	for f := range reflect.TypeFor[Task]().Fields() {
+		if f.Type == handle {
+			t.Errorf("Task field %s holds a whole CallableHandle", f.Name)
+		}
+		names = append(names, f.Name)
+	}
+	for _, want := range []string{"digest", "kind", "ns"} {
+		if !slices.Contains(names, want) {
+			t.Errorf("Task has no %s field: %v", want, names)
+		}
+	}
+	vadd, _, _ := testBlobs(t)
+	cfg, _ := testConfig(1, 0)
+	w := startWorker(t, cfg)
+	h, err := w.Register(context.Background(), registry.ChipCallableKind, vadd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v := newVAddTask(t, w, 64, 3, 0.5)
+	defer v.free()
+	err = w.Run(context.Background(), func(o *Orchestrator) error {
+		task, err := o.SubmitNextLevel(h, v.args(), CallConfig{})
+		if err != nil {
+			return err
+		}
+		if task.digest != h.Hashid || task.kind != registry.ChipCallableKind || task.ns != registry.LocalChip {
+			t.Errorf("task record %v %v %v, want %v %v %v", task.digest, task.kind, task.ns, h.Hashid, registry.ChipCallableKind, registry.LocalChip)
+		}
+		return task.Wait()
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// Seed 000: the L2 path runs a registered handle on one chip worker with no
+// L3 orchestrator (no Run, no queues).
+func TestSeed000L2ChipWorkerRunsHandleDirectly(t *testing.T) {
+	vadd, _, _ := testBlobs(t)
+	cfg, _ := testConfig(1, 0)
+	cw, err := NewChipWorker(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cw.Close()
+	h, err := cw.Register(context.Background(), vadd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v := newVAddTask(t, cw.w, 128, 5, 2)
+	defer v.free()
+	if err := cw.Call(h, v.args()); err != nil {
+		t.Fatal(err)
+	}
+	if err := v.check(); err != nil {
+		t.Fatal(err)
+	}
+	// The handle's contract holds on the L2 path: a consumed handle fails.
+	if err := cw.Unregister(context.Background(), h); err != nil {
+		t.Fatal(err)
+	}
+	if err := cw.Call(h, v.args()); !errors.Is(err, registry.HandleStale) {
+		t.Fatalf("stale handle: %v", err)
+	}
+	if _, err := NewChipWorker(context.Background(), Config{ChipWorkers: 2}); err == nil {
+		t.Fatal("an L2 worker with two chip children")
+	}
+}
+
+// Seed 000: "LOCAL_PYTHON is used for Python-capable child loops owned by
+// this Worker: SUB children and next-level Worker-child dispatch loops", and
+// "submit_next_level on an L4 Worker child path requires a Python dispatch
+// handle". An L4 Worker's Worker children are LOCAL_PYTHON targets: a
+// Python handle registered once installs on them and on its SUB children,
+// and SubmitNextLevel reaches the Worker children only.
+func TestSeed000WorkerChildLoopsServeLocalPython(t *testing.T) {
+	vadd, _, _ := testBlobs(t)
+	spyc := pythonPayload(t, "lambda tensors, scalars: [tensors[1].__setitem__(i, tensors[0][i] + scalars[0]) for i in range(len(tensors[0]))]")
+	cfg, log := testConfig(0, 1)
+	cfg.WorkerChildren = 2
+	w := startWorker(t, cfg)
+	ctx := context.Background()
+	hp, err := w.Register(ctx, registry.PythonSerializedKind, spyc)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, log)
+	}
+	ids := w.WorkerChildIDs()
+	if !slices.Equal(ids, []int{1, 2}) {
+		t.Fatalf("worker child ids %v", ids)
+	}
+	for _, id := range append(w.SubWorkerIDs(), ids...) {
+		if n, err := w.installed(id); err != nil || n != 1 {
+			t.Errorf("child %d: %d installed (%v), want the Python callable", id, n, err)
+		}
+	}
+	in, _ := w.Arena().Alloc(4 * 16)
+	for i := range in.Float32s() {
+		in.Float32s()[i] = float32(i)
+	}
+	outs := []Buffer{}
+	for range ids {
+		b, _ := w.Arena().Alloc(4 * 16)
+		outs = append(outs, b)
+	}
+	ran := map[int]bool{}
+	err = w.Run(ctx, func(o *Orchestrator) error {
+		for i, id := range ids {
+			task, err := o.SubmitNextLevel(hp, TaskArgs{Tensors: []Tensor{in.Tensor(Float32, 16), outs[i].Tensor(Float32, 16)}, Scalars: []uint64{7}}, CallConfig{Workers: []int{id}})
+			if err != nil {
+				return err
+			}
+			if err := task.Wait(); err != nil {
+				return err
+			}
+			ran[task.Worker()] = true
+		}
+		// The SUB child is not a next-level target.
+		if _, err := o.SubmitNextLevel(hp, TaskArgs{}, CallConfig{Workers: w.SubWorkerIDs()}); !errors.Is(err, registry.TargetNamespaceMismatch) {
+			t.Errorf("next level reached the SUB child: %v", err)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatalf("%v\n%s", err, log)
+	}
+	if !ran[1] || !ran[2] {
+		t.Errorf("ran on %v, want both Worker children", ran)
+	}
+	for i := range ids {
+		for j, x := range outs[i].Float32s() {
+			if x != float32(j)+7 {
+				t.Fatalf("child %d out[%d] = %v", ids[i], j, x)
+			}
+		}
+	}
+	// A chip handle cannot reach an L4 Worker's next level, and a Worker
+	// cannot have both next levels.
+	if _, err := New(Config{ChipWorkers: 1, WorkerChildren: 1}); err == nil {
+		t.Error("a Worker with chip children and Worker children")
+	}
+	hc, err := w.Register(ctx, registry.ChipCallableKind, vadd)
+	if err != nil {
+		return // refused outright: it cannot reach the next level either
+	}
+	err = w.Run(ctx, func(o *Orchestrator) error {
+		_, err := o.SubmitNextLevel(hc, TaskArgs{}, CallConfig{})
+		return err
+	})
+	if !errors.Is(err, registry.HandleNamespaceMismatch) {
+		t.Errorf("chip handle at an L4 next level: %v", err)
 	}
 }

@@ -33,6 +33,12 @@ type Config struct {
 	// SubWorkers is the number of Python SUB children (LOCAL_PYTHON), ids
 	// ChipWorkers..ChipWorkers+SubWorkers-1.
 	SubWorkers int
+	// WorkerChildren is the number of next-level Worker children: Python
+	// dispatch loops of an L4 Worker, LOCAL_PYTHON targets that
+	// SubmitNextLevel reaches with a Python handle; ids follow the SUB
+	// children. A Worker's next level is chip children (L3) or Worker
+	// children (L4), not both.
+	WorkerChildren int
 	// Python is the interpreter SUB children run under ("python3").
 	Python string
 	// Platform and Runtime go into every CHIP_CALLABLE descriptor.
@@ -77,7 +83,10 @@ type Worker struct {
 
 // New checks cfg and creates the arena; no child starts before Start.
 func New(cfg Config) (*Worker, error) {
-	if cfg.ChipWorkers < 0 || cfg.SubWorkers < 0 || cfg.ChipWorkers+cfg.SubWorkers == 0 {
+	if cfg.WorkerChildren < 0 || cfg.ChipWorkers > 0 && cfg.WorkerChildren > 0 {
+		return nil, fmt.Errorf("worker: the next level is chip children or Worker children, not both (chip %d, worker %d)", cfg.ChipWorkers, cfg.WorkerChildren)
+	}
+	if cfg.ChipWorkers < 0 || cfg.SubWorkers < 0 || cfg.ChipWorkers+cfg.SubWorkers+cfg.WorkerChildren == 0 {
 		return nil, fmt.Errorf("worker: need at least one child (chip %d, sub %d)", cfg.ChipWorkers, cfg.SubWorkers)
 	}
 	if cfg.ChipWorkers > 0 && len(cfg.ChildCommand) == 0 {
@@ -125,6 +134,24 @@ func (w *Worker) SubWorkerIDs() []int {
 	return ids
 }
 
+// WorkerChildIDs returns the ids of the next-level Worker children.
+func (w *Worker) WorkerChildIDs() []int {
+	ids := make([]int, w.cfg.WorkerChildren)
+	for i := range ids {
+		ids[i] = w.cfg.ChipWorkers + w.cfg.SubWorkers + i
+	}
+	return ids
+}
+
+// nextLevel is the role and namespace SubmitNextLevel reaches: chip
+// children on an L3 Worker, Worker-child Python loops on an L4 Worker.
+func (w *Worker) nextLevel() (uint32, registry.Namespace) {
+	if w.cfg.WorkerChildren > 0 {
+		return RoleWorkerChild, registry.LocalPython
+	}
+	return RoleChip, registry.LocalChip
+}
+
 // Start starts every child, installs every registration made before Start
 // on it (whole scope, so a child is ready only with every pre-start
 // hashid installed), and waits for every child to report ready. If any
@@ -141,7 +168,7 @@ func (w *Worker) Start(ctx context.Context) (err error) {
 	w.started = true
 	w.mu.Unlock()
 
-	n := w.cfg.ChipWorkers + w.cfg.SubWorkers
+	n := w.cfg.ChipWorkers + w.cfg.SubWorkers + w.cfg.WorkerChildren
 	eps := make([]*endpoint, n)
 	errs := make([]error, n)
 	var wg sync.WaitGroup
@@ -164,6 +191,9 @@ func (w *Worker) startChild(ctx context.Context, id int) (*endpoint, error) {
 	argv := w.cfg.ChildCommand
 	if id >= w.cfg.ChipWorkers {
 		role = RoleSub
+		if id >= w.cfg.ChipWorkers+w.cfg.SubWorkers {
+			role = RoleWorkerChild
+		}
 		argv = []string{w.cfg.Python, "-c", subChildScript}
 	}
 	env := w.cfg.ChildEnv

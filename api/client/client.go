@@ -3,6 +3,12 @@
 // starts a daemon when none answers. It imports only the standard library
 // and api, so the thin client can use it.
 //
+// Trust runs both ways: the client uses a daemon directory only when this
+// user owns it, nobody else can write it and no directory above it is
+// open to other users' writes (CheckDir), and talks to a daemon only when SO_PEERCRED says it runs as
+// this user; otherwise it sends nothing and reports the directory or
+// socket at fault.
+//
 // Start-up is race-free: clients serialize on an flock of the start lock in
 // the daemon directory, the first starts the daemon and waits for its
 // readiness signal (not a timeout), and the rest find it answering.
@@ -13,32 +19,76 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/ptojit/ptojit/api"
 )
 
+// ErrNoDaemon is matched (errors.Is) by the error of Call when no daemon
+// listens on the socket: the socket or its directory does not exist, or
+// nobody accepts connections on it. Starting a daemon is the remedy.
+var ErrNoDaemon = errors.New("no daemon answers")
+
+// quickTimeout bounds every operation but OpRun, which runs as long as the
+// command it runs: a daemon that does not answer a ping within it is hung,
+// not slow.
+const quickTimeout = 30 * time.Second
+
 // Call sends req over a new connection to the socket at path and returns
-// the response. A connection error (no daemon) is returned as is, so
-// callers can tell it from a reply; a daemon that accepted the request but
-// did not answer it is a *DaemonLostError.
+// the response. It first checks the socket's directory (CheckDir) and,
+// once connected, that the daemon runs as this user (SO_PEERCRED), and
+// sends nothing when either check fails: the error is then an
+// *UntrustedError. An error matching ErrNoDaemon means that no daemon
+// listens; a daemon that accepted the request but did not answer it is a
+// *DaemonLostError; a reply that breaks the protocol (too large, not JSON)
+// and a request too large to send match api.ErrProtocol: sending them
+// again would fail again.
 func Call(path string, req *api.DaemonRequest) (*api.DaemonResponse, error) {
-	conn, err := net.Dial("unix", path)
-	if err != nil {
+	if err := CheckDir(filepath.Dir(path)); err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, fmt.Errorf("%w: %w", ErrNoDaemon, err)
+		}
 		return nil, err
 	}
-	defer conn.Close()
 	req.Protocol = api.DaemonProtocol
+	frame, err := api.MarshalFrame(req, api.MaxDaemonRequest)
+	if err != nil {
+		return nil, fmt.Errorf("daemon request: %w", err)
+	}
+	conn, err := net.DialUnix("unix", nil, &net.UnixAddr{Name: path, Net: "unix"})
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrNoDaemon, err)
+	}
+	defer conn.Close()
+	uid, err := peerUID(conn)
+	if err != nil {
+		return nil, &UntrustedError{Path: path, Reason: "cannot read the daemon's uid: " + err.Error()}
+	}
+	if uid != os.Getuid() {
+		return nil, &UntrustedError{Path: path, Reason: fmt.Sprintf("the daemon listening there runs as uid %d, not as this user (uid %d)", uid, os.Getuid())}
+	}
+	if req.Op != api.OpRun {
+		conn.SetDeadline(time.Now().Add(quickTimeout))
+	}
 	// A daemon that refuses the peer replies before reading the request,
 	// so a failed write is judged by whether a reply can still be read.
-	werr := api.WriteFrame(conn, req)
+	_, werr := conn.Write(frame)
 	var resp api.DaemonResponse
 	if err := api.ReadFrame(bufio.NewReader(conn), api.MaxDaemonResponse, &resp); err != nil {
+		switch {
+		case errors.Is(err, api.ErrProtocol):
+			return nil, fmt.Errorf("daemon reply: %w", err)
+		case errors.Is(err, os.ErrDeadlineExceeded):
+			return nil, fmt.Errorf("the daemon on %s did not answer %q within %s: it is hung; its log is %s",
+				path, req.Op, quickTimeout, filepath.Join(filepath.Dir(path), api.LogName))
+		}
 		if werr != nil {
 			err = werr
 		}
@@ -48,6 +98,107 @@ func Call(path string, req *api.DaemonRequest) (*api.DaemonResponse, error) {
 		return nil, fmt.Errorf("daemon speaks protocol %d, this client %d", resp.Protocol, api.DaemonProtocol)
 	}
 	return &resp, nil
+}
+
+// peerUID returns the uid of the process at the other end of conn (for a
+// client: the process that listens). Tests replace it.
+var peerUID = PeerUID
+
+// PeerUID returns the uid of the process at the other end of conn, from
+// SO_PEERCRED.
+func PeerUID(conn *net.UnixConn) (int, error) {
+	raw, err := conn.SyscallConn()
+	if err != nil {
+		return -1, err
+	}
+	var cred *syscall.Ucred
+	var credErr error
+	if err := raw.Control(func(fd uintptr) {
+		cred, credErr = syscall.GetsockoptUcred(int(fd), syscall.SOL_SOCKET, syscall.SO_PEERCRED)
+	}); err != nil {
+		return -1, err
+	}
+	if credErr != nil {
+		return -1, credErr
+	}
+	return int(cred.Uid), nil
+}
+
+// UntrustedError refuses a daemon directory or socket that another user
+// could control. Nothing was sent to it.
+type UntrustedError struct {
+	Path   string // the directory or socket refused
+	Reason string
+}
+
+func (e *UntrustedError) Error() string {
+	return fmt.Sprintf("refusing the daemon at %s: %s; another user could serve a fake daemon there "+
+		"(remove it, or set XDG_RUNTIME_DIR to a directory of your own)", e.Path, e.Reason)
+}
+
+// CheckDir returns nil when dir may hold this user's daemon socket: dir
+// itself (read with Lstat, so not a symbolic link) is a directory owned by
+// this user that neither group nor others can write, and every directory
+// above it (symbolic links resolved) is owned by this user or root and not
+// writable by others unless it has the sticky bit (as /tmp has), which
+// keeps them from renaming what this user put there. A directory above
+// may be group-writable (a user's private group, as a umask of 002 leaves
+// ~/.cache): whoever could replace dir through it would own the new dir,
+// which the ownership check refuses, and SO_PEERCRED refuses their daemon.
+// Any other directory is refused with an *UntrustedError naming the
+// outermost one at fault; a missing one gives an error matching
+// fs.ErrNotExist.
+func CheckDir(dir string) error {
+	dir, err := filepath.Abs(dir)
+	if err != nil {
+		return err
+	}
+	uid := os.Getuid()
+	parent, err := filepath.EvalSymlinks(filepath.Dir(dir))
+	if err != nil {
+		return err
+	}
+	var chain []string
+	for p := parent; ; p = filepath.Dir(p) {
+		chain = append(chain, p)
+		if filepath.Dir(p) == p {
+			break
+		}
+	}
+	for i := len(chain) - 1; i >= 0; i-- {
+		if err := checkComponent(chain[i], uid, false); err != nil {
+			return err
+		}
+	}
+	return checkComponent(dir, uid, true)
+}
+
+// checkComponent checks one directory of CheckDir; own is set for the
+// daemon directory itself.
+func checkComponent(p string, uid int, own bool) error {
+	fi, err := os.Lstat(p)
+	if err != nil {
+		return err
+	}
+	if fi.Mode()&fs.ModeSymlink != 0 {
+		return &UntrustedError{Path: p, Reason: "a symbolic link, not a directory"}
+	}
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !fi.IsDir() || !ok {
+		return &UntrustedError{Path: p, Reason: "not a directory"}
+	}
+	owner := int(st.Uid)
+	switch {
+	case own && owner != uid:
+		return &UntrustedError{Path: p, Reason: fmt.Sprintf("owned by uid %d, not by this user (uid %d)", owner, uid)}
+	case owner != uid && owner != 0:
+		return &UntrustedError{Path: p, Reason: fmt.Sprintf("owned by uid %d, neither this user (uid %d) nor root", owner, uid)}
+	case own && fi.Mode().Perm()&0o022 != 0:
+		return &UntrustedError{Path: p, Reason: fmt.Sprintf("writable by group or others (mode %04o)", fi.Mode().Perm())}
+	case fi.Mode().Perm()&0o002 != 0 && fi.Mode()&fs.ModeSticky == 0:
+		return &UntrustedError{Path: p, Reason: fmt.Sprintf("writable by others (mode %04o)", fi.Mode().Perm())}
+	}
+	return nil
 }
 
 // DaemonLostError reports a daemon that accepted a request but did not
@@ -75,22 +226,40 @@ type Start struct {
 }
 
 // Ping reports whether a daemon answers on the socket in dir.
-func Ping(dir string) bool {
+func Ping(dir string) bool { return ping(dir) == nil }
+
+// ping returns nil when a daemon answers on the socket in dir, else why
+// not (an error matching ErrNoDaemon when none listens).
+func ping(dir string) error {
 	resp, err := Call(api.SocketPath(dir), &api.DaemonRequest{Op: api.OpPing})
-	return err == nil && resp.Error == ""
+	if err != nil {
+		return err
+	}
+	if resp.Error != "" {
+		return errors.New("daemon: " + resp.Error)
+	}
+	return nil
 }
 
 // EnsureDaemon returns once a daemon answers in s.Dir, starting one if
-// none does (see the package doc). A daemon that fails to start is
-// reported with the end of its log.
+// none listens or the one there closes the connection unanswered (see the
+// package doc). It creates s.Dir (mode 0700) and
+// checks it (CheckDir) before it uses anything in it. A daemon that
+// fails to start is reported with the end of its log; one that listens but
+// cannot be used (another user's, hung, or speaking another protocol) is
+// reported, not replaced.
 func EnsureDaemon(s Start) error {
-	if Ping(s.Dir) {
-		return nil
+	err := ping(s.Dir)
+	if err == nil || !replaceable(err) {
+		return err
 	}
 	if err := os.MkdirAll(s.Dir, 0o700); err != nil {
 		return err
 	}
-	lock, err := os.OpenFile(filepath.Join(s.Dir, api.StartLockName), os.O_CREATE|os.O_RDWR, 0o600)
+	if err := CheckDir(s.Dir); err != nil {
+		return err
+	}
+	lock, err := os.OpenFile(filepath.Join(s.Dir, api.StartLockName), os.O_CREATE|os.O_RDWR|syscall.O_NOFOLLOW, 0o600)
 	if err != nil {
 		return err
 	}
@@ -99,15 +268,25 @@ func EnsureDaemon(s Start) error {
 		return fmt.Errorf("daemon start lock: %w", err)
 	}
 	defer Flock(lock, syscall.LOCK_UN)
-	if Ping(s.Dir) {
-		return nil // another client started it while we waited
+	err = ping(s.Dir)
+	if err == nil || !replaceable(err) {
+		return err // nil: another client started it while we waited
 	}
 	return startDaemon(s)
 }
 
+// replaceable reports whether the ping error err calls for a new daemon:
+// none listens, or the one that accepted the ping closed the connection
+// unanswered (it is exiting, or was killed: a new daemon waits for it to
+// release its lock).
+func replaceable(err error) bool {
+	var lost *DaemonLostError
+	return errors.Is(err, ErrNoDaemon) || errors.As(err, &lost)
+}
+
 func startDaemon(s Start) error {
 	logPath := filepath.Join(s.Dir, api.LogName)
-	logf, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	logf, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND|syscall.O_NOFOLLOW, 0o600)
 	if err != nil {
 		return err
 	}
@@ -158,7 +337,13 @@ func Flock(f *os.File, how int) error {
 // AwaitDaemonExit returns once no daemon holds the lock in dir: a daemon
 // keeps it until everything it owns, the store included, is closed.
 func AwaitDaemonExit(dir string) error {
-	f, err := os.Open(filepath.Join(dir, api.LockName))
+	if err := CheckDir(dir); err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil
+		}
+		return err
+	}
+	f, err := os.OpenFile(filepath.Join(dir, api.LockName), os.O_RDONLY|syscall.O_NOFOLLOW, 0)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil
 	}

@@ -38,6 +38,7 @@ func main() {
 	for round := -*warm; round < *n; round++ {
 		for i, c := range cmds {
 			cmd := exec.Command(c[0], c[1:]...)
+			cmd.WaitDelay = 5 * time.Second
 			t := time.Now()
 			out, err := cmd.CombinedOutput()
 			d := time.Since(t)

@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"syscall"
+	"time"
 
 	"github.com/ptojit/ptojit/cmd/internal/cli"
 	"github.com/ptojit/ptojit/cmd/internal/clientcmd"
@@ -20,10 +21,12 @@ const engineName = "ptojitd"
 var engineCommands = []*cli.Command{
 	{Name: "build", Summary: "build a chip callable from a request, answering from the cache when it can"},
 	{Name: "cache", Summary: "inspect and manage the artifact cache (stats, ls, show, verify, trim, clear)"},
+	{Name: "config", Summary: "read and change the settings kept in the cache directory"},
 	{Name: "daemon", Summary: "start, stop or query the local daemon that owns the cache"},
 	{Name: "envaudit", Summary: "check that every environment read is classified in the registry"},
 	{Name: "key", Summary: "show every input of a build's key, or diff two keys"},
 	{Name: "module", Summary: "pack, sign, install and inspect runtime modules of chip callables"},
+	{Name: "op", Summary: "list, resolve and run the operations of the enabled modules"},
 	{Name: "run", Summary: "register a built callable with local child workers and run it"},
 	{Name: "toolchain", Summary: "identify the installed toolchain components"},
 }
@@ -84,7 +87,13 @@ func forward(ctx context.Context, env *cli.Env, args []string) (bool, error) {
 	}
 	cmd := exec.CommandContext(ctx, path, args...)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = env.Stdin, env.Stdout, env.Stderr
+	// A process the engine leaves behind holding our pipes must not hang
+	// Wait once the engine has exited.
+	cmd.WaitDelay = 5 * time.Second
 	err = cmd.Run()
+	if errors.Is(err, exec.ErrWaitDelay) && cmd.ProcessState.Success() {
+		err = nil // the engine succeeded; a process it left holds our pipes
+	}
 	var ee *exec.ExitError
 	if errors.As(err, &ee) {
 		return true, cli.Exit(ee.ExitCode())

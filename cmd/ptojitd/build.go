@@ -40,11 +40,12 @@ published), uncached (compiled, not cached: every reason is listed) or error.
 --json prints the response object instead.
 
 The cache is PTOJIT_CACHE_DIR, else $XDG_CACHE_HOME/ptojit, else
-~/.cache/ptojit; PTOJIT_CACHE_READONLY=1 never writes it. The build runs in
-the daemon that owns the cache (started on demand; see "ptojit help
-daemon"). With --no-daemon or PTOJIT_DAEMON=0 it runs in this process; if
-another process (a daemon) holds the store, it compiles without the cache
-("uncached") and says which process holds it, or with --wait waits for it.
+~/.cache/ptojit; PTOJIT_CACHE_READONLY=1 (or readonly in its settings file,
+see "ptojit config") never writes it. The build runs in the daemon that
+owns the cache (started on demand; see "ptojit help daemon"). With
+--no-daemon or PTOJIT_DAEMON=0 it runs in this process; if another process
+(a daemon) holds the store, it compiles without the cache ("uncached") and
+says which process holds it, or with --wait waits for it.
 
 An invalid request is reported as FILE:LINE:COL: FIELD: what is wrong, e.g.
   request.json:10:32: kernels[0].signature[1]: unknown direction "UP": want IN, OUT, INOUT or SCALAR
@@ -201,7 +202,11 @@ var openStoreWait = time.Minute
 // otherwise storeErr is a *heldError naming the holder.
 func storeFor(ctx context.Context, env *cli.Env, dir string, readOnly, wait bool) (st cache.Store, release func() error, storeErr error, err error) {
 	if engine.store != nil {
-		return engine.store, func() error { return nil }, nil, nil
+		opt, err := storeOptions(env, dir)
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		return sharedStore(opt), func() error { return nil }, nil, nil
 	}
 	if engine.storeErr != nil {
 		return nil, func() error { return nil }, engine.storeErr, nil
@@ -307,9 +312,9 @@ func openStore(ctx context.Context, env *cli.Env, dir string, readOnly, wait boo
 		}
 		dir = d
 	}
-	opt, err := cache.EnvOptions(env.Getenv)
+	opt, err := storeOptions(env, dir)
 	if err != nil {
-		return nil, cli.Usagef("%v", err)
+		return nil, err
 	}
 	opt.ReadOnly = opt.ReadOnly || readOnly
 	return openNow(ctx, env, env.Abs(dir), opt, wait)

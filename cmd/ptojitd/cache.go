@@ -29,7 +29,7 @@ func init() {
 			Setup: func(fs *pflag.FlagSet) cli.RunFunc {
 				o := &cacheOptions{}
 				fs.StringVar(&o.dir, "cache-dir", "", "the cache directory (default: PTOJIT_CACHE_DIR, $XDG_CACHE_HOME/ptojit or ~/.cache/ptojit)")
-				fs.StringVar(&o.maxSize, "max-size", "", "the size limit, e.g. 500M or 5G (default: PTOJIT_CACHE_MAX_SIZE or 5G)")
+				fs.StringVar(&o.maxSize, "max-size", "", "the size limit, e.g. 500M or 5G (default: PTOJIT_CACHE_MAX_SIZE, else max_size of ptojit config, else 5G)")
 				fs.BoolVar(&o.json, "json", false, "print JSON")
 				fs.BoolVar(&o.wait, "wait", false, "in this process: wait while another process holds the cache")
 				if extra != nil {
@@ -113,7 +113,8 @@ and deletes blobs that no entry names. Exits 1 when it found damage.
 With PTOJIT_CACHE_READONLY=1 it only reports.`, 0, true, runCacheVerify, nil),
 			sub("trim", "trim [--max-size S] [--json]", "evict least-recently-used entries down to the size limit", `
 Evicts least-recently-used entries until the blobs fit in the size limit
-(--max-size, else PTOJIT_CACHE_MAX_SIZE, else 5G; 0 means no limit: only
+(--max-size, else PTOJIT_CACHE_MAX_SIZE, else max_size of ptojit config,
+else 5G; 0 means no limit: only
 orphan blobs are deleted; "ptojit cache clear" empties the cache),
 deletes blobs that no entry names, then compacts the database and runs
 Badger's value-log garbage collection, which returns the space of deleted
@@ -129,7 +130,7 @@ the directory stay), unless another process holds it.`, 0, true, runCacheClear, 
 
 const cacheFlagsHelp = `Environment: PTOJIT_CACHE_DIR (the directory), PTOJIT_CACHE_MAX_SIZE (the
 limit), PTOJIT_CACHE_READONLY=1 (never write: verify only reports; trim and
-clear fail).`
+clear fail); each overrides its key in the settings file (ptojit config).`
 
 type cacheOptions struct {
 	dir     string
@@ -189,9 +190,9 @@ func openCache(ctx context.Context, env *cli.Env, o *cacheOptions, readOnly bool
 		}
 		dir = d
 	}
-	opt, err := cache.EnvOptions(env.Getenv)
+	opt, err := storeOptions(env, dir)
 	if err != nil {
-		return nil, nil, cli.Usagef("cache: %v", err)
+		return nil, nil, err
 	}
 	if o.maxSize != "" {
 		n, err := cache.ParseSize(o.maxSize)
@@ -203,7 +204,7 @@ func openCache(ctx context.Context, env *cli.Env, o *cacheOptions, readOnly bool
 	o.resolvedDir = env.Abs(dir)
 	o.opt = opt
 	if engine.store != nil {
-		return engine.store, func() error { return nil }, nil
+		return sharedStore(opt), func() error { return nil }, nil
 	}
 	if engine.storeErr != nil {
 		return nil, nil, engine.storeErr

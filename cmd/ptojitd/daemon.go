@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -21,6 +22,8 @@ import (
 	"github.com/ptojit/ptojit/cache"
 	"github.com/ptojit/ptojit/cache/remote"
 	"github.com/ptojit/ptojit/cmd/internal/cli"
+	"github.com/ptojit/ptojit/internal/config"
+	"github.com/ptojit/ptojit/jit"
 	"github.com/ptojit/ptojit/jit/daemon"
 	"github.com/ptojit/ptojit/toolchain"
 )
@@ -40,7 +43,7 @@ func daemonFlags(fs *pflag.FlagSet, o *daemonOptions, lifetime bool) {
 	fs.StringVar(&o.cacheDir, "cache-dir", "", "the cache directory the daemon owns (default: PTOJIT_CACHE_DIR or the user cache directory)")
 	if lifetime {
 		fs.DurationVar(&o.idle, "idle", DefaultIdle, "exit after this long without requests (0: never)")
-		fs.StringVar(&o.maxSize, "max-size", "", "the cache size limit kept by trimming while idle (default: PTOJIT_CACHE_MAX_SIZE or 5G)")
+		fs.StringVar(&o.maxSize, "max-size", "", "the size cap of requests that do not set PTOJIT_CACHE_MAX_SIZE, and of the idle trim (default: max_size of ptojit config, else 5G)")
 	}
 }
 
@@ -56,10 +59,14 @@ start it on demand and send their work to it; PTOJIT_DAEMON=0 or
 --no-daemon (build) runs them in the calling process instead.
 
 Its socket, start lock and log live in $XDG_RUNTIME_DIR/ptojit/<id>, else in
-<cache-dir>/daemon: a 0700 directory; the socket is 0600 and the daemon
-serves only its own user. It exits after --idle without requests (default
-10m), on "ptojit daemon stop", or on SIGTERM, finishing the requests in
-flight first.`,
+<cache-dir>/daemon (or $TMPDIR/ptojit-<uid>/<id> when that path is too long
+for a socket): a 0700 directory; the socket is 0600 and the daemon serves
+only its own user. Clients use the directory only when it is their user's,
+nobody else can write it and no directory above it is world-writable
+(unless sticky, as /tmp), talk only to a daemon of their own uid, and send only the environment variables of the
+registry. It exits after --idle without requests (default 10m), on
+"ptojit daemon stop", or on SIGTERM, finishing the requests in flight first;
+a connection that sends nothing delays neither.`,
 		Subcommands: []*cli.Command{
 			{
 				Name: "start", Usage: "daemon start [--cache-dir D] [--idle D] [--max-size S]",
@@ -170,16 +177,31 @@ func runDaemonStop(env *cli.Env, o daemonOptions) error {
 	}
 	ddir := api.DaemonDir(dir, env.Getenv)
 	resp, err := client.Call(api.SocketPath(ddir), &api.DaemonRequest{Op: api.OpStop})
-	if err != nil {
+	if errors.Is(err, client.ErrNoDaemon) {
 		fmt.Fprintln(env.Stdout, "no daemon running")
 		return nil
 	}
-	if err := client.AwaitDaemonExit(ddir); err != nil {
+	if err != nil {
 		return fmt.Errorf("daemon stop: %w", err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- client.AwaitDaemonExit(ddir) }()
+	select {
+	case err := <-exited:
+		if err != nil {
+			return fmt.Errorf("daemon stop: %w", err)
+		}
+	case <-time.After(stopWait):
+		return fmt.Errorf("daemon stop: daemon %d has not exited %s after the request; see %s",
+			resp.PID, stopWait, filepath.Join(ddir, api.LogName))
 	}
 	fmt.Fprintf(env.Stdout, "daemon %d stopped\n", resp.PID)
 	return nil
 }
+
+// stopWait bounds how long "daemon stop" waits for the daemon to exit: its
+// grace period for the requests in flight, and time to close the store.
+const stopWait = daemon.DefaultGrace + 30*time.Second
 
 // daemonStatus is what `daemon status --json` prints.
 type daemonStatus struct {
@@ -199,6 +221,11 @@ type daemonStatus struct {
 	// CacheError says why the cache is unusable (it could not be opened
 	// or read); builds then run uncached.
 	CacheError string `json:"cache_error,omitempty"`
+	// Settings are those in force for a request that sets none of their
+	// variables; a client's environment overrides them for its request.
+	ConfigFile    string        `json:"config_file,omitempty"`
+	Settings      []settingJSON `json:"settings,omitempty"`
+	SettingsError string        `json:"settings_error,omitempty"`
 }
 
 func runDaemonStatus(env *cli.Env, o daemonOptions) error {
@@ -207,6 +234,9 @@ func runDaemonStatus(env *cli.Env, o daemonOptions) error {
 		return err
 	}
 	resp, err := client.Call(api.SocketPath(api.DaemonDir(dir, env.Getenv)), &api.DaemonRequest{Op: api.OpStatus})
+	if err != nil && !errors.Is(err, client.ErrNoDaemon) {
+		return fmt.Errorf("daemon status: %w", err)
+	}
 	ddir := api.DaemonDir(dir, env.Getenv)
 	st := daemonStatus{CacheDir: dir, DaemonDir: ddir, Socket: api.SocketPath(ddir), Log: filepath.Join(ddir, api.LogName)}
 	if err == nil && resp.Error == "" {
@@ -253,6 +283,13 @@ func runDaemonStatus(env *cli.Env, o daemonOptions) error {
 		if st.TrimErrors != "" {
 			fmt.Fprintf(w, "last trim failed: %s\n", st.TrimErrors)
 		}
+		if len(st.Settings) > 0 {
+			fmt.Fprintf(w, "settings (a client's environment overrides them for its request):\n")
+			writeSettings(env, st.ConfigFile, st.Settings, "  ")
+		}
+		if st.SettingsError != "" {
+			fmt.Fprintf(w, "settings: %s\n", st.SettingsError)
+		}
 	}
 	if !st.Running {
 		return cli.Exit(cli.ExitFailure)
@@ -277,15 +314,20 @@ func runDaemon(ctx context.Context, env *cli.Env, o daemonOptions) error {
 	if err != nil {
 		return err
 	}
-	opt, err := cache.EnvOptions(env.Getenv)
-	if err != nil {
-		return cli.Usagef("daemon: %v", err)
-	}
 	if o.maxSize != "" {
-		if opt.MaxBytes, err = cache.ParseSize(o.maxSize); err != nil {
+		if _, err := cache.ParseSize(o.maxSize); err != nil {
 			return cli.Usagef("daemon: --max-size: %v", err)
 		}
+		daemonMaxSize = o.maxSize
 	}
+	// The settings in force without a request's environment: refuse a
+	// broken settings file before serving.
+	if _, err := resolveSettings(dir, func(string) string { return "" }); err != nil {
+		return err
+	}
+	// The shared store has no cap and is writable: each request applies
+	// its own settings (sharedStore), and the idle trim the daemon's.
+	opt := cache.Options{}
 	logf := func(format string, args ...any) {
 		fmt.Fprintf(env.Stderr, "%s ptojitd: %s\n", time.Now().Format(time.RFC3339), fmt.Sprintf(format, args...))
 	}
@@ -294,7 +336,7 @@ func runDaemon(ctx context.Context, env *cli.Env, o daemonOptions) error {
 	opt.Logger = storeLogger{logf}
 	ddir := api.DaemonDir(dir, env.Getenv)
 	srv, err := daemon.Listen(daemon.Config{
-		Dir: ddir, Idle: o.idle, Ready: ready, WaitLock: true, Logf: logf,
+		Dir: ddir, Idle: o.idle, Ready: ready, WaitLock: true, Logf: logf, EnvNames: clientEnvNames(),
 	})
 	if err != nil {
 		return fmt.Errorf("daemon: %w", err)
@@ -325,6 +367,11 @@ func runDaemon(ctx context.Context, env *cli.Env, o daemonOptions) error {
 		logf("cache %s unusable: %v; builds run uncached; remedy: %s", dir, storeErr, cache.Remedy(storeErr))
 	} else {
 		defer store.Close()
+	}
+	// Builds killed while this cache had no daemon (kill -9, a crash)
+	// left their compile directories behind.
+	if gone, err := jit.SweepBuildDirs(os.TempDir()); err == nil && len(gone) > 0 {
+		logf("removed %d build directories of dead builds", len(gone))
 	}
 	fwd := &forgetter{}
 	watcher, err := daemon.NewWatcher(filepath.Join(ddir, "watch-sync"), fwd)
@@ -374,7 +421,13 @@ func runDaemon(ctx context.Context, env *cli.Env, o daemonOptions) error {
 	}
 	engine.wiped = wiped
 
-	m := &maintenance{store: store, maxBytes: opt.MaxBytes, logf: logf}
+	m := &maintenance{store: store, logf: logf, limit: func() (int64, bool, error) {
+		st, err := resolveSettings(dir, func(string) string { return "" })
+		if err != nil {
+			return 0, false, err
+		}
+		return st.maxBytes, st.readOnly, nil
+	}}
 	srv.SetHandler(func(ctx context.Context, req *api.DaemonRequest) *api.DaemonResponse {
 		m.touch()
 		defer m.touch()
@@ -396,21 +449,19 @@ func runDaemon(ctx context.Context, env *cli.Env, o daemonOptions) error {
 			st.Remote = &rs
 		}
 		st.LastTrim, st.TrimErrors = m.last()
+		if set, err := resolveSettings(dir, func(string) string { return "" }); err == nil {
+			st.Settings = settingsJSON(set.list)
+			if st.Cache != nil {
+				st.Cache.MaxBytes = set.maxBytes
+			}
+		} else {
+			st.SettingsError = err.Error()
+		}
+		st.ConfigFile = filepath.Join(dir, config.FileName)
 		return st
 	})
-	// The maintenance goroutine is joined before the store closes
-	// (deferred above, so this runs first): a trim never runs on a
-	// closed store.
-	mctx, mcancel := context.WithCancel(ctx)
-	mdone := make(chan struct{})
-	go func() {
-		defer close(mdone)
-		m.loop(mctx, srv)
-	}()
-	defer func() {
-		mcancel() // a trim in progress stops at its next step
-		<-mdone
-	}()
+	// Joined before the store closes (deferred above, so run after this).
+	defer m.start(ctx, srv)()
 	return srv.Serve(ctx)
 }
 
@@ -428,8 +479,15 @@ func (l storeLogger) Warningf(f string, a ...any) {
 func (storeLogger) Infof(string, ...any)  {}
 func (storeLogger) Debugf(string, ...any) {}
 
+// clientEnvNames lists the environment variables clients send with a
+// request (OpHello): every variable of the environment registry, which
+// names all that ptojit reads, the build key and the tools included.
+var clientEnvNames = sync.OnceValue(func() []string { return jit.DefaultRegistry().Variables("") })
+
 // serveCommand runs one client command in this process, against the shared
-// store and identity memo, with the client's environment and directory.
+// store and identity memo, with the client's environment and directory. Of
+// that environment it keeps the variables of clientEnvNames only, whatever
+// the client sent, so a command behaves the same for every client.
 func serveCommand(ctx context.Context, req *api.DaemonRequest) *api.DaemonResponse {
 	if len(req.Args) == 0 || !slices.Contains(api.DaemonServed, req.Args[0]) {
 		return &api.DaemonResponse{Error: fmt.Sprintf("the daemon does not serve %q", strings.Join(req.Args, " ")), Exit: cli.ExitUsage}
@@ -437,8 +495,9 @@ func serveCommand(ctx context.Context, req *api.DaemonRequest) *api.DaemonRespon
 	if !filepath.IsAbs(req.Dir) {
 		return &api.DaemonResponse{Error: "request without an absolute working directory", Exit: cli.ExitUsage}
 	}
-	vars := make(map[string]string, len(req.Env))
-	for _, kv := range req.Env {
+	environ := api.FilterEnv(req.Env, clientEnvNames())
+	vars := make(map[string]string, len(environ))
+	for _, kv := range environ {
 		if k, v, ok := strings.Cut(kv, "="); ok {
 			vars[k] = v
 		}
@@ -449,7 +508,7 @@ func serveCommand(ctx context.Context, req *api.DaemonRequest) *api.DaemonRespon
 		Stdout:  &stdout,
 		Stderr:  &stderr,
 		Getenv:  func(k string) string { return vars[k] },
-		Environ: req.Env,
+		Environ: environ,
 		Prog:    "ptojit",
 		Dir:     req.Dir,
 	}
@@ -462,7 +521,10 @@ func serveCommand(ctx context.Context, req *api.DaemonRequest) *api.DaemonRespon
 type maintenance struct {
 	store    cache.Store
 	maxBytes int64
-	logf     func(string, ...any)
+	// limit, when set, returns the cap and read-only setting in force at
+	// each trim instead of maxBytes (the settings file may change).
+	limit func() (maxBytes int64, readOnly bool, err error)
+	logf  func(string, ...any)
 
 	mu       sync.Mutex // guards the fields below
 	lastUse  time.Time
@@ -487,6 +549,22 @@ func (m *maintenance) last() (string, string) {
 	return m.lastTrim, m.trimErr
 }
 
+// start runs the loop until stop is called, ctx ends or srv is done. stop
+// cancels a trim in progress and returns once the loop has returned, so the
+// store can be closed after it.
+func (m *maintenance) start(ctx context.Context, srv *daemon.Server) (stop func()) {
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		m.loop(ctx, srv)
+	}()
+	return func() {
+		cancel()
+		<-done
+	}
+}
+
 func (m *maintenance) loop(ctx context.Context, srv *daemon.Server) {
 	tick := time.NewTicker(trimAfter / 3)
 	defer tick.Stop()
@@ -507,7 +585,25 @@ func (m *maintenance) loop(ctx context.Context, srv *daemon.Server) {
 		if !due {
 			continue
 		}
-		rep, err := m.store.Trim(ctx, m.maxBytes)
+		limit := m.maxBytes
+		if m.limit != nil {
+			n, ro, err := m.limit()
+			if err != nil {
+				m.mu.Lock()
+				m.trimErr = err.Error()
+				m.mu.Unlock()
+				m.logf("trim: %v", err)
+				continue
+			}
+			if ro {
+				continue // readonly: the daemon never trims
+			}
+			limit = n
+		}
+		if limit <= 0 {
+			limit = math.MaxInt64 // no cap: orphans and value-log GC only
+		}
+		rep, err := m.store.Trim(ctx, limit)
 		m.mu.Lock()
 		if err != nil && !errors.Is(err, context.Canceled) {
 			m.trimErr = err.Error()

@@ -5,6 +5,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"io"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -13,6 +15,7 @@ import (
 	"sync"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/ptojit/ptojit/api"
 	"github.com/ptojit/ptojit/api/client"
@@ -59,10 +62,14 @@ func buildBinaries(t *testing.T) string {
 	return binDir
 }
 
-// wrapperScript logs each compilation of a shared object and, while the
-// file named by $PTOJIT_TEST_BLOCK exists, announces itself on that FIFO and
-// hangs instead of compiling (once).
+// wrapperScript logs each compilation of a shared object to the file
+// named by its first format argument and, while the FIFO named by the
+// second exists, announces itself on that FIFO and hangs instead of
+// compiling (once). The names are written into the script: the daemon runs
+// tools with the registry's variables only.
 const wrapperScript = `#!/bin/sh
+PTOJIT_TEST_COMPILES='%s'
+PTOJIT_TEST_BLOCK='%s'
 case " $* " in
 *" -shared "*)
 	echo "$*" >> "$PTOJIT_TEST_COMPILES"
@@ -98,14 +105,14 @@ func newDaemonWorld(t *testing.T) *daemonWorld {
 	w.request = filepath.Join(w.root, "examples", "vadd", "request.json")
 	w.compiles = filepath.Join(w.root, "compiles.log")
 	cc := filepath.Join(w.root, "cc")
-	if err := os.WriteFile(cc, []byte(wrapperScript), 0o755); err != nil {
+	script := fmt.Sprintf(wrapperScript, w.compiles, filepath.Join(w.root, "block"))
+	if err := os.WriteFile(cc, []byte(script), 0o755); err != nil {
 		t.Fatal(err)
 	}
 	w.env = append(os.Environ(),
 		"PTOJIT_CACHE_DIR="+filepath.Join(w.root, "cache"),
 		"XDG_RUNTIME_DIR="+filepath.Join(w.root, "run"),
 		"CC="+cc,
-		"PTOJIT_TEST_COMPILES="+w.compiles,
 		"PTOJIT_DAEMON=",
 	)
 	return w
@@ -278,7 +285,9 @@ func TestDaemonKilledMidRequest(t *testing.T) {
 	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	w.env = append(w.env, "PTOJIT_TEST_BLOCK="+fifo)
+	tmp := filepath.Join(w.root, "tmp")
+	os.Mkdir(tmp, 0o700)
+	w.env = append(w.env, "PTOJIT_TEST_BLOCK="+fifo, "TMPDIR="+tmp)
 	t.Cleanup(func() {
 		if b, err := os.ReadFile(fifo + ".pid"); err == nil {
 			if pid, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil {
@@ -319,6 +328,10 @@ func TestDaemonKilledMidRequest(t *testing.T) {
 	if st := w.status(); st.Server.PID == pid {
 		t.Fatalf("the killed daemon %d still answers", pid)
 	}
+	// The new daemon removed the killed one's build directory.
+	if left, _ := filepath.Glob(filepath.Join(tmp, "ptojit-build-*")); len(left) != 0 {
+		t.Fatalf("build directories left behind: %q", left)
+	}
 	if b := w.build(); b.Status != "hit" || b.Key != a.Key {
 		t.Fatalf("next build: %+v", b)
 	}
@@ -357,8 +370,9 @@ func TestDaemonSeesInstallationChange(t *testing.T) {
 }
 
 // TestDaemonRefusesOtherUser runs a client as another user against a
-// daemon whose socket file permissions were opened up, so only the
-// daemon's SO_PEERCRED check stands between them.
+// daemon whose directories and socket were opened up: the client refuses a
+// daemon directory it does not own before it connects, and the daemon's
+// SO_PEERCRED check refuses a raw connection from that user.
 func TestDaemonRefusesOtherUser(t *testing.T) {
 	if os.Getuid() != 0 {
 		t.Skip("needs root to run a client as another user")
@@ -369,19 +383,83 @@ func TestDaemonRefusesOtherUser(t *testing.T) {
 	for _, p := range []string{w.root, filepath.Join(w.root, "run"), filepath.Join(w.root, "run", "ptojit"), w.daemonDir()} {
 		os.Chmod(p, 0o755)
 	}
-	os.Chmod(filepath.Join(w.daemonDir(), api.SocketName), 0o666)
+	sock := filepath.Join(w.daemonDir(), api.SocketName)
+	os.Chmod(sock, 0o666)
+	foreign := &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
 	cmd := w.command("build", "--request", w.request, "--json")
-	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
+	cmd.SysProcAttr = foreign
 	out, err := cmd.CombinedOutput()
 	if err == nil {
 		t.Fatalf("a foreign user's build succeeded: %s", out)
 	}
-	if !strings.Contains(string(out), "permission denied") {
+	if !strings.Contains(string(out), "refusing the daemon at "+w.daemonDir()+": owned by uid 0") {
 		t.Fatalf("foreign client said %q", out)
 	}
+	if st := w.status(); st.Server.Refused != 0 || st.Server.Served != served+1 {
+		t.Fatalf("status %+v: the refused client reached the daemon", st.Server)
+	}
+	// A raw connection from that user, with a well-formed ping.
+	// The system's python3: one under root's home is not another user's to run.
+	if _, err := os.Stat("/usr/bin/python3"); err != nil {
+		t.Skip("no /usr/bin/python3 to connect as another user")
+	}
+	py := exec.Command("/usr/bin/python3", "-c", `import socket, struct, sys
+s = socket.socket(socket.AF_UNIX)
+s.settimeout(20)
+s.connect(sys.argv[1])
+body = b'{"protocol":1,"op":"ping"}'
+try:
+    s.sendall(struct.pack("<I", len(body)) + body)
+except OSError:
+    pass  # a refusing daemon answers without reading
+f = s.makefile("rb")
+n, = struct.unpack("<I", f.read(4))
+sys.stdout.write(f.read(n).decode("utf-8", "replace"))`, sock)
+	py.SysProcAttr = foreign
+	out, err = py.CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "permission denied") {
+		t.Fatalf("foreign connection: %v %q", err, out)
+	}
 	st := w.status()
-	if st.Server.Refused != 1 || st.Server.Served != served+1 {
-		t.Fatalf("status %+v: want 1 refused and only the status request served", st.Server)
+	if st.Server.Refused != 1 || st.Server.Served != served+2 {
+		t.Fatalf("status %+v: want 1 refused and only the status requests served", st.Server)
+	}
+}
+
+// TestDaemonStopWithSilentClient: a client that connects and sends
+// nothing neither counts as a request nor keeps "daemon stop" waiting.
+func TestDaemonStopWithSilentClient(t *testing.T) {
+	w := newDaemonWorld(t)
+	w.build()
+	silent, err := net.Dial("unix", filepath.Join(w.daemonDir(), api.SocketName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer silent.Close()
+	// The status request alone is in flight (the build's may still be
+	// leaving: its reply is written before it ends).
+	for i := 0; ; i++ {
+		n := w.status().Server.InFlight
+		if n == 1 {
+			break
+		}
+		if i == 20 {
+			t.Fatalf("in flight %d with a silent client, want the status request only", n)
+		}
+	}
+	start := time.Now()
+	out, errs, code := w.run("daemon", "stop")
+	took := time.Since(start)
+	if code != 0 || !strings.Contains(out, "stopped") {
+		t.Fatalf("daemon stop: exit %d\n%s%s", code, out, errs)
+	}
+	t.Logf("daemon stop with a silent client took %s", took.Round(time.Millisecond))
+	if took > 5*time.Second {
+		t.Fatalf("daemon stop took %s with a silent client, want under 5s", took)
+	}
+	silent.SetReadDeadline(time.Now().Add(5 * time.Second))
+	if _, err := io.Copy(io.Discard, silent); err != nil {
+		t.Fatalf("the silent connection was not closed: %v", err)
 	}
 }
 

@@ -51,7 +51,7 @@ Exit status: 0 clean, 1 findings, 2 usage error or invalid registry.`,
 			fs.StringArrayVar(&o.scans, "scan", nil, "a scan root and its audited suffixes, DIR:EXT[,EXT] (repeatable; replaces the defaults)")
 			fs.BoolVar(&o.json, "json", false, "print the findings as JSON")
 			fs.IntVar(&o.jobs, "jobs", 0, "files parsed at once (default: the number of CPUs)")
-			fs.BoolVar(&o.parseAll, "parse-all", false, "parse every Python file, even those that cannot hold a read (for measurements)")
+			fs.BoolVar(&o.parseAll, "parse-all", false, "analyse every Python file, even those that cannot hold a read (for measurements; every file is parsed and checked either way)")
 			_ = fs.MarkHidden("parse-all")
 			return func(ctx context.Context, env *cli.Env, args []string) error {
 				return runEnvaudit(ctx, env, o, args)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -50,4 +51,58 @@ func TestDaemonTrimsWhenIdle(t *testing.T) {
 	}
 	m.touch()
 	<-spy.trims // a new request makes the next quiet period trim again
+}
+
+// blockingTrim is a store whose Trim runs until its context ends.
+type blockingTrim struct {
+	cache.Store
+	entered  chan struct{}
+	returned atomic.Bool
+}
+
+func (s *blockingTrim) Trim(ctx context.Context, maxBytes int64) (*cache.TrimReport, error) {
+	close(s.entered)
+	<-ctx.Done()
+	s.returned.Store(true)
+	return nil, ctx.Err()
+}
+
+// Stopping the maintenance cancels a trim in progress and returns only once
+// it has returned, so the daemon closes the store after it.
+func TestMaintenanceStopJoinsTrim(t *testing.T) {
+	saved := trimAfter
+	trimAfter = 30 * time.Millisecond
+	defer func() { trimAfter = saved }()
+	dir, err := os.MkdirTemp("", "pjm")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+	srv, err := daemon.Listen(daemon.Config{Dir: filepath.Join(dir, "d")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	spy := &blockingTrim{Store: cache.NewMemory(cache.Options{}), entered: make(chan struct{})}
+	m := &maintenance{store: spy, maxBytes: 1, logf: t.Logf}
+	m.touch()
+	stop := m.start(context.Background(), srv)
+	select {
+	case <-spy.entered:
+	case <-time.After(10 * time.Second):
+		t.Fatal("no trim started")
+	}
+	stopped := make(chan struct{})
+	go func() {
+		stop()
+		close(stopped)
+	}()
+	select {
+	case <-stopped:
+	case <-time.After(10 * time.Second):
+		t.Fatal("stop did not cancel the trim")
+	}
+	if !spy.returned.Load() {
+		t.Fatal("stop returned while the trim was still running")
+	}
 }

@@ -39,6 +39,9 @@ func toolchainFixture(t *testing.T) (dir string, flags []string) {
 	write("runtime/src/rt.cpp", "int rt;\n", 0o644)
 	write("ptoas/bin/ptoas", "#!/bin/sh\necho 'ptoas 0.9.1'\n", 0o755)
 	write("cann/aarch64-linux/ascend_toolkit_install.info", "version=8.0.RC1\ninnerversion=V100R001C17B225\n", 0o644)
+	// A stand-in for CANN's compiler driver, which the device toolchain
+	// adapter asks for the host-side files it loads: it reports none.
+	write("cann/compiler/ccec_compiler/bin/ccec", "#!/bin/sh\nexit 0\n", 0o755)
 	if err := os.Symlink("aarch64-linux", filepath.Join(dir, "cann", "arm64-linux")); err != nil {
 		t.Fatal(err)
 	}
@@ -69,7 +72,12 @@ func runEngine(t *testing.T, dir string, env map[string]string, args ...string) 
 	var out, errb bytes.Buffer
 	e := &cli.Env{
 		Stdin: strings.NewReader(""), Stdout: &out, Stderr: &errb, Prog: "ptojit", Dir: dir,
-		Getenv:  func(k string) string { return env[k] },
+		Getenv: func(k string) string {
+			if v, ok := env[k]; ok || k != "PATH" {
+				return v
+			}
+			return os.Getenv("PATH") // ldd, for the adapters' dependency walks
+		},
 		Environ: []string{"PATH=" + os.Getenv("PATH")},
 	}
 	code = program().Main(context.Background(), e, args)

@@ -10,10 +10,19 @@
 // replaced. Requests are size-limited frames (api.ReadFrame); a malformed
 // request gets an error reply and never stops the daemon.
 //
+// Connections are bounded: a request must be read within a deadline from
+// the connection's accept, and each reply written within another; the
+// bytes of the requests being read at once are limited (Config.FrameBudget),
+// and a request waits for its share before its bytes are allocated. A
+// connection is in flight only once its request is read, so a client that
+// connects and sends nothing keeps the daemon neither from its idle exit
+// nor from stopping.
+//
 // The daemon exits after an idle period with no request in flight, on an
 // OpStop request, or on SIGTERM/SIGINT; in every case it stops accepting,
-// lets in-flight requests finish for a grace period, then cancels them, so
-// each gets a reply.
+// closes the connections whose request is not read yet, lets in-flight
+// requests finish for a grace period, then cancels them, so each gets a
+// reply; what is left a moment after that is closed, and Serve returns.
 package daemon
 
 import (
@@ -63,7 +72,36 @@ type Config struct {
 	// the lock, instead of failing with ErrRunning. Auto-started daemons use
 	// it: they are only started when the old one no longer answers.
 	WaitLock bool
+	// ReadTimeout bounds the reading of a request, counted from the
+	// connection's accept (default 10s); WriteTimeout bounds the writing of
+	// each reply (default 10s).
+	ReadTimeout  time.Duration
+	WriteTimeout time.Duration
+	// FrameBudget bounds the bytes of the large requests (over SmallFrame)
+	// being read at once (default 2*api.MaxDaemonRequest, at least
+	// api.MaxDaemonRequest). Small requests have a budget of their own,
+	// SmallFrameBudget, so large ones never hold them up.
+	FrameBudget int64
+	// EnvNames answers OpHello: the environment variables clients send.
+	EnvNames []string
 }
+
+// Defaults of Config.
+const (
+	DefaultReadTimeout  = 10 * time.Second
+	DefaultWriteTimeout = 10 * time.Second
+	DefaultGrace        = 30 * time.Second
+	DefaultFrameBudget  = 2 * api.MaxDaemonRequest
+	// SmallFrame is the largest request that SmallFrameBudget covers: a
+	// build request is a few KiB, its environment included.
+	SmallFrame       = 1 << 20
+	SmallFrameBudget = 64 << 20
+)
+
+// afterCancel is how long shutdown waits, once the grace period is over
+// and the stragglers' context canceled, for their replies before it closes
+// their connections and returns.
+var afterCancel = 2 * time.Second
 
 // Server is a running daemon. Its methods are safe for concurrent use.
 type Server struct {
@@ -71,7 +109,8 @@ type Server struct {
 	ln   *net.UnixListener
 	lock *os.File
 
-	mu       sync.Mutex // guards inFlight, lastDone, closing, served, refused
+	mu       sync.Mutex             // guards the fields up to wg
+	conns    map[*net.UnixConn]bool // open connections; true once in flight
 	inFlight int
 	lastDone time.Time
 	closing  bool
@@ -80,9 +119,17 @@ type Server struct {
 	started  time.Time
 
 	wg       sync.WaitGroup // one per in-flight request
+	connWG   sync.WaitGroup // one per open connection
 	stop     chan struct{}  // closed to begin shutdown
 	stopOnce sync.Once
 	reason   string // why shutdown began; written once before stop closes
+
+	// closed is canceled when shutdown begins: it ends the waits for
+	// frame budget.
+	closed      context.Context
+	cancelClose context.CancelFunc
+	large       budget // requests over SmallFrame
+	small       budget // the others
 }
 
 // ErrRunning is returned by Listen when another daemon holds the lock.
@@ -90,26 +137,11 @@ var ErrRunning = errors.New("another ptojit daemon is running for this cache")
 
 // peerUID returns the uid of the process at the other end of conn. Tests
 // replace it to simulate a foreign peer.
-var peerUID = func(conn *net.UnixConn) (int, error) {
-	raw, err := conn.SyscallConn()
-	if err != nil {
-		return -1, err
-	}
-	var cred *syscall.Ucred
-	var credErr error
-	if err := raw.Control(func(fd uintptr) {
-		cred, credErr = syscall.GetsockoptUcred(int(fd), syscall.SOL_SOCKET, syscall.SO_PEERCRED)
-	}); err != nil {
-		return -1, err
-	}
-	if credErr != nil {
-		return -1, credErr
-	}
-	return int(cred.Uid), nil
-}
+var peerUID = client.PeerUID
 
-// PrepareDir creates dir with mode 0700 and checks that it belongs to this
-// user and is not accessible to others.
+// PrepareDir creates dir with mode 0700, tightens it to 0700 when it is
+// this user's, and checks it as the client does (client.CheckDir): owned by
+// this user, and no directory above it writable by another.
 func PrepareDir(dir string) error {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return err
@@ -120,22 +152,32 @@ func PrepareDir(dir string) error {
 	}
 	st, ok := fi.Sys().(*syscall.Stat_t)
 	if !fi.IsDir() || !ok || int(st.Uid) != os.Getuid() {
-		return fmt.Errorf("daemon directory %s is not a directory owned by uid %d", filepath.Base(dir), os.Getuid())
+		return fmt.Errorf("daemon directory %s is not a directory owned by uid %d", dir, os.Getuid())
 	}
 	if fi.Mode().Perm() != 0o700 {
 		if err := os.Chmod(dir, 0o700); err != nil {
 			return err
 		}
 	}
-	return nil
+	return client.CheckDir(dir)
 }
 
 // Listen takes the daemon lock and binds the socket. It returns ErrRunning
 // when another live daemon holds the lock.
 func Listen(cfg Config) (*Server, error) {
 	if cfg.Grace == 0 {
-		cfg.Grace = 30 * time.Second
+		cfg.Grace = DefaultGrace
 	}
+	if cfg.ReadTimeout == 0 {
+		cfg.ReadTimeout = DefaultReadTimeout
+	}
+	if cfg.WriteTimeout == 0 {
+		cfg.WriteTimeout = DefaultWriteTimeout
+	}
+	if cfg.FrameBudget == 0 {
+		cfg.FrameBudget = DefaultFrameBudget
+	}
+	cfg.FrameBudget = max(cfg.FrameBudget, api.MaxDaemonRequest)
 	if cfg.Logf == nil {
 		cfg.Logf = func(string, ...any) {}
 	}
@@ -174,7 +216,12 @@ func Listen(cfg Config) (*Server, error) {
 	lock.Truncate(0)
 	fmt.Fprintf(lock, "%d\n", os.Getpid())
 	now := time.Now()
-	return &Server{cfg: cfg, ln: ln, lock: lock, stop: make(chan struct{}), started: now, lastDone: now}, nil
+	s := &Server{cfg: cfg, ln: ln, lock: lock, stop: make(chan struct{}), started: now, lastDone: now,
+		conns: map[*net.UnixConn]bool{},
+		large: budget{limit: cfg.FrameBudget, freed: make(chan struct{})},
+		small: budget{limit: SmallFrameBudget, freed: make(chan struct{})}}
+	s.closed, s.cancelClose = context.WithCancel(context.Background())
+	return s, nil
 }
 
 // SetHandler sets the handler of OpRun requests; call it before Serve.
@@ -195,7 +242,8 @@ func (s *Server) Shutdown(reason string) {
 }
 
 // Serve accepts requests until shutdown, then waits for in-flight requests
-// (canceling them after the grace period) and releases the socket and lock.
+// (canceling them after the grace period), closes every connection left and
+// returns.
 func (s *Server) Serve(ctx context.Context) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -229,10 +277,7 @@ func (s *Server) Serve(ctx context.Context) error {
 	}()
 	go func() {
 		<-s.stop
-		s.mu.Lock()
-		s.closing = true
-		s.mu.Unlock()
-		s.ln.Close()
+		s.beginClosing()
 	}()
 
 	for {
@@ -248,25 +293,93 @@ func (s *Server) Serve(ctx context.Context) error {
 			}
 			break
 		}
-		if !s.begin() {
+		if !s.track(conn) {
 			conn.Close()
 			break
 		}
 		go s.serveConn(ctx, conn)
 	}
 
-	// Let in-flight requests finish, then cancel the stragglers.
-	done := make(chan struct{})
-	go func() { s.wg.Wait(); close(done) }()
+	// Let in-flight requests finish, then cancel the stragglers and give
+	// them a moment to reply.
+	done := waitChan(&s.wg)
 	select {
 	case <-done:
 	case <-time.After(s.cfg.Grace):
-		s.cfg.Logf("grace period over: canceling in-flight requests")
+		s.cfg.Logf("grace period over: canceling %d in-flight requests", s.Info().InFlight)
 		cancel()
-		<-done
+		select {
+		case <-done:
+		case <-time.After(afterCancel):
+			s.cfg.Logf("%d requests ignored their cancellation: closing their connections", s.Info().InFlight)
+		}
+	}
+	// Close whatever is left; connection goroutines end at once unless a
+	// handler ignores its cancellation, and Serve does not wait for those.
+	s.closeConns(true)
+	select {
+	case <-waitChan(&s.connWG):
+	case <-time.After(afterCancel):
 	}
 	s.cfg.Logf("daemon %d exiting: %s", os.Getpid(), s.reason)
 	return nil
+}
+
+// waitChan returns a channel closed once wg's count is zero.
+func waitChan(wg *sync.WaitGroup) <-chan struct{} {
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	return done
+}
+
+// beginClosing stops accepting, ends every wait for frame budget and
+// closes the connections whose request is not read yet.
+func (s *Server) beginClosing() {
+	s.mu.Lock()
+	s.closing = true
+	s.mu.Unlock()
+	s.cancelClose()
+	s.ln.Close()
+	s.closeConns(false)
+}
+
+// closeConns closes the open connections: those still being read, or all
+// when inFlight is set.
+func (s *Server) closeConns(inFlight bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for c, busy := range s.conns {
+		if !busy || inFlight {
+			c.Close()
+		}
+	}
+}
+
+// track registers an accepted connection unless shutdown has begun.
+func (s *Server) track(conn *net.UnixConn) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closing {
+		return false
+	}
+	s.conns[conn] = false
+	s.connWG.Add(1)
+	return true
+}
+
+// untrack closes a connection and forgets it.
+func (s *Server) untrack(conn *net.UnixConn) {
+	conn.Close()
+	s.mu.Lock()
+	delete(s.conns, conn)
+	s.mu.Unlock()
+	s.connWG.Done()
+}
+
+func (s *Server) isClosing() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.closing
 }
 
 // Close releases the daemon lock. Call it after Serve returned and after
@@ -282,25 +395,25 @@ func (s *Server) tickEvery() time.Duration {
 	return time.Second
 }
 
-// begin counts a new request unless shutdown has begun.
-func (s *Server) begin() bool {
+// begin puts the request read on conn in flight unless shutdown has
+// begun.
+func (s *Server) begin(conn *net.UnixConn) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closing {
 		return false
 	}
+	s.conns[conn] = true
 	s.inFlight++
+	s.served++ // counted before the reply, so a client that has it sees it
 	s.wg.Add(1)
 	return true
 }
 
-// end counts a finished connection; served is false for a refused peer.
-func (s *Server) end(served bool) {
+// end counts a finished request.
+func (s *Server) end() {
 	s.mu.Lock()
 	s.inFlight--
-	if served {
-		s.served++
-	}
 	s.lastDone = time.Now()
 	s.mu.Unlock()
 	s.wg.Done()
@@ -320,7 +433,7 @@ type Info struct {
 	PID      int     `json:"pid"`
 	Uptime   float64 `json:"uptime_seconds"`
 	InFlight int     `json:"in_flight"`
-	Served   int64   `json:"served"`
+	Served   int64   `json:"served"` // requests read, those in flight included
 	Refused  int64   `json:"refused"`
 	IdleExit float64 `json:"idle_exit_seconds"`
 }
@@ -334,11 +447,10 @@ func (s *Server) Info() Info {
 }
 
 func (s *Server) serveConn(ctx context.Context, conn *net.UnixConn) {
-	served := true
-	defer func() { s.end(served) }()
-	defer conn.Close()
+	defer s.untrack(conn)
 	reply := func(r *api.DaemonResponse) {
 		r.Protocol = api.DaemonProtocol
+		conn.SetWriteDeadline(time.Now().Add(s.cfg.WriteTimeout))
 		if err := api.WriteFrame(conn, r); err != nil {
 			s.cfg.Logf("reply: %v", err)
 		}
@@ -350,21 +462,38 @@ func (s *Server) serveConn(ctx context.Context, conn *net.UnixConn) {
 			reply(&api.DaemonResponse{Error: fmt.Sprintf("internal error: %v", r), Exit: 1})
 		}
 	}()
+	deadline := time.Now().Add(s.cfg.ReadTimeout)
 	uid, err := peerUID(conn)
 	if err != nil || uid != os.Getuid() {
 		s.mu.Lock()
 		s.refused++
 		s.mu.Unlock()
-		served = false
 		s.cfg.Logf("refused a peer with uid %d (err %v)", uid, err)
 		reply(&api.DaemonResponse{Error: "permission denied: the daemon serves only its own user", Exit: 1})
 		return
 	}
+	conn.SetReadDeadline(deadline)
 	var req api.DaemonRequest
-	if err := api.ReadFrame(bufio.NewReader(conn), api.MaxDaemonRequest, &req); err != nil {
+	reserve := func(n int64) (func(), error) {
+		if n <= SmallFrame {
+			return s.small.reserve(s.closed, deadline, n)
+		}
+		return s.large.reserve(s.closed, deadline, n)
+	}
+	if err := api.ReadFrameBudget(bufio.NewReader(conn), api.MaxDaemonRequest, reserve, &req); err != nil {
+		if s.isClosing() {
+			return // closed by shutdown: no reply, the client starts a new daemon
+		}
+		if errors.Is(err, os.ErrDeadlineExceeded) || errors.Is(err, context.DeadlineExceeded) {
+			err = fmt.Errorf("no complete request within %s", s.cfg.ReadTimeout)
+		}
 		reply(&api.DaemonResponse{Error: "bad request: " + err.Error(), Exit: 2})
 		return
 	}
+	if !s.begin(conn) {
+		return // shutdown began while the request was read: as above
+	}
+	defer s.end()
 	if req.Protocol != api.DaemonProtocol {
 		reply(&api.DaemonResponse{Error: fmt.Sprintf("protocol %d not supported (daemon speaks %d)", req.Protocol, api.DaemonProtocol), Exit: 2})
 		return
@@ -372,6 +501,8 @@ func (s *Server) serveConn(ctx context.Context, conn *net.UnixConn) {
 	switch req.Op {
 	case api.OpPing:
 		reply(&api.DaemonResponse{PID: os.Getpid()})
+	case api.OpHello:
+		reply(&api.DaemonResponse{PID: os.Getpid(), EnvNames: s.cfg.EnvNames})
 	case api.OpStatus:
 		var st any = s.Info()
 		if s.cfg.Status != nil {
@@ -407,4 +538,61 @@ func (s *Server) run(ctx context.Context, req *api.DaemonRequest) (resp *api.Dae
 		return &api.DaemonResponse{Error: "no handler", Exit: 1}
 	}
 	return s.cfg.Handler(ctx, req)
+}
+
+// budget bounds the bytes of the requests being read at once. Unlike a
+// FIFO semaphore it lets a small request through while a large one waits.
+type budget struct {
+	mu    sync.Mutex
+	limit int64
+	used  int64
+	peak  int64         // the most ever reserved at once (for tests)
+	waits int64         // reservations asked for (for tests)
+	freed chan struct{} // closed and replaced when bytes are released
+}
+
+// reserve waits until n bytes fit (or until ctx ends or deadline passes)
+// and takes them; the function it returns gives them back.
+func (b *budget) reserve(ctx context.Context, deadline time.Time, n int64) (func(), error) {
+	ctx, cancel := context.WithDeadline(ctx, deadline)
+	defer cancel()
+	b.mu.Lock()
+	b.waits++
+	for b.used+n > b.limit {
+		freed := b.freed
+		b.mu.Unlock()
+		select {
+		case <-freed:
+		case <-ctx.Done():
+			return nil, fmt.Errorf("waiting for memory to read a request of %d bytes: %w", n, ctx.Err())
+		}
+		b.mu.Lock()
+	}
+	b.used += n
+	b.peak = max(b.peak, b.used)
+	b.mu.Unlock()
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			b.mu.Lock()
+			b.used -= n
+			close(b.freed)
+			b.freed = make(chan struct{})
+			b.mu.Unlock()
+		})
+	}, nil
+}
+
+// count returns how many reservations were asked for; maxUsed the most
+// bytes reserved at once.
+func (b *budget) count() int64 {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.waits
+}
+
+func (b *budget) maxUsed() int64 {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.peak
 }

@@ -1,13 +1,19 @@
 package daemon
 
 import (
+	"bytes"
 	"context"
 	"encoding/binary"
 	"errors"
+	"fmt"
+	"io"
 	"net"
 	"os"
 	"path/filepath"
+	"runtime"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -25,6 +31,38 @@ func shortDir(t *testing.T) string {
 	return filepath.Join(d, "d")
 }
 
+// testDeadline bounds every test of the package: a test that has not
+// finished by then prints every goroutine and ends the test binary, so a
+// hang fails in seconds instead of holding the package until go test's
+// timeout.
+const testDeadline = 60 * time.Second
+
+// guard arms testDeadline for t.
+func guard(t *testing.T) {
+	t.Helper()
+	name := t.Name()
+	timer := time.AfterFunc(testDeadline, func() {
+		buf := make([]byte, 1<<20)
+		buf = buf[:runtime.Stack(buf, true)]
+		fmt.Fprintf(os.Stderr, "%s did not finish within %s; goroutines:\n%s\n", name, testDeadline, buf)
+		panic(name + " hung")
+	})
+	t.Cleanup(func() { timer.Stop() })
+}
+
+// waitUntil polls cond until it holds; the deadline only turns a hang into
+// a failure.
+func waitUntil(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
 // Hooks for TestDaemonStopFinishesInFlight.
 var handlerEntered, stopSeen chan struct{}
 
@@ -34,8 +72,15 @@ func echoHandler(ctx context.Context, req *api.DaemonRequest) *api.DaemonRespons
 	}
 	if len(req.Args) > 0 && req.Args[0] == "block-until-stop" {
 		close(handlerEntered)
-		<-stopSeen
-		return &api.DaemonResponse{Stdout: []byte("finished")}
+		select {
+		case <-stopSeen:
+			return &api.DaemonResponse{Stdout: []byte("finished")}
+		case <-ctx.Done():
+			return &api.DaemonResponse{Error: "canceled: " + ctx.Err().Error(), Exit: 1}
+		}
+	}
+	if len(req.Args) > 0 && req.Args[0] == "big" {
+		return &api.DaemonResponse{Stdout: bytes.Repeat([]byte("x"), 32<<20)}
 	}
 	if len(req.Args) > 0 && req.Args[0] == "block" {
 		<-ctx.Done()
@@ -48,6 +93,7 @@ func echoHandler(ctx context.Context, req *api.DaemonRequest) *api.DaemonRespons
 // returns and may be called any number of times.
 func startServer(t *testing.T, cfg Config) (*Server, func() error) {
 	t.Helper()
+	guard(t)
 	if cfg.Handler == nil {
 		cfg.Handler = echoHandler
 	}
@@ -172,10 +218,17 @@ func TestDaemonOneAtATimeAndStaleSocket(t *testing.T) {
 func TestDaemonStopFinishesInFlight(t *testing.T) {
 	dir := shortDir(t)
 	handlerEntered, stopSeen = make(chan struct{}), make(chan struct{})
+	var release sync.Once
 	s, wait := startServer(t, Config{Dir: dir, Grace: time.Hour})
+	// Registered after startServer's cleanup, so it runs first: a failing
+	// test releases the handler before it waits for the server.
+	t.Cleanup(func() { release.Do(func() { close(stopSeen) }) })
 	got := make(chan *api.DaemonResponse, 1)
 	go func() {
-		resp, _ := client.Call(api.SocketPath(dir), &api.DaemonRequest{Op: api.OpRun, Args: []string{"block-until-stop"}})
+		resp, err := client.Call(api.SocketPath(dir), &api.DaemonRequest{Op: api.OpRun, Args: []string{"block-until-stop"}})
+		if err != nil {
+			resp = &api.DaemonResponse{Error: err.Error()}
+		}
 		got <- resp
 	}()
 	<-handlerEntered
@@ -183,11 +236,19 @@ func TestDaemonStopFinishesInFlight(t *testing.T) {
 	if err != nil || resp.Error != "" {
 		t.Fatalf("stop: %v %+v", err, resp)
 	}
-	if s.Info().InFlight != 1 {
-		t.Fatalf("in flight = %d, want the blocked request", s.Info().InFlight)
+	// The stop request leaves flight once its reply is written: wait for
+	// the count to come down to the blocked request.
+	waitUntil(t, "the stop request to end", func() bool { return s.Info().InFlight <= 1 })
+	if n := s.Info().InFlight; n != 1 {
+		t.Fatalf("in flight = %d, want the blocked request", n)
 	}
-	close(stopSeen)
-	if r := <-got; r == nil || string(r.Stdout) != "finished" {
+	select {
+	case <-s.Done():
+	default:
+		t.Fatal("shutdown did not begin on stop")
+	}
+	release.Do(func() { close(stopSeen) })
+	if r := <-got; string(r.Stdout) != "finished" {
 		t.Fatalf("in-flight request got %+v, want it finished", r)
 	}
 	if err := wait(); err != nil {
@@ -210,9 +271,7 @@ func TestDaemonGraceCancelsStragglers(t *testing.T) {
 		got <- resp
 	}()
 	// Wait until the request is in flight, then shut down.
-	for s.Info().InFlight == 0 {
-		time.Sleep(time.Millisecond)
-	}
+	waitUntil(t, "the request to be in flight", func() bool { return s.Info().InFlight == 1 })
 	s.Shutdown("test")
 	resp := <-got
 	if !strings.Contains(resp.Error, "canceled") {
@@ -229,5 +288,207 @@ func TestDaemonIdleExit(t *testing.T) {
 	}
 	if client.Ping(dir) {
 		t.Fatal("idle daemon still answers")
+	}
+}
+
+// rawConn connects to the daemon in dir without the client's checks, for
+// clients that misbehave; it is closed when the test ends.
+func rawConn(t *testing.T, dir string) net.Conn {
+	t.Helper()
+	c, err := net.Dial("unix", api.SocketPath(dir))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+// partialFrame sends the header of an n-byte frame and the first part of
+// its body, then nothing more.
+func partialFrame(t *testing.T, c net.Conn, n, part int) {
+	t.Helper()
+	if _, err := c.Write(binary.LittleEndian.AppendUint32(nil, uint32(n))); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Write(make([]byte, part)); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// closedWithin reports whether the daemon closes c within d, reading (and
+// discarding) whatever it says first. A close that leaves some of what c
+// sent unread reads as a reset, not an end of file.
+func closedWithin(c net.Conn, d time.Duration) bool {
+	c.SetReadDeadline(time.Now().Add(d))
+	_, err := io.Copy(io.Discard, c)
+	return !errors.Is(err, os.ErrDeadlineExceeded)
+}
+
+// serveWithin runs wait and fails the test unless it returns within d.
+func serveWithin(t *testing.T, wait func() error, d time.Duration) time.Duration {
+	t.Helper()
+	start := time.Now()
+	done := make(chan error, 1)
+	go func() { done <- wait() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(d):
+		t.Fatalf("the daemon did not return within %s", d)
+	}
+	return time.Since(start)
+}
+
+func TestDaemonSilentClientDoesNotBlockIdleExit(t *testing.T) {
+	dir := shortDir(t)
+	s, wait := startServer(t, Config{Dir: dir, Idle: 50 * time.Millisecond, ReadTimeout: time.Hour})
+	silent := rawConn(t, dir)
+	partial := rawConn(t, dir)
+	partialFrame(t, partial, 100, 10)
+	serveWithin(t, wait, 10*time.Second)
+	if s.reason != "idle" {
+		t.Errorf("shutdown reason %q, want idle", s.reason)
+	}
+	for name, c := range map[string]net.Conn{"silent": silent, "partial": partial} {
+		if !closedWithin(c, 5*time.Second) {
+			t.Errorf("%s connection not closed by shutdown", name)
+		}
+	}
+}
+
+func TestDaemonStopWithSilentClients(t *testing.T) {
+	dir := shortDir(t)
+	s, wait := startServer(t, Config{Dir: dir, ReadTimeout: time.Hour})
+	var conns []net.Conn
+	for range 3 {
+		conns = append(conns, rawConn(t, dir))
+	}
+	partial := rawConn(t, dir)
+	partialFrame(t, partial, api.MaxDaemonRequest, 4096)
+	conns = append(conns, partial)
+	waitUntil(t, "the partial frame to be read", func() bool { return s.large.count() == 1 })
+	if n := s.Info().InFlight; n != 0 {
+		t.Fatalf("in flight = %d with no request read, want 0", n)
+	}
+	start := time.Now()
+	resp, err := client.Call(api.SocketPath(dir), &api.DaemonRequest{Op: api.OpStop})
+	if err != nil || resp.Error != "" {
+		t.Fatalf("stop: %v %+v", err, resp)
+	}
+	serveWithin(t, wait, 5*time.Second)
+	t.Logf("stop with %d silent clients returned in %s", len(conns), time.Since(start))
+	for i, c := range conns {
+		if !closedWithin(c, 5*time.Second) {
+			t.Errorf("connection %d not closed by shutdown", i)
+		}
+	}
+}
+
+func TestDaemonReadDeadline(t *testing.T) {
+	dir := shortDir(t)
+	s, _ := startServer(t, Config{Dir: dir, ReadTimeout: 100 * time.Millisecond})
+	for name, send := range map[string]func(net.Conn){
+		"silent":  func(net.Conn) {},
+		"partial": func(c net.Conn) { partialFrame(t, c, 1000, 10) },
+	} {
+		c := rawConn(t, dir)
+		send(c)
+		c.SetReadDeadline(time.Now().Add(10 * time.Second))
+		var resp api.DaemonResponse
+		if err := api.ReadFrame(c, api.MaxDaemonResponse, &resp); err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if !strings.Contains(resp.Error, "no complete request within") {
+			t.Errorf("%s: got %+v, want a deadline error", name, resp)
+		}
+	}
+	if resp, err := client.Call(api.SocketPath(dir), &api.DaemonRequest{Op: api.OpRun, Args: []string{"ok"}}); err != nil || string(resp.Stdout) != "ok" {
+		t.Fatalf("daemon no longer serves: %v %+v", err, resp)
+	}
+	// The request just answered leaves flight once its reply is written.
+	waitUntil(t, "no request in flight", func() bool { return s.Info().InFlight == 0 })
+}
+
+func TestDaemonWriteDeadline(t *testing.T) {
+	dir := shortDir(t)
+	s, wait := startServer(t, Config{Dir: dir, WriteTimeout: 100 * time.Millisecond})
+	c := rawConn(t, dir)
+	// Ask for a reply larger than the socket buffers and never read it.
+	if err := api.WriteFrame(c, &api.DaemonRequest{Protocol: api.DaemonProtocol, Op: api.OpRun, Args: []string{"big"}}); err != nil {
+		t.Fatal(err)
+	}
+	waitUntil(t, "the stuck reply to end", func() bool { i := s.Info(); return i.Served == 1 && i.InFlight == 0 })
+	s.Shutdown("test")
+	serveWithin(t, wait, 5*time.Second)
+}
+
+func TestDaemonShutdownLeavesStubbornHandlers(t *testing.T) {
+	dir := shortDir(t)
+	old := afterCancel
+	afterCancel = 100 * time.Millisecond
+	t.Cleanup(func() { afterCancel = old })
+	stuck, entered := make(chan struct{}), make(chan struct{})
+	t.Cleanup(func() { close(stuck) })
+	s, wait := startServer(t, Config{Dir: dir, Grace: 10 * time.Millisecond,
+		Handler: func(ctx context.Context, req *api.DaemonRequest) *api.DaemonResponse {
+			close(entered)
+			<-stuck // ignores ctx
+			return &api.DaemonResponse{}
+		}})
+	got := make(chan error, 1)
+	go func() {
+		_, err := client.Call(api.SocketPath(dir), &api.DaemonRequest{Op: api.OpRun, Args: []string{"x"}})
+		got <- err
+	}()
+	<-entered
+	s.Shutdown("test")
+	serveWithin(t, wait, 5*time.Second)
+	var lost *client.DaemonLostError
+	if err := <-got; !errors.As(err, &lost) {
+		t.Fatalf("client of a handler that ignores cancellation got %v, want a lost daemon", err)
+	}
+}
+
+func TestDaemonFrameBudget(t *testing.T) {
+	dir := shortDir(t)
+	const frames = 64
+	s, _ := startServer(t, Config{Dir: dir, ReadTimeout: time.Minute, FrameBudget: api.MaxDaemonRequest})
+	runtime.GC()
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	for range frames {
+		partialFrame(t, rawConn(t, dir), api.MaxDaemonRequest, 1024)
+	}
+	waitUntil(t, "every frame header to be read", func() bool { return s.large.count() == frames })
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	grown := int64(after.HeapAlloc) - int64(before.HeapAlloc)
+	t.Logf("%d partial %d MiB frames: heap grew %.1f MiB, at most %d MiB reserved at once",
+		frames, api.MaxDaemonRequest>>20, float64(grown)/(1<<20), s.large.maxUsed()>>20)
+	if peak := s.large.maxUsed(); peak > api.MaxDaemonRequest {
+		t.Errorf("%d bytes reserved at once, over the budget of %d", peak, api.MaxDaemonRequest)
+	}
+	if limit := int64(api.MaxDaemonRequest + 16<<20); grown > limit {
+		t.Errorf("heap grew by %d bytes, over %d", grown, limit)
+	}
+	// Small requests are not held up by the large ones.
+	resp, err := client.Call(api.SocketPath(dir), &api.DaemonRequest{Op: api.OpRun, Args: []string{"small"}})
+	if err != nil || string(resp.Stdout) != "small" {
+		t.Fatalf("small request behind large frames: %v %+v", err, resp)
+	}
+}
+
+func TestDaemonHello(t *testing.T) {
+	dir := shortDir(t)
+	names := []string{"HOME", "PATH"}
+	startServer(t, Config{Dir: dir, EnvNames: names})
+	resp, err := client.Call(api.SocketPath(dir), &api.DaemonRequest{Op: api.OpHello})
+	if err != nil || resp.Error != "" {
+		t.Fatalf("hello: %v %+v", err, resp)
+	}
+	if !slices.Equal(resp.EnvNames, names) {
+		t.Fatalf("hello lists %v, want %v", resp.EnvNames, names)
 	}
 }

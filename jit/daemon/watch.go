@@ -89,7 +89,7 @@ func (w *Watcher) Sync() {
 	ch := make(chan struct{})
 	w.syncWait[marker] = ch
 	w.mu.Unlock()
-	err := os.WriteFile(marker, nil, 0o600)
+	err := writeMarker(marker)
 	if err == nil {
 		select {
 		case <-ch:
@@ -105,6 +105,10 @@ func (w *Watcher) Sync() {
 		w.forgetAll()
 	}
 }
+
+// writeMarker creates Sync's marker file; tests replace it to hold a Sync
+// waiting.
+var writeMarker = func(name string) error { return os.WriteFile(name, nil, 0o600) }
 
 // addWatch is fsnotify's Add; tests replace it to inject failures.
 var addWatch = func(fw *fsnotify.Watcher, dir string) error { return fw.Add(dir) }
@@ -189,20 +193,20 @@ func (w *Watcher) loop() {
 			if !ok {
 				return
 			}
+			// Any error may mean a lost event: forget everything, and
+			// only then release the Sync waiters (their markers may be
+			// lost with the queue), so that no request that waited can
+			// see a memo that should be gone.
+			w.forgetAll()
 			w.mu.Lock()
 			if errors.Is(err, fsnotify.ErrEventOverflow) {
 				w.overflows++
 			}
-			// Sync markers may be lost with the queue: release the
-			// waiters (the memos are dropped below, which is what a
-			// timed-out Sync would do).
 			for m, ch := range w.syncWait {
 				close(ch)
 				delete(w.syncWait, m)
 			}
 			w.mu.Unlock()
-			// Any error may mean a lost event: forget everything.
-			w.forgetAll()
 		}
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/fsnotify/fsnotify"
 )
@@ -38,6 +39,7 @@ func (m *fakeMemo) ForgetAll() {
 }
 
 func TestWatcherForgetsOnChange(t *testing.T) {
+	guard(t)
 	dir := t.TempDir()
 	m := newFakeMemo()
 	w, err := NewWatcher(filepath.Join(t.TempDir(), "sync"), m)
@@ -65,6 +67,7 @@ func TestWatcherForgetsOnChange(t *testing.T) {
 }
 
 func TestWatcherUnwatchableDirDisablesMemo(t *testing.T) {
+	guard(t)
 	m := newFakeMemo()
 	w, err := NewWatcher(filepath.Join(t.TempDir(), "sync"), m)
 	if err != nil {
@@ -88,6 +91,7 @@ func TestWatcherUnwatchableDirDisablesMemo(t *testing.T) {
 }
 
 func TestWatcherOverflowForgetsAll(t *testing.T) {
+	guard(t)
 	m := newFakeMemo()
 	w, err := NewWatcher(filepath.Join(t.TempDir(), "sync"), m)
 	if err != nil {
@@ -104,6 +108,7 @@ func TestWatcherOverflowForgetsAll(t *testing.T) {
 // TestWatcherSyncSeesEarlierChanges proves the barrier: a change made before
 // Sync has dropped its memo when Sync returns, with no waiting in the test.
 func TestWatcherSyncSeesEarlierChanges(t *testing.T) {
+	guard(t)
 	dir := t.TempDir()
 	m := newFakeMemo()
 	w, err := NewWatcher(filepath.Join(t.TempDir(), "sync"), m)
@@ -131,6 +136,7 @@ func TestWatcherSyncSeesEarlierChanges(t *testing.T) {
 // covered by a watch on its parent, without dropping memos, and its
 // creation is seen.
 func TestWatcherMissingDirWatchesParent(t *testing.T) {
+	guard(t)
 	parent := t.TempDir()
 	missing := filepath.Join(parent, ".git")
 	m := newFakeMemo()
@@ -153,5 +159,61 @@ func TestWatcherMissingDirWatchesParent(t *testing.T) {
 	defer m.mu.Unlock()
 	if !slices.Contains(m.paths, missing) {
 		t.Fatalf("creating %s was not seen: %v", missing, m.paths)
+	}
+}
+
+// orderMemo checks, when the watcher drops every memo, that the Sync
+// waiter is still waiting: a request released by Sync must never see a memo
+// an overflow should have dropped.
+type orderMemo struct {
+	w       *Watcher
+	checked chan bool // true: the waiter was still waiting
+}
+
+func (m *orderMemo) Forget(string) int { return 0 }
+
+func (m *orderMemo) ForgetAll() {
+	m.w.mu.Lock()
+	waiting := len(m.w.syncWait) == 1
+	m.w.mu.Unlock()
+	m.checked <- waiting
+}
+
+func TestWatcherOverflowForgetsBeforeReleasingSync(t *testing.T) {
+	registered := make(chan struct{})
+	old := writeMarker
+	// The marker is never written, so only the overflow releases Sync.
+	writeMarker = func(string) error { close(registered); return nil }
+	defer func() { writeMarker = old }()
+	m := &orderMemo{checked: make(chan bool, 4)}
+	w, err := NewWatcher(filepath.Join(t.TempDir(), "sync"), m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	m.w = w
+	synced := make(chan struct{})
+	go func() {
+		w.Sync()
+		close(synced)
+	}()
+	<-registered
+	w.fs.Errors <- fsnotify.ErrEventOverflow
+	deadline := time.After(syncTimeout / 2)
+	select {
+	case waiting := <-m.checked:
+		if !waiting {
+			t.Fatal("Sync's waiter was released before the memos were dropped")
+		}
+	case <-deadline:
+		t.Fatal("the overflow did not drop the memos")
+	}
+	select {
+	case <-synced:
+	case <-deadline:
+		t.Fatal("the overflow did not release Sync")
+	}
+	if st := w.Status(); st.Overflows != 1 {
+		t.Fatalf("status %+v", st)
 	}
 }

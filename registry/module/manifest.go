@@ -359,8 +359,22 @@ func parseManifest(b []byte, validate bool) (*Manifest, error) {
 	return m, nil
 }
 
+// operationSchema checks a whole descriptor (SetOperationSchema); nil
+// until a package that defines the schema installs it.
+var operationSchema func(canon json.RawMessage, field string) error
+
+// SetOperationSchema installs the check of an operation descriptor's full
+// schema, which package registry/ops defines and installs when it is
+// initialized: every untrusted manifest (ParseManifest,
+// ParseSourceManifest) then passes each canonical descriptor to check with
+// its field name ("operations[1]"). The error should be a *FieldError.
+func SetOperationSchema(check func(canon json.RawMessage, field string) error) {
+	operationSchema = check
+}
+
 // parseOperation reads one descriptor: any JSON object with a string
-// impl_id, rendered canonically.
+// impl_id, rendered canonically, that passes the operation schema when one
+// is installed.
 func parseOperation(raw json.RawMessage, w string) (Operation, error) {
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.UseNumber()
@@ -378,6 +392,11 @@ func parseOperation(raw json.RawMessage, w string) (Operation, error) {
 		return op, fieldErr(w+".impl_id", "missing or not a string")
 	}
 	op.ImplID = id
+	if operationSchema != nil {
+		if err := operationSchema(canon, w); err != nil {
+			return op, err
+		}
+	}
 	if c, ok := v["callables"]; ok {
 		cb, _ := json.Marshal(c)
 		var list []json.RawMessage

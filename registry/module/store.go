@@ -378,6 +378,7 @@ func (s *Store) change(ctx context.Context, fn func(*tx) error) error {
 		}
 	}
 	s.mu.Lock()
+	base := s.st
 	t := &tx{st: s.st.clone(), trust: s.trust.clone(), stage: map[string][]byte{}}
 	s.mu.Unlock()
 	if err := s.step(StepStage); err != nil {
@@ -391,6 +392,12 @@ func (s *Store) change(ctx context.Context, fn func(*tx) error) error {
 	}
 	t.st.sort()
 	if t.writeSt {
+		// Live operation handles pin enabled modules (pins.go).
+		pins, err := s.lockUnpinned(base, t.st)
+		if err != nil {
+			return err
+		}
+		defer pins.unlock()
 		if err := s.step(StepValidate); err != nil {
 			return err
 		}

@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"time"
 
 	"github.com/ptojit/ptojit/registry"
 )
@@ -58,6 +59,7 @@ func CompileSource(dir, name string, src []byte, include string) ([]byte, error)
 		cc = "cc"
 	}
 	cmd := exec.Command(cc, "-shared", "-fPIC", "-O2", "-I", include, "-o", so, cpath)
+	cmd.WaitDelay = 5 * time.Second
 	if out, err := cmd.CombinedOutput(); err != nil {
 		return nil, fmt.Errorf("simtest: compile %s: %v\n%s", name, err, out)
 	}

@@ -33,6 +33,10 @@ would produce exactly these bytes (zero padding, children packed).
 
 With --platform and --runtime the callable's hashid is printed too.
 
+Digests print as 64 lowercase hex digits without a prefix (sha256,
+signature_schema_hash, binary_sha256), as in every JSON output of ptojit;
+only a hashid carries "sha256:".
+
 Exit codes: 0 printed; 1 invalid blob (CALLABLE_BLOB_INVALID) or unreadable
 file; 2 usage error.`,
 			Setup: inspectSetup,
@@ -129,7 +133,7 @@ func inspectBlob(blob []byte, platform, runtime string) (*callableReport, error)
 	rep := &callableReport{
 		Size: len(blob), SHA256: callableSHA256(blob), Canonical: registry.IsCanonical(blob),
 		FuncName: c.FuncName, ConfigName: c.ConfigName, ScalarCount: c.ScalarCount,
-		Signature: callableDirections(c.Signature), SignatureSchemaHash: registry.HashidPrefix + hex.EncodeToString(ssh[:]),
+		Signature: callableDirections(c.Signature), SignatureSchemaHash: hex.EncodeToString(ssh[:]),
 		BinarySize: len(c.Binary), BinarySHA256: callableSHA256(c.Binary),
 		Children: []childReport{},
 	}

@@ -46,8 +46,21 @@ func TestCallableInspect(t *testing.T) {
 		t.Fatalf("children %+v", rep.Children)
 	}
 	ssh := registry.SignatureSchemaHash(c.Signature)
-	if rep.SignatureSchemaHash != fmt.Sprintf("sha256:%x", ssh) {
+	// One spelling in every JSON output: plain hex, as hashid --json
+	// prints it (issue 18).
+	if rep.SignatureSchemaHash != fmt.Sprintf("%x", ssh) {
 		t.Fatalf("signature schema hash %s", rep.SignatureSchemaHash)
+	}
+	code, out, errOut = runCallableCLI(t, nil, "hashid", "--json", "--platform", "a2a3sim", "--runtime", "rt", path)
+	if code != 0 {
+		t.Fatalf("hashid exit %d: %s", code, errOut)
+	}
+	var hrep hashidReport
+	if err := json.Unmarshal([]byte(out), &hrep); err != nil {
+		t.Fatal(err)
+	}
+	if hrep.SignatureSchemaHash != rep.SignatureSchemaHash {
+		t.Fatalf("signature_schema_hash spelled %q by hashid --json, %q by callable inspect --json", hrep.SignatureSchemaHash, rep.SignatureSchemaHash)
 	}
 	// Child 0 follows the 70-byte binary at 128; child 1 at align64(128+192+2) = 384.
 	c0, c1 := rep.Children[0], rep.Children[1]

@@ -57,9 +57,14 @@ func readsStdin(args []string) bool {
 // ViaDaemon runs args in the daemon of their cache directory, starting the
 // daemon (engine is the ptojitd executable) when none answers. It reports
 // false when args are not served by the daemon or the daemon is disabled;
-// the caller then runs them itself. A daemon that dies while it serves the
-// request is replaced and the request sent once more (every served command
-// can be repeated safely).
+// the caller then runs them itself.
+//
+// Of the environment it sends only the variables the daemon names in its
+// OpHello reply (those of the environment registry). A daemon that dies
+// while it serves the request is replaced and the request sent once more
+// (every served command can be repeated safely); any other failure (a
+// directory or daemon that is not this user's, a protocol error such as a
+// request over the size limit) is reported and nothing is sent again.
 //
 // The caller must have checked args (cli.Env.CheckOnly) before: starting a
 // daemon is a side effect a usage error must not have. With a nil engine
@@ -99,7 +104,7 @@ func ViaDaemon(env *cli.Env, args []string, engine func() (string, error)) (bool
 	if environ == nil {
 		environ = os.Environ()
 	}
-	req := &api.DaemonRequest{Op: api.OpRun, Args: args, Dir: dir, Env: environ}
+	req := &api.DaemonRequest{Op: api.OpRun, Args: args, Dir: dir}
 	sock := api.SocketPath(ddir)
 	if engine == nil {
 		if fi, err := os.Stat(sock); err != nil || fi.Mode()&os.ModeSocket == 0 {
@@ -122,12 +127,21 @@ func ViaDaemon(env *cli.Env, args []string, engine func() (string, error)) (bool
 		return client.EnsureDaemon(client.Start{Dir: ddir, Engine: exe,
 			Args: []string{"daemon", "run", "--cache-dir", cacheDir, "--ready-fd", "3"}})
 	}
-	resp, err := client.Call(sock, req)
-	if err != nil && engine == nil {
-		var lost *client.DaemonLostError
-		if !errors.As(err, &lost) {
-			return false, nil // nobody listens: the engine starts one
+	send := func() (*api.DaemonResponse, error) {
+		hello, err := client.Call(sock, &api.DaemonRequest{Op: api.OpHello})
+		if err != nil {
+			return nil, err
 		}
+		if hello.Error != "" {
+			return nil, fmt.Errorf("the running daemon (pid %d) does not answer %q (%s): it predates this client; stop it with \"%s daemon stop\"",
+				hello.PID, api.OpHello, hello.Error, env.Prog)
+		}
+		req.Env = api.FilterEnv(environ, hello.EnvNames)
+		return client.Call(sock, req)
+	}
+	resp, err := send()
+	if err != nil && engine == nil && errors.Is(err, client.ErrNoDaemon) {
+		return false, nil // nobody listens: the engine starts one
 	}
 	for started, resent := false, false; err != nil; {
 		var lost *client.DaemonLostError
@@ -135,7 +149,7 @@ func ViaDaemon(env *cli.Env, args []string, engine func() (string, error)) (bool
 		case errors.As(err, &lost) && !resent:
 			fmt.Fprintf(env.Stderr, "%s: %v; starting a new daemon and sending the request again\n", env.Prog, err)
 			resent = true
-		case !errors.As(err, &lost) && !started:
+		case errors.Is(err, client.ErrNoDaemon) && !started:
 			// No daemon answers: start one.
 		default:
 			return true, fmt.Errorf("daemon: %w", err)
@@ -147,7 +161,7 @@ func ViaDaemon(env *cli.Env, args []string, engine func() (string, error)) (bool
 		if serr := start(); serr != nil {
 			return true, serr
 		}
-		resp, err = client.Call(sock, req)
+		resp, err = send()
 	}
 	env.Stdout.Write(resp.Stdout)
 	env.Stderr.Write(resp.Stderr)

@@ -24,7 +24,8 @@ func init() {
 files under the PATHs, as pypto._identity.fingerprint_content computes it.
 Each PATH is one root: a file, or a directory read recursively (skipping
 .git, __pycache__, *.pyc and *.pyo). With --python-only, directories keep
-only their .py files.
+only their *.py files. Suffixes are pathlib's: a file named .pyc has none
+and contributes, a file named .py has none and is not a Python file.
 
 With --extra, prints instead the extra-sources digest
 digest(("extra_sources", content, extra_fingerprint)) over the PATHs as

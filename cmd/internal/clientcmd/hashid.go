@@ -37,7 +37,10 @@ With --python, SPYC_FILE is a Python callable payload: a 16-byte SPYC header
 the serializer output. The hashid covers the header's version and serializer
 and the SHA-256 of the serializer output.
 
---json prints the hashid with its descriptor fields and bytes.
+--json prints the hashid with its descriptor fields and bytes. Digests
+(blob_sha256, signature_schema_hash, payload_sha256) are 64 lowercase hex
+digits without a prefix, as in every JSON output of ptojit; only a hashid
+carries "sha256:".
 
 Exit codes: 0 printed; 1 invalid blob or payload (CALLABLE_BLOB_INVALID,
 SPYC_PAYLOAD_INVALID) or unreadable file; 2 usage error, including an

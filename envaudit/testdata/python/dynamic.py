@@ -15,8 +15,10 @@ def by_expression(prefix):
     return os.getenv(prefix + "_HOME")  # want "dynamic read in by_expression"
 
 
-def by_fstring():
-    return os.getenv(f"PY_FSTRING")  # want "dynamic read in by_fstring"
+def by_fstring(x):
+    # An f-string without a placeholder is a constant, as in Python.
+    a = os.getenv(f"PY_FSTRING")  # want "PY_FSTRING"
+    return os.getenv(f"PY_{x}")  # want "dynamic read in by_fstring"
 
 
 def bulk():

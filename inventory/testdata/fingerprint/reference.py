@@ -1,5 +1,5 @@
 """A second, independent implementation of the content fingerprint records
-of DESIGN.md ("Content fingerprints"), written plainly with the Python
+of docs/design.md ("Content fingerprints"), written plainly with the Python
 standard library, for TestFingerprintReference to compare against.
 
 usage: reference.py [--python-only] PATH...
@@ -59,7 +59,8 @@ def walk(resolved, rel, python_only, entries):
         if stat.S_ISDIR(mode):
             walk(child, crel, python_only, entries)
         elif stat.S_ISREG(mode):
-            if name.endswith((".pyc", ".pyo")) or python_only and not name.endswith(".py"):
+            suffix = pathlib.PurePath(name).suffix
+            if suffix in (".pyc", ".pyo") or python_only and suffix != ".py":
                 continue
             entries.append(file_entry(crel, child))
         else:

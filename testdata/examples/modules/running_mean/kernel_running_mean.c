@@ -1,6 +1,7 @@
-/* kernel_running_mean.c: out[i] = (in[0] + ... + in[i]) / (i + 1), the
- * running mean of a float32 vector. The prefix sum is kept in double and
- * each mean rounded once. */
+/* kernel_running_mean.c: out[i] = out[i] / (i + 1) in place, after the
+ * orchestration filled out with the prefix sums of in through the host
+ * operation service (example.scan's prefix sum): the running mean
+ * (in[0] + ... + in[i]) / (i + 1). */
 #include "sequence.h"
 
 int32_t ptojit_kernel(const ptojit_args *args)
@@ -9,13 +10,10 @@ int32_t ptojit_kernel(const ptojit_args *args)
     if (rc != 0) {
         return rc;
     }
-    const float *in = args->tensors[0].data;
     float *out = args->tensors[1].data;
-    uint64_t n = seq_elems(&args->tensors[0]);
-    double sum = 0;
+    uint64_t n = seq_elems(&args->tensors[1]);
     for (uint64_t i = 0; i < n; i++) {
-        sum += in[i];
-        out[i] = (float)(sum / (double)(i + 1));
+        out[i] = (float)((double)out[i] / (double)(i + 1));
     }
     return 0;
 }

@@ -1,31 +1,17 @@
-/* orchestration.c: out = f(in) for one float32 vector, by kernel 0.
- * Chip signature [IN, OUT]: tensors in and out of equal length. */
-#include "ptojit_sim.h"
+/* orchestration.c: the blockwise prefix sum's orchestration and provider
+ * entry points. Chip signature [IN, OUT, OUT]: the input, the output and the
+ * device scratch the scratch query asks for (one double per block). It
+ * refuses vectors longer than 2^24 elements (validate's own reason). */
+#include "sequence.h"
 
-#define KERNEL_SEQUENCE 0
-
-static const ptojit_config seq_config = {
-    .abi_version = PTOJIT_SIM_ABI_VERSION,
-    .block_dim = 1,
-};
-
-const ptojit_config *seq_orch_config(void)
+static int32_t blocked_extra(const ptojit_op_query *q, char *msg, uint32_t cap)
 {
-    return &seq_config;
+    if (q->tensors[0].shape[0] > (1u << 24)) {
+        snprintf(msg, cap, "blockwise scan takes at most 16777216 elements, got %llu",
+                 (unsigned long long)q->tensors[0].shape[0]);
+        return 10;
+    }
+    return 0;
 }
 
-int32_t seq_orch(const ptojit_runtime *rt, const ptojit_args *args)
-{
-    if (rt->abi_version != PTOJIT_SIM_ABI_VERSION || args->abi_version != PTOJIT_SIM_ABI_VERSION) {
-        return 1;
-    }
-    if (args->tensor_count != 2 || args->scalar_count != 0) {
-        return 2;
-    }
-    ptojit_kernel_fn k = ptojit_find_kernel(rt, KERNEL_SEQUENCE);
-    if (k == 0) {
-        return 3;
-    }
-    int32_t rc = k(args);
-    return rc == 0 ? 0 : 100 + rc;
-}
+SEQ_PROVIDER("example.scan_blocked.prefix_sum.f32", blocked_extra(q, msg, cap), sizeof(double))

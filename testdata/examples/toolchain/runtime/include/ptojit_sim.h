@@ -65,12 +65,24 @@ typedef struct ptojit_kernel_entry {
     ptojit_kernel_fn fn;
 } ptojit_kernel_entry;
 
-/* What the worker hands the orchestration. */
+struct ptojit_op_service;
+
+/* What the worker hands the orchestration. The first three fields are the
+ * prefix every runtime fills in; the tail after them is optional and
+ * size-prefixed: a binary reads a tail field only when struct_size covers
+ * it, so binaries built against the prefix alone keep working. */
 typedef struct ptojit_runtime {
     uint32_t abi_version;
     uint32_t kernel_count;
     const ptojit_kernel_entry *kernels;
+    /* tail (PTOJIT_RUNTIME_SIZE_OPS bytes and more) */
+    uint32_t struct_size;             /* bytes of this structure the runtime filled in */
+    uint32_t reserved;
+    const struct ptojit_op_service *operations; /* the host operation service, or NULL */
 } ptojit_runtime;
+
+#define PTOJIT_RUNTIME_SIZE_PREFIX 16u
+#define PTOJIT_RUNTIME_SIZE_OPS 32u
 
 /* Static configuration returned by the config symbol. */
 typedef struct ptojit_config {
@@ -84,6 +96,110 @@ typedef int32_t (*ptojit_orchestration_fn)(const ptojit_runtime *rt, const ptoji
 
 /* The orchestration's config symbol (named by the blob's config_name). */
 typedef const ptojit_config *(*ptojit_config_fn)(void);
+
+/*
+ * Operation providers (runtime modules). An implementation's orchestration
+ * exports three more symbols:
+ *
+ *   const char *ptojit_op_impl_id(void);       its implementation id, which
+ *                                              must equal the manifest's impl_id
+ *   int32_t ptojit_op_validate(q, msg, cap);   0 when it takes the tensors of q;
+ *                                              else a NUL-terminated reason in msg
+ *   int32_t ptojit_op_scratch(q, out);         the scratch it needs for q, 0 on success
+ *
+ * They are pure negotiation: they read the descriptors, allocate nothing,
+ * launch nothing, keep no pointer and call back into nothing (the runtime
+ * may hold its registry lock). The worker resolves them when it loads the
+ * callable and calls them only to negotiate, in a child process, after the
+ * module was authenticated. Tensor descriptors list the inputs first.
+ * Strides are in elements, the first axis is the innermost; 0 means packed.
+ */
+#define PTOJIT_OP_ABI_VERSION 1u
+
+/* Element types beyond the executable ones, for negotiation. */
+enum ptojit_op_dtype {
+    PTOJIT_DTYPE_BFLOAT16 = 4,
+    PTOJIT_DTYPE_INT16 = 5,
+    PTOJIT_DTYPE_INT8 = 6,
+    PTOJIT_DTYPE_UINT8 = 7,
+    PTOJIT_DTYPE_FLOAT64 = 8,
+    PTOJIT_DTYPE_INT64 = 9,
+};
+
+enum ptojit_sync_mode {
+    PTOJIT_SYNC_BLOCKING = 1,
+    PTOJIT_SYNC_ASYNC = 2,
+};
+
+typedef struct ptojit_op_tensor {
+    uint32_t dtype;
+    uint32_t ndim;
+    uint64_t shape[PTOJIT_MAX_DIMS];
+    uint64_t strides[PTOJIT_MAX_DIMS];
+} ptojit_op_tensor;
+
+typedef struct ptojit_op_query {
+    uint32_t abi_version;             /* PTOJIT_OP_ABI_VERSION */
+    uint32_t tensor_count;
+    uint32_t input_count;             /* tensors[0..input_count) are inputs */
+    uint32_t sync_mode;               /* enum ptojit_sync_mode */
+    const ptojit_op_tensor *tensors;
+} ptojit_op_query;
+
+typedef struct ptojit_op_scratch_request {
+    uint32_t abi_version;
+    uint32_t reserved;
+    uint64_t host_bytes;              /* caller-allocated, never freed by the provider */
+    uint64_t device_bytes;            /* passed as the last tensor argument when non-zero */
+} ptojit_op_scratch_request;
+
+typedef const char *(*ptojit_op_impl_id_fn)(void);
+typedef int32_t (*ptojit_op_validate_fn)(const ptojit_op_query *q, char *msg, uint32_t cap);
+typedef int32_t (*ptojit_op_scratch_fn)(const ptojit_op_query *q, ptojit_op_scratch_request *out);
+#define PTOJIT_OP_IMPL_ID_SYMBOL "ptojit_op_impl_id"
+#define PTOJIT_OP_VALIDATE_SYMBOL "ptojit_op_validate"
+#define PTOJIT_OP_SCRATCH_SYMBOL "ptojit_op_scratch"
+
+/*
+ * The host operation service (ptojit_runtime.operations): an orchestration
+ * resolves and executes an operation of the modules its module depends on,
+ * from inside its own execution. Before use, check rt->struct_size >=
+ * PTOJIT_RUNTIME_SIZE_OPS, operations != NULL, operations->struct_size >=
+ * sizeof(ptojit_op_service) and operations->version ==
+ * PTOJIT_OP_SERVICE_VERSION. Every function takes user as its first
+ * argument and returns 0 on success. Calls from inside ptojit_op_validate
+ * or ptojit_op_scratch are refused (PTOJIT_OP_E_REENTRY): negotiation is pure.
+ * resolve negotiates the candidates on the query's tensors (validate and
+ * scratch query) and takes the highest priority, then the smallest
+ * impl_id; candidates that need scratch are refused (nothing is allocated
+ * during an execution). execute checks that args match the negotiated
+ * tensors and runs the implementation's orchestration synchronously.
+ */
+#define PTOJIT_OP_SERVICE_VERSION 1u
+#define PTOJIT_OP_E_REENTRY (-2)
+#define PTOJIT_OP_E_NOT_FOUND (-3)
+#define PTOJIT_OP_E_INVALID (-4)
+
+typedef struct ptojit_op_resolve_request {
+    uint32_t struct_size;             /* sizeof(ptojit_op_resolve_request) */
+    uint32_t msg_capacity;            /* bytes of msg */
+    const char *op_name;
+    const char *min_version;          /* inclusive; NULL: the newest major version */
+    const char *max_version;          /* inclusive, same major; NULL: the rest of the major */
+    const ptojit_op_query *query;
+    char *msg;                        /* why nothing fits (NUL-terminated); may be NULL */
+} ptojit_op_resolve_request;
+
+typedef struct ptojit_op_service {
+    uint32_t struct_size;             /* sizeof(ptojit_op_service) of the runtime */
+    uint32_t version;                 /* PTOJIT_OP_SERVICE_VERSION */
+    void *user;
+    int32_t (*resolve)(void *user, const ptojit_op_resolve_request *req, uint64_t *handle);
+    int32_t (*describe)(void *user, uint64_t handle, char *impl_id, uint32_t cap);
+    int32_t (*scratch)(void *user, uint64_t handle, ptojit_op_scratch_request *out);
+    int32_t (*execute)(void *user, uint64_t handle, const ptojit_args *args);
+    int32_t (*release)(void *user, uint64_t handle);
+} ptojit_op_service;
 
 /* Finds the kernel registered for func_id, or NULL. */
 static inline ptojit_kernel_fn ptojit_find_kernel(const ptojit_runtime *rt, int32_t func_id)

@@ -1,0 +1,412 @@
+package main
+
+import (
+	"context"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"text/tabwriter"
+
+	"github.com/spf13/pflag"
+
+	"github.com/ptojit/ptojit/api/client"
+	"github.com/ptojit/ptojit/cache"
+	"github.com/ptojit/ptojit/cmd/internal/cli"
+	"github.com/ptojit/ptojit/internal/config"
+)
+
+func init() {
+	keys := func() string {
+		var b strings.Builder
+		for _, k := range config.Known {
+			def := k.Default
+			if def == "" {
+				def = "none"
+			}
+			fmt.Fprintf(&b, "  %-16s %s (%s; default %s)\n", k.Name, k.Doc, k.Env, def)
+		}
+		return b.String()
+	}()
+	sub := func(name, usage, summary string, nargs int, run func(env *cli.Env, o *configOptions, args []string) error) *cli.Command {
+		return &cli.Command{
+			Name: name, Usage: "config " + usage, Summary: summary,
+			Setup: func(fs *pflag.FlagSet) cli.RunFunc {
+				o := &configOptions{}
+				fs.StringVar(&o.cacheDir, "cache-dir", "", "the cache directory (default: PTOJIT_CACHE_DIR or the user cache directory)")
+				if name == "list" {
+					fs.BoolVar(&o.json, "json", false, "print JSON")
+				}
+				return func(ctx context.Context, env *cli.Env, args []string) error {
+					if len(args) != nargs {
+						return cli.Usagef("usage: ptojit config %s", usage)
+					}
+					return run(env, o, args)
+				}
+			},
+		}
+	}
+	register(&cli.Command{
+		Name:    "config",
+		Usage:   "config get KEY | set KEY VALUE | unset KEY | list [--json]",
+		Summary: "read and change the settings kept in the cache directory",
+		Long: `Settings live in ` + config.FileName + ` in the cache directory, one "key = value"
+per line; blank lines and lines starting with # are ignored, and an unknown
+key or a bad value is refused with the file and line. The value in force is
+the environment variable of the key when set, else the file's, else the
+default; the daemon resolves it for every request with that client's
+environment, so an environment override applies to that request only.
+"ptojit daemon status" shows the settings in force.
+
+Keys:
+` + keys + `
+A cap smaller than the cache trims it after the next stored build (to 90%
+of the cap, so trims are rare), and the idle daemon trims to the file's cap.`,
+		Subcommands: []*cli.Command{
+			sub("get", "get KEY", "print the value in force of KEY", 1, runConfigGet),
+			sub("set", "set KEY VALUE", "set KEY in the file", 2, runConfigSet),
+			sub("unset", "unset KEY", "remove KEY from the file (its default applies)", 1, runConfigSet),
+			sub("list", "list [--json]", "print every setting in force and where it comes from", 0, runConfigList),
+		},
+	})
+}
+
+type configOptions struct {
+	cacheDir string
+	json     bool
+}
+
+// checkSetting validates the values internal/config cannot parse itself.
+func checkSetting(k config.Key, v string) error {
+	if k.Kind == config.Size {
+		_, err := cache.ParseSize(v)
+		return err
+	}
+	return nil
+}
+
+// configPath returns the settings file of the cache directory of env (or
+// the --cache-dir flag).
+func configPath(env *cli.Env, flag string) (string, error) {
+	dir, err := daemonCacheDir(env, flag)
+	if err != nil {
+		return "", err
+	}
+	return filepath.Join(dir, config.FileName), nil
+}
+
+// loadConfig reads the settings file of cacheDir; a file that is invalid is
+// a usage error naming its line.
+func loadConfig(cacheDir string) (*config.File, error) {
+	f, err := config.Load(filepath.Join(cacheDir, config.FileName), checkSetting)
+	var le *config.LineError
+	if errors.As(err, &le) {
+		return nil, cli.Usagef("%v", err)
+	}
+	return f, err
+}
+
+// settings are the cache settings in force for one command or request.
+type settings struct {
+	list     []config.Setting
+	maxBytes int64
+	readOnly bool
+}
+
+// resolveSettings returns the settings in force: getenv's variables, else
+// the settings file of cacheDir, else the defaults. A bad environment value
+// is a usage error naming the variable.
+func resolveSettings(cacheDir string, getenv func(string) string) (*settings, error) {
+	f, err := loadConfig(cacheDir)
+	if err != nil {
+		return nil, err
+	}
+	s := &settings{list: config.Resolve(f, getenv)}
+	for i, st := range s.list {
+		if st.Key.Name == "max_size" && st.Source != config.FromEnv && daemonMaxSize != "" {
+			st.Value, st.Source, st.Line = daemonMaxSize, sourceDaemonFlag, 0
+			s.list[i] = st
+		}
+		bad := func(err error) error {
+			if st.Source == config.FromEnv {
+				return cli.Usagef("%s: %v", st.Key.Env, err)
+			}
+			return cli.Usagef("%s: %s: %v", f.Path, st.Key.Name, err)
+		}
+		switch st.Key.Name {
+		case "max_size":
+			if s.maxBytes, err = cache.ParseSize(st.Value); err != nil {
+				return nil, bad(err)
+			}
+		case "readonly":
+			if s.readOnly, err = config.ParseBool(st.Value); err != nil {
+				return nil, bad(err)
+			}
+		}
+	}
+	return s, nil
+}
+
+// daemonMaxSize is the daemon's --max-size: it replaces the settings
+// file's max_size for the requests that do not set the variable. Set by
+// runDaemon before it serves.
+var daemonMaxSize string
+
+// sourceDaemonFlag is the source of a max_size given by daemon --max-size.
+const sourceDaemonFlag config.Source = "daemon --max-size"
+
+// storeOptions returns the cache options of a command that uses the cache
+// directory dir (relative to env's directory; "" for the default).
+func storeOptions(env *cli.Env, dir string) (cache.Options, error) {
+	if dir == "" {
+		d, err := cache.DefaultDir(env.Getenv)
+		if err != nil {
+			return cache.Options{}, err
+		}
+		dir = d
+	}
+	s, err := resolveSettings(env.Abs(dir), env.Getenv)
+	if err != nil {
+		return cache.Options{}, err
+	}
+	return cache.Options{MaxBytes: s.maxBytes, ReadOnly: s.readOnly}, nil
+}
+
+func runConfigGet(env *cli.Env, o *configOptions, args []string) error {
+	if _, ok := config.Lookup(args[0]); !ok {
+		return cli.Usagef("config get: unknown key %q", args[0])
+	}
+	dir, err := daemonCacheDir(env, o.cacheDir)
+	if err != nil {
+		return err
+	}
+	f, err := loadConfig(dir)
+	if err != nil {
+		return err
+	}
+	for _, s := range config.Resolve(f, env.Getenv) {
+		if s.Key.Name == args[0] {
+			fmt.Fprintln(env.Stdout, s.Value)
+		}
+	}
+	return nil
+}
+
+// runConfigSet runs set and unset: under the file's lock, read the file,
+// change one line, write it durably.
+func runConfigSet(env *cli.Env, o *configOptions, args []string) error {
+	unset := len(args) == 1
+	if _, ok := config.Lookup(args[0]); !ok {
+		return cli.Usagef("config: unknown key %q", args[0])
+	}
+	path, err := configPath(env, o.cacheDir)
+	if err != nil {
+		return err
+	}
+	if !unset {
+		// Validate before anything is created: a usage error has no side
+		// effects.
+		if err := (&config.File{Path: path}).Set(args[0], args[1], checkSetting); err != nil {
+			return cli.Usagef("config set: %v", err)
+		}
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return err
+	}
+	lock, err := os.OpenFile(path+".lock", os.O_CREATE|os.O_RDWR, 0o600)
+	if err != nil {
+		return err
+	}
+	defer lock.Close()
+	if err := client.Flock(lock, syscall.LOCK_EX); err != nil {
+		return fmt.Errorf("locking %s: %w", lock.Name(), err)
+	}
+	f, err := loadConfig(filepath.Dir(path))
+	if err != nil {
+		return err
+	}
+	if unset {
+		err = f.Unset(args[0])
+	} else {
+		err = f.Set(args[0], args[1], checkSetting)
+	}
+	if err != nil {
+		return cli.Usagef("config: %v", err)
+	}
+	return f.Save()
+}
+
+// settingJSON is one setting in `config list --json` and `daemon status
+// --json`.
+type settingJSON struct {
+	Key    string `json:"key"`
+	Value  string `json:"value"`
+	Source string `json:"source"` // environment, config file, default
+	Env    string `json:"env"`
+	Line   int    `json:"line,omitempty"`
+}
+
+func settingsJSON(list []config.Setting) []settingJSON {
+	out := make([]settingJSON, 0, len(list))
+	for _, s := range list {
+		out = append(out, settingJSON{s.Key.Name, s.Value, string(s.Source), s.Key.Env, s.Line})
+	}
+	return out
+}
+
+// writeSettings prints settings for people, one per line.
+func writeSettings(env *cli.Env, path string, list []settingJSON, indent string) {
+	tw := tabwriter.NewWriter(env.Stdout, 0, 4, 2, ' ', 0)
+	for _, s := range list {
+		from := s.Source
+		switch s.Source {
+		case string(config.FromEnv):
+			from = s.Env
+		case string(config.FromFile):
+			from = fmt.Sprintf("%s:%d", path, s.Line)
+		}
+		fmt.Fprintf(tw, "%s%s = %s\t(%s)\n", indent, s.Key, s.Value, from)
+	}
+	tw.Flush()
+}
+
+func runConfigList(env *cli.Env, o *configOptions, args []string) error {
+	path, err := configPath(env, o.cacheDir)
+	if err != nil {
+		return err
+	}
+	f, err := loadConfig(filepath.Dir(path))
+	if err != nil {
+		return err
+	}
+	list := settingsJSON(config.Resolve(f, env.Getenv))
+	if o.json {
+		return cli.WriteJSON(env.Stdout, struct {
+			File     string        `json:"file"`
+			Settings []settingJSON `json:"settings"`
+		}{path, list})
+	}
+	writeSettings(env, path, list, "")
+	return nil
+}
+
+// requestStore is the daemon's shared store as one request sees it: with
+// that request's size cap and read-only setting (environment, else the
+// settings file, else the defaults). The shared store has no cap of its
+// own; after a Put that leaves it above the request's cap, requestStore
+// trims it to trimTarget of the cap. Safe for concurrent use, like the
+// store it wraps.
+type requestStore struct {
+	cache.Store
+	maxBytes int64 // 0: no cap
+	readOnly bool
+}
+
+// trimTarget is the share of the cap a trim after Put leaves, as ccache's
+// limit_multiple: trims are rare instead of one per stored build.
+const trimTarget = 0.9
+
+var _ cache.Checker = (*requestStore)(nil)
+
+func (s *requestStore) Put(ctx context.Context, e *cache.Entry, data [][]byte) error {
+	if s.readOnly {
+		return cache.ErrReadOnly
+	}
+	var size int64 // distinct bytes, as the store counts them
+	if s.maxBytes > 0 && len(data) == len(e.Outputs) {
+		seen := map[cache.Digest]bool{}
+		for i, o := range e.Outputs {
+			d := o.Digest
+			if d == (cache.Digest{}) {
+				d = sha256.Sum256(data[i])
+			}
+			if !seen[d] {
+				seen[d] = true
+				size += int64(len(data[i]))
+			}
+		}
+		if size > s.maxBytes {
+			return &cache.DataError{Key: e.Key, Reason: fmt.Sprintf("%d bytes exceed the limit of %d", size, s.maxBytes), Err: cache.ErrTooLarge}
+		}
+	}
+	if err := s.Store.Put(ctx, e, data); err != nil {
+		return err
+	}
+	if s.maxBytes <= 0 {
+		return nil
+	}
+	st, err := s.Store.Stats(ctx)
+	if err == nil && st.Bytes > s.maxBytes {
+		target := int64(float64(s.maxBytes) * trimTarget)
+		if size > target {
+			target = s.maxBytes // never evict the entry just stored
+		}
+		_, err = s.Store.Trim(ctx, target)
+	}
+	if err != nil {
+		return fmt.Errorf("stored, but not trimmed to the cap of %s: %w", cache.FormatSize(s.maxBytes), err)
+	}
+	return nil
+}
+
+func (s *requestStore) Delete(ctx context.Context, key cache.Key) error {
+	if s.readOnly {
+		return cache.ErrReadOnly
+	}
+	return s.Store.Delete(ctx, key)
+}
+
+func (s *requestStore) Trim(ctx context.Context, maxBytes int64) (*cache.TrimReport, error) {
+	if s.readOnly {
+		return nil, cache.ErrReadOnly
+	}
+	return s.Store.Trim(ctx, maxBytes)
+}
+
+func (s *requestStore) Clear(ctx context.Context) error {
+	if s.readOnly {
+		return cache.ErrReadOnly
+	}
+	return s.Store.Clear(ctx)
+}
+
+func (s *requestStore) Verify(ctx context.Context) (*cache.VerifyReport, error) {
+	if s.readOnly {
+		return s.Check(ctx)
+	}
+	return s.Store.Verify(ctx)
+}
+
+// Check reports like Verify without changing anything, when the shared
+// store can.
+func (s *requestStore) Check(ctx context.Context) (*cache.VerifyReport, error) {
+	if c, ok := s.Store.(cache.Checker); ok {
+		return c.Check(ctx)
+	}
+	return nil, fmt.Errorf("cache verify: %w", cache.ErrReadOnly)
+}
+
+func (s *requestStore) Stats(ctx context.Context) (*cache.Stats, error) {
+	st, err := s.Store.Stats(ctx)
+	if err == nil {
+		st.MaxBytes = s.maxBytes
+	}
+	return st, err
+}
+
+// sharedStore returns the daemon's store as a request with options opt
+// sees it. Requests with the same settings share one requestStore: the
+// driver joins concurrent builds of one key per store value, so that 64
+// clients building the same request compile it once.
+func sharedStore(opt cache.Options) cache.Store {
+	k := requestStore{Store: engine.store, maxBytes: opt.MaxBytes, readOnly: opt.ReadOnly}
+	s, _ := requestStores.LoadOrStore(k, &k)
+	return s.(*requestStore)
+}
+
+// requestStores holds one *requestStore per distinct requestStore value.
+var requestStores sync.Map

@@ -1,0 +1,201 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/ptojit/ptojit/cache"
+	"github.com/ptojit/ptojit/internal/config"
+	"github.com/ptojit/ptojit/internal/fixture"
+)
+
+func TestConfigCommand(t *testing.T) {
+	ctx := context.Background()
+	dir := filepath.Join(t.TempDir(), "cache")
+	env := map[string]string{"PTOJIT_CACHE_DIR": dir}
+	conf := filepath.Join(dir, config.FileName)
+
+	// Usage errors have no side effects.
+	for _, args := range [][]string{
+		{"config", "set", "max_sise", "1G"},
+		{"config", "set", "max_size", "lots"},
+		{"config", "set", "readonly", "maybe"},
+		{"config", "get", "nope"},
+		{"config", "set", "max_size"},
+	} {
+		if r := runCache(t, ctx, env, args...); r.code != 2 {
+			t.Errorf("%v: exit %d, want 2: %+v", args, r.code, r)
+		}
+	}
+	if _, err := os.Stat(dir); !os.IsNotExist(err) {
+		t.Fatalf("a refused command created the cache directory: %v", err)
+	}
+	if r := runCache(t, ctx, env, "config", "get", "max_size"); r.code != 0 || r.stdout != "5G\n" {
+		t.Fatalf("default max_size: %+v", r)
+	}
+	if r := runCache(t, ctx, env, "config", "set", "max_size", "200K"); r.code != 0 {
+		t.Fatalf("set: %+v", r)
+	}
+	if r := runCache(t, ctx, env, "config", "set", "remote", "redis://127.0.0.1:6379"); r.code != 0 {
+		t.Fatalf("set remote: %+v", r)
+	}
+	if b, _ := os.ReadFile(conf); string(b) != "max_size = 200K\nremote = redis://127.0.0.1:6379\n" {
+		t.Fatalf("file: %q", b)
+	}
+	if fi, err := os.Stat(conf); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Fatalf("file mode: %v %v", fi, err)
+	}
+	if r := runCache(t, ctx, env, "config", "get", "max_size"); r.stdout != "200K\n" {
+		t.Fatalf("get after set: %+v", r)
+	}
+	over := map[string]string{"PTOJIT_CACHE_DIR": dir, "PTOJIT_CACHE_MAX_SIZE": "1M"}
+	if r := runCache(t, ctx, over, "config", "get", "max_size"); r.stdout != "1M\n" {
+		t.Fatalf("the environment does not override the file: %+v", r)
+	}
+	r := runCache(t, ctx, over, "config", "list", "--json")
+	var list struct {
+		File     string        `json:"file"`
+		Settings []settingJSON `json:"settings"`
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &list); err != nil || list.File != conf || len(list.Settings) != len(config.Known) {
+		t.Fatalf("list --json: %v %+v", err, r)
+	}
+	want := map[string][2]string{"max_size": {"1M", "environment"}, "remote": {"redis://127.0.0.1:6379", "config file"}, "readonly": {"0", "default"}}
+	for _, s := range list.Settings {
+		if w, ok := want[s.Key]; ok && (s.Value != w[0] || s.Source != w[1]) {
+			t.Errorf("%s = %q from %s, want %q from %s", s.Key, s.Value, s.Source, w[0], w[1])
+		}
+	}
+	if r := runCache(t, ctx, env, "config", "list"); !strings.Contains(r.stdout, "max_size = 200K") || !strings.Contains(r.stdout, conf+":1") {
+		t.Fatalf("list: %+v", r)
+	}
+	if r := runCache(t, ctx, env, "config", "unset", "remote"); r.code != 0 {
+		t.Fatalf("unset: %+v", r)
+	}
+	if b, _ := os.ReadFile(conf); string(b) != "max_size = 200K\n" {
+		t.Fatalf("file after unset: %q", b)
+	}
+
+	// A broken file is refused with its line, by config and by the
+	// commands that use the cache.
+	os.WriteFile(conf, []byte("max_size = 200K\nmax_sise = 1G\n"), 0o600)
+	for _, args := range [][]string{{"config", "list"}, {"cache", "stats"}} {
+		r := runCache(t, ctx, env, args...)
+		if r.code != 2 || !strings.Contains(r.stderr, conf+":2: max_sise: unknown key") {
+			t.Errorf("%v on a broken file: %+v", args, r)
+		}
+	}
+}
+
+// A request's cap (its environment, else the file) bounds the daemon's
+// shared store for that request only.
+func TestRequestStoreAppliesTheRequestsCap(t *testing.T) {
+	ctx := context.Background()
+	shared := cache.NewMemory(cache.Options{})
+	put := func(s cache.Store, k byte, n int) error {
+		e := &cache.Entry{Key: cache.Key{k}, Outputs: []cache.Output{{Name: "out"}}}
+		return s.Put(ctx, e, [][]byte{bytes.Repeat([]byte{k}, n)})
+	}
+	big := &requestStore{Store: shared, maxBytes: 1 << 20}
+	for k := range byte(7) {
+		if err := put(big, k+1, 100<<10); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if st, _ := shared.Stats(ctx); st.Bytes != 700<<10 {
+		t.Fatalf("a 1 MiB cap trimmed 700 KiB: %+v", st)
+	}
+	small := &requestStore{Store: shared, maxBytes: 200 << 10}
+	if err := put(small, 9, 100<<10); err != nil {
+		t.Fatal(err)
+	}
+	st, _ := shared.Stats(ctx)
+	if st.Bytes > 200<<10 {
+		t.Fatalf("a 200 KiB request left %d bytes", st.Bytes)
+	}
+	if _, err := shared.Entry(ctx, cache.Key{9}); err != nil {
+		t.Fatalf("the trim evicted the entry just stored: %v", err)
+	}
+	if s, _ := small.Stats(ctx); s.MaxBytes != 200<<10 {
+		t.Fatalf("stats show cap %d", s.MaxBytes)
+	}
+	if err := put(small, 10, 300<<10); !errors.Is(err, cache.ErrTooLarge) {
+		t.Fatalf("an entry over the request's cap: %v", err)
+	}
+	ro := &requestStore{Store: shared, readOnly: true}
+	if err := put(ro, 11, 10); !errors.Is(err, cache.ErrReadOnly) {
+		t.Fatalf("read-only put: %v", err)
+	}
+	if _, err := ro.Trim(ctx, 0); !errors.Is(err, cache.ErrReadOnly) {
+		t.Fatalf("read-only trim: %v", err)
+	}
+	if err := ro.Clear(ctx); !errors.Is(err, cache.ErrReadOnly) {
+		t.Fatalf("read-only clear: %v", err)
+	}
+}
+
+// A client's PTOJIT_CACHE_MAX_SIZE caps a running daemon's cache for that
+// client's builds; the settings in force (daemon status) are unchanged by
+// it, and follow the settings file.
+func TestDaemonAppliesRequestSettings(t *testing.T) {
+	w := newDaemonWorld(t)
+	kernel := filepath.Join(w.root, "examples", "vadd", "kernel_add.c")
+	variant := func(i int) {
+		f, err := os.OpenFile(kernel, os.O_APPEND|os.O_WRONLY, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fmt.Fprintf(f, "int ptojit_variant_%d(void) { return %d; }\n", i, i)
+		f.Close()
+		if err := fixture.Settle(kernel); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if a := w.build(); a.Status != "miss" {
+		t.Fatalf("first build: %+v", a)
+	}
+	st := w.status()
+	one := st.Cache.Bytes
+	if st.Cache.MaxBytes != cache.DefaultMaxBytes || len(st.Settings) == 0 || st.Settings[0].Key != "max_size" || st.Settings[0].Source != "default" {
+		t.Fatalf("status: cache %+v, settings %+v", st.Cache, st.Settings)
+	}
+	limit := 2*one + one/2 // room for two entries
+	saved := w.env
+	w.env = append(slices.Clone(saved), fmt.Sprintf("PTOJIT_CACHE_MAX_SIZE=%d", limit))
+	for i := range 4 {
+		variant(i)
+		if a := w.build(); a.Status != "miss" {
+			t.Fatalf("variant %d: %+v", i, a)
+		}
+		w.env = saved
+		st = w.status()
+		w.env = append(slices.Clone(saved), fmt.Sprintf("PTOJIT_CACHE_MAX_SIZE=%d", limit))
+		if st.Cache.Bytes > limit {
+			t.Fatalf("variant %d: the cache holds %d bytes, over the client's cap of %d", i, st.Cache.Bytes, limit)
+		}
+	}
+	w.env = saved
+	t.Logf("one build: %d bytes; client cap %d; after 5 builds: %d bytes, %d entries", one, limit, st.Cache.Bytes, st.Cache.Entries)
+	if st.Cache.MaxBytes != cache.DefaultMaxBytes {
+		t.Fatalf("a request's override outlived it: cap %d", st.Cache.MaxBytes)
+	}
+	if _, errs, code := w.run("config", "set", "max_size", "300M"); code != 0 {
+		t.Fatalf("config set: %s", errs)
+	}
+	st = w.status()
+	if st.Cache.MaxBytes != 300<<20 || st.Settings[0].Value != "300M" || st.Settings[0].Source != "config file" {
+		t.Fatalf("after config set: cache %+v, settings %+v", st.Cache, st.Settings[0])
+	}
+	out, _, _ := w.run("daemon", "status")
+	if !strings.Contains(out, "max_size = 300M") {
+		t.Fatalf("daemon status does not show the settings:\n%s", out)
+	}
+}

@@ -1,0 +1,513 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"unsafe"
+
+	"github.com/spf13/pflag"
+
+	"github.com/ptojit/ptojit/cmd/internal/cli"
+	"github.com/ptojit/ptojit/internal/durable"
+	"github.com/ptojit/ptojit/registry/module"
+	"github.com/ptojit/ptojit/registry/ops"
+	"github.com/ptojit/ptojit/worker"
+)
+
+const opLong = `Operations are what runtime modules provide: each implementation declares a
+namespaced operation name (example.sequence.prefix_sum), an operation version,
+a priority and what it accepts (dtypes, ranks, layouts, sync modes, ...).
+Resolution checks every implementation of the operation among the enabled
+modules against the query, then runs each provider's validate and scratch
+query on the actual tensors in a child worker, and orders the compatible ones
+by descending priority, then ascending impl_id; every rejected implementation
+is listed with its reason.
+
+Query flags (op resolve and op run):
+  --op NAME                 the operation (required)
+  --version MIN[,MAX]       inclusive op_version interval within one major
+                            version (default: the newest major version)
+  --backend P               an allowed platform (repeatable; default every one)
+  --dtype D --shape N,... [--strides S,...]
+                            every tensor of a one-shape operation
+  --tensor DTYPE:SHAPE[:STRIDES]
+                            one tensor, inputs then outputs (repeatable)
+  --require CAP             a required capability (repeatable)
+  --numerics N              a required numerical guarantee (repeatable)
+  --sync MODE               blocking (default) or async
+  --host-budget BYTES, --device-budget BYTES
+                            scratch budgets (default unlimited)
+  --exact-impl-id ID        that implementation or nothing (no fallback)
+
+Dtypes: f32, f16, bf16, f64, i64, i32, i16, i8, u8. Strides are in elements,
+the first axis innermost; 0 means packed.`
+
+func init() {
+	register(&cli.Command{
+		Name:    "op",
+		Usage:   "op <ls|resolve|run>",
+		Summary: "list, resolve and run the operations of the enabled modules",
+		Long:    opLong,
+		Subcommands: []*cli.Command{
+			storeCommand("ls", "op ls [--json]", "list the operations, their implementations, priorities and modules", 0, runOpLs),
+			{
+				Name:    "resolve",
+				Usage:   "op resolve --op NAME [query flags] [--json]",
+				Summary: "resolve an operation and list every rejected implementation with its reason",
+				Long: `Prints the chosen implementation, the other compatible ones in order, and
+every rejected one with its reason. --json prints {"chosen": {"impl_id",
+"module", "version", "priority"}, "rejected": [{"impl_id", "module",
+"reason"}]}. Exit status 1 when nothing is compatible.`,
+				Setup: func(fs *pflag.FlagSet) cli.RunFunc {
+					o := opFlags(fs)
+					fs.BoolVar(&o.json, "json", false, "print JSON")
+					return func(ctx context.Context, env *cli.Env, args []string) error {
+						if len(args) > 0 {
+							return cli.Usagef("op resolve: unexpected argument %q", args[0])
+						}
+						return runOpResolve(ctx, env, o)
+					}
+				},
+			},
+			{
+				Name:    "run",
+				Usage:   "op run --op NAME [query flags] --input FILE --output FILE [--workers N]",
+				Summary: "resolve an operation and execute it on child workers",
+				Long: `Resolves like op resolve, reads the inputs from --input (raw little-endian
+tensor bytes, inputs concatenated, each by its shape and strides), executes the
+chosen implementation on a child worker and writes the outputs, concatenated,
+to --output.`,
+				Setup: func(fs *pflag.FlagSet) cli.RunFunc {
+					o := opFlags(fs)
+					fs.StringVar(&o.input, "input", "", "the input tensors' bytes")
+					fs.StringVar(&o.output, "output", "", "the file to write the outputs to")
+					fs.IntVar(&o.workers, "workers", 1, "chip child workers")
+					return func(ctx context.Context, env *cli.Env, args []string) error {
+						if len(args) > 0 {
+							return cli.Usagef("op run: unexpected argument %q", args[0])
+						}
+						if o.input == "" || o.output == "" {
+							return cli.Usagef("op run: --input FILE and --output FILE are required")
+						}
+						if o.workers < 1 || o.workers > 256 {
+							return cli.Usagef("op run: --workers must be 1..256")
+						}
+						return runOpRun(ctx, env, o)
+					}
+				},
+			},
+		},
+	})
+}
+
+type opOptions struct {
+	moduleOptions
+	op, version, dtype, shape, strides   string
+	backends, tensors, require, numerics []string
+	sync                                 string
+	hostBudget, deviceBudget             string
+	exact                                string
+	input, output                        string
+	workers                              int
+}
+
+func opFlags(fs *pflag.FlagSet) *opOptions {
+	o := &opOptions{}
+	fs.StringVar(&o.moduleDir, "module-dir", "", "the module store (default: PTOJIT_MODULE_DIR or the user data directory)")
+	fs.StringVar(&o.op, "op", "", "the operation name")
+	fs.StringVar(&o.version, "version", "", "MIN[,MAX]: the op_version interval")
+	fs.StringArrayVar(&o.backends, "backend", nil, "an allowed platform (repeatable)")
+	fs.StringVar(&o.dtype, "dtype", "", "the dtype of every tensor")
+	fs.StringVar(&o.shape, "shape", "", "N[,N...]: the shape of every tensor")
+	fs.StringVar(&o.strides, "strides", "", "S[,S...]: the strides of every tensor (elements)")
+	fs.StringArrayVar(&o.tensors, "tensor", nil, "DTYPE:SHAPE[:STRIDES], inputs then outputs (repeatable)")
+	fs.StringArrayVar(&o.require, "require", nil, "a required capability (repeatable)")
+	fs.StringArrayVar(&o.numerics, "numerics", nil, "a required numerical guarantee (repeatable)")
+	fs.StringVar(&o.sync, "sync", "blocking", "the sync mode: blocking or async")
+	fs.StringVar(&o.hostBudget, "host-budget", "", "host scratch budget in bytes (default unlimited)")
+	fs.StringVar(&o.deviceBudget, "device-budget", "", "device scratch budget in bytes (default unlimited)")
+	fs.StringVar(&o.exact, "exact-impl-id", "", "take exactly this implementation")
+	return o
+}
+
+func parseList(s, what string) ([]uint64, error) {
+	if s == "" {
+		return nil, nil
+	}
+	var out []uint64
+	for _, f := range strings.Split(s, ",") {
+		v, err := strconv.ParseUint(strings.TrimSpace(f), 10, 64)
+		if err != nil {
+			return nil, cli.Usagef("%s %q: not a list of non-negative integers", what, s)
+		}
+		out = append(out, v)
+	}
+	return out, nil
+}
+
+// query turns the flags into a query; errors are usage errors.
+func (o *opOptions) query() (ops.Query, error) {
+	q := ops.Query{OpName: o.op, Backends: o.backends, Capabilities: o.require, Numerics: o.numerics,
+		ExactImplID: o.exact, HostBudget: ops.Unlimited, DeviceBudget: ops.Unlimited}
+	if o.op == "" {
+		return q, cli.Usagef("--op NAME is required")
+	}
+	if o.version != "" {
+		lo, hi, _ := strings.Cut(o.version, ",")
+		q.MinVersion, q.MaxVersion = lo, hi
+		for _, v := range []string{lo, hi} {
+			if _, err := module.ParseVersion(v); v != "" && err != nil {
+				return q, cli.Usagef("--version %s: %v", o.version, err)
+			}
+		}
+	}
+	m, err := ops.ParseSyncMode(o.sync)
+	if err != nil {
+		return q, cli.Usagef("--sync: %v", err)
+	}
+	q.SyncMode = m
+	for _, b := range []struct {
+		s   string
+		dst *int64
+	}{{o.hostBudget, &q.HostBudget}, {o.deviceBudget, &q.DeviceBudget}} {
+		if b.s == "" {
+			continue
+		}
+		v, err := strconv.ParseInt(b.s, 10, 64)
+		if err != nil || v < 0 {
+			return q, cli.Usagef("budget %q: not a number of bytes", b.s)
+		}
+		*b.dst = v
+	}
+	if (o.dtype != "" || o.shape != "" || o.strides != "") && len(o.tensors) > 0 {
+		return q, cli.Usagef("give --dtype/--shape/--strides or --tensor, not both")
+	}
+	if len(o.tensors) == 0 {
+		if o.dtype == "" || o.shape == "" {
+			return q, cli.Usagef("describe the tensors: --dtype D --shape N[,N...], or --tensor DTYPE:SHAPE[:STRIDES]...")
+		}
+		t, err := parseTensor(o.dtype, o.shape, o.strides)
+		if err != nil {
+			return q, err
+		}
+		q.Tensors, q.Uniform = []ops.Tensor{t}, true
+		return q, nil
+	}
+	for _, s := range o.tensors {
+		parts := strings.Split(s, ":")
+		if len(parts) < 2 || len(parts) > 3 {
+			return q, cli.Usagef("--tensor %q: want DTYPE:SHAPE[:STRIDES]", s)
+		}
+		parts = append(parts, "")
+		t, err := parseTensor(parts[0], parts[1], parts[2])
+		if err != nil {
+			return q, err
+		}
+		q.Tensors = append(q.Tensors, t)
+	}
+	return q, nil
+}
+
+func parseTensor(dtype, shape, strides string) (ops.Tensor, error) {
+	d, err := ops.ParseDType(dtype)
+	if err != nil || d == ops.DTypeAny {
+		return ops.Tensor{}, cli.Usagef("dtype %q: a concrete dtype (f32, f16, bf16, f64, i64, i32, i16, i8, u8)", dtype)
+	}
+	sh, err := parseList(shape, "shape")
+	if err != nil {
+		return ops.Tensor{}, err
+	}
+	st, err := parseList(strides, "strides")
+	if err != nil {
+		return ops.Tensor{}, err
+	}
+	if len(sh) > ops.MaxRank || (len(st) > 0 && len(st) != len(sh)) {
+		return ops.Tensor{}, cli.Usagef("shape %q with strides %q: at most %d dimensions, one stride per dimension", shape, strides, ops.MaxRank)
+	}
+	return ops.Tensor{DType: d, Shape: sh, Strides: st}, nil
+}
+
+type opImpl struct {
+	OpName        string   `json:"op_name"`
+	OpVersion     string   `json:"op_version"`
+	ImplID        string   `json:"impl_id"`
+	Priority      int64    `json:"priority"`
+	Module        string   `json:"module"`
+	ModuleVersion string   `json:"module_version"`
+	Platforms     []string `json:"platforms"`
+}
+
+func runOpLs(ctx context.Context, env *cli.Env, s *module.Store, o moduleOptions, args []string) error {
+	mods, err := s.LoadOrder()
+	if err != nil {
+		return err
+	}
+	cands, problems := ops.CandidatesOf(mods)
+	for _, p := range problems {
+		fmt.Fprintf(env.Stderr, "ptojit: warning: %v\n", p)
+	}
+	list := []opImpl{}
+	for _, c := range cands {
+		var plats []string
+		for _, cb := range c.Desc.Callables {
+			plats = append(plats, cb.Platform)
+		}
+		list = append(list, opImpl{OpName: c.Desc.OpName, OpVersion: c.Desc.OpVersion.String(), ImplID: c.Desc.ImplID,
+			Priority: c.Desc.Priority, Module: c.Module, ModuleVersion: c.ModuleVersion, Platforms: plats})
+	}
+	slices.SortFunc(list, func(a, b opImpl) int {
+		if c := strings.Compare(a.OpName, b.OpName); c != 0 {
+			return c
+		}
+		if a.Priority != b.Priority {
+			if a.Priority > b.Priority {
+				return -1
+			}
+			return 1
+		}
+		return strings.Compare(a.ImplID, b.ImplID)
+	})
+	if o.json {
+		return cli.WriteJSON(env.Stdout, list)
+	}
+	tw := tabwriter.NewWriter(env.Stdout, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "OPERATION\tVERSION\tIMPLEMENTATION\tPRIORITY\tMODULE\tPLATFORMS")
+	for _, x := range list {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s@%s\t%s\n", x.OpName, x.OpVersion, x.ImplID, x.Priority, x.Module, x.ModuleVersion, strings.Join(x.Platforms, ","))
+	}
+	return tw.Flush()
+}
+
+// withService opens the store, starts workers children on the platform and
+// runtime of the operation's implementations, and runs fn with a Service.
+func withService(ctx context.Context, env *cli.Env, o *opOptions, workers int, fn func(*ops.Service, *worker.Worker) error) error {
+	return withStore(ctx, env, o.moduleOptions, func(ctx context.Context, s *module.Store) error {
+		mods, err := s.LoadOrder()
+		if err != nil {
+			return err
+		}
+		cands, _ := ops.CandidatesOf(mods)
+		// The workers run the runtime most implementations of the
+		// operation are built for (others are rejected by name).
+		count := map[string]int{}
+		for _, c := range cands {
+			if c.Desc.OpName == o.op {
+				count[c.Runtime]++
+			}
+		}
+		runtime := "tensormap_and_ringbuffer"
+		best := 0
+		for r, n := range count {
+			if n > best || n == best && r < runtime {
+				runtime, best = r, n
+			}
+		}
+		exe, err := os.Executable()
+		if err != nil {
+			return fmt.Errorf("op: locating this program to start children: %w", err)
+		}
+		w, err := worker.New(worker.Config{ChildCommand: []string{exe, workerChildCommand}, ChipWorkers: workers,
+			Platform: "a2a3sim", Runtime: runtime, Stderr: env.Stderr})
+		if err != nil {
+			return err
+		}
+		defer w.Close()
+		if err := w.Start(ctx); err != nil {
+			return fmt.Errorf("op: starting children: %w", err)
+		}
+		svc := ops.New(ops.Config{Store: s, Worker: w, ChipWorkers: workers, Platform: "a2a3sim", Runtime: runtime})
+		err = fn(svc, w)
+		if cerr := svc.Close(context.WithoutCancel(ctx)); err == nil {
+			err = cerr
+		}
+		return err
+	})
+}
+
+type resolveJSON struct {
+	Chosen   *chosenJSON     `json:"chosen"`
+	Rejected []rejectionJSON `json:"rejected"`
+}
+
+type chosenJSON struct {
+	ImplID   string `json:"impl_id"`
+	Module   string `json:"module"`
+	Version  string `json:"version"`
+	Priority int64  `json:"priority"`
+}
+
+type rejectionJSON struct {
+	ImplID string `json:"impl_id"`
+	Module string `json:"module"`
+	Reason string `json:"reason"`
+}
+
+func runOpResolve(ctx context.Context, env *cli.Env, o *opOptions) error {
+	q, err := o.query()
+	if err != nil {
+		return err
+	}
+	return withService(ctx, env, o, 1, func(svc *ops.Service, w *worker.Worker) error {
+		h, res, err := svc.Resolve(ctx, q)
+		var nf *ops.NotFoundError
+		if err != nil && !errors.As(err, &nf) {
+			return err
+		}
+		if h != nil {
+			if err := h.Release(ctx); err != nil {
+				return err
+			}
+		}
+		if err := printResolution(env.Stdout, res, o.json); err != nil {
+			return err
+		}
+		if nf != nil {
+			fmt.Fprintf(env.Stderr, "ptojit: no compatible implementation of %s\n", q.OpName)
+			return cli.Exit(cli.ExitFailure)
+		}
+		return nil
+	})
+}
+
+func printResolution(out io.Writer, res *ops.Result, asJSON bool) error {
+	if asJSON {
+		j := resolveJSON{Rejected: []rejectionJSON{}}
+		if c := res.Chosen(); c != nil {
+			j.Chosen = &chosenJSON{ImplID: c.ImplID, Module: c.Module, Version: c.Version, Priority: c.Priority}
+		}
+		for _, r := range res.Rejected {
+			j.Rejected = append(j.Rejected, rejectionJSON{ImplID: r.ImplID, Module: r.Module, Reason: r.Reason})
+		}
+		return cli.WriteJSON(out, j)
+	}
+	var b strings.Builder
+	for i, c := range res.Compatible {
+		what := "fallback"
+		if i == 0 {
+			what = "chosen  "
+		}
+		fmt.Fprintf(&b, "%s  %s  module %s  version %s  priority %d", what, c.ImplID, c.Module, c.Version, c.Priority)
+		if c.HostScratch > 0 || c.DeviceScratch > 0 {
+			fmt.Fprintf(&b, "  scratch host %d device %d", c.HostScratch, c.DeviceScratch)
+		}
+		b.WriteString("\n")
+	}
+	for _, r := range res.Rejected {
+		fmt.Fprintf(&b, "rejected  %s  module %s: %s\n", r.ImplID, r.Module, r.Reason)
+	}
+	_, err := io.WriteString(out, b.String())
+	return err
+}
+
+func runOpRun(ctx context.Context, env *cli.Env, o *opOptions) error {
+	q, err := o.query()
+	if err != nil {
+		return err
+	}
+	input, err := os.ReadFile(env.Abs(o.input))
+	if err != nil {
+		return fmt.Errorf("op run: %w", err)
+	}
+	return withService(ctx, env, o, o.workers, func(svc *ops.Service, w *worker.Worker) error {
+		h, res, err := svc.Resolve(ctx, q)
+		if err != nil {
+			var nf *ops.NotFoundError
+			if errors.As(err, &nf) {
+				printResolution(env.Stderr, res, false)
+			}
+			return err
+		}
+		defer h.Release(ctx)
+		d := h.Describe()
+		var args ops.Args
+		var bufs []worker.Buffer
+		defer func() {
+			for _, b := range bufs {
+				b.Free()
+			}
+		}()
+		alloc := func(n uint64) (worker.Buffer, error) {
+			b, err := w.Arena().Alloc(max(n, 1))
+			if err == nil {
+				bufs = append(bufs, b)
+			}
+			return b, err
+		}
+		off := 0
+		for i, t := range d.Tensors {
+			n, _ := t.Bytes()
+			b, err := alloc(n)
+			if err != nil {
+				return fmt.Errorf("op run: tensor %d: %w", i, err)
+			}
+			dt, ok := execDType(t.DType)
+			if !ok {
+				return fmt.Errorf("op run: tensor %d: dtype %s cannot be executed on the sim workers (f32, i32, f16)", i, t.DType)
+			}
+			if i < d.Inputs {
+				if off+int(n) > len(input) {
+					return fmt.Errorf("op run: %s holds %d bytes; the inputs need %d or more", o.input, len(input), off+int(n))
+				}
+				copy(bufBytes(b), input[off:off+int(n)])
+				off += int(n)
+			}
+			args.Tensors = append(args.Tensors, worker.Tensor{Offset: b.Off, Nbytes: n, DType: dt, Shape: t.Shape})
+		}
+		if off != len(input) {
+			return fmt.Errorf("op run: %s holds %d bytes; the inputs take exactly %d", o.input, len(input), off)
+		}
+		for _, sc := range []struct {
+			n   uint64
+			dst **worker.Buffer
+		}{{d.DeviceScratch, &args.DeviceScratch}, {d.HostScratch, &args.HostScratch}} {
+			if sc.n > 0 {
+				b, err := alloc(sc.n)
+				if err != nil {
+					return fmt.Errorf("op run: scratch: %w", err)
+				}
+				*sc.dst = &b
+			}
+		}
+		if err := h.Execute(ctx, args); err != nil {
+			return err
+		}
+		var out []byte
+		for i := d.Inputs; i < len(args.Tensors); i++ {
+			n, _ := d.Tensors[i].Bytes()
+			out = append(out, bufBytes(bufs[i])[:n]...)
+		}
+		if err := durable.WriteFile(env.Abs(o.output), out, 0o644); err != nil {
+			return fmt.Errorf("op run: %w", err)
+		}
+		fmt.Fprintf(env.Stdout, "ran %s (%s, module %s@%s): %d output bytes\n", d.OpName, d.ImplID, d.Module, d.ModuleVersion, len(out))
+		return nil
+	})
+}
+
+func execDType(d ops.DType) (worker.DType, bool) {
+	switch d {
+	case ops.F32:
+		return worker.Float32, true
+	case ops.I32:
+		return worker.Int32, true
+	case ops.F16:
+		return worker.Float16, true
+	}
+	return 0, false
+}
+
+// bufBytes returns the bytes of an arena buffer.
+func bufBytes(b worker.Buffer) []byte {
+	f := b.Float32s()
+	if len(f) == 0 {
+		return nil
+	}
+	return unsafe.Slice((*byte)(unsafe.Pointer(&f[0])), 4*len(f))
+}

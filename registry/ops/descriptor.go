@@ -1,0 +1,400 @@
+package ops
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math/bits"
+	"slices"
+	"strings"
+
+	"github.com/ptojit/ptojit/registry/module"
+)
+
+func init() { module.SetOperationSchema(checkSchema) }
+
+// DType is a tensor element type: the enum ptojit_dtype of ptojit_sim.h.
+type DType uint32
+
+// Element types. DTypeAny appears only in descriptors: any element type,
+// which the provider's validate then decides.
+const (
+	DTypeAny  DType = 0
+	F32       DType = 1
+	I32       DType = 2
+	F16       DType = 3
+	BF16      DType = 4
+	I16       DType = 5
+	I8        DType = 6
+	U8        DType = 7
+	F64       DType = 8
+	I64       DType = 9
+	maxDType        = I64
+	anyDTName       = "any"
+)
+
+var dtypeNames = [...]string{"any", "f32", "i32", "f16", "bf16", "i16", "i8", "u8", "f64", "i64"}
+var dtypeSizes = [...]uint64{0, 4, 4, 2, 2, 2, 1, 1, 8, 8}
+
+func (d DType) String() string {
+	if d <= maxDType {
+		return dtypeNames[d]
+	}
+	return fmt.Sprintf("dtype(%d)", uint32(d))
+}
+
+// Size is the element size in bytes (0 for DTypeAny or an unknown type).
+func (d DType) Size() uint64 {
+	if d <= maxDType {
+		return dtypeSizes[d]
+	}
+	return 0
+}
+
+// ParseDType reads a dtype name: f32, f16, bf16, f64, i64, i32, i16, i8, u8
+// (and "any", which only descriptors may use).
+func ParseDType(s string) (DType, error) {
+	if i := slices.Index(dtypeNames[:], s); i >= 0 {
+		return DType(i), nil
+	}
+	return 0, fmt.Errorf("unknown dtype %q (one of %s)", s, strings.Join(dtypeNames[1:], ", "))
+}
+
+// Layouts a descriptor may accept.
+const (
+	// LayoutContiguous: every axis packed (all strides 0, or the packed ones).
+	LayoutContiguous = "contiguous"
+	// LayoutOuterStrided: the first (innermost) axis contiguous, outer axes
+	// with explicit strides of at least the packed extent.
+	LayoutOuterStrided = "outer_strided"
+)
+
+// Memory spaces a descriptor may accept.
+const (
+	SpaceDevice = "device" // the worker's shared tensor arena
+	SpaceHost   = "host"
+)
+
+// SyncMode is how execute completes: the enum ptojit_sync_mode.
+type SyncMode uint32
+
+const (
+	SyncBlocking SyncMode = 1
+	SyncAsync    SyncMode = 2
+)
+
+func (m SyncMode) String() string {
+	switch m {
+	case SyncBlocking:
+		return "blocking"
+	case SyncAsync:
+		return "async"
+	}
+	return fmt.Sprintf("sync(%d)", uint32(m))
+}
+
+// ParseSyncMode reads "blocking" or "async".
+func ParseSyncMode(s string) (SyncMode, error) {
+	switch s {
+	case "blocking":
+		return SyncBlocking, nil
+	case "async":
+		return SyncAsync, nil
+	}
+	return 0, fmt.Errorf("unknown sync mode %q (blocking or async)", s)
+}
+
+// Bounds is an inclusive range [Min, Max].
+type Bounds struct{ Min, Max uint64 }
+
+// Descriptor is one operation implementation's descriptor: an entry of a
+// manifest's operations (see the package documentation for the schema).
+// A plain value once parsed; Resolve hands out copies.
+type Descriptor struct {
+	ImplID       string
+	OpName       string
+	OpVersion    module.Version
+	Priority     int64
+	Capabilities []string
+	Numerics     []string
+	Inputs       int
+	Outputs      int
+	InputDTypes  []DType // DTypeAny allowed
+	OutputDTypes []DType
+	Layouts      []string
+	MemorySpaces []string
+	Alignment    uint64 // bytes; 0 means the element size
+	Rank         Bounds
+	Dims         *Bounds // every dimension's extent; nil: any
+	Batch        *Bounds // the product of the outer axes; nil: any
+	SyncModes    []SyncMode
+	Callables    []module.OperationCallable
+}
+
+// rawDescriptor is the JSON form; pointers tell absent from zero.
+type rawDescriptor struct {
+	ImplID       *string                    `json:"impl_id"`
+	OpName       *string                    `json:"op_name"`
+	OpVersion    *string                    `json:"op_version"`
+	Priority     *int64                     `json:"priority"`
+	Capabilities []string                   `json:"capabilities"`
+	Numerics     []string                   `json:"numerics"`
+	Inputs       *int                       `json:"inputs"`
+	Outputs      *int                       `json:"outputs"`
+	InputDTypes  []string                   `json:"input_dtypes"`
+	OutputDTypes []string                   `json:"output_dtypes"`
+	Layouts      []string                   `json:"layouts"`
+	MemorySpaces []string                   `json:"memory_spaces"`
+	Alignment    *uint64                    `json:"alignment"`
+	Rank         []uint64                   `json:"rank"`
+	Dims         []uint64                   `json:"dims"`
+	Batch        []uint64                   `json:"batch"`
+	SyncModes    []string                   `json:"sync_modes"`
+	Callables    []module.OperationCallable `json:"callables"`
+}
+
+// Limits of a descriptor.
+const (
+	MaxTensors  = 16 // inputs + outputs
+	MaxRank     = 4
+	maxListLen  = 64
+	maxPriority = 1<<31 - 1
+)
+
+// DescriptorError is a descriptor that is not valid: Field names the
+// descriptor's field ("op_version").
+type DescriptorError struct {
+	Field  string
+	Reason string
+}
+
+func (e *DescriptorError) Error() string { return fmt.Sprintf("field %s: %s", e.Field, e.Reason) }
+
+func derr(field, format string, args ...any) error {
+	return &DescriptorError{Field: field, Reason: fmt.Sprintf(format, args...)}
+}
+
+// checkSchema is the operation schema the module package applies to every
+// untrusted manifest.
+func checkSchema(canon json.RawMessage, field string) error {
+	if _, err := ParseDescriptor(canon); err != nil {
+		var de *DescriptorError
+		if errors.As(err, &de) {
+			return &module.FieldError{File: module.ManifestName, Field: field + "." + de.Field, Reason: de.Reason}
+		}
+		return &module.FieldError{File: module.ManifestName, Field: field, Reason: err.Error()}
+	}
+	return nil
+}
+
+// validName reports whether s is a dotted identifier ([a-z0-9_-]
+// components joined by single dots) of at most 128 bytes with at least min
+// components.
+func validName(s string, min int) bool {
+	if s == "" || len(s) > 128 {
+		return false
+	}
+	parts := strings.Split(s, ".")
+	if len(parts) < min {
+		return false
+	}
+	for _, p := range parts {
+		if p == "" {
+			return false
+		}
+		for _, c := range p {
+			if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '_' || c == '-') {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// ParseDescriptor parses and validates one descriptor. Errors are
+// *DescriptorError naming the field.
+func ParseDescriptor(b []byte) (*Descriptor, error) {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	var r rawDescriptor
+	if err := dec.Decode(&r); err != nil {
+		var te *json.UnmarshalTypeError
+		if errors.As(err, &te) {
+			return nil, derr(te.Field, "wrong type: %s, want %s", te.Value, te.Type)
+		}
+		if f, ok := strings.CutPrefix(err.Error(), "json: unknown field "); ok {
+			return nil, derr(strings.Trim(f, `"`), "unknown field (see the operation descriptor schema)")
+		}
+		return nil, derr("", "%v", err)
+	}
+	d := &Descriptor{Inputs: 1, Outputs: 1, Layouts: []string{LayoutContiguous}, MemorySpaces: []string{SpaceDevice}}
+	for _, req := range []struct {
+		name string
+		ok   bool
+	}{{"impl_id", r.ImplID != nil}, {"op_name", r.OpName != nil}, {"op_version", r.OpVersion != nil},
+		{"input_dtypes", r.InputDTypes != nil}, {"output_dtypes", r.OutputDTypes != nil}, {"rank", r.Rank != nil},
+		{"sync_modes", r.SyncModes != nil}, {"callables", r.Callables != nil}} {
+		if !req.ok {
+			return nil, derr(req.name, "missing (required)")
+		}
+	}
+	d.ImplID, d.OpName = *r.ImplID, *r.OpName
+	if !validName(d.ImplID, 1) {
+		return nil, derr("impl_id", "%q is not a dotted identifier", d.ImplID)
+	}
+	if !validName(d.OpName, 2) {
+		return nil, derr("op_name", "%q is not a namespaced name (dotted [a-z0-9_-] components, at least two, e.g. example.sequence.prefix_sum)", d.OpName)
+	}
+	v, err := module.ParseVersion(*r.OpVersion)
+	if err != nil {
+		return nil, derr("op_version", "%v", err)
+	}
+	d.OpVersion = v
+	if r.Priority != nil {
+		if *r.Priority < -maxPriority || *r.Priority > maxPriority {
+			return nil, derr("priority", "%d is outside ±%d", *r.Priority, maxPriority)
+		}
+		d.Priority = *r.Priority
+	}
+	for _, f := range []struct {
+		name string
+		in   []string
+		out  *[]string
+	}{{"capabilities", r.Capabilities, &d.Capabilities}, {"numerics", r.Numerics, &d.Numerics}} {
+		if err := checkSet(f.name, f.in, func(s string) error {
+			if !validName(s, 1) {
+				return fmt.Errorf("%q is not a dotted identifier", s)
+			}
+			return nil
+		}); err != nil {
+			return nil, err
+		}
+		*f.out = slices.Clone(f.in)
+	}
+	if r.Inputs != nil {
+		d.Inputs = *r.Inputs
+	}
+	if r.Outputs != nil {
+		d.Outputs = *r.Outputs
+	}
+	if d.Inputs < 0 || d.Outputs < 0 || d.Inputs+d.Outputs == 0 || d.Inputs+d.Outputs > MaxTensors {
+		return nil, derr("inputs", "%d inputs and %d outputs: between 1 and %d tensors in all", d.Inputs, d.Outputs, MaxTensors)
+	}
+	for _, f := range []struct {
+		name string
+		in   []string
+		out  *[]DType
+	}{{"input_dtypes", r.InputDTypes, &d.InputDTypes}, {"output_dtypes", r.OutputDTypes, &d.OutputDTypes}} {
+		if len(f.in) == 0 {
+			return nil, derr(f.name, "empty: name dtypes, or \"any\"")
+		}
+		if err := checkSet(f.name, f.in, func(s string) error { _, err := ParseDType(s); return err }); err != nil {
+			return nil, err
+		}
+		for _, s := range f.in {
+			t, _ := ParseDType(s)
+			*f.out = append(*f.out, t)
+		}
+		if len(*f.out) > 1 && slices.Contains(*f.out, DTypeAny) {
+			return nil, derr(f.name, "\"any\" stands alone")
+		}
+	}
+	if r.Layouts != nil {
+		if len(r.Layouts) == 0 {
+			return nil, derr("layouts", "empty")
+		}
+		if err := checkSet("layouts", r.Layouts, oneOf(LayoutContiguous, LayoutOuterStrided)); err != nil {
+			return nil, err
+		}
+		d.Layouts = slices.Clone(r.Layouts)
+	}
+	if r.MemorySpaces != nil {
+		if len(r.MemorySpaces) == 0 {
+			return nil, derr("memory_spaces", "empty")
+		}
+		if err := checkSet("memory_spaces", r.MemorySpaces, oneOf(SpaceDevice, SpaceHost)); err != nil {
+			return nil, err
+		}
+		d.MemorySpaces = slices.Clone(r.MemorySpaces)
+	}
+	if r.Alignment != nil {
+		if a := *r.Alignment; a != 0 && (bits.OnesCount64(a) != 1 || a > 1<<20) {
+			return nil, derr("alignment", "%d is not a power of two up to 1 MiB (bytes; 0 for the element size)", a)
+		}
+		d.Alignment = *r.Alignment
+	}
+	rank, err := bounds("rank", r.Rank)
+	if err != nil {
+		return nil, err
+	}
+	if rank.Max > MaxRank {
+		return nil, derr("rank", "[%d, %d]: at most %d dimensions", rank.Min, rank.Max, MaxRank)
+	}
+	d.Rank = rank
+	if r.Dims != nil {
+		b, err := bounds("dims", r.Dims)
+		if err != nil {
+			return nil, err
+		}
+		d.Dims = &b
+	}
+	if r.Batch != nil {
+		b, err := bounds("batch", r.Batch)
+		if err != nil {
+			return nil, err
+		}
+		d.Batch = &b
+	}
+	if len(r.SyncModes) == 0 {
+		return nil, derr("sync_modes", "empty: name blocking and/or async")
+	}
+	if err := checkSet("sync_modes", r.SyncModes, func(s string) error { _, err := ParseSyncMode(s); return err }); err != nil {
+		return nil, err
+	}
+	for _, s := range r.SyncModes {
+		m, _ := ParseSyncMode(s)
+		d.SyncModes = append(d.SyncModes, m)
+	}
+	if len(r.Callables) == 0 {
+		return nil, derr("callables", "empty: one callable per platform")
+	}
+	d.Callables = slices.Clone(r.Callables)
+	return d, nil
+}
+
+func oneOf(names ...string) func(string) error {
+	return func(s string) error {
+		if !slices.Contains(names, s) {
+			return fmt.Errorf("%q is not one of %s", s, strings.Join(names, ", "))
+		}
+		return nil
+	}
+}
+
+// checkSet checks a list used as a set: at most maxListLen entries, each
+// valid, none twice.
+func checkSet(name string, l []string, valid func(string) error) error {
+	if len(l) > maxListLen {
+		return derr(name, "more than %d entries", maxListLen)
+	}
+	for i, s := range l {
+		if err := valid(s); err != nil {
+			return derr(fmt.Sprintf("%s[%d]", name, i), "%v", err)
+		}
+		if slices.Index(l, s) != i {
+			return derr(fmt.Sprintf("%s[%d]", name, i), "%q is listed twice (a set)", s)
+		}
+	}
+	return nil
+}
+
+func bounds(name string, l []uint64) (Bounds, error) {
+	if len(l) != 2 {
+		return Bounds{}, derr(name, "%d numbers, want [min, max]", len(l))
+	}
+	if l[0] > l[1] {
+		return Bounds{}, derr(name, "[%d, %d]: min above max", l[0], l[1])
+	}
+	return Bounds{l[0], l[1]}, nil
+}

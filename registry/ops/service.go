@@ -1,0 +1,410 @@
+package ops
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/ptojit/ptojit/registry"
+	"github.com/ptojit/ptojit/registry/module"
+	"github.com/ptojit/ptojit/worker"
+)
+
+// Service resolves operations among the enabled modules of a store and
+// executes them on a Worker's chip children. Safe for concurrent use.
+type Service struct {
+	store    *module.Store
+	w        *worker.Worker
+	platform string
+	runtime  string
+	chips    int
+
+	mu      sync.Mutex // the registry lock: resolution, activations, handle set
+	acts    map[registry.Hashid]*activation
+	handles map[*Handle]struct{}
+	pkgs    map[string]*module.Package // by digest: packages are immutable
+	next    int                        // round-robin over children
+	closed  bool
+}
+
+// activation is a callable registered on the workers: negotiation and
+// handles use it; it is unregistered when the last user is gone.
+type activation struct {
+	h        worker.CallableHandle
+	refs     int
+	implID   string // the implementation id its orchestration reported
+	tensors  int    // tensor arguments of its chip signature
+	verified bool
+	provided bool // offered to the children's host operation service
+}
+
+// Config configures a Service.
+type Config struct {
+	Store *module.Store
+	// Worker is a started Worker with ChipWorkers chip children (ids
+	// 0..ChipWorkers-1) running Platform.
+	Worker      *worker.Worker
+	ChipWorkers int
+	Platform    string
+	// Runtime is the Worker's runtime: candidates built for another are
+	// rejected (their hashids would differ).
+	Runtime string
+}
+
+// New returns a Service over the enabled modules of cfg.Store.
+func New(cfg Config) *Service {
+	return &Service{store: cfg.Store, w: cfg.Worker, platform: cfg.Platform, runtime: cfg.Runtime, chips: cfg.ChipWorkers,
+		acts: map[registry.Hashid]*activation{}, handles: map[*Handle]struct{}{}, pkgs: map[string]*module.Package{}}
+}
+
+// Candidates returns every implementation the enabled modules provide, in
+// load order of their modules, descriptors parsed. Descriptors that do not
+// parse (a module installed before the schema existed) are left out.
+func (s *Service) Candidates() ([]*Candidate, error) {
+	mods, err := s.store.LoadOrder()
+	if err != nil {
+		return nil, err
+	}
+	cands, _ := CandidatesOf(mods)
+	return cands, nil
+}
+
+// CandidatesOf returns the implementations mods provide (the enabled
+// modules in load order, as Store.LoadOrder returns them), and one error per
+// descriptor that does not parse (left out: a module installed before the
+// operation schema existed resolves nothing until it is repacked).
+func CandidatesOf(mods []*module.Installed) ([]*Candidate, []error) {
+	byID := map[string]*module.Installed{}
+	for _, m := range mods {
+		byID[m.PackageID] = m
+	}
+	var deps func(id string, seen map[string]bool)
+	deps = func(id string, seen map[string]bool) {
+		m := byID[id]
+		if m == nil {
+			return
+		}
+		for _, d := range m.Manifest.Dependencies {
+			if !seen[d.ModuleID] {
+				seen[d.ModuleID] = true
+				deps(d.ModuleID, seen)
+			}
+		}
+	}
+	var out []*Candidate
+	var problems []error
+	for _, m := range mods {
+		seen := map[string]bool{}
+		deps(m.PackageID, seen)
+		var ds []string
+		for id := range seen {
+			ds = append(ds, id)
+		}
+		slices.Sort(ds)
+		for i, op := range m.Manifest.Operations {
+			d, err := ParseDescriptor(op.Raw)
+			if err != nil {
+				problems = append(problems, fmt.Errorf("module %s: operations[%d]: %w (left out)", m.ID(), i, err))
+				continue
+			}
+			out = append(out, &Candidate{Desc: d, Module: m.PackageID, ModuleVersion: m.Version, Deps: ds, Runtime: m.Manifest.Runtime, installed: m})
+		}
+	}
+	return out, problems
+}
+
+// Resolve finds the best implementation for q, negotiates it on a child and
+// returns a handle that owns it: its module and the modules it depends on
+// stay pinned and its callable registered until Release. The Result lists
+// the compatible candidates in order and every rejected one with its
+// reason; on *NotFoundError the Result is set and the handle nil.
+func (s *Service) Resolve(ctx context.Context, q Query) (*Handle, *Result, error) {
+	q.Tensors = slices.Clone(q.Tensors)
+	for i := range q.Tensors {
+		q.Tensors[i] = q.Tensors[i].clone()
+	}
+	cands, err := s.Candidates()
+	if err != nil {
+		return nil, nil, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return nil, nil, errors.New("ops: the service is closed")
+	}
+	n := &childNegotiator{s: s, ctx: ctx}
+	defer n.release()
+	res, err := resolve(cands, &q, []string{s.platform}, s.runtime, n)
+	if err != nil {
+		return nil, res, err
+	}
+	ch := res.Compatible[0]
+	h, err := s.bind(ctx, ch, n.acts[ch.ImplID], cands)
+	if err != nil {
+		return nil, res, err
+	}
+	return h, res, nil
+}
+
+// bind makes the handle of a chosen candidate: pins, one more reference on
+// its activation, and the operations of the modules it depends on
+// activated and offered to the children's host operation service. Called
+// with s.mu held.
+func (s *Service) bind(ctx context.Context, ch Choice, act *activation, cands []*Candidate) (*Handle, error) {
+	c := ch.cand
+	op := c.Desc.OpName
+	var pins []*module.Pin
+	unpin := func() {
+		for _, p := range pins {
+			p.Release()
+		}
+	}
+	for _, id := range append([]string{c.Module}, c.Deps...) {
+		p, err := s.store.Pin(id, op)
+		if err != nil {
+			unpin()
+			return nil, err
+		}
+		pins = append(pins, p)
+	}
+	// Pinned: no change can replace the module now. Check that the version
+	// resolved is still the enabled one.
+	if m, err := s.store.Lookup(c.Module); err != nil || !m.Enabled || m.Digest != c.installed.Digest {
+		unpin()
+		return nil, fmt.Errorf("ops: module %s@%s changed while %s was resolved; resolve again", c.Module, c.ModuleVersion, op)
+	}
+	var deps []*activation
+	undo := func(err error) (*Handle, error) {
+		for _, d := range deps {
+			s.deactivate(ctx, d)
+		}
+		unpin()
+		return nil, err
+	}
+	for _, dc := range cands {
+		if !slices.Contains(c.Deps, dc.Module) || dc.Runtime != s.runtime ||
+			!slices.ContainsFunc(dc.Desc.Callables, func(oc module.OperationCallable) bool { return oc.Platform == s.platform }) {
+			continue
+		}
+		da, err := s.activate(ctx, dc, s.platform)
+		if err != nil {
+			return undo(fmt.Errorf("ops: %s depends on %s: %w", c.Module, dc.Desc.ImplID, err))
+		}
+		deps = append(deps, da)
+		if !da.provided {
+			op := worker.ProvidedOp{OpName: dc.Desc.OpName, OpVersion: dc.Desc.OpVersion.String(), ImplID: dc.Desc.ImplID, Priority: int32(dc.Desc.Priority)}
+			if err := s.w.Provide(da.h, op); err != nil {
+				return undo(fmt.Errorf("ops: offering %s to the host operation service: %w", dc.Desc.ImplID, err))
+			}
+			da.provided = true
+		}
+	}
+	act.refs++
+	h := &Handle{s: s, choice: ch, desc: *c.Desc, act: act, deps: deps, pins: pins, workerID: s.pickWorker()}
+	s.handles[h] = struct{}{}
+	return h, nil
+}
+
+// pickWorker returns a live child, round-robin. Called with s.mu held.
+func (s *Service) pickWorker() int {
+	ids := s.chipIDs()
+	for range ids {
+		id := ids[s.next%len(ids)]
+		s.next++
+		if s.w.Alive(id) {
+			return id
+		}
+	}
+	return -1
+}
+
+func (s *Service) chipIDs() []int {
+	ids := make([]int, s.chips)
+	for i := range ids {
+		ids[i] = i
+	}
+	return ids
+}
+
+// activate registers the callable of c on every child (or takes one more
+// reference on its registration). Called with s.mu held.
+func (s *Service) activate(ctx context.Context, c *Candidate, platform string) (*activation, error) {
+	var oc *module.OperationCallable
+	for i := range c.Desc.Callables {
+		if c.Desc.Callables[i].Platform == platform {
+			oc = &c.Desc.Callables[i]
+		}
+	}
+	if oc == nil {
+		return nil, fmt.Errorf("no callable for %s", platform)
+	}
+	hid, err := registry.ParseHashid(oc.Hashid)
+	if err != nil {
+		return nil, fmt.Errorf("callable hashid: %w", err)
+	}
+	if a := s.acts[hid]; a != nil {
+		a.refs++
+		return a, nil
+	}
+	p := s.pkgs[c.installed.Digest]
+	if p == nil {
+		// Authenticated again: archive, signature, artifacts and hashids.
+		if p, err = s.store.ReadPackage(c.installed); err != nil {
+			return nil, err
+		}
+		s.pkgs[c.installed.Digest] = p
+	}
+	blob := p.Artifact(oc.Artifact)
+	cc, err := registry.ParseChipCallable(blob)
+	if err != nil {
+		return nil, err
+	}
+	h, err := s.w.Register(ctx, registry.ChipCallableKind, blob)
+	if err != nil {
+		return nil, err
+	}
+	a := &activation{h: h, refs: 1}
+	for _, d := range cc.Signature {
+		if d != registry.Scalar {
+			a.tensors++
+		}
+	}
+	s.acts[hid] = a
+	return a, nil
+}
+
+// deactivate drops one reference; the last unregisters the callable.
+// Called with s.mu held. A child that died holds nothing any more: its
+// failure is not an error.
+func (s *Service) deactivate(ctx context.Context, a *activation) error {
+	a.refs--
+	if a.refs > 0 {
+		return nil
+	}
+	delete(s.acts, a.h.Hashid)
+	err := s.w.Unregister(context.WithoutCancel(ctx), a.h)
+	if err != nil && errors.Is(err, worker.ErrChildExited) {
+		return nil
+	}
+	return err
+}
+
+// childNegotiator negotiates on a child: it activates each candidate for
+// the resolution and keeps the activations until release.
+type childNegotiator struct {
+	s    *Service
+	ctx  context.Context
+	acts map[string]*activation // by impl_id
+}
+
+func (n *childNegotiator) negotiate(ch *Choice, q *Query) error {
+	s := n.s
+	a, err := s.activate(n.ctx, ch.cand, ch.Platform)
+	if err != nil {
+		return err
+	}
+	if n.acts == nil {
+		n.acts = map[string]*activation{}
+	}
+	n.acts[ch.ImplID] = a
+	d := ch.cand.Desc
+	args := worker.NegotiateArgs{Inputs: d.Inputs, SyncMode: uint32(q.SyncMode)}
+	for _, t := range ch.tensors {
+		args.Tensors = append(args.Tensors, worker.OpTensor{DType: uint32(t.DType), Shape: t.Shape, Strides: t.Strides})
+	}
+	var last error
+	for range 2 { // a child that dies negotiating is retired; try another
+		id := s.pickWorker()
+		if id < 0 {
+			return errors.New("no live child to negotiate on")
+		}
+		res, err := s.w.Negotiate(id, a.h, args)
+		if registry.CodeOf(err) == worker.NegotiationRejected {
+			var re *registry.Error
+			msg := err.Error()
+			if errors.As(err, &re) && re.Err != nil {
+				msg = re.Err.Error()
+			}
+			if strings.HasPrefix(msg, "the orchestration does not export") {
+				return &rejectErr{kind: "provider", reason: "provider: " + msg}
+			}
+			if strings.HasPrefix(msg, "scratch query returned") {
+				return &rejectErr{kind: "scratch", reason: "scratch: " + msg}
+			}
+			return &rejectErr{kind: "validate", reason: "validate: " + msg}
+		}
+		if err != nil {
+			last = err
+			var ee *worker.EndpointError
+			if errors.As(err, &ee) {
+				continue
+			}
+			return err
+		}
+		if res.ImplID != d.ImplID {
+			return &rejectErr{kind: "impl_id", reason: fmt.Sprintf("impl_id: the orchestration reports %q, the manifest declares %q", res.ImplID, d.ImplID)}
+		}
+		want := d.Inputs + d.Outputs
+		if res.DeviceScratch > 0 {
+			want++
+		}
+		if res.HostScratch > 0 {
+			want++
+		}
+		if a.tensors != want {
+			return &rejectErr{kind: "scratch", reason: fmt.Sprintf("scratch: the callable takes %d tensors; %d inputs, %d outputs and the scratch asked for need %d", a.tensors, d.Inputs, d.Outputs, want)}
+		}
+		a.verified = true
+		ch.HostScratch, ch.DeviceScratch = res.HostScratch, res.DeviceScratch
+		return nil
+	}
+	return last
+}
+
+// release drops the resolution's activations (a chosen one keeps the
+// handle's own reference).
+func (n *childNegotiator) release() {
+	for _, a := range n.acts {
+		n.s.deactivate(n.ctx, a)
+	}
+}
+
+// Handles returns the live handles.
+func (s *Service) Handles() []*Handle {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var hs []*Handle
+	for h := range s.handles {
+		hs = append(hs, h)
+	}
+	slices.SortFunc(hs, func(a, b *Handle) int { return strings.Compare(a.choice.ImplID, b.choice.ImplID) })
+	return hs
+}
+
+// LiveHandlesError is a Close with handles not yet released.
+type LiveHandlesError struct{ Operations []string }
+
+func (e *LiveHandlesError) Error() string {
+	return fmt.Sprintf("ops: closing with %d live handles (%s): release every handle before closing", len(e.Operations), strings.Join(e.Operations, ", "))
+}
+
+// Close ends the service. Live handles are a caller error: they are
+// reported (*LiveHandlesError) and released.
+func (s *Service) Close(ctx context.Context) error {
+	hs := s.Handles()
+	s.mu.Lock()
+	s.closed = true
+	s.mu.Unlock()
+	if len(hs) == 0 {
+		return nil
+	}
+	e := &LiveHandlesError{}
+	for _, h := range hs {
+		e.Operations = append(e.Operations, h.choice.ImplID)
+		h.Release(ctx)
+	}
+	return e
+}
