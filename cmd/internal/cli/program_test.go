@@ -16,7 +16,7 @@ import (
 
 // testProgram has a command with a flag and an argument, a group with two
 // subcommands, a hidden command, and a fallback serving "far".
-func testProgram(ran *[]string) *Program {
+func frameworkProgram(ran *[]string) *Program {
 	return &Program{
 		Name:    "prog",
 		Summary: "a test program",
@@ -91,16 +91,17 @@ func TestProgram(t *testing.T) {
 		{args: []string{"group", "secret"}, code: 2, stderr: "Usage: prog group secret"},
 		{args: []string{"help"}, code: 0, stdout: "  far          served elsewhere\n  group        a group\n  help"},
 		{args: []string{"--help"}, code: 0, stdout: "Exit codes: 0 success"},
-		{args: []string{"help", "far"}, code: 0, stdout: "Usage: prog far\n\nserved elsewhere\n"},
+		// Help of a command the fallback serves is the fallback's own.
+		{args: []string{"help", "far"}, code: 4, stderr: "prog: far away\n", ran: "far --help"},
 		{args: []string{"help", "group", "fail"}, code: 0, stdout: "Usage: prog group fail\n"},
-		{args: []string{"help", "group", "nope"}, code: 2, stderr: `unknown command "prog group nope"`},
+		{args: []string{"help", "group", "nope"}, code: 2, stderr: `unknown command "group nope"`},
 		{args: []string{"help", "nope"}, code: 2, stderr: `unknown command "nope"`},
 		{args: []string{"version"}, code: 0, stdout: "prog "},
 	} {
 		var ran []string
 		var out, errb bytes.Buffer
 		env := &Env{Stdin: strings.NewReader(""), Stdout: &out, Stderr: &errb, Getenv: func(string) string { return "" }, Prog: "prog"}
-		code := testProgram(&ran).Main(context.Background(), env, tc.args)
+		code := frameworkProgram(&ran).Main(context.Background(), env, tc.args)
 		name := strings.Join(tc.args, " ")
 		if code != tc.code {
 			t.Errorf("%q: exit %d, want %d (stderr %q)", name, code, tc.code, errb.String())
