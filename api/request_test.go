@@ -26,14 +26,17 @@ func TestReadRequest(t *testing.T) {
 	if !errors.As(err, &re) || !errors.Is(err, boom) || err.Error() != "request: boom" {
 		t.Errorf("failing reader: %v", err)
 	}
-	// A syntax error is a RequestError too; a wrong type names its field.
-	if _, err := ReadRequest(strings.NewReader(`{"platform": `)); !errors.As(err, &re) {
-		t.Errorf("truncated document: %v", err)
-	}
+	// A truncated document and a wrong type name the field, the line and
+	// the column.
 	var fe *FieldError
-	_, err = ReadRequest(strings.NewReader(`{"platform": 1}`))
-	if !errors.As(err, &fe) || fe.Field != "platform" || err.Error() != "request: platform: "+fe.Msg {
-		t.Errorf("wrong type: %v", err)
+	for doc, msg := range map[string]string{
+		`{"platform": `:   "ends early",
+		`{"platform": 1}`: "must be a string",
+	} {
+		_, err = ReadRequest(strings.NewReader(doc))
+		if !errors.As(err, &fe) || fe.Field != "platform" || fe.Line != 1 || fe.Col != 14 || !strings.Contains(fe.Msg, msg) {
+			t.Errorf("%s: %v, want a FieldError at platform, 1:14, saying %q", doc, err, msg)
+		}
 	}
 }
 
