@@ -405,6 +405,13 @@ type Timings struct {
 	Compile  float64 `json:"compile"`
 	Publish  float64 `json:"publish"`
 	Total    float64 `json:"total"`
+	// Phases splits a build's time finer, in microseconds: request
+	// (validation), toolchain (the installation identity, memoized),
+	// sources, record (the key record's encoding), lookup (the key's
+	// entry), headers (the manifest's header variants), verify (reading
+	// the result's blobs, each verified against its digest), compile and
+	// output (writing or checking the output directory).
+	Phases map[string]int64 `json:"phases_us,omitempty"`
 }
 
 // Response is the answer to a build request.

@@ -52,6 +52,7 @@ request.`,
 			fs.BoolVar(&o.json, "json", false, "print the response as JSON")
 			fs.BoolVar(&o.noDaemon, "no-daemon", false, "open the cache in this process instead of asking the daemon")
 			fs.StringVar(&o.cacheDir, "cache-dir", "", "the cache directory (default: PTOJIT_CACHE_DIR or the user cache directory)")
+			fs.BoolVar(&o.trace, "trace", false, "print where the build's time went (microseconds per phase) to standard error")
 			return func(ctx context.Context, env *cli.Env, args []string) error {
 				if len(args) > 0 {
 					return cli.Usagef("build: unexpected argument %q", args[0])
@@ -70,6 +71,7 @@ type buildOptions struct {
 	json     bool
 	noDaemon bool
 	cacheDir string
+	trace    bool
 }
 
 // readRequest reads, validates and resolves a request: relative paths are
@@ -292,6 +294,9 @@ func runBuild(ctx context.Context, env *cli.Env, o buildOptions) error {
 	for _, w := range resp.Warnings {
 		fmt.Fprintf(env.Stderr, "ptojit: warning: %s\n", w)
 	}
+	if o.trace {
+		writeTrace(env.Stderr, resp)
+	}
 	if o.json {
 		if err := cli.WriteJSON(env.Stdout, resp); err != nil {
 			return err
@@ -309,6 +314,20 @@ func runBuild(ctx context.Context, env *cli.Env, o buildOptions) error {
 		return buildErr
 	}
 	return writeSummary(env.Stdout, resp)
+}
+
+// writeTrace prints the phases of a build in microseconds, in the order
+// they run, and the build's total.
+func writeTrace(w io.Writer, r *api.Response) {
+	var b strings.Builder
+	b.WriteString("trace (µs):")
+	for _, p := range []string{"request", "toolchain", "sources", "record", "lookup", "headers", "verify", "compile", "output"} {
+		if v, ok := r.Timings.Phases[p]; ok {
+			fmt.Fprintf(&b, " %s %d", p, v)
+		}
+	}
+	fmt.Fprintf(&b, " total %d\n", int64(r.Timings.Total*1000))
+	io.WriteString(w, b.String())
 }
 
 // writeSummary prints a response for people.
