@@ -98,6 +98,13 @@ func call(path string, req *api.DaemonRequest, prepare func(*net.UnixConn) error
 		}
 		return nil, err
 	}
+	// A request too large to send is refused before connecting; the
+	// environment prepare adds is small.
+	req.Protocol = api.DaemonProtocol
+	frame, err := api.MarshalFrame(req, api.MaxDaemonRequest)
+	if err != nil {
+		return nil, fmt.Errorf("daemon request: %w", err)
+	}
 	conn, err := net.DialUnix("unix", nil, &net.UnixAddr{Name: path, Net: "unix"})
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrNoDaemon, err)
@@ -114,11 +121,9 @@ func call(path string, req *api.DaemonRequest, prepare func(*net.UnixConn) error
 		if err := prepare(conn); err != nil {
 			return nil, err
 		}
-	}
-	req.Protocol = api.DaemonProtocol
-	frame, err := api.MarshalFrame(req, api.MaxDaemonRequest)
-	if err != nil {
-		return nil, fmt.Errorf("daemon request: %w", err)
+		if frame, err = api.MarshalFrame(req, api.MaxDaemonRequest); err != nil {
+			return nil, fmt.Errorf("daemon request: %w", err)
+		}
 	}
 	if req.Op != api.OpRun {
 		conn.SetDeadline(time.Now().Add(quickTimeout))
