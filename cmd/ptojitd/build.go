@@ -266,7 +266,9 @@ func openStore(ctx context.Context, env *cli.Env, dir string, readOnly bool) (*c
 }
 
 func runBuild(ctx context.Context, env *cli.Env, o buildOptions) error {
+	began := time.Now()
 	req, err := readRequest(env, o.request)
+	readUS := time.Since(began).Microseconds()
 	if err != nil {
 		if o.json {
 			// A frontend reading --json gets a response even for a
@@ -279,17 +281,25 @@ func runBuild(ctx context.Context, env *cli.Env, o buildOptions) error {
 		}
 		return err
 	}
+	t := time.Now()
 	store, release, storeErr, err := storeFor(ctx, env, o.cacheDir, false)
 	if err != nil {
 		return err
 	}
 	rt, endRemote := remoteFor(env)
+	storeUS := time.Since(t).Microseconds()
 	resp, buildErr := driverFor(env, store, storeErr, rt).Build(ctx, req)
+	t = time.Now()
 	endRemote()
 	if err := release(); err != nil && buildErr == nil {
 		// The outputs are written and right: a cache that failed to
 		// close is a warning, not a failed build.
 		resp.Warnings = append(resp.Warnings, fmt.Sprintf("closing the cache: %v", err))
+	}
+	if resp.Timings.Phases != nil {
+		// The command's own phases around the build.
+		resp.Timings.Phases["read"] = readUS
+		resp.Timings.Phases["store"] = storeUS + time.Since(t).Microseconds()
 	}
 	for _, w := range resp.Warnings {
 		fmt.Fprintf(env.Stderr, "ptojit: warning: %s\n", w)
@@ -321,7 +331,7 @@ func runBuild(ctx context.Context, env *cli.Env, o buildOptions) error {
 func writeTrace(w io.Writer, r *api.Response) {
 	var b strings.Builder
 	b.WriteString("trace (µs):")
-	for _, p := range []string{"request", "toolchain", "sources", "record", "lookup", "headers", "verify", "compile", "output"} {
+	for _, p := range []string{"read", "store", "request", "toolchain", "sources", "record", "lookup", "headers", "verify", "compile", "output"} {
 		if v, ok := r.Timings.Phases[p]; ok {
 			fmt.Fprintf(&b, " %s %d", p, v)
 		}
