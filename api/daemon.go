@@ -219,4 +219,9 @@ const (
 	LockName      = "daemon.lock" // held by the running daemon
 	StartLockName = "start.lock"
 	LogName       = "daemon.log"
+	// HelloName is the daemon's OpHello reply as a file (a DaemonResponse
+	// with PID and EnvNames), written before the daemon listens, so that a
+	// client that finds there the pid of the daemon it connected to needs
+	// no OpHello round trip.
+	HelloName = "hello.json"
 )

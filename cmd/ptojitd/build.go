@@ -59,6 +59,7 @@ error or invalid input (a missing or invalid request, a missing source).`,
 			fs.BoolVar(&o.noDaemon, "no-daemon", false, "open the cache in this process instead of asking the daemon")
 			fs.StringVar(&o.cacheDir, "cache-dir", "", "the cache directory (default: PTOJIT_CACHE_DIR or the user cache directory)")
 			fs.BoolVar(&o.wait, "wait", false, "in this process: wait while another process holds the cache instead of building without it")
+			fs.BoolVar(&o.trace, "trace", false, "print where the build's time went (microseconds per phase) to standard error")
 			return func(ctx context.Context, env *cli.Env, args []string) error {
 				if len(args) > 0 {
 					return cli.Usagef("build: unexpected argument %q", args[0])
@@ -81,6 +82,7 @@ type buildOptions struct {
 	noDaemon bool
 	cacheDir string
 	wait     bool
+	trace    bool
 }
 
 // checkRequest reads and validates a request, for env.CheckOnly (the
@@ -321,7 +323,9 @@ func openStore(ctx context.Context, env *cli.Env, dir string, readOnly, wait boo
 }
 
 func runBuild(ctx context.Context, env *cli.Env, o buildOptions) error {
+	began := time.Now()
 	req, err := readRequest(env, o.request)
+	readUS := time.Since(began).Microseconds()
 	if err == nil {
 		err = checkSources(req)
 	}
@@ -337,20 +341,31 @@ func runBuild(ctx context.Context, env *cli.Env, o buildOptions) error {
 		}
 		return err
 	}
+	t := time.Now()
 	store, release, storeErr, err := storeFor(ctx, env, o.cacheDir, false, o.wait)
 	if err != nil {
 		return err
 	}
 	rt, endRemote := remoteFor(env)
+	storeUS := time.Since(t).Microseconds()
 	resp, buildErr := driverFor(env, store, storeErr, rt).Build(ctx, req)
+	t = time.Now()
 	endRemote()
 	if err := release(); err != nil && buildErr == nil {
 		// The outputs are written and right: a cache that failed to
 		// close is a warning, not a failed build.
 		resp.Warnings = append(resp.Warnings, fmt.Sprintf("closing the cache: %v", err))
 	}
+	if resp.Timings.Phases != nil {
+		// The command's own phases around the build.
+		resp.Timings.Phases["read"] = readUS
+		resp.Timings.Phases["store"] = storeUS + time.Since(t).Microseconds()
+	}
 	for _, w := range resp.Warnings {
 		fmt.Fprintf(env.Stderr, "ptojit: warning: %s\n", w)
+	}
+	if o.trace {
+		writeTrace(env.Stderr, resp)
 	}
 	if o.json {
 		if err := cli.WriteJSON(env.Stdout, resp); err != nil {
@@ -369,6 +384,20 @@ func runBuild(ctx context.Context, env *cli.Env, o buildOptions) error {
 		return buildErr
 	}
 	return writeSummary(env.Stdout, resp)
+}
+
+// writeTrace prints the phases of a build in microseconds, in the order
+// they run, and the build's total.
+func writeTrace(w io.Writer, r *api.Response) {
+	var b strings.Builder
+	b.WriteString("trace (µs):")
+	for _, p := range []string{"read", "store", "request", "toolchain", "sources", "record", "lookup", "headers", "verify", "compile", "output"} {
+		if v, ok := r.Timings.Phases[p]; ok {
+			fmt.Fprintf(&b, " %s %d", p, v)
+		}
+	}
+	fmt.Fprintf(&b, " total %d\n", int64(r.Timings.Total*1000))
+	io.WriteString(w, b.String())
 }
 
 // writeSummary prints a response for people.

@@ -205,6 +205,10 @@ func Listen(cfg Config) (*Server, error) {
 		lock.Close()
 		return nil, err
 	}
+	if err := writeHello(cfg.Dir, cfg.EnvNames); err != nil {
+		lock.Close()
+		return nil, err
+	}
 	old := syscall.Umask(0o177) // the socket is created 0600, never wider
 	ln, err := net.ListenUnix("unix", &net.UnixAddr{Name: sock, Net: "unix"})
 	syscall.Umask(old)
@@ -222,6 +226,33 @@ func Listen(cfg Config) (*Server, error) {
 		small: budget{limit: SmallFrameBudget, freed: make(chan struct{})}}
 	s.closed, s.cancelClose = context.WithCancel(context.Background())
 	return s, nil
+}
+
+// writeHello writes the OpHello reply of this daemon to api.HelloName in
+// dir, through a temporary file and a rename.
+func writeHello(dir string, names []string) error {
+	b, err := json.Marshal(&api.DaemonResponse{Protocol: api.DaemonProtocol, PID: os.Getpid(), EnvNames: names})
+	if err != nil {
+		return err
+	}
+	f, err := os.CreateTemp(dir, "."+api.HelloName+".tmp-*")
+	if err != nil {
+		return err
+	}
+	if _, err := f.Write(b); err != nil {
+		f.Close()
+		os.Remove(f.Name())
+		return err
+	}
+	if err := f.Close(); err != nil {
+		os.Remove(f.Name())
+		return err
+	}
+	if err := os.Rename(f.Name(), filepath.Join(dir, api.HelloName)); err != nil {
+		os.Remove(f.Name())
+		return err
+	}
+	return nil
 }
 
 // SetHandler sets the handler of OpRun requests; call it before Serve.
