@@ -74,6 +74,38 @@ type DaemonResponse struct {
 	EnvNames []string `json:"env_names,omitempty"`
 }
 
+// PassEnvVariable lists extra variables (PassEnvNames) a client sends with
+// its requests, beyond those the daemon names in its hello reply; it
+// overrides the pass_env setting for that request.
+const PassEnvVariable = "PTOJIT_PASS_ENV"
+
+// PassEnvNames parses a pass_env value: variable names separated by commas
+// or white space. A name that is not [A-Za-z_][A-Za-z0-9_]* is an error.
+func PassEnvNames(v string) ([]string, error) {
+	var out []string
+	for _, n := range strings.FieldsFunc(v, func(r rune) bool { return r == ',' || r == ' ' || r == '\t' }) {
+		for i, c := range n {
+			if !(c == '_' || 'A' <= c && c <= 'Z' || 'a' <= c && c <= 'z' || i > 0 && '0' <= c && c <= '9') {
+				return nil, fmt.Errorf("%q is not a variable name", n)
+			}
+		}
+		out = append(out, n)
+	}
+	return out, nil
+}
+
+// PassEnvFrom returns the names environ's PTOJIT_PASS_ENV lists (none when
+// it is unset or invalid).
+func PassEnvFrom(environ []string) []string {
+	for _, kv := range environ {
+		if v, ok := strings.CutPrefix(kv, PassEnvVariable+"="); ok {
+			names, _ := PassEnvNames(v)
+			return names
+		}
+	}
+	return nil
+}
+
 // FilterEnv returns the entries of environ ("NAME=value") whose name is in
 // names, in their order.
 func FilterEnv(environ, names []string) []string {

@@ -84,6 +84,9 @@ type Config struct {
 	FrameBudget int64
 	// EnvNames answers OpHello: the environment variables clients send.
 	EnvNames []string
+	// EnvNamesFunc, when set, answers OpHello instead of EnvNames (the
+	// names may follow a settings file).
+	EnvNamesFunc func() []string
 }
 
 // Defaults of Config.
@@ -502,7 +505,11 @@ func (s *Server) serveConn(ctx context.Context, conn *net.UnixConn) {
 	case api.OpPing:
 		reply(&api.DaemonResponse{PID: os.Getpid()})
 	case api.OpHello:
-		reply(&api.DaemonResponse{PID: os.Getpid(), EnvNames: s.cfg.EnvNames})
+		names := s.cfg.EnvNames
+		if s.cfg.EnvNamesFunc != nil {
+			names = s.cfg.EnvNamesFunc()
+		}
+		reply(&api.DaemonResponse{PID: os.Getpid(), EnvNames: names})
 	case api.OpStatus:
 		var st any = s.Info()
 		if s.cfg.Status != nil {

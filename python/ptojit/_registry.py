@@ -6,7 +6,10 @@ daemon lists the names itself.
 """
 
 VARIABLES = frozenset((
+    "ASCEND_GLOBAL_LOG_LEVEL",
     "ASCEND_HOME_PATH",
+    "ASCEND_PROCESS_LOG_PATH",
+    "ASCEND_SLOG_PRINT_TO_STDOUT",
     "CC",
     "CI",
     "COMPILER_PATH",
@@ -34,6 +37,7 @@ VARIABLES = frozenset((
     "PTOJIT_DAEMON",
     "PTOJIT_ENGINE",
     "PTOJIT_MODULE_DIR",
+    "PTOJIT_PASS_ENV",
     "PTOJIT_REMOTE",
     "PTOJIT_REMOTE_CONNECT_TIMEOUT",
     "PTOJIT_REMOTE_READONLY",
@@ -47,6 +51,7 @@ VARIABLES = frozenset((
     "PYPTO_LOG_LEVEL",
     "PYPTO_OPT_LEVEL",
     "TERM",
+    "TMPDIR",
     "XDG_CACHE_HOME",
     "XDG_DATA_HOME",
     "XDG_RUNTIME_DIR",

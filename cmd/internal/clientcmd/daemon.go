@@ -121,7 +121,9 @@ func ViaDaemon(env *cli.Env, args []string, engine func() (string, error)) (bool
 			return nil, fmt.Errorf("the running daemon (pid %d) does not answer %q (%s): it predates this client; stop it with \"%s daemon stop\"",
 				hello.PID, api.OpHello, hello.Error, env.Prog)
 		}
-		req.Env = api.FilterEnv(environ, hello.EnvNames)
+		// The daemon's names (its registry's and its settings file's
+		// pass_env), plus those this client's PTOJIT_PASS_ENV adds.
+		req.Env = api.FilterEnv(environ, append(slices.Clip(hello.EnvNames), api.PassEnvFrom(environ)...))
 		return client.Call(sock, req)
 	}
 	resp, err := send()
