@@ -1,6 +1,6 @@
 package ptojit_test
 
-// This test keeps the import arrows of DESIGN.md, as Go's own
+// This test keeps the import arrows of docs/design.md, as Go's own
 // go/build/deps_test.go keeps the standard library's.
 
 import (
@@ -92,7 +92,7 @@ func TestImportArrows(t *testing.T) {
 		pkg := strings.TrimPrefix(strings.TrimPrefix(f[0], module), "/")
 		from, ok := layerOf(pkg)
 		if !ok {
-			t.Errorf("package %s is in no layer: add it to the arrows in deps_test.go and DESIGN.md", f[0])
+			t.Errorf("package %s is in no layer: add it to the arrows in deps_test.go and docs/design.md", f[0])
 			continue
 		}
 		allowed := arrows[from]
@@ -140,7 +140,7 @@ func TestStandardLibraryOnly(t *testing.T) {
 
 // TestClientIsStatic proves that the thin client builds without cgo and
 // links none of the heavy dependencies whose package initialization would
-// slow every build's process start (DESIGN.md "Process model").
+// slow every build's process start (docs/design.md "Process model").
 func TestClientIsStatic(t *testing.T) {
 	deps := goList(t, []string{"CGO_ENABLED=0"}, "-deps", "./cmd/ptojit")
 	for _, d := range deps {

@@ -1,4 +1,4 @@
-// Package api defines the JSON build request and response of ptojit (DESIGN.md
+// Package api defines the JSON build request and response of ptojit (docs/design.md
 // "Build request and response"). It imports only the standard library, so the
 // thin client can read and write these types without linking the engine.
 //
@@ -134,54 +134,92 @@ type Request struct {
 	// Empty: PTOJIT_BASE_DIR, else DefaultBaseDir of the request's
 	// directory.
 	BaseDir string `json:"base_dir,omitempty"`
+
+	// src is the document the request was parsed from (for Locate).
+	src *source
 }
 
 // FieldError is an invalid request field; Field is its JSON path, such as
-// "kernels[1].signature".
+// "kernels[1].signature[2]" ("" for the document itself). File, Line and
+// Col (1-based, in bytes) say where it is, when the request came from a
+// document.
 type FieldError struct {
 	Field string
 	Msg   string
+	File  string
+	Line  int
+	Col   int
 }
 
-func (e *FieldError) Error() string { return "request: " + e.Field + ": " + e.Msg }
+// Error returns "FILE:LINE:COL: PATH: message", or "request: PATH: message"
+// for a request that came from no document.
+func (e *FieldError) Error() string {
+	where := "request"
+	if e.File != "" {
+		where = e.File
+		if e.Line > 0 {
+			where = fmt.Sprintf("%s:%d:%d", e.File, e.Line, e.Col)
+		}
+	}
+	if e.Field == "" {
+		return where + ": " + e.Msg
+	}
+	return where + ": " + e.Field + ": " + e.Msg
+}
 
 // RequestError is a request document that cannot be read.
-type RequestError struct{ Err error }
+type RequestError struct {
+	File string // "" when unknown
+	Err  error
+}
 
-func (e *RequestError) Error() string { return "request: " + e.Err.Error() }
+func (e *RequestError) Error() string {
+	if e.File != "" {
+		return e.File + ": " + e.Err.Error()
+	}
+	return "request: " + e.Err.Error()
+}
 func (e *RequestError) Unwrap() error { return e.Err }
 
 // ReadRequest reads a request document, rejecting unknown fields, trailing
 // data and documents over MaxRequestBytes, and validates it. It does not
 // resolve paths.
-func ReadRequest(r io.Reader) (*Request, error) {
+func ReadRequest(r io.Reader) (*Request, error) { return ReadRequestFile(r, "request") }
+
+// ReadRequestFile is ReadRequest for a document named file: its errors
+// start with "FILE:LINE:COL: JSON.PATH:" and say what was expected.
+func ReadRequestFile(r io.Reader, file string) (*Request, error) {
 	b, err := io.ReadAll(io.LimitReader(r, MaxRequestBytes+1))
 	if err != nil {
-		return nil, &RequestError{err}
+		return nil, &RequestError{file, err}
 	}
 	if len(b) > MaxRequestBytes {
-		return nil, &RequestError{fmt.Errorf("larger than %d bytes", MaxRequestBytes)}
+		return nil, &RequestError{file, fmt.Errorf("larger than %d bytes", MaxRequestBytes)}
 	}
-	return ParseRequest(b)
+	return ParseRequestFile(b, file)
 }
 
 // ParseRequest parses and validates a request document.
-func ParseRequest(b []byte) (*Request, error) {
+func ParseRequest(b []byte) (*Request, error) { return ParseRequestFile(b, "request") }
+
+// ParseRequestFile parses and validates a request document named file.
+func ParseRequestFile(b []byte, file string) (*Request, error) {
+	src := &source{file: file, doc: b, locs: map[string]int{}}
 	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.UseNumber()
+	if err := (&checker{dec: dec, src: src}).check(); err != nil {
+		return nil, err
+	}
+	dec = json.NewDecoder(bytes.NewReader(b))
 	dec.DisallowUnknownFields()
 	var req Request
 	if err := dec.Decode(&req); err != nil {
-		var te *json.UnmarshalTypeError
-		if errors.As(err, &te) && te.Field != "" {
-			return nil, &FieldError{Field: te.Field, Msg: fmt.Sprintf("must be %s, not a JSON %s", te.Type, te.Value)}
-		}
-		return nil, &RequestError{err}
+		// The check above accepts only what decodes; this is a backstop.
+		return nil, &RequestError{file, err}
 	}
-	if dec.More() {
-		return nil, &RequestError{errors.New("trailing data after the request object")}
-	}
+	req.src = src
 	if err := req.Validate(); err != nil {
-		return nil, err
+		return nil, req.Locate(err)
 	}
 	return &req, nil
 }
@@ -190,14 +228,17 @@ var symbolRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 
 // Validate checks every field that can be checked without the filesystem.
 func (r *Request) Validate() error {
+	if r.Platform == "" {
+		return &FieldError{Field: "platform", Msg: "missing (one of " + strings.Join(registry.Platforms, ", ") + ")"}
+	}
 	if !contains(registry.Platforms, r.Platform) {
-		return &FieldError{"platform", fmt.Sprintf("%q is not one of %s", r.Platform, strings.Join(registry.Platforms, ", "))}
+		return &FieldError{Field: "platform", Msg: fmt.Sprintf("%q is not one of %s", r.Platform, strings.Join(registry.Platforms, ", "))}
 	}
 	if r.Runtime == "" || !symbolRE.MatchString(r.Runtime) {
-		return &FieldError{"runtime", fmt.Sprintf("%q is not a runtime name (letters, digits, underscores)", r.Runtime)}
+		return &FieldError{Field: "runtime", Msg: fmt.Sprintf("%q is not a runtime name (letters, digits, underscores)", r.Runtime)}
 	}
 	if r.Orchestration.Source == "" {
-		return &FieldError{"orchestration.source", "missing"}
+		return &FieldError{Field: "orchestration.source", Msg: "missing"}
 	}
 	if err := checkSymbol("orchestration.function", r.Orchestration.Function, true); err != nil {
 		return err
@@ -206,30 +247,30 @@ func (r *Request) Validate() error {
 		return err
 	}
 	if len(r.Kernels) > MaxKernels {
-		return &FieldError{"kernels", fmt.Sprintf("%d kernels, at most %d", len(r.Kernels), MaxKernels)}
+		return &FieldError{Field: "kernels", Msg: fmt.Sprintf("%d kernels, at most %d", len(r.Kernels), MaxKernels)}
 	}
 	seen := map[int32]int{}
 	for i, k := range r.Kernels {
 		f := fmt.Sprintf("kernels[%d]", i)
 		if k.FuncID < 0 {
-			return &FieldError{f + ".func_id", fmt.Sprintf("%d is negative", k.FuncID)}
+			return &FieldError{Field: f + ".func_id", Msg: fmt.Sprintf("%d is negative", k.FuncID)}
 		}
 		if j, dup := seen[k.FuncID]; dup {
-			return &FieldError{f + ".func_id", fmt.Sprintf("%d already used by kernels[%d]", k.FuncID, j)}
+			return &FieldError{Field: f + ".func_id", Msg: fmt.Sprintf("%d already used by kernels[%d]", k.FuncID, j)}
 		}
 		seen[k.FuncID] = i
 		if k.Source == "" {
-			return &FieldError{f + ".source", "missing"}
+			return &FieldError{Field: f + ".source", Msg: "missing"}
 		}
 		if len(k.Signature) > MaxKernelSignature {
-			return &FieldError{f + ".signature", fmt.Sprintf("%d entries, at most %d", len(k.Signature), MaxKernelSignature)}
+			return &FieldError{Field: f + ".signature", Msg: fmt.Sprintf("%d entries, at most %d", len(k.Signature), MaxKernelSignature)}
 		}
 	}
 	if len(r.Signature) > MaxSignature {
-		return &FieldError{"signature", fmt.Sprintf("%d entries, at most %d", len(r.Signature), MaxSignature)}
+		return &FieldError{Field: "signature", Msg: fmt.Sprintf("%d entries, at most %d", len(r.Signature), MaxSignature)}
 	}
 	if r.ScalarCount < 0 {
-		return &FieldError{"scalar_count", fmt.Sprintf("%d is negative", r.ScalarCount)}
+		return &FieldError{Field: "scalar_count", Msg: fmt.Sprintf("%d is negative", r.ScalarCount)}
 	}
 	scalars := int32(0)
 	for _, d := range r.Signature {
@@ -238,26 +279,26 @@ func (r *Request) Validate() error {
 		}
 	}
 	if r.Signature != nil && scalars != r.ScalarCount {
-		return &FieldError{"scalar_count", fmt.Sprintf("%d, but the signature has %d SCALAR entries", r.ScalarCount, scalars)}
+		return &FieldError{Field: "scalar_count", Msg: fmt.Sprintf("%d, but the signature has %d SCALAR entries", r.ScalarCount, scalars)}
 	}
 	for i, p := range r.ExtraRoots {
 		if p == "" {
-			return &FieldError{fmt.Sprintf("extra_roots[%d]", i), "empty path"}
+			return &FieldError{Field: fmt.Sprintf("extra_roots[%d]", i), Msg: "empty path"}
 		}
 	}
 	for i, p := range r.ExtraSources {
 		if p == "" {
-			return &FieldError{fmt.Sprintf("extra_sources[%d]", i), "empty path"}
+			return &FieldError{Field: fmt.Sprintf("extra_sources[%d]", i), Msg: "empty path"}
 		}
 	}
 	if len(r.Options) > 0 && r.OptionsWire != "" {
-		return &FieldError{"options_wire", "give options or options_wire, not both"}
+		return &FieldError{Field: "options_wire", Msg: "give options or options_wire, not both"}
 	}
 	if len(r.ExtraFingerprint) > 0 && r.ExtraFingerprintWire != "" {
-		return &FieldError{"extra_fingerprint_wire", "give extra_fingerprint or extra_fingerprint_wire, not both"}
+		return &FieldError{Field: "extra_fingerprint_wire", Msg: "give extra_fingerprint or extra_fingerprint_wire, not both"}
 	}
 	if r.Toolchain.Policy != "" && !contains(Policies, r.Toolchain.Policy) {
-		return &FieldError{"toolchain.policy", fmt.Sprintf("%q is not one of %s", r.Toolchain.Policy, strings.Join(Policies, ", "))}
+		return &FieldError{Field: "toolchain.policy", Msg: fmt.Sprintf("%q is not one of %s", r.Toolchain.Policy, strings.Join(Policies, ", "))}
 	}
 	return nil
 }
@@ -265,13 +306,13 @@ func (r *Request) Validate() error {
 func checkSymbol(field, s string, required bool) error {
 	switch {
 	case s == "" && required:
-		return &FieldError{field, "missing"}
+		return &FieldError{Field: field, Msg: "missing"}
 	case s == "":
 		return nil
 	case len(s) > MaxSymbol:
-		return &FieldError{field, fmt.Sprintf("%d bytes, at most %d", len(s), MaxSymbol)}
+		return &FieldError{Field: field, Msg: fmt.Sprintf("%d bytes, at most %d", len(s), MaxSymbol)}
 	case !symbolRE.MatchString(s):
-		return &FieldError{field, fmt.Sprintf("%q is not a C identifier", s)}
+		return &FieldError{Field: field, Msg: fmt.Sprintf("%q is not a C identifier", s)}
 	}
 	return nil
 }
@@ -290,7 +331,7 @@ func contains(list []string, s string) bool {
 // directory. It is idempotent.
 func (r *Request) Resolve(dir string) error {
 	if !filepath.IsAbs(dir) {
-		return &RequestError{errors.New("the request directory must be absolute")}
+		return &RequestError{Err: errors.New("the request directory must be absolute")}
 	}
 	abs := func(p string) string {
 		if p == "" || filepath.IsAbs(p) {
@@ -398,7 +439,10 @@ type Output struct {
 	Digest string `json:"digest"`
 }
 
-// Timings are the durations of a build's phases in milliseconds.
+// Timings are the durations of a build's phases in milliseconds. In JSON
+// each appears twice: under its name, in milliseconds (the original
+// fields), and as NAME_seconds, in seconds, the unit of every other
+// duration ptojit prints as JSON (compile_seconds, uptime_seconds, ...).
 type Timings struct {
 	Identity float64 `json:"identity"`
 	Lookup   float64 `json:"lookup"`
@@ -433,4 +477,34 @@ type Response struct {
 	Warnings []string `json:"warnings,omitempty"`
 	Error    string   `json:"error,omitempty"`
 	Timings  Timings  `json:"timings"`
+}
+
+// timingsJSON is the JSON form of Timings.
+type timingsJSON struct {
+	Identity        float64 `json:"identity"`
+	Lookup          float64 `json:"lookup"`
+	Compile         float64 `json:"compile"`
+	Publish         float64 `json:"publish"`
+	Total           float64 `json:"total"`
+	IdentitySeconds float64 `json:"identity_seconds"`
+	LookupSeconds   float64 `json:"lookup_seconds"`
+	CompileSeconds  float64 `json:"compile_seconds"`
+	PublishSeconds  float64 `json:"publish_seconds"`
+	TotalSeconds    float64 `json:"total_seconds"`
+}
+
+// MarshalJSON writes the milliseconds and the seconds of every phase.
+func (t Timings) MarshalJSON() ([]byte, error) {
+	return json.Marshal(timingsJSON{t.Identity, t.Lookup, t.Compile, t.Publish, t.Total,
+		t.Identity / 1e3, t.Lookup / 1e3, t.Compile / 1e3, t.Publish / 1e3, t.Total / 1e3})
+}
+
+// UnmarshalJSON reads the milliseconds (the seconds repeat them).
+func (t *Timings) UnmarshalJSON(b []byte) error {
+	var j timingsJSON
+	if err := json.Unmarshal(b, &j); err != nil {
+		return err
+	}
+	*t = Timings{j.Identity, j.Lookup, j.Compile, j.Publish, j.Total}
+	return nil
 }

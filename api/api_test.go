@@ -102,9 +102,16 @@ func TestRequestErrors(t *testing.T) {
 func FuzzParseRequest(f *testing.F) {
 	f.Add([]byte(good))
 	f.Add([]byte(`{"platform":"a5","runtime":"r","orchestration":{"source":"o.pto","function":"f"},"kernels":[]}`))
+	f.Add([]byte("{\n \"platform\": tru}"))
+	f.Add([]byte(`{"kernels": [{"signature": ["IN", 7]}]}`))
 	f.Fuzz(func(t *testing.T, b []byte) {
-		r, err := ParseRequest(b)
+		r, err := ParseRequestFile(b, "r.json")
 		if err != nil {
+			// Every error points into the document.
+			var fe *FieldError
+			if errors.As(err, &fe) && (fe.File != "r.json" || fe.Line < 1 || fe.Col < 1 || fe.Line > 1+strings.Count(string(b), "\n")) {
+				t.Fatalf("error without a position in the document: %#v", fe)
+			}
 			return
 		}
 		// A valid request survives a round trip through JSON unchanged.
@@ -121,4 +128,23 @@ func FuzzParseRequest(f *testing.F) {
 			t.Fatalf("round trip changed the request:\n%s\n%s", out, out2)
 		}
 	})
+}
+
+func TestRequestErrorPositions(t *testing.T) {
+	doc := "{\n  \"platform\": \"a2a3sim\",\n  \"runtime\": \"r\",\n  \"orchestration\": {\"source\": \"o.c\", \"function\": \"f\"},\n" +
+		"  \"kernels\": [{\"func_id\": 0, \"source\": \"k.c\", \"signature\": [\"IN\", \"OUT\"]}]\n}"
+	for _, tc := range []struct{ edit, want string }{
+		{strings.Replace(doc, `"OUT"]`, `"UP"]`, 1), `r.json:5:67: kernels[0].signature[1]: unknown direction "UP": want IN, OUT, INOUT or SCALAR`},
+		{strings.Replace(doc, `["IN", "OUT"]`, `"IN"`, 1), `r.json:5:60: kernels[0].signature: must be a list of directions: IN, OUT, INOUT, SCALAR, not the string "IN"`},
+		{strings.Replace(doc, `"func_id": 0`, `"func_id": 1.5`, 1), `r.json:5:27: kernels[0].func_id: must be an integer from -2147483648 to 2147483647, not 1.5`},
+		{strings.Replace(doc, "  \"platform\": \"a2a3sim\",\n", "", 1), `r.json:1:1: platform: missing (one of a2a3sim, a5sim, a2a3, a5)`},
+		{strings.Replace(doc, `"runtime"`, `"bogus"`, 1), `r.json:3:3: bogus: unknown field "bogus"; the fields here are platform, runtime, orchestration, kernels, signature, scalar_count, extra_roots, extra_sources, extra_fingerprint, extra_fingerprint_wire, options, options_wire, toolchain, output_dir, base_dir`},
+		{strings.Replace(doc, `"platform": "a2a3sim"`, `"platform": "x86"`, 1), `r.json:2:15: platform: "x86" is not one of a2a3sim, a5sim, a2a3, a5`},
+		{doc[:40], `r.json:3:14: runtime: the document ends early: a value, ',' or a closing bracket is missing`},
+	} {
+		_, err := ParseRequestFile([]byte(tc.edit), "r.json")
+		if err == nil || err.Error() != tc.want {
+			t.Errorf("got  %v\nwant %s", err, tc.want)
+		}
+	}
 }

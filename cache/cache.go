@@ -63,7 +63,7 @@
 //
 // # Processes
 //
-// Badger allows one process per database directory (see the DESIGN's process
+// Badger allows one process per database directory (see docs/design.md's process
 // model: the daemon owns the store). Open fails with an error that matches
 // ErrLocked when another process holds the directory; OpenWait waits for it.
 //

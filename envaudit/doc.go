@@ -1,6 +1,6 @@
 // Package envaudit checks that every environment variable a code base reads
 // is classified in its environment registry, the _environment.json file of
-// DESIGN.md "Environment registry". It is the static lint behind
+// docs/design.md "Environment registry". It is the static lint behind
 // `ptojit envaudit`: it parses sources without importing or running them.
 //
 // # Registry

@@ -62,7 +62,7 @@ func mustRoot(t *testing.T, path string, pythonOnly bool) ContentRoot {
 	return r
 }
 
-// The records, written out from DESIGN.md's rules.
+// The records, written out from docs/design.md's rules.
 
 func fileRec(rel, resolved, content string) Tuple {
 	sum := sha256.Sum256([]byte(content))

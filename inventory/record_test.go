@@ -101,7 +101,7 @@ func dictOf(t *testing.T, kv ...Value) Dict {
 }
 
 // TestRecordGolden checks every golden vector (the wire bytes were written
-// by hand from DESIGN.md's rules, the digests are their SHA-256) and that
+// by hand from docs/design.md's rules, the digests are their SHA-256) and that
 // each Go value encodes to its vector.
 func TestRecordGolden(t *testing.T) {
 	vs := readVectors(t, "golden.jsonl")

@@ -18,7 +18,7 @@ type Value interface {
 // Kind is the protocol type of a Value.
 type Kind uint8
 
-// The protocol types, in the order DESIGN.md lists them.
+// The protocol types, in the order docs/design.md lists them.
 const (
 	KindNone Kind = iota + 1
 	KindBool

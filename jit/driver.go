@@ -202,12 +202,16 @@ func (d *Driver) build(ctx context.Context, req *api.Request, resp *api.Response
 	} else {
 		// One compile per key at a time: concurrent builds of the key
 		// (64 frontends started by make -j64) share the first one's.
-		v, err, shared := compileFlight.Do(d.flightKey(id), func() (any, error) { return d.compileAndPublish(ctx, req, id, began) })
+		ran := false // this build ran the compile; the others shared it
+		v, err, shared := compileFlight.Do(d.flightKey(id), func() (any, error) {
+			ran = true
+			return d.compileAndPublish(ctx, req, id, began)
+		})
 		if err != nil {
 			return err
 		}
 		r = v.(*flightResult)
-		if shared && !r.hit {
+		if shared && !ran && !r.hit {
 			why = "compiled by a concurrent build of the same key"
 		}
 		resp.Timings.Compile = r.compileMS

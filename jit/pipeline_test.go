@@ -111,6 +111,16 @@ func TestConcurrentBuilds(t *testing.T) {
 		}
 	}
 	checkOutputs(t, resps[0])
+	// The build that compiled does not say a concurrent build compiled.
+	ran := 0
+	for _, r := range resps {
+		if r.Status == api.StatusMiss && !strings.Contains(r.MissReason, "concurrent") {
+			ran++
+		}
+	}
+	if ran != 1 {
+		t.Errorf("%d builds say they compiled, want 1: %+v", ran, resps)
+	}
 	build(t, d, req, api.StatusHit)
 	if b, err := os.ReadFile(ccLog); err != nil || strings.Count(string(b), "x\n") != 3 {
 		t.Errorf("%d compilations, want 3 (one build of three units); %v", strings.Count(string(b), "x\n"), err)

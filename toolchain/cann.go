@@ -32,7 +32,7 @@ func resolveCann(ctx context.Context, cfg *Config) ComponentInputs {
 		root = cfg.getenv(CannRootEnv)
 	}
 	if root == "" {
-		return Unavailable("no CANN root (--cann-root or " + CannRootEnv + ")")
+		return Unavailable("no CANN root: set " + rootHint("--cann-root", CannRootEnv))
 	}
 	ci := rootInputs(root, "CANN", "--cann-root")
 	if ci.UnavailableReason != "" {

@@ -125,6 +125,17 @@ func firstRoot(ci ComponentInputs) string {
 	return ci.Roots[0].Path()
 }
 
+// rootHint says where a root is set: the request field, the toolchain
+// command's flag and the variable, e.g. "toolchain.ptoas_root in the
+// request, --ptoas-root or PTOAS_ROOT".
+func rootHint(flag, env string) string {
+	field := "toolchain." + strings.ReplaceAll(strings.TrimPrefix(flag, "--"), "-", "_")
+	if env == "" {
+		return field + " in the request or " + flag
+	}
+	return field + " in the request, " + flag + " or " + env
+}
+
 // rootInputs is the whole-content inventory of one root, not yet proven
 // complete. An existing directory with nothing in it is unavailable: seed
 // 003, "an empty required installation inventory is unavailable" (a
@@ -132,24 +143,24 @@ func firstRoot(ci ComponentInputs) string {
 // read).
 func rootInputs(path, what, flag string) ComponentInputs {
 	if path == "" {
-		return Unavailable("no " + what + " root (" + flag + ")")
+		return Unavailable("no " + what + " root: set " + rootHint(flag, ""))
 	}
 	fi, err := os.Stat(path)
 	if err != nil {
-		return Unavailable(what + " root: " + errText(err))
+		return Unavailable(what + " root " + path + ": " + errText(err) + "; set " + rootHint(flag, "") + " to the installation")
 	}
 	if fi.IsDir() {
 		ents, err := os.ReadDir(path)
 		if err != nil {
-			return Unavailable(what + " root: " + errText(err))
+			return Unavailable(what + " root " + path + ": " + errText(err))
 		}
 		if len(ents) == 0 {
-			return Unavailable(what + " root " + path + " is empty: an empty required inventory is unavailable")
+			return Unavailable(what + " root " + path + " is empty: an empty required inventory is unavailable; set " + rootHint(flag, "") + " to the installation")
 		}
 	}
 	r, err := inventory.NewContentRoot(path, false)
 	if err != nil {
-		return Unavailable(what + " root: " + err.Error())
+		return Unavailable(what + " root " + path + ": " + err.Error())
 	}
 	return ComponentInputs{Roots: []inventory.ContentRoot{r}}
 }
@@ -162,7 +173,7 @@ func resolvePtoIsa(ctx context.Context, cfg *Config, beforeDir func(string) erro
 		root = cfg.getenv(PtoIsaRootEnv)
 	}
 	if root == "" {
-		return Unavailable("no PTO-ISA root (--pto-isa-root or " + PtoIsaRootEnv + ")")
+		return Unavailable("no PTO-ISA root: set " + rootHint("--pto-isa-root", PtoIsaRootEnv))
 	}
 	if cfg.PtoIsaURL != "" && cfg.PtoIsaPin != "" {
 		if _, err := EnsurePtoIsaRoot(ctx, cfg.PtoIsaURL, cfg.PtoIsaPin, root); err != nil {
@@ -189,7 +200,7 @@ func resolvePtoas(ctx context.Context, cfg *Config) (ComponentInputs, string) {
 		root = cfg.getenv(PtoasRootEnv)
 	}
 	if root == "" {
-		return Unavailable("no ptoas root (--ptoas-root or " + PtoasRootEnv + ")"), ""
+		return Unavailable("no ptoas root: set " + rootHint("--ptoas-root", PtoasRootEnv)), ""
 	}
 	abs, err := filepath.Abs(root)
 	if err != nil {
@@ -203,10 +214,10 @@ func resolvePtoas(ctx context.Context, cfg *Config) (ComponentInputs, string) {
 		}
 	}
 	if _, err := os.Stat(abs); err != nil {
-		return Unavailable("ptoas root: " + errText(err)), ""
+		return Unavailable("ptoas root " + abs + ": " + errText(err) + "; set " + rootHint("--ptoas-root", PtoasRootEnv) + " to the ptoas installation"), ""
 	}
 	if launcher == "" {
-		return Unavailable("no ptoas launcher in the ptoas root (bin/ptoas or ptoas)"), ""
+		return Unavailable("no ptoas launcher in the ptoas root " + abs + ": want an executable bin/ptoas or ptoas there"), ""
 	}
 	ci := rootInputs(abs, "ptoas", "--ptoas-root")
 	if ci.UnavailableReason != "" {

@@ -61,10 +61,18 @@ func findEngine(env *cli.Env) (string, error) {
 // forward runs an engine command by executing the engine with the same
 // arguments.
 func forward(ctx context.Context, env *cli.Env, args []string) (bool, error) {
-	if !isEngineCommand(args[0]) {
+	if args[0] == "completion" {
+		// The engine knows every command's flags; without it the
+		// client's own table does.
+		if _, err := findEngine(env); err != nil {
+			return false, nil
+		}
+	} else if !isEngineCommand(args[0]) {
 		return false, nil
 	}
-	if ok, err := clientcmd.ViaDaemon(env, args, func() (string, error) { return findEngine(env) }); ok {
+	// Only a daemon that already listens is used here: the engine checks
+	// the command line before it starts one.
+	if ok, err := clientcmd.ViaDaemon(env, args, nil); ok {
 		return true, err
 	}
 	path, err := findEngine(env)

@@ -42,23 +42,33 @@ published), uncached (compiled, not cached: every reason is listed) or error.
 
 The cache is PTOJIT_CACHE_DIR, else $XDG_CACHE_HOME/ptojit, else
 ~/.cache/ptojit; PTOJIT_CACHE_READONLY=1 (or readonly in its settings file,
-see "ptojit config") never writes it. The store is opened in this process
-(waiting while another process holds it).
+see "ptojit config") never writes it. The build runs in the daemon that
+owns the cache (started on demand; see "ptojit help daemon"). With
+--no-daemon or PTOJIT_DAEMON=0 it runs in this process; if another process
+(a daemon) holds the store, it compiles without the cache ("uncached") and
+says which process holds it, or with --wait waits for it.
 
-Exit status: 0 hit, miss or uncached; 1 error; 2 usage error or an invalid
-request.`,
+An invalid request is reported as FILE:LINE:COL: FIELD: what is wrong, e.g.
+  request.json:10:32: kernels[0].signature[1]: unknown direction "UP": want IN, OUT, INOUT or SCALAR
+
+Exit status: 0 hit, miss or uncached; 1 error (a compile error); 2 usage
+error or invalid input (a missing or invalid request, a missing source).`,
 		Setup: func(fs *pflag.FlagSet) cli.RunFunc {
 			var o buildOptions
 			fs.StringVar(&o.request, "request", "", "the build request, FILE or - for standard input")
 			fs.BoolVar(&o.json, "json", false, "print the response as JSON")
 			fs.BoolVar(&o.noDaemon, "no-daemon", false, "open the cache in this process instead of asking the daemon")
 			fs.StringVar(&o.cacheDir, "cache-dir", "", "the cache directory (default: PTOJIT_CACHE_DIR or the user cache directory)")
+			fs.BoolVar(&o.wait, "wait", false, "in this process: wait while another process holds the cache instead of building without it")
 			return func(ctx context.Context, env *cli.Env, args []string) error {
 				if len(args) > 0 {
 					return cli.Usagef("build: unexpected argument %q", args[0])
 				}
 				if o.request == "" {
 					return cli.Usagef("build: --request FILE|- is required")
+				}
+				if env.Checked() {
+					return checkRequest(env, o.request)
 				}
 				return runBuild(ctx, env, o)
 			}
@@ -71,6 +81,39 @@ type buildOptions struct {
 	json     bool
 	noDaemon bool
 	cacheDir string
+	wait     bool
+}
+
+// checkRequest reads and validates a request, for env.CheckOnly (the
+// caller buffers standard input, so the command can read it again).
+func checkRequest(env *cli.Env, name string) error {
+	req, err := readRequest(env, name)
+	if err != nil {
+		return err
+	}
+	return checkSources(req)
+}
+
+// checkSources checks that the request's sources exist, before anything
+// is opened; the build would report the same error.
+func checkSources(req *api.Request) error {
+	for _, fp := range req.Paths() {
+		if fp.Field != "orchestration.source" && !strings.HasSuffix(fp.Field, "].source") {
+			continue
+		}
+		fi, err := os.Stat(fp.Path)
+		switch {
+		case err != nil:
+			var pe *os.PathError
+			if errors.As(err, &pe) {
+				err = pe.Err
+			}
+			return cli.Invalid(req.Locate(&api.FieldError{Field: fp.Field, Msg: fmt.Sprintf("%s: %v", filepath.Base(fp.Path), err)}))
+		case !fi.Mode().IsRegular():
+			return cli.Invalid(req.Locate(&api.FieldError{Field: fp.Field, Msg: filepath.Base(fp.Path) + " is not a regular file"}))
+		}
+	}
+	return nil
 }
 
 // readRequest reads, validates and resolves a request: relative paths are
@@ -86,12 +129,20 @@ func readRequest(env *cli.Env, name string) (*api.Request, error) {
 func readRequestIn(env *cli.Env, name, cacheDir string) (*api.Request, error) {
 	in, err := cli.OpenInput(env, name)
 	if err != nil {
-		return nil, fmt.Errorf("request: %w", err)
+		var pe *os.PathError
+		if errors.As(err, &pe) {
+			err = pe.Err
+		}
+		return nil, cli.Invalid(fmt.Errorf("%s: cannot read the request: %w", name, err))
 	}
 	defer in.Close()
-	req, err := api.ReadRequest(in)
+	file := name
+	if name == "" || name == "-" {
+		file = "<stdin>"
+	}
+	req, err := api.ReadRequestFile(in, file)
 	if err != nil {
-		return nil, cli.Usagef("%v", err)
+		return nil, cli.Invalid(err)
 	}
 	dir := env.Abs(".")
 	if name != "" && name != "-" {
@@ -192,9 +243,11 @@ var openStoreWait = time.Minute
 
 // storeFor returns the store a command uses and the function that releases
 // it. When the cache cannot be opened (damaged, read-only file system, no
-// space, held too long by another process) it returns a nil store and the
-// error as storeErr, and the command goes on without a cache.
-func storeFor(ctx context.Context, env *cli.Env, dir string, readOnly bool) (st cache.Store, release func() error, storeErr error, err error) {
+// space, held by another process) it returns a nil store and the error as
+// storeErr, and the command goes on without a cache. A cache another
+// process holds is waited for only with wait (at most openStoreWait);
+// otherwise storeErr is a *heldError naming the holder.
+func storeFor(ctx context.Context, env *cli.Env, dir string, readOnly, wait bool) (st cache.Store, release func() error, storeErr error, err error) {
 	if engine.store != nil {
 		opt, err := storeOptions(env, dir)
 		if err != nil {
@@ -207,14 +260,15 @@ func storeFor(ctx context.Context, env *cli.Env, dir string, readOnly bool) (st 
 	}
 	octx, cancel := context.WithTimeout(ctx, openStoreWait)
 	defer cancel()
-	b, err := openStore(octx, env, dir, readOnly)
+	b, err := openStore(octx, env, dir, readOnly, wait)
 	var oe *cache.OpenError
+	var held *heldError
 	switch {
 	case err == nil:
 		return b, b.Close, nil, nil
 	case ctx.Err() != nil:
 		return nil, nil, nil, err
-	case errors.As(err, &oe):
+	case errors.As(err, &held), errors.As(err, &oe):
 		return nil, func() error { return nil }, err, nil
 	}
 	return nil, nil, nil, err
@@ -242,8 +296,12 @@ func driverFor(env *cli.Env, store cache.Store, storeErr error, rt *remote.Remot
 	o := jit.Options{Store: store, Getenv: env.Getenv, Environ: env.Environ, Identities: identities()}
 	if store == nil && storeErr != nil {
 		var oe *cache.OpenError
+		var held *heldError
 		o.StoreErr, o.StoreDir = storeErr, engine.storeDir
-		if errors.As(storeErr, &oe) {
+		switch {
+		case errors.As(storeErr, &held):
+			o.StoreDir = held.dir
+		case errors.As(storeErr, &oe):
 			o.StoreDir = oe.Dir
 		}
 	}
@@ -316,9 +374,8 @@ func remoteFor(env *cli.Env, cacheDir string) (*remote.Remote, func()) {
 	}
 }
 
-// openStore opens the cache in this process, waiting while another process
-// holds it.
-func openStore(ctx context.Context, env *cli.Env, dir string, readOnly bool) (*cache.Badger, error) {
+// openStore opens the cache in this process; see openNow.
+func openStore(ctx context.Context, env *cli.Env, dir string, readOnly, wait bool) (*cache.Badger, error) {
 	if dir == "" {
 		d, err := cache.DefaultDir(env.Getenv)
 		if err != nil {
@@ -331,11 +388,14 @@ func openStore(ctx context.Context, env *cli.Env, dir string, readOnly bool) (*c
 		return nil, err
 	}
 	opt.ReadOnly = opt.ReadOnly || readOnly
-	return cache.OpenWait(ctx, env.Abs(dir), opt)
+	return openNow(ctx, env, env.Abs(dir), opt, wait)
 }
 
 func runBuild(ctx context.Context, env *cli.Env, o buildOptions) error {
 	req, err := readRequestIn(env, o.request, o.cacheDir)
+	if err == nil {
+		err = checkSources(req)
+	}
 	if err != nil {
 		if o.json {
 			// A frontend reading --json gets a response even for a
@@ -348,7 +408,7 @@ func runBuild(ctx context.Context, env *cli.Env, o buildOptions) error {
 		}
 		return err
 	}
-	store, release, storeErr, err := storeFor(ctx, env, o.cacheDir, false)
+	store, release, storeErr, err := storeFor(ctx, env, o.cacheDir, false, o.wait)
 	if err != nil {
 		return err
 	}
@@ -375,7 +435,7 @@ func runBuild(ctx context.Context, env *cli.Env, o buildOptions) error {
 	if buildErr != nil {
 		var fe *api.FieldError
 		if errors.As(buildErr, &fe) {
-			return cli.Usagef("%v", buildErr)
+			return cli.Invalid(req.Locate(buildErr))
 		}
 		return buildErr
 	}

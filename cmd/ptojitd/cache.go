@@ -20,7 +20,7 @@ import (
 )
 
 func init() {
-	sub := func(name, usage, summary, long string, writes bool, run func(ctx context.Context, env *cli.Env, o *cacheOptions, s cache.Store, args []string) error, extra func(fs *pflag.FlagSet, o *cacheOptions)) *cli.Command {
+	sub := func(name, usage, summary, long string, nargs int, writes bool, run func(ctx context.Context, env *cli.Env, o *cacheOptions, s cache.Store, args []string) error, extra func(fs *pflag.FlagSet, o *cacheOptions)) *cli.Command {
 		return &cli.Command{
 			Name:    name,
 			Usage:   "cache " + usage,
@@ -31,11 +31,30 @@ func init() {
 				fs.StringVar(&o.dir, "cache-dir", "", "the cache directory (default: PTOJIT_CACHE_DIR, $XDG_CACHE_HOME/ptojit or ~/.cache/ptojit)")
 				fs.StringVar(&o.maxSize, "max-size", "", "the size limit, e.g. 500M or 5G (default: PTOJIT_CACHE_MAX_SIZE, else max_size of ptojit config, else 5G)")
 				fs.BoolVar(&o.json, "json", false, "print JSON")
+				fs.BoolVar(&o.wait, "wait", false, "in this process: wait while another process holds the cache")
 				if extra != nil {
 					extra(fs, o)
 				}
 				return func(ctx context.Context, env *cli.Env, args []string) error {
+					if err := checkCacheArgs(env, name, nargs, o, args); err != nil || env.Checked() {
+						return err
+					}
 					s, release, err := openCache(ctx, env, o, !writes)
+					var held *heldError
+					if errors.As(err, &held) && held.h.daemon && (!writes || !o.opt.ReadOnly) {
+						// A live daemon serves the command with the
+						// store it holds.
+						fwd := append([]string{"cache", name, "--cache-dir", o.resolvedDir}, args...)
+						if o.json {
+							fwd = append(fwd, "--json")
+						}
+						if o.maxSize != "" {
+							fwd = append(fwd, "--max-size", o.maxSize)
+						}
+						if ok, ferr := forwardToDaemon(env, fwd); ok {
+							return ferr
+						}
+					}
 					if err != nil {
 						if name == "clear" && len(args) == 0 && canWipe(ctx, err) && !o.opt.ReadOnly {
 							return wipeCache(env, o, err, false)
@@ -78,20 +97,20 @@ limit, and the counters: hits, misses, damaged lookups (misses on a damaged
 entry, counted apart), damaged items removed, uncached builds with their
 reasons, errors (failed builds, failed cache reads and writes) and
 evictions; then what is wrong with the store, if anything (a truncated value
-log, too little free space, a recovered panic).`, false, runCacheStats, nil),
+log, too little free space, a recovered panic).`, 0, false, runCacheStats, nil),
 			sub("ls", "ls [--json]", "list entries, most recently used first", `
 Lists every entry: key prefix, size, last use, creation time, compile time,
-output count, hashid and platform. --json prints every field.`, false, runCacheLs, nil),
+output count, hashid and platform. --json prints every field.`, 0, false, runCacheLs, nil),
 			sub("show", "show KEY [--json]", "print one entry", `
 Prints one entry. KEY is the full 64-hex key or a unique prefix of it (at
 least 4 hex digits), like a git object name. The key record is printed as its
-raw wire text; "ptojit key diff" explains and compares records.`, false, runCacheShow, nil),
+raw wire text; "ptojit key diff" explains and compares records.`, 1, false, runCacheShow, nil),
 			sub("verify", "verify [--json]", "check every entry and blob; remove damaged entries", `
 Checks every entry (results and manifests) against its own SHA-256 and
 re-hashes every blob against its digest, reports each damaged item,
 removes the entries that are damaged or name a corrupt or missing blob,
 and deletes blobs that no entry names. Exits 1 when it found damage.
-With PTOJIT_CACHE_READONLY=1 it only reports.`, true, runCacheVerify, nil),
+With PTOJIT_CACHE_READONLY=1 it only reports.`, 0, true, runCacheVerify, nil),
 			sub("trim", "trim [--max-size S] [--json]", "evict least-recently-used entries down to the size limit", `
 Evicts least-recently-used entries until the blobs fit in the size limit
 (--max-size, else PTOJIT_CACHE_MAX_SIZE, else max_size of ptojit config,
@@ -99,12 +118,12 @@ else 5G; 0 means no limit: only
 orphan blobs are deleted; "ptojit cache clear" empties the cache),
 deletes blobs that no entry names, then compacts the database and runs
 Badger's value-log garbage collection, which returns the space of deleted
-blobs to the file system (except in the value-log file being written).`, true, runCacheTrim, nil),
+blobs to the file system (except in the value-log file being written).`, 0, true, runCacheTrim, nil),
 			sub("clear", "clear [--json]", "remove every entry and blob (counters are kept)", `
 Removes every entry and blob. The counters that "ptojit cache stats" shows
 are kept. A cache that cannot be opened (damaged tables) or cleared is
 emptied by removing its database files (Badger's files only; other files in
-the directory stay), unless another process holds it.`, true, runCacheClear, nil),
+the directory stay), unless another process holds it.`, 0, true, runCacheClear, nil),
 		},
 	})
 }
@@ -117,14 +136,51 @@ type cacheOptions struct {
 	dir     string
 	maxSize string
 	json    bool
+	wait    bool
 	// resolved by openCache
 	resolvedDir string
 	opt         cache.Options // opt.ReadOnly: the user asked for it
 }
 
+// checkCacheArgs checks a cache subcommand's arguments and flags before
+// anything is opened: nargs arguments (a key or key prefix for show), a
+// valid --max-size and cache environment.
+func checkCacheArgs(env *cli.Env, name string, nargs int, o *cacheOptions, args []string) error {
+	if len(args) != nargs {
+		if nargs == 0 {
+			return cli.Usagef("cache %s: unexpected argument %q", name, args[0])
+		}
+		return cli.Usagef("cache %s: want one KEY (the key or a unique prefix of at least %d hex digits)", name, minKeyPrefix)
+	}
+	if nargs == 1 {
+		if err := checkKeyPrefix("cache "+name, args[0]); err != nil {
+			return err
+		}
+	}
+	if _, err := cache.EnvOptions(env.Getenv); err != nil {
+		return cli.Invalid(fmt.Errorf("cache: %v", err))
+	}
+	if o.maxSize != "" {
+		if _, err := cache.ParseSize(o.maxSize); err != nil {
+			return cli.Usagef("cache: --max-size: %v", err)
+		}
+	}
+	return nil
+}
+
+// checkKeyPrefix checks that arg can name a key: 4 to 64 hex digits.
+func checkKeyPrefix(cmd, arg string) error {
+	p := strings.ToLower(arg)
+	if len(p) < minKeyPrefix || len(p) > 64 || strings.Trim(p, "0123456789abcdef") != "" {
+		return cli.Usagef("%s: %q is not a key or a key prefix of at least %d hex digits", cmd, arg, minKeyPrefix)
+	}
+	return nil
+}
+
 // openCache returns the store and the function that releases it: the
 // daemon's shared store (see ShareEngine), else the directory opened in this
-// process, waiting for the lock; read-only for the commands that only read.
+// process (held by another process: a *heldError, or with --wait a wait of
+// at most openStoreWait); read-only for the commands that only read.
 func openCache(ctx context.Context, env *cli.Env, o *cacheOptions, readOnly bool) (cache.Store, func() error, error) {
 	dir := o.dir
 	if dir == "" {
@@ -156,7 +212,7 @@ func openCache(ctx context.Context, env *cli.Env, o *cacheOptions, readOnly bool
 	opt.ReadOnly = opt.ReadOnly || readOnly
 	octx, cancel := context.WithTimeout(ctx, openStoreWait)
 	defer cancel()
-	s, err := cache.OpenWait(octx, o.resolvedDir, opt)
+	s, err := openNow(octx, env, o.resolvedDir, opt, o.wait)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -221,6 +277,11 @@ type entryJSON struct {
 	Meta           map[string]string `json:"meta"`
 	Outputs        []outputJSON      `json:"outputs"`
 	Record         *string           `json:"record,omitempty"`
+	// Kind is "build" for a build key's entry (its outputs are in the
+	// result entries its variants name) or "result".
+	Kind string `json:"kind"`
+	// Variants are a build key's header variants (cache show).
+	Variants []variantJSON `json:"variants,omitempty"`
 }
 
 func toJSON(e *cache.Entry, withRecord bool) entryJSON {
@@ -232,6 +293,7 @@ func toJSON(e *cache.Entry, withRecord bool) entryJSON {
 		CompileSeconds: e.CompileTime.Seconds(),
 		Meta:           e.Meta,
 		Outputs:        []outputJSON{},
+		Kind:           entryKind(e),
 	}
 	if j.Meta == nil {
 		j.Meta = map[string]string{}
@@ -328,10 +390,16 @@ func runCacheLs(ctx context.Context, env *cli.Env, o *cacheOptions, s cache.Stor
 		}
 		return cli.WriteJSON(env.Stdout, out)
 	}
-	w := tabwriter.NewWriter(env.Stdout, 0, 0, 2, ' ', 0)
-	fmt.Fprintf(w, "KEY\tSIZE\tLAST USED\tCREATED\tCOMPILE\tOUTPUTS\tHASHID\tPLATFORM\n")
+	builds := 0
 	for _, e := range es {
-		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s\n", e.Key.String()[:12], cache.FormatSize(e.Size()),
+		if entryKind(e) == "build" {
+			builds++
+		}
+	}
+	w := tabwriter.NewWriter(env.Stdout, 0, 0, 2, ' ', 0)
+	fmt.Fprintf(w, "KEY\tKIND\tSIZE\tLAST USED\tCREATED\tCOMPILE\tOUTPUTS\tHASHID\tPLATFORM\n")
+	for _, e := range es {
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s\n", e.Key.String()[:12], entryKind(e), cache.FormatSize(e.Size()),
 			fmtTime(e.LastUsed), fmtTime(e.Created), e.CompileTime.Round(time.Millisecond),
 			len(e.Outputs), short(e.Meta["hashid"]), orDash(e.Meta["platform"]))
 	}
@@ -340,8 +408,10 @@ func runCacheLs(ctx context.Context, env *cli.Env, o *cacheOptions, s cache.Stor
 	}
 	if len(es) == 0 {
 		fmt.Fprintln(env.Stderr, "cache: no entries")
+		return nil
 	}
-	return nil
+	_, err = fmt.Fprintf(env.Stdout, "%d builds in %d entries (a build key's entry names the result entry of each header set seen; the result entries hold the outputs)\n", builds, len(es))
+	return err
 }
 
 func fmtTime(t time.Time) string { return t.Local().Format("2006-01-02 15:04:05") }
@@ -369,17 +439,17 @@ const minKeyPrefix = 4
 // resolveKey finds the entry whose key is arg or starts with arg.
 func resolveKey(ctx context.Context, s cache.Store, arg string) (*cache.Entry, error) {
 	p := strings.ToLower(arg)
-	if len(p) < minKeyPrefix || len(p) > 64 || strings.Trim(p, "0123456789abcdef") != "" {
-		return nil, cli.Usagef("cache show: %q is not a key or a key prefix of at least %d hex digits", arg, minKeyPrefix)
+	if err := checkKeyPrefix("cache show", arg); err != nil {
+		return nil, err
 	}
 	if len(p) == 64 {
 		k, err := cache.ParseKey(p)
 		if err != nil {
-			return nil, cli.Usagef("cache show: %v", err)
+			return nil, cli.Usagef("%v", err)
 		}
 		e, err := s.Entry(ctx, k)
 		if errors.Is(err, cache.ErrMiss) {
-			return nil, fmt.Errorf("cache show: no entry %s", k)
+			return nil, fmt.Errorf("no entry %s in the cache", k)
 		}
 		return e, err
 	}
@@ -394,13 +464,13 @@ func resolveKey(ctx context.Context, s cache.Store, arg string) (*cache.Entry, e
 	case err != nil:
 		return nil, err
 	case len(found) == 0:
-		return nil, fmt.Errorf("cache show: no entry with key prefix %s", p)
+		return nil, fmt.Errorf("no entry with key prefix %s in the cache", p)
 	case len(found) > 1:
 		var b strings.Builder
 		for _, e := range found[:min(len(found), 5)] {
 			b.WriteString("\n  " + e.Key.String())
 		}
-		return nil, fmt.Errorf("cache show: key prefix %s is ambiguous: %d entries%s", p, len(found), b.String())
+		return nil, fmt.Errorf("key prefix %s is ambiguous: %d entries%s", p, len(found), b.String())
 	}
 	return found[0], nil
 }
@@ -411,13 +481,19 @@ func runCacheShow(ctx context.Context, env *cli.Env, o *cacheOptions, s cache.St
 	}
 	e, err := resolveKey(ctx, s, args[0])
 	if err != nil {
-		return err
+		return fmt.Errorf("cache show: %w", err)
 	}
+	m := manifestOf(e)
 	if o.json {
-		return cli.WriteJSON(env.Stdout, toJSON(e, true))
+		j := toJSON(e, true)
+		if m != nil {
+			j.Variants = variantsOf(ctx, s, m)
+		}
+		return cli.WriteJSON(env.Stdout, j)
 	}
 	w := tabwriter.NewWriter(env.Stdout, 0, 0, 2, ' ', 0)
 	fmt.Fprintf(w, "key\t%s\n", e.Key)
+	fmt.Fprintf(w, "kind\t%s\n", entryKind(e))
 	fmt.Fprintf(w, "size\t%s (%d bytes)\n", cache.FormatSize(e.Size()), e.Size())
 	fmt.Fprintf(w, "created\t%s\n", fmtTime(e.Created))
 	fmt.Fprintf(w, "last used\t%s\n", fmtTime(e.LastUsed))
@@ -425,15 +501,31 @@ func runCacheShow(ctx context.Context, env *cli.Env, o *cacheOptions, s cache.St
 	if len(e.Meta) > 0 {
 		fmt.Fprintf(w, "meta\t\n")
 		for _, k := range slices.Sorted(maps.Keys(e.Meta)) {
+			if k == "manifest" && m != nil {
+				continue // printed as the variants below
+			}
 			fmt.Fprintf(w, "  %s\t%s\n", k, e.Meta[k])
 		}
 	}
 	if err := w.Flush(); err != nil {
 		return err
 	}
-	fmt.Fprintf(env.Stdout, "outputs\n")
-	for _, o := range e.Outputs {
-		fmt.Fprintf(env.Stdout, "  %04o %10d  sha256:%x  %s\n", o.Mode, o.Size, o.Digest, o.Name)
+	if m != nil {
+		fmt.Fprintf(env.Stdout, "variants (header sets seen for this key, most recent first; each result entry holds the outputs)\n")
+		for i, v := range variantsOf(ctx, s, m) {
+			fmt.Fprintf(env.Stdout, "  [%d] result %s, %d headers\n", i, v.Result, len(v.Headers))
+			if v.Missing != "" {
+				fmt.Fprintf(env.Stdout, "      result entry unreadable: %s\n", v.Missing)
+			}
+			for _, o := range v.Outputs {
+				fmt.Fprintf(env.Stdout, "      %s %10d  sha256:%s  %s\n", o.Mode, o.Size, o.Digest, o.Name)
+			}
+		}
+	} else {
+		fmt.Fprintf(env.Stdout, "outputs\n")
+		for _, o := range e.Outputs {
+			fmt.Fprintf(env.Stdout, "  %04o %10d  sha256:%x  %s\n", o.Mode, o.Size, o.Digest, o.Name)
+		}
 	}
 	fmt.Fprintf(env.Stdout, "record\n  %s\n", e.Record)
 	return nil

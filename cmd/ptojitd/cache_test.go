@@ -106,7 +106,7 @@ func TestCacheCommand(t *testing.T) {
 	// ls: most recently used first.
 	r = ok(run("ls"))
 	lines := strings.Split(strings.TrimSpace(r.stdout), "\n")
-	if len(lines) != 4 || !strings.HasPrefix(lines[0], "KEY") || !strings.HasPrefix(lines[1], "1234") ||
+	if len(lines) != 5 || !strings.HasPrefix(lines[4], "0 builds in 3 entries") || !strings.HasPrefix(lines[0], "KEY") || !strings.HasPrefix(lines[1], "1234") ||
 		!strings.HasPrefix(lines[3], "abcd01") || !strings.Contains(lines[1], "sha256:eeeeeeeeeeee ") {
 		t.Fatalf("ls:\n%s", r.stdout)
 	}
@@ -229,12 +229,17 @@ func TestCacheCommandLocked(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	// The command waits for the lock; a cancelled context ends the wait.
+	// The command does not wait: it names the holder (here no daemon).
+	r := runCache(t, context.Background(), map[string]string{"PTOJIT_CACHE_DIR": dir}, "cache", "stats")
+	if r.code != 1 || !strings.Contains(r.stderr, "is in use by another process: a ptojit command running in-process") || !strings.Contains(r.stderr, "--wait") {
+		t.Fatalf("stats on a held cache: %+v", r)
+	}
+	// With --wait it waits for the lock; a cancelled context ends the wait.
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	r := runCache(t, ctx, map[string]string{"PTOJIT_CACHE_DIR": dir}, "cache", "stats")
+	r = runCache(t, ctx, map[string]string{"PTOJIT_CACHE_DIR": dir}, "cache", "stats", "--wait")
 	if r.code != 1 || !strings.Contains(r.stderr, "in use by another process") {
-		t.Fatalf("stats on a held cache: %+v", r)
+		t.Fatalf("stats --wait on a held cache: %+v", r)
 	}
 }
 

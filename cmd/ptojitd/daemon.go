@@ -102,6 +102,9 @@ a connection that sends nothing delays neither.`,
 					var o daemonOptions
 					daemonFlags(fs, &o, false)
 					return func(ctx context.Context, env *cli.Env, args []string) error {
+						if len(args) > 0 {
+							return cli.Usagef("daemon stop: unexpected argument %q", args[0])
+						}
 						return runDaemonStop(env, o)
 					}
 				},
@@ -115,6 +118,9 @@ a connection that sends nothing delays neither.`,
 					daemonFlags(fs, &o, false)
 					fs.BoolVar(&o.json, "json", false, "print JSON")
 					return func(ctx context.Context, env *cli.Env, args []string) error {
+						if len(args) > 0 {
+							return cli.Usagef("daemon status: unexpected argument %q", args[0])
+						}
 						return runDaemonStatus(env, o)
 					}
 				},
@@ -128,6 +134,9 @@ a connection that sends nothing delays neither.`,
 					fs.IntVar(&o.readyFD, "ready-fd", -1, "write \"ready\" to this file descriptor once serving")
 					fs.MarkHidden("ready-fd")
 					return func(ctx context.Context, env *cli.Env, args []string) error {
+						if len(args) > 0 {
+							return cli.Usagef("daemon run: unexpected argument %q", args[0])
+						}
 						return runDaemon(ctx, env, o)
 					}
 				},
@@ -196,12 +205,16 @@ const stopWait = daemon.DefaultGrace + 30*time.Second
 
 // daemonStatus is what `daemon status --json` prints.
 type daemonStatus struct {
-	Running  bool               `json:"running"`
-	CacheDir string             `json:"cache_dir"`
-	Server   *daemon.Info       `json:"server,omitempty"`
-	Memoized int                `json:"memoized_components"`
-	Watch    daemon.WatchStatus `json:"watch"`
-	Cache    *cache.Stats       `json:"cache,omitempty"`
+	Running  bool   `json:"running"`
+	CacheDir string `json:"cache_dir"`
+	// DaemonDir holds the socket, the locks and the log.
+	DaemonDir string             `json:"daemon_dir"`
+	Socket    string             `json:"socket"`
+	Log       string             `json:"log"`
+	Server    *daemon.Info       `json:"server,omitempty"`
+	Memoized  int                `json:"memoized_components"`
+	Watch     daemon.WatchStatus `json:"watch"`
+	Cache     *cache.Stats       `json:"cache,omitempty"`
 	// Remote is the tier the last request used; Remotes every tier open
 	// (most recently used first; requests may select different ones).
 	Remote     *remote.Stats  `json:"remote,omitempty"`
@@ -227,12 +240,14 @@ func runDaemonStatus(env *cli.Env, o daemonOptions) error {
 	if err != nil && !errors.Is(err, client.ErrNoDaemon) {
 		return fmt.Errorf("daemon status: %w", err)
 	}
-	st := daemonStatus{CacheDir: dir}
+	ddir := api.DaemonDir(dir, env.Getenv)
+	st := daemonStatus{CacheDir: dir, DaemonDir: ddir, Socket: api.SocketPath(ddir), Log: filepath.Join(ddir, api.LogName)}
 	if err == nil && resp.Error == "" {
 		if err := json.Unmarshal(resp.Status, &st); err != nil {
 			return fmt.Errorf("daemon status: %w", err)
 		}
 		st.Running = true
+		st.DaemonDir, st.Socket, st.Log = ddir, api.SocketPath(ddir), filepath.Join(ddir, api.LogName)
 	}
 	if o.json {
 		if err := cli.WriteJSON(env.Stdout, st); err != nil {
@@ -243,6 +258,7 @@ func runDaemonStatus(env *cli.Env, o daemonOptions) error {
 	} else {
 		w := env.Stdout
 		fmt.Fprintf(w, "daemon pid %d, up %s, serving %s\n", st.Server.PID, time.Duration(st.Server.Uptime*float64(time.Second)).Round(time.Second), st.CacheDir)
+		fmt.Fprintf(w, "socket %s, log %s\n", st.Socket, st.Log)
 		fmt.Fprintf(w, "requests: %d served, %d in flight, %d refused; exits after %s idle\n", st.Server.Served, st.Server.InFlight, st.Server.Refused, time.Duration(st.Server.IdleExit*float64(time.Second)))
 		fmt.Fprintf(w, "identities: %d components memoized; %d directories watched, %d events, %d memos dropped, %d queue overflows\n",
 			st.Memoized, st.Watch.WatchedDirs, st.Watch.Events, st.Watch.Forgotten, st.Watch.Overflows)
@@ -253,7 +269,7 @@ func runDaemonStatus(env *cli.Env, o daemonOptions) error {
 			}
 		}
 		if st.Cache != nil {
-			fmt.Fprintf(w, "cache: %d entries, %d bytes of %d; %d hits, %d misses, %d damaged, %d uncached, %d errors\n", st.Cache.Entries, st.Cache.Bytes, st.Cache.MaxBytes, st.Cache.Hits, st.Cache.Misses, st.Cache.Damaged, st.Cache.Uncached, st.Cache.Errors)
+			fmt.Fprintf(w, "cache: %d entries, %s of %s; %d hits, %d misses, %d damaged, %d uncached, %d errors\n", st.Cache.Entries, cache.FormatSize(st.Cache.Bytes), cache.FormatSize(st.Cache.MaxBytes), st.Cache.Hits, st.Cache.Misses, st.Cache.Damaged, st.Cache.Uncached, st.Cache.Errors)
 			for _, h := range st.Cache.Health {
 				fmt.Fprintf(w, "cache health: %s\n", h)
 			}
@@ -269,6 +285,9 @@ func runDaemonStatus(env *cli.Env, o daemonOptions) error {
 		}
 		if st.LastTrim != "" {
 			fmt.Fprintf(w, "last trim: %s\n", st.LastTrim)
+		}
+		if st.TrimErrors != "" {
+			fmt.Fprintf(w, "last trim failed: %s\n", st.TrimErrors)
 		}
 		if len(st.Settings) > 0 {
 			fmt.Fprintf(w, "settings (a client's environment overrides them for its request):\n")
@@ -586,7 +605,9 @@ func (m *maintenance) loop(ctx context.Context, srv *daemon.Server) {
 			m.trimErr = err.Error()
 			m.logf("trim: %v", err)
 		} else if err == nil {
-			m.lastTrim = fmt.Sprintf("%s: %+v", time.Now().Format(time.RFC3339), *rep)
+			m.lastTrim = fmt.Sprintf("%s: %s -> %s of %s; %d entries evicted, %d orphan blobs deleted, %d value-log files rewritten",
+				time.Now().Format(time.RFC3339), cache.FormatSize(rep.BytesBefore), cache.FormatSize(rep.BytesAfter), cache.FormatSize(rep.MaxBytes),
+				len(rep.Evicted), rep.Orphans, rep.ValueLogGC)
 		}
 		m.mu.Unlock()
 	}

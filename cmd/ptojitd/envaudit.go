@@ -2,9 +2,13 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io"
+	"os"
 	"path"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/spf13/pflag"
@@ -101,6 +105,15 @@ func runEnvaudit(ctx context.Context, env *cli.Env, o envauditOptions, files []s
 		}
 		cfg.Scans = append(cfg.Scans, sc)
 	}
+	for _, f := range files {
+		if _, err := os.Stat(env.Abs(f)); err != nil {
+			var pe *os.PathError
+			if errors.As(err, &pe) {
+				err = pe.Err
+			}
+			return cli.Invalid(fmt.Errorf("envaudit: %s: %v", f, err))
+		}
+	}
 	if len(files) > 0 {
 		cfg.Files = files
 	}
@@ -111,7 +124,7 @@ func runEnvaudit(ctx context.Context, env *cli.Env, o envauditOptions, files []s
 	reg, err := envreg.LoadRegistry(regPath)
 	if err != nil {
 		// An invalid or missing registry is invalid input: exit 2.
-		return &cli.ExitError{Code: cli.ExitUsage, Err: err}
+		return cli.Invalid(err)
 	}
 	cfg.Registry = reg
 	rep, err := envaudit.Audit(ctx, cfg)
@@ -126,9 +139,49 @@ func runEnvaudit(ctx context.Context, env *cli.Env, o envauditOptions, files []s
 		for _, l := range rep.Lines() {
 			fmt.Fprintln(env.Stdout, l)
 		}
+		writeEnvauditHelp(env.Stderr, regPath, rep)
 	}
 	if !rep.OK() {
 		return cli.Exit(cli.ExitFailure)
 	}
 	return nil
+}
+
+// writeEnvauditHelp tells, on standard error, how to resolve the findings:
+// the registry file, its categories and an entry ready to paste. The
+// finding lines on standard output stay in PyPTO's format.
+func writeEnvauditHelp(w io.Writer, regPath string, rep *envaudit.Report) {
+	var names []string
+	dynamic := false
+	for _, f := range rep.Findings {
+		switch {
+		case f.Variable != "" && !slices.Contains(names, f.Variable):
+			names = append(names, f.Variable)
+		case f.Variable == "":
+			dynamic = true
+		}
+	}
+	if len(names) == 0 && !dynamic && len(rep.UnusedExceptions) == 0 {
+		return
+	}
+	var b strings.Builder
+	if len(names) > 0 {
+		fmt.Fprintf(&b, "\nTo classify a variable, add it to \"variables\" in %s with one of the\ncategories:\n", regPath)
+		b.WriteString("  semantic         its value is part of every build key\n")
+		b.WriteString("  tool_resolution  it selects a tool, which the toolchain identity covers\n")
+		b.WriteString("  fresh_request    a set value asks for a build that bypasses the cache\n")
+		b.WriteString("  nonsemantic      it never changes an output (say why in the reason)\n")
+		b.WriteString("For example:\n")
+		for _, n := range names {
+			fmt.Fprintf(&b, "    %q: {\"category\": \"nonsemantic\", \"reason\": \"TODO: why %s never changes an output.\"},\n", n, n)
+		}
+	}
+	if dynamic {
+		fmt.Fprintf(&b, "\nA dynamic read (a name not known statically, or the whole environment) needs an\nentry in \"dynamic_reads\" of %s: {\"path\": PATH, \"function\":\nFUNCTION, \"reason\": TEXT}.\n", regPath)
+	}
+	if len(rep.UnusedExceptions) > 0 {
+		fmt.Fprintf(&b, "\nRemove the unused dynamic-read exceptions from %s.\n", regPath)
+	}
+	b.WriteString("\"ptojit help envaudit\" describes the registry format.\n")
+	io.WriteString(w, b.String())
 }

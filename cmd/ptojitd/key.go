@@ -2,9 +2,13 @@ package main
 
 import (
 	"context"
-	"errors"
+	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
+	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/spf13/pflag"
@@ -40,6 +44,9 @@ build would compile and not be cached) or on error, 2 usage error.`,
 				if o.request == "" {
 					return cli.Usagef("key: --request FILE|- is required")
 				}
+				if env.Checked() {
+					return checkRequest(env, o.request)
+				}
 				return runKey(ctx, env, o)
 			}
 		},
@@ -53,15 +60,30 @@ cache). Prints one line per input that differs:
 
   NAME: A-VALUE -> B-VALUE
 
-and nothing else; "no inputs differ" when the records are equal.`,
+and nothing else; "no inputs differ" when the records are equal. A key may
+be abbreviated to a unique prefix of at least 4 hex digits, as "ptojit
+cache ls" prints it. --json prints a list of {"name", "a", "b"} with the
+values as JSON values (absent on the side that lacks the input).
+
+Exit status: 0 when no input differs, 1 when some do (as diff(1)) or on
+error, 2 usage error or an invalid request.`,
 			Setup: func(fs *pflag.FlagSet) cli.RunFunc {
 				var o keyDiffOptions
 				fs.BoolVar(&o.json, "json", false, "print the differences as JSON")
 				fs.StringVar(&o.cacheDir, "cache-dir", "", "the cache directory, for keys and entries")
 				fs.Bool("no-daemon", false, "read the cache in this process instead of asking the daemon")
+				fs.BoolVar(&o.wait, "wait", false, "in this process: wait while another process holds the cache")
 				return func(ctx context.Context, env *cli.Env, args []string) error {
 					if len(args) != 2 {
 						return cli.Usagef("key diff: want two arguments A B, got %d", len(args))
+					}
+					if env.Checked() {
+						for _, a := range args {
+							if err := checkKeyArg(env, a); err != nil {
+								return err
+							}
+						}
+						return nil
 					}
 					return runKeyDiff(ctx, env, o, args[0], args[1])
 				}
@@ -78,6 +100,7 @@ type keyOptions struct {
 type keyDiffOptions struct {
 	json     bool
 	cacheDir string
+	wait     bool
 }
 
 func runKey(ctx context.Context, env *cli.Env, o keyOptions) error {
@@ -107,8 +130,14 @@ func runKey(ctx context.Context, env *cli.Env, o keyOptions) error {
 type keySource struct {
 	env      *cli.Env
 	cacheDir string
+	wait     bool
 	store    cache.Store
 	release  func() error
+	// entries are the stored entries the arguments named, by argument.
+	entries map[string]*cache.Entry
+	// base is the base directory of a request argument's key (relative
+	// header paths of a stored key are relative to it).
+	base string
 }
 
 func (s *keySource) record(ctx context.Context, arg string) (inventory.Value, error) {
@@ -121,14 +150,16 @@ func (s *keySource) record(ctx context.Context, arg string) (inventory.Value, er
 		if err != nil {
 			return nil, err
 		}
+		if s.base == "" {
+			s.base = rep.BaseDir
+		}
 		return rep.Record, nil
 	}
-	k, err := cache.ParseKey(strings.ToLower(arg))
-	if err != nil {
-		return nil, cli.Usagef("key diff: %q is neither a request file nor a key (64 hex digits)", arg)
+	if err := checkKeyArg(s.env, arg); err != nil {
+		return nil, err
 	}
 	if s.store == nil {
-		st, release, storeErr, err := storeFor(ctx, s.env, s.cacheDir, true)
+		st, release, storeErr, err := storeFor(ctx, s.env, s.cacheDir, true, s.wait)
 		if err == nil && storeErr != nil {
 			err = storeErr
 		}
@@ -137,13 +168,15 @@ func (s *keySource) record(ctx context.Context, arg string) (inventory.Value, er
 		}
 		s.store, s.release = st, release
 	}
-	e, err := s.store.Entry(ctx, k)
-	if errors.Is(err, cache.ErrMiss) {
-		return nil, fmt.Errorf("key diff: no entry %s in the cache", k)
-	}
+	e, err := resolveKey(ctx, s.store, arg)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("key diff: %w", err)
 	}
+	k := e.Key
+	if s.entries == nil {
+		s.entries = map[string]*cache.Entry{}
+	}
+	s.entries[arg] = e
 	rec, err := inventory.Decode(e.Record)
 	if err != nil {
 		return nil, fmt.Errorf("key diff: entry %s: key record: %w", k, err)
@@ -151,8 +184,23 @@ func (s *keySource) record(ctx context.Context, arg string) (inventory.Value, er
 	return rec, nil
 }
 
+// checkKeyArg checks an argument of key diff: an existing request file,
+// "-", or a key or key prefix.
+func checkKeyArg(env *cli.Env, arg string) error {
+	if arg == "-" {
+		return nil
+	}
+	if fileExists(env.Abs(arg)) {
+		return checkRequest(env, arg)
+	}
+	if checkKeyPrefix("key diff", arg) != nil {
+		return cli.Usagef("key diff: %q is neither a request file nor a key (a key or a unique prefix of at least %d hex digits)", arg, minKeyPrefix)
+	}
+	return nil
+}
+
 func runKeyDiff(ctx context.Context, env *cli.Env, o keyDiffOptions, a, b string) (err error) {
-	src := &keySource{env: env, cacheDir: o.cacheDir}
+	src := &keySource{env: env, cacheDir: o.cacheDir, wait: o.wait}
 	defer func() {
 		if src.store != nil {
 			if cerr := src.release(); cerr != nil && err == nil {
@@ -172,13 +220,127 @@ func runKeyDiff(ctx context.Context, env *cli.Env, o keyDiffOptions, a, b string
 	if err != nil {
 		return err
 	}
-	if o.json {
-		if diffs == nil {
-			diffs = []jit.Difference{}
-		}
-		return cli.WriteJSON(env.Stdout, diffs)
+	headers := headerDiffs(src.entries[a], src.entries[b], src.base)
+	for _, h := range headers {
+		diffs = append(diffs, jit.Difference{Name: "header " + h.path, A: h.a, B: h.b})
 	}
-	return writeDiffs(env.Stdout, diffs)
+	if o.json {
+		out := make([]diffJSON, 0, len(diffs))
+		for _, d := range diffs {
+			out = append(out, diffJSON{Name: d.Name, A: displayJSON(d.A), B: displayJSON(d.B)})
+		}
+		if err := cli.WriteJSON(env.Stdout, out); err != nil {
+			return err
+		}
+	} else {
+		if err := writeDiffs(env.Stdout, diffs); err != nil {
+			return err
+		}
+		if len(headers) > 0 && len(headers) == len(diffs) {
+			fmt.Fprintf(env.Stdout, "only headers differ: the key is the same; a build looks up the result of the new header set\n")
+		}
+	}
+	if len(diffs) > 0 {
+		// Like diff(1): 1 when the inputs differ.
+		return cli.Exit(cli.ExitFailure)
+	}
+	return nil
+}
+
+// diffJSON is one difference in key diff --json: the values as JSON
+// values (a string is a JSON string, a number a number), absent on the
+// side that lacks the input.
+type diffJSON struct {
+	Name string          `json:"name"`
+	A    json.RawMessage `json:"a,omitempty"`
+	B    json.RawMessage `json:"b,omitempty"`
+}
+
+// displayJSON turns a displayed value (jit.Display) into JSON: itself when
+// it is valid JSON, else as a JSON string (NaN, bytes, tuples).
+func displayJSON(s string) json.RawMessage {
+	if s == "" {
+		return nil
+	}
+	if json.Valid([]byte(s)) {
+		return json.RawMessage(s)
+	}
+	b, _ := json.Marshal(s)
+	return b
+}
+
+// headerDiff is a header whose digest differs between the latest header
+// variant of a stored key and the other side (another stored key's
+// latest variant, or the file as it is now).
+type headerDiff struct{ path, a, b string }
+
+// headerDiffs compares the header sets of the latest variants of the
+// stored build keys a and b (nil: a request, whose headers are the files
+// as they are now; relative header names are relative to its base
+// directory base).
+func headerDiffs(a, b *cache.Entry, base string) []headerDiff {
+	latest := func(e *cache.Entry) map[string]string {
+		if e == nil {
+			return nil
+		}
+		m := manifestOf(e)
+		if m == nil || len(m.Variants) == 0 {
+			return nil
+		}
+		out := map[string]string{}
+		for _, h := range m.Variants[0].Headers {
+			out[h.Path] = h.Digest
+		}
+		return out
+	}
+	ha, hb := latest(a), latest(b)
+	if ha == nil && hb == nil {
+		return nil
+	}
+	now := func(p string) string {
+		if !filepath.IsAbs(p) && base != "" {
+			p = filepath.Join(base, p)
+		}
+		d, err := fileSHA256(p)
+		if err != nil {
+			return ""
+		}
+		return d
+	}
+	var out []headerDiff
+	switch {
+	case ha != nil && hb != nil:
+		for _, p := range slices.Sorted(maps.Keys(ha)) {
+			if hb[p] != ha[p] {
+				out = append(out, headerDiff{p, quote(ha[p]), quote(hb[p])})
+			}
+		}
+		for _, p := range slices.Sorted(maps.Keys(hb)) {
+			if _, ok := ha[p]; !ok {
+				out = append(out, headerDiff{p, "", quote(hb[p])})
+			}
+		}
+	case ha != nil:
+		for _, p := range slices.Sorted(maps.Keys(ha)) {
+			if d := now(p); d != ha[p] {
+				out = append(out, headerDiff{p, quote(ha[p]), quote(d)})
+			}
+		}
+	default:
+		for _, p := range slices.Sorted(maps.Keys(hb)) {
+			if d := now(p); d != hb[p] {
+				out = append(out, headerDiff{p, quote(d), quote(hb[p])})
+			}
+		}
+	}
+	return out
+}
+
+func quote(s string) string {
+	if s == "" {
+		return ""
+	}
+	return strconv.Quote(s)
 }
 
 func writeDiffs(w io.Writer, diffs []jit.Difference) error {

@@ -5,11 +5,15 @@
 package main
 
 import (
+	"bytes"
 	"context"
+	"errors"
+	"io"
 	"os"
 	"slices"
 	"strings"
 
+	"github.com/ptojit/ptojit/api"
 	"github.com/ptojit/ptojit/cmd/internal/cli"
 	"github.com/ptojit/ptojit/cmd/internal/clientcmd"
 )
@@ -31,11 +35,41 @@ func program() *cli.Program {
 }
 
 func main() {
-	env := cli.OSEnv("ptojit")
-	args := os.Args[1:]
-	// Commands that use the store go to the daemon, as from the client.
-	if ok, err := clientcmd.ViaDaemon(env, args, os.Executable); ok {
-		os.Exit(cli.Report(env, "ptojit", err))
+	os.Exit(engineMain(context.Background(), cli.OSEnv("ptojit"), os.Args[1:], os.Executable))
+}
+
+// engineMain runs args: commands that use the store go to the daemon, as
+// from the client (engine starts it), once their flags and arguments have
+// been checked, so that a usage error starts nothing.
+func engineMain(ctx context.Context, env *cli.Env, args []string, engine func() (string, error)) int {
+	if len(args) > 0 && slices.Contains(api.DaemonServed, args[0]) && !clientcmd.DaemonDisabled(env, args) {
+		check := *env
+		check.CheckOnly = true
+		check.Stdin = strings.NewReader("")
+		if slices.Contains(args, "-") || slices.ContainsFunc(args, func(a string) bool { return strings.HasSuffix(a, "=-") }) {
+			// Standard input is read once: the check and the command
+			// each get the bytes.
+			b, err := io.ReadAll(io.LimitReader(env.Stdin, api.MaxDaemonRequest))
+			if err != nil {
+				return cli.Report(env, "ptojit", err)
+			}
+			check.Stdin = bytes.NewReader(b)
+			env.Stdin = bytes.NewReader(b)
+		}
+		check.Stdout, check.Stderr = io.Discard, io.Discard
+		if err := program().Run(ctx, &check, args); err != nil {
+			var ie *cli.InputError
+			if errors.As(err, &ie) {
+				// Invalid input fails the same way in this process,
+				// before any side effect, and answers as the command
+				// does (--json included).
+				return program().Main(ctx, env, args)
+			}
+			return cli.Report(env, "ptojit", err)
+		}
+		if ok, err := clientcmd.ViaDaemon(env, args, engine); ok {
+			return cli.Report(env, "ptojit", err)
+		}
 	}
-	os.Exit(program().Main(context.Background(), env, args))
+	return program().Main(ctx, env, args)
 }

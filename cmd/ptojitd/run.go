@@ -181,7 +181,7 @@ func buildForRun(ctx context.Context, env *cli.Env, o runOptions, req *api.Reque
 		}
 		return &resp, nil
 	}
-	store, release, storeErr, err := storeFor(ctx, env, o.cacheDir, false)
+	store, release, storeErr, err := storeFor(ctx, env, o.cacheDir, false, false)
 	if err != nil {
 		return nil, err
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -19,7 +20,9 @@ import (
 // TestMain lets scripts run the engine as "ptojit" (and "ptojitd") in a
 // subprocess of the test binary.
 func TestMain(m *testing.M) {
-	main := func() { os.Exit(program().Main(context.Background(), cli.OSEnv("ptojit"), os.Args[1:])) }
+	main := func() {
+		os.Exit(engineMain(context.Background(), cli.OSEnv("ptojit"), os.Args[1:], noEngine))
+	}
 	testscript.Main(m, map[string]func(){"ptojit": main, "ptojitd": main})
 }
 
@@ -99,4 +102,10 @@ func cmdSetenvJSON(ts *testscript.TestScript, neg bool, args []string) {
 		ts.Fatalf("%s has no string field %q", args[1], args[2])
 	}
 	ts.Setenv(args[0], s)
+}
+
+// noEngine stands for the engine executable in scripts: a script that
+// would start a daemon fails at once instead.
+func noEngine() (string, error) {
+	return "", errors.New("this test starts no daemon")
 }

@@ -125,7 +125,9 @@ func runToolchain(ctx context.Context, env *cli.Env, o toolchainOptions) error {
 	cfg := o.cfg
 	cfg.Getenv, cfg.Environ = env.Getenv, env.Environ
 	for _, p := range []*string{&cfg.PyptoRoot, &cfg.RuntimeRoot, &cfg.PtoIsaRoot, &cfg.PtoasRoot, &cfg.CannRoot} {
-		*p = joinDir(env.Dir, *p)
+		// The same normalization as a request's roots (api.Request.Resolve):
+		// absolute and lexically clean, so both give one digest.
+		*p = env.Abs(*p)
 	}
 	var dirs atomic.Int64
 	stop := startProgress(env, &dirs)
@@ -156,15 +158,6 @@ func runToolchain(ctx context.Context, env *cli.Env, o toolchainOptions) error {
 		return cli.Exit(cli.ExitFailure)
 	}
 	return nil
-}
-
-// joinDir resolves a relative path against the client's directory, joined
-// and not cleaned, so ".." stays for the filesystem.
-func joinDir(dir, p string) string {
-	if p == "" || dir == "" || strings.HasPrefix(p, "/") {
-		return p
-	}
-	return dir + "/" + p
 }
 
 // startProgress shows, on a terminal and once the capture has taken more

@@ -12,7 +12,7 @@ import (
 	"strings"
 )
 
-// Categories of an environment variable, as DESIGN.md "Environment registry"
+// Categories of an environment variable, as docs/design.md "Environment registry"
 // and the registry's users define them.
 const (
 	// Semantic values change the compiler's output: they go into the key.

@@ -211,12 +211,13 @@ class Client:
 
     def key_diff(self, a: Request, b: Request, cwd: str | os.PathLike[str] | None = None) -> list:
         """The inputs that differ between two keys, as ``ptojit key diff
-        --json`` lists them ([{"name", "a", "b"}...]). a and b are request
-        files or keys of stored entries (64 hex digits), or request dicts
-        (read with key(), relative paths against cwd)."""
+        --json`` lists them ([{"name", "a", "b"}...], the values as JSON
+        values; empty when nothing differs). a and b are request files or
+        keys of stored entries (or unique prefixes of 4+ hex digits), or
+        request dicts (read with key(), relative paths against cwd)."""
         if not isinstance(a, Mapping) and not isinstance(b, Mapping):
             code, out, err = self._run(["key", "diff", os.fspath(a), os.fspath(b), "--json", "--cache-dir", self.cache_dir], cwd, None)
-            if code != 0:
+            if code not in (0, 1):  # 1: inputs differ, as diff(1)
                 raise BuildError("error", _text(err) or f"ptojit key diff exited {code}", None, code)
             return _json_output(out, err, code)
         ra, rb = self.key(a, cwd), self.key(b, cwd)
@@ -424,7 +425,22 @@ def _diff_inputs(la: list, lb: list) -> list:
         for k in ("a", "b"):
             if d.get(k, None) == "":
                 del d[k]
+            elif k in d:
+                d[k] = _json_value(d[k])
     return out
+
+
+def _refuse_constant(name: str) -> Any:
+    raise ValueError(name)
+
+
+def _json_value(shown: str) -> Any:
+    """A displayed value as ptojit key diff --json prints it: the JSON value
+    it spells, else the text itself (NaN, bytes, tuples)."""
+    try:
+        return json.loads(shown, parse_constant=_refuse_constant)
+    except ValueError:
+        return shown
 
 
 _default: dict[str, Client] = {}

@@ -8,8 +8,12 @@
 //
 //	0  success
 //	1  failure, or an identity that is unavailable
-//	2  usage error (unknown command or flag, wrong arguments, invalid input
-//	   files such as an invalid environment registry)
+//	2  usage error or invalid input (unknown command or flag, wrong
+//	   arguments, a missing or invalid request, registry or input file)
+//
+// A command checks everything it was given before it touches anything: with
+// Env.CheckOnly set it returns after those checks (see Checked), which is how
+// a command is validated before a daemon is started for it.
 package cli
 
 import (
@@ -54,7 +58,14 @@ type Env struct {
 	// (the client's, when the daemon runs a command); "" means the
 	// process's own.
 	Dir string
+	// CheckOnly asks commands to check their flags and arguments and
+	// return before any side effect (see Checked).
+	CheckOnly bool
 }
+
+// Checked reports whether a command, having checked its flags and
+// arguments, should stop there because env only asks for the check.
+func (env *Env) Checked() bool { return env.CheckOnly }
 
 // Abs resolves a path given by the user against env.Dir.
 func (env *Env) Abs(p string) string {
@@ -121,6 +132,22 @@ func Usagef(format string, args ...any) error {
 	return &UsageError{Msg: fmt.Sprintf(format, args...)}
 }
 
+// InputError is invalid input a command was given (a request, a registry,
+// a file): exit code 2, without the usage hint, since the command line
+// itself was right.
+type InputError struct{ Err error }
+
+func (e *InputError) Error() string { return e.Err.Error() }
+func (e *InputError) Unwrap() error { return e.Err }
+
+// Invalid returns err as an InputError (nil stays nil).
+func Invalid(err error) error {
+	if err == nil {
+		return nil
+	}
+	return &InputError{Err: err}
+}
+
 // ExitError carries an explicit exit code. With a nil Err nothing more is
 // printed (the command already said what happened).
 type ExitError struct {
@@ -146,12 +173,13 @@ func Exit(code int) error { return &ExitError{Code: code} }
 func ExitCode(err error) int {
 	var ee *ExitError
 	var ue *UsageError
+	var ie *InputError
 	switch {
 	case err == nil:
 		return ExitOK
 	case errors.As(err, &ee):
 		return ee.Code
-	case errors.As(err, &ue):
+	case errors.As(err, &ue), errors.As(err, &ie):
 		return ExitUsage
 	default:
 		return ExitFailure
@@ -174,6 +202,58 @@ func VersionString() string {
 	return "devel"
 }
 
+// BuildInfo is what "version" reports: the version, where it came from, and
+// the build settings Go recorded (debug.ReadBuildInfo).
+type BuildInfo struct {
+	Program string `json:"program"`
+	// Version is the -ldflags value when set, else the module version
+	// ("(devel)" for a build from a checkout).
+	Version string `json:"version"`
+	// LdflagsVersion is the value set with -ldflags -X, if any.
+	LdflagsVersion string `json:"ldflags_version,omitempty"`
+	Module         string `json:"module"`
+	ModuleVersion  string `json:"module_version"`
+	GoVersion      string `json:"go_version"`
+	// Revision, Time and Modified come from the VCS stamp (vcs.revision,
+	// vcs.time, vcs.modified); empty when the build had none.
+	Revision string `json:"vcs_revision,omitempty"`
+	Time     string `json:"vcs_time,omitempty"`
+	Modified bool   `json:"vcs_modified"`
+	// Settings are every build setting, in Go's order.
+	Settings []BuildSetting `json:"settings"`
+}
+
+// BuildSetting is one key=value of the build information.
+type BuildSetting struct {
+	Key   string `json:"key"`
+	Value string `json:"value"`
+}
+
+// ReadBuildInfo returns the BuildInfo of this program.
+func ReadBuildInfo(prog string) *BuildInfo {
+	info := &BuildInfo{Program: prog, Version: VersionString(), LdflagsVersion: Version, Settings: []BuildSetting{}}
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		return info
+	}
+	info.Module, info.ModuleVersion, info.GoVersion = bi.Main.Path, bi.Main.Version, bi.GoVersion
+	if info.Version == "devel" && bi.Main.Version != "" {
+		info.Version = bi.Main.Version
+	}
+	for _, s := range bi.Settings {
+		info.Settings = append(info.Settings, BuildSetting{s.Key, s.Value})
+		switch s.Key {
+		case "vcs.revision":
+			info.Revision = s.Value
+		case "vcs.time":
+			info.Time = s.Value
+		case "vcs.modified":
+			info.Modified = s.Value == "true"
+		}
+	}
+	return info
+}
+
 // Program is a set of top-level commands.
 type Program struct {
 	Name     string // "ptojit"
@@ -183,7 +263,8 @@ type Program struct {
 	// (the client forwards those to the engine). It reports false when it
 	// does not know the command either.
 	Fallback func(ctx context.Context, env *Env, args []string) (bool, error)
-	// Extra lists commands that Fallback serves, for help output.
+	// Extra lists commands that Fallback serves, for help output; their
+	// help and the completion script come from Fallback too.
 	Extra []*Command
 }
 
@@ -194,7 +275,7 @@ func (p *Program) Main(ctx context.Context, env *Env, args []string) int {
 }
 
 // Report prints err (if any) to env.Stderr as the program prog and returns
-// the exit code for it.
+// the exit code for it. Only a usage error adds the hint to run help.
 func Report(env *Env, prog string, err error) int {
 	if err != nil {
 		var ee *ExitError
@@ -202,27 +283,51 @@ func Report(env *Env, prog string, err error) int {
 			fmt.Fprintf(env.Stderr, "%s: %v\n", prog, err)
 		}
 		var ue *UsageError
-		if errors.As(err, &ue) {
+		var ie *InputError
+		if errors.As(err, &ue) && !errors.As(err, &ie) {
 			fmt.Fprintf(env.Stderr, "Run '%s help' for usage.\n", prog)
 		}
 	}
 	return ExitCode(err)
 }
 
-// all returns every command the program lists, sorted by name.
+// all returns every command the program lists, sorted by name, the
+// built-in help, version and completion included.
 func (p *Program) all() []*Command {
 	all := append(slices.Clone(p.Commands), p.Extra...)
+	all = append(all, p.builtins()...)
 	slices.SortFunc(all, func(a, b *Command) int { return strings.Compare(a.Name, b.Name) })
 	return all
 }
 
+// find returns the command named name that this process runs: one of
+// Commands or a built-in.
 func (p *Program) find(name string) *Command {
 	for _, c := range p.Commands {
 		if c.Name == name {
 			return c
 		}
 	}
+	for _, c := range p.builtins() {
+		if c.Name == name {
+			return c
+		}
+	}
 	return nil
+}
+
+// forwarded reports whether name is one of the Extra commands that
+// Fallback serves.
+func (p *Program) forwarded(name string) bool {
+	if p.Fallback == nil {
+		return false
+	}
+	for _, c := range p.Extra {
+		if c.Name == name {
+			return true
+		}
+	}
+	return false
 }
 
 // Run runs the program and returns its error.
@@ -232,11 +337,10 @@ func (p *Program) Run(ctx context.Context, env *Env, args []string) error {
 		return Exit(ExitUsage)
 	}
 	switch args[0] {
-	case "help", "-h", "--help":
-		return p.help(env, args[1:])
-	case "version", "--version":
-		fmt.Fprintf(env.Stdout, "%s %s\n", p.Name, VersionString())
-		return nil
+	case "-h", "--help":
+		args = append([]string{"help"}, args[1:]...)
+	case "--version":
+		args = append([]string{"version"}, args[1:]...)
 	}
 	c := p.find(args[0])
 	if c == nil {
@@ -250,21 +354,120 @@ func (p *Program) Run(ctx context.Context, env *Env, args []string) error {
 	return p.runCommand(ctx, env, []string{p.Name}, c, args[1:])
 }
 
-func (p *Program) help(env *Env, words []string) error {
+// builtins are the commands every program has: help, version and
+// completion.
+func (p *Program) builtins() []*Command {
+	return []*Command{
+		{
+			Name:    "help",
+			Usage:   "help [COMMAND [SUBCOMMAND]]",
+			Summary: "show help for a command",
+			Long: `Prints the help of a command, the same text as "COMMAND --help"; without a
+command, the list of commands.`,
+			Setup: func(fs *pflag.FlagSet) RunFunc {
+				return func(ctx context.Context, env *Env, args []string) error {
+					return p.help(ctx, env, args)
+				}
+			},
+		},
+		{
+			Name:    "version",
+			Usage:   "version [--json]",
+			Summary: "print the version and how the program was built",
+			Long: `Prints the version (the -ldflags -X value when the build set one, else the
+module version, "(devel)" for a build from a checkout), the VCS revision
+and time the Go toolchain stamped, and every build setting.`,
+			Setup: func(fs *pflag.FlagSet) RunFunc {
+				asJSON := fs.Bool("json", false, "print JSON")
+				return func(ctx context.Context, env *Env, args []string) error {
+					if len(args) > 0 {
+						return Usagef("version: unexpected argument %q", args[0])
+					}
+					if env.Checked() {
+						return nil
+					}
+					info := ReadBuildInfo(p.Name)
+					if *asJSON {
+						return WriteJSON(env.Stdout, info)
+					}
+					return writeBuildInfo(env.Stdout, info)
+				}
+			},
+		},
+		{
+			Name:    "completion",
+			Usage:   "completion bash|zsh|fish",
+			Summary: "print a shell completion script",
+			Long: `Prints a completion script for the shell named. For example:
+
+  source <(ptojit completion bash)            # bash, this shell
+  ptojit completion zsh > "${fpath[1]}/_ptojit" # zsh
+  ptojit completion fish > ~/.config/fish/completions/ptojit.fish`,
+			Setup: func(fs *pflag.FlagSet) RunFunc {
+				return func(ctx context.Context, env *Env, args []string) error {
+					if len(args) != 1 || !slices.Contains([]string{"bash", "zsh", "fish"}, args[0]) {
+						return Usagef("completion: want one of bash, zsh, fish")
+					}
+					if env.Checked() {
+						return nil
+					}
+					if len(p.Extra) > 0 && p.Fallback != nil {
+						// The commands' flags live where they run.
+						if ok, err := p.Fallback(ctx, env, []string{"completion", args[0]}); ok {
+							return err
+						}
+					}
+					_, err := io.WriteString(env.Stdout, p.completion(args[0]))
+					return err
+				}
+			},
+		},
+	}
+}
+
+func writeBuildInfo(w io.Writer, info *BuildInfo) error {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s %s\n", info.Program, info.Version)
+	if info.Module != "" {
+		fmt.Fprintf(&b, "module    %s %s\n", info.Module, info.ModuleVersion)
+	}
+	if info.Revision != "" {
+		mod := ""
+		if info.Modified {
+			mod = " (modified)"
+		}
+		fmt.Fprintf(&b, "revision  %s%s %s\n", info.Revision, mod, info.Time)
+	} else {
+		fmt.Fprintf(&b, "revision  unknown (built outside a VCS checkout, or with -buildvcs=false)\n")
+	}
+	if info.GoVersion != "" {
+		fmt.Fprintf(&b, "go        %s\n", info.GoVersion)
+	}
+	for _, s := range info.Settings {
+		if strings.HasPrefix(s.Key, "vcs") {
+			continue
+		}
+		fmt.Fprintf(&b, "  %s=%s\n", s.Key, s.Value)
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// help prints the help of the command words name: the same text as
+// "words... --help" prints.
+func (p *Program) help(ctx context.Context, env *Env, words []string) error {
 	if len(words) == 0 {
 		p.printHelp(env.Stdout)
 		return nil
 	}
-	c := p.find(words[0])
-	if c == nil {
-		for _, x := range p.Extra {
-			if x.Name == words[0] {
-				c = x
-			}
+	if p.find(words[0]) == nil && p.forwarded(words[0]) {
+		if ok, err := p.Fallback(ctx, env, append(slices.Clone(words), "--help")); ok {
+			return err
 		}
 	}
+	c := p.find(words[0])
 	if c == nil {
-		return Usagef("unknown command %q", words[0])
+		return Usagef("help: unknown command %q", words[0])
 	}
 	path := []string{p.Name, c.Name}
 	for _, w := range words[1:] {
@@ -275,7 +478,7 @@ func (p *Program) help(env *Env, words []string) error {
 			}
 		}
 		if next == nil {
-			return Usagef("unknown command %q", strings.Join(append(path, w), " "))
+			return Usagef("help: unknown command %q", strings.Join(append(path[1:], w), " "))
 		}
 		c = next
 		path = append(path, w)
@@ -292,10 +495,12 @@ func (p *Program) printHelp(w io.Writer) {
 			fmt.Fprintf(w, "  %-12s %s\n", c.Name, c.Summary)
 		}
 	}
-	fmt.Fprintf(w, "  %-12s %s\n  %-12s %s\n", "help", "show help for a command", "version", "print the version")
 	fmt.Fprintf(w, "\nRun '%s help <command>' or '%s <command> --help' for details.\n", p.Name, p.Name)
-	fmt.Fprintf(w, "Exit codes: 0 success, 1 failure or unavailable identity, 2 usage error.\n")
+	fmt.Fprintf(w, "%s\n", exitCodesHelp)
 }
+
+// exitCodesHelp is the exit-code table every help that lists it prints.
+const exitCodesHelp = "Exit codes: 0 success; 1 failure, a difference, or an unavailable identity;\n2 usage error or invalid input (a missing or invalid request, registry or file)."
 
 // newFlagSet declares c's flags, plus --help, on a new flag set.
 func newFlagSet(path []string, c *Command) (*pflag.FlagSet, RunFunc, *bool) {
@@ -327,10 +532,16 @@ func (p *Program) runCommand(ctx context.Context, env *Env, path []string, c *Co
 		return Usagef("%s: %v", strings.Join(path[1:], " "), err)
 	}
 	if *help {
+		if env.Checked() {
+			return nil
+		}
 		printCommandHelp(env.Stdout, path, c, fs)
 		return nil
 	}
 	if run == nil {
+		if len(fs.Args()) > 0 {
+			return Usagef("unknown command %q", strings.Join(append(path[1:], fs.Args()[0]), " "))
+		}
 		printCommandHelp(env.Stderr, path, c, fs)
 		return Exit(ExitUsage)
 	}

@@ -1,6 +1,7 @@
 package clientcmd
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -64,6 +65,14 @@ func readsStdin(args []string) bool {
 // (every served command can be repeated safely); any other failure (a
 // directory or daemon that is not this user's, a protocol error such as a
 // request over the size limit) is reported and nothing is sent again.
+//
+// The caller must have checked args (cli.Env.CheckOnly) before: starting a
+// daemon is a side effect a usage error must not have. With a nil engine
+// (the thin client, which does not know the engine's flags) ViaDaemon only
+// uses a daemon that is already listening, and reports false when there is
+// none, so that the caller hands args to the engine, which checks them
+// and starts the daemon; standard input it had to read is then left in
+// env.Stdin.
 func ViaDaemon(env *cli.Env, args []string, engine func() (string, error)) (bool, error) {
 	if len(args) == 0 || !slices.Contains(api.DaemonServed, args[0]) || DaemonDisabled(env, args) {
 		return false, nil
@@ -96,12 +105,19 @@ func ViaDaemon(env *cli.Env, args []string, engine func() (string, error)) (bool
 		environ = os.Environ()
 	}
 	req := &api.DaemonRequest{Op: api.OpRun, Args: args, Dir: dir}
+	sock := api.SocketPath(ddir)
+	if engine == nil {
+		if fi, err := os.Stat(sock); err != nil || fi.Mode()&os.ModeSocket == 0 {
+			return false, nil
+		}
+	}
 	if readsStdin(args) {
 		b, err := io.ReadAll(io.LimitReader(env.Stdin, api.MaxDaemonRequest))
 		if err != nil {
 			return true, err
 		}
 		req.Stdin = b
+		env.Stdin = bytes.NewReader(b)
 	}
 	start := func() error {
 		exe, err := engine()
@@ -111,7 +127,6 @@ func ViaDaemon(env *cli.Env, args []string, engine func() (string, error)) (bool
 		return client.EnsureDaemon(client.Start{Dir: ddir, Engine: exe,
 			Args: []string{"daemon", "run", "--cache-dir", cacheDir, "--ready-fd", "3"}})
 	}
-	sock := api.SocketPath(ddir)
 	send := func() (*api.DaemonResponse, error) {
 		hello, err := client.Call(sock, &api.DaemonRequest{Op: api.OpHello})
 		if err != nil {
@@ -127,6 +142,9 @@ func ViaDaemon(env *cli.Env, args []string, engine func() (string, error)) (bool
 		return client.Call(sock, req)
 	}
 	resp, err := send()
+	if err != nil && engine == nil && errors.Is(err, client.ErrNoDaemon) {
+		return false, nil // nobody listens: the engine starts one
+	}
 	for started, resent := false, false; err != nil; {
 		var lost *client.DaemonLostError
 		switch {
@@ -139,6 +157,9 @@ func ViaDaemon(env *cli.Env, args []string, engine func() (string, error)) (bool
 			return true, fmt.Errorf("daemon: %w", err)
 		}
 		started = true
+		if engine == nil {
+			return false, nil
+		}
 		if serr := start(); serr != nil {
 			return true, serr
 		}

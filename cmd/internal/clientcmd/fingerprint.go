@@ -75,6 +75,9 @@ type fingerprintResult struct {
 }
 
 func runFingerprint(env *cli.Env, o fingerprintOptions, args []string) error {
+	if len(args) == 0 && !o.extra {
+		return cli.Usagef("fingerprint: want at least one PATH (only --extra takes none: the digest of no extra sources)")
+	}
 	if o.extraFingerprintSet && !o.extra {
 		return cli.Usagef("fingerprint: --extra-fingerprint needs --extra")
 	}

@@ -133,7 +133,7 @@ func TestFingerprintCommand(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &res); err != nil || res["digest"] != nil || !strings.Contains(res["unavailable"].(string), "broken symlink") {
 		t.Errorf("unavailable --json: %v %q", err, out)
 	}
-	if _, errs, code = runClient(t, dir, "fingerprint"); code != 1 || !strings.Contains(errs, "no content inputs") {
+	if _, errs, code = runClient(t, dir, "fingerprint"); code != 2 || !strings.Contains(errs, "want at least one PATH") {
 		t.Errorf("no PATH: code %d err %q", code, errs)
 	}
 

@@ -47,7 +47,7 @@ SPYC_PAYLOAD_INVALID) or unreadable file; 2 usage error, including an
 unknown platform (PLATFORM_UNSUPPORTED) or an empty runtime.
 
 Examples:
-  ptojit hashid --platform a2a3sim --runtime tensormap_and_ringbuffer out/vadd.callable
+  ptojit hashid --platform a2a3sim --runtime tensormap_and_ringbuffer testdata/examples/vadd/out/chip_callable.bin
   ptojit hashid --python task.spyc
   ptojit hashid check sha256:fec44f85016afb8fa70c11592b6af90b70f6575ee64242070b3684e7c9cc6abd`,
 		Setup: hashidSetup,

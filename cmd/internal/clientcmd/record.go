@@ -3,8 +3,10 @@ package clientcmd
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 
 	"github.com/spf13/pflag"
 
@@ -45,7 +47,7 @@ const recordInputHelp = `Input forms:
       one record per line (JSON Lines, or encoded records with --wire),
       one result printed per line; blank lines are errors.
 
-Input that is not valid exits 1 with the byte offset of the first problem
+Input that is not valid exits 2 (invalid input) with the byte offset of the first problem
 (and with --lines, the line number), printing nothing.
 Inputs are limited to 64 MiB and 512 levels of nesting.`
 
@@ -171,6 +173,9 @@ func runRecord(env *cli.Env, opts recordOptions) error {
 		name = "stdin"
 	}
 	b, err := readRecordInput(env, opts.file, name)
+	if errors.Is(err, fs.ErrNotExist) {
+		return cli.Invalid(err) // a missing input file, as a missing request
+	}
 	if err != nil {
 		return err
 	}
@@ -185,7 +190,7 @@ func runRecord(env *cli.Env, opts recordOptions) error {
 		}
 		out, err := recordOutput(nil, b, opts)
 		if err != nil {
-			return fmt.Errorf("%s: %w", name, err)
+			return cli.Invalid(fmt.Errorf("%s: %w", name, err))
 		}
 		_, err = env.Stdout.Write(out)
 		return err
@@ -199,7 +204,7 @@ func runRecord(env *cli.Env, opts recordOptions) error {
 			break // no lines at all
 		}
 		if out, err = recordOutput(out, line, opts); err != nil {
-			return fmt.Errorf("%s: line %d: %w", name, i+1, err)
+			return cli.Invalid(fmt.Errorf("%s: line %d: %w", name, i+1, err))
 		}
 	}
 	_, err = env.Stdout.Write(out)

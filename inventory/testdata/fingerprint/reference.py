@@ -1,5 +1,5 @@
 """A second, independent implementation of the content fingerprint records
-of DESIGN.md ("Content fingerprints"), written plainly with the Python
+of docs/design.md ("Content fingerprints"), written plainly with the Python
 standard library, for TestFingerprintReference to compare against.
 
 usage: reference.py [--python-only] PATH...

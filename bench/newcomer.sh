@@ -1,0 +1,178 @@
+#!/usr/bin/env bash
+# bench/newcomer.sh: the command line as a newcomer meets it.
+#
+# Clones this repository into a temporary directory, runs the README's
+# quick start there (build the binaries, build the example twice: a miss,
+# then a hit, then run it on child workers), then 36 bad inputs: usage
+# errors and invalid requests. For each bad input it checks that
+#   - it answers within a deadline (no hang),
+#   - it exits with the README's code (2 for these),
+#   - after it, no daemon runs and no directory was created for it,
+#   - its message names the file, the field or the argument at fault,
+#   - a request error does not end with the generic usage hint.
+# It prints one line per case and the totals; it exits 1 if any check
+# failed.
+#
+#   bench/newcomer.sh                 # clone, build, run everything
+#   NEWCOMER_BIN=DIR bench/newcomer.sh  # the bad inputs only, with the
+#                                     # ptojit and ptojitd in DIR (to
+#                                     # compare with another revision)
+#   NEWCOMER_GO_TEST=1 ...            # also run the README's go test ./...
+set -u
+REPO=$(cd "$(dirname "$0")/.." && pwd)
+T=$(mktemp -d)
+DEADLINE=${NEWCOMER_DEADLINE:-20}
+cleanup() {
+	# Stop the daemons this session started (their pids are in the daemon
+	# locks under $T) and remove the temporary directory.
+	for lock in $(find "$T" -name daemon.lock 2>/dev/null); do
+		pid=$(head -c 20 "$lock" | tr -dc 0-9)
+		[ -n "$pid" ] && kill "$pid" 2>/dev/null
+	done
+	sleep 0.2
+	rm -rf "$T"
+}
+trap cleanup EXIT
+
+# A newcomer's HOME and runtime directory, but this machine's Go caches
+# (the first build on a machine without them takes minutes more).
+export GOMODCACHE=$(go env GOMODCACHE) GOCACHE=$(go env GOCACHE) GOPATH=$(go env GOPATH)
+export XDG_RUNTIME_DIR=$T/run HOME=$T/home
+mkdir -m 0700 "$XDG_RUNTIME_DIR" "$HOME"
+unset PTOJIT_DAEMON PTOJIT_CACHE_READONLY PTOJIT_ENGINE
+
+if [ -n "${NEWCOMER_BIN:-}" ]; then
+	BIN=$(cd "$NEWCOMER_BIN" && pwd)
+	mkdir "$T/clone"
+	cp -r "$REPO/testdata" "$T/clone/"
+	cd "$T/clone"
+else
+	git clone -q "$REPO" "$T/clone" || exit 1
+	cd "$T/clone"
+	echo "== quick start (README): go build -o bin/ ./cmd/... && bin/ptojit build --request testdata/examples/vadd/request.json"
+	start=$(date +%s.%N)
+	timeout 1800 go build -o bin/ ./cmd/... || { echo "FAIL: go build"; exit 1; }
+	printf 'go build: %.1f s\n' "$(echo "$(date +%s.%N) - $start" | bc)"
+	BIN=$T/clone/bin
+	"$BIN/ptojit" version | head -3
+	export PTOJIT_CACHE_DIR=$T/cache
+	for want in miss hit; do
+		out=$(timeout 300 "$BIN/ptojit" build --request testdata/examples/vadd/request.json 2>&1)
+		rc=$?
+		echo "$out" | head -1
+		case "$(echo "$out" | head -1)" in
+		"$want"*) ;;
+		*) echo "FAIL: build $want: exit $rc"; echo "$out"; exit 1 ;;
+		esac
+	done
+	timeout 300 "$BIN/ptojit" run --request testdata/examples/vadd/request.json | head -3 || { echo "FAIL: run"; exit 1; }
+	if [ -n "${NEWCOMER_GO_TEST:-}" ]; then
+		timeout 3600 go test ./... || { echo "FAIL: go test ./..."; exit 1; }
+	fi
+	timeout 20 "$BIN/ptojit" daemon stop
+	for lock in $(find "$XDG_RUNTIME_DIR" -name daemon.lock); do
+		pid=$(head -c 20 "$lock" | tr -dc 0-9)
+		for _ in $(seq 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+	done
+	rm -rf "$XDG_RUNTIME_DIR/ptojit"
+	unset PTOJIT_CACHE_DIR
+fi
+
+# The bad requests: the example with one thing wrong.
+R=testdata/examples/vadd
+edit() { sed "$2" "$R/request.json" >"$R/$1"; }
+edit sig_string.json 's/"signature": \["IN", "IN", "OUT"\]/"signature": "IN IN OUT"/'
+edit funcid_string.json 's/"func_id": 1/"func_id": "one"/'
+edit sideways.json 's/"INOUT", "SCALAR"/"INOUT", "SIDEWAYS"/'
+edit no_platform.json '/"platform"/d'
+edit bogus.json 's/"runtime":/"bogus_field": 1, "runtime":/'
+edit literal.json 's/"a2a3sim"/tru/'
+edit missing_kernel.json 's/kernel_add.c/nope.c/'
+edit x86.json 's/"a2a3sim"/"x86"/'
+edit bad_symbol.json 's/"vadd_orch",/"1x",/'
+edit dup_funcid.json 's/"func_id": 1/"func_id": 0/'
+edit scalars.json 's/"scalar_count": 1/"scalar_count": 2/'
+head -c 120 "$R/request.json" >"$R/truncated.json"
+{ cat "$R/request.json"; echo '{}'; } >"$R/trailing.json"
+: >"$R/empty.json"
+echo '[1, 2]' >"$R/array.json"
+echo '{"a": }' >bad_record.json
+
+total=0 failed=0 hangs=0 strays=0 unnamed=0 wrongexit=0 hinted=0 maxms=0
+# bad NAME WANT_EXIT REGEX [request] -- ARGS...: one bad input, run with a
+# fresh cache directory of its own.
+bad() {
+	local name=$1 want=$2 re=$3 kind=$4
+	shift 5
+	total=$((total + 1))
+	local cdir=$T/fresh-$total stdin=/dev/null
+	if [ "$kind" = stdin ]; then stdin=$R/sideways.json; fi
+	local t0=$(date +%s%N)
+	PTOJIT_CACHE_DIR=$cdir timeout "$DEADLINE" "$BIN/ptojit" "$@" <"$stdin" >"$T/out" 2>"$T/err"
+	local rc=$? ms=$((($(date +%s%N) - t0) / 1000000)) bad=""
+	[ $ms -gt $maxms ] && maxms=$ms
+	if [ $rc -eq 124 ]; then bad="$bad hang"; hangs=$((hangs + 1)); fi
+	if [ $rc -ne "$want" ] && [ $rc -ne 124 ]; then bad="$bad exit=$rc"; wrongexit=$((wrongexit + 1)); fi
+	local stray=""
+	[ -e "$cdir" ] && stray="$stray cache-dir"
+	[ -e X ] && stray="$stray X/" && rm -rf X
+	if [ -n "$(ls -A "$XDG_RUNTIME_DIR/ptojit" 2>/dev/null)" ]; then
+		stray="$stray daemon-dir"
+		for lock in $(find "$XDG_RUNTIME_DIR" -name daemon.lock); do
+			pid=$(head -c 20 "$lock" | tr -dc 0-9)
+			[ -n "$pid" ] && kill -0 "$pid" 2>/dev/null && stray="$stray daemon(pid $pid)" && kill "$pid"
+		done
+		sleep 0.2
+		rm -rf "$XDG_RUNTIME_DIR/ptojit"
+	fi
+	if [ -n "$stray" ]; then bad="$bad stray:$stray"; strays=$((strays + 1)); fi
+	if ! grep -Eq -- "$re" "$T/err"; then bad="$bad unnamed"; unnamed=$((unnamed + 1)); fi
+	if [ "$kind" != usage ] && grep -q "for usage" "$T/err"; then bad="$bad usage-hint"; hinted=$((hinted + 1)); fi
+	if [ -n "$bad" ]; then
+		failed=$((failed + 1))
+		printf 'FAIL %-16s %5d ms exit %d:%s\n     %s\n' "$name" $ms $rc "$bad" "$(head -1 "$T/err")"
+	else
+		printf 'ok   %-16s %5d ms exit %d: %s\n' "$name" $ms $rc "$(head -1 "$T/err" | cut -c1-110)"
+	fi
+}
+
+echo "== bad inputs (deadline ${DEADLINE}s each)"
+bad unknown-flag 2 'unknown flag: --cache-dir' usage -- key --request $R/request.json --cache-dir X
+bad no-request 2 '--request' usage -- build --cache-dir X
+bad extra-arg 2 'unexpected argument "extra"' usage -- build --request $R/request.json extra
+bad no-such-file 2 'nonexist\.json' request -- build --request $R/nonexist.json
+bad empty 2 'empty\.json:1:1' request -- build --request $R/empty.json
+bad literal 2 'literal\.json:[0-9]+:[0-9]+: platform' request -- build --request $R/literal.json
+bad truncated 2 'truncated\.json:[0-9]+:[0-9]+' request -- build --request $R/truncated.json
+bad trailing 2 'trailing\.json:[0-9]+:[0-9]+' request -- build --request $R/trailing.json
+bad array 2 'array\.json:1:1: must be an object' request -- build --request $R/array.json
+bad sig-string 2 'sig_string\.json:[0-9]+:[0-9]+: kernels\[0\]\.signature: must be a list of directions' request -- build --request $R/sig_string.json
+bad funcid-string 2 'funcid_string\.json:[0-9]+:[0-9]+: kernels\[1\]\.func_id' request -- build --request $R/funcid_string.json
+bad sideways 2 'sideways\.json:[0-9]+:[0-9]+: kernels\[1\]\.signature\[1\]' request -- build --request $R/sideways.json
+bad no-platform 2 'no_platform\.json:[0-9]+:[0-9]+: platform: missing' request -- build --request $R/no_platform.json
+bad unknown-field 2 'bogus\.json:[0-9]+:[0-9]+: bogus_field' request -- build --request $R/bogus.json
+bad missing-kernel 2 'missing_kernel\.json:[0-9]+:[0-9]+: kernels\[0\]\.source: nope\.c' request -- build --request $R/missing_kernel.json
+bad x86 2 'x86\.json:[0-9]+:[0-9]+: platform' request -- build --request $R/x86.json
+bad bad-symbol 2 'bad_symbol\.json:[0-9]+:[0-9]+: orchestration\.function' request -- build --request $R/bad_symbol.json
+bad dup-funcid 2 'dup_funcid\.json:[0-9]+:[0-9]+: kernels\[1\]\.func_id' request -- build --request $R/dup_funcid.json
+bad scalar-count 2 'scalars\.json:[0-9]+:[0-9]+: scalar_count' request -- build --request $R/scalars.json
+bad stdin 2 '<stdin>:[0-9]+:[0-9]+: kernels\[1\]\.signature\[1\]' stdin -- build --request -
+bad key-request 2 'sideways\.json:[0-9]+:[0-9]+: kernels' request -- key --request $R/sideways.json
+bad key-diff-one 2 'want two arguments' usage -- key diff only_one
+bad key-diff-arg 2 '"zz" is neither a request file nor a key' usage -- key diff zz $R/request.json
+bad cache-show 2 '"zz" is not a key' usage -- cache show zz
+bad cache-extra 2 'unexpected argument "extra"' usage -- cache stats extra
+bad max-size 2 '--max-size' usage -- cache trim --max-size lots
+bad cache-sub 2 'unknown command "cache frobnicate"' usage -- cache frobnicate
+bad daemon-extra 2 'unexpected argument "extra"' usage -- daemon status extra
+bad fingerprint 2 'PATH' usage -- fingerprint
+bad envaudit-file 2 'nonexist\.py' request -- envaudit --registry _environment.json --scan .:py nonexist.py
+bad record 2 'bad_record\.json' request -- record encode bad_record.json
+bad command 2 'unknown command "nosuch"' usage -- nosuch
+bad help 2 'unknown command "nosuch"' usage -- help nosuch
+bad completion 2 'bash, zsh, fish' usage -- completion tcsh
+bad version 2 'unexpected argument "extra"' usage -- version extra
+bad policy 2 'fast' usage -- toolchain --policy fast
+
+echo "== $total bad inputs: $failed failed; $hangs hangs, $strays left a daemon or directory, $unnamed did not name the file/field/argument, $wrongexit wrong exit codes, $hinted request errors with the usage hint; slowest ${maxms} ms"
+[ $failed -eq 0 ]

@@ -1,0 +1,112 @@
+package main
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"io"
+	"os"
+
+	"github.com/ptojit/ptojit/cache"
+)
+
+// A build key's entry holds no outputs: its meta "manifest" (package jit,
+// direct mode) lists the header sets seen for the key, most recent first,
+// each with the key of the result entry that holds the outputs. These are
+// that JSON form, read here to make keys followable from the command line.
+
+type buildManifest struct {
+	Variants []manifestVariant `json:"variants"`
+}
+
+type manifestVariant struct {
+	Headers []manifestHeader `json:"headers"`
+	Result  string           `json:"result"`
+}
+
+type manifestHeader struct {
+	Path   string `json:"path"`
+	Digest string `json:"digest"`
+}
+
+// manifestOf returns the manifest of a build key's entry, or nil for a
+// result entry.
+func manifestOf(e *cache.Entry) *buildManifest {
+	s, ok := e.Meta["manifest"]
+	if !ok {
+		return nil
+	}
+	var m buildManifest
+	if json.Unmarshal([]byte(s), &m) != nil {
+		return &buildManifest{}
+	}
+	return &m
+}
+
+// entryKind is "build" for a build key's entry (its manifest), "result"
+// for the entry of one header variant, which holds the outputs.
+func entryKind(e *cache.Entry) string {
+	if manifestOf(e) != nil {
+		return "build"
+	}
+	return "result"
+}
+
+// variantJSON is one header variant of a build key in cache show: its
+// result entry and that entry's outputs.
+type variantJSON struct {
+	Result  string           `json:"result"`
+	Headers []manifestHeader `json:"headers"`
+	Outputs []outputJSON     `json:"outputs"`
+	// Missing says why the result entry could not be read.
+	Missing string `json:"missing,omitempty"`
+}
+
+// variantsOf reads the result entries a build key's manifest names.
+func variantsOf(ctx context.Context, s cache.Store, m *buildManifest) []variantJSON {
+	out := []variantJSON{}
+	for _, v := range m.Variants {
+		j := variantJSON{Result: v.Result, Headers: v.Headers, Outputs: []outputJSON{}}
+		if j.Headers == nil {
+			j.Headers = []manifestHeader{}
+		}
+		k, err := cache.ParseKey(v.Result)
+		var e *cache.Entry
+		if err == nil {
+			e, err = s.Entry(ctx, k)
+		}
+		if err != nil {
+			j.Missing = err.Error()
+		} else {
+			j.Outputs = toJSON(e, false).Outputs
+		}
+		out = append(out, j)
+	}
+	return out
+}
+
+// changedHeaders returns the headers of a variant whose contents differ
+// from the digests recorded (or that cannot be read).
+func changedHeaders(v manifestVariant) []string {
+	var out []string
+	for _, h := range v.Headers {
+		if d, err := fileSHA256(h.Path); err != nil || d != h.Digest {
+			out = append(out, h.Path)
+		}
+	}
+	return out
+}
+
+func fileSHA256(p string) (string, error) {
+	f, err := os.Open(p)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	h := sha256.New()
+	if _, err := io.Copy(h, f); err != nil {
+		return "", err
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
+}
