@@ -25,6 +25,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -67,7 +68,8 @@ func CallEnv(path string, req *api.DaemonRequest, environ []string) (*api.Daemon
 	var hpid int
 	if b, err := os.ReadFile(filepath.Join(filepath.Dir(path), api.HelloName)); err == nil {
 		var h api.DaemonResponse
-		if json.Unmarshal(b, &h) == nil && h.Protocol == api.DaemonProtocol && h.PID > 0 && h.EnvNames != nil {
+		if json.Unmarshal(b, &h) == nil && h.Protocol == api.DaemonProtocol && h.PID > 0 && h.EnvNames != nil &&
+			(h.Depends == "" || api.FileStamp(h.Depends) == h.DependsStamp) {
 			names, hpid = h.EnvNames, h.PID
 		}
 	}
@@ -84,7 +86,8 @@ func CallEnv(path string, req *api.DaemonRequest, environ []string) (*api.Daemon
 			}
 			names = hello.EnvNames
 		}
-		req.Env = api.FilterEnv(environ, names)
+		// The daemon's names, plus those this client's PTOJIT_PASS_ENV adds.
+		req.Env = api.FilterEnv(environ, append(slices.Clip(names), api.PassEnvFrom(environ)...))
 		return nil
 	})
 }

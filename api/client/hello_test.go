@@ -84,6 +84,26 @@ func TestCallEnv(t *testing.T) {
 	if got := run(); !slices.Equal(got, []string{api.OpRun}) {
 		t.Fatalf("with the daemon's hello file: ops %q, want run only", got)
 	}
+	// Names that depend on a settings file: used while the file is as
+	// stamped, asked again once it changed.
+	conf := filepath.Join(dir, "ptojit.conf")
+	if err := os.WriteFile(conf, []byte("pass_env = A\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	b, _ := json.Marshal(&api.DaemonResponse{Protocol: api.DaemonProtocol, PID: os.Getpid(), EnvNames: []string{"CC", "PATH"},
+		Depends: conf, DependsStamp: api.FileStamp(conf)})
+	if err := os.WriteFile(filepath.Join(dir, api.HelloName), b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if got := run(); !slices.Equal(got, []string{api.OpRun}) {
+		t.Fatalf("with an up-to-date settings file: ops %q, want run only", got)
+	}
+	if err := os.WriteFile(conf, []byte("pass_env = A, CCACHE_DIR\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if got := run(); !slices.Equal(got, []string{api.OpHello, api.OpRun}) {
+		t.Fatalf("with a changed settings file: ops %q, want hello then run", got)
+	}
 }
 
 func writeHelloFile(t *testing.T, dir string, pid int, names []string) {

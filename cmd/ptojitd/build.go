@@ -17,6 +17,7 @@ import (
 	"github.com/ptojit/ptojit/cache"
 	"github.com/ptojit/ptojit/cache/remote"
 	"github.com/ptojit/ptojit/cmd/internal/cli"
+	"github.com/ptojit/ptojit/internal/config"
 	"github.com/ptojit/ptojit/jit"
 	"github.com/ptojit/ptojit/toolchain"
 )
@@ -121,6 +122,13 @@ func checkSources(req *api.Request) error {
 // resolved against the request file's directory, or env's working
 // directory for standard input. An invalid request is a usage error.
 func readRequest(env *cli.Env, name string) (*api.Request, error) {
+	return readRequestIn(env, name, "")
+}
+
+// readRequestIn is readRequest for a command using the cache directory
+// cacheDir ("" for the daemon's or the default), whose settings file may
+// name the base directory.
+func readRequestIn(env *cli.Env, name, cacheDir string) (*api.Request, error) {
 	in, err := cli.OpenInput(env, name)
 	if err != nil {
 		var pe *os.PathError
@@ -146,15 +154,52 @@ func readRequest(env *cli.Env, name string) (*api.Request, error) {
 		return nil, err
 	}
 	if req.BaseDir == "" {
-		// The request's base_dir, else PTOJIT_BASE_DIR, else the project
-		// root of the request's directory.
-		if b := env.Getenv(jit.BaseDirVariable); b != "" {
-			req.BaseDir = env.Abs(b)
+		// The request's base_dir, else PTOJIT_BASE_DIR, else the
+		// settings file's base_dir, else the project root of the
+		// request's directory.
+		b, err := baseDirSetting(env, cacheDir)
+		if err != nil {
+			return nil, err
+		}
+		if b != "" {
+			req.BaseDir = b
 		} else {
 			req.BaseDir = api.DefaultBaseDir(dir)
 		}
 	}
 	return req, nil
+}
+
+// baseDirSetting returns the base directory env's settings name for a
+// command using cacheDir: PTOJIT_BASE_DIR (relative to env's directory),
+// else the settings file's base_dir (absolute), else "".
+func baseDirSetting(env *cli.Env, cacheDir string) (string, error) {
+	if b := env.Getenv(jit.BaseDirVariable); b != "" {
+		return env.Abs(b), nil
+	}
+	if cacheDir == "" {
+		cacheDir = engine.dir
+	}
+	if cacheDir == "" {
+		d, err := cache.DefaultDir(env.Getenv)
+		if err != nil {
+			return "", nil // no cache directory: no settings file
+		}
+		cacheDir = d
+	}
+	f, err := loadConfig(env.Abs(cacheDir))
+	if err != nil {
+		return "", err
+	}
+	for _, s := range config.Resolve(f, func(string) string { return "" }) {
+		if s.Key.Name == "base_dir" && s.Value != "" {
+			if !filepath.IsAbs(s.Value) {
+				return "", cli.Usagef("%s:%d: base_dir: %q is not an absolute path", f.Path, s.Line, s.Value)
+			}
+			return filepath.Clean(s.Value), nil
+		}
+	}
+	return "", nil
 }
 
 // engine holds what a long-lived engine process (the daemon) shares with
@@ -165,8 +210,10 @@ func readRequest(env *cli.Env, name string) (*api.Request, error) {
 var engine struct {
 	store      cache.Store
 	identities *toolchain.InstallationIdentityCache
-	// remote is the daemon's remote tier (nil without PTOJIT_REMOTE).
-	remote *remote.Remote
+	// remotes are the daemon's remote tiers, one per configuration its
+	// requests select; dir is its cache directory.
+	remotes *remoteTiers
+	dir     string
 	// storeErr is why the daemon could not open its store (store is nil):
 	// builds run uncached with a warning; cache clear wipes the
 	// directory and calls wiped.
@@ -270,38 +317,62 @@ func driverFor(env *cli.Env, store cache.Store, storeErr error, rt *remote.Remot
 // publications to the remote tier.
 const remoteDrain = 10 * time.Second
 
-// remoteFor returns the remote tier of a build command and the function
-// that ends it: the daemon's (ended when the daemon exits), or one opened
-// from PTOJIT_REMOTE for this command, which the returned function drains
-// (for at most remoteDrain, warning about what it dropped) and closes. No
-// tier is nil. A tier that cannot be configured is a warning: it can fail
-// no build.
-func remoteFor(env *cli.Env) (*remote.Remote, func()) {
-	if engine.store != nil {
-		return engine.remote, func() {}
+// remoteFor returns the remote tier of a build command using the cache
+// directory cacheDir ("" for the default) and the function that ends it.
+// The tier is the one the settings in force select (the client's
+// PTOJIT_REMOTE* variables, else the settings file's remote keys): in the
+// daemon, one of its tiers (kept open for later requests); else one opened
+// for this command, which the returned function drains (for at most
+// remoteDrain, warning about what it dropped) and closes. No tier is nil. A
+// tier that cannot be configured is a warning: it can fail no build.
+func remoteFor(env *cli.Env, cacheDir string) (*remote.Remote, func()) {
+	none := func() {}
+	if engine.storeErr != nil || (engine.store != nil && engine.remotes == nil) {
+		return nil, none
 	}
-	cfg, ok, err := remote.ConfigFromEnv(env.Getenv)
+	if cacheDir == "" && engine.dir != "" {
+		cacheDir = engine.dir
+	}
+	if cacheDir == "" {
+		d, err := cache.DefaultDir(env.Getenv)
+		if err != nil {
+			return nil, none
+		}
+		cacheDir = d
+	}
+	s, err := resolveSettings(env.Abs(cacheDir), env.Getenv)
+	if err != nil {
+		// storeFor has refused the same settings already.
+		return nil, none
+	}
+	rs, ok, err := remoteOf(s.list)
 	if err != nil {
 		fmt.Fprintf(env.Stderr, "ptojit: warning: remote cache disabled: %v\n", err)
-		return nil, func() {}
+		return nil, none
 	}
 	if !ok {
-		return nil, func() {}
+		return nil, none
+	}
+	if engine.remotes != nil {
+		r, err := engine.remotes.get(rs)
+		if err != nil {
+			fmt.Fprintf(env.Stderr, "ptojit: warning: remote cache disabled: %v\n", err)
+			return nil, none
+		}
+		return r, none
 	}
 	stderr := env.Stderr
+	cfg := rs.cfg
 	cfg.Warn = func(msg string) { fmt.Fprintf(stderr, "ptojit: warning: %s\n", msg) }
 	r, err := remote.New(cfg)
 	if err != nil {
 		fmt.Fprintf(env.Stderr, "ptojit: warning: remote cache disabled: %v\n", err)
-		return nil, func() {}
+		return nil, none
 	}
 	return r, func() {
-		ctx, cancel := context.WithTimeout(context.Background(), remoteDrain)
-		defer cancel()
-		if n := r.Drain(ctx); n > 0 {
-			fmt.Fprintf(stderr, "ptojit: warning: %d publications to the remote cache dropped after %s\n", n, remoteDrain)
-		}
-		_ = r.Close()
+		closeRemote(r, func(format string, args ...any) {
+			fmt.Fprintf(stderr, "ptojit: warning: "+format+"\n", args...)
+		})
 	}
 }
 
@@ -324,7 +395,7 @@ func openStore(ctx context.Context, env *cli.Env, dir string, readOnly, wait boo
 
 func runBuild(ctx context.Context, env *cli.Env, o buildOptions) error {
 	began := time.Now()
-	req, err := readRequest(env, o.request)
+	req, err := readRequestIn(env, o.request, o.cacheDir)
 	readUS := time.Since(began).Microseconds()
 	if err == nil {
 		err = checkSources(req)
@@ -346,7 +417,7 @@ func runBuild(ctx context.Context, env *cli.Env, o buildOptions) error {
 	if err != nil {
 		return err
 	}
-	rt, endRemote := remoteFor(env)
+	rt, endRemote := remoteFor(env, o.cacheDir)
 	storeUS := time.Since(t).Microseconds()
 	resp, buildErr := driverFor(env, store, storeErr, rt).Build(ctx, req)
 	t = time.Now()
