@@ -449,6 +449,13 @@ type Timings struct {
 	Compile  float64 `json:"compile"`
 	Publish  float64 `json:"publish"`
 	Total    float64 `json:"total"`
+	// Phases splits a build's time finer, in microseconds: request
+	// (validation), toolchain (the installation identity, memoized),
+	// sources, record (the key record's encoding), lookup (the key's
+	// entry), headers (the manifest's header variants), verify (reading
+	// the result's blobs, each verified against its digest), compile and
+	// output (writing or checking the output directory).
+	Phases map[string]int64 `json:"phases_us,omitempty"`
 }
 
 // Response is the answer to a build request.
@@ -481,22 +488,23 @@ type Response struct {
 
 // timingsJSON is the JSON form of Timings.
 type timingsJSON struct {
-	Identity        float64 `json:"identity"`
-	Lookup          float64 `json:"lookup"`
-	Compile         float64 `json:"compile"`
-	Publish         float64 `json:"publish"`
-	Total           float64 `json:"total"`
-	IdentitySeconds float64 `json:"identity_seconds"`
-	LookupSeconds   float64 `json:"lookup_seconds"`
-	CompileSeconds  float64 `json:"compile_seconds"`
-	PublishSeconds  float64 `json:"publish_seconds"`
-	TotalSeconds    float64 `json:"total_seconds"`
+	Identity        float64          `json:"identity"`
+	Lookup          float64          `json:"lookup"`
+	Compile         float64          `json:"compile"`
+	Publish         float64          `json:"publish"`
+	Total           float64          `json:"total"`
+	IdentitySeconds float64          `json:"identity_seconds"`
+	LookupSeconds   float64          `json:"lookup_seconds"`
+	CompileSeconds  float64          `json:"compile_seconds"`
+	PublishSeconds  float64          `json:"publish_seconds"`
+	TotalSeconds    float64          `json:"total_seconds"`
+	Phases          map[string]int64 `json:"phases_us,omitempty"`
 }
 
 // MarshalJSON writes the milliseconds and the seconds of every phase.
 func (t Timings) MarshalJSON() ([]byte, error) {
 	return json.Marshal(timingsJSON{t.Identity, t.Lookup, t.Compile, t.Publish, t.Total,
-		t.Identity / 1e3, t.Lookup / 1e3, t.Compile / 1e3, t.Publish / 1e3, t.Total / 1e3})
+		t.Identity / 1e3, t.Lookup / 1e3, t.Compile / 1e3, t.Publish / 1e3, t.Total / 1e3, t.Phases})
 }
 
 // UnmarshalJSON reads the milliseconds (the seconds repeat them).
@@ -505,6 +513,6 @@ func (t *Timings) UnmarshalJSON(b []byte) error {
 	if err := json.Unmarshal(b, &j); err != nil {
 		return err
 	}
-	*t = Timings{j.Identity, j.Lookup, j.Compile, j.Publish, j.Total}
+	*t = Timings{j.Identity, j.Lookup, j.Compile, j.Publish, j.Total, j.Phases}
 	return nil
 }

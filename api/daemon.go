@@ -72,6 +72,55 @@ type DaemonResponse struct {
 	// with OpRun (those of the environment registry), sorted. A client
 	// sends these and no others.
 	EnvNames []string `json:"env_names,omitempty"`
+	// For the hello file (HelloName): EnvNames depend on this file (the
+	// settings file's pass_env), and were computed when FileStamp of it
+	// was DependsStamp. A client whose FileStamp differs asks OpHello.
+	Depends      string `json:"depends,omitempty"`
+	DependsStamp string `json:"depends_stamp,omitempty"`
+}
+
+// FileStamp identifies the state of the file at path by its stat data
+// (size, modification time and, where the system has them, device, inode
+// and change time), "absent" when it does not exist. A file rewritten in
+// place or replaced gets another stamp.
+func FileStamp(path string) string {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return "absent"
+	}
+	return fmt.Sprintf("%d:%d:%s", fi.Size(), fi.ModTime().UnixNano(), sysStamp(fi))
+}
+
+// PassEnvVariable lists extra variables (PassEnvNames) a client sends with
+// its requests, beyond those the daemon names in its hello reply; it
+// overrides the pass_env setting for that request.
+const PassEnvVariable = "PTOJIT_PASS_ENV"
+
+// PassEnvNames parses a pass_env value: variable names separated by commas
+// or white space. A name that is not [A-Za-z_][A-Za-z0-9_]* is an error.
+func PassEnvNames(v string) ([]string, error) {
+	var out []string
+	for _, n := range strings.FieldsFunc(v, func(r rune) bool { return r == ',' || r == ' ' || r == '\t' }) {
+		for i, c := range n {
+			if !(c == '_' || 'A' <= c && c <= 'Z' || 'a' <= c && c <= 'z' || i > 0 && '0' <= c && c <= '9') {
+				return nil, fmt.Errorf("%q is not a variable name", n)
+			}
+		}
+		out = append(out, n)
+	}
+	return out, nil
+}
+
+// PassEnvFrom returns the names environ's PTOJIT_PASS_ENV lists (none when
+// it is unset or invalid).
+func PassEnvFrom(environ []string) []string {
+	for _, kv := range environ {
+		if v, ok := strings.CutPrefix(kv, PassEnvVariable+"="); ok {
+			names, _ := PassEnvNames(v)
+			return names
+		}
+	}
+	return nil
 }
 
 // FilterEnv returns the entries of environ ("NAME=value") whose name is in
@@ -219,4 +268,9 @@ const (
 	LockName      = "daemon.lock" // held by the running daemon
 	StartLockName = "start.lock"
 	LogName       = "daemon.log"
+	// HelloName is the daemon's OpHello reply as a file (a DaemonResponse
+	// with PID and EnvNames), written before the daemon listens, so that a
+	// client that finds there the pid of the daemon it connected to needs
+	// no OpHello round trip.
+	HelloName = "hello.json"
 )

@@ -1,24 +1,43 @@
 #!/usr/bin/env bash
-# Warm-hit latency: `ptojit build` of the shipped example answered by the
-# daemon from the cache, with the full content-policy toolchain identity,
-# against a `ccache gcc -c` direct-mode hit on one of the same kernels.
-# Both run interleaved, round after round, in one process (bench/cmdtime).
+# Warm-hit latency, in one interleaved run: one Python process runs, round
+# after round, each of
 #
-#   bash bench/hit_latency.sh [ROUNDS]
+#   cli       `ptojit build` of the shipped example (static client, full
+#             content-policy identity), answered by the daemon from the cache
+#   ccache    `ccache gcc -c` of one of its kernels, a direct-mode hit
+#             (both started with os.posix_spawn, as a shell or make would)
+#   client    ptojit.Client.build of the same request (the daemon socket,
+#             no process start)
+#   ccache.py subprocess.run(["ccache", "gcc", "-c", ...]) of that kernel
+#
+# and prints the median and p90 of each, the ratios cli/ccache and
+# client/ccache.py, and the daemon's share: the median of the build's own
+# timings (timings.total and timings.phases_us of the client's responses).
+#
+#   bash bench/hit_latency.sh [ROUNDS]    (default 300)
+#   bash bench/hit_latency.sh --smoke     a few rounds: checks that the script
+#                                         works, asserts no timing
 set -euo pipefail
 cd "$(dirname "$0")/.."
 rounds=${1:-300}
-
-if ! command -v ccache >/dev/null; then
-  apt-get update -qq && apt-get install -y -qq ccache >/dev/null
+smoke=0
+if [ "$rounds" = --smoke ]; then
+  smoke=1
+  rounds=3
 fi
 
-work=$(mktemp -d /tmp/ptojit-hit.XXXXXX)
+if ! command -v ccache >/dev/null; then
+  sudo=""
+  if [ "$(id -u)" != 0 ]; then sudo=sudo; fi
+  $sudo apt-get update -qq && DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq ccache >/dev/null
+fi
+
+work=$(mktemp -d "${TMPDIR:-/tmp}/ptojit-hit.XXXXXX")
 trap 'PTOJIT_CACHE_DIR=$work/cache "$work/bin/ptojit" daemon stop >/dev/null 2>&1 || true; rm -rf "$work"' EXIT
-# The client as the README installs it: static (CGO_ENABLED=0), so it starts
+# The client as the README builds it: static (CGO_ENABLED=0), so it starts
 # without the dynamic loader.
 CGO_ENABLED=0 go build -o "$work/bin/" ./cmd/ptojit
-go build -o "$work/bin/" ./cmd/ptojitd ./bench/cmdtime
+go build -o "$work/bin/" ./cmd/ptojitd
 cp -r testdata/examples "$work/examples"
 rm -rf "$work/examples/vadd/out"
 
@@ -26,20 +45,77 @@ export PTOJIT_CACHE_DIR=$work/cache
 export XDG_RUNTIME_DIR=$work/run
 export CCACHE_DIR=$work/ccache
 export CCACHE_NOHASHDIR=1
-req=$work/examples/vadd/request.json
-kernel=$work/examples/vadd/kernel_add.c
-inc=$work/examples/toolchain/runtime/include
-
-# Prime both caches: a miss each, then the hits are measured.
-"$work/bin/ptojit" build --request "$req" >/dev/null
-"$work/bin/ptojit" build --request "$req" | head -1
-ccache gcc -std=gnu11 -O2 -fPIC -I"$inc" -c "$kernel" -o "$work/k.o"
-ccache gcc -std=gnu11 -O2 -fPIC -I"$inc" -c "$kernel" -o "$work/k.o"
-ccache --zero-stats >/dev/null
+export PATH=$work/bin:$PATH
+export PYTHONPATH=$PWD/python
 
 echo "machine: $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg)"
-"$work/bin/cmdtime" -n "$rounds" -- \
-  "$work/bin/ptojit build --request $req" -- \
-  "ccache gcc -std=gnu11 -O2 -fPIC -I$inc -c $kernel -o $work/k.o"
+python3 - "$rounds" "$work" "$smoke" <<'PY'
+import os, statistics, subprocess, sys, time
+import ptojit
+
+rounds, work, smoke = int(sys.argv[1]), sys.argv[2], sys.argv[3] == "1"
+req = f"{work}/examples/vadd/request.json"
+kernel = f"{work}/examples/vadd/kernel_add.c"
+inc = f"{work}/examples/toolchain/runtime/include"
+ccache = ["ccache", "gcc", "-std=gnu11", "-O2", "-fPIC", f"-I{inc}", "-c", kernel, "-o", f"{work}/k.o"]
+cli = [f"{work}/bin/ptojit", "build", "--request", req]
+ccache_exe = subprocess.run(["sh", "-c", "command -v ccache"], capture_output=True, text=True, check=True).stdout.strip()
+c = ptojit.Client()
+null = os.open(os.devnull, os.O_WRONLY)
+daemon_ms, phases = [], {}
+
+
+def spawn(argv):
+    exe = argv[0] if os.path.isabs(argv[0]) else ccache_exe
+    def f():
+        pid = os.posix_spawn(exe, argv, os.environ, file_actions=[(os.POSIX_SPAWN_DUP2, null, 1)])
+        _, status = os.waitpid(pid, 0)
+        if os.waitstatus_to_exitcode(status) != 0:
+            raise SystemExit(f"{argv[0]} failed")
+    return f
+
+
+def client():
+    r = c.build(req)
+    if r["status"] != "hit":
+        raise SystemExit(f"Client.build: {r['status']}, want hit")
+    daemon_ms.append(r["timings"]["total"])
+    for k, v in (r["timings"].get("phases_us") or {}).items():
+        phases.setdefault(k, []).append(v)
+
+
+def ccache_py():
+    subprocess.run(ccache, check=True, stdout=subprocess.DEVNULL)
+
+
+cases = {"cli": spawn(cli), "ccache": spawn(ccache), "client": client, "ccache.py": ccache_py}
+# Prime: a miss each, then hits only.
+c.build(req)
+subprocess.run(ccache, check=True)
+subprocess.run(ccache, check=True)
+out = subprocess.run(cli, check=True, capture_output=True, text=True).stdout
+if not out.startswith("hit"):
+    raise SystemExit(f"ptojit build: {out.splitlines()[:1]}, want a hit")
+for f in cases.values():  # untimed rounds
+    f()
+daemon_ms.clear(); phases.clear()
+times = {k: [] for k in cases}
+for _ in range(rounds):
+    for k, f in cases.items():
+        t = time.perf_counter()
+        f()
+        times[k].append((time.perf_counter() - t) * 1e3)
+med = {k: statistics.median(v) for k, v in times.items()}
+print(f"{rounds} interleaved rounds, ms")
+for k, v in times.items():
+    v.sort()
+    print(f"  {k:9s} median {med[k]:7.3f}  p90 {v[int(len(v) * 0.9)]:7.3f}")
+print(f"  cli / ccache        {med['cli'] / med['ccache']:5.2f}x  (target <= 0.5x)")
+print(f"  client / ccache.py  {med['client'] / med['ccache.py']:5.2f}x  (target <= 0.2x)")
+d = statistics.median(daemon_ms)
+print(f"  daemon's own work per hit: median {d:.3f} ms ({d / med['cli']:.0%} of cli, {d / med['client']:.0%} of client)")
+print("  phases (median µs): " + ", ".join(f"{k} {statistics.median(v):.0f}" for k, v in phases.items()))
+if smoke:
+    print("smoke run: the script works; no timing is asserted")
+PY
 echo "ccache: $(ccache --print-stats | grep -E '^(direct_cache_hit|preprocessed_cache_hit|cache_miss)' | tr '\t\n' '= ')"
-"$work/bin/ptojit" daemon status | sed -n '1,3p'

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 	"time"
 )
 
@@ -50,6 +51,78 @@ func entrySum(key Key, body []byte) [sha256.Size]byte {
 
 // errEntry is wrapped by every decoding error.
 var errEntry = errors.New("entry corrupt")
+
+// EncodeEntry returns the stored form of e, bound to e.Key: the bytes a
+// local store keeps and the remote tier holds, which DecodeEntry reads
+// back. An entry over a limit, or with an output name or mode DecodeEntry
+// would refuse, is an error.
+func EncodeEntry(e *Entry) ([]byte, error) {
+	if err := checkShape(e); err != nil {
+		return nil, err
+	}
+	b := encodeEntry(e)
+	if len(b) > maxEntryBytes {
+		return nil, fmt.Errorf("entry of %d bytes exceeds %d", len(b), maxEntryBytes)
+	}
+	return b, nil
+}
+
+// DecodeEntry decodes the stored form of the entry under key and verifies
+// it exactly as every local read does: its digest (which binds it to key)
+// first, then its syntax, every limit, and its output names and modes.
+// Any error wraps ErrEntryCorrupt: the entry is damaged and must not be
+// used. The result does not alias b.
+func DecodeEntry(key Key, b []byte) (*Entry, error) { return decodeEntry(key, b) }
+
+// ErrEntryCorrupt is wrapped by every error of DecodeEntry.
+var ErrEntryCorrupt = errEntry
+
+// checkShape checks what DecodeEntry checks of a decoded entry beyond its
+// syntax: limits, output names (distinct plain file names) and modes
+// (permission bits only).
+func checkShape(e *Entry) error {
+	switch {
+	case len(e.Record) > MaxRecordBytes:
+		return fmt.Errorf("record of %d bytes exceeds %d", len(e.Record), MaxRecordBytes)
+	case len(e.Outputs) > MaxOutputs:
+		return fmt.Errorf("%d outputs exceed %d", len(e.Outputs), MaxOutputs)
+	case len(e.Meta) > MaxMetaPairs:
+		return fmt.Errorf("%d meta pairs exceed %d", len(e.Meta), MaxMetaPairs)
+	case e.CompileTime < 0:
+		return errors.New("negative compile time")
+	}
+	for k, v := range e.Meta {
+		if len(k) > MaxMetaBytes || len(v) > MaxMetaBytes {
+			return fmt.Errorf("meta %.40q exceeds %d bytes", k, MaxMetaBytes)
+		}
+	}
+	seen := make(map[string]bool, len(e.Outputs))
+	for _, o := range e.Outputs {
+		if msg := checkOutput(o); msg != "" {
+			return errors.New(msg)
+		}
+		if seen[o.Name] {
+			return fmt.Errorf("output name %q appears twice", o.Name)
+		}
+		seen[o.Name] = true
+	}
+	return nil
+}
+
+// checkOutput returns why o cannot be part of an entry, or "".
+func checkOutput(o Output) string {
+	switch {
+	case o.Name == "" || len(o.Name) > MaxNameBytes:
+		return fmt.Sprintf("output name %.40q must have 1 to %d bytes", o.Name, MaxNameBytes)
+	case strings.ContainsAny(o.Name, "/\x00") || o.Name == "." || o.Name == "..":
+		return fmt.Sprintf("output name %q is not a plain file name", o.Name)
+	case o.Mode&^0o777 != 0:
+		return fmt.Sprintf("output %s: mode %o has more than permission bits", o.Name, o.Mode)
+	case o.Size < 0:
+		return fmt.Sprintf("output %s: negative size", o.Name)
+	}
+	return ""
+}
 
 func encodeEntry(e *Entry) []byte {
 	b := encodeEntryBody(e)
@@ -176,6 +249,7 @@ func decodeEntryBody(key Key, b []byte) (*Entry, error) {
 		e.Record = bytes.Clone(r)
 	}
 	n := d.uvarint("output count", MaxOutputs)
+	names := make(map[string]bool, min(n, 64))
 	for i := uint64(0); i < n && d.err == nil; i++ {
 		var o Output
 		o.Name = string(d.bytes("output name", MaxNameBytes))
@@ -188,6 +262,14 @@ func decodeEntryBody(key Key, b []byte) (*Entry, error) {
 			d.b = d.b[len(o.Digest):]
 		}
 		o.Mode = uint32(d.uvarint("output mode", 1<<32-1))
+		if d.err == nil {
+			if msg := checkOutput(o); msg != "" {
+				d.fail("%s", msg)
+			} else if names[o.Name] {
+				d.fail("output name %q appears twice", o.Name)
+			}
+			names[o.Name] = true
+		}
 		e.Outputs = append(e.Outputs, o)
 	}
 	n = d.uvarint("meta count", MaxMetaPairs)
@@ -268,8 +350,8 @@ func prepare(e *Entry, data [][]byte, now time.Time) (*Entry, map[Digest][]byte,
 	names := make(map[string]bool, len(data))
 	for i := range c.Outputs {
 		o := &c.Outputs[i]
-		if o.Name == "" || len(o.Name) > MaxNameBytes {
-			return nil, nil, bad(o.Name, "name must have 1 to %d bytes", MaxNameBytes)
+		if msg := checkOutput(*o); msg != "" {
+			return nil, nil, bad(o.Name, "%s", msg)
 		}
 		if names[o.Name] {
 			return nil, nil, bad(o.Name, "duplicate output name")

@@ -168,3 +168,44 @@ func TestEnvOptions(t *testing.T) {
 		}
 	}
 }
+
+// TestEntryShape: an entry whose digest matches but whose output names or
+// modes could write outside the output directory, or set more than
+// permission bits, is refused by DecodeEntry (and never written by
+// EncodeEntry or Put).
+func TestEntryShape(t *testing.T) {
+	for _, o := range [][]Output{
+		{{Name: "../x", Size: 1}},
+		{{Name: "a/b", Size: 1}},
+		{{Name: "..", Size: 1}},
+		{{Name: "x\x00", Size: 1}},
+		{{Name: "x", Size: 1, Mode: 0o4755}},
+		{{Name: "x", Size: 1}, {Name: "x", Size: 1}},
+	} {
+		e := &Entry{Key: Key{3}, Outputs: o, Created: time.Unix(1, 0)}
+		if _, err := DecodeEntry(e.Key, encodeEntry(e)); !errors.Is(err, ErrEntryCorrupt) {
+			t.Errorf("%+v decoded: %v", o, err)
+		}
+		if _, err := EncodeEntry(e); err == nil {
+			t.Errorf("%+v encoded", o)
+		}
+		data := make([][]byte, len(o))
+		for i := range data {
+			data[i] = []byte("d")
+		}
+		if _, _, err := prepare(e, data, time.Unix(1, 0)); err == nil {
+			t.Errorf("%+v prepared for Put", o)
+		}
+	}
+	good := &Entry{Key: Key{3}, Outputs: []Output{{Name: "kernel_0.so", Size: 1, Mode: 0o755}}, Created: time.Unix(1, 0)}
+	b, err := EncodeEntry(good)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := DecodeEntry(good.Key, b); err != nil || got.Outputs[0] != good.Outputs[0] {
+		t.Fatalf("round trip: %+v, %v", got, err)
+	}
+	if _, err := DecodeEntry(Key{4}, b); !errors.Is(err, ErrEntryCorrupt) {
+		t.Errorf("decoded under another key: %v", err)
+	}
+}

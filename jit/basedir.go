@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 
 	"github.com/ptojit/ptojit/api"
 	"github.com/ptojit/ptojit/inventory"
@@ -171,6 +172,23 @@ func (b baseDir) extraSourcesDigest(paths []string, extra inventory.Value) (inve
 	return inventory.Digest(inventory.T(inventory.Str("extra_sources"), inventory.Str(b.contentDigest(c.Roots).String()), extra))
 }
 
+// componentMemo remembers componentDigest's answers: re-encoding the
+// content records of an installation (thousands of files for a compiler)
+// costs milliseconds, and a component's digest covers its content records,
+// so the digest and the base directory determine the answer.
+var componentMemo struct {
+	mu sync.Mutex
+	m  map[componentMemoKey]inventory.Sum
+}
+
+type componentMemoKey struct {
+	name           string
+	digest         inventory.Sum
+	base, resolved string
+}
+
+const maxComponentMemo = 4096
+
 // componentDigest is the component's digest with its content evidence in
 // the relative form; components without content evidence keep theirs.
 func (b baseDir) componentDigest(c toolchain.ComponentIdentity) inventory.Sum {
@@ -180,6 +198,25 @@ func (b baseDir) componentDigest(c toolchain.ComponentIdentity) inventory.Sum {
 	if _, ok := c.Evidence["content"]; !ok {
 		return c.Digest
 	}
+	k := componentMemoKey{c.Name, c.Digest, b.dir, b.resolved}
+	componentMemo.mu.Lock()
+	sum, ok := componentMemo.m[k]
+	componentMemo.mu.Unlock()
+	if ok {
+		return sum
+	}
+	sum = b.relComponentDigest(c)
+	componentMemo.mu.Lock()
+	if componentMemo.m == nil || len(componentMemo.m) >= maxComponentMemo {
+		componentMemo.m = map[componentMemoKey]inventory.Sum{}
+	}
+	componentMemo.m[k] = sum
+	componentMemo.mu.Unlock()
+	return sum
+}
+
+// relComponentDigest computes componentDigest.
+func (b baseDir) relComponentDigest(c toolchain.ComponentIdentity) inventory.Sum {
 	ev := make(inventory.Dict, len(c.Evidence))
 	for k, v := range c.Evidence {
 		ev[k] = v

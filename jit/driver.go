@@ -117,6 +117,25 @@ func New(opt Options) *Driver {
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 
+// phases times a build's phases (api.Timings.Phases). A nil *phases
+// times nothing.
+type phases struct {
+	m map[string]int64
+	t time.Time
+}
+
+func newPhases() *phases { return &phases{m: map[string]int64{}, t: time.Now()} }
+
+// mark adds the time since the last mark to phase name.
+func (p *phases) mark(name string) {
+	if p == nil {
+		return
+	}
+	now := time.Now()
+	p.m[name] += now.Sub(p.t).Microseconds()
+	p.t = now
+}
+
 // RequestError is a request that cannot be built as written (a missing
 // source, a relative path). Field names the request field.
 type RequestError = api.FieldError
@@ -159,7 +178,9 @@ func errorKind(err error) string {
 func (d *Driver) build(ctx context.Context, req *api.Request, resp *api.Response) error {
 	began := time.Now()
 	t := began
-	id, err := d.identify(ctx, req)
+	ph := newPhases()
+	resp.Timings.Phases = ph.m
+	id, err := d.identify(ctx, req, ph)
 	resp.Timings.Identity = ms(time.Since(t))
 	if err != nil {
 		return err
@@ -184,7 +205,7 @@ func (d *Driver) build(ctx context.Context, req *api.Request, resp *api.Response
 	}
 
 	t = time.Now()
-	hit, why, err := d.lookup(ctx, id)
+	hit, why, err := d.lookupPhases(ctx, id, ph)
 	resp.Timings.Lookup = ms(time.Since(t))
 	if err != nil {
 		// The store can fail; the build cannot. A cancelled build is
@@ -216,10 +237,12 @@ func (d *Driver) build(ctx context.Context, req *api.Request, resp *api.Response
 		}
 		resp.Timings.Compile = r.compileMS
 		resp.Timings.Lookup += r.remoteMS
+		ph.mark("compile")
 	}
 	t = time.Now()
 	err = d.answer(req, r.outs, r.data, resp)
 	resp.Timings.Publish = r.publishMS + ms(time.Since(t))
+	ph.mark("output")
 	if err != nil {
 		return err
 	}
@@ -395,10 +418,16 @@ func resultRecord(keyRecord inventory.Value, headers []headerDigest) inventory.V
 // the empty header set is looked up, which exists only for sources that
 // include nothing. The store counts the one Get as a hit or a miss.
 func (d *Driver) lookup(ctx context.Context, id *identity) (*cache.Hit, string, error) {
-	rk, why, err := d.resultKey(ctx, id)
+	return d.lookupPhases(ctx, id, nil)
+}
+
+// lookupPhases is lookup that times its phases in ph.
+func (d *Driver) lookupPhases(ctx context.Context, id *identity, ph *phases) (*cache.Hit, string, error) {
+	rk, why, err := d.resultKeyPhases(ctx, id, ph)
 	if err != nil {
 		return nil, "", err
 	}
+	defer ph.mark("verify")
 	return d.get(ctx, rk, why)
 }
 
@@ -437,10 +466,17 @@ func (d *Driver) lookupQuiet(ctx context.Context, id *identity) (*cache.Hit, str
 // resultKey returns the key of the result entry to read and, when no
 // header variant matched, why.
 func (d *Driver) resultKey(ctx context.Context, id *identity) (cache.Key, string, error) {
+	return d.resultKeyPhases(ctx, id, nil)
+}
+
+// resultKeyPhases is resultKey that times its phases in ph.
+func (d *Driver) resultKeyPhases(ctx context.Context, id *identity, ph *phases) (cache.Key, string, error) {
+	defer ph.mark("headers")
 	// The result of the empty header set, encoded only when no variant
 	// matches: a hit takes its key from the manifest.
 	noHeaders := func() cache.Key { return cache.Key(inventory.MustDigest(resultRecord(id.record, nil))) }
 	e, err := d.opt.Store.Entry(ctx, cache.Key(id.key))
+	ph.mark("lookup")
 	var me *cache.MissError
 	switch {
 	case errors.As(err, &me) && me.Corrupt:
@@ -634,7 +670,7 @@ func writeOutputs(dir string, outs []cache.Output, data [][]byte) ([]api.Output,
 			mode = 0o644
 		}
 		p := filepath.Join(dir, o.Name)
-		if !holds(p, data[i], mode) {
+		if !holds(p, data[i], sum, mode) {
 			if err := writeAtomic(p, data[i], mode); err != nil {
 				return nil, &OutputError{Name: o.Name, Err: err}
 			}
@@ -645,23 +681,70 @@ func writeOutputs(dir string, outs []cache.Output, data [][]byte) ([]api.Output,
 }
 
 // holds reports whether p is already a regular file with exactly the bytes
-// b and the permissions mode, so that a hit into an unchanged output
-// directory rewrites nothing (and leaves the files' times alone, which
-// spares build systems a relink).
-func holds(p string, b []byte, mode os.FileMode) bool {
+// b (whose SHA-256 is sum) and the permissions mode, so that a hit into an
+// unchanged output directory rewrites nothing (and leaves the files' times
+// alone, which spares build systems a relink). A file found to hold them
+// is remembered with its stat data, as the header memo does (racily-clean
+// rule included), and is not read again while its device, inode, size,
+// modification and status change times stay the same: any write or
+// replacement changes one of them.
+func holds(p string, b []byte, sum [32]byte, mode os.FileMode) bool {
+	if fi, err := os.Stat(p); err == nil && fi.Mode().IsRegular() && fi.Mode().Perm() == mode {
+		if key, ok := statKeyOf(fi); ok {
+			outputMemo.mu.Lock()
+			e, hit := outputMemo.m[p]
+			outputMemo.mu.Unlock()
+			if hit && e.key == key && e.sum == sum && e.mode == mode {
+				return true
+			}
+		}
+	}
 	f, err := os.Open(p)
 	if err != nil {
 		return false
 	}
 	defer f.Close()
+	read := time.Now()
 	fi, err := f.Stat()
 	if err != nil || !fi.Mode().IsRegular() || fi.Size() != int64(len(b)) || fi.Mode().Perm() != mode {
 		return false
 	}
 	have := make([]byte, len(b)+1)
 	n, err := io.ReadFull(f, have)
-	return err == io.ErrUnexpectedEOF && n == len(b) && bytes.Equal(have[:n], b)
+	if err != io.ErrUnexpectedEOF || n != len(b) || !bytes.Equal(have[:n], b) {
+		return false
+	}
+	key, ok := statKeyOf(fi)
+	stable := read.Add(-outputStableAge).UnixNano()
+	if ok && key.mtime < stable && key.ctime < stable {
+		if fi2, err := f.Stat(); err == nil {
+			if k2, ok2 := statKeyOf(fi2); ok2 && k2 == key {
+				outputMemo.mu.Lock()
+				if outputMemo.m == nil || len(outputMemo.m) >= maxMemoHeader {
+					outputMemo.m = map[string]outputEntry{}
+				}
+				outputMemo.m[p] = outputEntry{key: key, sum: sum, mode: mode}
+				outputMemo.mu.Unlock()
+			}
+		}
+	}
+	return true
 }
+
+// outputMemo remembers the outputs holds found in place.
+var outputMemo struct {
+	mu sync.Mutex // guards m
+	m  map[string]outputEntry
+}
+
+type outputEntry struct {
+	key  statKey
+	sum  [32]byte
+	mode os.FileMode
+}
+
+// outputStableAge is stableAge for outputs (tests lower it).
+var outputStableAge = stableAge
 
 func writeAtomic(p string, b []byte, mode os.FileMode) (err error) {
 	f, err := os.CreateTemp(filepath.Dir(p), "."+filepath.Base(p)+".tmp-*")

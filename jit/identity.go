@@ -50,7 +50,7 @@ type source struct {
 // and every reason the identity is unavailable. req's paths must be
 // absolute.
 func (d *Driver) KeyOf(ctx context.Context, req *api.Request) (*KeyReport, error) {
-	id, err := d.identify(ctx, req)
+	id, err := d.identify(ctx, req, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -138,7 +138,8 @@ func unwrapPathError(err error) error {
 }
 
 // identify computes the key record of req.
-func (d *Driver) identify(ctx context.Context, req *api.Request) (*identity, error) {
+// ph, when not nil, times its phases.
+func (d *Driver) identify(ctx context.Context, req *api.Request, ph *phases) (*identity, error) {
 	if err := checkRequest(req); err != nil {
 		return nil, err
 	}
@@ -185,6 +186,7 @@ func (d *Driver) identify(ctx context.Context, req *api.Request) (*identity, err
 	id.extraFingerprint = extra
 	id.extraPaths = req.ExtraSources
 
+	ph.mark("request")
 	// Toolchain: resolved once, used for the identity and the compile.
 	tc := req.Toolchain
 	cfg := toolchain.Config{
@@ -216,6 +218,7 @@ func (d *Driver) identify(ctx context.Context, req *api.Request) (*identity, err
 			id.unavailable = append(id.unavailable, v+" is set: no toolchain adapter identifies what it selects (tool_resolution)")
 		}
 	}
+	ph.mark("toolchain")
 	id.includes = includeDirs(req, getenv)
 
 	// Sources: one root each, so that the key names the one that changed.
@@ -235,9 +238,11 @@ func (d *Driver) identify(ctx context.Context, req *api.Request) (*identity, err
 	} else {
 		id.extraDigest = sum
 	}
+	ph.mark("sources")
 
 	id.record = d.keyRecord(req, id, options)
 	id.encoded, err = inventory.Encode(id.record)
+	ph.mark("record")
 	if err != nil {
 		return nil, fmt.Errorf("key record: %w", err)
 	}

@@ -16,6 +16,7 @@ package client
 
 import (
 	"bufio"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -24,6 +25,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -51,12 +53,56 @@ const quickTimeout = 30 * time.Second
 // and a request too large to send match api.ErrProtocol: sending them
 // again would fail again.
 func Call(path string, req *api.DaemonRequest) (*api.DaemonResponse, error) {
+	return call(path, req, nil)
+}
+
+// CallEnv is Call of a request whose environment (req.Env) is the entries
+// of environ that the answering daemon names in its OpHello reply. It
+// reads the names from the daemon's hello file (api.HelloName, written by
+// the daemon before it listens) when that file names the pid of the
+// daemon that accepted the connection (SO_PEERCRED), and otherwise asks
+// with an OpHello request on a connection of its own. A daemon that does
+// not answer OpHello is reported: it predates this client.
+func CallEnv(path string, req *api.DaemonRequest, environ []string) (*api.DaemonResponse, error) {
+	var names []string
+	var hpid int
+	if b, err := os.ReadFile(filepath.Join(filepath.Dir(path), api.HelloName)); err == nil {
+		var h api.DaemonResponse
+		if json.Unmarshal(b, &h) == nil && h.Protocol == api.DaemonProtocol && h.PID > 0 && h.EnvNames != nil &&
+			(h.Depends == "" || api.FileStamp(h.Depends) == h.DependsStamp) {
+			names, hpid = h.EnvNames, h.PID
+		}
+	}
+	return call(path, req, func(conn *net.UnixConn) error {
+		pid, err := peerPID(conn)
+		if err != nil || pid != hpid {
+			hello, err := Call(path, &api.DaemonRequest{Op: api.OpHello})
+			if err != nil {
+				return err
+			}
+			if hello.Error != "" {
+				return fmt.Errorf("the running daemon (pid %d) does not answer %q (%s): it predates this client; stop it with \"ptojit daemon stop\"",
+					hello.PID, api.OpHello, hello.Error)
+			}
+			names = hello.EnvNames
+		}
+		// The daemon's names, plus those this client's PTOJIT_PASS_ENV adds.
+		req.Env = api.FilterEnv(environ, append(slices.Clip(names), api.PassEnvFrom(environ)...))
+		return nil
+	})
+}
+
+// call is Call; prepare, when not nil, is called once the daemon is
+// trusted and before req is encoded.
+func call(path string, req *api.DaemonRequest, prepare func(*net.UnixConn) error) (*api.DaemonResponse, error) {
 	if err := CheckDir(filepath.Dir(path)); err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
 			return nil, fmt.Errorf("%w: %w", ErrNoDaemon, err)
 		}
 		return nil, err
 	}
+	// A request too large to send is refused before connecting; the
+	// environment prepare adds is small.
 	req.Protocol = api.DaemonProtocol
 	frame, err := api.MarshalFrame(req, api.MaxDaemonRequest)
 	if err != nil {
@@ -73,6 +119,14 @@ func Call(path string, req *api.DaemonRequest) (*api.DaemonResponse, error) {
 	}
 	if uid != os.Getuid() {
 		return nil, &UntrustedError{Path: path, Reason: fmt.Sprintf("the daemon listening there runs as uid %d, not as this user (uid %d)", uid, os.Getuid())}
+	}
+	if prepare != nil {
+		if err := prepare(conn); err != nil {
+			return nil, err
+		}
+		if frame, err = api.MarshalFrame(req, api.MaxDaemonRequest); err != nil {
+			return nil, fmt.Errorf("daemon request: %w", err)
+		}
 	}
 	if req.Op != api.OpRun {
 		conn.SetDeadline(time.Now().Add(quickTimeout))
@@ -103,6 +157,9 @@ func Call(path string, req *api.DaemonRequest) (*api.DaemonResponse, error) {
 // peerUID returns the uid of the process at the other end of conn (for a
 // client: the process that listens). Tests replace it.
 var peerUID = PeerUID
+
+// peerPID returns the pid of the process at the other end of conn.
+var peerPID = socketPeerPID
 
 // UntrustedError refuses a daemon directory or socket that another user
 // could control. Nothing was sent to it.

@@ -25,3 +25,23 @@ func PeerUID(conn *net.UnixConn) (int, error) {
 	}
 	return int(cred.Uid), nil
 }
+
+// socketPeerPID returns the pid of the process at the other end of conn,
+// from LOCAL_PEERPID.
+func socketPeerPID(conn *net.UnixConn) (int, error) {
+	raw, err := conn.SyscallConn()
+	if err != nil {
+		return -1, err
+	}
+	var pid int
+	var pidErr error
+	if err := raw.Control(func(fd uintptr) {
+		pid, pidErr = unix.GetsockoptInt(int(fd), unix.SOL_LOCAL, unix.LOCAL_PEERPID)
+	}); err != nil {
+		return -1, err
+	}
+	if pidErr != nil {
+		return -1, pidErr
+	}
+	return pid, nil
+}

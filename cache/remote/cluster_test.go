@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -254,5 +255,51 @@ func TestClusterPublishDrain(t *testing.T) {
 	}
 	if s := r.Stats(); s.Writes != 20 || s.Pending != 0 || s.Dropped != 0 {
 		t.Errorf("stats %+v", s)
+	}
+}
+
+// TestClusterTamperedEntryEveryByte: each byte of an entry in Redis changed
+// in turn (and the entry cut short at each length) is damaged and never
+// served, by the same check a local read makes.
+func TestClusterTamperedEntryEveryByte(t *testing.T) {
+	r, _ := clusterRemote(t, Config{})
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	e, data := testEntry(40, []byte("kernel bytes"), []byte("orchestration"))
+	if err := r.Put(ctx, e, data); err != nil {
+		t.Fatal(err)
+	}
+	k := entryKey(e.Key)
+	good, err := r.client.Get(ctx, k).Bytes()
+	if err != nil {
+		t.Fatal(err)
+	}
+	served := 0
+	try := func(what string, b []byte) {
+		if err := r.client.Set(ctx, k, b, 0).Err(); err != nil {
+			t.Fatal(err)
+		}
+		got, gdata, err := r.Get(ctx, e.Key)
+		var de *DamagedError
+		if !errors.As(err, &de) || got != nil || gdata != nil {
+			served++
+			t.Errorf("%s: %v, %v; want a damaged error and nothing served", what, got, err)
+		}
+	}
+	for i := range good {
+		b := bytes.Clone(good)
+		b[i] ^= 0x5a
+		try(fmt.Sprintf("byte %d flipped", i), b)
+	}
+	for _, n := range []int{1, len(good) / 2, len(good) - 1} {
+		try(fmt.Sprintf("cut to %d bytes", n), good[:n])
+	}
+	t.Logf("%d tampered entries of %d bytes, %d served", len(good)+3, len(good), served)
+	// The intact entry is served again.
+	if err := r.client.Set(ctx, k, good, 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if got, _, err := r.Get(ctx, e.Key); err != nil || got == nil {
+		t.Fatalf("intact entry: %v", err)
 	}
 }

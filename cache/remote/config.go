@@ -224,6 +224,10 @@ func ConfigFromEnv(getenv func(string) string) (cfg Config, ok bool, err error) 
 	return cfg, true, nil
 }
 
+// ParseTimeout reads the value of the timeout setting or variable name:
+// "" is 0 (the default).
+func ParseTimeout(name, v string) (time.Duration, error) { return parseTimeout(name, v) }
+
 // parseTimeout reads a timeout variable: "" is 0 (the default).
 func parseTimeout(name, v string) (time.Duration, error) {
 	if v == "" {

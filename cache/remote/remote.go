@@ -13,8 +13,9 @@
 //
 // # Verification
 //
-// Everything read is verified before it is returned: the entry by
-// decodeEntry (its own digest, its key, every limit and output name) and
+// Everything read is verified before it is returned: the entry by the
+// cache package's own decoder (cache.DecodeEntry: its digest bound to its
+// key, every limit, output name and mode), exactly as a local read, and
 // each blob against its size and SHA-256. A failure is a *DamagedError,
 // counted as damaged and never served; when the tier is writable the
 // damaged item is deleted, so that the next publication writes it again.

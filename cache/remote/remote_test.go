@@ -112,37 +112,74 @@ func TestEntryCodec(t *testing.T) {
 			t.Fatalf("a flip at byte %d decoded", i)
 		}
 	}
+	// The cache package refuses to encode what it would refuse to read.
 	setuid, _ := testEntry(7, []byte("x"))
 	setuid.Outputs[0].Mode = 0o4755
-	b, _ = encodeEntry(setuid)
-	if _, err := decodeEntry(setuid.Key, b); err == nil {
-		t.Error("a setuid output decoded")
+	if _, err := encodeEntry(setuid); err == nil {
+		t.Error("a setuid output encoded")
 	}
 	bad, _ := testEntry(7, []byte("x"))
 	bad.Outputs[0].Name = "../x"
-	b, _ = encodeEntry(bad)
-	if _, err := decodeEntry(bad.Key, b); err == nil || !strings.Contains(err.Error(), "plain file name") {
+	if _, err := encodeEntry(bad); err == nil {
+		t.Error("a path as output name encoded")
+	}
+	// An entry written by another writer with a path as an output name,
+	// and a digest that matches: refused all the same.
+	b = pathNameEntry(t, e.Key)
+	if _, err := decodeEntry(e.Key, b); err == nil || !strings.Contains(err.Error(), "plain file name") {
 		t.Errorf("a path as output name: %v", err)
+	}
+	// The remote tier's own bound on blob sizes.
+	huge, _ := testEntry(7, []byte("x"))
+	huge.Outputs[0].Size = MaxBlobBytes + 1
+	if b, err = encodeEntry(huge); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := decodeEntry(huge.Key, b); err == nil {
+		t.Error("an output over MaxBlobBytes decoded")
 	}
 }
 
+// pathNameEntry returns an entry under key whose output is named "../x",
+// with the digest a writer that skipped the checks would compute.
+func pathNameEntry(t testing.TB, key cache.Key) []byte {
+	e, _ := testEntry(key[0], []byte("x"))
+	e.Key = key
+	b, err := encodeEntry(e)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b = bytes.Replace(b, []byte("outa"), []byte("../x"), 1)
+	body := b[:len(b)-sha256.Size]
+	h := sha256.New()
+	h.Write(key[:])
+	h.Write(body)
+	return h.Sum(body[:len(body):len(body)])
+}
+
+// FuzzDecodeEntry: the remote tier's entry decoder (the cache package's,
+// with the bound on blob sizes) never panics, and what it accepts encodes
+// and decodes again.
 func FuzzDecodeEntry(f *testing.F) {
 	e, _ := testEntry(1, []byte("a"))
 	b, _ := encodeEntry(e)
 	f.Add(b)
-	f.Add([]byte(entryMagic))
+	f.Add([]byte("PJE2"))
+	f.Add(pathNameEntry(f, cache.Key{1}))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		got, err := decodeEntry(cache.Key{1}, b)
 		if err != nil {
+			if !errors.Is(err, cache.ErrEntryCorrupt) && !strings.Contains(err.Error(), "exceeds") {
+				t.Fatalf("error %v is not a damaged entry", err)
+			}
 			return
 		}
-		// What decodes encodes to the same bytes' meaning.
 		again, err := encodeEntry(got)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := decodeEntry(cache.Key{1}, again); err != nil {
-			t.Fatal(err)
+		if !bytes.Equal(again, b) {
+			t.Fatalf("decode then encode changed the bytes")
 		}
 	})
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/ptojit/ptojit/cache"
 	"github.com/ptojit/ptojit/cache/remote"
 	"github.com/ptojit/ptojit/cmd/internal/cli"
+	"github.com/ptojit/ptojit/internal/config"
 	"github.com/ptojit/ptojit/jit"
 	"github.com/ptojit/ptojit/toolchain"
 )
@@ -59,6 +60,7 @@ error or invalid input (a missing or invalid request, a missing source).`,
 			fs.BoolVar(&o.noDaemon, "no-daemon", false, "open the cache in this process instead of asking the daemon")
 			fs.StringVar(&o.cacheDir, "cache-dir", "", "the cache directory (default: PTOJIT_CACHE_DIR or the user cache directory)")
 			fs.BoolVar(&o.wait, "wait", false, "in this process: wait while another process holds the cache instead of building without it")
+			fs.BoolVar(&o.trace, "trace", false, "print where the build's time went (microseconds per phase) to standard error")
 			return func(ctx context.Context, env *cli.Env, args []string) error {
 				if len(args) > 0 {
 					return cli.Usagef("build: unexpected argument %q", args[0])
@@ -81,6 +83,7 @@ type buildOptions struct {
 	noDaemon bool
 	cacheDir string
 	wait     bool
+	trace    bool
 }
 
 // checkRequest reads and validates a request, for env.CheckOnly (the
@@ -119,6 +122,13 @@ func checkSources(req *api.Request) error {
 // resolved against the request file's directory, or env's working
 // directory for standard input. An invalid request is a usage error.
 func readRequest(env *cli.Env, name string) (*api.Request, error) {
+	return readRequestIn(env, name, "")
+}
+
+// readRequestIn is readRequest for a command using the cache directory
+// cacheDir ("" for the daemon's or the default), whose settings file may
+// name the base directory.
+func readRequestIn(env *cli.Env, name, cacheDir string) (*api.Request, error) {
 	in, err := cli.OpenInput(env, name)
 	if err != nil {
 		var pe *os.PathError
@@ -144,15 +154,52 @@ func readRequest(env *cli.Env, name string) (*api.Request, error) {
 		return nil, err
 	}
 	if req.BaseDir == "" {
-		// The request's base_dir, else PTOJIT_BASE_DIR, else the project
-		// root of the request's directory.
-		if b := env.Getenv(jit.BaseDirVariable); b != "" {
-			req.BaseDir = env.Abs(b)
+		// The request's base_dir, else PTOJIT_BASE_DIR, else the
+		// settings file's base_dir, else the project root of the
+		// request's directory.
+		b, err := baseDirSetting(env, cacheDir)
+		if err != nil {
+			return nil, err
+		}
+		if b != "" {
+			req.BaseDir = b
 		} else {
 			req.BaseDir = api.DefaultBaseDir(dir)
 		}
 	}
 	return req, nil
+}
+
+// baseDirSetting returns the base directory env's settings name for a
+// command using cacheDir: PTOJIT_BASE_DIR (relative to env's directory),
+// else the settings file's base_dir (absolute), else "".
+func baseDirSetting(env *cli.Env, cacheDir string) (string, error) {
+	if b := env.Getenv(jit.BaseDirVariable); b != "" {
+		return env.Abs(b), nil
+	}
+	if cacheDir == "" {
+		cacheDir = engine.dir
+	}
+	if cacheDir == "" {
+		d, err := cache.DefaultDir(env.Getenv)
+		if err != nil {
+			return "", nil // no cache directory: no settings file
+		}
+		cacheDir = d
+	}
+	f, err := loadConfig(env.Abs(cacheDir))
+	if err != nil {
+		return "", err
+	}
+	for _, s := range config.Resolve(f, func(string) string { return "" }) {
+		if s.Key.Name == "base_dir" && s.Value != "" {
+			if !filepath.IsAbs(s.Value) {
+				return "", cli.Usagef("%s:%d: base_dir: %q is not an absolute path", f.Path, s.Line, s.Value)
+			}
+			return filepath.Clean(s.Value), nil
+		}
+	}
+	return "", nil
 }
 
 // engine holds what a long-lived engine process (the daemon) shares with
@@ -163,8 +210,10 @@ func readRequest(env *cli.Env, name string) (*api.Request, error) {
 var engine struct {
 	store      cache.Store
 	identities *toolchain.InstallationIdentityCache
-	// remote is the daemon's remote tier (nil without PTOJIT_REMOTE).
-	remote *remote.Remote
+	// remotes are the daemon's remote tiers, one per configuration its
+	// requests select; dir is its cache directory.
+	remotes *remoteTiers
+	dir     string
 	// storeErr is why the daemon could not open its store (store is nil):
 	// builds run uncached with a warning; cache clear wipes the
 	// directory and calls wiped.
@@ -268,38 +317,62 @@ func driverFor(env *cli.Env, store cache.Store, storeErr error, rt *remote.Remot
 // publications to the remote tier.
 const remoteDrain = 10 * time.Second
 
-// remoteFor returns the remote tier of a build command and the function
-// that ends it: the daemon's (ended when the daemon exits), or one opened
-// from PTOJIT_REMOTE for this command, which the returned function drains
-// (for at most remoteDrain, warning about what it dropped) and closes. No
-// tier is nil. A tier that cannot be configured is a warning: it can fail
-// no build.
-func remoteFor(env *cli.Env) (*remote.Remote, func()) {
-	if engine.store != nil {
-		return engine.remote, func() {}
+// remoteFor returns the remote tier of a build command using the cache
+// directory cacheDir ("" for the default) and the function that ends it.
+// The tier is the one the settings in force select (the client's
+// PTOJIT_REMOTE* variables, else the settings file's remote keys): in the
+// daemon, one of its tiers (kept open for later requests); else one opened
+// for this command, which the returned function drains (for at most
+// remoteDrain, warning about what it dropped) and closes. No tier is nil. A
+// tier that cannot be configured is a warning: it can fail no build.
+func remoteFor(env *cli.Env, cacheDir string) (*remote.Remote, func()) {
+	none := func() {}
+	if engine.storeErr != nil || (engine.store != nil && engine.remotes == nil) {
+		return nil, none
 	}
-	cfg, ok, err := remote.ConfigFromEnv(env.Getenv)
+	if cacheDir == "" && engine.dir != "" {
+		cacheDir = engine.dir
+	}
+	if cacheDir == "" {
+		d, err := cache.DefaultDir(env.Getenv)
+		if err != nil {
+			return nil, none
+		}
+		cacheDir = d
+	}
+	s, err := resolveSettings(env.Abs(cacheDir), env.Getenv)
+	if err != nil {
+		// storeFor has refused the same settings already.
+		return nil, none
+	}
+	rs, ok, err := remoteOf(s.list)
 	if err != nil {
 		fmt.Fprintf(env.Stderr, "ptojit: warning: remote cache disabled: %v\n", err)
-		return nil, func() {}
+		return nil, none
 	}
 	if !ok {
-		return nil, func() {}
+		return nil, none
+	}
+	if engine.remotes != nil {
+		r, err := engine.remotes.get(rs)
+		if err != nil {
+			fmt.Fprintf(env.Stderr, "ptojit: warning: remote cache disabled: %v\n", err)
+			return nil, none
+		}
+		return r, none
 	}
 	stderr := env.Stderr
+	cfg := rs.cfg
 	cfg.Warn = func(msg string) { fmt.Fprintf(stderr, "ptojit: warning: %s\n", msg) }
 	r, err := remote.New(cfg)
 	if err != nil {
 		fmt.Fprintf(env.Stderr, "ptojit: warning: remote cache disabled: %v\n", err)
-		return nil, func() {}
+		return nil, none
 	}
 	return r, func() {
-		ctx, cancel := context.WithTimeout(context.Background(), remoteDrain)
-		defer cancel()
-		if n := r.Drain(ctx); n > 0 {
-			fmt.Fprintf(stderr, "ptojit: warning: %d publications to the remote cache dropped after %s\n", n, remoteDrain)
-		}
-		_ = r.Close()
+		closeRemote(r, func(format string, args ...any) {
+			fmt.Fprintf(stderr, "ptojit: warning: "+format+"\n", args...)
+		})
 	}
 }
 
@@ -321,7 +394,9 @@ func openStore(ctx context.Context, env *cli.Env, dir string, readOnly, wait boo
 }
 
 func runBuild(ctx context.Context, env *cli.Env, o buildOptions) error {
-	req, err := readRequest(env, o.request)
+	began := time.Now()
+	req, err := readRequestIn(env, o.request, o.cacheDir)
+	readUS := time.Since(began).Microseconds()
 	if err == nil {
 		err = checkSources(req)
 	}
@@ -337,20 +412,31 @@ func runBuild(ctx context.Context, env *cli.Env, o buildOptions) error {
 		}
 		return err
 	}
+	t := time.Now()
 	store, release, storeErr, err := storeFor(ctx, env, o.cacheDir, false, o.wait)
 	if err != nil {
 		return err
 	}
-	rt, endRemote := remoteFor(env)
+	rt, endRemote := remoteFor(env, o.cacheDir)
+	storeUS := time.Since(t).Microseconds()
 	resp, buildErr := driverFor(env, store, storeErr, rt).Build(ctx, req)
+	t = time.Now()
 	endRemote()
 	if err := release(); err != nil && buildErr == nil {
 		// The outputs are written and right: a cache that failed to
 		// close is a warning, not a failed build.
 		resp.Warnings = append(resp.Warnings, fmt.Sprintf("closing the cache: %v", err))
 	}
+	if resp.Timings.Phases != nil {
+		// The command's own phases around the build.
+		resp.Timings.Phases["read"] = readUS
+		resp.Timings.Phases["store"] = storeUS + time.Since(t).Microseconds()
+	}
 	for _, w := range resp.Warnings {
 		fmt.Fprintf(env.Stderr, "ptojit: warning: %s\n", w)
+	}
+	if o.trace {
+		writeTrace(env.Stderr, resp)
 	}
 	if o.json {
 		if err := cli.WriteJSON(env.Stdout, resp); err != nil {
@@ -369,6 +455,20 @@ func runBuild(ctx context.Context, env *cli.Env, o buildOptions) error {
 		return buildErr
 	}
 	return writeSummary(env.Stdout, resp)
+}
+
+// writeTrace prints the phases of a build in microseconds, in the order
+// they run, and the build's total.
+func writeTrace(w io.Writer, r *api.Response) {
+	var b strings.Builder
+	b.WriteString("trace (µs):")
+	for _, p := range []string{"read", "store", "request", "toolchain", "sources", "record", "lookup", "headers", "verify", "compile", "output"} {
+		if v, ok := r.Timings.Phases[p]; ok {
+			fmt.Fprintf(&b, " %s %d", p, v)
+		}
+	}
+	fmt.Fprintf(&b, " total %d\n", int64(r.Timings.Total*1000))
+	io.WriteString(w, b.String())
 }
 
 // writeSummary prints a response for people.

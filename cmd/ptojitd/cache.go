@@ -324,11 +324,7 @@ func runCacheStats(ctx context.Context, env *cli.Env, o *cacheOptions, s cache.S
 	if err != nil {
 		return err
 	}
-	var rs *remote.Stats
-	if engine.remote != nil {
-		s := engine.remote.Stats()
-		rs = &s
-	}
+	rs := remoteStatsFor(env, o.resolvedDir)
 	if o.json {
 		return cli.WriteJSON(env.Stdout, statsJSON{o.resolvedDir, st, rs})
 	}

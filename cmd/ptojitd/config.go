@@ -16,6 +16,7 @@ import (
 
 	"github.com/ptojit/ptojit/api/client"
 	"github.com/ptojit/ptojit/cache"
+	"github.com/ptojit/ptojit/cache/remote"
 	"github.com/ptojit/ptojit/cmd/internal/cli"
 	"github.com/ptojit/ptojit/internal/config"
 )
@@ -84,6 +85,24 @@ type configOptions struct {
 func checkSetting(k config.Key, v string) error {
 	if k.Kind == config.Size {
 		_, err := cache.ParseSize(v)
+		return err
+	}
+	switch k.Name {
+	case "remote":
+		if v == "" {
+			return nil
+		}
+		_, err := remote.ParseURL(v)
+		return err
+	case "remote_timeout", "remote_connect_timeout":
+		_, err := remote.ParseTimeout(k.Name, v)
+		return err
+	case "base_dir":
+		if v != "" && !filepath.IsAbs(v) {
+			return fmt.Errorf("%q is not an absolute path", v)
+		}
+	case "pass_env":
+		_, err := passEnvNames(v)
 		return err
 	}
 	return nil

@@ -208,16 +208,19 @@ type daemonStatus struct {
 	Running  bool   `json:"running"`
 	CacheDir string `json:"cache_dir"`
 	// DaemonDir holds the socket, the locks and the log.
-	DaemonDir  string             `json:"daemon_dir"`
-	Socket     string             `json:"socket"`
-	Log        string             `json:"log"`
-	Server     *daemon.Info       `json:"server,omitempty"`
-	Memoized   int                `json:"memoized_components"`
-	Watch      daemon.WatchStatus `json:"watch"`
-	Cache      *cache.Stats       `json:"cache,omitempty"`
-	Remote     *remote.Stats      `json:"remote,omitempty"`
-	LastTrim   string             `json:"last_trim,omitempty"`
-	TrimErrors string             `json:"trim_error,omitempty"`
+	DaemonDir string             `json:"daemon_dir"`
+	Socket    string             `json:"socket"`
+	Log       string             `json:"log"`
+	Server    *daemon.Info       `json:"server,omitempty"`
+	Memoized  int                `json:"memoized_components"`
+	Watch     daemon.WatchStatus `json:"watch"`
+	Cache     *cache.Stats       `json:"cache,omitempty"`
+	// Remote is the tier the last request used; Remotes every tier open
+	// (most recently used first; requests may select different ones).
+	Remote     *remote.Stats  `json:"remote,omitempty"`
+	Remotes    []remote.Stats `json:"remotes,omitempty"`
+	LastTrim   string         `json:"last_trim,omitempty"`
+	TrimErrors string         `json:"trim_error,omitempty"`
 	// CacheError says why the cache is unusable (it could not be opened
 	// or read); builds then run uncached.
 	CacheError string `json:"cache_error,omitempty"`
@@ -274,7 +277,10 @@ func runDaemonStatus(env *cli.Env, o daemonOptions) error {
 		if st.CacheError != "" {
 			fmt.Fprintf(w, "cache unusable: %s (builds run uncached)\n", st.CacheError)
 		}
-		if st.Remote != nil {
+		for i := range st.Remotes {
+			fmt.Fprintf(w, "%s\n", remoteSummary(&st.Remotes[i]))
+		}
+		if len(st.Remotes) == 0 && st.Remote != nil {
 			fmt.Fprintf(w, "%s\n", remoteSummary(st.Remote))
 		}
 		if st.LastTrim != "" {
@@ -337,6 +343,7 @@ func runDaemon(ctx context.Context, env *cli.Env, o daemonOptions) error {
 	ddir := api.DaemonDir(dir, env.Getenv)
 	srv, err := daemon.Listen(daemon.Config{
 		Dir: ddir, Idle: o.idle, Ready: ready, WaitLock: true, Logf: logf, EnvNames: clientEnvNames(),
+		EnvNamesFunc: func() []string { return helloEnvNames(dir) }, EnvNamesDepend: filepath.Join(dir, config.FileName),
 	})
 	if err != nil {
 		return fmt.Errorf("daemon: %w", err)
@@ -380,6 +387,7 @@ func runDaemon(ctx context.Context, env *cli.Env, o daemonOptions) error {
 	}
 	defer watcher.Close()
 	fwd.ids = toolchain.NewInstallationIdentityCache(toolchain.Options{BeforeDir: watcher.BeforeDir})
+	engine.dir = dir
 	wiped := func(atExit bool) {
 		wipeAtExit.Store(atExit)
 		srv.Shutdown("cache cleared")
@@ -398,27 +406,11 @@ func runDaemon(ctx context.Context, env *cli.Env, o daemonOptions) error {
 		return srv.Serve(ctx)
 	}
 	ShareEngine(store, fwd.ids)
-	if cfg, ok, err := remote.ConfigFromEnv(env.Getenv); err != nil {
-		logf("remote cache disabled: %v", err)
-	} else if ok {
-		cfg.Warn = func(msg string) { logf("%s", msg) }
-		r, err := remote.New(cfg)
-		if err != nil {
-			logf("remote cache disabled: %v", err)
-		} else {
-			engine.remote = r
-			defer func() {
-				// Queued publications get remoteDrain, then are dropped
-				// and counted.
-				dctx, cancel := context.WithTimeout(context.Background(), remoteDrain)
-				defer cancel()
-				if n := r.Drain(dctx); n > 0 {
-					logf("%d publications to the remote cache dropped after %s", n, remoteDrain)
-				}
-				_ = r.Close()
-			}()
-		}
-	}
+	// The remote tiers follow the settings of each request (the file's,
+	// or a client's PTOJIT_REMOTE*), not the environment the daemon
+	// started with.
+	engine.remotes = &remoteTiers{logf: logf}
+	defer engine.remotes.close()
 	engine.wiped = wiped
 
 	m := &maintenance{store: store, logf: logf, limit: func() (int64, bool, error) {
@@ -444,9 +436,9 @@ func runDaemon(ctx context.Context, env *cli.Env, o daemonOptions) error {
 		} else {
 			st.CacheError = err.Error()
 		}
-		if engine.remote != nil {
-			rs := engine.remote.Stats()
-			st.Remote = &rs
+		if rs := engine.remotes.stats(); len(rs) > 0 {
+			st.Remote = &rs[0]
+			st.Remotes = rs
 		}
 		st.LastTrim, st.TrimErrors = m.last()
 		if set, err := resolveSettings(dir, func(string) string { return "" }); err == nil {
@@ -495,7 +487,11 @@ func serveCommand(ctx context.Context, req *api.DaemonRequest) *api.DaemonRespon
 	if !filepath.IsAbs(req.Dir) {
 		return &api.DaemonResponse{Error: "request without an absolute working directory", Exit: cli.ExitUsage}
 	}
-	environ := api.FilterEnv(req.Env, clientEnvNames())
+	names := clientEnvNames()
+	if engine.dir != "" {
+		names = requestEnvNames(engine.dir, req.Env)
+	}
+	environ := api.FilterEnv(req.Env, names)
 	vars := make(map[string]string, len(environ))
 	for _, kv := range environ {
 		if k, v, ok := strings.Cut(kv, "="); ok {

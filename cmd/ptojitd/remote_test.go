@@ -129,3 +129,83 @@ func TestDaemonRemoteTier(t *testing.T) {
 		t.Errorf("B's daemon status remote %+v", st.Remote)
 	}
 }
+
+// TestDaemonRemoteFollowsSettings: a running daemon applies the remote
+// and base_dir keys of the settings file (ptojit config set remote ...)
+// and a client's PTOJIT_REMOTE* and PTOJIT_BASE_DIR, which override the
+// file for its request; daemon status and cache stats show the tier and
+// its counters.
+func TestDaemonRemoteFollowsSettings(t *testing.T) {
+	nodes := fixture.RedisCluster(t, 3)
+	var addrs []string
+	for _, n := range nodes {
+		addrs = append(addrs, n.Addr)
+	}
+	cluster := "redis-cluster://" + strings.Join(addrs, ",")
+	a := newDaemonWorld(t)
+	// A's daemon runs before the setting exists: it must follow the file.
+	if _, errs, code := a.run("daemon", "start"); code != 0 {
+		t.Fatalf("daemon start: %s", errs)
+	}
+	for _, kv := range [][2]string{{"remote", cluster}, {"base_dir", filepath.Join(a.root, "examples")}} {
+		if _, errs, code := a.run("config", "set", kv[0], kv[1]); code != 0 {
+			t.Fatalf("config set %s: %s", kv[0], errs)
+		}
+	}
+	first := a.build()
+	compiles := a.compileCount()
+	if first.Status != "miss" || compiles != 3 {
+		t.Fatalf("A: %+v, %d compiles", first, compiles)
+	}
+	if _, errs, code := a.run("daemon", "stop"); code != 0 { // drains the publication
+		t.Fatalf("stopping A's daemon: %s", errs)
+	}
+
+	// B: the file names the cluster, read-only.
+	b := newDaemonWorld(t)
+	b.env = append(b.env, "CC="+filepath.Join(a.root, "cc"))
+	for _, kv := range [][2]string{{"remote", cluster}, {"remote_readonly", "1"}, {"base_dir", filepath.Join(b.root, "examples")}} {
+		if _, errs, code := b.run("config", "set", kv[0], kv[1]); code != 0 {
+			t.Fatalf("config set %s: %s", kv[0], errs)
+		}
+	}
+	if got := b.build(); got.Status != "hit" || got.Key != first.Key || a.compileCount() != compiles {
+		t.Fatalf("B: %+v, %d compiles; want a remote hit of %s", got, a.compileCount()-compiles, first.Key)
+	}
+	st := b.status()
+	if st.Remote == nil || st.Remote.Hits != 1 || st.Remote.State != "read-only" || !strings.HasPrefix(st.Remote.Target, "redis-cluster://") {
+		t.Errorf("B's daemon status remote %+v", st.Remote)
+	}
+	out, _, _ := b.run("cache", "stats", "--json")
+	var stats statsJSON
+	if err := json.Unmarshal([]byte(out), &stats); err != nil || stats.Remote == nil || stats.Remote.Hits != 1 {
+		t.Errorf("B's cache stats: %v %s", err, out)
+	}
+
+	// C: the file names a closed port; the client's PTOJIT_REMOTE wins.
+	c := newDaemonWorld(t)
+	c.env = append(c.env, "CC="+filepath.Join(a.root, "cc"), "PTOJIT_REMOTE="+cluster, "PTOJIT_REMOTE_READONLY=1",
+		"PTOJIT_BASE_DIR="+filepath.Join(c.root, "examples"))
+	if _, errs, code := c.run("config", "set", "remote", "redis://127.0.0.1:1"); code != 0 {
+		t.Fatalf("config set remote: %s", errs)
+	}
+	out, errs, code := c.run("build", "--request", c.request, "--json")
+	if code != 0 {
+		t.Fatalf("C: exit %d: %s", code, errs)
+	}
+	var resp api.Response
+	if err := json.Unmarshal([]byte(out), &resp); err != nil {
+		t.Fatal(err)
+	}
+	if resp.Status != api.StatusHit || resp.HitTier != "remote" || resp.Key != first.Key || a.compileCount() != compiles {
+		t.Fatalf("C: %s tier %q; want the client's remote tier to answer", resp.Status, resp.HitTier)
+	}
+	st = c.status()
+	if st.Remote == nil || st.Remote.Hits != 1 || len(st.Remotes) != 1 {
+		t.Errorf("C's daemon status: remote %+v, remotes %d", st.Remote, len(st.Remotes))
+	}
+	text, _, _ := c.run("daemon", "status")
+	if !strings.Contains(text, "remote: redis-cluster://") {
+		t.Errorf("daemon status does not show the remote tier:\n%s", text)
+	}
+}

@@ -136,7 +136,7 @@ func loadCallable(ctx context.Context, env *cli.Env, o runOptions) (blob []byte,
 		}
 		return blob, res, nil
 	}
-	req, err := readRequest(env, o.request)
+	req, err := readRequestIn(env, o.request, o.cacheDir)
 	if err != nil {
 		return nil, res, err
 	}
@@ -185,7 +185,7 @@ func buildForRun(ctx context.Context, env *cli.Env, o runOptions, req *api.Reque
 	if err != nil {
 		return nil, err
 	}
-	rt, endRemote := remoteFor(env)
+	rt, endRemote := remoteFor(env, o.cacheDir)
 	resp, buildErr := driverFor(env, store, storeErr, rt).Build(ctx, req)
 	endRemote()
 	if err := release(); err != nil && buildErr == nil {

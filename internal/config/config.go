@@ -76,11 +76,17 @@ var Known = []Key{
 	{Name: "readonly", Env: "PTOJIT_CACHE_READONLY", Kind: Bool, Default: "0",
 		Doc: "never write the cache: lookups only"},
 	{Name: "remote", Env: "PTOJIT_REMOTE", Kind: Text, Default: "",
-		Doc: "the remote tier: redis://..., rediss://... or redis-cluster://h:p[,h:p...] (not used yet)"},
+		Doc: "the remote tier: redis://..., rediss://... or redis-cluster://h:p[,h:p...]"},
 	{Name: "remote_readonly", Env: "PTOJIT_REMOTE_READONLY", Kind: Bool, Default: "0",
-		Doc: "read the remote tier, never write it (not used yet)"},
+		Doc: "read the remote tier, never write it"},
+	{Name: "remote_timeout", Env: "PTOJIT_REMOTE_TIMEOUT", Kind: Text, Default: "2s",
+		Doc: "how long one remote operation may take before the build goes on without it"},
+	{Name: "remote_connect_timeout", Env: "PTOJIT_REMOTE_CONNECT_TIMEOUT", Kind: Text, Default: "1s",
+		Doc: "how long connecting to the remote tier may take"},
 	{Name: "base_dir", Env: "PTOJIT_BASE_DIR", Kind: Text, Default: "",
-		Doc: "paths under this directory enter keys relative to it (not used yet)"},
+		Doc: "paths under this absolute directory enter keys relative to it (default: the project root)"},
+	{Name: "pass_env", Env: "PTOJIT_PASS_ENV", Kind: Text, Default: "",
+		Doc: "extra environment variables (comma-separated names) clients send and tools see; never in the key"},
 }
 
 // Lookup returns the known key called name.

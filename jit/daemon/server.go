@@ -36,6 +36,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"runtime/debug"
+	"slices"
 	"sync"
 	"syscall"
 	"time"
@@ -84,6 +85,13 @@ type Config struct {
 	FrameBudget int64
 	// EnvNames answers OpHello: the environment variables clients send.
 	EnvNames []string
+	// EnvNamesFunc, when set, answers OpHello instead of EnvNames (the
+	// names may follow a settings file).
+	EnvNamesFunc func() []string
+	// EnvNamesDepend is the file EnvNamesFunc reads (the settings file):
+	// the hello file records its FileStamp, so that a client knows when
+	// the names it read there may be out of date.
+	EnvNamesDepend string
 }
 
 // Defaults of Config.
@@ -108,6 +116,10 @@ type Server struct {
 	cfg  Config
 	ln   *net.UnixListener
 	lock *os.File
+
+	helloMu    sync.Mutex // guards helloNames, helloStamp
+	helloNames []string   // the names api.HelloName holds
+	helloStamp string     // and the stamp of EnvNamesDepend it records
 
 	mu       sync.Mutex             // guards the fields up to wg
 	conns    map[*net.UnixConn]bool // open connections; true once in flight
@@ -205,6 +217,15 @@ func Listen(cfg Config) (*Server, error) {
 		lock.Close()
 		return nil, err
 	}
+	names := cfg.EnvNames
+	if cfg.EnvNamesFunc != nil {
+		names = cfg.EnvNamesFunc()
+	}
+	stamp := api.FileStamp(cfg.EnvNamesDepend)
+	if err := writeHello(cfg.Dir, names, cfg.EnvNamesDepend, stamp); err != nil {
+		lock.Close()
+		return nil, err
+	}
 	old := syscall.Umask(0o177) // the socket is created 0600, never wider
 	ln, err := net.ListenUnix("unix", &net.UnixAddr{Name: sock, Net: "unix"})
 	syscall.Umask(old)
@@ -216,12 +237,67 @@ func Listen(cfg Config) (*Server, error) {
 	lock.Truncate(0)
 	fmt.Fprintf(lock, "%d\n", os.Getpid())
 	now := time.Now()
-	s := &Server{cfg: cfg, ln: ln, lock: lock, stop: make(chan struct{}), started: now, lastDone: now,
+	s := &Server{cfg: cfg, ln: ln, lock: lock, helloNames: names, helloStamp: stamp, stop: make(chan struct{}), started: now, lastDone: now,
 		conns: map[*net.UnixConn]bool{},
 		large: budget{limit: cfg.FrameBudget, freed: make(chan struct{})},
 		small: budget{limit: SmallFrameBudget, freed: make(chan struct{})}}
 	s.closed, s.cancelClose = context.WithCancel(context.Background())
 	return s, nil
+}
+
+// writeHello writes the OpHello reply of this daemon to api.HelloName in
+// dir, through a temporary file and a rename.
+func writeHello(dir string, names []string, depends, stamp string) error {
+	r := &api.DaemonResponse{Protocol: api.DaemonProtocol, PID: os.Getpid(), EnvNames: names}
+	if depends != "" {
+		r.Depends, r.DependsStamp = depends, stamp
+	}
+	b, err := json.Marshal(r)
+	if err != nil {
+		return err
+	}
+	f, err := os.CreateTemp(dir, "."+api.HelloName+".tmp-*")
+	if err != nil {
+		return err
+	}
+	if _, err := f.Write(b); err != nil {
+		f.Close()
+		os.Remove(f.Name())
+		return err
+	}
+	if err := f.Close(); err != nil {
+		os.Remove(f.Name())
+		return err
+	}
+	if err := os.Rename(f.Name(), filepath.Join(dir, api.HelloName)); err != nil {
+		os.Remove(f.Name())
+		return err
+	}
+	return nil
+}
+
+// hello returns the variable names clients send, and rewrites
+// api.HelloName when they or EnvNamesDepend changed (EnvNamesFunc follows the settings
+// file's pass_env), so that a client reading the file sends them from its
+// next request on.
+func (s *Server) hello() []string {
+	if s.cfg.EnvNamesFunc == nil {
+		return s.cfg.EnvNames
+	}
+	s.helloMu.Lock()
+	defer s.helloMu.Unlock()
+	// The stamp is taken before the names are read: a change between the
+	// two leaves a stamp that no longer matches, and clients ask again.
+	stamp := api.FileStamp(s.cfg.EnvNamesDepend)
+	names := s.cfg.EnvNamesFunc()
+	if !slices.Equal(names, s.helloNames) || stamp != s.helloStamp {
+		if err := writeHello(s.cfg.Dir, names, s.cfg.EnvNamesDepend, stamp); err != nil {
+			s.cfg.Logf("writing %s: %v", api.HelloName, err)
+		} else {
+			s.helloNames, s.helloStamp = names, stamp
+		}
+	}
+	return names
 }
 
 // SetHandler sets the handler of OpRun requests; call it before Serve.
@@ -502,7 +578,7 @@ func (s *Server) serveConn(ctx context.Context, conn *net.UnixConn) {
 	case api.OpPing:
 		reply(&api.DaemonResponse{PID: os.Getpid()})
 	case api.OpHello:
-		reply(&api.DaemonResponse{PID: os.Getpid(), EnvNames: s.cfg.EnvNames})
+		reply(&api.DaemonResponse{PID: os.Getpid(), EnvNames: s.hello()})
 	case api.OpStatus:
 		var st any = s.Info()
 		if s.cfg.Status != nil {
@@ -520,6 +596,7 @@ func (s *Server) serveConn(ctx context.Context, conn *net.UnixConn) {
 	case api.OpRun:
 		resp := s.run(ctx, &req)
 		reply(resp)
+		s.hello() // a client reads the names the next request needs from the file
 	default:
 		reply(&api.DaemonResponse{Error: fmt.Sprintf("unknown operation %q", req.Op), Exit: 2})
 	}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -490,5 +491,14 @@ func TestDaemonHello(t *testing.T) {
 	}
 	if !slices.Equal(resp.EnvNames, names) {
 		t.Fatalf("hello lists %v, want %v", resp.EnvNames, names)
+	}
+	// The same reply as a file, for clients that skip the round trip.
+	b, err := os.ReadFile(filepath.Join(dir, api.HelloName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var file api.DaemonResponse
+	if err := json.Unmarshal(b, &file); err != nil || file.PID != resp.PID || !slices.Equal(file.EnvNames, names) {
+		t.Fatalf("%s = %s (%v), want pid %d and %v", api.HelloName, b, err, resp.PID, names)
 	}
 }

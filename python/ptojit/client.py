@@ -18,8 +18,12 @@ the socket (a socket, not a symbolic link, owned by this user); after it
 connects, it checks with SO_PEERCRED that the daemon runs as this user. Any
 failed check raises DaemonSecurityError and nothing is sent.
 
-Only the variables of ptojit's environment registry are sent from the
-caller's environment (``Client.forwarded_variables``).
+Of the caller's environment, a request carries only the variables the
+daemon names in its hello reply (``{"op": "hello"}`` answers ``{"env_names":
+[...], "pid": n}``: those of ptojit's environment registry), so the client
+keeps no copy of the registry. The names are asked once per daemon: the
+client remembers them under the daemon's pid and start time (SO_PEERCRED
+and /proc), and asks again when another daemon answers.
 """
 
 from __future__ import annotations
@@ -37,8 +41,6 @@ import subprocess
 import threading
 from collections.abc import Mapping
 from typing import Any, Union
-
-from . import _registry
 
 __all__ = [
     "Client",
@@ -179,6 +181,9 @@ class Client:
         self.socket_path = os.path.join(self.daemon_dir, SOCKET_NAME)
         self._ptojit = os.fspath(ptojit) if ptojit is not None else None
         self._start_lock = threading.Lock()
+        # (pid, start time) of a daemon -> the names its hello listed.
+        self._names: dict[tuple[int, int], frozenset[str]] = {}
+        self._names_lock = threading.Lock()
 
     def _env(self) -> Mapping[str, str]:
         return os.environ if self._environ is None else self._environ
@@ -238,18 +243,46 @@ class Client:
 
     def forwarded_variables(self) -> frozenset[str]:
         """The names of the environment variables a request carries: those
-        of ptojit's environment registry."""
-        return _registry.VARIABLES
+        the daemon lists in its hello reply (the variables of ptojit's
+        environment registry). Starts the daemon when none answers."""
+        resp = self._call({"op": "hello"})
+        return self._hello_names(resp)
 
-    def _forwarded_env(self) -> list[str]:
-        names = self.forwarded_variables()
+    def _hello_names(self, resp: dict) -> frozenset[str]:
+        names = resp.get("env_names")
+        if resp.get("error") or not isinstance(names, list) or not all(isinstance(n, str) for n in names):
+            raise DaemonError(
+                f"the running daemon (pid {resp.get('pid')}) does not answer \"hello\" ({resp.get('error') or 'no env_names'}): "
+                "it predates this client; stop it with \"ptojit daemon stop\"")
+        return frozenset(names)
+
+    def _names_for(self, pid: int) -> frozenset[str]:
+        """The hello names of the daemon with this pid, asked on a
+        connection of their own unless remembered."""
+        key = (pid, _start_time(pid))
+        if key[1] is not None:
+            with self._names_lock:
+                names = self._names.get(key)
+            if names is not None:
+                return names
+        resp = self._call_once({"op": "hello"})
+        names = self._hello_names(resp)
+        if resp.get("pid") != pid:
+            # Another daemon took over between the two connections.
+            raise _DaemonLost(f"the daemon changed (pid {pid}, then {resp.get('pid')})")
+        if key[1] is not None:
+            with self._names_lock:
+                self._names[key] = names
+        return names
+
+    def _forwarded_env(self, names: frozenset[str]) -> list[str]:
         return [f"{k}={v}" for k, v in sorted(self._env().items()) if k in names]
 
     # --- the protocol --------------------------------------------------
 
     def _run(self, args: list[str], cwd: Any, stdin: bytes | None) -> tuple[int, bytes, bytes]:
         d = os.path.abspath(os.fspath(cwd)) if cwd is not None else os.getcwd()
-        req: dict[str, Any] = {"op": "run", "args": args, "dir": d, "env": self._forwarded_env()}
+        req: dict[str, Any] = {"op": "run", "args": args, "dir": d}
         if stdin is not None:
             req["stdin"] = base64.b64encode(stdin).decode("ascii")
         resp = self._call(req)
@@ -267,7 +300,7 @@ class Client:
         started = resent = False
         while True:
             try:
-                return self._call_once(req)
+                return self._call_once(req, with_env=req.get("op") == "run")
             except _NoDaemon as e:
                 if started:
                     raise DaemonError(f"the daemon started but does not answer on {self.socket_path}: {e}") from None
@@ -303,11 +336,10 @@ class Client:
         if st.st_uid != uid:
             raise DaemonSecurityError(f"daemon socket {self.socket_path} is owned by uid {st.st_uid}, not {uid}")
 
-    def _call_once(self, req: dict) -> dict:
+    def _call_once(self, req: dict, with_env: bool = False) -> dict:
+        """One request on one connection; with_env adds the variables of
+        the environment that the answering daemon's hello names."""
         self._check_dir()
-        body = json.dumps(dict(req, protocol=PROTOCOL), separators=(",", ":")).encode("utf-8")
-        if len(body) > MAX_REQUEST:
-            raise DaemonError(f"request of {len(body)} bytes is over the limit of {MAX_REQUEST}")
         sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         try:
             try:
@@ -316,11 +348,14 @@ class Client:
                 if e.errno in (errno.ENOENT, errno.ECONNREFUSED):
                     raise _NoDaemon(str(e)) from None
                 raise DaemonError(f"connecting to {self.socket_path}: {e}") from None
-            _check_peer(sock)
+            pid = _check_peer(sock)
+            if with_env:
+                req = dict(req, env=self._forwarded_env(self._names_for(pid)))
+            body = _frame(req)
             # A daemon that refuses the peer replies before reading the
             # request: a failed write is judged by whether a reply follows.
             try:
-                sock.sendall(struct.pack("<I", len(body)) + body)
+                sock.sendall(body)
             except OSError:
                 pass
             try:
@@ -383,13 +418,33 @@ class Client:
             return False
 
 
-def _check_peer(sock: socket.socket) -> None:
+def _check_peer(sock: socket.socket) -> int:
     opt = getattr(socket, "SO_PEERCRED", None)
     if opt is None:
         raise DaemonSecurityError("this system has no SO_PEERCRED: the daemon's user cannot be checked")
     pid, uid, gid = struct.unpack("3i", sock.getsockopt(socket.SOL_SOCKET, opt, struct.calcsize("3i")))
     if uid != os.getuid():
         raise DaemonSecurityError(f"the daemon (pid {pid}) runs as uid {uid}, not {os.getuid()}")
+    return pid
+
+
+def _start_time(pid: int) -> int | None:
+    """The start time of process pid (field 22 of /proc/<pid>/stat), which
+    tells a daemon from a later one with the same pid; None when unknown."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            stat_line = f.read()
+        return int(stat_line[stat_line.rindex(b")") + 2:].split()[19])
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def _frame(req: dict) -> bytes:
+    """The frame of a request: its length and its JSON."""
+    body = json.dumps(dict(req, protocol=PROTOCOL), separators=(",", ":")).encode("utf-8")
+    if len(body) > MAX_REQUEST:
+        raise DaemonError(f"request of {len(body)} bytes is over the limit of {MAX_REQUEST}")
+    return struct.pack("<I", len(body)) + body
 
 
 def _request_arg(request: Request) -> tuple[str, bytes | None]:

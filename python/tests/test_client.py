@@ -130,11 +130,37 @@ class TestClient(DaemonTest):
             c.build(self.tmp / "absent.json")
         self.assertIn("absent.json", cm.exception.message)
 
-    def test_only_registry_variables_are_sent(self) -> None:
+    def test_only_hello_names_are_sent(self) -> None:
         registry = json.loads((REPO / "_environment.json").read_text())
-        c = self.client(environ={"PATH": "/bin", "CC": "gcc", "SECRET_TOKEN": "x", "HOME": "/root"})
+        environ = dict(self.environ, CC="gcc", SECRET_TOKEN="x", HOME="/root")
+        c = self.client(environ=environ)
         self.assertEqual(c.forwarded_variables(), frozenset(registry["variables"]))
-        self.assertEqual(c._forwarded_env(), ["CC=gcc", "HOME=/root", "PATH=/bin"])
+        sent, hellos = [], []
+        frame = clientmod._frame
+
+        def record(req: dict) -> bytes:
+            if req.get("op") == "run":
+                sent.append(req)
+            elif req.get("op") == "hello":
+                hellos.append(req)
+            return frame(req)
+
+        with mock.patch.object(clientmod, "_frame", record):
+            for _ in range(3):
+                c.build(self.request)
+        self.assertEqual(len(sent), 3)
+        names = {kv.split("=", 1)[0] for kv in sent[0]["env"]}
+        self.assertNotIn("SECRET_TOKEN", names)
+        self.assertIn("CC=gcc", sent[0]["env"])
+        self.assertEqual(names, {k for k in environ if k in registry["variables"]})
+        # The names are asked once per daemon, not once per request.
+        self.assertEqual(len(hellos), 1, hellos)
+        # A new daemon is asked again.
+        self.stop_daemon()
+        with mock.patch.object(clientmod, "_frame", record):
+            c.build(self.request)
+        self.assertEqual(len(hellos), 2, hellos)
+        self.assertNotIn("SECRET_TOKEN=x", sent[-1]["env"])
 
     def test_concurrent_threads(self) -> None:
         c = self.client()

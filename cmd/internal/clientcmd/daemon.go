@@ -60,7 +60,7 @@ func readsStdin(args []string) bool {
 // the caller then runs them itself.
 //
 // Of the environment it sends only the variables the daemon names in its
-// OpHello reply (those of the environment registry). A daemon that dies
+// OpHello reply (those of the environment registry; client.CallEnv). A daemon that dies
 // while it serves the request is replaced and the request sent once more
 // (every served command can be repeated safely); any other failure (a
 // directory or daemon that is not this user's, a protocol error such as a
@@ -127,18 +127,7 @@ func ViaDaemon(env *cli.Env, args []string, engine func() (string, error)) (bool
 		return client.EnsureDaemon(client.Start{Dir: ddir, Engine: exe,
 			Args: []string{"daemon", "run", "--cache-dir", cacheDir, "--ready-fd", "3"}})
 	}
-	send := func() (*api.DaemonResponse, error) {
-		hello, err := client.Call(sock, &api.DaemonRequest{Op: api.OpHello})
-		if err != nil {
-			return nil, err
-		}
-		if hello.Error != "" {
-			return nil, fmt.Errorf("the running daemon (pid %d) does not answer %q (%s): it predates this client; stop it with \"%s daemon stop\"",
-				hello.PID, api.OpHello, hello.Error, env.Prog)
-		}
-		req.Env = api.FilterEnv(environ, hello.EnvNames)
-		return client.Call(sock, req)
-	}
+	send := func() (*api.DaemonResponse, error) { return client.CallEnv(sock, req, environ) }
 	resp, err := send()
 	if err != nil && engine == nil && errors.Is(err, client.ErrNoDaemon) {
 		return false, nil // nobody listens: the engine starts one

@@ -1,0 +1,90 @@
+package jit
+
+import (
+	"bytes"
+	"os"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/ptojit/ptojit/api"
+	"github.com/ptojit/ptojit/cache"
+)
+
+// TestOutputMemo: a hit into an output directory that holds the outputs
+// checks them by stat data once they are remembered, leaves them alone,
+// and rewrites one whose bytes changed in place or that was replaced.
+func TestOutputMemo(t *testing.T) {
+	defer func(a time.Duration) { outputStableAge = a }(outputStableAge)
+	outputStableAge = 0 // the files are written just now
+	_, req := copyExamples(t)
+	d := newDriver(t, cache.NewMemory(cache.Options{}))
+	first := build(t, d, req, api.StatusMiss)
+	build(t, d, req, api.StatusHit) // reads the outputs and remembers them
+	p := first.Callable
+	want, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	outputMemo.mu.Lock()
+	_, remembered := outputMemo.m[p]
+	outputMemo.mu.Unlock()
+	if !remembered {
+		t.Fatalf("%s is not remembered after a hit found it in place", p)
+	}
+	ino := func() uint64 {
+		fi, err := os.Stat(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return fi.Sys().(*syscall.Stat_t).Ino
+	}
+	before := ino()
+	build(t, d, req, api.StatusHit)
+	if ino() != before {
+		t.Fatal("an unchanged output was rewritten")
+	}
+
+	check := func(what string) {
+		t.Helper()
+		build(t, d, req, api.StatusHit)
+		got, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(got, want) {
+			t.Fatalf("%s: the hit left the changed output in place", what)
+		}
+	}
+	// The same size, other bytes, written in place: the status change
+	// time moves.
+	bad := bytes.Repeat([]byte{0x5a}, len(want))
+	f, err := os.OpenFile(p, os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.Write(bad); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	check("rewritten in place")
+	// Replaced by another file (another inode) with other bytes and the
+	// old modification time.
+	fi, _ := os.Stat(p)
+	tmp := p + ".other"
+	if err := os.WriteFile(tmp, bad, fi.Mode().Perm()); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chtimes(tmp, fi.ModTime(), fi.ModTime()); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(tmp, p); err != nil {
+		t.Fatal(err)
+	}
+	check("replaced")
+	// Truncated.
+	if err := os.Truncate(p, int64(len(want)/2)); err != nil {
+		t.Fatal(err)
+	}
+	check("truncated")
+}
