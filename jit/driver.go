@@ -412,16 +412,12 @@ func resultRecord(keyRecord inventory.Value, headers []headerDigest) inventory.V
 	return inventory.T(inventory.Str(resultTag), inventory.IntOf(keySchema), keyRecord, l)
 }
 
-// lookup finds the result of the key: the manifest names the header
-// variants; the first whose headers all still have their digests gives
-// the result key. With no manifest or no matching variant the result of
-// the empty header set is looked up, which exists only for sources that
-// include nothing. The store counts the one Get as a hit or a miss.
-func (d *Driver) lookup(ctx context.Context, id *identity) (*cache.Hit, string, error) {
-	return d.lookupPhases(ctx, id, nil)
-}
-
-// lookupPhases is lookup that times its phases in ph.
+// lookupPhases finds the result of the key, timing its phases in ph: the
+// manifest names the header variants; the first whose headers all still
+// have their digests gives the result key. With no manifest or no matching
+// variant the result of the empty header set is looked up, which exists
+// only for sources that include nothing. The store counts the one Get as a
+// hit or a miss.
 func (d *Driver) lookupPhases(ctx context.Context, id *identity, ph *phases) (*cache.Hit, string, error) {
 	rk, why, err := d.resultKeyPhases(ctx, id, ph)
 	if err != nil {
