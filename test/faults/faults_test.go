@@ -13,6 +13,7 @@ package faults
 
 import (
 	"bytes"
+	"context"
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/hex"
@@ -30,23 +31,24 @@ import (
 	"time"
 
 	"github.com/ptojit/ptojit/api"
+	"github.com/ptojit/ptojit/cache"
 )
 
 // plan is how many rounds each class runs.
 type plan struct {
 	variants                                             int
 	killDaemon, killClient, entryFlip, blobFlip, rndFlip int
-	fullDisk, silent                                     int
+	fullDisk, silent, sweep                              int
 }
 
 func planFor(t *testing.T) plan {
 	if os.Getenv("PTOJIT_FAULTS") == "full" {
-		return plan{variants: 3, killDaemon: 40, killClient: 40, entryFlip: 40, blobFlip: 24, rndFlip: 40, fullDisk: 60, silent: 10}
+		return plan{variants: 3, killDaemon: 40, killClient: 40, entryFlip: 40, blobFlip: 24, rndFlip: 40, fullDisk: 60, silent: 10, sweep: 24}
 	}
 	if testing.Short() {
 		t.Skip("the fault suite runs real builds; without -short it runs its short mode")
 	}
-	return plan{variants: 2, killDaemon: 3, killClient: 3, entryFlip: 4, blobFlip: 2, rndFlip: 4, fullDisk: 12, silent: 1}
+	return plan{variants: 2, killDaemon: 3, killClient: 3, entryFlip: 4, blobFlip: 2, rndFlip: 4, fullDisk: 12, silent: 1, sweep: 2}
 }
 
 func TestFaults(t *testing.T) {
@@ -58,6 +60,7 @@ func TestFaults(t *testing.T) {
 	t.Run("kill-daemon", func(t *testing.T) { s.killDaemon(t, rng, p.killDaemon) })
 	t.Run("kill-client", func(t *testing.T) { s.killClient(t, rng, p.killClient) })
 	t.Run("entry-flip", func(t *testing.T) { s.entryFlip(t, rng, p.entryFlip) })
+	t.Run("entry-sweep", func(t *testing.T) { s.entrySweep(t, rng, p.sweep) })
 	t.Run("blob-flip", func(t *testing.T) { s.blobFlip(t, rng, p.blobFlip) })
 	t.Run("random-flip", func(t *testing.T) { s.randomFlip(t, rng, p.rndFlip) })
 	t.Run("full-disk", func(t *testing.T) { s.fullDisk(t, rng, p.fullDisk) })
@@ -159,7 +162,23 @@ func vlogs(dir string) []string {
 }
 
 func findEntries(t *testing.T, dir string) []located {
-	newest := map[string]located{}
+	// The live entries' keys: a copy in a value log is live when its
+	// digest is that of a live key and its bytes (the newest such copy;
+	// an entry removed, or rewritten, leaves its old copies behind).
+	store, err := cache.Open(dir, cache.Options{ReadOnly: true})
+	if err != nil {
+		t.Fatalf("open %s read-only: %v", dir, err)
+	}
+	var keys []cache.Key
+	err = store.List(context.Background(), func(e *cache.Entry) error {
+		keys = append(keys, e.Key)
+		return nil
+	})
+	store.Close()
+	if err != nil {
+		t.Fatalf("list %s: %v", dir, err)
+	}
+	newest := map[cache.Key]located{}
 	for _, f := range vlogs(dir) {
 		data, err := os.ReadFile(f)
 		if err != nil {
@@ -172,12 +191,23 @@ func findEntries(t *testing.T, dir string) []located {
 			}
 			at := off + i
 			off = at + 4
-			rec, n, ok := entryLen(data[at:])
+			n, ok := entryLen(data[at:])
 			if !ok {
 				continue
 			}
-			newest[string(rec)] = located{file: f, at: at, n: n}
+			body, sum := data[at:at+n-32], data[at+n-32:at+n]
+			for _, k := range keys {
+				h := sha256.New()
+				h.Write(k[:])
+				h.Write(body)
+				if bytes.Equal(h.Sum(nil), sum) {
+					newest[k] = located{file: f, at: at, n: n}
+				}
+			}
 		}
+	}
+	if len(newest) != len(keys) {
+		t.Fatalf("%d of the %d live entries found in the value logs of %s", len(newest), len(keys), dir)
 	}
 	var out []located
 	for _, l := range newest {
@@ -188,8 +218,8 @@ func findEntries(t *testing.T, dir string) []located {
 }
 
 // entryLen parses an entry's layout (cache/entry.go) far enough to find
-// its record and its length.
-func entryLen(b []byte) (rec []byte, n int, ok bool) {
+// its length.
+func entryLen(b []byte) (n int, ok bool) {
 	p := 4
 	uv := func() (uint64, bool) {
 		v, k := binary.Uvarint(b[min(p, len(b)):])
@@ -208,47 +238,46 @@ func entryLen(b []byte) (rec []byte, n int, ok bool) {
 	}
 	l, ok := uv()
 	if !ok || l > 1<<20 || uint64(len(b)-p) < l {
-		return nil, 0, false
+		return 0, false
 	}
-	rec = b[p : p+int(l)]
 	p += int(l)
 	nout, ok := uv()
 	if !ok || nout > 4096 {
-		return nil, 0, false
+		return 0, false
 	}
 	for range nout {
 		l, ok := uv()
 		if !ok || !skip(l) {
-			return nil, 0, false
+			return 0, false
 		}
 		if _, ok := uv(); !ok || !skip(32) {
-			return nil, 0, false
+			return 0, false
 		}
 		if _, ok := uv(); !ok {
-			return nil, 0, false
+			return 0, false
 		}
 	}
 	nmeta, ok := uv()
 	if !ok || nmeta > 256 {
-		return nil, 0, false
+		return 0, false
 	}
 	for range 2 * nmeta {
 		l, ok := uv()
 		if !ok || !skip(l) {
-			return nil, 0, false
+			return 0, false
 		}
 	}
 	for range 2 {
 		if _, k := binary.Varint(b[min(p, len(b)):]); k <= 0 {
-			return nil, 0, false
+			return 0, false
 		} else {
 			p += k
 		}
 	}
 	if !skip(32) {
-		return nil, 0, false
+		return 0, false
 	}
-	return rec, p, true
+	return p, true
 }
 
 func flipAt(t *testing.T, file string, at int64, rng *rand.Rand) {
@@ -283,7 +312,8 @@ func (s *suite) entryFlip(t *testing.T, rng *rand.Rand, rounds int) {
 			t.Fatalf("no entry found in the value logs of %s", w.cache)
 		}
 		e := ents[rng.IntN(len(ents))]
-		flipAt(t, e.file, int64(e.at+rng.IntN(e.n)), rng)
+		pos := rng.IntN(e.n)
+		flipAt(t, e.file, int64(e.at+pos), rng)
 		c.add(&c.faults, 1)
 		if round%2 == 0 {
 			r := w.runCmd(cmdDeadline, nil, "cache", "verify")
@@ -298,7 +328,7 @@ func (s *suite) entryFlip(t *testing.T, rng *rand.Rand, rounds int) {
 				c.add(&c.detectedVerify, 1)
 			default:
 				c.add(&c.undetected, 1)
-				t.Errorf("a flipped byte of an entry: cache verify exit %d\n%s%s", r.code, r.stdout, r.stderr)
+				t.Errorf("byte %d of %d of the entry at %s+%d flipped (%d entries found): cache verify exit %d\n%s%s", pos, e.n, filepath.Base(e.file), e.at, len(ents), r.code, r.stdout, r.stderr)
 			}
 			for _, v := range s.variants {
 				w.check(v, nil)
@@ -318,7 +348,7 @@ func (s *suite) entryFlip(t *testing.T, rng *rand.Rand, rounds int) {
 			c.add(&c.detectedLookup, 1)
 		} else {
 			c.add(&c.undetected, 1)
-			t.Errorf("round %d: a flipped byte of an entry (%s+%d) was not reported by any lookup", round, e.file, e.at)
+			t.Errorf("round %d: byte %d of %d of the entry at %s+%d flipped: not reported by any lookup", round, pos, e.n, filepath.Base(e.file), e.at)
 		}
 	}
 }
@@ -623,4 +653,85 @@ func (s *suite) hostileOwner(t *testing.T) {
 		os.Chown(dir, 0, 0)
 		os.Chown(filepath.Dir(dir), 0, 0)
 	}
+}
+
+// entrySweep flips chosen bytes of each stored entry and manifest of one
+// build, one at a time, in two copies of the cache: cache verify must
+// report the flip in one, and the next lookup in the other.
+func (s *suite) entrySweep(t *testing.T, rng *rand.Rand, perEntry int) {
+	src := s.world(t, "entry-sweep")
+	c := s.tally.class(src.class)
+	v := s.variants[0]
+	src.check(v, nil)
+	// One more start and stop: the entries' value log is no longer the
+	// active one, which Badger would truncate at the flip as it opens, so
+	// the flips reach the entries' own digests.
+	src.stop()
+	if r := src.runCmd(cmdDeadline, nil, "daemon", "start"); r.code != 0 {
+		t.Fatalf("daemon start: exit %d\n%s", r.code, r.stderr)
+	}
+	src.close()
+	ents := findEntries(t, src.cache)
+	if len(ents) < 2 {
+		t.Fatalf("%d entries found in the value logs, want a result and a manifest", len(ents))
+	}
+	for _, e := range ents {
+		step := max(1, e.n/perEntry)
+		var positions []int
+		for i := 0; i < e.n; i += step {
+			positions = append(positions, i)
+		}
+		positions = append(positions, e.n-1)
+		for _, i := range positions {
+			rel, err := filepath.Rel(src.cache, e.file)
+			if err != nil {
+				t.Fatal(err)
+			}
+			a, b := s.world(t, src.class), s.world(t, src.class)
+			for _, w := range []*world{a, b} {
+				if err := os.CopyFS(w.cache, os.DirFS(src.cache)); err != nil {
+					t.Fatal(err)
+				}
+				flipAt(t, filepath.Join(w.cache, rel), int64(e.at+i), rng)
+			}
+			c.add(&c.faults, 1)
+			r := a.runCmd(cmdDeadline, nil, "cache", "verify")
+			switch {
+			case r.timedOut:
+				c.add(&c.hangs, 1)
+				t.Errorf("cache verify hung")
+			case crashRE.MatchString(r.stderr):
+				c.add(&c.crashes, 1)
+				t.Errorf("cache verify crashed:\n%s", r.stderr)
+			case r.code == 1:
+				c.add(&c.detectedVerify, 1)
+				c.note("verify: " + damageLine(r.stdout+r.stderr))
+			default:
+				c.add(&c.undetected, 1)
+				t.Errorf("byte %d of %d of the entry at %s+%d flipped: cache verify exit %d\n%s%s", i, e.n, rel, e.at, r.code, r.stdout, r.stderr)
+			}
+			a.close()
+			if resp := b.check(v, nil); resp != nil && resp.Status == "miss" && strings.Contains(resp.MissReason, "damaged") {
+				c.add(&c.detectedLookup, 1)
+			} else {
+				c.add(&c.undetected, 1)
+				st := "failed"
+				if resp != nil {
+					st = resp.Status + " " + resp.MissReason
+				}
+				t.Errorf("byte %d of %d of the entry at %s+%d flipped: the next build says %s", i, e.n, rel, e.at, st)
+			}
+			b.close()
+		}
+	}
+}
+
+// damageLine is the first line of cache verify's report that names damage.
+func damageLine(out string) string {
+	for _, l := range strings.Split(out, "\n") {
+		if strings.Contains(strings.ToLower(l), "damag") || strings.Contains(strings.ToLower(l), "corrupt") {
+			return firstLine(l)
+		}
+	}
+	return firstLine(out)
 }
