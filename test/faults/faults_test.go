@@ -43,7 +43,7 @@ type plan struct {
 
 func planFor(t *testing.T) plan {
 	if os.Getenv("PTOJIT_FAULTS") == "full" {
-		return plan{variants: 3, killDaemon: 40, killClient: 40, entryFlip: 40, blobFlip: 24, rndFlip: 40, fullDisk: 60, silent: 10, sweep: 24}
+		return plan{variants: 3, killDaemon: 30, killClient: 40, entryFlip: 40, blobFlip: 24, rndFlip: 40, fullDisk: 60, silent: 10, sweep: 24}
 	}
 	if testing.Short() {
 		t.Skip("the fault suite runs real builds; without -short it runs its short mode")

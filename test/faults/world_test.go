@@ -297,7 +297,11 @@ func (w *world) judge(v *variant, r result) *response {
 		t.Errorf("%s: build of %s exited 0 with status %q", w.class, v.request, resp.Status)
 		return nil
 	}
-	if msg := compareOutputs(v, &resp); msg != "" {
+	msg, debris := compareOutputs(v, &resp)
+	if debris > 0 {
+		c.add(&c.debris, debris)
+	}
+	if msg != "" {
 		c.add(&c.wrong, 1)
 		t.Errorf("%s: WRONG ARTIFACT: build of %s said %s: %s", w.class, v.request, resp.Status, msg)
 		return nil
@@ -317,12 +321,26 @@ func firstLine(s string) string {
 }
 
 // compareOutputs compares the output directory and the response with the
-// reference, byte for byte; it returns what differs, or "".
-func compareOutputs(v *variant, resp *response) string {
+// reference, byte for byte; it returns what differs, or "", and the number
+// of temporary files (".NAME.tmp-*") that a writer killed before its rename
+// left in the directory: debris, not outputs.
+func compareOutputs(v *variant, resp *response) (string, int) {
 	got, err := readOutputs(v.out)
 	if err != nil {
-		return err.Error()
+		return err.Error(), 0
 	}
+	debris := 0
+	for name := range got {
+		if strings.HasPrefix(name, ".") && strings.Contains(name, ".tmp-") {
+			delete(got, name)
+			debris++
+		}
+	}
+	msg := compareNamed(v, resp, got)
+	return msg, debris
+}
+
+func compareNamed(v *variant, resp *response, got map[string][]byte) string {
 	for name, want := range v.ref {
 		b, ok := got[name]
 		if !ok {
@@ -508,7 +526,7 @@ type tally struct {
 type counts struct {
 	mu                                                                sync.Mutex
 	builds, hits, misses, uncached, errors                            int
-	wrong, hangs, crashes, recovered, damagedMisses                   int
+	wrong, hangs, crashes, recovered, damagedMisses, debris           int
 	faults, killedClients, detectedVerify, detectedLookup, undetected int
 	maxStop                                                           time.Duration
 	notes                                                             map[string]int
@@ -576,6 +594,9 @@ func (t *tally) report() string {
 		"total", tot.faults, tot.builds, tot.wrong, tot.hangs, tot.crashes, tot.hits, tot.misses, tot.uncached, tot.errors, tot.damagedMisses, tot.recovered, tot.maxStop.Round(time.Millisecond))
 	for _, name := range t.order {
 		c := t.classes[name]
+		if c.debris > 0 {
+			fmt.Fprintf(&b, "%s: %d temporary files of writers killed before their rename left in output directories\n", name, c.debris)
+		}
 		if c.killedClients > 0 {
 			fmt.Fprintf(&b, "%s: %d clients killed\n", name, c.killedClients)
 		}
@@ -594,4 +615,12 @@ func atoiEnv(name string, def int) int {
 		return v
 	}
 	return def
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if binDir != "" {
+		os.RemoveAll(binDir)
+	}
+	os.Exit(code)
 }
