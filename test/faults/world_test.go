@@ -526,7 +526,7 @@ type tally struct {
 type counts struct {
 	mu                                                                sync.Mutex
 	builds, hits, misses, uncached, errors                            int
-	wrong, hangs, crashes, recovered, damagedMisses, debris           int
+	wrong, hangs, crashes, recovered, damagedMisses, debris, clears   int
 	faults, killedClients, detectedVerify, detectedLookup, undetected int
 	maxStop                                                           time.Duration
 	notes                                                             map[string]int
@@ -596,6 +596,9 @@ func (t *tally) report() string {
 		c := t.classes[name]
 		if c.debris > 0 {
 			fmt.Fprintf(&b, "%s: %d temporary files of writers killed before their rename left in output directories\n", name, c.debris)
+		}
+		if c.clears > 0 {
+			fmt.Fprintf(&b, "%s: %d runs of cache clear on a cache Badger could not open, all exit 0\n", name, c.clears)
 		}
 		if c.killedClients > 0 {
 			fmt.Fprintf(&b, "%s: %d clients killed\n", name, c.killedClients)
