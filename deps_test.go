@@ -38,7 +38,8 @@ var arrows = map[string][]string{
 	"cmd/ptojit":             {"cmd/internal/cli", "cmd/internal/clientcmd", "api", "api/client", "inventory", "registry"},
 	"cmd/ptojitd":            {"*"},
 	"bench":                  {"*"},
-	"internal/fixture":       {}, // test fixtures, imported by tests only
+	"test":                   {"*"}, // the fault suite drives the binaries
+	"internal/fixture":       {},    // test fixtures, imported by tests only
 }
 
 // stdlibOnly layers may import nothing outside the standard library and

@@ -239,6 +239,7 @@ func Open(dir string, opt Options) (*Badger, error) {
 	if opt.ReadOnly {
 		close(b.done)
 	} else {
+		tightenFiles(dir) // what Badger created while opening
 		go b.flusher()
 	}
 	return b, nil
@@ -297,6 +298,7 @@ func (b *Badger) flusher() {
 			return
 		case <-t.C:
 			_ = b.op("flush", b.flush)
+			tightenFiles(b.dir)
 		}
 	}
 }

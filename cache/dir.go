@@ -37,10 +37,8 @@ func DefaultDir(getenv func(string) string) (string, error) {
 
 // prepareDir creates the store's directory dir with mode 0700 and keeps
 // what is there private: when dir belongs to this user, a dir that others
-// can enter is tightened to 0700 and the files in it that others can read
-// to 0600. Badger creates its files 0644; they are tightened on the next
-// open, and until then the 0700 directory keeps other users out. Failing
-// to tighten (a file system without modes) is not an error.
+// can enter is tightened to 0700 and its files by tightenFiles. Failing to
+// tighten (a file system without modes) is not an error.
 func prepareDir(dir string) error {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return err
@@ -55,9 +53,19 @@ func prepareDir(dir string) error {
 	if fi.Mode().Perm()&0o077 != 0 {
 		os.Chmod(dir, 0o700)
 	}
+	tightenFiles(dir)
+	return nil
+}
+
+// tightenFiles makes the regular files of dir that others can read 0600
+// (keeping the owner's bits). Badger creates its value logs, memtables and
+// lock file 0644 (0666 less the umask); the store runs this after it opens
+// and on every flush, so a new file is private within flushInterval, and
+// until then the 0700 directory keeps other users out.
+func tightenFiles(dir string) {
 	entries, err := os.ReadDir(dir)
 	if err != nil {
-		return nil
+		return
 	}
 	for _, e := range entries {
 		if !e.Type().IsRegular() {
@@ -67,7 +75,6 @@ func prepareDir(dir string) error {
 			os.Chmod(filepath.Join(dir, e.Name()), info.Mode().Perm()&0o700)
 		}
 	}
-	return nil
 }
 
 // EnvOptions returns the options the environment asks for:

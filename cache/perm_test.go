@@ -63,3 +63,28 @@ func TestOpenTightensModes(t *testing.T) {
 		t.Errorf("uid 65534 read %s: %q", files[0], out)
 	}
 }
+
+// TestNewStoreFilesPrivate: the files Badger creates for a new store (its
+// value log, memtable, discard stats, lock) are 0600 as soon as Open
+// returns, not only from the next open on.
+func TestNewStoreFilesPrivate(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "cache")
+	b, err := Open(dir, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	entries, err := os.ReadDir(dir)
+	if err != nil || len(entries) == 0 {
+		t.Fatalf("no files in the new store (%v)", err)
+	}
+	for _, e := range entries {
+		fi, err := e.Info()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if fi.Mode().IsRegular() && fi.Mode().Perm()&0o077 != 0 {
+			t.Errorf("%s: mode %04o, want nothing for group or others", e.Name(), fi.Mode().Perm())
+		}
+	}
+}
