@@ -86,6 +86,10 @@ type Badger struct {
 	dir   string
 	db    *badger.DB
 	stats counters // counts not yet added to the database (all counts when read-only)
+	// flushMu serializes flushes, and a flush with the read of Stats: a
+	// flush takes the counts from stats before it commits them, so a
+	// reader between the two would see them in neither place.
+	flushMu sync.Mutex
 
 	stop chan struct{} // closed by Close to stop the flusher
 	done chan struct{} // closed when the flusher returns
@@ -459,6 +463,13 @@ func (b *Badger) Healthy() error {
 // flush writes the batched last-use times and counters. It is a no-op on a
 // read-only store. Errors leave the batch for the next flush.
 func (b *Badger) flush() error {
+	b.flushMu.Lock()
+	defer b.flushMu.Unlock()
+	return b.flushLocked()
+}
+
+// flushLocked is flush; b.flushMu is held.
+func (b *Badger) flushLocked() error {
 	if b.opt.ReadOnly {
 		return nil
 	}
@@ -1447,7 +1458,9 @@ func (b *Badger) healthNotes() []string {
 }
 
 func (b *Badger) statsOp() (*Stats, error) {
-	flushErr := b.flush()
+	b.flushMu.Lock()
+	defer b.flushMu.Unlock()
+	flushErr := b.flushLocked()
 	s := &Stats{UncachedReasons: make(map[string]int64), MaxBytes: b.opt.MaxBytes}
 	err := b.db.View(func(txn *badger.Txn) error {
 		fields := counterFields(s)
