@@ -197,6 +197,9 @@ func (w *world) runCmd(deadline time.Duration, extra []string, args ...string) r
 	defer cancel()
 	cmd := exec.CommandContext(ctx, filepath.Join(w.s.bin, "ptojit"), args...)
 	cmd.Env = append(slices.Clip(w.env), extra...)
+	// At the deadline a Go program asked to quit prints its goroutines,
+	// which say where it hung; it is killed 2 s later if it does not exit.
+	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGQUIT) }
 	cmd.WaitDelay = 2 * time.Second
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
@@ -255,7 +258,8 @@ func (w *world) judge(v *variant, r result) *response {
 	c.add(&c.builds, 1)
 	if r.timedOut {
 		c.add(&c.hangs, 1)
-		t.Errorf("%s: build of %s hung (killed after %v)", w.class, v.request, buildDeadline)
+		t.Errorf("%s: build of %s hung (killed after %v); the client's end:\n%s", w.class, v.request, buildDeadline, tailN([]byte(r.stderr), 20000))
+		w.dumpDaemon()
 		return nil
 	}
 	if crashRE.MatchString(r.stderr) || r.signaled {
@@ -467,7 +471,8 @@ func (w *world) stopWithin(deadline time.Duration) {
 	c := w.s.tally.class(w.class)
 	if r.timedOut {
 		c.add(&c.hangs, 1)
-		w.t.Errorf("%s: daemon stop did not return within %v", w.class, deadline)
+		w.t.Errorf("%s: daemon stop did not return within %v; the client's end:\n%s", w.class, deadline, tailN([]byte(r.stderr), 20000))
+		w.dumpDaemon()
 	}
 	if crashRE.MatchString(r.stderr) {
 		c.add(&c.crashes, 1)
@@ -509,11 +514,36 @@ func (w *world) close() {
 	}
 }
 
-func tail(b []byte) string {
-	if len(b) > 4000 {
-		b = b[len(b)-4000:]
+func tail(b []byte) string { return tailN(b, 4000) }
+
+func tailN(b []byte, n int) string {
+	if len(b) > n {
+		b = b[len(b)-n:]
 	}
 	return string(b)
+}
+
+// dumpDaemon, after a hang, asks the daemon of the world (the pid in its
+// lock file) to quit, which makes it print its goroutines to its log, and
+// logs the end of that log: where the daemon was stuck.
+func (w *world) dumpDaemon() {
+	b, err := os.ReadFile(filepath.Join(w.daemonDir(), api.LockName))
+	pid, _ := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil || pid <= 0 {
+		w.t.Logf("%s: no daemon pid to dump (%v)", w.class, err)
+		return
+	}
+	w.mu.Lock()
+	w.killed = true
+	w.mu.Unlock()
+	syscall.Kill(pid, syscall.SIGQUIT)
+	// Diagnosis after a failure, not a timing assertion: give the dump
+	// up to 5 s to reach the log.
+	for end := time.Now().Add(5 * time.Second); time.Now().Before(end) && syscall.Kill(pid, 0) == nil; {
+		time.Sleep(50 * time.Millisecond)
+	}
+	log, _ := os.ReadFile(filepath.Join(w.daemonDir(), api.LogName))
+	w.t.Logf("%s: daemon %d after SIGQUIT; the end of its log:\n%s", w.class, pid, tailN(log, 60000))
 }
 
 // tally counts outcomes per fault class.
