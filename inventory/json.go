@@ -192,23 +192,35 @@ func (p *jsonParser) array(depth int) (Value, error) {
 			return nil, err
 		}
 		out = append(out, v)
-		p.space()
-		if p.pos < len(p.b) {
-			switch p.b[p.pos] {
-			case ',':
-				p.pos++
-				continue
-			case ']':
-				p.pos++
-				return out, nil
-			}
+		end, err := p.listNext()
+		if err != nil {
+			return nil, err
 		}
-		return nil, p.unexpected(`',' or ']'`)
+		if end {
+			return out, nil
+		}
 	}
 }
 
 // object reads an object after its '{' at depth (the number of containers
 // around it): a Dict, or the value of a tag.
+// listNext reads what follows an element of a list: ',' (more follow) or
+// ']' (end is true).
+func (p *jsonParser) listNext() (end bool, err error) {
+	p.space()
+	if p.pos < len(p.b) {
+		switch p.b[p.pos] {
+		case ',':
+			p.pos++
+			return false, nil
+		case ']':
+			p.pos++
+			return true, nil
+		}
+	}
+	return false, p.unexpected(`',' or ']'`)
+}
+
 func (p *jsonParser) object(depth int) (Value, error) {
 	open := p.pos - 1
 	tooDeep := func() error {
@@ -392,18 +404,13 @@ func (p *jsonParser) pairs(depth int) (Value, error) {
 			return nil, p.unexpected(`']' closing a [key, value] pair`)
 		}
 		p.pos++
-		p.space()
-		if p.pos < len(p.b) {
-			switch p.b[p.pos] {
-			case ',':
-				p.pos++
-				continue
-			case ']':
-				p.pos++
-				return out, nil
-			}
+		end, err := p.listNext()
+		if err != nil {
+			return nil, err
 		}
-		return nil, p.unexpected(`',' or ']'`)
+		if end {
+			return out, nil
+		}
 	}
 }
 
