@@ -11,7 +11,11 @@
 //
 // Start-up is race-free: clients serialize on an flock of the start lock in
 // the daemon directory, the first starts the daemon and waits for its
-// readiness signal (not a timeout), and the rest find it answering.
+// readiness signal (not a timeout), and the rest find it answering. The
+// daemon shares the start lock (it inherits the locked file) and lets it go
+// only once its socket accepts connections, so a client killed while its
+// daemon starts does not open the door to a second daemon: the next client
+// still waits for the first one's socket, and finds it answering.
 package client
 
 import (
@@ -255,7 +259,9 @@ type Start struct {
 	// Engine is the path of the ptojitd executable and Args its arguments
 	// for running the daemon in the foreground (e.g. "daemon", "run",
 	// "--cache-dir", D). The daemon is given a pipe as file descriptor 3 and
-	// must write "ready\n" to it once its socket accepts connections.
+	// must write "ready\n" to it once its socket accepts connections; it is
+	// given the start lock, locked, as file descriptor 4 (StartLockFD), and
+	// must close it once its socket accepts connections, not before.
 	Engine string
 	Args   []string
 	// Env is the daemon's environment (nil: this process's).
@@ -309,8 +315,20 @@ func EnsureDaemon(s Start) error {
 	if err == nil || !replaceable(err) {
 		return err // nil: another client started it while we waited
 	}
-	return startDaemon(s)
+	if err := startDaemon(s, lock); err != nil {
+		// A daemon that found another one serving exits; that one is
+		// as good.
+		if ping(s.Dir) == nil {
+			return nil
+		}
+		return err
+	}
+	return nil
 }
+
+// StartLockFD is the file descriptor of the start lock in a daemon that
+// EnsureDaemon started (see Start.Engine).
+const StartLockFD = 4
 
 // replaceable reports whether the ping error err calls for a new daemon:
 // none listens, or the one that accepted the ping closed the connection
@@ -321,7 +339,7 @@ func replaceable(err error) bool {
 	return errors.Is(err, ErrNoDaemon) || errors.As(err, &lost)
 }
 
-func startDaemon(s Start) error {
+func startDaemon(s Start, lock *os.File) error {
 	logPath := filepath.Join(s.Dir, api.LogName)
 	logf, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND|syscall.O_NOFOLLOW, 0o600)
 	if err != nil {
@@ -344,7 +362,7 @@ func startDaemon(s Start) error {
 	cmd.Stdin = devnull
 	cmd.Stdout = logf
 	cmd.Stderr = logf
-	cmd.ExtraFiles = []*os.File{pw}
+	cmd.ExtraFiles = []*os.File{pw, lock} // fds 3 and StartLockFD
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 	if err := cmd.Start(); err != nil {
 		pw.Close()

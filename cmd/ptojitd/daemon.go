@@ -10,9 +10,11 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/spf13/pflag"
@@ -36,6 +38,7 @@ type daemonOptions struct {
 	maxSize  string
 	idle     time.Duration
 	readyFD  int
+	lockFD   int
 	json     bool
 }
 
@@ -133,6 +136,8 @@ a connection that sends nothing delays neither.`,
 					daemonFlags(fs, &o, true)
 					fs.IntVar(&o.readyFD, "ready-fd", -1, "write \"ready\" to this file descriptor once serving")
 					fs.MarkHidden("ready-fd")
+					fs.IntVar(&o.lockFD, "start-lock-fd", -1, "the start lock, shared by the starting client; closed once serving")
+					fs.MarkHidden("start-lock-fd")
 					return func(ctx context.Context, env *cli.Env, args []string) error {
 						if len(args) > 0 {
 							return cli.Usagef("daemon run: unexpected argument %q", args[0])
@@ -163,7 +168,7 @@ func ensureDaemon(env *cli.Env, cacheDir string, idle time.Duration, maxSize str
 	if err != nil {
 		return err
 	}
-	args := []string{"daemon", "run", "--cache-dir", cacheDir, "--ready-fd", "3", "--idle", idle.String()}
+	args := []string{"daemon", "run", "--cache-dir", cacheDir, "--ready-fd", "3", "--start-lock-fd", strconv.Itoa(client.StartLockFD), "--idle", idle.String()}
 	if maxSize != "" {
 		args = append(args, "--max-size", maxSize)
 	}
@@ -312,9 +317,16 @@ func (f *forgetter) Forget(p string) int { return f.ids.Forget(p) }
 func (f *forgetter) ForgetAll()          { f.ids.ForgetAll() }
 
 func runDaemon(ctx context.Context, env *cli.Env, o daemonOptions) error {
-	var ready *os.File
+	// The descriptors the starting client gave: never passed on to the
+	// compilers and probes this daemon runs.
+	var ready, startLock *os.File
 	if o.readyFD >= 0 {
+		syscall.CloseOnExec(o.readyFD)
 		ready = os.NewFile(uintptr(o.readyFD), "ready")
+	}
+	if o.lockFD >= 0 {
+		syscall.CloseOnExec(o.lockFD)
+		startLock = os.NewFile(uintptr(o.lockFD), api.StartLockName)
 	}
 	dir, err := daemonCacheDir(env, o.cacheDir)
 	if err != nil {
@@ -342,7 +354,7 @@ func runDaemon(ctx context.Context, env *cli.Env, o daemonOptions) error {
 	opt.Logger = storeLogger{logf}
 	ddir := api.DaemonDir(dir, env.Getenv)
 	srv, err := daemon.Listen(daemon.Config{
-		Dir: ddir, Idle: o.idle, Ready: ready, WaitLock: true, Logf: logf, EnvNames: clientEnvNames(),
+		Dir: ddir, Idle: o.idle, Ready: ready, StartLock: startLock, WaitLock: true, Logf: logf, EnvNames: clientEnvNames(),
 		EnvNamesFunc: func() []string { return helloEnvNames(dir) }, EnvNamesDepend: filepath.Join(dir, config.FileName),
 	})
 	if err != nil {

@@ -27,6 +27,7 @@ package daemon
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -71,8 +72,22 @@ type Config struct {
 	Logf func(format string, args ...any)
 	// WaitLock makes Listen wait for a daemon that is exiting to release
 	// the lock, instead of failing with ErrRunning. Auto-started daemons use
-	// it: they are only started when the old one no longer answers.
+	// it: they are only started when the old one no longer answers. A
+	// holder that answers a ping is serving, not exiting: Listen then
+	// returns ErrRunning at once.
 	WaitLock bool
+	// LockWait bounds the wait of WaitLock for an exiting daemon's lock
+	// (default DefaultLockWait): a daemon that never lets go of its lock
+	// fails this one's start with an error naming it, instead of hanging
+	// the client that started it.
+	LockWait time.Duration
+	// StartLock is the daemon directory's start lock (api.StartLockName)
+	// when the process that started this daemon holds it and shares it
+	// (client.StartLockFD). Listen keeps it until the socket accepts
+	// connections and then closes it, so that a client waiting for it
+	// finds this daemon answering, even when the client that started the
+	// daemon was killed meanwhile.
+	StartLock *os.File
 	// ReadTimeout bounds the reading of a request, counted from the
 	// connection's accept (default 10s); WriteTimeout bounds the writing of
 	// each reply (default 10s).
@@ -99,6 +114,7 @@ const (
 	DefaultReadTimeout  = 10 * time.Second
 	DefaultWriteTimeout = 10 * time.Second
 	DefaultGrace        = 30 * time.Second
+	DefaultLockWait     = DefaultGrace + 30*time.Second
 	DefaultFrameBudget  = 2 * api.MaxDaemonRequest
 	// SmallFrame is the largest request that SmallFrameBudget covers: a
 	// build request is a few KiB, its environment included.
@@ -193,24 +209,23 @@ func Listen(cfg Config) (*Server, error) {
 	if cfg.Logf == nil {
 		cfg.Logf = func(string, ...any) {}
 	}
+	if cfg.LockWait == 0 {
+		cfg.LockWait = DefaultLockWait
+	}
+	startLock := cfg.StartLock
+	defer func() {
+		if startLock != nil {
+			startLock.Close() // the socket accepts connections, or Listen failed
+		}
+	}()
 	if err := PrepareDir(cfg.Dir); err != nil {
 		return nil, err
 	}
-	lock, err := os.OpenFile(filepath.Join(cfg.Dir, api.LockName), os.O_CREATE|os.O_RDWR, 0o600)
+	lock, err := takeLock(cfg)
 	if err != nil {
 		return nil, err
 	}
-	how := syscall.LOCK_EX | syscall.LOCK_NB
-	if cfg.WaitLock {
-		how = syscall.LOCK_EX
-	}
-	if err := client.Flock(lock, how); err != nil {
-		lock.Close()
-		if errors.Is(err, syscall.EWOULDBLOCK) {
-			return nil, ErrRunning
-		}
-		return nil, err
-	}
+	beforeListen()
 	sock := filepath.Join(cfg.Dir, api.SocketName)
 	// We hold the lock, so any socket file is a dead daemon's.
 	if err := os.Remove(sock); err != nil && !errors.Is(err, os.ErrNotExist) {
@@ -243,6 +258,46 @@ func Listen(cfg Config) (*Server, error) {
 		small: budget{limit: SmallFrameBudget, freed: make(chan struct{})}}
 	s.closed, s.cancelClose = context.WithCancel(context.Background())
 	return s, nil
+}
+
+// beforeListen runs between taking the lock and binding the socket; tests
+// replace it to hold a daemon there.
+var beforeListen = func() {}
+
+// takeLock takes the daemon lock of cfg.Dir. With cfg.WaitLock it waits
+// for a holder that is exiting, at most cfg.LockWait.
+func takeLock(cfg Config) (*os.File, error) {
+	path := filepath.Join(cfg.Dir, api.LockName)
+	lock, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR|syscall.O_NOFOLLOW, 0o600)
+	if err != nil {
+		return nil, err
+	}
+	// The holder is exiting (wait for it), or serving (it answers a ping:
+	// this daemon is not needed), or starting: a daemon that was not given
+	// a start lock by its client does not keep others from starting while
+	// it binds its socket, so the wait keeps asking.
+	deadline := time.Now().Add(cfg.LockWait)
+	for pause := time.Millisecond; ; pause = min(2*pause, 100*time.Millisecond) {
+		err = client.Flock(lock, syscall.LOCK_EX|syscall.LOCK_NB)
+		if !errors.Is(err, syscall.EWOULDBLOCK) || !cfg.WaitLock || client.Ping(cfg.Dir) {
+			break
+		}
+		if time.Now().After(deadline) {
+			holder, _ := os.ReadFile(path)
+			lock.Close()
+			return nil, fmt.Errorf("the daemon lock %s is held (by pid %s) and was not released within %s: that daemon neither answers nor exits; see %s",
+				path, bytes.TrimSpace(holder), cfg.LockWait, filepath.Join(cfg.Dir, api.LogName))
+		}
+		time.Sleep(pause)
+	}
+	if err != nil {
+		lock.Close()
+		if errors.Is(err, syscall.EWOULDBLOCK) {
+			return nil, ErrRunning
+		}
+		return nil, err
+	}
+	return lock, nil
 }
 
 // writeHello writes the OpHello reply of this daemon to api.HelloName in

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/ptojit/ptojit/api"
@@ -125,7 +126,7 @@ func ViaDaemon(env *cli.Env, args []string, engine func() (string, error)) (bool
 			return err
 		}
 		return client.EnsureDaemon(client.Start{Dir: ddir, Engine: exe,
-			Args: []string{"daemon", "run", "--cache-dir", cacheDir, "--ready-fd", "3"}})
+			Args: []string{"daemon", "run", "--cache-dir", cacheDir, "--ready-fd", "3", "--start-lock-fd", strconv.Itoa(client.StartLockFD)}})
 	}
 	send := func() (*api.DaemonResponse, error) { return client.CallEnv(sock, req, environ) }
 	resp, err := send()
