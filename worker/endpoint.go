@@ -100,6 +100,7 @@ type endpoint struct {
 	oob  []byte
 
 	retired atomic.Bool // dead != nil; readable without the mailbox lock
+	fdMu    sync.Mutex  // held while fd is shut down by abort or set to -1 by close
 
 	cmd    *exec.Cmd
 	exited chan struct{} // closed when cmd has been waited for
@@ -319,6 +320,24 @@ func (e *endpoint) task(h registry.Hashid, a TaskArgs) error {
 	}, -1, 0)
 }
 
+// taskContext is task bounded by ctx. A task may never return: when ctx
+// ends first, the child is killed (its mailbox cannot be resynchronized)
+// and the task fails with ctx's cause; the endpoint is retired.
+func (e *endpoint) taskContext(ctx context.Context, h registry.Hashid, a TaskArgs) error {
+	if ctx.Err() != nil {
+		return fmt.Errorf("task not started: %w", context.Cause(ctx))
+	}
+	if ctx.Done() == nil {
+		return e.task(h, a)
+	}
+	stop := context.AfterFunc(ctx, e.abort)
+	err := e.task(h, a)
+	if !stop() && err != nil {
+		return fmt.Errorf("task canceled, child killed: %w", context.Cause(ctx))
+	}
+	return err
+}
+
 // request sends one frame that names hashid h (REGISTER_CALLABLE,
 // UNREGISTER_CALLABLE, TASK) and checks its reply. A reply that names
 // another hashid retires the endpoint before the mailbox lock is released,
@@ -362,6 +381,21 @@ func (e *endpoint) simple(op Op, args []byte, timeout time.Duration) (Reply, err
 	return r, nil
 }
 
+// abort kills the child and shuts its socket down without the mailbox
+// lock, so that an operation in flight (a task that may never return) fails
+// at once and releases the lock. The endpoint is retired.
+func (e *endpoint) abort() {
+	e.retired.Store(true)
+	e.cmd.Process.Kill()
+	// Shutting the socket down wakes the operation's receive even if
+	// another process still holds the child's end.
+	e.fdMu.Lock()
+	if e.fd >= 0 {
+		unix.Shutdown(e.fd, unix.SHUT_RDWR)
+	}
+	e.fdMu.Unlock()
+}
+
 // close shuts the child down and releases the mailbox. An idle child is
 // asked to shut down (and killed after timeout). A child with an operation
 // in flight (a task may never return) is killed first, and its socket shut
@@ -373,16 +407,14 @@ func (e *endpoint) close(timeout time.Duration) error {
 			e.roundTrip(OpShutdown, func(b []byte) ([]byte, error) { return AppendFrame(b, OpShutdown, StatusOK, nil) }, -1, timeout)
 		}
 	} else {
-		e.retired.Store(true)
-		e.cmd.Process.Kill()
-		// Wakes the operation's receive even if another process still
-		// holds the child's end. e.fd changes only here, below.
-		unix.Shutdown(e.fd, unix.SHUT_RDWR)
+		e.abort()
 		e.mu.Lock()
 	}
 	if e.fd >= 0 {
+		e.fdMu.Lock()
 		unix.Close(e.fd)
 		e.fd = -1
+		e.fdMu.Unlock()
 	}
 	if e.dead == nil {
 		e.dead = &EndpointError{WorkerID: e.id, Op: "close", Err: errors.New("worker closed")}

@@ -1,6 +1,7 @@
 package worker
 
 import (
+	"context"
 	"errors"
 	"math"
 	"testing"
@@ -115,5 +116,43 @@ func TestArenaDoubleFree(t *testing.T) {
 	}
 	if got := uint64(len(seen)) * 64; got != a.Size() {
 		t.Fatalf("live buffers cover %d bytes of %d", got, a.Size())
+	}
+}
+
+// Run's context bounds a task that never returns: the child running it is
+// killed, the task fails with the context's error, and Run returns.
+func TestRunContextEndsHungTask(t *testing.T) {
+	_, empty, _ := testBlobs(t)
+	cfg, log := testConfig(1, 0)
+	cfg.faults = map[int]uint32{0: faultStallOnTask}
+	w := startWorker(t, cfg)
+	h := mustRegister(t, w, empty)
+	ctx, cancel := context.WithCancelCause(context.Background())
+	ran := make(chan error, 1)
+	var task *Task
+	go func() {
+		ran <- w.Run(ctx, func(o *Orchestrator) error {
+			var err error
+			task, err = o.SubmitNextLevel(h, TaskArgs{}, CallConfig{})
+			return err
+		})
+	}()
+	log.waitFor(t, "injected stall")
+	stopped := errors.New("the test gives up on the task")
+	cancel(stopped)
+	select {
+	case err := <-ran:
+		if !errors.Is(err, stopped) {
+			t.Fatalf("Run returned %v, want the context's cause", err)
+		}
+		if !errors.Is(task.Wait(), stopped) {
+			t.Fatalf("the hung task failed with %v, want the context's cause", task.Wait())
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Run waits for a task after its context ended")
+	}
+	// The child is retired: a later call fails at once.
+	if err := w.Call(0, h, TaskArgs{}); err == nil {
+		t.Fatal("a call on the killed child succeeded")
 	}
 }

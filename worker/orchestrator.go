@@ -72,7 +72,9 @@ const queueLen = 256
 
 // Run runs the orchestration function fn in the parent with an Orchestrator,
 // then waits for every submitted task. It returns fn's error joined with
-// the task errors.
+// the task errors. When ctx ends, tasks not started fail, and a child
+// running a task is killed (a kernel that never returns would hold Run
+// forever): that task fails, and so does every later one of that child.
 func (w *Worker) Run(ctx context.Context, fn func(o *Orchestrator) error) error {
 	w.mu.Lock()
 	eps := slices.Clone(w.endpoints)
@@ -161,13 +163,18 @@ func (o *Orchestrator) execute(e *endpoint, t *Task) {
 		return
 	}
 	start := time.Now()
-	err := e.task(t.digest, t.args)
+	err := e.taskContext(o.ctx, t.digest, t.args)
 	t.latency = time.Since(start)
-	if _, ok := errors.AsType[*EndpointError](err); ok {
+	if err != nil && (isEndpointErr(err) || o.ctx.Err() != nil) {
 		err = fmt.Errorf("worker %d: %w", e.id, err)
 	}
 	t.err = err
 	close(t.done)
+}
+
+func isEndpointErr(err error) bool {
+	_, ok := errors.AsType[*EndpointError](err)
+	return ok
 }
 
 // dispatchCheck is the check at dispatch, from the task record alone: the

@@ -333,6 +333,13 @@ func (w *Worker) BareRoundTrip(id int) error {
 // the same preflight as a submission (live handle, namespace, uncertainty),
 // then one TASK round trip on that child's mailbox.
 func (w *Worker) Call(id int, h CallableHandle, args TaskArgs) error {
+	return w.CallContext(context.Background(), id, h, args)
+}
+
+// CallContext is Call bounded by ctx: when ctx ends before the task does,
+// the child is killed and the call fails with ctx's cause (a child whose
+// task never returns cannot be reused); later calls there fail.
+func (w *Worker) CallContext(ctx context.Context, id int, h CallableHandle, args TaskArgs) error {
 	e, err := w.endpoint(id)
 	if err != nil {
 		return err
@@ -340,5 +347,5 @@ func (w *Worker) Call(id int, h CallableHandle, args TaskArgs) error {
 	if err := w.reg.CheckDispatch(h, e.ns, e.id); err != nil {
 		return err
 	}
-	return e.task(h.Hashid, args)
+	return e.taskContext(ctx, h.Hashid, args)
 }

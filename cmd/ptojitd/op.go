@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"text/tabwriter"
+	"time"
 	"unsafe"
 
 	"github.com/spf13/pflag"
@@ -78,7 +79,7 @@ every rejected one with its reason. --json prints {"chosen": {"impl_id",
 			},
 			{
 				Name:    "run",
-				Usage:   "op run --op NAME [query flags] --input FILE --output FILE [--workers N]",
+				Usage:   "op run --op NAME [query flags] --input FILE --output FILE [--workers N] [--timeout D]",
 				Summary: "resolve an operation and execute it on child workers",
 				Long: `Resolves like op resolve, reads the inputs from --input (raw little-endian
 tensor bytes, inputs concatenated, each by its shape and strides), executes the
@@ -89,6 +90,7 @@ to --output.`,
 					fs.StringVar(&o.input, "input", "", "the input tensors' bytes")
 					fs.StringVar(&o.output, "output", "", "the file to write the outputs to")
 					fs.IntVar(&o.workers, "workers", 1, "chip child workers")
+					fs.DurationVar(&o.timeout, "timeout", 0, "give up on the execution after this long, killing its child (0: never)")
 					return func(ctx context.Context, env *cli.Env, args []string) error {
 						if len(args) > 0 {
 							return cli.Usagef("op run: unexpected argument %q", args[0])
@@ -98,6 +100,9 @@ to --output.`,
 						}
 						if o.workers < 1 || o.workers > 256 {
 							return cli.Usagef("op run: --workers must be 1..256")
+						}
+						if o.timeout < 0 {
+							return cli.Usagef("op run: --timeout must not be negative")
 						}
 						return runOpRun(ctx, env, o)
 					}
@@ -116,6 +121,7 @@ type opOptions struct {
 	exact                                string
 	input, output                        string
 	workers                              int
+	timeout                              time.Duration
 }
 
 func opFlags(fs *pflag.FlagSet) *opOptions {
@@ -475,7 +481,13 @@ func runOpRun(ctx context.Context, env *cli.Env, o *opOptions) error {
 				*sc.dst = &b
 			}
 		}
-		if err := h.Execute(ctx, args); err != nil {
+		ectx := ctx
+		if o.timeout > 0 {
+			var cancel context.CancelFunc
+			ectx, cancel = context.WithTimeoutCause(ctx, o.timeout, fmt.Errorf("--timeout %s passed", o.timeout))
+			defer cancel()
+		}
+		if err := h.Execute(ectx, args); err != nil {
 			return err
 		}
 		var out []byte

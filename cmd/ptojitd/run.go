@@ -25,7 +25,7 @@ import (
 func init() {
 	register(&cli.Command{
 		Name:    "run",
-		Usage:   "run --callable BLOB|--request FILE [--workers N] [--tasks M] [--len L] [--json]",
+		Usage:   "run --callable BLOB|--request FILE [--workers N] [--tasks M] [--len L] [--timeout D] [--json]",
 		Summary: "run the vector add/scale example on local chip child workers and verify it",
 		Long: `Starts N chip child workers (this program re-executed in its child mode),
 registers the chip callable on all of them, runs M tasks of the example
@@ -37,6 +37,9 @@ ptojit build, in this process); --callable takes an already built
 ChipCallable blob, with --platform and --runtime naming the descriptor's
 platform and runtime. The callable must follow the example's signature
 [IN, IN, OUT, SCALAR].
+
+--timeout bounds the tasks: a child whose task has not returned by then is
+killed, and the run fails.
 
 Prints tasks per second (wall time from the first submission to the last
 completion) and the dispatch round-trip latency percentiles (task frame sent
@@ -55,9 +58,13 @@ Exit status: 0 every element verified; 1 a failure or a wrong element;
 			fs.StringVar(&o.runtime, "runtime", "tensormap_and_ringbuffer", "with --callable: the descriptor's runtime")
 			fs.StringVar(&o.cacheDir, "cache-dir", "", "with --request: the cache directory")
 			fs.BoolVar(&o.json, "json", false, "print the result as JSON")
+			fs.DurationVar(&o.timeout, "timeout", 0, "give up on tasks still running after this long, killing their children (0: never)")
 			return func(ctx context.Context, env *cli.Env, args []string) error {
 				if len(args) > 0 {
 					return cli.Usagef("run: unexpected argument %q", args[0])
+				}
+				if o.timeout < 0 {
+					return cli.Usagef("run: --timeout must not be negative")
 				}
 				if (o.callable == "") == (o.request == "") {
 					return cli.Usagef("run: give exactly one of --callable BLOB and --request FILE")
@@ -83,6 +90,7 @@ type runOptions struct {
 	platform, runtime string
 	cacheDir          string
 	json              bool
+	timeout           time.Duration
 }
 
 // runResult is what run reports (--json prints it).
@@ -272,8 +280,14 @@ func runRun(ctx context.Context, env *cli.Env, o runOptions) (err error) {
 		clear(j.out.Float32s())
 	}
 	n := uint64(o.length)
+	runCtx := ctx
+	if o.timeout > 0 {
+		var cancel context.CancelFunc
+		runCtx, cancel = context.WithTimeoutCause(ctx, o.timeout, fmt.Errorf("--timeout %s passed", o.timeout))
+		defer cancel()
+	}
 	start := time.Now()
-	err = w.Run(ctx, func(orch *worker.Orchestrator) error {
+	err = w.Run(runCtx, func(orch *worker.Orchestrator) error {
 		for k := range jobs {
 			j := &jobs[k]
 			args := worker.TaskArgs{

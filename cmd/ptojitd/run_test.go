@@ -46,12 +46,51 @@ stderr 'PLATFORM_UNSUPPORTED'
 ! exec ptojit run --callable vadd/request.json
 stderr 'CALLABLE_BLOB_INVALID'
 
+# A task that never returns is given up at --timeout: its child is killed.
+! exec ptojit run --request vadd/hang.json --workers 1 --tasks 2 --len 8 --timeout 1s
+stderr 'task canceled, child killed: --timeout 1s passed'
+
 # A callable that computes the wrong thing (no scale) is caught element by
 # element: of 3 tasks only the one with s = 1 (task 2) is right.
 ! exec ptojit run --request vadd/wrong.json --workers 1 --tasks 3 --len 8
 stdout '^verified  8 elements, 16 wrong$'
 stderr 'output elements are wrong; first: task 0 element 0: got'
 
+-- vadd/hang.json --
+{
+  "platform": "a2a3sim",
+  "runtime": "tensormap_and_ringbuffer",
+  "orchestration": {"source": "hang_orch.c", "function": "vadd_orch", "config": "vadd_orch_config"},
+  "kernels": [
+    {"func_id": 0, "source": "kernel_add.c", "signature": ["IN", "IN", "OUT"]},
+    {"func_id": 1, "source": "kernel_scale.c", "signature": ["INOUT", "SCALAR"]}
+  ],
+  "signature": ["IN", "IN", "OUT", "SCALAR"],
+  "scalar_count": 1,
+  "toolchain": {
+    "policy": "content",
+    "pypto_root": "../toolchain/pypto",
+    "runtime_root": "../toolchain/runtime",
+    "pto_isa_root": "../toolchain/pto-isa",
+    "ptoas_root": "../toolchain/ptoas"
+  },
+  "output_dir": "out_hang"
+}
+-- vadd/hang_orch.c --
+/* Never returns. */
+#include "ptojit_sim.h"
+
+static const ptojit_config config = {PTOJIT_SIM_ABI_VERSION, 1};
+
+const ptojit_config *vadd_orch_config(void) { return &config; }
+
+int32_t vadd_orch(const ptojit_runtime *rt, const ptojit_args *args)
+{
+    (void)rt;
+    (void)args;
+    for (;;)
+        __asm__ volatile("");
+}
 -- vadd/wrong.json --
 {
   "platform": "a2a3sim",

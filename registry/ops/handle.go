@@ -116,7 +116,7 @@ func (h *Handle) Execute(ctx context.Context, a Args) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	if err := h.s.w.Call(id, h.act.h, ta); err != nil {
+	if err := h.s.w.CallContext(ctx, id, h.act.h, ta); err != nil {
 		return fmt.Errorf("ops: %s (%s) on child %d: %w", h.desc.OpName, h.choice.ImplID, id, err)
 	}
 	return nil
