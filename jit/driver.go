@@ -653,6 +653,7 @@ func writeOutputs(dir string, outs []cache.Output, data [][]byte) ([]api.Output,
 		return nil, &OutputError{Name: "directory", Err: err}
 	}
 	res := make([]api.Output, len(outs))
+	wrote := false
 	for i, o := range outs {
 		if o.Name == "" || o.Name != filepath.Base(o.Name) || o.Name == "." || o.Name == ".." {
 			return nil, &OutputError{Name: o.Name, Err: errors.New("not a plain file name")}
@@ -670,10 +671,42 @@ func writeOutputs(dir string, outs []cache.Output, data [][]byte) ([]api.Output,
 			if err := writeAtomic(p, data[i], mode); err != nil {
 				return nil, &OutputError{Name: o.Name, Err: err}
 			}
+			wrote = true
 		}
 		res[i] = api.Output{Name: o.Name, Path: p, Size: o.Size, Digest: hex.EncodeToString(sum[:])}
 	}
+	if wrote {
+		sweepStaleTemps(dir, outs, time.Now())
+	}
 	return res, nil
+}
+
+// staleTempAge is the age past which a temporary file of an output (see
+// writeAtomic) is taken for that of a writer killed before its rename:
+// writing an output takes milliseconds.
+const staleTempAge = time.Hour
+
+// sweepStaleTemps removes from dir the temporary files of outs older than
+// staleTempAge, which killed builds left behind. Other files are never
+// touched.
+func sweepStaleTemps(dir string, outs []cache.Output, now time.Time) {
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return
+	}
+	for _, e := range ents {
+		n := e.Name()
+		i := strings.LastIndex(n, ".tmp-")
+		if !e.Type().IsRegular() || !strings.HasPrefix(n, ".") || i < 1 {
+			continue
+		}
+		if !slices.ContainsFunc(outs, func(o cache.Output) bool { return o.Name == n[1:i] }) {
+			continue
+		}
+		if fi, err := e.Info(); err == nil && now.Sub(fi.ModTime()) > staleTempAge {
+			os.Remove(filepath.Join(dir, n))
+		}
+	}
 }
 
 // holds reports whether p is already a regular file with exactly the bytes

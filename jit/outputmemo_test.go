@@ -2,7 +2,9 @@ package jit
 
 import (
 	"bytes"
+	"crypto/sha256"
 	"os"
+	"path/filepath"
 	"syscall"
 	"testing"
 	"time"
@@ -87,4 +89,40 @@ func TestOutputMemo(t *testing.T) {
 		t.Fatal(err)
 	}
 	check("truncated")
+}
+
+// TestSweepStaleTemps: writing outputs removes the temporary files of those
+// outputs that a killed writer left over an hour ago, and nothing else.
+func TestSweepStaleTemps(t *testing.T) {
+	dir := t.TempDir()
+	old := time.Now().Add(-2 * staleTempAge)
+	files := map[string]bool{ // name -> removed
+		".kernel_0.so.tmp-123": true,
+		".kernel_0.so.tmp-456": false, // recent: a writer may be at work
+		".other.so.tmp-1":      false, // not an output of this build
+		"kernel_0.so.tmp-2":    false, // no leading dot: not a temporary file
+		"notes.txt":            false,
+	}
+	for n := range files {
+		p := filepath.Join(dir, n)
+		if err := os.WriteFile(p, []byte("x"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if n != ".kernel_0.so.tmp-456" {
+			if err := os.Chtimes(p, old, old); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	b := []byte("kernel bytes")
+	outs := []cache.Output{{Name: "kernel_0.so", Mode: 0o755, Size: int64(len(b)), Digest: sha256.Sum256(b)}}
+	if _, err := writeOutputs(dir, outs, [][]byte{b}); err != nil {
+		t.Fatal(err)
+	}
+	for n, removed := range files {
+		_, err := os.Stat(filepath.Join(dir, n))
+		if gone := os.IsNotExist(err); gone != removed {
+			t.Errorf("%s: removed = %v, want %v", n, gone, removed)
+		}
+	}
 }
