@@ -293,9 +293,10 @@ func identities() *toolchain.InstallationIdentityCache {
 
 // driverFor returns the Driver of a command: with the shared identity memo
 // when there is one, reading env's variables and running the tools with
-// env's environment (the client's, in the daemon).
-func driverFor(env *cli.Env, store cache.Store, storeErr error, rt *remote.Remote) *jit.Driver {
-	o := jit.Options{Store: store, Getenv: env.Getenv, Environ: env.Environ, Identities: identities()}
+// env's environment as a daemon of cacheDir ("" for the default) keeps it
+// (toolEnv).
+func driverFor(env *cli.Env, cacheDir string, store cache.Store, storeErr error, rt *remote.Remote) *jit.Driver {
+	o := jit.Options{Store: store, Getenv: env.Getenv, Environ: toolEnv(env, cacheDir), Identities: identities()}
 	if store == nil && storeErr != nil {
 		var oe *cache.OpenError
 		var held *heldError
@@ -419,7 +420,7 @@ func runBuild(ctx context.Context, env *cli.Env, o buildOptions) error {
 	}
 	rt, endRemote := remoteFor(env, o.cacheDir)
 	storeUS := time.Since(t).Microseconds()
-	resp, buildErr := driverFor(env, store, storeErr, rt).Build(ctx, req)
+	resp, buildErr := driverFor(env, o.cacheDir, store, storeErr, rt).Build(ctx, req)
 	t = time.Now()
 	endRemote()
 	if err := release(); err != nil && buildErr == nil {

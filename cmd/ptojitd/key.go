@@ -108,7 +108,7 @@ func runKey(ctx context.Context, env *cli.Env, o keyOptions) error {
 	if err != nil {
 		return err
 	}
-	rep, err := driverFor(env, nil, nil, nil).KeyOf(ctx, req)
+	rep, err := driverFor(env, "", nil, nil, nil).KeyOf(ctx, req)
 	if err != nil {
 		return err
 	}
@@ -146,7 +146,7 @@ func (s *keySource) record(ctx context.Context, arg string) (inventory.Value, er
 		if err != nil {
 			return nil, err
 		}
-		rep, err := driverFor(s.env, nil, nil, nil).KeyOf(ctx, req)
+		rep, err := driverFor(s.env, s.cacheDir, nil, nil, nil).KeyOf(ctx, req)
 		if err != nil {
 			return nil, err
 		}

@@ -1,10 +1,13 @@
 package main
 
 import (
+	"os"
 	"slices"
 	"strings"
 
 	"github.com/ptojit/ptojit/api"
+	"github.com/ptojit/ptojit/cache"
+	"github.com/ptojit/ptojit/cmd/internal/cli"
 	"github.com/ptojit/ptojit/internal/config"
 )
 
@@ -48,4 +51,26 @@ func requestEnvNames(dir string, env []string) []string {
 		}
 	}
 	return append(names, filePassEnv(dir)...)
+}
+
+// toolEnv is the environment the tools of a command run with: in the daemon
+// the request's, which serveCommand has filtered already; in a command that
+// builds in its own process (no daemon), the same variables a daemon of
+// cacheDir ("" for the default) would keep of it, never the whole
+// environment, so that a build behaves the same with and without a daemon.
+func toolEnv(env *cli.Env, cacheDir string) []string {
+	if engine.dir != "" {
+		return env.Environ
+	}
+	dir := env.Abs(cacheDir)
+	if cacheDir == "" {
+		if d, err := cache.DefaultDir(env.Getenv); err == nil {
+			dir = d
+		}
+	}
+	environ := env.Environ
+	if environ == nil {
+		environ = os.Environ()
+	}
+	return api.FilterEnv(environ, requestEnvNames(dir, environ))
 }

@@ -13,7 +13,8 @@ import (
 // nonsemantic) always, and a variable the registry does not classify
 // (CCACHE_DIR) only when pass_env names it, in the settings file or in the
 // client's PTOJIT_PASS_ENV, which overrides the file for its request; the
-// key is the same in every case.
+// same holds for a build without the daemon; the key is the same in every
+// case.
 func TestDaemonPassEnv(t *testing.T) {
 	w := newDaemonWorld(t)
 	seen := filepath.Join(w.root, "seen.log")
@@ -64,6 +65,16 @@ func TestDaemonPassEnv(t *testing.T) {
 	a, got = build("PTOJIT_CACHE_DISABLE=1", "PTOJIT_PASS_ENV=CCACHE_DIR")
 	if got != "CCACHE_DIR=/nonexistent/ccache TMPDIR="+tmp || a.Key != first.Key {
 		t.Fatalf("with the client's PTOJIT_PASS_ENV: the compiler saw %q; key %s", got, a.Key)
+	}
+	// A build without the daemon, in the client's process, gives its tools
+	// the environment the daemon would.
+	a, got = build("PTOJIT_CACHE_DISABLE=1", "PTOJIT_DAEMON=0")
+	if got != "CCACHE_DIR=unset TMPDIR="+tmp || a.Key != first.Key {
+		t.Fatalf("without the daemon: the compiler saw %q; key %s", got, a.Key)
+	}
+	a, got = build("PTOJIT_CACHE_DISABLE=1", "PTOJIT_DAEMON=0", "PTOJIT_PASS_ENV=CCACHE_DIR")
+	if got != "CCACHE_DIR=/nonexistent/ccache TMPDIR="+tmp || a.Key != first.Key {
+		t.Fatalf("without the daemon, with PTOJIT_PASS_ENV: the compiler saw %q; key %s", got, a.Key)
 	}
 }
 

@@ -194,7 +194,7 @@ func buildForRun(ctx context.Context, env *cli.Env, o runOptions, req *api.Reque
 		return nil, err
 	}
 	rt, endRemote := remoteFor(env, o.cacheDir)
-	resp, buildErr := driverFor(env, store, storeErr, rt).Build(ctx, req)
+	resp, buildErr := driverFor(env, o.cacheDir, store, storeErr, rt).Build(ctx, req)
 	endRemote()
 	if err := release(); err != nil && buildErr == nil {
 		resp.Warnings = append(resp.Warnings, fmt.Sprintf("closing the cache: %v", err))
