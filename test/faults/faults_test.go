@@ -120,7 +120,7 @@ func (s *suite) killClient(t *testing.T, rng *rand.Rand, rounds int) {
 	for range rounds {
 		v := s.variants[rng.IntN(len(s.variants))]
 		extra := epoch(rng)
-		os.RemoveAll(v.out)
+		removeOutputs(t, v.out)
 		cmd := exec.Command(filepath.Join(s.bin, "ptojit"), "build", "--json", "--request", v.request)
 		cmd.Env = append(append([]string{}, w.env...), extra...)
 		if err := cmd.Start(); err != nil {

@@ -226,10 +226,25 @@ func (w *world) runCmd(deadline time.Duration, extra []string, args ...string) r
 // build runs one build of v (its output directory removed first, so that
 // stale files cannot stand in for missing ones).
 func (w *world) build(v *variant, extra []string) result {
-	if err := os.RemoveAll(v.out); err != nil {
-		w.t.Fatal(err)
-	}
+	removeOutputs(w.t, v.out)
 	return w.runCmd(buildDeadline, extra, "build", "--json", "--request", v.request)
+}
+
+// removeOutputs removes an output directory. The build of a killed client
+// goes on in the daemon and may still be writing there (the same bytes
+// the next build writes): removal is retried until that build is done.
+func removeOutputs(t *testing.T, dir string) {
+	deadline := time.Now().Add(cmdDeadline)
+	for {
+		err := os.RemoveAll(dir)
+		if err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatal(err)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 }
 
 // response is the part of `build --json` the suite reads.
