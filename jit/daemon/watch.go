@@ -46,9 +46,10 @@ type Watcher struct {
 	overflows   int64
 	unwatchable map[string]string // dir -> why it could not be watched
 	closed      bool
-	syncDir     string                   // a private watched directory for Sync
-	syncSeq     int64                    // names Sync's marker files
-	syncWait    map[string]chan struct{} // marker path -> its waiter
+	syncDir     string               // a private watched directory for Sync
+	syncSeq     int64                // names Sync's marker files
+	syncWait    map[string]chan bool // marker path -> its waiter (true: its event came)
+	syncFree    []string             // markers no Sync uses, and no event of theirs is pending
 }
 
 // NewWatcher starts a watcher that drops memos from each of memos.
@@ -67,7 +68,7 @@ func NewWatcher(syncDir string, memos ...Forgetter) (*Watcher, error) {
 		return nil, err
 	}
 	w := &Watcher{fs: fw, memos: memos, dirs: map[string]struct{}{}, unwatchable: map[string]string{},
-		syncDir: syncDir, syncWait: map[string]chan struct{}{}}
+		syncDir: syncDir, syncWait: map[string]chan bool{}}
 	go w.loop()
 	return w, nil
 }
@@ -77,38 +78,68 @@ const syncTimeout = 2 * time.Second
 
 // Sync returns once every change made to watched files before Sync was
 // called has dropped the memos it affects. The kernel queues inotify events
-// in order, so Sync writes a marker file into its own watched directory and
-// waits for the marker's event: every earlier event has been handled by
-// then. Without it a request could arrive before the event of a change
-// that finished just before it. If the marker's event does not come (a
-// queue overflow lost it), every memo is dropped instead.
+// in order, so Sync changes the mode of a marker file in its own watched
+// directory (a chmod is a few microseconds; creating and removing a file
+// costs a journal commit on disk file systems) and waits for the marker's
+// event: every earlier event has been handled by then. Without it a
+// request could arrive before the event of a change that finished just
+// before it. If the marker's event does not come (a queue overflow lost
+// it), every memo is dropped instead.
+//
+// Each Sync uses a marker of its own, taken from a pool: a marker goes back
+// to the pool only after its event arrived, so a later Sync can never be
+// released by an earlier one's event; a marker whose event did not come is
+// removed. A new marker's creation event is not a marker event.
 func (w *Watcher) Sync() {
 	w.mu.Lock()
-	w.syncSeq++
-	marker := filepath.Join(w.syncDir, "sync-"+strconv.FormatInt(w.syncSeq, 10))
-	ch := make(chan struct{})
+	var marker string
+	fresh := len(w.syncFree) == 0
+	if fresh {
+		w.syncSeq++
+		marker = filepath.Join(w.syncDir, "sync-"+strconv.FormatInt(w.syncSeq, 10))
+	} else {
+		marker = w.syncFree[len(w.syncFree)-1]
+		w.syncFree = w.syncFree[:len(w.syncFree)-1]
+	}
+	ch := make(chan bool, 1)
 	w.syncWait[marker] = ch
 	w.mu.Unlock()
-	err := writeMarker(marker)
+	var err error
+	if fresh {
+		err = createMarker(marker)
+	}
+	if err == nil {
+		err = touchMarker(marker)
+	}
 	if err == nil {
 		select {
-		case <-ch:
+		case ok := <-ch:
+			if !ok {
+				err = errors.New("the event queue failed")
+			}
 		case <-time.After(syncTimeout):
 			err = errors.New("timeout")
 		}
-		os.Remove(marker)
 	}
 	w.mu.Lock()
 	delete(w.syncWait, marker)
+	if err == nil {
+		w.syncFree = append(w.syncFree, marker)
+	}
 	w.mu.Unlock()
 	if err != nil {
+		os.Remove(marker)
 		w.forgetAll()
 	}
 }
 
-// writeMarker creates Sync's marker file; tests replace it to hold a Sync
-// waiting.
-var writeMarker = func(name string) error { return os.WriteFile(name, nil, 0o600) }
+// createMarker creates a marker file; touchMarker changes its mode, which
+// the watcher sees as a Chmod event. Tests replace touchMarker to hold a
+// Sync waiting.
+var (
+	createMarker = func(name string) error { return os.WriteFile(name, nil, 0o600) }
+	touchMarker  = func(name string) error { return os.Chmod(name, 0o600) }
+)
 
 // addWatch is fsnotify's Add; tests replace it to inject failures.
 var addWatch = func(fw *fsnotify.Watcher, dir string) error { return fw.Add(dir) }
@@ -169,8 +200,8 @@ func (w *Watcher) loop() {
 			}
 			if filepath.Dir(ev.Name) == w.syncDir {
 				w.mu.Lock()
-				if ch := w.syncWait[ev.Name]; ch != nil && ev.Has(fsnotify.Create) {
-					close(ch)
+				if ch := w.syncWait[ev.Name]; ch != nil && ev.Has(fsnotify.Chmod) {
+					ch <- true
 					delete(w.syncWait, ev.Name)
 				}
 				w.mu.Unlock()
@@ -203,7 +234,7 @@ func (w *Watcher) loop() {
 				w.overflows++
 			}
 			for m, ch := range w.syncWait {
-				close(ch)
+				ch <- false
 				delete(w.syncWait, m)
 			}
 			w.mu.Unlock()

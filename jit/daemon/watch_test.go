@@ -181,10 +181,10 @@ func (m *orderMemo) ForgetAll() {
 
 func TestWatcherOverflowForgetsBeforeReleasingSync(t *testing.T) {
 	registered := make(chan struct{})
-	old := writeMarker
-	// The marker is never written, so only the overflow releases Sync.
-	writeMarker = func(string) error { close(registered); return nil }
-	defer func() { writeMarker = old }()
+	old := touchMarker
+	// The marker is never touched, so only the overflow releases Sync.
+	touchMarker = func(string) error { close(registered); return nil }
+	defer func() { touchMarker = old }()
 	m := &orderMemo{checked: make(chan bool, 4)}
 	w, err := NewWatcher(filepath.Join(t.TempDir(), "sync"), m)
 	if err != nil {
@@ -215,5 +215,59 @@ func TestWatcherOverflowForgetsBeforeReleasingSync(t *testing.T) {
 	}
 	if st := w.Status(); st.Overflows != 1 {
 		t.Fatalf("status %+v", st)
+	}
+}
+
+// TestWatcherSyncReusesMarkers: sequential Syncs share one marker file; a
+// Sync that an overflow released (its marker's event may still come)
+// removes its marker instead of handing it to a later Sync, which that late
+// event could release too early.
+func TestWatcherSyncReusesMarkers(t *testing.T) {
+	guard(t)
+	syncDir := filepath.Join(t.TempDir(), "sync")
+	w, err := NewWatcher(syncDir, newFakeMemo())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	markers := func() []string {
+		ents, err := os.ReadDir(syncDir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var names []string
+		for _, e := range ents {
+			names = append(names, e.Name())
+		}
+		return names
+	}
+	for range 50 {
+		w.Sync()
+	}
+	first := markers()
+	if len(first) != 1 {
+		t.Fatalf("after 50 Syncs the sync directory holds %q, want one marker", first)
+	}
+	old := touchMarker
+	registered := make(chan struct{})
+	touchMarker = func(string) error { close(registered); return nil }
+	synced := make(chan struct{})
+	go func() { w.Sync(); close(synced) }()
+	<-registered
+	touchMarker = old
+	w.fs.Errors <- fsnotify.ErrEventOverflow
+	<-synced
+	if left := markers(); len(left) != 0 {
+		t.Fatalf("the marker of a Sync released by an overflow is kept: %q", left)
+	}
+	w.mu.Lock()
+	free := len(w.syncFree)
+	w.mu.Unlock()
+	if free != 0 {
+		t.Fatalf("%d markers in the pool after the overflow, want none", free)
+	}
+	w.Sync()
+	if now := markers(); len(now) != 1 || now[0] == first[0] {
+		t.Fatalf("after the overflow Sync uses %q, want a new marker (the old one was %q)", now, first)
 	}
 }
