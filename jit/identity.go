@@ -322,7 +322,7 @@ func fingerprintSources(ss []source) []string {
 			reasons = append(reasons, s.name+": not a usable path")
 			continue
 		}
-		c, err := inventory.Fingerprint([]inventory.ContentRoot{s.root})
+		c, err := fingerprintSource(s.root)
 		if err != nil {
 			s.content = nil
 			reasons = append(reasons, s.name+": "+err.Error())

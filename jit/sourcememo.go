@@ -1,0 +1,65 @@
+package jit
+
+import (
+	"os"
+	"sync"
+	"time"
+
+	"github.com/ptojit/ptojit/inventory"
+)
+
+// The source memo spares a hit from reading its sources again. A source
+// root that is one regular file (an orchestration or kernel source, as a
+// rule) has its content fingerprint remembered with the file's stat data,
+// under the header memo's rules: answered only while device, inode, size,
+// modification and status change times are unchanged, and remembered only
+// when those times were stableAge in the past at the read and a second
+// stat after the read finds them the same. A directory root, or a
+// symbolic link, is read every time.
+var sourceMemo struct {
+	mu sync.Mutex // guards m
+	m  map[inventory.ContentRoot]sourceEntry
+}
+
+type sourceEntry struct {
+	key     statKey
+	content *inventory.Content // shared: never modified
+}
+
+// fingerprintSource returns the content fingerprint of root, from the memo
+// when root is a regular file whose stat data is unchanged.
+func fingerprintSource(root inventory.ContentRoot) (*inventory.Content, error) {
+	fi, err := os.Lstat(root.Path())
+	if err != nil {
+		return inventory.Fingerprint([]inventory.ContentRoot{root}) // it says why
+	}
+	key, ok := statKeyOf(fi)
+	if !ok {
+		return inventory.Fingerprint([]inventory.ContentRoot{root})
+	}
+	sourceMemo.mu.Lock()
+	e, hit := sourceMemo.m[root]
+	sourceMemo.mu.Unlock()
+	if hit && e.key == key {
+		return e.content, nil
+	}
+	read := time.Now()
+	c, err := inventory.Fingerprint([]inventory.ContentRoot{root})
+	if err != nil {
+		return nil, err
+	}
+	stable := read.Add(-stableAge).UnixNano()
+	if key.mtime < stable && key.ctime < stable {
+		if fi2, err := os.Lstat(root.Path()); err == nil {
+			if k2, ok2 := statKeyOf(fi2); ok2 && k2 == key {
+				sourceMemo.mu.Lock()
+				if sourceMemo.m == nil || len(sourceMemo.m) >= maxMemoHeader {
+					sourceMemo.m = map[inventory.ContentRoot]sourceEntry{}
+				}
+				sourceMemo.m[root] = sourceEntry{key: key, content: c}
+				sourceMemo.mu.Unlock()
+			}
+		}
+	}
+	return c, nil
+}
