@@ -41,6 +41,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 
 	"github.com/ptojit/ptojit/registry"
 )
@@ -204,13 +205,17 @@ func ParseRequest(b []byte) (*Request, error) { return ParseRequestFile(b, "requ
 
 // ParseRequestFile parses and validates a request document named file.
 func ParseRequestFile(b []byte, file string) (*Request, error) {
-	src := &source{file: file, doc: b, locs: map[string]int{}}
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.UseNumber()
-	if err := (&checker{dec: dec, src: src}).check(); err != nil {
-		return nil, err
+	src := checkedSource(file, b)
+	if src == nil {
+		src = &source{file: file, doc: bytes.Clone(b), locs: map[string]int{}}
+		dec := json.NewDecoder(bytes.NewReader(b))
+		dec.UseNumber()
+		if err := (&checker{dec: dec, src: src}).check(); err != nil {
+			return nil, err
+		}
+		rememberChecked(src)
 	}
-	dec = json.NewDecoder(bytes.NewReader(b))
+	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.DisallowUnknownFields()
 	var req Request
 	if err := dec.Decode(&req); err != nil {
@@ -222,6 +227,46 @@ func ParseRequestFile(b []byte, file string) (*Request, error) {
 		return nil, req.Locate(err)
 	}
 	return &req, nil
+}
+
+// checked remembers the documents that passed the syntax check, with the
+// positions it found, by file name: a daemon reads the same request file
+// for every build of a kernel, and the check is most of its parse. A
+// document is taken from here only when its bytes are the same.
+var checked struct {
+	mu sync.Mutex
+	m  map[string]*source
+}
+
+// maxChecked bounds checked; past it, it starts over. Only documents of
+// up to maxCheckedDoc bytes are remembered.
+const (
+	maxChecked    = 1024
+	maxCheckedDoc = 64 << 10
+)
+
+// checkedSource returns the checked source of file when its document was
+// b, else nil. The source is shared: it is never modified after its check.
+func checkedSource(file string, b []byte) *source {
+	checked.mu.Lock()
+	src := checked.m[file]
+	checked.mu.Unlock()
+	if src != nil && bytes.Equal(src.doc, b) {
+		return src
+	}
+	return nil
+}
+
+func rememberChecked(src *source) {
+	if len(src.doc) > maxCheckedDoc {
+		return
+	}
+	checked.mu.Lock()
+	if checked.m == nil || len(checked.m) >= maxChecked {
+		checked.m = map[string]*source{}
+	}
+	checked.m[src.file] = src
+	checked.mu.Unlock()
 }
 
 var symbolRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)

@@ -1,6 +1,7 @@
 package api
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -55,5 +56,38 @@ func TestPaths(t *testing.T) {
 	want := "orchestration.source=/q/orch.c kernels[0].source=/q/k0.c kernels[1].source=/abs/k1.c extra_roots[0]=/q/inc extra_sources[0]=/q/app toolchain.runtime_root=/rt output_dir=/q/" + DefaultOutputDir
 	if strings.Join(got, " ") != want {
 		t.Errorf("Paths:\n got %s\nwant %s", strings.Join(got, " "), want)
+	}
+}
+
+// A document parsed again under the same name skips the syntax check only
+// when its bytes are the same: positions still locate errors, and a changed
+// document is checked again.
+func TestParseRequestRemembersCheckedDocuments(t *testing.T) {
+	good := []byte("{\n  \"platform\": \"a2a3sim\",\n  \"runtime\": \"rt\",\n  \"orchestration\": {\"source\": \"o.c\", \"function\": \"f\"},\n  \"kernels\": [\n    {\"func_id\": 0, \"source\": \"k.c\", \"signature\": [\"IN\"]}\n  ]\n}\n")
+	const file = "memo-test.json"
+	locate := func() *FieldError {
+		t.Helper()
+		req, err := ParseRequestFile(good, file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var fe *FieldError
+		if !errors.As(req.Locate(&FieldError{Field: "kernels[0].source", Msg: "missing file"}), &fe) {
+			t.Fatal("no field error")
+		}
+		return fe
+	}
+	first := locate()
+	if first.Line != 6 || first.File != file {
+		t.Fatalf("first parse locates kernels[0].source at %s:%d, want %s:6", first.File, first.Line, file)
+	}
+	if again := locate(); again.Line != first.Line || again.Col != first.Col {
+		t.Fatalf("a remembered document locates at %d:%d, the first parse at %d:%d", again.Line, again.Col, first.Line, first.Col)
+	}
+	bad := bytes.Replace(good, []byte(`"kernels": [`), []byte(`"kernels": [,`), 1)
+	_, err := ParseRequestFile(bad, file)
+	var fe *FieldError
+	if !errors.As(err, &fe) || fe.File != file || !strings.Contains(err.Error(), "invalid JSON") {
+		t.Fatalf("a changed document under the same name: %v, want its syntax error", err)
 	}
 }

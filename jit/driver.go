@@ -622,17 +622,53 @@ func (d *Driver) answer(req *api.Request, outs []cache.Output, data [][]byte, re
 	for i, o := range outs {
 		if o.Name == CallableName {
 			resp.Callable = written[i].Path
-			h, err := registry.ChipHashid(req.Platform, req.Runtime, data[i])
+			h, err := chipHashid(req.Platform, req.Runtime, o.Digest, data[i])
 			if err != nil {
 				return fmt.Errorf("hashid: %w", err)
 			}
-			resp.Hashid = h.String()
+			resp.Hashid = h
 		}
 	}
 	if resp.Callable == "" {
 		return errors.New("the build has no chip callable")
 	}
 	return nil
+}
+
+// hashidMemo remembers the hashids of chip callables by platform, runtime
+// and the blob's SHA-256, so that a hit does not hash its blob a second
+// time (writeOutputs checked the blob against that digest).
+var hashidMemo struct {
+	mu sync.Mutex
+	m  map[hashidKey]string
+}
+
+type hashidKey struct {
+	platform, runtime string
+	digest            [32]byte
+}
+
+// chipHashid returns registry.ChipHashid of blob, whose SHA-256 is digest.
+func chipHashid(platform, runtime string, digest [32]byte, blob []byte) (string, error) {
+	k := hashidKey{platform, runtime, digest}
+	hashidMemo.mu.Lock()
+	h, ok := hashidMemo.m[k]
+	hashidMemo.mu.Unlock()
+	if ok {
+		return h, nil
+	}
+	id, err := registry.ChipHashid(platform, runtime, blob)
+	if err != nil {
+		return "", err
+	}
+	h = id.String()
+	hashidMemo.mu.Lock()
+	if hashidMemo.m == nil || len(hashidMemo.m) >= maxMemoHeader {
+		hashidMemo.m = map[hashidKey]string{}
+	}
+	hashidMemo.m[k] = h
+	hashidMemo.mu.Unlock()
+	return h, nil
 }
 
 // OutputError is an output that could not be written to the output

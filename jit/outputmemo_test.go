@@ -11,6 +11,7 @@ import (
 
 	"github.com/ptojit/ptojit/api"
 	"github.com/ptojit/ptojit/cache"
+	"github.com/ptojit/ptojit/registry"
 )
 
 // TestOutputMemo: a hit into an output directory that holds the outputs
@@ -123,6 +124,25 @@ func TestSweepStaleTemps(t *testing.T) {
 		_, err := os.Stat(filepath.Join(dir, n))
 		if gone := os.IsNotExist(err); gone != removed {
 			t.Errorf("%s: removed = %v, want %v", n, gone, removed)
+		}
+	}
+}
+
+// TestChipHashidMemo: the remembered hashid is registry.ChipHashid's, and a
+// blob's hashid under another platform or runtime is not taken from it.
+func TestChipHashidMemo(t *testing.T) {
+	blob, err := (&registry.ChipCallable{FuncName: "f", Binary: []byte("orchestration")}).MarshalBinary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum := sha256.Sum256(blob)
+	for range 2 {
+		for _, rt := range []string{"tensormap_and_ringbuffer", "host_build_graph"} {
+			got, err := chipHashid("a2a3sim", rt, sum, blob)
+			want, werr := registry.ChipHashid("a2a3sim", rt, blob)
+			if err != nil || werr != nil || got != want.String() {
+				t.Fatalf("runtime %s: chipHashid = %s, %v; want %s, %v", rt, got, err, want, werr)
+			}
 		}
 	}
 }

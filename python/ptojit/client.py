@@ -276,7 +276,9 @@ class Client:
         return names
 
     def _forwarded_env(self, names: frozenset[str]) -> list[str]:
-        return [f"{k}={v}" for k, v in sorted(self._env().items()) if k in names]
+        # Looked up by name: iterating os.environ decodes every variable.
+        env = self._env()
+        return [f"{k}={env[k]}" for k in sorted(names) if k in env]
 
     # --- the protocol --------------------------------------------------
 
