@@ -779,19 +779,13 @@ func holds(p string, b []byte, sum [32]byte, mode os.FileMode) bool {
 	if err != io.ErrUnexpectedEOF || n != len(b) || !bytes.Equal(have[:n], b) {
 		return false
 	}
-	key, ok := statKeyOf(fi)
-	stable := read.Add(-outputStableAge).UnixNano()
-	if ok && key.mtime < stable && key.ctime < stable {
-		if fi2, err := f.Stat(); err == nil {
-			if k2, ok2 := statKeyOf(fi2); ok2 && k2 == key {
-				outputMemo.mu.Lock()
-				if outputMemo.m == nil || len(outputMemo.m) >= maxMemoHeader {
-					outputMemo.m = map[string]outputEntry{}
-				}
-				outputMemo.m[p] = outputEntry{key: key, sum: sum, mode: mode}
-				outputMemo.mu.Unlock()
-			}
+	if key, ok := statKeyOf(fi); ok && rememberable(key, read, outputStableAge, f.Stat) {
+		outputMemo.mu.Lock()
+		if outputMemo.m == nil || len(outputMemo.m) >= maxMemoHeader {
+			outputMemo.m = map[string]outputEntry{}
 		}
+		outputMemo.m[p] = outputEntry{key: key, sum: sum, mode: mode}
+		outputMemo.mu.Unlock()
 	}
 	return true
 }

@@ -59,19 +59,31 @@ func headerDigestOf(p string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	if ok && key.mtime < read.Add(-stableAge).UnixNano() && key.ctime < read.Add(-stableAge).UnixNano() {
-		// Remember it only if the file is still the one stat'ed before
-		// the read.
-		if fi2, err := os.Stat(p); err == nil {
-			if k2, ok2 := statKeyOf(fi2); ok2 && k2 == key {
-				headerMemo.mu.Lock()
-				if headerMemo.m == nil || len(headerMemo.m) >= maxMemoHeader {
-					headerMemo.m = map[string]headerEntry{}
-				}
-				headerMemo.m[p] = headerEntry{key: key, digest: d}
-				headerMemo.mu.Unlock()
-			}
+	if ok && rememberable(key, read, stableAge, func() (os.FileInfo, error) { return os.Stat(p) }) {
+		headerMemo.mu.Lock()
+		if headerMemo.m == nil || len(headerMemo.m) >= maxMemoHeader {
+			headerMemo.m = map[string]headerEntry{}
 		}
+		headerMemo.m[p] = headerEntry{key: key, digest: d}
+		headerMemo.mu.Unlock()
 	}
 	return d, nil
+}
+
+// rememberable reports whether what was read of a file at read, whose stat
+// data before the read was key, may be remembered by key: its times were
+// at least age in the past at the read (so that a later write in the same
+// tick of a coarse file system clock cannot keep them), and restat, after
+// the read, still finds key (the file read is the one stat'ed).
+func rememberable(key statKey, read time.Time, age time.Duration, restat func() (os.FileInfo, error)) bool {
+	stable := read.Add(-age).UnixNano()
+	if key.mtime >= stable || key.ctime >= stable {
+		return false
+	}
+	fi, err := restat()
+	if err != nil {
+		return false
+	}
+	k2, ok := statKeyOf(fi)
+	return ok && k2 == key
 }

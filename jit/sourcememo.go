@@ -48,18 +48,13 @@ func fingerprintSource(root inventory.ContentRoot) (*inventory.Content, error) {
 	if err != nil {
 		return nil, err
 	}
-	stable := read.Add(-stableAge).UnixNano()
-	if key.mtime < stable && key.ctime < stable {
-		if fi2, err := os.Lstat(root.Path()); err == nil {
-			if k2, ok2 := statKeyOf(fi2); ok2 && k2 == key {
-				sourceMemo.mu.Lock()
-				if sourceMemo.m == nil || len(sourceMemo.m) >= maxMemoHeader {
-					sourceMemo.m = map[inventory.ContentRoot]sourceEntry{}
-				}
-				sourceMemo.m[root] = sourceEntry{key: key, content: c}
-				sourceMemo.mu.Unlock()
-			}
+	if rememberable(key, read, stableAge, func() (os.FileInfo, error) { return os.Lstat(root.Path()) }) {
+		sourceMemo.mu.Lock()
+		if sourceMemo.m == nil || len(sourceMemo.m) >= maxMemoHeader {
+			sourceMemo.m = map[inventory.ContentRoot]sourceEntry{}
 		}
+		sourceMemo.m[root] = sourceEntry{key: key, content: c}
+		sourceMemo.mu.Unlock()
 	}
 	return c, nil
 }
