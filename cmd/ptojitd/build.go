@@ -43,7 +43,8 @@ published), uncached (compiled, not cached: every reason is listed) or error.
 The cache is PTOJIT_CACHE_DIR, else $XDG_CACHE_HOME/ptojit, else
 ~/.cache/ptojit; PTOJIT_CACHE_READONLY=1 (or readonly in its settings file,
 see "ptojit config") never writes it. The build runs in the daemon that
-owns the cache (started on demand; see "ptojit help daemon"). With
+owns the cache (started on demand; see "ptojit help daemon"; with
+PTOJIT_CACHE_READONLY=1 a running daemon is used but none is started). With
 --no-daemon or PTOJIT_DAEMON=0 it runs in this process; if another process
 (a daemon) holds the store, it compiles without the cache ("uncached") and
 says which process holds it, or with --wait waits for it.

@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -482,5 +483,44 @@ func TestDaemonSIGTERM(t *testing.T) {
 	}
 	if b := w.build(); b.Status != "hit" || b.Key != first.Key {
 		t.Fatalf("build after SIGTERM: %+v, want a hit on %s", b, first.Key)
+	}
+}
+
+// TestDaemonReadOnlyBuilds: PTOJIT_CACHE_READONLY=1 starts no daemon (the
+// build opens the cache read-only itself), and a running daemon serves it
+// with the setting applied to that request: a hit, and a miss that compiles
+// but is not published.
+func TestDaemonReadOnlyBuilds(t *testing.T) {
+	w := newDaemonWorld(t)
+	base := slices.Clone(w.env)
+	w.env = append(slices.Clone(base), "PTOJIT_CACHE_READONLY=1")
+	if a := w.build(); a.Status != "uncached" {
+		t.Fatalf("read-only build of an empty cache: %+v", a)
+	}
+	if _, _, code := w.run("daemon", "status"); code == 0 {
+		t.Fatal("a read-only build started a daemon")
+	}
+	w.env = base
+	first := w.build()
+	pid := w.status().Server.PID
+	served := w.status().Server.Served
+	w.env = append(slices.Clone(base), "PTOJIT_CACHE_READONLY=1")
+	if a := w.build(); a.Status != "hit" || a.Key != first.Key {
+		t.Fatalf("read-only build beside a daemon: %+v, want the daemon's hit", a)
+	}
+	if a := w.build(); a.Status != "hit" {
+		t.Fatalf("second read-only build: %+v", a)
+	}
+	w.env = append(w.env, "PYPTO_CACHE_EPOCH=ro")
+	if a := w.build(); a.Status != "uncached" {
+		t.Fatalf("read-only miss: %+v, want uncached", a)
+	}
+	w.env = base
+	if st := w.status(); st.Server.PID != pid || st.Server.Served < served+3 {
+		t.Fatalf("status %+v: the read-only builds did not go to daemon %d", st.Server, pid)
+	}
+	w.env = append(slices.Clone(base), "PYPTO_CACHE_EPOCH=ro")
+	if a := w.build(); a.Status != "miss" {
+		t.Fatalf("the read-only miss was published: %+v", a)
 	}
 }

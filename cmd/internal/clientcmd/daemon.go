@@ -17,18 +17,25 @@ import (
 )
 
 // DaemonDisabled reports whether args should run in the calling process:
-// PTOJIT_DAEMON=0 (or false/no/off), --no-daemon among the arguments, or
-// PTOJIT_CACHE_READONLY set (a read-only store is opened in-process).
+// PTOJIT_DAEMON=0 (or false/no/off), or --no-daemon among the arguments.
 func DaemonDisabled(env *cli.Env, args []string) bool {
 	switch strings.ToLower(env.Getenv("PTOJIT_DAEMON")) {
 	case "0", "false", "no", "off":
 		return true
 	}
+	return slices.Contains(args, "--no-daemon")
+}
+
+// readOnly reports whether PTOJIT_CACHE_READONLY asks for a read-only
+// cache. Such a command uses a daemon that is already running (which
+// applies the setting to that request), and starts none: without one it
+// opens the store read-only in its own process.
+func readOnly(env *cli.Env) bool {
 	switch strings.ToLower(env.Getenv("PTOJIT_CACHE_READONLY")) {
 	case "1", "true", "yes":
 		return true
 	}
-	return slices.Contains(args, "--no-daemon")
+	return false
 }
 
 // flagValue returns the value of --name in args ("--name v" or
@@ -69,7 +76,8 @@ func readsStdin(args []string) bool {
 //
 // The caller must have checked args (cli.Env.CheckOnly) before: starting a
 // daemon is a side effect a usage error must not have. With a nil engine
-// (the thin client, which does not know the engine's flags) ViaDaemon only
+// (the thin client, which does not know the engine's flags), and for a
+// read-only command (PTOJIT_CACHE_READONLY), ViaDaemon only
 // uses a daemon that is already listening, and reports false when there is
 // none, so that the caller hands args to the engine, which checks them
 // and starts the daemon; standard input it had to read is then left in
@@ -107,6 +115,9 @@ func ViaDaemon(env *cli.Env, args []string, engine func() (string, error)) (bool
 	}
 	req := &api.DaemonRequest{Op: api.OpRun, Args: args, Dir: dir}
 	sock := api.SocketPath(ddir)
+	if readOnly(env) {
+		engine = nil // use a running daemon only
+	}
 	if engine == nil {
 		if fi, err := os.Stat(sock); err != nil || fi.Mode()&os.ModeSocket == 0 {
 			return false, nil
