@@ -42,6 +42,7 @@ type ModuleActivation struct {
 	Module   string
 	Platform string
 	w        *worker.Worker
+	children []int // the live children it was activated on
 	cs       []*activeCallable
 	done     bool
 }
@@ -117,6 +118,7 @@ func ActivateModule(ctx context.Context, w *worker.Worker, children []int, p *mo
 	if len(live) == 0 {
 		return nil, fail(a.cs[0].artifact, "no live child worker", nil)
 	}
+	a.children = live
 	defer func() {
 		if err != nil {
 			if derr := a.Deactivate(context.WithoutCancel(ctx)); derr != nil {
@@ -197,16 +199,6 @@ func (a *ModuleActivation) Handle(artifact string) (worker.CallableHandle, bool)
 	return worker.CallableHandle{}, false
 }
 
-// Reports returns, per callable artifact, what each child reported on
-// activation, in child order.
-func (a *ModuleActivation) Reports() map[string][]worker.Activation {
-	out := map[string][]worker.Activation{}
-	for _, c := range a.cs {
-		out[c.artifact] = slices.Clone(c.reports)
-	}
-	return out
-}
-
 // Deactivate runs the module shutdown of every callable activated (the
 // children run it on the last activation) and unregisters the callables.
 // A child that had died before holds nothing any more and is skipped; one
@@ -231,7 +223,9 @@ func (a *ModuleActivation) Deactivate(ctx context.Context) error {
 		}
 		c.on = nil
 		if c.reg {
-			if err := a.w.Unregister(ctx, c.h); !gone(err) {
+			// When every child it ran on is dead, nothing of it is left
+			// there, whatever the registrar says.
+			if err := a.w.Unregister(ctx, c.h); !gone(err) && slices.ContainsFunc(a.children, a.w.Alive) {
 				errs = append(errs, fmt.Errorf("module %s: callable %s: %w", a.Module, c.artifact, err))
 			}
 			c.reg = false

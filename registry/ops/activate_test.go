@@ -28,6 +28,7 @@ type hookCallable struct {
 	reported string // what its ptojit_op_impl_id returns; "" exports none
 	hooks    bool   // exports ptojit_module_init and ptojit_module_shutdown
 	failInit bool   // its init fails with 3 and the message "no device memory"
+	hangInit bool   // its init never returns
 }
 
 // hookModule is a module of one i32 operation per callable. A callable
@@ -75,6 +76,10 @@ int32_t ptojit_op_scratch(const ptojit_op_query *q, ptojit_op_scratch_request *o
 				body = `snprintf(msg, cap, "no device memory");
     return 3;`
 			}
+			if c.hangInit {
+				body = `for (;;) {
+    }`
+			}
 			src += `static void hook_log(const char *what)
 {
     const char *p = getenv("` + hookLogEnv + `");
@@ -114,11 +119,16 @@ void ptojit_module_shutdown(void)
 // log to the file *log names.
 func checkedStore(t *testing.T, log *string) *module.Store {
 	t.Helper()
+	return checkedStoreTimeout(t, log, 30*time.Second)
+}
+
+func checkedStoreTimeout(t *testing.T, log *string, timeout time.Duration) *module.Store {
+	t.Helper()
 	_, pub, _ := examples(t)
 	s, err := module.Open(filepath.Join(t.TempDir(), "store"), module.Options{
 		Activate: func(ctx context.Context, p *module.Package, enabled []*module.Installed) ([]module.PlatformCheck, error) {
 			ic := ops.InstallCheck{ChildCommand: []string{os.Args[0]}, ChildEnv: append(os.Environ(), childEnv+"=1", hookLogEnv+"="+*log),
-				Stderr: testWriter{t}, ControlTimeout: 30 * time.Second}
+				Stderr: testWriter{t}, ControlTimeout: timeout}
 			return ic.Activate(ctx, p, enabled)
 		}})
 	if err != nil {
@@ -232,6 +242,36 @@ func TestInstallActivationRefusals(t *testing.T) {
 				t.Errorf("hooks ran:\n%s\nwant:\n%s", got, c.wantLog)
 			}
 		})
+	}
+}
+
+// TestInstallActivationHangingInit: an init that never returns is no hang:
+// the child is killed at the control timeout, the install is refused and
+// the store is left as it was.
+func TestInstallActivationHangingInit(t *testing.T) {
+	priv, _, _ := examples(t)
+	log := filepath.Join(t.TempDir(), "hooks.log")
+	s := checkedStoreTimeout(t, &log, 5*time.Second)
+	ctx := ctxT(t)
+	before := storeFiles(t, s.Dir())
+	start := time.Now()
+	_, err := s.Install(ctx, pack(t, hookModule("example.hang", hookCallable{name: "a", implID: "example.hang.a", reported: "example.hang.a", hooks: true, hangInit: true}), priv, nil))
+	var ae *ops.ActivationError
+	if !errors.As(err, &ae) || !strings.Contains(err.Error(), "activating module example.hang@1.0.0 on a2a3sim: callable callables/a.a2a3sim.bin: activating it on child 0") {
+		t.Fatalf("install: %v", err)
+	}
+	t.Logf("refused: %v", err)
+	if d := time.Since(start); d > time.Minute {
+		t.Errorf("the refusal took %v", d)
+	}
+	if after := storeFiles(t, s.Dir()); !mapsEqual(before, after) {
+		t.Error("the store changed")
+	}
+	if ms, err := s.List(); err != nil || len(ms) != 0 {
+		t.Errorf("list: %v %v", ms, err)
+	}
+	if got := readLog(t, log); got != "init a\n" {
+		t.Errorf("hooks ran: %q", got)
 	}
 }
 
