@@ -130,7 +130,7 @@ canonical archive to FILE.`,
 					}
 				},
 			},
-			storeCommand("install", "module install FILE|DIR", "verify and install a package (an archive or an unpacked package directory)", 1, runInstall),
+			storeCommand("install", "module install FILE|DIR", "verify, activate (in a sim child) and install a package (an archive or an unpacked package directory)", 1, runInstall),
 			storeCommand("rollback", "module rollback ID", "re-enable the version enabled before the current one", 1, runRollback),
 			storeCommand("enable", "module enable ID[@VERSION]", "enable a version (the newest without @VERSION)", 1, runEnable),
 			storeCommand("disable", "module disable ID[@VERSION]", "disable a module (refused while enabled modules depend on it)", 1, runDisable),
