@@ -186,6 +186,7 @@ func (c *child) serve() error {
 	c.table.SetWorkerID(int(c.init.WorkerID))
 	c.table.SetReleaseHook(c.clearSlot)
 	c.slots = make([]chipSlot, c.init.Slots)
+	defer c.shutdownModules() // whatever ends the child: the hooks' shutdowns run
 	// Slot independence: occupy the first SlotBase slots with identities no
 	// descriptor can have, so this child's private slots differ from its
 	// siblings' for the same hashids.
@@ -229,8 +230,15 @@ func (c *child) handle(f Frame, fd int) (Status, Reply) {
 		return StatusBadFrame, Reply{Message: fmt.Sprintf("%v carries a descriptor", f.Op)}
 	}
 	switch f.Op {
-	case OpNop, OpShutdown:
+	case OpNop:
 		return StatusOK, Reply{}
+	case OpShutdown:
+		c.shutdownModules()
+		return StatusOK, Reply{}
+	case OpActivate:
+		return c.activate(f.Args)
+	case OpDeactivate:
+		return c.deactivate(f.Args)
 	case OpReady:
 		n, _ := c.table.Len()
 		return StatusOK, Reply{Detail: uint32(n) - c.init.SlotBase}

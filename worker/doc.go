@@ -87,6 +87,11 @@
 //	9 PROVIDE              digest[32], i32 priority, then op_name, op_version, impl_id
 //	                       (u16 length + bytes each): offer the operation to the
 //	                       child's host operation service
+//	10 ACTIVATE            digest[32]: report the orchestration's impl id and, on the
+//	                       first activation of the callable in this child, run its
+//	                       ptojit_module_init (a failed init runs its shutdown at once)
+//	11 DEACTIVATE          digest[32]: drop one activation; the last runs
+//	                       ptojit_module_shutdown
 //
 // The digest is the raw 32-byte SHA-256 of the canonical descriptor (the
 // hashid without its "sha256:" prefix and hex). No frame carries a slot, a
@@ -111,17 +116,21 @@
 //	offset  size  field
 //	0       32    digest of the request (zero for INIT, READY, NOP, SHUTDOWN)
 //	32      4     u32 detail: TASK the orchestration's return code; READY the
-//	              number of installed hashids; NEGOTIATE (REJECTED) validate's code
+//	              number of installed hashids; NEGOTIATE (REJECTED) validate's code;
+//	              ACTIVATE flags (1 impl id exported, 2 init ran, 4 shutdown
+//	              exported) or (REJECTED) init's code; DEACTIVATE 1 when
+//	              shutdown ran
 //	36      4     u32 message length m (<= 1024)
 //	40      m     UTF-8 message: why the request failed; empty on success
-//	              (NEGOTIATE: "impl_id=ID host=N device=M" on success)
+//	              (NEGOTIATE: "impl_id=ID host=N device=M" on success;
+//	              ACTIVATE: the impl id on success)
 //
 // A reply whose digest differs from the request's is invalid
 // (REPLY_HASHID_MISMATCH) and retires the endpoint. Statuses: 0 OK,
 // 1 BAD_FRAME, 2 HASHID_DESCRIPTOR_MISMATCH, 3 CALLABLE_KIND_UNSUPPORTED,
 // 4 LOCAL_SLOT_EXHAUSTED, 5 HASHID_NOT_INSTALLED, 6 PAYLOAD_INVALID,
 // 7 PLATFORM_UNSUPPORTED, 8 PREWARM_FAILED, 9 EXEC_FAILED, 10 ARGS_INVALID,
-// 11 REJECTED (the provider refused a negotiation).
+// 11 REJECTED (the provider refused a negotiation, or its module init failed).
 //
 // # Sim execution
 //
@@ -141,4 +150,14 @@
 // and executes the operations the parent offered with PROVIDE, in this
 // process, from inside its own task; handles it leaves open end with the
 // task, and calls made while a provider negotiates are refused.
+//
+// Module hooks: prewarm also resolves the optional ptojit_module_init and
+// ptojit_module_shutdown. ACTIVATE runs init once per loaded callable
+// (later activations only count), and a failed init runs shutdown before
+// the reply. Shutdown runs when the last activation is dropped
+// (DEACTIVATE), and, for callables still activated, when the slot is
+// cleared (its last registration dropped), on SHUTDOWN and when the parent
+// closes the mailbox: a callable whose init ran always sees its shutdown
+// while the child lives. Calls into the host operation service from init or
+// shutdown are refused (PTOJIT_OP_E_REENTRY).
 package worker

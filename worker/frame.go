@@ -55,22 +55,25 @@ type Op uint16
 
 // Operations.
 const (
-	OpTask       Op = 1 // run a registered callable
-	OpRegister   Op = 2 // REGISTER_CALLABLE
-	OpUnregister Op = 3 // UNREGISTER_CALLABLE
-	OpInit       Op = 4 // first frame: the child's identity and configuration
-	OpReady      Op = 5 // the child reports ready (after pre-start registrations)
-	OpNop        Op = 6 // bare round trip: the child replies at once
-	OpShutdown   Op = 7 // the child replies, then exits
-	OpNegotiate  Op = 8 // an operation provider's validate and scratch query
-	OpProvide    Op = 9 // offer an operation to the host operation service of the child
+	OpTask       Op = 1  // run a registered callable
+	OpRegister   Op = 2  // REGISTER_CALLABLE
+	OpUnregister Op = 3  // UNREGISTER_CALLABLE
+	OpInit       Op = 4  // first frame: the child's identity and configuration
+	OpReady      Op = 5  // the child reports ready (after pre-start registrations)
+	OpNop        Op = 6  // bare round trip: the child replies at once
+	OpShutdown   Op = 7  // the child replies, then exits
+	OpNegotiate  Op = 8  // an operation provider's validate and scratch query
+	OpProvide    Op = 9  // offer an operation to the host operation service of the child
+	OpActivate   Op = 10 // a module callable's impl id and ptojit_module_init
+	OpDeactivate Op = 11 // a module callable's ptojit_module_shutdown
 
 	ReplyBit Op = 0x8000
 )
 
 func (o Op) String() string {
 	name := map[Op]string{OpTask: "TASK", OpRegister: "REGISTER_CALLABLE", OpUnregister: "UNREGISTER_CALLABLE",
-		OpInit: "INIT", OpReady: "READY", OpNop: "NOP", OpShutdown: "SHUTDOWN", OpNegotiate: "NEGOTIATE", OpProvide: "PROVIDE"}[o&^ReplyBit]
+		OpInit: "INIT", OpReady: "READY", OpNop: "NOP", OpShutdown: "SHUTDOWN", OpNegotiate: "NEGOTIATE", OpProvide: "PROVIDE",
+		OpActivate: "ACTIVATE", OpDeactivate: "DEACTIVATE"}[o&^ReplyBit]
 	if name == "" {
 		name = fmt.Sprintf("op(%d)", uint16(o&^ReplyBit))
 	}
@@ -171,7 +174,7 @@ func ParseFrame(b []byte) (Frame, error) {
 		return Frame{}, frameErr("layout version %d, want %d", v, LayoutVersion)
 	}
 	op := Op(binary.LittleEndian.Uint16(b[6:]))
-	if base := op &^ ReplyBit; base < OpTask || base > OpProvide {
+	if base := op &^ ReplyBit; base < OpTask || base > OpDeactivate {
 		return Frame{}, frameErr("unknown op %d", uint16(base))
 	}
 	st := Status(binary.LittleEndian.Uint32(b[8:]))

@@ -283,12 +283,7 @@ func (s *simCallable) negotiateAt(q uintptr) negotiated {
 	opNegotiating = true
 	defer func() { opNegotiating = false }()
 	p, _, _ := purego.SyscallN(s.opImplID)
-	id := strings.Map(func(r rune) rune {
-		if r <= ' ' || r == 0x7f {
-			return '_'
-		}
-		return r
-	}, cString(p, 256))
+	id := sanitizeID(cString(p, 256))
 	mOff := sizeofOpScratch
 	r, _, _ := purego.SyscallN(s.opValidate, q, m.addr(mOff), opMessageCapacity)
 	if code := int32(uint32(r)); code != 0 {

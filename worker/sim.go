@@ -88,6 +88,13 @@ type simCallable struct {
 	// The operation provider's entry points (negotiate.go), resolved
 	// during prewarm and called only by NEGOTIATE; 0 when not exported.
 	opImplID, opValidate, opScratch uintptr
+
+	// The module hooks (activate.go), resolved during prewarm and called
+	// only by ACTIVATE and DEACTIVATE; 0 when not exported. activations
+	// counts the ACTIVATEs not yet dropped: init ran when it became 1 and
+	// shutdown runs when it returns to 0, or at release.
+	modInit, modShutdown uintptr
+	activations          int
 }
 
 // load materializes and opens one shared object from bytes.
@@ -141,6 +148,8 @@ func (l *simLoader) prepare(c *registry.ChipCallable) (_ *simCallable, err error
 	s.opImplID, _ = purego.Dlsym(h, opImplIDSymbol)
 	s.opValidate, _ = purego.Dlsym(h, opValidateSymbol)
 	s.opScratch, _ = purego.Dlsym(h, opScratchSymbol)
+	s.modInit, _ = purego.Dlsym(h, modInitSymbol)
+	s.modShutdown, _ = purego.Dlsym(h, modShutdownSymbol)
 	if c.ConfigName != "" {
 		if s.config, err = purego.Dlsym(h, c.ConfigName); err != nil {
 			return nil, fmt.Errorf("config symbol %q: %s", c.ConfigName, l.clean(err.Error()))
@@ -173,11 +182,13 @@ func (l *simLoader) prepare(c *registry.ChipCallable) (_ *simCallable, err error
 	return s, nil
 }
 
-// release clears the executable state: closes every shared object.
+// release clears the executable state: runs the module shutdown of a
+// callable still activated, then closes every shared object.
 func (s *simCallable) release() {
 	if s == nil {
 		return
 	}
+	s.shutdownAll()
 	for i := len(s.libs) - 1; i >= 0; i-- {
 		purego.Dlclose(s.libs[i])
 	}

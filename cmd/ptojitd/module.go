@@ -20,6 +20,7 @@ import (
 	"github.com/ptojit/ptojit/internal/durable"
 	"github.com/ptojit/ptojit/registry"
 	"github.com/ptojit/ptojit/registry/module"
+	"github.com/ptojit/ptojit/registry/ops"
 )
 
 // moduleLockWait bounds how long a module command waits for the store lock.
@@ -71,7 +72,19 @@ publishers, revoked keys and package digests, a publisher the key is not
 trusted for, any altered byte, and a dependency graph that would not
 validate (missing, disabled, out-of-range, cyclic, publisher- or
 digest-mismatched dependencies; an implementation id provided twice).
-There is no switch that disables verification.`
+There is no switch that disables verification.
+
+Activation: before an install commits, the package's callables run in a
+child worker for each sim platform (a2a3sim, a5sim) the module lists. The
+child reports the implementation id of each callable (its orchestration's
+ptojit_op_impl_id) and runs its ptojit_module_init, if exported. The reported
+ids must equal provided_ops (of the operations with a callable for the
+platform): none missing, none reported twice, none already provided by
+another enabled module; and no init may fail. Every init that ran is
+followed by its ptojit_module_shutdown, whatever the outcome. A failure
+aborts the install and names the module, the callable and the reason;
+nothing is written. Platforms without a host execution engine here (a2a3,
+a5) are reported as not activation-checked.`
 
 func init() {
 	register(&cli.Command{
@@ -117,7 +130,7 @@ canonical archive to FILE.`,
 					}
 				},
 			},
-			storeCommand("install", "module install FILE|DIR", "verify and install a package (an archive or an unpacked package directory)", 1, runInstall),
+			storeCommand("install", "module install FILE|DIR", "verify, activate (in a sim child) and install a package (an archive or an unpacked package directory)", 1, runInstall),
 			storeCommand("rollback", "module rollback ID", "re-enable the version enabled before the current one", 1, runRollback),
 			storeCommand("enable", "module enable ID[@VERSION]", "enable a version (the newest without @VERSION)", 1, runEnable),
 			storeCommand("disable", "module disable ID[@VERSION]", "disable a module (refused while enabled modules depend on it)", 1, runDisable),
@@ -233,6 +246,12 @@ func withStore(ctx context.Context, env *cli.Env, o moduleOptions, fn func(conte
 	}
 	s, err := module.Open(dir, module.Options{Wait: func(h module.Holder) {
 		fmt.Fprintf(env.Stderr, "ptojit: waiting for the module store lock of %s, held by %s\n", dir, h)
+	}, Activate: func(ctx context.Context, p *module.Package, enabled []*module.Installed) ([]module.PlatformCheck, error) {
+		exe, err := os.Executable()
+		if err != nil {
+			return nil, fmt.Errorf("activating module %s: locating this program to start a child: %w", p.Manifest.ID(), err)
+		}
+		return ops.InstallCheck{ChildCommand: []string{exe, workerChildCommand}, Stderr: env.Stderr}.Activate(ctx, p, enabled)
 	}})
 	if err != nil {
 		return err
@@ -361,6 +380,13 @@ func runInstall(ctx context.Context, env *cli.Env, s *module.Store, o moduleOpti
 	r, err := s.Install(ctx, ar)
 	if err != nil {
 		return fmt.Errorf("module install: %s: %w", args[0], err)
+	}
+	for _, c := range r.Activation {
+		if c.Checked {
+			fmt.Fprintf(env.Stdout, "activated on %s: implementation ids match provided_ops; init and shutdown ran\n", c.Platform)
+		} else {
+			fmt.Fprintf(env.Stdout, "not activation-checked on %s: %s\n", c.Platform, c.Note)
+		}
 	}
 	switch {
 	case r.NoOp:

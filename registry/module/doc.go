@@ -90,6 +90,14 @@
 // removes temporary and unreferenced package files. A failed write leaves
 // the in-memory state untouched.
 //
+// An install also activates the package when the Store has an
+// Options.Activate hook (ptojit's command layer always supplies one): after
+// the graph validation and before any write, the package's callables run in
+// a child worker, which checks the implementation ids their native code
+// reports against provided_ops and runs their module init and shutdown
+// (package registry/ops, ActivateModule). A failed activation aborts the
+// install like any other refusal: nothing is written.
+//
 // Versions are immutable: installing an id and version already present
 // with another manifest digest is refused; the identical package is a
 // no-op. Installing a version newer than the enabled one enables it and

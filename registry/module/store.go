@@ -209,6 +209,27 @@ type Options struct {
 	// Wait is called once when a change waits for the store lock that
 	// another process holds, with the holder.
 	Wait func(Holder)
+	// Activate, when set, activates the native code of a package being
+	// installed, inside the install's transaction: after the graph as it
+	// would be was validated, before anything is written. enabled are the
+	// modules enabled once the install is done (the package among them
+	// when it becomes enabled), in load order. It returns one entry per
+	// platform of the manifest, saying whether that platform was checked.
+	// An error (which names the module) aborts the install and leaves the
+	// store as it was. This
+	// package starts no process: ptojit's command layer supplies the hook
+	// (sim children running ops.ActivateModule).
+	Activate func(ctx context.Context, p *Package, enabled []*Installed) ([]PlatformCheck, error)
+}
+
+// PlatformCheck says whether an install activated a package's callables of
+// one platform (registered them in a child worker, collected the
+// implementation ids their native code reports and ran their module init
+// and shutdown), or why not.
+type PlatformCheck struct {
+	Platform string `json:"platform"`
+	Checked  bool   `json:"checked"`
+	Note     string `json:"note,omitempty"` // why it was not checked
 }
 
 // Store is the module store in one directory. Safe for concurrent use;
@@ -354,7 +375,10 @@ type tx struct {
 	drop    []string          // package files to remove after the commit
 	noop    bool
 	writeSt bool
-	writeTr bool
+	// activate, when set, runs after the graph validation with the
+	// enabled modules in load order.
+	activate func(enabled []*Installed) error
+	writeTr  bool
 }
 
 func (s *Store) step(name string) error {
@@ -400,8 +424,14 @@ func (s *Store) change(ctx context.Context, fn func(*tx) error) error {
 		if err := s.step(StepValidate); err != nil {
 			return err
 		}
-		if _, err := validateGraph(t.st); err != nil {
+		order, err := validateGraph(t.st)
+		if err != nil {
 			return err
+		}
+		if t.activate != nil {
+			if err := t.activate(order); err != nil {
+				return err
+			}
 		}
 	}
 	var written []string
@@ -568,6 +598,9 @@ type InstallResult struct {
 	Module   *Installed
 	Replaced *Installed // the version it disabled, if any
 	NoOp     bool       // the identical package was already installed
+	// Activation has one entry per platform of the manifest when
+	// Options.Activate is set and the install was no no-op.
+	Activation []PlatformCheck
 }
 
 // Install verifies archive and installs it: a newer version than the
@@ -608,6 +641,16 @@ func (s *Store) Install(ctx context.Context, archive []byte) (*InstallResult, er
 		t.stage[in.packageFile()] = archive
 		t.writeSt = true
 		res.Module = in
+		if s.opts.Activate != nil {
+			t.activate = func(enabled []*Installed) error {
+				checks, err := s.opts.Activate(ctx, p, enabled)
+				if err != nil {
+					return err // it names the module
+				}
+				res.Activation = checks
+				return nil
+			}
+		}
 		return nil
 	})
 	if err != nil {

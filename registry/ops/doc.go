@@ -56,6 +56,30 @@
 // callable and calls them only on an explicit NEGOTIATE. The implementation
 // id an orchestration reports must equal the manifest's impl_id.
 //
+// # Activation and module hooks
+//
+// An orchestration may also export ptojit_module_init and
+// ptojit_module_shutdown (ptojit_sim.h). ActivateModule activates a module
+// on chip children: it registers the module's callables for the platform,
+// and each child reports each callable's ptojit_op_impl_id and runs its init
+// (mailbox op ACTIVATE; once per loaded callable). The reported ids must
+// equal provided_ops (those of the operations with a callable for the
+// platform), none may be reported twice or be provided by another enabled
+// module, and no init may fail; otherwise the error is an *ActivationError
+// naming the module, the callable and the reason, and every init that ran
+// has been followed by its shutdown (the child runs it at once after a failed
+// init; DEACTIVATE for the others). ModuleActivation.Deactivate runs the
+// shutdowns and unregisters the callables. InstallCheck is the hook module
+// installs run before they commit (module.Options.Activate): one sim child
+// per sim platform of the package, activated, then deactivated.
+//
+// The Service activates a module the first time it needs one of its
+// callables (to negotiate, or as a dependency offered to the host operation
+// service), on every chip child, and keeps it activated while any of its
+// callables is in use: the last release, Close, and a child's end run the
+// shutdowns. A candidate whose module fails to activate is rejected with
+// kind "activation".
+//
 // # Resolution
 //
 // A Query names op_name, an inclusive op_version interval within one major
@@ -66,7 +90,7 @@
 // optionally ExactImplID. Every implementation of op_name is checked against
 // its descriptor (version, backend and runtime, capability, numerics, sync,
 // arity, rank, dims, batch, dtype, layout, memory space); the ones that fit
-// are activated (their callable registered on every child, whole scope) and
+// are activated (their module activated on every child, see above) and
 // negotiated on a child: validate on the actual tensors, then the scratch
 // query, whose answer must fit the budgets. Compatible implementations sort by
 // descending priority, then ascending impl_id, whatever the order in which
@@ -88,7 +112,8 @@
 // match the contract (dtype, shape, extent, alignment, scratch) and refuses
 // otherwise; it never re-resolves or falls back. Calls on one handle are
 // serialized; independent handles run concurrently on the children. Release
-// waits for the call in flight, then unregisters and unpins. A child that dies
+// waits for the call in flight, then drops its activations (the module's
+// last one runs its shutdowns and unregisters its callables) and unpins. A child that dies
 // during an execution fails that execution with worker.ErrChildExited; the
 // handle can still be released, and later calls go to a live child. Service.Close
 // reports (and releases) handles still live.

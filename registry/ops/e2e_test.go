@@ -523,7 +523,8 @@ int32_t ptojit_op_scratch(const ptojit_op_query *q, ptojit_op_scratch_request *o
 
 // TestProviderRejections: a failing scratch query, an orchestration that
 // reports another impl_id and one without entry points are rejected, each
-// with its reason; a host budget refuses host scratch.
+// with its reason (the last two by their module's activation); a host
+// budget refuses host scratch.
 func TestProviderRejections(t *testing.T) {
 	priv, _, _ := examples(t)
 	s := newStore(t)
@@ -540,8 +541,10 @@ func TestProviderRejections(t *testing.T) {
 	got := reasons(res)
 	for _, want := range []string{
 		"example.p1.op [scratch] scratch: scratch query returned 9",
-		`example.p2.op [impl_id] impl_id: the orchestration reports "example.other", the manifest declares "example.p2.op"`,
-		"example.p3.op [provider] provider: the orchestration does not export ptojit_op_impl_id",
+		// The module's activation refuses an orchestration whose id is not
+		// in provided_ops, or that reports none, before any negotiation.
+		"example.p2.op [activation] activation: activating module example.p2@1.0.0 on a2a3sim: callable callables/spin.a2a3sim.bin: its orchestration reports implementation id example.other, which is not in provided_ops [example.p2.op]",
+		"example.p3.op [activation] activation: activating module example.p3@1.0.0 on a2a3sim: callable callables/spin.a2a3sim.bin: its orchestration reports no implementation id (it exports no ptojit_op_impl_id)",
 		"example.p4.op [memory] memory budget: needs 4096 bytes of host scratch, the budget is 1024",
 	} {
 		if !errors.As(err, &nf) || !strings.Contains(got, want) {

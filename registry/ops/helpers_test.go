@@ -244,9 +244,16 @@ func install(t testing.TB, s *module.Store, archives ...[]byte) {
 // newService starts chips children and a Service over s.
 func newService(t testing.TB, s *module.Store, chips int) (*ops.Service, *worker.Worker) {
 	t.Helper()
+	return newServiceEnv(t, s, chips)
+}
+
+// newServiceEnv is newService with extra variables in the children's
+// environment.
+func newServiceEnv(t testing.TB, s *module.Store, chips int, env ...string) (*ops.Service, *worker.Worker) {
+	t.Helper()
 	w, err := worker.New(worker.Config{
 		ChildCommand:   []string{os.Args[0]},
-		ChildEnv:       append(os.Environ(), childEnv+"=1"),
+		ChildEnv:       append(append(os.Environ(), childEnv+"=1"), env...),
 		ChipWorkers:    chips,
 		Platform:       testPlatform,
 		Runtime:        testRuntime,

@@ -141,7 +141,8 @@ type Rejection struct {
 	Module string `json:"module"`
 	// Kind is one of rank, layout, dtype, backend, capability, numerics,
 	// version, sync, arity, dims, batch, memory_space, memory (a scratch
-	// budget), validate, scratch, impl_id, provider (no entry points).
+	// budget), validate, scratch, impl_id, provider (no entry points),
+	// activation (its module's activation failed: ActivationError).
 	Kind   string `json:"kind"`
 	Reason string `json:"reason"`
 }

@@ -23,16 +23,34 @@ type Service struct {
 	chips    int
 
 	mu      sync.Mutex // the registry lock: resolution, activations, handle set
-	acts    map[registry.Hashid]*activation
+	acts    map[actKey]*activation
+	mods    map[string]*modRef // by module digest: its activation on the children
 	handles map[*Handle]struct{}
 	pkgs    map[string]*module.Package // by digest: packages are immutable
 	next    int                        // round-robin over children
 	closed  bool
 }
 
-// activation is a callable registered on the workers: negotiation and
-// handles use it; it is unregistered when the last user is gone.
+// actKey names a callable of one module (two modules may ship the same
+// callable).
+type actKey struct {
+	module string // the module's digest
+	hashid registry.Hashid
+}
+
+// modRef is a module activated on the children: its callables registered
+// and their module init run. The last callable activation that goes away
+// deactivates it (module shutdown, unregistration).
+type modRef struct {
+	act  *ModuleActivation
+	refs int
+}
+
+// activation is a callable of an activated module: negotiation and handles
+// use it; when the last user is gone it drops its module's reference.
 type activation struct {
+	key      actKey
+	mod      *modRef
 	h        worker.CallableHandle
 	refs     int
 	tensors  int // tensor arguments of its chip signature
@@ -56,7 +74,7 @@ type Config struct {
 // New returns a Service over the enabled modules of cfg.Store.
 func New(cfg Config) *Service {
 	return &Service{store: cfg.Store, w: cfg.Worker, platform: cfg.Platform, runtime: cfg.Runtime, chips: cfg.ChipWorkers,
-		acts: map[registry.Hashid]*activation{}, handles: map[*Handle]struct{}{}, pkgs: map[string]*module.Package{}}
+		acts: map[actKey]*activation{}, mods: map[string]*modRef{}, handles: map[*Handle]struct{}{}, pkgs: map[string]*module.Package{}}
 }
 
 // Candidates returns every implementation the enabled modules provide, in
@@ -228,8 +246,10 @@ func (s *Service) chipIDs() []int {
 	return ids
 }
 
-// activate registers the callable of c on every child (or takes one more
-// reference on its registration). Called with s.mu held.
+// activate activates the module of c on the children (once: its callables
+// registered, their implementation ids checked and their module init run,
+// see ActivateModule) and returns the activation of c's callable for
+// platform, with one more reference. Called with s.mu held.
 func (s *Service) activate(ctx context.Context, c *Candidate, platform string) (*activation, error) {
 	var oc *module.OperationCallable
 	for i := range c.Desc.Callables {
@@ -244,51 +264,74 @@ func (s *Service) activate(ctx context.Context, c *Candidate, platform string) (
 	if err != nil {
 		return nil, fmt.Errorf("callable hashid: %w", err)
 	}
-	if a := s.acts[hid]; a != nil {
+	key := actKey{c.installed.Digest, hid}
+	if a := s.acts[key]; a != nil {
 		a.refs++
 		return a, nil
 	}
-	p := s.pkgs[c.installed.Digest]
-	if p == nil {
-		// Authenticated again: archive, signature, artifacts and hashids.
-		if p, err = s.store.ReadPackage(c.installed); err != nil {
+	mr := s.mods[c.installed.Digest]
+	if mr == nil {
+		p := s.pkgs[c.installed.Digest]
+		if p == nil {
+			// Authenticated again: archive, signature, artifacts and hashids.
+			if p, err = s.store.ReadPackage(c.installed); err != nil {
+				return nil, err
+			}
+			s.pkgs[c.installed.Digest] = p
+		}
+		mods, err := s.store.LoadOrder()
+		if err != nil {
 			return nil, err
 		}
-		s.pkgs[c.installed.Digest] = p
+		ma, err := ActivateModule(ctx, s.w, s.chipIDs(), p, platform, ProvidedBy(mods, c.Module))
+		if err != nil {
+			return nil, err
+		}
+		mr = &modRef{act: ma}
+		s.mods[c.installed.Digest] = mr
 	}
-	blob := p.Artifact(oc.Artifact)
+	h, ok := mr.act.Handle(oc.Artifact)
+	blob := s.pkgs[c.installed.Digest].Artifact(oc.Artifact)
 	cc, err := registry.ParseChipCallable(blob)
-	if err != nil {
-		return nil, err
+	if !ok || err != nil || h.Hashid != hid {
+		if mr.refs == 0 {
+			s.dropModule(ctx, c.installed.Digest, mr)
+		}
+		return nil, fmt.Errorf("module %s: callable %s of %s is not what its activation registered", c.installed.ID(), oc.Artifact, c.Desc.ImplID)
 	}
-	h, err := s.w.Register(ctx, registry.ChipCallableKind, blob)
-	if err != nil {
-		return nil, err
-	}
-	a := &activation{h: h, refs: 1}
+	mr.refs++
+	a := &activation{key: key, mod: mr, h: h, refs: 1}
 	for _, d := range cc.Signature {
 		if d != registry.Scalar {
 			a.tensors++
 		}
 	}
-	s.acts[hid] = a
+	s.acts[key] = a
 	return a, nil
 }
 
-// deactivate drops one reference; the last unregisters the callable.
-// Called with s.mu held. A child that died holds nothing any more: its
-// failure is not an error.
+// deactivate drops one reference; the last drops its module's reference,
+// and the module's last deactivates it: its module shutdown runs on the
+// children and its callables are unregistered. Called with s.mu held. A
+// child that died holds nothing any more: its failure is not an error.
 func (s *Service) deactivate(ctx context.Context, a *activation) error {
 	a.refs--
 	if a.refs > 0 {
 		return nil
 	}
-	delete(s.acts, a.h.Hashid)
-	err := s.w.Unregister(context.WithoutCancel(ctx), a.h)
-	if err != nil && errors.Is(err, worker.ErrChildExited) {
+	delete(s.acts, a.key)
+	a.mod.refs--
+	if a.mod.refs > 0 {
 		return nil
 	}
-	return err
+	return s.dropModule(ctx, a.key.module, a.mod)
+}
+
+// dropModule deactivates a module nothing uses any more. Called with s.mu
+// held.
+func (s *Service) dropModule(ctx context.Context, digest string, mr *modRef) error {
+	delete(s.mods, digest)
+	return mr.act.Deactivate(context.WithoutCancel(ctx))
 }
 
 // childNegotiator negotiates on a child: it activates each candidate for
@@ -302,6 +345,10 @@ type childNegotiator struct {
 func (n *childNegotiator) negotiate(ch *Choice, q *Query) error {
 	s := n.s
 	a, err := s.activate(n.ctx, ch.cand, ch.Platform)
+	var ae *ActivationError
+	if errors.As(err, &ae) {
+		return &rejectErr{kind: "activation", reason: "activation: " + err.Error()}
+	}
 	if err != nil {
 		return err
 	}
@@ -391,19 +438,31 @@ func (e *LiveHandlesError) Error() string {
 }
 
 // Close ends the service. Live handles are a caller error: they are
-// reported (*LiveHandlesError) and released.
+// reported (*LiveHandlesError) and released. Every module the service
+// activated is deactivated: the children run its module shutdown.
 func (s *Service) Close(ctx context.Context) error {
 	hs := s.Handles()
 	s.mu.Lock()
 	s.closed = true
 	s.mu.Unlock()
-	if len(hs) == 0 {
-		return nil
+	var e *LiveHandlesError
+	if len(hs) > 0 {
+		e = &LiveHandlesError{}
+		for _, h := range hs {
+			e.Operations = append(e.Operations, h.choice.ImplID)
+			h.Release(ctx)
+		}
 	}
-	e := &LiveHandlesError{}
-	for _, h := range hs {
-		e.Operations = append(e.Operations, h.choice.ImplID)
-		h.Release(ctx)
+	// Every module still activated is deactivated: its shutdown runs.
+	s.mu.Lock()
+	var errs []error
+	for d, mr := range s.mods {
+		errs = append(errs, s.dropModule(ctx, d, mr))
 	}
-	return e
+	clear(s.acts)
+	s.mu.Unlock()
+	if e != nil {
+		return e
+	}
+	return errors.Join(errs...)
 }

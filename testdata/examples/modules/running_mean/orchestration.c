@@ -3,10 +3,58 @@
  * example.sequence.prefix_sum [1.0.0, 1.9.99] through the host operation
  * service (the tail of ptojit_runtime), executes it from in into out, and
  * kernel 0 then divides out[i] by i + 1 in place. */
+#include <stdlib.h>
+
 #include "sequence.h"
 
+#define MEAN_IMPL_ID "example.running_mean.running_mean.f32"
+
 SEQ_CONFIG
-SEQ_ENTRY_POINTS("example.running_mean.running_mean.f32", 0, 0)
+SEQ_ENTRY_POINTS(MEAN_IMPL_ID, 0, 0)
+
+/* The module hooks of ptojit_sim.h: init allocates the module's state,
+ * shutdown frees it; an execution without init (a callable run outside
+ * an activation) fails with 8. When PTOJIT_EXAMPLE_MODULE_LOG names a file,
+ * init and shutdown each append one line to it ("init IMPL_ID",
+ * "shutdown IMPL_ID"), so that a test sees that each ran, and how often. */
+typedef struct mean_state {
+    uint64_t executions;
+    char resolve_msg[256]; /* why the last resolution of the prefix sum failed */
+} mean_state;
+
+static mean_state *state;
+
+static void hook_log(const char *what)
+{
+    const char *path = getenv("PTOJIT_EXAMPLE_MODULE_LOG");
+    if (path == 0 || *path == 0) {
+        return;
+    }
+    FILE *f = fopen(path, "a");
+    if (f != 0) {
+        fprintf(f, "%s %s\n", what, MEAN_IMPL_ID);
+        fclose(f);
+    }
+}
+
+int32_t ptojit_module_init(char *msg, uint32_t cap)
+{
+    hook_log("init");
+    state = calloc(1, sizeof *state);
+    if (state == 0) {
+        snprintf(msg, cap, "no memory for the module state");
+        return 1;
+    }
+    return 0;
+}
+
+/* Safe after a failed init too: free(NULL) does nothing. */
+void ptojit_module_shutdown(void)
+{
+    hook_log("shutdown");
+    free(state);
+    state = 0;
+}
 
 int32_t seq_orch(const ptojit_runtime *rt, const ptojit_args *args)
 {
@@ -16,6 +64,10 @@ int32_t seq_orch(const ptojit_runtime *rt, const ptojit_args *args)
     if (args->tensor_count != 2 || args->scalar_count != 0) {
         return 2;
     }
+    if (state == 0) {
+        return 8;
+    }
+    state->executions++;
     ptojit_kernel_fn k = ptojit_find_kernel(rt, 0);
     if (k == 0) {
         return 3;
@@ -40,6 +92,8 @@ int32_t seq_orch(const ptojit_runtime *rt, const ptojit_args *args)
         .min_version = "1.0.0",
         .max_version = "1.9.99",
         .query = &q,
+        .msg = state->resolve_msg,
+        .msg_capacity = sizeof state->resolve_msg,
     };
     uint64_t h;
     if (ops->resolve(ops->user, &req, &h) != 0) {

@@ -161,6 +161,36 @@ typedef int32_t (*ptojit_op_scratch_fn)(const ptojit_op_query *q, ptojit_op_scra
 #define PTOJIT_OP_SCRATCH_SYMBOL "ptojit_op_scratch"
 
 /*
+ * Module hooks (optional). An implementation's orchestration may also export
+ *
+ *   int32_t ptojit_module_init(char *msg, uint32_t cap);
+ *                                   0 when the implementation is ready; else a
+ *                                   NUL-terminated reason in msg (cap bytes)
+ *   void ptojit_module_shutdown(void);
+ *                                   releases what init allocated
+ *
+ * Activating a module in a child worker (at install, and whenever the
+ * operation runtime loads the module's callables) collects the
+ * ptojit_op_impl_id of each of its callables for the platform and runs init
+ * once per loaded callable. The reported ids must equal the manifest's
+ * provided_ops (of the operations with a callable for the platform): no id
+ * missing, none reported twice, none provided by another enabled module.
+ * Shutdown runs once for every init that ran: after a failed init (before
+ * the activation fails, so init must make partial cleanup safe), when the
+ * activation fails for another reason, when the module is deactivated (its
+ * last operation handle is released, the operation service closes) and when
+ * the child ends. Init and shutdown run on the child's mailbox thread,
+ * synchronously; they may allocate and free the implementation's own state,
+ * must quiesce their own background work before returning, and may not call
+ * the host operation service (PTOJIT_OP_E_REENTRY). Modules without them
+ * keep working unchanged.
+ */
+typedef int32_t (*ptojit_module_init_fn)(char *msg, uint32_t cap);
+typedef void (*ptojit_module_shutdown_fn)(void);
+#define PTOJIT_MODULE_INIT_SYMBOL "ptojit_module_init"
+#define PTOJIT_MODULE_SHUTDOWN_SYMBOL "ptojit_module_shutdown"
+
+/*
  * The host operation service (ptojit_runtime.operations): an orchestration
  * resolves and executes an operation of the modules its module depends on,
  * from inside its own execution. Before use, check rt->struct_size >=
