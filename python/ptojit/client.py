@@ -20,10 +20,14 @@ failed check raises DaemonSecurityError and nothing is sent.
 
 Of the caller's environment, a request carries only the variables the
 daemon names in its hello reply (``{"op": "hello"}`` answers ``{"env_names":
-[...], "pid": n}``: those of ptojit's environment registry), so the client
-keeps no copy of the registry. The names are asked once per daemon: the
-client remembers them under the daemon's pid and start time (SO_PEERCRED
-and /proc), and asks again when another daemon answers.
+[...], "pid": n}``: those of ptojit's environment registry and those its
+settings file's pass_env lists), plus those the caller's PTOJIT_PASS_ENV
+lists, so the client keeps no copy of the registry. The daemon also writes
+that reply to hello.json in its directory, with the stamp of the settings
+file it read; the client uses the file when it names the pid of the daemon
+that accepted the connection (SO_PEERCRED) and the settings file still has
+that stamp, and otherwise asks. A daemon that writes no such file is asked
+once: the client remembers its names under its pid and start time (/proc).
 """
 
 from __future__ import annotations
@@ -33,11 +37,13 @@ import errno
 import hashlib
 import json
 import os
+import re
 import shutil
 import socket
 import stat
 import struct
 import subprocess
+import sys
 import threading
 from collections.abc import Mapping
 from typing import Any, Union
@@ -57,6 +63,10 @@ PROTOCOL = 1
 MAX_REQUEST = 64 << 20
 MAX_RESPONSE = 256 << 20
 SOCKET_NAME = "daemon.sock"
+# The daemon's hello reply as a file in its directory (api.HelloName).
+HELLO_NAME = "hello.json"
+# Extra variables a request carries (api.PassEnvVariable).
+PASS_ENV_VARIABLE = "PTOJIT_PASS_ENV"
 _MAX_SOCKET_PATH = 107
 # ``ptojit daemon start`` waits for the daemon's readiness signal; this only
 # bounds a start that never finishes.
@@ -256,9 +266,41 @@ class Client:
                 "it predates this client; stop it with \"ptojit daemon stop\"")
         return frozenset(names)
 
+    def _hello_file(self, pid: int) -> tuple[frozenset[str] | None, bool]:
+        """The names of the daemon's hello file when it is the file of the
+        daemon with this pid and still current (the settings file it
+        depends on has the stamp it recorded), and whether the file was
+        that daemon's at all."""
+        try:
+            with open(os.path.join(self.daemon_dir, HELLO_NAME), "rb") as f:
+                h = json.loads(f.read(1 << 20))
+        except (OSError, ValueError):
+            return None, False
+        if not isinstance(h, dict) or h.get("protocol") != PROTOCOL or h.get("pid") != pid:
+            return None, False
+        names = h.get("env_names")
+        if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
+            return None, False
+        dep = h.get("depends")
+        if dep and _file_stamp(dep) != h.get("depends_stamp"):
+            return None, True
+        return frozenset(names), True
+
     def _names_for(self, pid: int) -> frozenset[str]:
-        """The hello names of the daemon with this pid, asked on a
-        connection of their own unless remembered."""
+        """The hello names of the daemon with this pid: from its hello file
+        when that is current, else asked on a connection of their own
+        (remembered only for a daemon that writes no hello file)."""
+        names, has_file = self._hello_file(pid)
+        if names is not None:
+            return names
+        if has_file:
+            # The settings changed since the daemon wrote the file: its
+            # answer rewrites the file.
+            resp = self._call_once({"op": "hello"})
+            names = self._hello_names(resp)
+            if resp.get("pid") != pid:
+                raise _DaemonLost(f"the daemon changed (pid {pid}, then {resp.get('pid')})")
+            return names
         key = (pid, _start_time(pid))
         if key[1] is not None:
             with self._names_lock:
@@ -276,8 +318,11 @@ class Client:
         return names
 
     def _forwarded_env(self, names: frozenset[str]) -> list[str]:
-        # Looked up by name: iterating os.environ decodes every variable.
+        # The daemon's names, plus those this client's PTOJIT_PASS_ENV
+        # adds (api.PassEnvFrom). Looked up by name: iterating os.environ
+        # decodes every variable.
         env = self._env()
+        names = names | _pass_env_names(env.get(PASS_ENV_VARIABLE, ""))
         return [f"{k}={env[k]}" for k in sorted(names) if k in env]
 
     # --- the protocol --------------------------------------------------
@@ -428,6 +473,31 @@ def _check_peer(sock: socket.socket) -> int:
     if uid != os.getuid():
         raise DaemonSecurityError(f"the daemon (pid {pid}) runs as uid {uid}, not {os.getuid()}")
     return pid
+
+
+def _pass_env_names(v: str) -> frozenset[str]:
+    """api.PassEnvNames: variable names separated by commas or white
+    space; none at all when one is not a variable name."""
+    names = [n for n in re.split(r"[, \t]+", v) if n]
+    if not all(_VAR_NAME.fullmatch(n) for n in names):
+        return frozenset()
+    return frozenset(names)
+
+
+_VAR_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def _file_stamp(path: str) -> str:
+    """api.FileStamp: size, modification time and (on Linux) device, inode
+    and status change time of path, or "absent"."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return "absent"
+    stamp = f"{st.st_size}:{st.st_mtime_ns}:"
+    if sys.platform.startswith("linux"):
+        stamp += f"{st.st_dev}:{st.st_ino}:{st.st_ctime_ns // 1_000_000_000}.{st.st_ctime_ns % 1_000_000_000}"
+    return stamp
 
 
 def _start_time(pid: int) -> int | None:

@@ -153,14 +153,60 @@ class TestClient(DaemonTest):
         self.assertNotIn("SECRET_TOKEN", names)
         self.assertIn("CC=gcc", sent[0]["env"])
         self.assertEqual(names, {k for k in environ if k in registry["variables"]})
-        # The names are asked once per daemon, not once per request.
-        self.assertEqual(len(hellos), 1, hellos)
-        # A new daemon is asked again.
+        # The names come from the daemon's hello file: no request asks
+        # for them (the stamps of its settings file agree with Go's).
+        self.assertEqual(len(hellos), 0, hellos)
+        # A new daemon's file is read as well.
         self.stop_daemon()
         with mock.patch.object(clientmod, "_frame", record):
             c.build(self.request)
-        self.assertEqual(len(hellos), 2, hellos)
+        self.assertEqual(len(hellos), 0, hellos)
         self.assertNotIn("SECRET_TOKEN=x", sent[-1]["env"])
+
+    def test_client_pass_env(self) -> None:
+        environ = dict(self.environ, CCACHE_DIR="/nonexistent/ccache", OTHER="x", PTOJIT_PASS_ENV="CCACHE_DIR")
+        sent = []
+        frame = clientmod._frame
+
+        def record(req: dict) -> bytes:
+            if req.get("op") == "run":
+                sent.append(req)
+            return frame(req)
+
+        with mock.patch.object(clientmod, "_frame", record):
+            self.client(environ=environ).build(self.request)
+            self.client(environ=dict(environ, PTOJIT_PASS_ENV="CCACHE_DIR,1BAD")).build(self.request)
+        self.assertIn("CCACHE_DIR=/nonexistent/ccache", sent[0]["env"])
+        self.assertNotIn("OTHER=x", sent[0]["env"])
+        # A list with a name that is not a variable name passes nothing, as
+        # in the Go client.
+        self.assertNotIn("CCACHE_DIR=/nonexistent/ccache", sent[1]["env"])
+
+    def test_pass_env_change_is_seen(self) -> None:
+        environ = dict(self.environ, CCACHE_DIR="/nonexistent/ccache")
+        c = self.client(environ=environ)
+        sent, hellos = [], []
+        frame = clientmod._frame
+
+        def record(req: dict) -> bytes:
+            (sent if req.get("op") == "run" else hellos).append(req)
+            return frame(req)
+
+        with mock.patch.object(clientmod, "_frame", record):
+            c.build(self.request)
+            self.assertNotIn("CCACHE_DIR=/nonexistent/ccache", sent[-1]["env"])
+            # The settings file changes under a running client and daemon:
+            # the next request carries the variable pass_env now names.
+            self.go("config", "set", "pass_env", "CCACHE_DIR")
+            c.build(self.request)
+            self.assertIn("CCACHE_DIR=/nonexistent/ccache", sent[-1]["env"])
+            asked = len(hellos)
+            c.build(self.request)
+            self.assertIn("CCACHE_DIR=/nonexistent/ccache", sent[-1]["env"])
+        # One hello request when the file was out of date, none after the
+        # daemon rewrote it.
+        self.assertEqual(asked, 1, hellos)
+        self.assertEqual(len(hellos), 1, hellos)
 
     def test_concurrent_threads(self) -> None:
         c = self.client()
