@@ -84,7 +84,8 @@ another enabled module; and no init may fail. Every init that ran is
 followed by its ptojit_module_shutdown, whatever the outcome. A failure
 aborts the install and names the module, the callable and the reason;
 nothing is written. Platforms without a host execution engine here (a2a3,
-a5) are reported as not activation-checked.`
+a5) are reported as not activation-checked. enable and rollback activate
+the version they enable in the same way.`
 
 func init() {
 	register(&cli.Command{

@@ -96,7 +96,9 @@
 // a child worker, which checks the implementation ids their native code
 // reports against provided_ops and runs their module init and shutdown
 // (package registry/ops, ActivateModule). A failed activation aborts the
-// install like any other refusal: nothing is written.
+// install like any other refusal: nothing is written. Enable and Rollback
+// activate the version they enable the same way, against the modules
+// enabled after them.
 //
 // Versions are immutable: installing an id and version already present
 // with another manifest digest is refused; the identical package is a

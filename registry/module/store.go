@@ -210,8 +210,9 @@ type Options struct {
 	// another process holds, with the holder.
 	Wait func(Holder)
 	// Activate, when set, activates the native code of a package being
-	// installed, inside the install's transaction: after the graph as it
-	// would be was validated, before anything is written. enabled are the
+	// installed, or enabled again (Enable, Rollback), inside that
+	// transaction: after the graph as it would be was validated, before
+	// anything is written. enabled are the
 	// modules enabled once the install is done (the package among them
 	// when it becomes enabled), in load order. It returns one entry per
 	// platform of the manifest, saying whether that platform was checked.
@@ -684,9 +685,28 @@ func (s *Store) Enable(ctx context.Context, ref string) (*Installed, error) {
 		}
 		m.Enabled = true
 		t.writeSt = true
-		return nil
+		return s.activateEnabled(ctx, t, m)
 	})
 	return out, err
+}
+
+// activateEnabled makes the change t, which enables m, activate m's stored
+// package (Options.Activate) with the modules enabled after it, as an
+// install does: its init must succeed and its native ids must not clash
+// with those of the modules enabled now.
+func (s *Store) activateEnabled(ctx context.Context, t *tx, m *Installed) error {
+	if s.opts.Activate == nil {
+		return nil
+	}
+	p, err := s.ReadPackage(m)
+	if err != nil {
+		return err
+	}
+	t.activate = func(enabled []*Installed) error {
+		_, err := s.opts.Activate(ctx, p, enabled)
+		return err
+	}
+	return nil
 }
 
 // Disable disables the enabled version of ref's module, refusing while an
@@ -781,7 +801,7 @@ func (s *Store) Rollback(ctx context.Context, id string) (from, to *Installed, e
 				t.st.History[id] = h
 			}
 			t.writeSt = true
-			return nil
+			return s.activateEnabled(ctx, t, m)
 		}
 		if len(t.st.versions(id)) == 0 {
 			return fmt.Errorf("module %s is not installed", id)

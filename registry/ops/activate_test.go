@@ -1,6 +1,7 @@
 package ops_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -29,6 +30,8 @@ type hookCallable struct {
 	hooks    bool   // exports ptojit_module_init and ptojit_module_shutdown
 	failInit bool   // its init fails with 3 and the message "no device memory"
 	hangInit bool   // its init never returns
+	// failIfFile: its init fails while the file $PTOJIT_OPS_TEST_HOOK_LOG.fail exists
+	failIfFile bool
 }
 
 // hookModule is a module of one i32 operation per callable. A callable
@@ -79,6 +82,19 @@ int32_t ptojit_op_scratch(const ptojit_op_query *q, ptojit_op_scratch_request *o
 			if c.hangInit {
 				body = `for (;;) {
     }`
+			}
+			if c.failIfFile {
+				body = `const char *p = getenv("` + hookLogEnv + `");
+    char fail[4096];
+    snprintf(fail, sizeof fail, "%s.fail", p ? p : "");
+    FILE *f = fopen(fail, "r");
+    if (f) {
+        fclose(f);
+        snprintf(msg, cap, "%s exists", fail);
+        return 4;
+    }
+    ready = 1;
+    return 0;`
 			}
 			src += `static void hook_log(const char *what)
 {
@@ -417,4 +433,63 @@ func hookCounts(log string) []string {
 	}
 	slices.Sort(out)
 	return out
+}
+
+// TestEnableAndRollbackActivate: enabling a version again (enable,
+// rollback) activates it as an install does: its hooks run, and a version
+// whose init fails now is refused, the store left as it was.
+func TestEnableAndRollbackActivate(t *testing.T) {
+	priv, _, _ := examples(t)
+	log := filepath.Join(t.TempDir(), "install.log")
+	s := checkedStore(t, &log)
+	ctx := ctxT(t)
+	src := hookModule("example.t6", hookCallable{name: "a", implID: "example.t6.a", reported: "example.t6.a", hooks: true, failIfFile: true})
+	v2 := sourceModule{}
+	for k, b := range src {
+		v2[k] = b
+	}
+	v2["module.json"] = bytes.Replace(src["module.json"], []byte(`"version": "1.0.0"`), []byte(`"version": "1.1.0"`), 1)
+	for _, m := range []sourceModule{src, v2} {
+		if _, err := s.Install(ctx, pack(t, m, priv, nil)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	refused := func(what string, op func() error) {
+		t.Helper()
+		log = filepath.Join(t.TempDir(), "refused.log")
+		if err := os.WriteFile(log+".fail", nil, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		before := storeFiles(t, s.Dir())
+		err := op()
+		var ae *ops.ActivationError
+		if !errors.As(err, &ae) || !strings.Contains(err.Error(), "module init failed") {
+			t.Fatalf("%s with a failing init: %v, want an activation error", what, err)
+		}
+		if after := storeFiles(t, s.Dir()); !mapsEqual(before, after) {
+			t.Fatalf("%s refused, but the store changed", what)
+		}
+		if got := readLog(t, log); got != "init a\nshutdown a\n" {
+			t.Fatalf("%s refused: hooks ran\n%s", what, got)
+		}
+	}
+	ran := func(what string, op func() error) {
+		t.Helper()
+		log = filepath.Join(t.TempDir(), "ran.log")
+		if err := op(); err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+		if got := readLog(t, log); got != "init a\nshutdown a\n" {
+			t.Fatalf("%s ran the hooks:\n%s\nwant one init and one shutdown", what, got)
+		}
+	}
+	rollback := func() error { _, _, err := s.Rollback(ctx, "example.t6"); return err }
+	refused("rollback", rollback)
+	ran("rollback", rollback)
+	if _, err := s.Disable(ctx, "example.t6"); err != nil {
+		t.Fatal(err)
+	}
+	enable := func() error { _, err := s.Enable(ctx, "example.t6@1.1.0"); return err }
+	refused("enable", enable)
+	ran("enable", enable)
 }
