@@ -23,7 +23,6 @@ import (
 	"github.com/ptojit/ptojit/inventory"
 	"github.com/ptojit/ptojit/registry"
 	"github.com/ptojit/ptojit/toolchain"
-	"golang.org/x/sync/singleflight"
 )
 
 // DefaultRegistry returns the environment registry used when
@@ -222,17 +221,15 @@ func (d *Driver) build(ctx context.Context, req *api.Request, resp *api.Response
 		r = &flightResult{outs: hit.Entry.Outputs, data: hit.Data, hit: true, tier: TierLocal}
 	} else {
 		// One compile per key at a time: concurrent builds of the key
-		// (64 frontends started by make -j64) share the first one's.
-		ran := false // this build ran the compile; the others shared it
-		v, err, shared := compileFlight.Do(d.flightKey(id), func() (any, error) {
-			ran = true
-			return d.compileAndPublish(ctx, req, id, began)
+		// share it (flightGroup).
+		var shared bool
+		r, err, shared = compileFlight.do(ctx, d.flightKey(id), func(fctx context.Context) (*flightResult, error) {
+			return d.compileAndPublish(fctx, req, id, began)
 		})
 		if err != nil {
 			return err
 		}
-		r = v.(*flightResult)
-		if shared && !ran && !r.hit {
+		if shared && !r.hit {
 			why = "compiled by a concurrent build of the same key"
 		}
 		resp.Timings.Compile = r.compileMS
@@ -318,7 +315,7 @@ func (d *Driver) buildUncached(ctx context.Context, req *api.Request, id *identi
 // compileFlight dedupes concurrent compiles of one key in this process
 // (every Driver of a store shares it: the daemon makes a Driver per
 // request).
-var compileFlight singleflight.Group
+var compileFlight flightGroup
 
 // flightKey names a key in one store.
 func (d *Driver) flightKey(id *identity) string {

@@ -524,3 +524,54 @@ func TestDaemonReadOnlyBuilds(t *testing.T) {
 		t.Fatalf("the read-only miss was published: %+v", a)
 	}
 }
+
+// TestDaemonStopsCompileOfGoneClient: a client killed while the daemon
+// compiles for it (Ctrl-C, kill -9) stops that compile, which nobody else
+// waits for; the next build compiles afresh.
+func TestDaemonStopsCompileOfGoneClient(t *testing.T) {
+	w := newDaemonWorld(t)
+	fifo := filepath.Join(w.root, "block")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	w.env = append(w.env, "PTOJIT_TEST_BLOCK="+fifo)
+	compiler := 0
+	t.Cleanup(func() {
+		if compiler > 0 {
+			syscall.Kill(compiler, syscall.SIGKILL)
+		}
+	})
+	cmd := w.command("build", "--request", w.request, "--json")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Open(fifo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	line, _ := bufio.NewReader(f).ReadString('\n')
+	f.Close()
+	if strings.TrimSpace(line) != "started" {
+		t.Fatalf("wrapper said %q", line)
+	}
+	b, err := os.ReadFile(fifo + ".pid")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if compiler, err = strconv.Atoi(strings.TrimSpace(string(b))); err != nil {
+		t.Fatal(err)
+	}
+	cmd.Process.Signal(syscall.SIGKILL)
+	cmd.Wait()
+	deadline := time.Now().Add(20 * time.Second)
+	for syscall.Kill(compiler, 0) == nil {
+		if time.Now().After(deadline) {
+			t.Fatalf("the compiler (pid %d) of the killed client's build still runs", compiler)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	compiler = 0
+	if a := w.build(); a.Status != "miss" {
+		t.Fatalf("the next build: %+v, want a miss of its own", a)
+	}
+}

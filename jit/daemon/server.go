@@ -18,6 +18,12 @@
 // connects and sends nothing keeps the daemon neither from its idle exit
 // nor from stopping.
 //
+// A request's context is canceled with ErrClientGone when its client
+// closes the connection before the reply (the client process ended): a
+// client sends one request and then only reads, so the connection turns
+// readable only then. A client that merely shuts down its writing side is
+// still answered.
+//
 // The daemon exits after an idle period with no request in flight, on an
 // OpStop request, or on SIGTERM/SIGINT; in every case it stops accepting,
 // closes the connections whose request is not read yet, lets in-flight
@@ -32,6 +38,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"os/signal"
@@ -41,6 +48,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/ptojit/ptojit/api"
 	"github.com/ptojit/ptojit/api/client"
@@ -649,12 +658,67 @@ func (s *Server) serveConn(ctx context.Context, conn *net.UnixConn) {
 		reply(&api.DaemonResponse{PID: os.Getpid()})
 		s.Shutdown("stop requested")
 	case api.OpRun:
-		resp := s.run(ctx, &req)
+		rctx, stop := watchPeer(ctx, conn)
+		resp := s.run(rctx, &req)
+		stop()
 		reply(resp)
 		s.hello() // a client reads the names the next request needs from the file
 	default:
 		reply(&api.DaemonResponse{Error: fmt.Sprintf("unknown operation %q", req.Op), Exit: 2})
 	}
+}
+
+// ErrClientGone is the cause of a request's context canceled because its
+// client closed the connection before the reply (the client process ended:
+// killed, or interrupted).
+var ErrClientGone = errors.New("the client closed the connection before the reply")
+
+// watchPeer returns ctx for the request read on conn, canceled with
+// ErrClientGone once the client is gone, and the function that stops the
+// watch. A client sends one request and then only reads, so the connection
+// turns readable only when the client closes it (or breaks the protocol).
+// A client that merely shut down its writing side (a half-close) still
+// waits for the reply: only a hang-up, both sides closed, cancels.
+func watchPeer(ctx context.Context, conn *net.UnixConn) (context.Context, func()) {
+	ctx, cancel := context.WithCancelCause(ctx)
+	done := make(chan struct{})
+	conn.SetReadDeadline(time.Time{}) // the request's deadline is over
+	go func() {
+		defer close(done)
+		var b [1]byte
+		_, err := conn.Read(b[:])
+		gone := errors.Is(err, io.EOF) && hungUp(conn)
+		if peerWatched != nil {
+			peerWatched(gone)
+		}
+		if gone {
+			cancel(ErrClientGone)
+		}
+	}()
+	return ctx, func() {
+		conn.SetReadDeadline(time.Unix(1, 0)) // ends the Read
+		<-done
+		cancel(nil)
+	}
+}
+
+// peerWatched, when set, is told how each watch of a peer ended (tests).
+var peerWatched func(gone bool)
+
+// hungUp reports whether the peer of conn has closed both directions.
+func hungUp(conn *net.UnixConn) bool {
+	rc, err := conn.SyscallConn()
+	if err != nil {
+		return false
+	}
+	hup := false
+	rc.Control(func(fd uintptr) {
+		pfd := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
+		if n, err := unix.Poll(pfd, 0); err == nil && n > 0 {
+			hup = pfd[0].Revents&unix.POLLHUP != 0
+		}
+	})
+	return hup
 }
 
 // run calls the handler, turning a panic into an error reply so one bad

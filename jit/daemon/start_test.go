@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -229,5 +230,72 @@ func TestDaemonLockWaitGivesWayToAStartingDaemon(t *testing.T) {
 	t.Cleanup(func() { s.Shutdown("test over"); <-served })
 	if err := <-second; !errors.Is(err, ErrRunning) {
 		t.Fatalf("second daemon: %v, want ErrRunning once the first answers", err)
+	}
+}
+
+// A request whose client closes the connection (its process ended) is
+// canceled with ErrClientGone; one whose client only shut down its writing
+// side still gets its reply.
+func TestDaemonCancelsRequestOfGoneClient(t *testing.T) {
+	entered := make(chan struct{}, 1)
+	causes := make(chan error, 1)
+	release := make(chan struct{})
+	watched := make(chan bool, 2)
+	peerWatched = func(gone bool) { watched <- gone }
+	t.Cleanup(func() { peerWatched = nil })
+	dir := shortDir(t)
+	startServer(t, Config{Dir: dir, Handler: func(ctx context.Context, req *api.DaemonRequest) *api.DaemonResponse {
+		entered <- struct{}{}
+		select {
+		case <-ctx.Done():
+			causes <- context.Cause(ctx)
+			return &api.DaemonResponse{Error: "canceled", Exit: 1}
+		case <-release:
+			return &api.DaemonResponse{Stdout: []byte("done")}
+		}
+	}})
+	frame, err := api.MarshalFrame(&api.DaemonRequest{Protocol: api.DaemonProtocol, Op: api.OpRun, Args: []string{"x"}}, api.MaxDaemonRequest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dial := func() *net.UnixConn {
+		c, err := net.DialUnix("unix", nil, &net.UnixAddr{Name: api.SocketPath(dir), Net: "unix"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := c.Write(frame); err != nil {
+			t.Fatal(err)
+		}
+		<-entered
+		return c
+	}
+
+	// A client that goes away.
+	dial().Close()
+	if cause := <-causes; !errors.Is(cause, ErrClientGone) {
+		t.Fatalf("the request of a gone client ended with %v, want ErrClientGone", cause)
+	}
+	if gone := <-watched; !gone {
+		t.Fatal("the watch did not see the client go")
+	}
+
+	// A client that half-closes and waits for its reply.
+	c := dial()
+	defer c.Close()
+	if err := c.CloseWrite(); err != nil {
+		t.Fatal(err)
+	}
+	if gone := <-watched; gone {
+		t.Fatal("a half-closed client was taken for gone")
+	}
+	close(release)
+	var resp api.DaemonResponse
+	if err := api.ReadFrame(bufio.NewReader(c), api.MaxDaemonResponse, &resp); err != nil || string(resp.Stdout) != "done" {
+		t.Fatalf("half-closed client: %v %+v, want its reply", err, resp)
+	}
+	select {
+	case cause := <-causes:
+		t.Fatalf("the half-closed client's request was canceled: %v", cause)
+	default:
 	}
 }

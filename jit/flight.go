@@ -1,0 +1,83 @@
+package jit
+
+import (
+	"context"
+	"fmt"
+	"runtime/debug"
+	"sync"
+)
+
+// flightGroup runs one compile per key at a time for every build that
+// asks for the key meanwhile (64 frontends started by make -j64 share the
+// first one's). Unlike singleflight, the compile belongs to no one build:
+// it runs while any build waits for it, and its context is canceled once
+// none does (each build stops waiting when its own context ends: its
+// client went away, or the daemon is shutting down), so an interrupted
+// build stops its compile without failing the builds that share it.
+type flightGroup struct {
+	mu sync.Mutex
+	m  map[string]*flight
+}
+
+type flight struct {
+	done    chan struct{} // closed once val and err are set
+	val     *flightResult
+	err     error
+	waiters int                // builds waiting; guarded by flightGroup.mu
+	cancel  context.CancelFunc // cancels the compile's context
+}
+
+// do returns the result of fn for key, running fn unless a flight of key
+// is under way, whose result it then shares (shared reports that). fn's
+// context carries ctx's values and is canceled only when no caller waits
+// any more. A caller whose ctx ends first returns ctx's cause.
+func (g *flightGroup) do(ctx context.Context, key string, fn func(context.Context) (*flightResult, error)) (r *flightResult, err error, shared bool) {
+	g.mu.Lock()
+	f := g.m[key]
+	if f == nil {
+		fctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+		f = &flight{done: make(chan struct{}), cancel: cancel}
+		if g.m == nil {
+			g.m = map[string]*flight{}
+		}
+		g.m[key] = f
+		go g.run(key, f, fctx, fn)
+	} else {
+		shared = true
+	}
+	f.waiters++
+	g.mu.Unlock()
+	select {
+	case <-f.done:
+		return f.val, f.err, shared
+	case <-ctx.Done():
+		g.mu.Lock()
+		f.waiters--
+		if f.waiters == 0 {
+			// Nobody waits: stop the compile, and let the next build
+			// of the key start a flight of its own.
+			f.cancel()
+			if g.m[key] == f {
+				delete(g.m, key)
+			}
+		}
+		g.mu.Unlock()
+		return nil, context.Cause(ctx), shared
+	}
+}
+
+func (g *flightGroup) run(key string, f *flight, ctx context.Context, fn func(context.Context) (*flightResult, error)) {
+	defer func() {
+		if p := recover(); p != nil {
+			f.val, f.err = nil, fmt.Errorf("internal error: %v\n%s", p, debug.Stack())
+		}
+		g.mu.Lock()
+		if g.m[key] == f {
+			delete(g.m, key)
+		}
+		g.mu.Unlock()
+		f.cancel()
+		close(f.done)
+	}()
+	f.val, f.err = fn(ctx)
+}
