@@ -181,14 +181,11 @@ func baseDirSetting(env *cli.Env, cacheDir string) (string, error) {
 	if cacheDir == "" {
 		cacheDir = engine.dir
 	}
-	if cacheDir == "" {
-		d, err := cache.DefaultDir(env.Getenv)
-		if err != nil {
-			return "", nil // no cache directory: no settings file
-		}
-		cacheDir = d
+	cacheDir, err := cacheDirOf(env, cacheDir)
+	if err != nil {
+		return "", nil // no cache directory: no settings file
 	}
-	f, err := loadConfig(env.Abs(cacheDir))
+	f, err := loadConfig(cacheDir)
 	if err != nil {
 		return "", err
 	}
@@ -332,17 +329,14 @@ func remoteFor(env *cli.Env, cacheDir string) (*remote.Remote, func()) {
 	if engine.storeErr != nil || (engine.store != nil && engine.remotes == nil) {
 		return nil, none
 	}
-	if cacheDir == "" && engine.dir != "" {
+	if cacheDir == "" {
 		cacheDir = engine.dir
 	}
-	if cacheDir == "" {
-		d, err := cache.DefaultDir(env.Getenv)
-		if err != nil {
-			return nil, none
-		}
-		cacheDir = d
+	cacheDir, err := cacheDirOf(env, cacheDir)
+	if err != nil {
+		return nil, none
 	}
-	s, err := resolveSettings(env.Abs(cacheDir), env.Getenv)
+	s, err := resolveSettings(cacheDir, env.Getenv)
 	if err != nil {
 		// storeFor has refused the same settings already.
 		return nil, none
@@ -380,19 +374,16 @@ func remoteFor(env *cli.Env, cacheDir string) (*remote.Remote, func()) {
 
 // openStore opens the cache in this process; see openNow.
 func openStore(ctx context.Context, env *cli.Env, dir string, readOnly, wait bool) (*cache.Badger, error) {
-	if dir == "" {
-		d, err := cache.DefaultDir(env.Getenv)
-		if err != nil {
-			return nil, err
-		}
-		dir = d
+	dir, err := cacheDirOf(env, dir)
+	if err != nil {
+		return nil, err
 	}
 	opt, err := storeOptions(env, dir)
 	if err != nil {
 		return nil, err
 	}
 	opt.ReadOnly = opt.ReadOnly || readOnly
-	return openNow(ctx, env, env.Abs(dir), opt, wait)
+	return openNow(ctx, env, dir, opt, wait)
 }
 
 func runBuild(ctx context.Context, env *cli.Env, o buildOptions) error {

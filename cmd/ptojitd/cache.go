@@ -182,13 +182,9 @@ func checkKeyPrefix(cmd, arg string) error {
 // process (held by another process: a *heldError, or with --wait a wait of
 // at most openStoreWait); read-only for the commands that only read.
 func openCache(ctx context.Context, env *cli.Env, o *cacheOptions, readOnly bool) (cache.Store, func() error, error) {
-	dir := o.dir
-	if dir == "" {
-		d, err := cache.DefaultDir(env.Getenv)
-		if err != nil {
-			return nil, nil, err
-		}
-		dir = d
+	dir, err := cacheDirOf(env, o.dir)
+	if err != nil {
+		return nil, nil, err
 	}
 	opt, err := storeOptions(env, dir)
 	if err != nil {
@@ -201,7 +197,7 @@ func openCache(ctx context.Context, env *cli.Env, o *cacheOptions, readOnly bool
 		}
 		opt.MaxBytes = n
 	}
-	o.resolvedDir = env.Abs(dir)
+	o.resolvedDir = dir
 	o.opt = opt
 	if engine.store != nil {
 		return sharedStore(opt), func() error { return nil }, nil

@@ -111,7 +111,7 @@ func checkSetting(k config.Key, v string) error {
 // configPath returns the settings file of the cache directory of env (or
 // the --cache-dir flag).
 func configPath(env *cli.Env, flag string) (string, error) {
-	dir, err := daemonCacheDir(env, flag)
+	dir, err := cacheDirOf(env, flag)
 	if err != nil {
 		return "", err
 	}
@@ -181,14 +181,11 @@ const sourceDaemonFlag config.Source = "daemon --max-size"
 // storeOptions returns the cache options of a command that uses the cache
 // directory dir (relative to env's directory; "" for the default).
 func storeOptions(env *cli.Env, dir string) (cache.Options, error) {
-	if dir == "" {
-		d, err := cache.DefaultDir(env.Getenv)
-		if err != nil {
-			return cache.Options{}, err
-		}
-		dir = d
+	dir, err := cacheDirOf(env, dir)
+	if err != nil {
+		return cache.Options{}, err
 	}
-	s, err := resolveSettings(env.Abs(dir), env.Getenv)
+	s, err := resolveSettings(dir, env.Getenv)
 	if err != nil {
 		return cache.Options{}, err
 	}
@@ -199,7 +196,7 @@ func runConfigGet(env *cli.Env, o *configOptions, args []string) error {
 	if _, ok := config.Lookup(args[0]); !ok {
 		return cli.Usagef("config get: unknown key %q", args[0])
 	}
-	dir, err := daemonCacheDir(env, o.cacheDir)
+	dir, err := cacheDirOf(env, o.cacheDir)
 	if err != nil {
 		return err
 	}

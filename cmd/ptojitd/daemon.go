@@ -81,7 +81,7 @@ a connection that sends nothing delays neither.`,
 						if len(args) > 0 {
 							return cli.Usagef("daemon start: unexpected argument %q", args[0])
 						}
-						dir, err := daemonCacheDir(env, o.cacheDir)
+						dir, err := cacheDirOf(env, o.cacheDir)
 						if err != nil {
 							return err
 						}
@@ -150,7 +150,10 @@ a connection that sends nothing delays neither.`,
 	})
 }
 
-func daemonCacheDir(env *cli.Env, flag string) (string, error) {
+// cacheDirOf returns the cache directory a command uses: flag (relative to
+// env's directory), else the default (cache.DefaultDir), absolute and
+// clean.
+func cacheDirOf(env *cli.Env, flag string) (string, error) {
 	dir := flag
 	if dir == "" {
 		d, err := cache.DefaultDir(env.Getenv)
@@ -176,7 +179,7 @@ func ensureDaemon(env *cli.Env, cacheDir string, idle time.Duration, maxSize str
 }
 
 func runDaemonStop(env *cli.Env, o daemonOptions) error {
-	dir, err := daemonCacheDir(env, o.cacheDir)
+	dir, err := cacheDirOf(env, o.cacheDir)
 	if err != nil {
 		return err
 	}
@@ -237,7 +240,7 @@ type daemonStatus struct {
 }
 
 func runDaemonStatus(env *cli.Env, o daemonOptions) error {
-	dir, err := daemonCacheDir(env, o.cacheDir)
+	dir, err := cacheDirOf(env, o.cacheDir)
 	if err != nil {
 		return err
 	}
@@ -328,7 +331,7 @@ func runDaemon(ctx context.Context, env *cli.Env, o daemonOptions) error {
 		syscall.CloseOnExec(o.lockFD)
 		startLock = os.NewFile(uintptr(o.lockFD), api.StartLockName)
 	}
-	dir, err := daemonCacheDir(env, o.cacheDir)
+	dir, err := cacheDirOf(env, o.cacheDir)
 	if err != nil {
 		return err
 	}

@@ -6,7 +6,6 @@ import (
 	"strings"
 
 	"github.com/ptojit/ptojit/api"
-	"github.com/ptojit/ptojit/cache"
 	"github.com/ptojit/ptojit/cmd/internal/cli"
 	"github.com/ptojit/ptojit/internal/config"
 )
@@ -62,12 +61,7 @@ func toolEnv(env *cli.Env, cacheDir string) []string {
 	if engine.dir != "" {
 		return env.Environ
 	}
-	dir := env.Abs(cacheDir)
-	if cacheDir == "" {
-		if d, err := cache.DefaultDir(env.Getenv); err == nil {
-			dir = d
-		}
-	}
+	dir, _ := cacheDirOf(env, cacheDir) // none: no settings file
 	environ := env.Environ
 	if environ == nil {
 		environ = os.Environ()
