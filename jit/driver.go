@@ -635,10 +635,7 @@ func (d *Driver) answer(req *api.Request, outs []cache.Output, data [][]byte, re
 // hashidMemo remembers the hashids of chip callables by platform, runtime
 // and the blob's SHA-256, so that a hit does not hash its blob a second
 // time (writeOutputs checked the blob against that digest).
-var hashidMemo struct {
-	mu sync.Mutex
-	m  map[hashidKey]string
-}
+var hashidMemo memo[hashidKey, string]
 
 type hashidKey struct {
 	platform, runtime string
@@ -648,23 +645,15 @@ type hashidKey struct {
 // chipHashid returns registry.ChipHashid of blob, whose SHA-256 is digest.
 func chipHashid(platform, runtime string, digest [32]byte, blob []byte) (string, error) {
 	k := hashidKey{platform, runtime, digest}
-	hashidMemo.mu.Lock()
-	h, ok := hashidMemo.m[k]
-	hashidMemo.mu.Unlock()
-	if ok {
+	if h, ok := hashidMemo.get(k); ok {
 		return h, nil
 	}
 	id, err := registry.ChipHashid(platform, runtime, blob)
 	if err != nil {
 		return "", err
 	}
-	h = id.String()
-	hashidMemo.mu.Lock()
-	if hashidMemo.m == nil || len(hashidMemo.m) >= maxMemoHeader {
-		hashidMemo.m = map[hashidKey]string{}
-	}
-	hashidMemo.m[k] = h
-	hashidMemo.mu.Unlock()
+	h := id.String()
+	hashidMemo.put(k, h)
 	return h, nil
 }
 
@@ -753,9 +742,7 @@ func sweepStaleTemps(dir string, outs []cache.Output, now time.Time) {
 func holds(p string, b []byte, sum [32]byte, mode os.FileMode) bool {
 	if fi, err := os.Stat(p); err == nil && fi.Mode().IsRegular() && fi.Mode().Perm() == mode {
 		if key, ok := statKeyOf(fi); ok {
-			outputMemo.mu.Lock()
-			e, hit := outputMemo.m[p]
-			outputMemo.mu.Unlock()
+			e, hit := outputMemo.get(p)
 			if hit && e.key == key && e.sum == sum && e.mode == mode {
 				return true
 			}
@@ -777,21 +764,13 @@ func holds(p string, b []byte, sum [32]byte, mode os.FileMode) bool {
 		return false
 	}
 	if key, ok := statKeyOf(fi); ok && rememberable(key, read, outputStableAge, f.Stat) {
-		outputMemo.mu.Lock()
-		if outputMemo.m == nil || len(outputMemo.m) >= maxMemoHeader {
-			outputMemo.m = map[string]outputEntry{}
-		}
-		outputMemo.m[p] = outputEntry{key: key, sum: sum, mode: mode}
-		outputMemo.mu.Unlock()
+		outputMemo.put(p, outputEntry{key: key, sum: sum, mode: mode})
 	}
 	return true
 }
 
 // outputMemo remembers the outputs holds found in place.
-var outputMemo struct {
-	mu sync.Mutex // guards m
-	m  map[string]outputEntry
-}
+var outputMemo memo[string, outputEntry]
 
 type outputEntry struct {
 	key  statKey

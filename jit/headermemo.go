@@ -2,7 +2,6 @@ package jit
 
 import (
 	"os"
-	"sync"
 	"time"
 )
 
@@ -16,10 +15,7 @@ import (
 // past when it was read, so that a write in the same tick of a coarse file
 // system clock cannot keep the times it had. This is the rule git applies
 // to its index ("racily clean" entries).
-const (
-	stableAge     = time.Second
-	maxMemoHeader = 100000
-)
+const stableAge = time.Second
 
 // statKey is the stat data a remembered digest is valid for.
 type statKey struct {
@@ -28,10 +24,7 @@ type statKey struct {
 	mtime, ctime int64 // nanoseconds
 }
 
-var headerMemo struct {
-	mu sync.Mutex // guards m
-	m  map[string]headerEntry
-}
+var headerMemo memo[string, headerEntry]
 
 type headerEntry struct {
 	key    statKey
@@ -47,10 +40,7 @@ func headerDigestOf(p string) (string, error) {
 	}
 	key, ok := statKeyOf(fi)
 	if ok {
-		headerMemo.mu.Lock()
-		e, hit := headerMemo.m[p]
-		headerMemo.mu.Unlock()
-		if hit && e.key == key {
+		if e, hit := headerMemo.get(p); hit && e.key == key {
 			return e.digest, nil
 		}
 	}
@@ -60,12 +50,7 @@ func headerDigestOf(p string) (string, error) {
 		return "", err
 	}
 	if ok && rememberable(key, read, stableAge, func() (os.FileInfo, error) { return os.Stat(p) }) {
-		headerMemo.mu.Lock()
-		if headerMemo.m == nil || len(headerMemo.m) >= maxMemoHeader {
-			headerMemo.m = map[string]headerEntry{}
-		}
-		headerMemo.m[p] = headerEntry{key: key, digest: d}
-		headerMemo.mu.Unlock()
+		headerMemo.put(p, headerEntry{key: key, digest: d})
 	}
 	return d, nil
 }

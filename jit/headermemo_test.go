@@ -26,9 +26,7 @@ func TestHeaderMemo(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	headerMemo.mu.Lock()
-	_, remembered := headerMemo.m[p]
-	headerMemo.mu.Unlock()
+	_, remembered := headerMemo.get(p)
 	if remembered {
 		t.Fatal("a header changed a moment ago was remembered")
 	}
@@ -36,12 +34,7 @@ func TestHeaderMemo(t *testing.T) {
 	// modification time: the status change time moves, so it is read again.
 	fi, _ := os.Stat(p)
 	key, _ := statKeyOf(fi)
-	headerMemo.mu.Lock()
-	if headerMemo.m == nil {
-		headerMemo.m = map[string]headerEntry{}
-	}
-	headerMemo.m[p] = headerEntry{key: key, digest: d1}
-	headerMemo.mu.Unlock()
+	headerMemo.put(p, headerEntry{key: key, digest: d1})
 	if d, _ := headerDigestOf(p); d != d1 {
 		t.Fatalf("unchanged header: %s, want the remembered %s", d, d1)
 	}

@@ -29,9 +29,7 @@ func TestOutputMemo(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	outputMemo.mu.Lock()
-	_, remembered := outputMemo.m[p]
-	outputMemo.mu.Unlock()
+	_, remembered := outputMemo.get(p)
 	if !remembered {
 		t.Fatalf("%s is not remembered after a hit found it in place", p)
 	}

@@ -2,7 +2,6 @@ package jit
 
 import (
 	"os"
-	"sync"
 	"time"
 
 	"github.com/ptojit/ptojit/inventory"
@@ -16,10 +15,7 @@ import (
 // when those times were stableAge in the past at the read and a second
 // stat after the read finds them the same. A directory root, or a
 // symbolic link, is read every time.
-var sourceMemo struct {
-	mu sync.Mutex // guards m
-	m  map[inventory.ContentRoot]sourceEntry
-}
+var sourceMemo memo[inventory.ContentRoot, sourceEntry]
 
 type sourceEntry struct {
 	key     statKey
@@ -37,10 +33,7 @@ func fingerprintSource(root inventory.ContentRoot) (*inventory.Content, error) {
 	if !ok {
 		return inventory.Fingerprint([]inventory.ContentRoot{root})
 	}
-	sourceMemo.mu.Lock()
-	e, hit := sourceMemo.m[root]
-	sourceMemo.mu.Unlock()
-	if hit && e.key == key {
+	if e, hit := sourceMemo.get(root); hit && e.key == key {
 		return e.content, nil
 	}
 	read := time.Now()
@@ -49,12 +42,7 @@ func fingerprintSource(root inventory.ContentRoot) (*inventory.Content, error) {
 		return nil, err
 	}
 	if rememberable(key, read, stableAge, func() (os.FileInfo, error) { return os.Lstat(root.Path()) }) {
-		sourceMemo.mu.Lock()
-		if sourceMemo.m == nil || len(sourceMemo.m) >= maxMemoHeader {
-			sourceMemo.m = map[inventory.ContentRoot]sourceEntry{}
-		}
-		sourceMemo.m[root] = sourceEntry{key: key, content: c}
-		sourceMemo.mu.Unlock()
+		sourceMemo.put(root, sourceEntry{key: key, content: c})
 	}
 	return c, nil
 }

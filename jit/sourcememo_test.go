@@ -35,9 +35,7 @@ func TestSourceMemo(t *testing.T) {
 	if err != nil || c1.Digest != want.Digest {
 		t.Fatalf("fingerprintSource = %v, %v; want %v", c1.Digest, err, want.Digest)
 	}
-	sourceMemo.mu.Lock()
-	_, remembered := sourceMemo.m[root]
-	sourceMemo.mu.Unlock()
+	_, remembered := sourceMemo.get(root)
 	if remembered {
 		t.Fatal("a source changed a moment ago was remembered")
 	}
@@ -46,12 +44,7 @@ func TestSourceMemo(t *testing.T) {
 	fi, _ := os.Lstat(p)
 	key, _ := statKeyOf(fi)
 	marked := &inventory.Content{Digest: c1.Digest, Roots: c1.Roots}
-	sourceMemo.mu.Lock()
-	if sourceMemo.m == nil {
-		sourceMemo.m = map[inventory.ContentRoot]sourceEntry{}
-	}
-	sourceMemo.m[root] = sourceEntry{key: key, content: marked}
-	sourceMemo.mu.Unlock()
+	sourceMemo.put(root, sourceEntry{key: key, content: marked})
 	if c, _ := fingerprintSource(root); c != marked {
 		t.Fatal("an unchanged source was read again")
 	}
