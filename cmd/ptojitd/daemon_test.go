@@ -37,30 +37,13 @@ type daemonWorld struct {
 	env      []string
 }
 
-var (
-	binOnce sync.Once
-	binDir  string
-	binErr  error
-)
-
 // buildBinaries builds ptojit and ptojitd once per test process.
 func buildBinaries(t *testing.T) string {
-	binOnce.Do(func() {
-		binDir, binErr = os.MkdirTemp("", "ptojit-bin")
-		if binErr != nil {
-			return
-		}
-		out, err := exec.Command("go", "build", "-o", binDir, "github.com/ptojit/ptojit/cmd/ptojit", "github.com/ptojit/ptojit/cmd/ptojitd").CombinedOutput()
-		if err != nil {
-			binErr = fmt.Errorf("go build: %v\n%s", err, out)
-		}
-		// Other users (the foreign-uid test) must be able to run them.
-		os.Chmod(binDir, 0o755)
-	})
-	if binErr != nil {
-		t.Fatal(binErr)
+	dir, err := fixture.Binaries()
+	if err != nil {
+		t.Fatal(err)
 	}
-	return binDir
+	return dir
 }
 
 // wrapperScript logs each compilation of a shared object to the file

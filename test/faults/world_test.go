@@ -51,27 +51,12 @@ type suite struct {
 	tally    *tally
 }
 
-var (
-	binOnce sync.Once
-	binDir  string
-	binErr  error
-)
-
 func buildBinaries(t *testing.T) string {
-	binOnce.Do(func() {
-		binDir, binErr = os.MkdirTemp("", "ptojit-faults-bin")
-		if binErr != nil {
-			return
-		}
-		out, err := exec.Command("go", "build", "-o", binDir, "github.com/ptojit/ptojit/cmd/ptojit", "github.com/ptojit/ptojit/cmd/ptojitd").CombinedOutput()
-		if err != nil {
-			binErr = fmt.Errorf("go build: %v\n%s", err, out)
-		}
-	})
-	if binErr != nil {
-		t.Fatal(binErr)
+	dir, err := fixture.Binaries()
+	if err != nil {
+		t.Fatal(err)
 	}
-	return binDir
+	return dir
 }
 
 // newSuite copies the example into n variants and builds each once in a
@@ -667,8 +652,6 @@ func atoiEnv(name string, def int) int {
 
 func TestMain(m *testing.M) {
 	code := m.Run()
-	if binDir != "" {
-		os.RemoveAll(binDir)
-	}
+	fixture.RemoveBinaries()
 	os.Exit(code)
 }
