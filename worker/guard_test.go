@@ -1,11 +1,10 @@
 package worker
 
 import (
-	"fmt"
-	"os"
-	"runtime"
 	"testing"
 	"time"
+
+	"github.com/ptojit/ptojit/internal/fixture"
 )
 
 // testDeadline bounds each test that starts a worker: one that has not
@@ -17,12 +16,5 @@ const testDeadline = 2 * time.Minute
 // guard arms testDeadline for t.
 func guard(t *testing.T) {
 	t.Helper()
-	name := t.Name()
-	timer := time.AfterFunc(testDeadline, func() {
-		buf := make([]byte, 1<<20)
-		buf = buf[:runtime.Stack(buf, true)]
-		fmt.Fprintf(os.Stderr, "%s did not finish within %s; goroutines:\n%s\n", name, testDeadline, buf)
-		panic(name + " hung")
-	})
-	t.Cleanup(func() { timer.Stop() })
+	fixture.Guard(t, testDeadline)
 }

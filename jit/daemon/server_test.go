@@ -6,7 +6,6 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"io"
 	"net"
 	"os"
@@ -20,6 +19,7 @@ import (
 
 	"github.com/ptojit/ptojit/api"
 	"github.com/ptojit/ptojit/api/client"
+	"github.com/ptojit/ptojit/internal/fixture"
 )
 
 // shortDir returns a directory whose socket path fits in a sockaddr_un.
@@ -41,14 +41,7 @@ const testDeadline = 60 * time.Second
 // guard arms testDeadline for t.
 func guard(t *testing.T) {
 	t.Helper()
-	name := t.Name()
-	timer := time.AfterFunc(testDeadline, func() {
-		buf := make([]byte, 1<<20)
-		buf = buf[:runtime.Stack(buf, true)]
-		fmt.Fprintf(os.Stderr, "%s did not finish within %s; goroutines:\n%s\n", name, testDeadline, buf)
-		panic(name + " hung")
-	})
-	t.Cleanup(func() { timer.Stop() })
+	fixture.Guard(t, testDeadline)
 }
 
 // waitUntil polls cond until it holds; the deadline only turns a hang into
