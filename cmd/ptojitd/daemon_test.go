@@ -180,6 +180,44 @@ func (w *daemonWorld) daemonDir() string {
 	})
 }
 
+// startBlockedBuild starts a build, writing to stdout and stderr, whose
+// first compile of a shared object hangs (wrapperScript's FIFO), and
+// returns once that compile runs: the client, and the pid of the hung
+// compiler, which the test's cleanup kills.
+func (w *daemonWorld) startBlockedBuild(stdout, stderr io.Writer) (*exec.Cmd, int) {
+	t := w.t
+	t.Helper()
+	fifo := filepath.Join(w.root, "block")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	w.env = append(w.env, "PTOJIT_TEST_BLOCK="+fifo)
+	cmd := w.command("build", "--request", w.request, "--json")
+	cmd.Stdout, cmd.Stderr = stdout, stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Open(fifo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	line, _ := bufio.NewReader(f).ReadString('\n')
+	f.Close()
+	if strings.TrimSpace(line) != "started" {
+		t.Fatalf("wrapper said %q", line)
+	}
+	b, err := os.ReadFile(fifo + ".pid")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { syscall.Kill(pid, syscall.SIGKILL) })
+	return cmd, pid
+}
+
 // TestDaemonStartsOnDemandAndHits: the first build starts the daemon and
 // compiles; the second is answered by the same daemon without a compiler.
 func TestDaemonStartsOnDemandAndHits(t *testing.T) {
@@ -265,36 +303,11 @@ func TestDaemonConcurrentColdBuilds(t *testing.T) {
 // succeeds, saying what happened, and the next build is a hit.
 func TestDaemonKilledMidRequest(t *testing.T) {
 	w := newDaemonWorld(t)
-	fifo := filepath.Join(w.root, "block")
-	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
-		t.Fatal(err)
-	}
 	tmp := filepath.Join(w.root, "tmp")
 	os.Mkdir(tmp, 0o700)
-	w.env = append(w.env, "PTOJIT_TEST_BLOCK="+fifo, "TMPDIR="+tmp)
-	t.Cleanup(func() {
-		if b, err := os.ReadFile(fifo + ".pid"); err == nil {
-			if pid, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil {
-				syscall.Kill(pid, syscall.SIGKILL)
-			}
-		}
-	})
-	cmd := w.command("build", "--request", w.request, "--json")
+	w.env = append(w.env, "TMPDIR="+tmp)
 	var out, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	// Wait until the daemon's compiler is running.
-	f, err := os.Open(fifo)
-	if err != nil {
-		t.Fatal(err)
-	}
-	line, _ := bufio.NewReader(f).ReadString('\n')
-	f.Close()
-	if strings.TrimSpace(line) != "started" {
-		t.Fatalf("wrapper said %q", line)
-	}
+	cmd, _ := w.startBlockedBuild(&out, &stderr)
 	pid := w.status().Server.PID
 	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
@@ -513,37 +526,7 @@ func TestDaemonReadOnlyBuilds(t *testing.T) {
 // waits for; the next build compiles afresh.
 func TestDaemonStopsCompileOfGoneClient(t *testing.T) {
 	w := newDaemonWorld(t)
-	fifo := filepath.Join(w.root, "block")
-	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	w.env = append(w.env, "PTOJIT_TEST_BLOCK="+fifo)
-	compiler := 0
-	t.Cleanup(func() {
-		if compiler > 0 {
-			syscall.Kill(compiler, syscall.SIGKILL)
-		}
-	})
-	cmd := w.command("build", "--request", w.request, "--json")
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	f, err := os.Open(fifo)
-	if err != nil {
-		t.Fatal(err)
-	}
-	line, _ := bufio.NewReader(f).ReadString('\n')
-	f.Close()
-	if strings.TrimSpace(line) != "started" {
-		t.Fatalf("wrapper said %q", line)
-	}
-	b, err := os.ReadFile(fifo + ".pid")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if compiler, err = strconv.Atoi(strings.TrimSpace(string(b))); err != nil {
-		t.Fatal(err)
-	}
+	cmd, compiler := w.startBlockedBuild(nil, nil)
 	cmd.Process.Signal(syscall.SIGKILL)
 	cmd.Wait()
 	deadline := time.Now().Add(20 * time.Second)
@@ -553,7 +536,6 @@ func TestDaemonStopsCompileOfGoneClient(t *testing.T) {
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
-	compiler = 0
 	if a := w.build(); a.Status != "miss" {
 		t.Fatalf("the next build: %+v, want a miss of its own", a)
 	}
