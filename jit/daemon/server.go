@@ -110,7 +110,8 @@ type Config struct {
 	// EnvNames answers OpHello: the environment variables clients send.
 	EnvNames []string
 	// EnvNamesFunc, when set, answers OpHello instead of EnvNames (the
-	// names may follow a settings file).
+	// names may follow a settings file); with EnvNamesDepend set it is
+	// called again only when that file's stamp (api.FileStamp) changed.
 	EnvNamesFunc func() []string
 	// EnvNamesDepend is the file EnvNamesFunc reads (the settings file):
 	// the hello file records its FileStamp, so that a client knows when
@@ -353,6 +354,10 @@ func (s *Server) hello() []string {
 	// The stamp is taken before the names are read: a change between the
 	// two leaves a stamp that no longer matches, and clients ask again.
 	stamp := api.FileStamp(s.cfg.EnvNamesDepend)
+	if stamp == s.helloStamp && s.cfg.EnvNamesDepend != "" {
+		// The names follow the file alone: unchanged, it is not read.
+		return s.helloNames
+	}
 	names := s.cfg.EnvNamesFunc()
 	if !slices.Equal(names, s.helloNames) || stamp != s.helloStamp {
 		if err := writeHello(s.cfg.Dir, names, s.cfg.EnvNamesDepend, stamp); err != nil {

@@ -495,3 +495,51 @@ func TestDaemonHello(t *testing.T) {
 		t.Fatalf("%s = %s (%v), want pid %d and %v", api.HelloName, b, err, resp.PID, names)
 	}
 }
+
+// The names that follow a settings file are read again only when the
+// file's stamp changed, and then at the next request.
+func TestDaemonHelloFollowsItsFile(t *testing.T) {
+	dir := shortDir(t)
+	conf := filepath.Join(t.TempDir(), "ptojit.conf")
+	if err := os.WriteFile(conf, []byte("A"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	reads := 0
+	startServer(t, Config{Dir: dir, EnvNamesDepend: conf, EnvNamesFunc: func() []string {
+		mu.Lock()
+		reads++
+		mu.Unlock()
+		b, _ := os.ReadFile(conf)
+		return []string{string(b)}
+	}})
+	hello := func() []string {
+		t.Helper()
+		resp, err := client.Call(api.SocketPath(dir), &api.DaemonRequest{Op: api.OpHello})
+		if err != nil || resp.Error != "" {
+			t.Fatalf("hello: %v %+v", err, resp)
+		}
+		return resp.EnvNames
+	}
+	for range 3 {
+		if got := hello(); !slices.Equal(got, []string{"A"}) {
+			t.Fatalf("hello lists %v, want [A]", got)
+		}
+	}
+	mu.Lock()
+	n := reads
+	mu.Unlock()
+	if n != 1 {
+		t.Fatalf("the names were read %d times for an unchanged file, want once (at Listen)", n)
+	}
+	tmp := conf + ".new"
+	if err := os.WriteFile(tmp, []byte("B"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(tmp, conf); err != nil {
+		t.Fatal(err)
+	}
+	if got := hello(); !slices.Equal(got, []string{"B"}) {
+		t.Fatalf("after the file changed hello lists %v, want [B]", got)
+	}
+}
