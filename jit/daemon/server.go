@@ -251,14 +251,21 @@ func Listen(cfg Config) (*Server, error) {
 		lock.Close()
 		return nil, err
 	}
-	old := syscall.Umask(0o177) // the socket is created 0600, never wider
+	// The socket is made 0600 by a chmod, not by the umask: the umask is
+	// the whole process's, and a file another goroutine created meanwhile
+	// would lose its permissions. Until the chmod, the 0700 directory (and
+	// SO_PEERCRED) keep everyone else out.
 	ln, err := net.ListenUnix("unix", &net.UnixAddr{Name: sock, Net: "unix"})
-	syscall.Umask(old)
 	if err != nil {
 		lock.Close()
 		return nil, err
 	}
 	ln.SetUnlinkOnClose(true)
+	if err := os.Chmod(sock, 0o600); err != nil {
+		ln.Close()
+		lock.Close()
+		return nil, err
+	}
 	lock.Truncate(0)
 	fmt.Fprintf(lock, "%d\n", os.Getpid())
 	now := time.Now()
