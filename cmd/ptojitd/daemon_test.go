@@ -197,14 +197,18 @@ func (w *daemonWorld) startBlockedBuild(stdout, stderr io.Writer) (*exec.Cmd, in
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	f, err := os.Open(fifo)
+	// Opened for reading and writing, the FIFO does not block the open,
+	// and a read with a deadline turns a build that never reaches the
+	// compiler into a failure instead of a hang.
+	f, err := os.OpenFile(fifo, os.O_RDWR, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	line, _ := bufio.NewReader(f).ReadString('\n')
+	f.SetReadDeadline(time.Now().Add(60 * time.Second))
+	line, err := bufio.NewReader(f).ReadString('\n')
 	f.Close()
 	if strings.TrimSpace(line) != "started" {
-		t.Fatalf("wrapper said %q", line)
+		t.Fatalf("the build's compile did not start: wrapper said %q (%v)", line, err)
 	}
 	b, err := os.ReadFile(fifo + ".pid")
 	if err != nil {
