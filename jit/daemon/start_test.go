@@ -48,23 +48,53 @@ func TestMain(m *testing.M) {
 	os.Exit(2)
 }
 
+// fifoWait is how long either side of the FIFO hand-over waits before it
+// gives up (a process left waiting would outlive the test).
+const fifoWait = 30 * time.Second
+
+// signalFIFO writes a byte to the FIFO at p and returns it open: closed
+// before the reader has the byte, it would take the byte with it.
+func signalFIFO(p string) (*os.File, error) {
+	f, err := os.OpenFile(p, os.O_RDWR, 0) // opening for both never blocks
+	if err != nil {
+		return nil, err
+	}
+	if _, err := f.Write([]byte{1}); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return f, nil
+}
+
+// awaitFIFO reads a byte from the FIFO at p within fifoWait.
+func awaitFIFO(p string) error {
+	f, err := os.OpenFile(p, os.O_RDWR, 0)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	f.SetReadDeadline(time.Now().Add(fifoWait))
+	_, err = f.Read(make([]byte, 1))
+	return err
+}
+
 // runTestDaemon is a daemon started by a client (EnsureDaemon's descriptors
-// 3 and 4) that stops between taking its lock and listening: it opens the
-// "reached" FIFO for writing (the test learns it got there), then the
-// "gate" FIFO for reading (the test lets it go on).
+// 3 and 4) that stops between taking its lock and listening: it signals on
+// the "reached" FIFO (the test learns it got there), then waits on the
+// "gate" FIFO (the test lets it go on), and exits if the test never does.
 func runTestDaemon() int {
 	fifos := strings.Split(os.Getenv(startFIFOEnv), ":")
 	beforeListen = func() {
-		if f, err := os.OpenFile(fifos[0], os.O_WRONLY, 0); err == nil {
-			f.Close()
+		if _, err := signalFIFO(fifos[0]); err != nil { // open while the process lives
+			os.Exit(4)
 		}
-		if f, err := os.Open(fifos[1]); err == nil {
-			f.Close()
+		if err := awaitFIFO(fifos[1]); err != nil {
+			os.Exit(5)
 		}
 	}
 	srv, err := Listen(Config{Dir: os.Getenv(startDirEnv), WaitLock: true, LockWait: 20 * time.Second,
 		Ready: os.NewFile(3, "ready"), StartLock: os.NewFile(uintptr(client.StartLockFD), api.StartLockName),
-		Handler: echoHandler})
+		Handler: echoHandler, Idle: time.Minute})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "daemon:", err)
 		return 1
@@ -117,12 +147,10 @@ func TestKilledStarterStartsNoSecondDaemon(t *testing.T) {
 	if err := starter.Start(); err != nil {
 		t.Fatal(err)
 	}
-	// Opening "reached" returns once the daemon is between its lock and its
+	// "reached" is signalled once the daemon is between its lock and its
 	// socket.
-	if f, err := os.Open(reached); err != nil {
-		t.Fatal(err)
-	} else {
-		f.Close()
+	if err := awaitFIFO(reached); err != nil {
+		t.Fatalf("the first daemon did not get between its lock and its socket: %v", err)
 	}
 	starter.Process.Kill()
 	starter.Wait()
@@ -147,11 +175,11 @@ func TestKilledStarterStartsNoSecondDaemon(t *testing.T) {
 		}
 	})
 	// Let the first daemon listen.
-	g, gerr := os.OpenFile(gate, os.O_WRONLY, 0)
+	g, gerr := signalFIFO(gate)
 	if gerr != nil {
 		t.Fatal(gerr)
 	}
-	g.Close()
+	defer g.Close()
 	if !finished {
 		err = <-done
 	}
