@@ -4,6 +4,7 @@ package ptojit_test
 // go/build/deps_test.go keeps the standard library's.
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"slices"
@@ -26,6 +27,7 @@ var arrows = map[string][]string{
 	"cache/remote":           {"cache"},
 	"internal/durable":       {},
 	"internal/config":        {"internal/durable"}, // imported by cmd/ptojitd only
+	"internal/daemon":        {"api", "api/client"},
 	"envaudit/envreg":        {},
 	"envaudit":               {"envaudit/envreg"},
 	"toolchain":              {"inventory", "registry"},
@@ -58,6 +60,7 @@ var stdlibOnly = map[string][]string{
 	"registry/module":        {errgroup},
 	"internal/durable":       nil,
 	"internal/config":        nil,
+	"internal/daemon":        {"golang.org/x/sys"},
 	"cmd/internal/cli":       {"github.com/spf13/pflag"},
 	"cmd/internal/clientcmd": {"github.com/spf13/pflag", errgroup},
 	"cmd/ptojit":             {"github.com/spf13/pflag", errgroup},
@@ -102,17 +105,44 @@ func TestImportArrows(t *testing.T) {
 			t.Errorf("package %s is in no layer: add it to the arrows in deps_test.go and docs/design.md", f[0])
 			continue
 		}
-		allowed := arrows[from]
-		for _, imp := range f[1:] {
-			if imp != module && !strings.HasPrefix(imp, module+"/") {
-				continue
-			}
-			to, _ := layerOf(strings.TrimPrefix(strings.TrimPrefix(imp, module), "/"))
-			if to == from || slices.Contains(allowed, "*") || slices.Contains(allowed, to) {
-				continue
-			}
-			t.Errorf("%s imports %s: layer %q may import only %v", f[0], imp, from, allowed)
+		for _, msg := range crossings(f[0], from, f[1:]) {
+			t.Error(msg)
 		}
+	}
+}
+
+// crossings lists the imports of pkg, a package of layer from, that its
+// layer may not make.
+func crossings(pkg, from string, imports []string) []string {
+	var bad []string
+	allowed := arrows[from]
+	for _, imp := range imports {
+		if imp != module && !strings.HasPrefix(imp, module+"/") {
+			continue
+		}
+		to, _ := layerOf(strings.TrimPrefix(strings.TrimPrefix(imp, module), "/"))
+		if to == from || slices.Contains(allowed, "*") || slices.Contains(allowed, to) {
+			continue
+		}
+		bad = append(bad, fmt.Sprintf("%s imports %s: layer %q may import only %v", pkg, imp, from, allowed))
+	}
+	return bad
+}
+
+// TestImportArrowsCatchABadImport proves the check bites: the fixture
+// package testdata/deps/badimport, taken as a package of a standard-library
+// layer, imports the build driver, and the check must name that import.
+func TestImportArrowsCatchABadImport(t *testing.T) {
+	line := goList(t, nil, "-f", "{{.ImportPath}}{{range .Imports}} {{.}}{{end}}", "./testdata/deps/badimport")
+	f := strings.Fields(line[0])
+	for _, layer := range []string{"inventory", "registry/worker", "internal/daemon", "cmd/ptojit"} {
+		bad := crossings(f[0], layer, f[1:])
+		if len(bad) != 1 || !strings.Contains(bad[0], module+"/jit") {
+			t.Errorf("as a package of layer %s, the fixture gives %q; want one crossing naming %s/jit", layer, bad, module)
+		}
+	}
+	if bad := crossings(f[0], "cmd/ptojitd", f[1:]); len(bad) != 0 {
+		t.Errorf("the engine may import everything, but the check reports %q", bad)
 	}
 }
 

@@ -25,8 +25,8 @@ import (
 	"github.com/ptojit/ptojit/cache/remote"
 	"github.com/ptojit/ptojit/cmd/internal/cli"
 	"github.com/ptojit/ptojit/internal/config"
+	"github.com/ptojit/ptojit/internal/daemon"
 	"github.com/ptojit/ptojit/jit"
-	"github.com/ptojit/ptojit/jit/daemon"
 	"github.com/ptojit/ptojit/toolchain"
 )
 
@@ -216,13 +216,13 @@ type daemonStatus struct {
 	Running  bool   `json:"running"`
 	CacheDir string `json:"cache_dir"`
 	// DaemonDir holds the socket, the locks and the log.
-	DaemonDir string             `json:"daemon_dir"`
-	Socket    string             `json:"socket"`
-	Log       string             `json:"log"`
-	Server    *daemon.Info       `json:"server,omitempty"`
-	Memoized  int                `json:"memoized_components"`
-	Watch     daemon.WatchStatus `json:"watch"`
-	Cache     *cache.Stats       `json:"cache,omitempty"`
+	DaemonDir string          `json:"daemon_dir"`
+	Socket    string          `json:"socket"`
+	Log       string          `json:"log"`
+	Server    *daemon.Info    `json:"server,omitempty"`
+	Memoized  int             `json:"memoized_components"`
+	Watch     jit.WatchStatus `json:"watch"`
+	Cache     *cache.Stats    `json:"cache,omitempty"`
 	// Remote is the tier the last request used; Remotes every tier open
 	// (most recently used first; requests may select different ones).
 	Remote     *remote.Stats  `json:"remote,omitempty"`
@@ -396,7 +396,7 @@ func runDaemon(ctx context.Context, env *cli.Env, o daemonOptions) error {
 		logf("removed %d build directories of dead builds", len(gone))
 	}
 	fwd := &forgetter{}
-	watcher, err := daemon.NewWatcher(filepath.Join(ddir, "watch-sync"), fwd)
+	watcher, err := jit.NewWatcher(filepath.Join(ddir, "watch-sync"), fwd)
 	if err != nil {
 		return fmt.Errorf("daemon: %w", err)
 	}

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/ptojit/ptojit/cache"
-	"github.com/ptojit/ptojit/jit/daemon"
+	"github.com/ptojit/ptojit/internal/daemon"
 )
 
 // trimSpy records the daemon's idle trims.

@@ -1,4 +1,4 @@
-package daemon
+package jit
 
 import (
 	"errors"
@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/fsnotify/fsnotify"
+
+	"github.com/ptojit/ptojit/internal/fixture"
 )
 
 // fakeMemo records what the watcher asks it to forget.
@@ -270,4 +272,14 @@ func TestWatcherSyncReusesMarkers(t *testing.T) {
 	if now := markers(); len(now) != 1 || now[0] == first[0] {
 		t.Fatalf("after the overflow Sync uses %q, want a new marker (the old one was %q)", now, first)
 	}
+}
+
+// watchDeadline bounds each watcher test: one that has not finished by then
+// prints every goroutine and ends the test binary, so a hang fails fast.
+const watchDeadline = 60 * time.Second
+
+// guard arms watchDeadline for t.
+func guard(t *testing.T) {
+	t.Helper()
+	fixture.Guard(t, watchDeadline)
 }

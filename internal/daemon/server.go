@@ -1,6 +1,8 @@
-// Package daemon serves ptojit's engine over a Unix socket, so that one
-// process owns the artifact store (Badger admits one process per database)
-// and remembers installation identities between requests.
+// Package daemon is ptojit's socket server: it serves a handler that the
+// engine injects over a Unix socket, one daemon per cache directory, so that
+// one process owns the artifact store (Badger admits one process per
+// database) and keeps its memos between requests. It knows nothing of
+// builds.
 //
 // The socket lives in a directory of mode 0700 owned by the daemon's user,
 // and is itself 0600; the daemon also checks each peer's uid with
