@@ -17,7 +17,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/ptojit/ptojit/cmd/internal/cli"
-	"github.com/ptojit/ptojit/internal/durable"
+	"github.com/ptojit/ptojit/filesys/durable"
 	"github.com/ptojit/ptojit/registry"
 	"github.com/ptojit/ptojit/registry/module"
 	"github.com/ptojit/ptojit/registry/ops"

@@ -26,7 +26,7 @@
 // client's environment, so an environment override applies to that request
 // only.
 //
-// Standard library only; files are written with internal/durable.
+// Standard library only; files are written with filesys/durable.
 package config
 
 import (
@@ -36,7 +36,7 @@ import (
 	"os"
 	"strings"
 
-	"github.com/ptojit/ptojit/internal/durable"
+	"github.com/ptojit/ptojit/filesys/durable"
 )
 
 // FileName is the settings file's name in the cache directory.

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ptojit/ptojit/internal/durable"
+	"github.com/ptojit/ptojit/filesys/durable"
 )
 
 // benchModules generates n modules with edges edges in all: module i

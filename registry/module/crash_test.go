@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ptojit/ptojit/internal/durable"
+	"github.com/ptojit/ptojit/filesys/durable"
 )
 
 // crashOps is the sequence of changes the crash test interrupts. The short

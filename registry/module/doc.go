@@ -83,7 +83,7 @@
 // computed on a copy of the state (stage), the package is verified, the
 // whole graph is validated as it would be after the change, new package
 // files and then state.json are written durably (temporary file, fsync,
-// rename, directory fsync: package internal/durable), and only then does
+// rename, directory fsync: package filesys/durable), and only then does
 // the new state become visible in memory (expose); package files the change
 // dropped are removed last. state.json is the single commit point, so a
 // crash leaves the old or the new state, and the next Open (or change)

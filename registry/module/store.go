@@ -15,7 +15,7 @@ import (
 	"sync"
 	"syscall"
 
-	"github.com/ptojit/ptojit/internal/durable"
+	"github.com/ptojit/ptojit/filesys/durable"
 )
 
 // Files of the module directory.
