@@ -228,6 +228,44 @@ func TestOrderAndExact(t *testing.T) {
 	}
 }
 
+// TestOrderMany: among many candidates of few priorities, given in a
+// scrambled order, equal priorities order by impl_id and the rejections
+// are by impl_id.
+func TestOrderMany(t *testing.T) {
+	var cands []Candidate
+	for i := range 100 {
+		k := i * 37 % 100 // a permutation of 0..99
+		d := desc(t, fmt.Sprintf("m%02d.impl", k), int64(k%3))
+		if k%5 == 0 {
+			d.Dims = &Bounds{Min: 0, Max: 4}
+		}
+		cands = append(cands, Candidate{Desc: d, Module: "m", Runtime: "rt"})
+	}
+	q := vec(8)
+	fits, rej, err := Match(cands, &q, env())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want, wantRej []string
+	for prio := 2; prio >= 0; prio-- {
+		for k := range 100 {
+			if k%3 == prio && k%5 != 0 {
+				want = append(want, fmt.Sprintf("m%02d.impl", k))
+			}
+		}
+	}
+	for k := 0; k < 100; k += 5 {
+		wantRej = append(wantRej, fmt.Sprintf("m%02d.impl", k))
+	}
+	var gotRej []string
+	for _, r := range rej {
+		gotRej = append(gotRej, r.ImplID)
+	}
+	if got := matched(cands, fits); !slices.Equal(got, want) || !slices.Equal(gotRej, wantRej) {
+		t.Errorf("order %v\nwant %v\nrejected %v\nwant %v", got, want, gotRej, wantRej)
+	}
+}
+
 // TestQueryChecks: a malformed query fails the match, before any
 // candidate.
 func TestQueryChecks(t *testing.T) {
@@ -303,7 +341,13 @@ func TestTensorLayout(t *testing.T) {
 			t.Errorf("%v: packed %v outer %v bytes %d; want %v %v %d", c.t, p, o, n, c.packed, c.outer, c.bytes)
 		}
 	}
-	if _, ok := (Tensor{DType: F64, Shape: []uint64{1 << 40, 1 << 30}}).Bytes(); ok {
-		t.Error("an overflowing extent was accepted")
+	for _, o := range []Tensor{
+		{DType: F64, Shape: []uint64{1 << 40, 1 << 30}},
+		// The last offset overflows, the outer extent does not.
+		{DType: I8, Shape: []uint64{2, 3<<62 + 2}, Strides: []uint64{1 << 62, 1}},
+	} {
+		if _, ok := o.Bytes(); ok {
+			t.Errorf("%v: an overflowing extent was accepted", o)
+		}
 	}
 }
