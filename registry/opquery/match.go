@@ -148,18 +148,21 @@ func Match(cands []Candidate, q *Query, env Env) (fits []Fit, rejected []Rejecti
 	if err != nil {
 		return nil, nil, err
 	}
-	for _, i := range mine {
+	all := make([]Fit, len(mine))
+	var ok []*Fit
+	for k, i := range mine {
 		c := cands[i]
 		if q.ExactImplID != "" && c.Desc.ImplID != q.ExactImplID {
 			continue
 		}
-		f := Fit{Cand: i}
-		kind, reason := check(c.Desc, q, lo, hi, loose, env.Platforms, &f)
+		f := &all[k]
+		f.Cand = i
+		kind, reason := check(c.Desc, q, lo, hi, loose, env.Platforms, f)
 		if kind == "" && env.Runtime != "" && c.Runtime != env.Runtime {
 			kind, reason = "backend", fmt.Sprintf("backend: built for runtime %s, the workers run %s", c.Runtime, env.Runtime)
 		}
 		if kind == "" && env.Negotiate != nil {
-			if err := env.Negotiate(&f); err != nil {
+			if err := env.Negotiate(f); err != nil {
 				var re *Refusal
 				if !errors.As(err, &re) {
 					return nil, nil, fmt.Errorf("%s (%s): %w", c.Desc.ImplID, c.Module, err)
@@ -168,15 +171,15 @@ func Match(cands []Candidate, q *Query, env Env) (fits []Fit, rejected []Rejecti
 			}
 		}
 		if kind == "" {
-			kind, reason = overBudget(&f, q)
+			kind, reason = overBudget(f, q)
 		}
 		if kind != "" {
 			rejected = append(rejected, Rejection{ImplID: c.Desc.ImplID, Module: c.Module, Kind: kind, Reason: reason})
 			continue
 		}
-		fits = append(fits, f)
+		ok = append(ok, f)
 	}
-	slices.SortFunc(fits, func(a, b Fit) int {
+	slices.SortFunc(ok, func(a, b *Fit) int {
 		da, db := cands[a.Cand].Desc, cands[b.Cand].Desc
 		if da.Priority != db.Priority {
 			if da.Priority > db.Priority {
@@ -186,6 +189,12 @@ func Match(cands []Candidate, q *Query, env Env) (fits []Fit, rejected []Rejecti
 		}
 		return strings.Compare(da.ImplID, db.ImplID)
 	})
+	if len(ok) > 0 {
+		fits = make([]Fit, len(ok))
+		for k, f := range ok {
+			fits[k] = *f
+		}
+	}
 	return fits, rejected, nil
 }
 

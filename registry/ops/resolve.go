@@ -92,8 +92,8 @@ type rejectErr struct{ kind, reason string }
 
 func (e *rejectErr) Error() string { return e.reason }
 
-func newChoice(c *Candidate, f *opquery.Fit) *Choice {
-	return &Choice{ImplID: c.Desc.ImplID, Module: c.Module, Version: c.Desc.OpVersion.String(), Priority: c.Desc.Priority,
+func newChoice(c *Candidate, f *opquery.Fit) Choice {
+	return Choice{ImplID: c.Desc.ImplID, Module: c.Module, Version: c.Desc.OpVersion.String(), Priority: c.Desc.Priority,
 		Platform: f.Platform, HostScratch: f.HostScratch, DeviceScratch: f.DeviceScratch, cand: c, tensors: f.Tensors}
 }
 
@@ -106,9 +106,11 @@ func resolve(cands []*Candidate, q *Query, platforms []string, runtime string, n
 	for i, c := range cands {
 		qc[i] = opquery.Candidate{Desc: &c.Desc.Descriptor, Module: c.Module, Runtime: c.Runtime}
 	}
+	chs := make([]Choice, len(cands)) // by candidate: what negotiation gave
 	fits, rejected, err := opquery.Match(qc, q, opquery.Env{Platforms: platforms, Runtime: runtime, ParseVersion: parseVersion,
 		Negotiate: func(f *opquery.Fit) error {
-			ch := newChoice(cands[f.Cand], f)
+			ch := &chs[f.Cand]
+			*ch = newChoice(cands[f.Cand], f)
 			if err := neg.negotiate(ch, q); err != nil {
 				var re *rejectErr
 				if errors.As(err, &re) {
@@ -124,7 +126,7 @@ func resolve(cands []*Candidate, q *Query, platforms []string, runtime string, n
 	}
 	res := &Result{Compatible: make([]Choice, len(fits)), Rejected: rejected}
 	for i := range fits {
-		res.Compatible[i] = *newChoice(cands[fits[i].Cand], &fits[i])
+		res.Compatible[i] = chs[fits[i].Cand]
 	}
 	if len(res.Compatible) == 0 {
 		return res, &NotFoundError{Query: q.Describe(), Result: res}
