@@ -10,126 +10,57 @@ import (
 	"strings"
 
 	"github.com/ptojit/ptojit/registry/module"
+	"github.com/ptojit/ptojit/registry/opquery"
 )
 
 func init() { module.SetOperationSchema(checkSchema) }
 
-// DType is a tensor element type: the enum ptojit_dtype of ptojit_sim.h.
-type DType uint32
-
-// Element types. DTypeAny appears only in descriptors: any element type,
-// which the provider's validate then decides.
-const (
-	DTypeAny  DType = 0
-	F32       DType = 1
-	I32       DType = 2
-	F16       DType = 3
-	BF16      DType = 4
-	I16       DType = 5
-	I8        DType = 6
-	U8        DType = 7
-	F64       DType = 8
-	I64       DType = 9
-	maxDType        = I64
-	anyDTName       = "any"
+// The vocabulary of descriptors and queries is package opquery's; these
+// names keep it reachable as ops.X.
+type (
+	DType    = opquery.DType
+	SyncMode = opquery.SyncMode
+	Bounds   = opquery.Bounds
 )
 
-var dtypeNames = [...]string{"any", "f32", "i32", "f16", "bf16", "i16", "i8", "u8", "f64", "i64"}
-var dtypeSizes = [...]uint64{0, 4, 4, 2, 2, 2, 1, 1, 8, 8}
-
-func (d DType) String() string {
-	if d <= maxDType {
-		return dtypeNames[d]
-	}
-	return fmt.Sprintf("dtype(%d)", uint32(d))
-}
-
-// Size is the element size in bytes (0 for DTypeAny or an unknown type).
-func (d DType) Size() uint64 {
-	if d <= maxDType {
-		return dtypeSizes[d]
-	}
-	return 0
-}
-
-// ParseDType reads a dtype name: f32, f16, bf16, f64, i64, i32, i16, i8, u8
-// (and "any", which only descriptors may use).
-func ParseDType(s string) (DType, error) {
-	if i := slices.Index(dtypeNames[:], s); i >= 0 {
-		return DType(i), nil
-	}
-	return 0, fmt.Errorf("unknown dtype %q (one of %s)", s, strings.Join(dtypeNames[1:], ", "))
-}
-
-// Layouts a descriptor may accept.
+// Element types: opquery's.
 const (
-	// LayoutContiguous: every axis packed (all strides 0, or the packed ones).
-	LayoutContiguous = "contiguous"
-	// LayoutOuterStrided: the first (innermost) axis contiguous, outer axes
-	// with explicit strides of at least the packed extent.
-	LayoutOuterStrided = "outer_strided"
+	DTypeAny = opquery.DTypeAny
+	F32      = opquery.F32
+	I32      = opquery.I32
+	F16      = opquery.F16
+	BF16     = opquery.BF16
+	I16      = opquery.I16
+	I8       = opquery.I8
+	U8       = opquery.U8
+	F64      = opquery.F64
+	I64      = opquery.I64
 )
 
-// Memory spaces a descriptor may accept.
+// Layouts, memory spaces and sync modes: opquery's.
 const (
-	SpaceDevice = "device" // the worker's shared tensor arena
-	SpaceHost   = "host"
+	LayoutContiguous   = opquery.LayoutContiguous
+	LayoutOuterStrided = opquery.LayoutOuterStrided
+	SpaceDevice        = opquery.SpaceDevice
+	SpaceHost          = opquery.SpaceHost
+	SyncBlocking       = opquery.SyncBlocking
+	SyncAsync          = opquery.SyncAsync
 )
 
-// SyncMode is how execute completes: the enum ptojit_sync_mode.
-type SyncMode uint32
+// ParseDType reads a dtype name (opquery.ParseDType).
+func ParseDType(s string) (DType, error) { return opquery.ParseDType(s) }
 
-const (
-	SyncBlocking SyncMode = 1
-	SyncAsync    SyncMode = 2
-)
-
-func (m SyncMode) String() string {
-	switch m {
-	case SyncBlocking:
-		return "blocking"
-	case SyncAsync:
-		return "async"
-	}
-	return fmt.Sprintf("sync(%d)", uint32(m))
-}
-
-// ParseSyncMode reads "blocking" or "async".
-func ParseSyncMode(s string) (SyncMode, error) {
-	switch s {
-	case "blocking":
-		return SyncBlocking, nil
-	case "async":
-		return SyncAsync, nil
-	}
-	return 0, fmt.Errorf("unknown sync mode %q (blocking or async)", s)
-}
-
-// Bounds is an inclusive range [Min, Max].
-type Bounds struct{ Min, Max uint64 }
+// ParseSyncMode reads "blocking" or "async" (opquery.ParseSyncMode).
+func ParseSyncMode(s string) (SyncMode, error) { return opquery.ParseSyncMode(s) }
 
 // Descriptor is one operation implementation's descriptor: an entry of a
-// manifest's operations (see the package documentation for the schema).
+// manifest's operations (see the package documentation for the schema):
+// the fields the matching rules read (opquery.Descriptor, whose Platforms
+// are those of Callables) and the callables.
 // A plain value once parsed; Resolve hands out copies.
 type Descriptor struct {
-	ImplID       string
-	OpName       string
-	OpVersion    module.Version
-	Priority     int64
-	Capabilities []string
-	Numerics     []string
-	Inputs       int
-	Outputs      int
-	InputDTypes  []DType // DTypeAny allowed
-	OutputDTypes []DType
-	Layouts      []string
-	MemorySpaces []string
-	Alignment    uint64 // bytes; 0 means the element size
-	Rank         Bounds
-	Dims         *Bounds // every dimension's extent; nil: any
-	Batch        *Bounds // the product of the outer axes; nil: any
-	SyncModes    []SyncMode
-	Callables    []module.OperationCallable
+	opquery.Descriptor
+	Callables []module.OperationCallable
 }
 
 // rawDescriptor is the JSON form; pointers tell absent from zero.
@@ -156,8 +87,8 @@ type rawDescriptor struct {
 
 // Limits of a descriptor.
 const (
-	MaxTensors  = 16 // inputs + outputs
-	MaxRank     = 4
+	MaxTensors  = opquery.MaxTensors // inputs + outputs
+	MaxRank     = opquery.MaxRank
 	maxListLen  = 64
 	maxPriority = 1<<31 - 1
 )
@@ -188,28 +119,17 @@ func checkSchema(canon json.RawMessage, field string) error {
 	return nil
 }
 
-// validName reports whether s is a dotted identifier ([a-z0-9_-]
-// components joined by single dots) of at most 128 bytes with at least min
-// components.
-func validName(s string, min int) bool {
-	if s == "" || len(s) > 128 {
-		return false
-	}
-	parts := strings.Split(s, ".")
-	if len(parts) < min {
-		return false
-	}
-	for _, p := range parts {
-		if p == "" {
-			return false
-		}
-		for _, c := range p {
-			if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '_' || c == '-') {
-				return false
-			}
-		}
-	}
-	return true
+func validName(s string, min int) bool { return opquery.ValidName(s, min) }
+
+// queryVersion is v as opquery's plain data.
+func queryVersion(v module.Version) opquery.Version {
+	return opquery.Version{Major: v.Major, Minor: v.Minor, Patch: v.Patch, Pre: v.Pre, Text: v.String()}
+}
+
+// parseVersion is module.ParseVersion for opquery.
+func parseVersion(s string) (opquery.Version, error) {
+	v, err := module.ParseVersion(s)
+	return queryVersion(v), err
 }
 
 // ParseDescriptor parses and validates one descriptor. Errors are
@@ -228,7 +148,7 @@ func ParseDescriptor(b []byte) (*Descriptor, error) {
 		}
 		return nil, derr("", "%v", err)
 	}
-	d := &Descriptor{Inputs: 1, Outputs: 1, Layouts: []string{LayoutContiguous}, MemorySpaces: []string{SpaceDevice}}
+	d := &Descriptor{Descriptor: opquery.Descriptor{Inputs: 1, Outputs: 1, Layouts: []string{LayoutContiguous}, MemorySpaces: []string{SpaceDevice}}}
 	for _, req := range []struct {
 		name string
 		ok   bool
@@ -246,7 +166,7 @@ func ParseDescriptor(b []byte) (*Descriptor, error) {
 	if !validName(d.OpName, 2) {
 		return nil, derr("op_name", "%q is not a namespaced name (dotted [a-z0-9_-] components, at least two, e.g. example.sequence.prefix_sum)", d.OpName)
 	}
-	v, err := module.ParseVersion(*r.OpVersion)
+	v, err := parseVersion(*r.OpVersion)
 	if err != nil {
 		return nil, derr("op_version", "%v", err)
 	}
@@ -360,6 +280,9 @@ func ParseDescriptor(b []byte) (*Descriptor, error) {
 		return nil, derr("callables", "empty: one callable per platform")
 	}
 	d.Callables = slices.Clone(r.Callables)
+	for _, c := range d.Callables {
+		d.Platforms = append(d.Platforms, c.Platform)
+	}
 	return d, nil
 }
 
@@ -396,5 +319,5 @@ func bounds(name string, l []uint64) (Bounds, error) {
 	if l[0] > l[1] {
 		return Bounds{}, derr(name, "[%d, %d]: min above max", l[0], l[1])
 	}
-	return Bounds{l[0], l[1]}, nil
+	return Bounds{Min: l[0], Max: l[1]}, nil
 }

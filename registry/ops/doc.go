@@ -89,7 +89,8 @@
 // tensor of a one-shape operation), host and device scratch budgets, and
 // optionally ExactImplID. Every implementation of op_name is checked against
 // its descriptor (version, backend and runtime, capability, numerics, sync,
-// arity, rank, dims, batch, dtype, layout, memory space); the ones that fit
+// arity, rank, dims, batch, dtype, layout, memory space: package opquery
+// implements these rules, the budgets and the order); the ones that fit
 // are activated (their module activated on every child, see above) and
 // negotiated on a child: validate on the actual tensors, then the scratch
 // query, whose answer must fit the budgets. Compatible implementations sort by

@@ -52,7 +52,7 @@ func (h *Handle) Describe() Description {
 		Platform: h.choice.Platform, Inputs: h.desc.Inputs,
 		HostScratch: h.choice.HostScratch, DeviceScratch: h.choice.DeviceScratch}
 	for _, t := range h.choice.tensors {
-		d.Tensors = append(d.Tensors, t.clone())
+		d.Tensors = append(d.Tensors, t.Clone())
 	}
 	return d
 }
@@ -142,11 +142,7 @@ func (h *Handle) taskArgs(a Args) (worker.TaskArgs, error) {
 		if t.Nbytes < n {
 			return bad("tensor %d spans %d bytes, its shape and strides need %d", i, t.Nbytes, n)
 		}
-		align := h.desc.Alignment
-		if align == 0 {
-			align = w.DType.Size()
-		}
-		if align > 0 && t.Offset%align != 0 {
+		if align := h.desc.TensorAlignment(w.DType); align > 0 && t.Offset%align != 0 {
 			return bad("tensor %d at arena offset %d is not %d-byte aligned", i, t.Offset, align)
 		}
 	}

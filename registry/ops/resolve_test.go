@@ -154,31 +154,6 @@ func TestResolveExactAndVersions(t *testing.T) {
 	}
 }
 
-func TestTensorLayout(t *testing.T) {
-	for _, c := range []struct {
-		t             Tensor
-		packed, outer bool
-		bytes         uint64
-	}{
-		{Tensor{DType: F32, Shape: []uint64{4, 3}}, true, true, 48},
-		{Tensor{DType: F32, Shape: []uint64{4, 3}, Strides: []uint64{0, 0}}, true, true, 48},
-		{Tensor{DType: F32, Shape: []uint64{4, 3}, Strides: []uint64{1, 4}}, true, true, 48},
-		{Tensor{DType: F32, Shape: []uint64{4, 3}, Strides: []uint64{1, 8}}, false, true, 4 * (3 + 2*8 + 1)},
-		{Tensor{DType: F32, Shape: []uint64{4, 3}, Strides: []uint64{2, 8}}, false, false, 4 * (3*2 + 2*8 + 1)},
-		{Tensor{DType: F32, Shape: []uint64{4, 3}, Strides: []uint64{1, 2}}, false, false, 4 * (3 + 2*2 + 1)},
-		{Tensor{DType: I8, Shape: []uint64{0, 3}}, true, true, 0},
-	} {
-		p, o := c.t.layout()
-		n, ok := c.t.Bytes()
-		if p != c.packed || o != c.outer || n != c.bytes || !ok {
-			t.Errorf("%v: packed %v outer %v bytes %d; want %v %v %d", c.t, p, o, n, c.packed, c.outer, c.bytes)
-		}
-	}
-	if _, ok := (Tensor{DType: F64, Shape: []uint64{1 << 40, 1 << 30}}).Bytes(); ok {
-		t.Error("an overflowing extent was accepted")
-	}
-}
-
 // BenchmarkResolve1000 resolves among 1,000 implementations of one
 // operation (a quarter refused by their descriptors, the rest negotiated
 // by a negotiator that answers at once: the resolution path without the

@@ -141,7 +141,7 @@ func CandidatesOf(mods []*module.Installed) ([]*Candidate, []error) {
 func (s *Service) Resolve(ctx context.Context, q Query) (*Handle, *Result, error) {
 	q.Tensors = slices.Clone(q.Tensors)
 	for i := range q.Tensors {
-		q.Tensors[i] = q.Tensors[i].clone()
+		q.Tensors[i] = q.Tensors[i].Clone()
 	}
 	cands, err := s.Candidates()
 	if err != nil {

@@ -1,0 +1,298 @@
+package opquery
+
+import (
+	"cmp"
+	"fmt"
+	"math/bits"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// DType is a tensor element type: the enum ptojit_dtype of ptojit_sim.h.
+type DType uint32
+
+// Element types. DTypeAny appears only in descriptors: any element type,
+// which the provider's validate then decides.
+const (
+	DTypeAny DType = 0
+	F32      DType = 1
+	I32      DType = 2
+	F16      DType = 3
+	BF16     DType = 4
+	I16      DType = 5
+	I8       DType = 6
+	U8       DType = 7
+	F64      DType = 8
+	I64      DType = 9
+	maxDType       = I64
+)
+
+var dtypeNames = [...]string{"any", "f32", "i32", "f16", "bf16", "i16", "i8", "u8", "f64", "i64"}
+var dtypeSizes = [...]uint64{0, 4, 4, 2, 2, 2, 1, 1, 8, 8}
+
+func (d DType) String() string {
+	if d <= maxDType {
+		return dtypeNames[d]
+	}
+	return fmt.Sprintf("dtype(%d)", uint32(d))
+}
+
+// Size is the element size in bytes (0 for DTypeAny or an unknown type).
+func (d DType) Size() uint64 {
+	if d <= maxDType {
+		return dtypeSizes[d]
+	}
+	return 0
+}
+
+// ParseDType reads a dtype name: f32, f16, bf16, f64, i64, i32, i16, i8, u8
+// (and "any", which only descriptors may use).
+func ParseDType(s string) (DType, error) {
+	if i := slices.Index(dtypeNames[:], s); i >= 0 {
+		return DType(i), nil
+	}
+	return 0, fmt.Errorf("unknown dtype %q (one of %s)", s, strings.Join(dtypeNames[1:], ", "))
+}
+
+// Layouts a descriptor may accept.
+const (
+	// LayoutContiguous: every axis packed (all strides 0, or the packed ones).
+	LayoutContiguous = "contiguous"
+	// LayoutOuterStrided: the first (innermost) axis contiguous, outer axes
+	// with explicit strides of at least the packed extent.
+	LayoutOuterStrided = "outer_strided"
+)
+
+// Memory spaces a descriptor may accept.
+const (
+	SpaceDevice = "device" // the worker's shared tensor arena
+	SpaceHost   = "host"
+)
+
+// SyncMode is how execute completes: the enum ptojit_sync_mode.
+type SyncMode uint32
+
+const (
+	SyncBlocking SyncMode = 1
+	SyncAsync    SyncMode = 2
+)
+
+func (m SyncMode) String() string {
+	switch m {
+	case SyncBlocking:
+		return "blocking"
+	case SyncAsync:
+		return "async"
+	}
+	return fmt.Sprintf("sync(%d)", uint32(m))
+}
+
+// ParseSyncMode reads "blocking" or "async".
+func ParseSyncMode(s string) (SyncMode, error) {
+	switch s {
+	case "blocking":
+		return SyncBlocking, nil
+	case "async":
+		return SyncAsync, nil
+	}
+	return 0, fmt.Errorf("unknown sync mode %q (blocking or async)", s)
+}
+
+// Limits of a descriptor and a query.
+const (
+	MaxTensors = 16 // inputs + outputs
+	MaxRank    = 4
+)
+
+// ValidName reports whether s is a dotted identifier ([a-z0-9_-]
+// components joined by single dots) of at most 128 bytes with at least min
+// components. An op_name has at least two.
+func ValidName(s string, min int) bool {
+	if s == "" || len(s) > 128 {
+		return false
+	}
+	parts := strings.Split(s, ".")
+	if len(parts) < min {
+		return false
+	}
+	for _, p := range parts {
+		if p == "" {
+			return false
+		}
+		for _, c := range p {
+			if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '_' || c == '-') {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// Bounds is an inclusive range [Min, Max].
+type Bounds struct{ Min, Max uint64 }
+
+// Version is a semantic version as plain data, parsed by the caller:
+// MAJOR.MINOR.PATCH, the prerelease identifiers, and the text as written.
+type Version struct {
+	Major, Minor, Patch uint64
+	Pre                 []string
+	Text                string
+}
+
+// String returns the version as it was written.
+func (v Version) String() string { return v.Text }
+
+// Compare returns -1, 0 or +1 as v is less than, equal to or greater than
+// w in semantic version precedence.
+func (v Version) Compare(w Version) int {
+	if c := slices.Compare([]uint64{v.Major, v.Minor, v.Patch}, []uint64{w.Major, w.Minor, w.Patch}); c != 0 {
+		return c
+	}
+	switch {
+	case len(v.Pre) == 0 && len(w.Pre) == 0:
+		return 0
+	case len(v.Pre) == 0:
+		return 1
+	case len(w.Pre) == 0:
+		return -1
+	}
+	return slices.CompareFunc(v.Pre, w.Pre, compareIdent)
+}
+
+// compareIdent orders two prerelease identifiers: numeric ones by value and
+// below alphanumeric ones, which compare in ASCII order.
+func compareIdent(a, b string) int {
+	an, aerr := strconv.ParseUint(a, 10, 64)
+	bn, berr := strconv.ParseUint(b, 10, 64)
+	switch {
+	case aerr == nil && berr == nil:
+		return cmp.Compare(an, bn)
+	case aerr == nil:
+		return -1
+	case berr == nil:
+		return 1
+	}
+	return strings.Compare(a, b)
+}
+
+// Descriptor holds the fields of an operation implementation's descriptor
+// that the rules read (see the package documentation of registry/ops for
+// the schema).
+type Descriptor struct {
+	ImplID       string
+	OpName       string
+	OpVersion    Version
+	Priority     int64
+	Capabilities []string
+	Numerics     []string
+	Inputs       int
+	Outputs      int
+	InputDTypes  []DType // DTypeAny allowed
+	OutputDTypes []DType
+	Layouts      []string
+	MemorySpaces []string
+	Alignment    uint64 // bytes; 0 means the element size
+	Rank         Bounds
+	Dims         *Bounds // every dimension's extent; nil: any
+	Batch        *Bounds // the product of the outer axes; nil: any
+	SyncModes    []SyncMode
+	// Platforms are those of the implementation's callables, in the
+	// descriptor's order.
+	Platforms []string
+}
+
+// TensorAlignment is the byte alignment a tensor of element type t needs:
+// the descriptor's alignment, or the element size when it names none.
+func (d *Descriptor) TensorAlignment(t DType) uint64 {
+	if d.Alignment != 0 {
+		return d.Alignment
+	}
+	return t.Size()
+}
+
+// Tensor is a concrete tensor descriptor of a query: element type, shape
+// and strides in elements, first axis innermost. Strides may be empty
+// (packed); a zero stride means packed for that axis.
+type Tensor struct {
+	DType   DType
+	Shape   []uint64
+	Strides []uint64
+	// MemorySpace is SpaceDevice (the default when empty) or SpaceHost.
+	MemorySpace string
+}
+
+// Clone returns a copy that shares no memory with t.
+func (t Tensor) Clone() Tensor {
+	t.Shape, t.Strides = slices.Clone(t.Shape), slices.Clone(t.Strides)
+	return t
+}
+
+func (t Tensor) String() string {
+	s := t.DType.String() + ":" + joinU(t.Shape)
+	if len(t.Strides) > 0 {
+		s += ":" + joinU(t.Strides)
+	}
+	return s
+}
+
+func joinU(l []uint64) string {
+	parts := make([]string, len(l))
+	for i, v := range l {
+		parts[i] = fmt.Sprint(v)
+	}
+	return strings.Join(parts, ",")
+}
+
+// layout reports whether every stride is 0 or the packed one (packed), and
+// whether the first axis is contiguous and every outer stride covers the
+// axes inside it (outerStrided).
+func (t Tensor) layout() (packed, outerStrided bool) {
+	if len(t.Strides) == 0 {
+		return true, true
+	}
+	packed, outerStrided = true, true
+	ext := uint64(1)
+	for i, n := range t.Shape {
+		s := t.Strides[i]
+		if s != 0 && s != ext {
+			packed = false
+			if i == 0 || s < ext {
+				outerStrided = false
+			}
+		}
+		if s == 0 || s == ext {
+			ext *= n
+		} else {
+			ext = s * n
+		}
+	}
+	return packed, outerStrided
+}
+
+// Bytes returns the bytes the tensor spans: its last element's offset
+// plus one element, by its strides; ok is false on overflow.
+func (t Tensor) Bytes() (n uint64, ok bool) {
+	size := t.DType.Size()
+	if slices.Contains(t.Shape, 0) {
+		return 0, true
+	}
+	var last, ext uint64 = 0, 1
+	for i, d := range t.Shape {
+		s := ext
+		if i < len(t.Strides) && t.Strides[i] != 0 {
+			s = t.Strides[i]
+		}
+		hi, lo := bits.Mul64(s, d-1)
+		if hi != 0 || lo > ^uint64(0)-last {
+			return 0, false
+		}
+		last += lo
+		hi, ext = bits.Mul64(s, d)
+		if hi != 0 {
+			return 0, false
+		}
+	}
+	hi, lo := bits.Mul64(last+1, size)
+	return lo, hi == 0
+}
