@@ -17,29 +17,30 @@ const module = "github.com/ptojit/ptojit"
 // belongs to the layer with the longest matching path prefix; "." is the
 // module's root package alone. "*" allows everything.
 var arrows = map[string][]string{
-	".":                      {}, // the repository's environment registry
-	"inventory":              {},
-	"registry":               {},
-	"api":                    {"registry"},
-	"api/client":             {"api"},
-	"cache":                  {},
-	"cache/remote":           {"cache"},
-	"internal/durable":       {},
-	"internal/config":        {"internal/durable"}, // imported by cmd/ptojitd only
-	"envaudit/envreg":        {},
-	"envaudit":               {"envaudit/envreg"},
-	"toolchain":              {"inventory", "registry"},
-	"worker":                 {"registry"},
-	"registry/module":        {"inventory", "registry", "internal/durable"},
-	"registry/ops":           {"registry/module", "registry", "worker", "inventory"},
-	"jit":                    {"api", "api/client", "cache", "toolchain", "inventory", "registry", "envaudit/envreg", "."},
-	"cmd/internal/cli":       {},
-	"cmd/internal/clientcmd": {"cmd/internal/cli", "api", "api/client", "inventory", "registry"},
-	"cmd/ptojit":             {"cmd/internal/cli", "cmd/internal/clientcmd", "api", "api/client", "inventory", "registry"},
-	"cmd/ptojitd":            {"*"},
-	"bench":                  {"*"},
-	"test":                   {"*"}, // the fault suite drives the binaries
-	"internal/fixture":       {},    // test fixtures, imported by tests only
+	".":                       {}, // the repository's environment registry
+	"inventory":               {},
+	"registry":                {},
+	"api":                     {"registry"},
+	"api/client":              {"api"},
+	"cache":                   {},
+	"cache/remote":            {"cache"},
+	"internal/durable":        {},
+	"internal/config":         {"internal/durable"}, // imported by cmd/ptojitd only
+	"envaudit/envreg":         {},
+	"envaudit":                {"envaudit/envreg"},
+	"toolchain":               {"inventory", "registry"},
+	"worker":                  {"registry/worker/mailbox", "registry"},
+	"registry/worker/mailbox": {},
+	"registry/module":         {"inventory", "registry", "internal/durable"},
+	"registry/ops":            {"registry/module", "registry", "worker", "inventory"},
+	"jit":                     {"api", "api/client", "cache", "toolchain", "inventory", "registry", "envaudit/envreg", "."},
+	"cmd/internal/cli":        {},
+	"cmd/internal/clientcmd":  {"cmd/internal/cli", "api", "api/client", "inventory", "registry"},
+	"cmd/ptojit":              {"cmd/internal/cli", "cmd/internal/clientcmd", "api", "api/client", "inventory", "registry"},
+	"cmd/ptojitd":             {"*"},
+	"bench":                   {"*"},
+	"test":                    {"*"}, // the fault suite drives the binaries
+	"internal/fixture":        {},    // test fixtures, imported by tests only
 }
 
 // stdlibOnly layers may import nothing outside the standard library and
@@ -49,18 +50,19 @@ var arrows = map[string][]string{
 // alone), and so everything that fingerprints does: registry/module
 // (inside the registry pattern) and the client.
 var stdlibOnly = map[string][]string{
-	".":                      nil,
-	"inventory":              {errgroup},
-	"registry":               {errgroup},
-	"api":                    nil,
-	"api/client":             {"golang.org/x/sys"},
-	"envaudit/envreg":        nil,
-	"registry/module":        {errgroup},
-	"internal/durable":       nil,
-	"internal/config":        nil,
-	"cmd/internal/cli":       {"github.com/spf13/pflag"},
-	"cmd/internal/clientcmd": {"github.com/spf13/pflag", errgroup},
-	"cmd/ptojit":             {"github.com/spf13/pflag", errgroup},
+	".":                       nil,
+	"inventory":               {errgroup},
+	"registry":                {errgroup},
+	"api":                     nil,
+	"api/client":              {"golang.org/x/sys"},
+	"envaudit/envreg":         nil,
+	"registry/module":         {errgroup},
+	"internal/durable":        nil,
+	"registry/worker/mailbox": {"golang.org/x/sys"},
+	"internal/config":         nil,
+	"cmd/internal/cli":        {"github.com/spf13/pflag"},
+	"cmd/internal/clientcmd":  {"github.com/spf13/pflag", errgroup},
+	"cmd/ptojit":              {"github.com/spf13/pflag", errgroup},
 }
 
 const errgroup = "golang.org/x/sync/errgroup"

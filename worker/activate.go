@@ -8,6 +8,7 @@ import (
 	"github.com/ebitengine/purego"
 
 	"github.com/ptojit/ptojit/registry"
+	"github.com/ptojit/ptojit/registry/worker/mailbox"
 )
 
 // ModuleInitFailed: a callable's ptojit_module_init returned non-zero on
@@ -18,13 +19,6 @@ const ModuleInitFailed registry.ErrorCode = "MODULE_INIT_FAILED"
 const (
 	modInitSymbol     = "ptojit_module_init"
 	modShutdownSymbol = "ptojit_module_shutdown"
-)
-
-// Flags of an ACTIVATE reply's detail.
-const (
-	activateHasImplID   = 1 // the orchestration exports ptojit_op_impl_id
-	activateInitRan     = 2 // this ACTIVATE ran ptojit_module_init
-	activateHasShutdown = 4 // the orchestration exports ptojit_module_shutdown
 )
 
 // Activation is what ACTIVATE reported for one callable on one child.
@@ -48,48 +42,48 @@ type Activation struct {
 // not activated. Every successful Activate is balanced by one Deactivate;
 // a child that exits runs the shutdown of what is still activated.
 func (w *Worker) Activate(ctx context.Context, id int, h CallableHandle) (Activation, error) {
-	st, r, e, err := w.hookRequest(ctx, id, h, OpActivate)
+	st, r, e, err := w.hookRequest(ctx, id, h, mailbox.OpActivate)
 	if err != nil {
 		return Activation{}, err
 	}
 	switch st {
-	case StatusOK:
-	case StatusRejected:
+	case mailbox.StatusOK:
+	case mailbox.StatusRejected:
 		return Activation{}, &registry.Error{Code: ModuleInitFailed, WorkerID: e.id, Namespace: e.ns, Hashid: h.Hashid.String(), Op: "activate", Err: errors.New(r.Message)}
 	default:
 		return Activation{}, e.statusErr("activate", h.Hashid, st, r)
 	}
-	return Activation{ImplID: r.Message, HasImplID: r.Detail&activateHasImplID != 0,
-		InitRan: r.Detail&activateInitRan != 0, HasShutdown: r.Detail&activateHasShutdown != 0}, nil
+	return Activation{ImplID: r.Message, HasImplID: r.Detail&mailbox.ActivateHasImplID != 0,
+		InitRan: r.Detail&mailbox.ActivateInitRan != 0, HasShutdown: r.Detail&mailbox.ActivateHasShutdown != 0}, nil
 }
 
 // Deactivate drops one activation of h on child id; the last one runs the
 // callable's ptojit_module_shutdown, and shutdownRan says so.
 func (w *Worker) Deactivate(ctx context.Context, id int, h CallableHandle) (shutdownRan bool, err error) {
-	st, r, e, err := w.hookRequest(ctx, id, h, OpDeactivate)
+	st, r, e, err := w.hookRequest(ctx, id, h, mailbox.OpDeactivate)
 	if err != nil {
 		return false, err
 	}
-	if st != StatusOK {
+	if st != mailbox.StatusOK {
 		return false, e.statusErr("deactivate", h.Hashid, st, r)
 	}
-	return r.Detail&1 != 0, nil
+	return r.Detail&mailbox.DeactivateShutdownRan != 0, nil
 }
 
 // hookRequest sends ACTIVATE or DEACTIVATE for h to child id. The hooks
 // run under the control timeout, bounded by ctx: a child whose hook does
 // not return in time is retired.
-func (w *Worker) hookRequest(ctx context.Context, id int, h CallableHandle, op Op) (Status, Reply, *endpoint, error) {
+func (w *Worker) hookRequest(ctx context.Context, id int, h CallableHandle, op mailbox.Op) (mailbox.Status, mailbox.Reply, *endpoint, error) {
 	e, err := w.endpoint(id)
 	if err != nil {
-		return 0, Reply{}, nil, err
+		return 0, mailbox.Reply{}, nil, err
 	}
 	if err := w.reg.CheckDispatch(h, e.ns, e.id); err != nil {
-		return 0, Reply{}, nil, err
+		return 0, mailbox.Reply{}, nil, err
 	}
 	d := h.Hashid.Digest()
 	e.mu.Lock()
-	st, r, err := e.roundTrip(op, func(b []byte) ([]byte, error) { return AppendFrame(b, op, StatusOK, d[:]) }, -1, e.controlTimeout(ctx))
+	st, r, err := e.roundTrip(op, func(b []byte) ([]byte, error) { return mailbox.AppendFrame(b, op, mailbox.StatusOK, d[:]) }, -1, e.controlTimeout(ctx))
 	if err == nil && r.Digest != d {
 		err = e.fail(op.String(), fmt.Errorf("%w: reply names %v", registry.ReplyHashidMismatch, registry.Hashid(r.Digest)))
 	}
@@ -99,31 +93,31 @@ func (w *Worker) hookRequest(ctx context.Context, id int, h CallableHandle, op O
 
 // hookSlot resolves the slot of an ACTIVATE or DEACTIVATE request and
 // loads it when needed.
-func (c *child) hookSlot(args []byte) (*simCallable, Status, Reply) {
-	d, err := ParseDigestArgs(args)
+func (c *child) hookSlot(args []byte) (*simCallable, mailbox.Status, mailbox.Reply) {
+	d, err := mailbox.ParseDigestArgs(args)
 	if err != nil {
-		return nil, StatusBadFrame, Reply{Message: err.Error()}
+		return nil, mailbox.StatusBadFrame, mailbox.Reply{Message: err.Error()}
 	}
-	rep := Reply{Digest: d}
+	rep := mailbox.Reply{Digest: d}
 	slot, err := c.table.Resolve(registry.Hashid(d))
 	if err != nil {
 		rep.Message = err.Error()
-		return nil, StatusNotInstalled, rep
+		return nil, mailbox.StatusNotInstalled, rep
 	}
 	s := &c.slots[slot]
 	if !s.loaded {
 		if err := c.prewarm(slot); err != nil {
 			rep.Message = err.Error()
-			return nil, StatusPrewarmFailed, rep
+			return nil, mailbox.StatusPrewarmFailed, rep
 		}
 	}
-	return s.state, StatusOK, rep
+	return s.state, mailbox.StatusOK, rep
 }
 
 // activate serves ACTIVATE in a chip child.
-func (c *child) activate(args []byte) (Status, Reply) {
+func (c *child) activate(args []byte) (mailbox.Status, mailbox.Reply) {
 	s, st, rep := c.hookSlot(args)
-	if st != StatusOK {
+	if st != mailbox.StatusOK {
 		return st, rep
 	}
 	opNegotiating = true // the hooks may not call the host operation service
@@ -131,16 +125,16 @@ func (c *child) activate(args []byte) (Status, Reply) {
 	if s.opImplID != 0 {
 		p, _, _ := purego.SyscallN(s.opImplID)
 		rep.Message = sanitizeID(cString(p, 256))
-		rep.Detail |= activateHasImplID
+		rep.Detail |= mailbox.ActivateHasImplID
 	}
 	if s.modShutdown != 0 {
-		rep.Detail |= activateHasShutdown
+		rep.Detail |= mailbox.ActivateHasShutdown
 	}
 	if s.activations == 0 && s.modInit != 0 {
 		m, err := newCmem(opMessageCapacity)
 		if err != nil {
 			rep.Message = err.Error()
-			return StatusPrewarmFailed, rep
+			return mailbox.StatusPrewarmFailed, rep
 		}
 		defer m.free()
 		r, _, _ := purego.SyscallN(s.modInit, m.addr(0), opMessageCapacity)
@@ -157,33 +151,33 @@ func (c *child) activate(args []byte) (Status, Reply) {
 			}
 			c.debugf("activate %v: %s", registry.Hashid(rep.Digest), msg)
 			rep.Detail, rep.Message = uint32(code), msg
-			return StatusRejected, rep
+			return mailbox.StatusRejected, rep
 		}
-		rep.Detail |= activateInitRan
+		rep.Detail |= mailbox.ActivateInitRan
 	}
 	s.activations++
 	c.debugf("activate %v: %d activations", registry.Hashid(rep.Digest), s.activations)
-	return StatusOK, rep
+	return mailbox.StatusOK, rep
 }
 
 // deactivate serves DEACTIVATE in a chip child.
-func (c *child) deactivate(args []byte) (Status, Reply) {
+func (c *child) deactivate(args []byte) (mailbox.Status, mailbox.Reply) {
 	s, st, rep := c.hookSlot(args)
-	if st != StatusOK {
+	if st != mailbox.StatusOK {
 		return st, rep
 	}
 	if s.activations == 0 {
 		rep.Message = "the callable is not activated in this child"
-		return StatusBadFrame, rep
+		return mailbox.StatusBadFrame, rep
 	}
 	s.activations--
 	if s.activations == 0 && s.modShutdown != 0 {
 		opNegotiating = true
 		purego.SyscallN(s.modShutdown)
 		opNegotiating = false
-		rep.Detail = 1
+		rep.Detail = mailbox.DeactivateShutdownRan
 	}
-	return StatusOK, rep
+	return mailbox.StatusOK, rep
 }
 
 // shutdownAll runs the module shutdown of a callable still activated, once,

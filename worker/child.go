@@ -9,6 +9,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/ptojit/ptojit/registry"
+	"github.com/ptojit/ptojit/registry/worker/mailbox"
 )
 
 // Descriptors a child inherits from the parent.
@@ -53,7 +54,7 @@ type childFaults struct {
 	task        func(c *child, h registry.Hashid) // TASK: hashid resolved, args not yet parsed
 	prewarm     func() error                      // a non-nil error fails the prewarm
 	skipPrewarm bool                              // install without prewarm (lazy prepare on the first task)
-	replyDigest func(d *[DigestSize]byte)         // rewrites the digest of a REGISTER_CALLABLE reply
+	replyDigest func(d *[mailbox.DigestSize]byte) // rewrites the digest of a REGISTER_CALLABLE reply
 }
 
 // child is one chip child's state. Not safe for concurrent use: the mailbox
@@ -61,7 +62,7 @@ type childFaults struct {
 type child struct {
 	fd      int
 	log     io.Writer
-	init    InitArgs
+	init    mailbox.InitArgs
 	arena   []byte
 	table   *registry.TargetTable
 	loader  *simLoader
@@ -76,7 +77,7 @@ type child struct {
 }
 
 func (c *child) debugf(format string, args ...any) {
-	if c.init.Flags&InitDebug != 0 {
+	if c.init.Flags&mailbox.InitDebug != 0 {
 		fmt.Fprintf(c.log, "worker %d: "+format+"\n", append([]any{c.init.WorkerID}, args...)...)
 	}
 }
@@ -86,17 +87,17 @@ func (c *child) warnf(format string, args ...any) {
 }
 
 // recv reads one frame and at most one passed descriptor.
-func (c *child) recv() (Frame, int, error) {
+func (c *child) recv() (mailbox.Frame, int, error) {
 	for {
-		n, oobn, flags, _, err := unix.Recvmsg(c.fd, c.rbuf, c.oob, recvFlags)
+		n, oobn, flags, _, err := unix.Recvmsg(c.fd, c.rbuf, c.oob, mailbox.RecvFlags)
 		if err == unix.EINTR {
 			continue
 		}
 		if err != nil {
-			return Frame{}, -1, err
+			return mailbox.Frame{}, -1, err
 		}
 		if n == 0 {
-			return Frame{}, -1, io.EOF
+			return mailbox.Frame{}, -1, io.EOF
 		}
 		fd := -1
 		if oobn > 0 {
@@ -105,11 +106,11 @@ func (c *child) recv() (Frame, int, error) {
 				for _, f := range fds {
 					unix.Close(f)
 				}
-				return Frame{}, -1, errors.New("control message carries other than one descriptor")
+				return mailbox.Frame{}, -1, errors.New("control message carries other than one descriptor")
 			}
 			fd = fds[0]
 		}
-		f, err := ParseFrame(c.rbuf[:n])
+		f, err := mailbox.ParseFrame(c.rbuf[:n])
 		if err != nil && fd >= 0 {
 			unix.Close(fd)
 			fd = -1
@@ -134,9 +135,9 @@ func parseRights(oob []byte) ([]int, error) {
 	return fds, nil
 }
 
-func (c *child) reply(op Op, st Status, r Reply) error {
+func (c *child) reply(op mailbox.Op, st mailbox.Status, r mailbox.Reply) error {
 	var err error
-	c.wbuf, err = AppendFrame(c.wbuf[:0], op|ReplyBit, st, r.Append(nil))
+	c.wbuf, err = mailbox.AppendFrame(c.wbuf[:0], op|mailbox.ReplyBit, st, r.Append(nil))
 	if err != nil {
 		return err
 	}
@@ -149,9 +150,9 @@ func (c *child) reply(op Op, st Status, r Reply) error {
 }
 
 func (c *child) serve() error {
-	c.rbuf = make([]byte, MailboxSize+1)
+	c.rbuf = make([]byte, mailbox.MailboxSize+1)
 	c.oob = make([]byte, unix.CmsgSpace(4*4))
-	c.wbuf = make([]byte, 0, MailboxSize)
+	c.wbuf = make([]byte, 0, mailbox.MailboxSize)
 	f, fd, err := c.recv()
 	if err != nil {
 		return fmt.Errorf("read INIT: %w", err)
@@ -159,19 +160,19 @@ func (c *child) serve() error {
 	if fd >= 0 {
 		unix.Close(fd)
 	}
-	if f.Op != OpInit {
+	if f.Op != mailbox.OpInit {
 		return fmt.Errorf("first frame is %v, want INIT", f.Op)
 	}
-	if c.init, err = ParseInitArgs(f.Args); err != nil {
+	if c.init, err = mailbox.ParseInitArgs(f.Args); err != nil {
 		return err
 	}
 	if c.faultsFor != nil {
 		c.faults = c.faultsFor(c.init.Flags)
 	}
-	if c.init.Role != RoleChip {
+	if c.init.Role != mailbox.RoleChip {
 		return fmt.Errorf("this child serves chip endpoints, INIT asks for role %d", c.init.Role)
 	}
-	if c.arena, err = mapArena(childArenaFD, c.init.ArenaSize); err != nil {
+	if c.arena, err = mailbox.MapArena(childArenaFD, c.init.ArenaSize); err != nil {
 		return err
 	}
 	if c.loader, err = newSimLoader(); err != nil {
@@ -196,7 +197,7 @@ func (c *child) serve() error {
 			return err
 		}
 	}
-	if err := c.reply(OpInit, StatusOK, Reply{}); err != nil {
+	if err := c.reply(mailbox.OpInit, mailbox.StatusOK, mailbox.Reply{}); err != nil {
 		return err
 	}
 	for {
@@ -204,9 +205,9 @@ func (c *child) serve() error {
 		if err == io.EOF {
 			return nil // the parent closed the mailbox
 		}
-		var fe *FrameError
+		var fe *mailbox.FrameError
 		if errors.As(err, &fe) {
-			if err := c.reply(OpNop, StatusBadFrame, Reply{Message: err.Error()}); err != nil {
+			if err := c.reply(mailbox.OpNop, mailbox.StatusBadFrame, mailbox.Reply{Message: err.Error()}); err != nil {
 				return err
 			}
 			continue
@@ -218,86 +219,86 @@ func (c *child) serve() error {
 		if err := c.reply(f.Op, st, r); err != nil {
 			return err
 		}
-		if f.Op == OpShutdown {
+		if f.Op == mailbox.OpShutdown {
 			return nil
 		}
 	}
 }
 
-func (c *child) handle(f Frame, fd int) (Status, Reply) {
-	if fd >= 0 && f.Op != OpRegister {
+func (c *child) handle(f mailbox.Frame, fd int) (mailbox.Status, mailbox.Reply) {
+	if fd >= 0 && f.Op != mailbox.OpRegister {
 		unix.Close(fd)
-		return StatusBadFrame, Reply{Message: fmt.Sprintf("%v carries a descriptor", f.Op)}
+		return mailbox.StatusBadFrame, mailbox.Reply{Message: fmt.Sprintf("%v carries a descriptor", f.Op)}
 	}
 	switch f.Op {
-	case OpNop:
-		return StatusOK, Reply{}
-	case OpShutdown:
+	case mailbox.OpNop:
+		return mailbox.StatusOK, mailbox.Reply{}
+	case mailbox.OpShutdown:
 		c.shutdownModules()
-		return StatusOK, Reply{}
-	case OpActivate:
+		return mailbox.StatusOK, mailbox.Reply{}
+	case mailbox.OpActivate:
 		return c.activate(f.Args)
-	case OpDeactivate:
+	case mailbox.OpDeactivate:
 		return c.deactivate(f.Args)
-	case OpReady:
+	case mailbox.OpReady:
 		n, _ := c.table.Len()
-		return StatusOK, Reply{Detail: uint32(n) - c.init.SlotBase}
-	case OpTask:
+		return mailbox.StatusOK, mailbox.Reply{Detail: uint32(n) - c.init.SlotBase}
+	case mailbox.OpTask:
 		return c.task(f.Args)
-	case OpNegotiate:
+	case mailbox.OpNegotiate:
 		return c.negotiate(f.Args)
-	case OpProvide:
+	case mailbox.OpProvide:
 		return c.provide(f.Args)
-	case OpRegister:
+	case mailbox.OpRegister:
 		st, r := c.register(f.Args, fd)
 		if c.faults.replyDigest != nil {
 			c.faults.replyDigest(&r.Digest)
 		}
 		return st, r
-	case OpUnregister:
-		d, err := ParseDigestArgs(f.Args)
+	case mailbox.OpUnregister:
+		d, err := mailbox.ParseDigestArgs(f.Args)
 		if err != nil {
-			return StatusBadFrame, Reply{Message: err.Error()}
+			return mailbox.StatusBadFrame, mailbox.Reply{Message: err.Error()}
 		}
 		return c.unregister(d)
 	}
-	return StatusBadFrame, Reply{Message: fmt.Sprintf("unexpected %v", f.Op)}
+	return mailbox.StatusBadFrame, mailbox.Reply{Message: fmt.Sprintf("unexpected %v", f.Op)}
 }
 
 // statusOf maps a registry error to a reply status.
-func statusOf(err error, otherwise Status) Status {
+func statusOf(err error, otherwise mailbox.Status) mailbox.Status {
 	switch registry.CodeOf(err) {
 	case registry.HashidDescriptorMismatch:
-		return StatusDescriptorMismatch
+		return mailbox.StatusDescriptorMismatch
 	case registry.CallableKindUnsupported:
-		return StatusKindUnsupported
+		return mailbox.StatusKindUnsupported
 	case registry.LocalSlotExhausted:
-		return StatusSlotExhausted
+		return mailbox.StatusSlotExhausted
 	case registry.HashidNotInstalled:
-		return StatusNotInstalled
+		return mailbox.StatusNotInstalled
 	case registry.CallableBlobInvalid, registry.SPYCPayloadInvalid:
-		return StatusPayloadInvalid
+		return mailbox.StatusPayloadInvalid
 	case registry.PlatformUnsupported:
-		return StatusPlatformMismatch
+		return mailbox.StatusPlatformMismatch
 	}
 	return otherwise
 }
 
-func (c *child) register(args []byte, fd int) (Status, Reply) {
+func (c *child) register(args []byte, fd int) (mailbox.Status, mailbox.Reply) {
 	if fd < 0 {
-		return StatusBadFrame, Reply{Message: "REGISTER_CALLABLE without a staged payload descriptor"}
+		return mailbox.StatusBadFrame, mailbox.Reply{Message: "REGISTER_CALLABLE without a staged payload descriptor"}
 	}
-	ra, err := ParseRegisterArgs(args)
+	ra, err := mailbox.ParseRegisterArgs(args)
 	if err != nil {
 		unix.Close(fd)
-		return StatusBadFrame, Reply{Message: err.Error()}
+		return mailbox.StatusBadFrame, mailbox.Reply{Message: err.Error()}
 	}
-	rep := Reply{Digest: ra.Digest}
-	payload, err := readStaged(fd, ra.PayloadLen)
+	rep := mailbox.Reply{Digest: ra.Digest}
+	payload, err := mailbox.ReadStaged(fd, ra.PayloadLen)
 	unix.Close(fd)
 	if err != nil {
 		rep.Message = err.Error()
-		return StatusPayloadInvalid, rep
+		return mailbox.StatusPayloadInvalid, rep
 	}
 	h := registry.Hashid(ra.Digest)
 	if c.faults.register != nil {
@@ -307,24 +308,24 @@ func (c *child) register(args []byte, fd int) (Status, Reply) {
 	// or installed.
 	if registry.Kind(ra.Kind) != registry.ChipCallableKind {
 		rep.Message = fmt.Sprintf("chip child does not resolve %v", registry.Kind(ra.Kind))
-		return StatusKindUnsupported, rep
+		return mailbox.StatusKindUnsupported, rep
 	}
 	slot, err := c.table.InstallPayload(h, registry.ChipCallableKind, c.init.Platform, c.init.Runtime, payload)
 	if err != nil {
 		rep.Message = err.Error()
-		return statusOf(err, StatusPayloadInvalid), rep
+		return statusOf(err, mailbox.StatusPayloadInvalid), rep
 	}
 	refs := c.table.Refs(h)
 	c.debugf("register %v: slot %d refs %d", h, slot, refs)
 	if refs > 1 {
-		return StatusOK, rep // the same descriptor and payload: shared state
+		return mailbox.StatusOK, rep // the same descriptor and payload: shared state
 	}
 	cc, err := registry.ParseChipCallable(payload)
 	if err == nil {
 		c.slots[slot] = chipSlot{callable: cc}
 		if c.faults.skipPrewarm {
 			c.debugf("register %v: prewarm skipped (injected)", h)
-			return StatusOK, rep
+			return mailbox.StatusOK, rep
 		}
 		err = c.prewarm(slot)
 	}
@@ -334,9 +335,9 @@ func (c *child) register(args []byte, fd int) (Status, Reply) {
 			c.warnf("register %v: rollback: %v", h, rerr)
 		}
 		rep.Message = err.Error()
-		return statusOf(err, StatusPrewarmFailed), rep
+		return statusOf(err, mailbox.StatusPrewarmFailed), rep
 	}
-	return StatusOK, rep
+	return mailbox.StatusOK, rep
 }
 
 // prewarm loads the executable state of slot and marks it loaded only after
@@ -375,49 +376,49 @@ func (c *child) clearSlot(slot int, h registry.Hashid) {
 	c.debugf("unregister %v: slot %d cleared", h, slot)
 }
 
-func (c *child) unregister(d [DigestSize]byte) (Status, Reply) {
+func (c *child) unregister(d [mailbox.DigestSize]byte) (mailbox.Status, mailbox.Reply) {
 	h := registry.Hashid(d)
-	rep := Reply{Digest: d}
+	rep := mailbox.Reply{Digest: d}
 	if c.faults.unregister != nil {
 		c.faults.unregister(c, h)
 	}
 	freed, err := c.table.Release(h)
 	if err != nil {
 		rep.Message = err.Error()
-		return statusOf(err, StatusBadFrame), rep
+		return statusOf(err, mailbox.StatusBadFrame), rep
 	}
 	c.debugf("unregister %v: freed %v refs %d", h, freed, c.table.Refs(h))
-	return StatusOK, rep
+	return mailbox.StatusOK, rep
 }
 
-func (c *child) task(args []byte) (Status, Reply) {
-	d, blob, err := SplitTaskArgs(args)
+func (c *child) task(args []byte) (mailbox.Status, mailbox.Reply) {
+	d, blob, err := mailbox.SplitTaskArgs(args)
 	if err != nil {
-		return StatusBadFrame, Reply{Message: err.Error()}
+		return mailbox.StatusBadFrame, mailbox.Reply{Message: err.Error()}
 	}
-	rep := Reply{Digest: d}
+	rep := mailbox.Reply{Digest: d}
 	h := registry.Hashid(d)
 	// The final resolve, immediately before execution: a missing mapping
 	// fails before any work.
 	slot, err := c.table.Resolve(h)
 	if err != nil {
 		rep.Message = err.Error()
-		return StatusNotInstalled, rep
+		return mailbox.StatusNotInstalled, rep
 	}
 	if c.faults.task != nil {
 		c.faults.task(c, h)
 	}
-	ta, err := ParseTaskArgs(blob)
+	ta, err := mailbox.ParseTaskArgs(blob)
 	if err != nil {
 		rep.Message = err.Error()
-		return StatusBadFrame, rep
+		return mailbox.StatusBadFrame, rep
 	}
 	s := &c.slots[slot]
 	if !s.loaded {
 		c.warnf("task %v: slot was registered but not prewarmed; preparing it in the dispatch path", h)
 		if err := c.prewarm(slot); err != nil {
 			rep.Message = err.Error()
-			return StatusPrewarmFailed, rep
+			return mailbox.StatusPrewarmFailed, rep
 		}
 	}
 	c.debugf("task %v: slot %d", h, slot)
@@ -425,12 +426,12 @@ func (c *child) task(args []byte) (Status, Reply) {
 	endTaskOpHandles() // nested operation handles live for their task at most
 	if err != nil {
 		rep.Message = err.Error()
-		return StatusArgsInvalid, rep
+		return mailbox.StatusArgsInvalid, rep
 	}
 	rep.Detail = uint32(code)
 	if code != 0 {
 		rep.Message = fmt.Sprintf("orchestration returned %d", code)
-		return StatusExecFailed, rep
+		return mailbox.StatusExecFailed, rep
 	}
-	return StatusOK, rep
+	return mailbox.StatusOK, rep
 }

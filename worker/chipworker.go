@@ -5,6 +5,7 @@ import (
 	"errors"
 
 	"github.com/ptojit/ptojit/registry"
+	"github.com/ptojit/ptojit/registry/worker/mailbox"
 )
 
 // ChipWorker is the L2 path of seed 000: one chip child that runs a
@@ -38,7 +39,7 @@ func NewChipWorker(ctx context.Context, cfg Config) (*ChipWorker, error) {
 }
 
 // Arena is the tensor arena the chip child shares.
-func (c *ChipWorker) Arena() *Arena { return c.w.Arena() }
+func (c *ChipWorker) Arena() *mailbox.Arena { return c.w.Arena() }
 
 // Register installs a CHIP_CALLABLE blob on the chip child and returns its
 // handle.
@@ -53,7 +54,7 @@ func (c *ChipWorker) Unregister(ctx context.Context, h CallableHandle) error {
 
 // Call runs one task of h on the chip child and waits for it: the handle is
 // validated (live, LOCAL_CHIP, not uncertain), then one TASK round trip.
-func (c *ChipWorker) Call(h CallableHandle, args TaskArgs) error {
+func (c *ChipWorker) Call(h CallableHandle, args mailbox.TaskArgs) error {
 	return c.w.Call(0, h, args)
 }
 

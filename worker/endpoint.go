@@ -14,6 +14,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/ptojit/ptojit/registry"
+	"github.com/ptojit/ptojit/registry/worker/mailbox"
 )
 
 // Worker-level error codes, beside the registry's, for replies that the
@@ -32,27 +33,27 @@ const (
 )
 
 // codeOf maps a reply status to an error code.
-func codeOf(s Status) registry.ErrorCode {
+func codeOf(s mailbox.Status) registry.ErrorCode {
 	switch s {
-	case StatusDescriptorMismatch:
+	case mailbox.StatusDescriptorMismatch:
 		return registry.HashidDescriptorMismatch
-	case StatusKindUnsupported:
+	case mailbox.StatusKindUnsupported:
 		return registry.CallableKindUnsupported
-	case StatusSlotExhausted:
+	case mailbox.StatusSlotExhausted:
 		return registry.LocalSlotExhausted
-	case StatusNotInstalled:
+	case mailbox.StatusNotInstalled:
 		return registry.HashidNotInstalled
-	case StatusPayloadInvalid:
+	case mailbox.StatusPayloadInvalid:
 		return registry.CallableBlobInvalid
-	case StatusPlatformMismatch:
+	case mailbox.StatusPlatformMismatch:
 		return registry.PlatformUnsupported
-	case StatusPrewarmFailed:
+	case mailbox.StatusPrewarmFailed:
 		return PrewarmFailed
-	case StatusExecFailed:
+	case mailbox.StatusExecFailed:
 		return TaskFailed
-	case StatusArgsInvalid:
+	case mailbox.StatusArgsInvalid:
 		return TaskArgsInvalid
-	case StatusRejected:
+	case mailbox.StatusRejected:
 		return NegotiationRejected
 	}
 	return FrameInvalid
@@ -117,7 +118,7 @@ func (e *endpoint) Namespace() registry.Namespace { return e.ns }
 
 // start starts the child process with the mailbox and the arena.
 func startEndpoint(id int, role uint32, argv []string, env []string, arena *os.File, stderr io.Writer, timeout time.Duration) (*endpoint, error) {
-	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_SEQPACKET|sockCloexec, 0)
+	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_SEQPACKET|mailbox.SockCloexec, 0)
 	if err != nil {
 		return nil, fmt.Errorf("worker %d: socketpair: %w", id, err)
 	}
@@ -125,7 +126,7 @@ func startEndpoint(id int, role uint32, argv []string, env []string, arena *os.F
 	defer childEnd.Close()
 	for _, fd := range fds {
 		// Room for a few frames in flight in each direction.
-		unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_SNDBUF, 4*MailboxSize)
+		unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_SNDBUF, 4*mailbox.MailboxSize)
 	}
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Env = env
@@ -143,12 +144,12 @@ func startEndpoint(id int, role uint32, argv []string, env []string, arena *os.F
 	// resolve against LOCAL_CHIP; SUB children and next-level Worker-child
 	// loops against LOCAL_PYTHON (seed 000).
 	ns := registry.LocalChip
-	if role != RoleChip {
+	if role != mailbox.RoleChip {
 		ns = registry.LocalPython
 	}
 	e := &endpoint{
 		id: id, ns: ns, role: role, timeout: timeout, fd: fds[0],
-		wbuf: make([]byte, 0, MailboxSize), rbuf: make([]byte, MailboxSize+1), oob: make([]byte, unix.CmsgSpace(4*4)),
+		wbuf: make([]byte, 0, mailbox.MailboxSize), rbuf: make([]byte, mailbox.MailboxSize+1), oob: make([]byte, unix.CmsgSpace(4*4)),
 		cmd: cmd, exited: make(chan struct{}),
 	}
 	go func() {
@@ -178,20 +179,20 @@ func (e *endpoint) fail(op string, cause error) error {
 // unusable (the mailbox has one operation in flight and no sequence
 // numbers, so it cannot resynchronize). A reply with a non-OK status is
 // returned as is, with a nil error.
-func (e *endpoint) call(op Op, build func(dst []byte) ([]byte, error), passFD int, timeout time.Duration) (Status, Reply, error) {
+func (e *endpoint) call(op mailbox.Op, build func(dst []byte) ([]byte, error), passFD int, timeout time.Duration) (mailbox.Status, mailbox.Reply, error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	return e.roundTrip(op, build, passFD, timeout)
 }
 
 // roundTrip is call with e.mu held.
-func (e *endpoint) roundTrip(op Op, build func(dst []byte) ([]byte, error), passFD int, timeout time.Duration) (Status, Reply, error) {
+func (e *endpoint) roundTrip(op mailbox.Op, build func(dst []byte) ([]byte, error), passFD int, timeout time.Duration) (mailbox.Status, mailbox.Reply, error) {
 	if e.dead != nil {
-		return 0, Reply{}, e.dead
+		return 0, mailbox.Reply{}, e.dead
 	}
 	frame, err := build(e.wbuf[:0])
 	if err != nil {
-		return 0, Reply{}, err
+		return 0, mailbox.Reply{}, err
 	}
 	e.wbuf = frame[:0]
 	var oob []byte
@@ -205,22 +206,22 @@ func (e *endpoint) roundTrip(op Op, build func(dst []byte) ([]byte, error), pass
 		}
 	}
 	if err != nil {
-		return 0, Reply{}, e.fail(op.String(), e.deathCause(err))
+		return 0, mailbox.Reply{}, e.fail(op.String(), e.deathCause(err))
 	}
 	n, err := e.recv(timeout)
 	if err != nil {
-		return 0, Reply{}, e.fail(op.String(), err)
+		return 0, mailbox.Reply{}, e.fail(op.String(), err)
 	}
-	f, err := ParseFrame(e.rbuf[:n])
+	f, err := mailbox.ParseFrame(e.rbuf[:n])
 	if err != nil {
-		return 0, Reply{}, e.fail(op.String(), err)
+		return 0, mailbox.Reply{}, e.fail(op.String(), err)
 	}
-	if f.Op != op|ReplyBit {
-		return 0, Reply{}, e.fail(op.String(), fmt.Errorf("reply is %v", f.Op))
+	if f.Op != op|mailbox.ReplyBit {
+		return 0, mailbox.Reply{}, e.fail(op.String(), fmt.Errorf("reply is %v", f.Op))
 	}
-	r, err := ParseReply(f.Args)
+	r, err := mailbox.ParseReply(f.Args)
 	if err != nil {
-		return 0, Reply{}, e.fail(op.String(), err)
+		return 0, mailbox.Reply{}, e.fail(op.String(), err)
 	}
 	return f.Status, r, nil
 }
@@ -261,7 +262,7 @@ func (e *endpoint) recv(timeout time.Duration) (int, error) {
 				continue
 			}
 		}
-		n, _, flags, _, err := unix.Recvmsg(e.fd, e.rbuf, e.oob, recvFlags)
+		n, _, flags, _, err := unix.Recvmsg(e.fd, e.rbuf, e.oob, mailbox.RecvFlags)
 		if err == unix.EINTR {
 			continue
 		}
@@ -280,7 +281,7 @@ func (e *endpoint) recv(timeout time.Duration) (int, error) {
 
 // statusErr turns a non-OK reply into a *registry.Error (a definite refusal
 // in the sense of Target).
-func (e *endpoint) statusErr(op string, h registry.Hashid, st Status, r Reply) error {
+func (e *endpoint) statusErr(op string, h registry.Hashid, st mailbox.Status, r mailbox.Reply) error {
 	return &registry.Error{Code: codeOf(st), WorkerID: e.id, Namespace: e.ns, Hashid: h.String(), Op: op, Err: errors.New(r.Message)}
 }
 
@@ -299,31 +300,35 @@ func (e *endpoint) Register(ctx context.Context, h registry.Hashid, kind registr
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	f, err := stagePayload(payload)
+	f, err := mailbox.StagePayload(payload)
 	if err != nil {
 		return err
 	}
 	defer f.Close()
-	ra := RegisterArgs{Digest: h.Digest(), Kind: uint32(kind), RefType: RefSealedMemfd, PayloadLen: uint64(len(payload))}
-	return e.request(OpRegister, "register", h, func(b []byte) ([]byte, error) { return AppendFrame(b, OpRegister, StatusOK, ra.Append(nil)) }, int(f.Fd()), e.controlTimeout(ctx))
+	ra := mailbox.RegisterArgs{Digest: h.Digest(), Kind: uint32(kind), RefType: mailbox.RefSealedMemfd, PayloadLen: uint64(len(payload))}
+	return e.request(mailbox.OpRegister, "register", h, func(b []byte) ([]byte, error) {
+		return mailbox.AppendFrame(b, mailbox.OpRegister, mailbox.StatusOK, ra.Append(nil))
+	}, int(f.Fd()), e.controlTimeout(ctx))
 }
 
 // Unregister sends UNREGISTER_CALLABLE.
 func (e *endpoint) Unregister(ctx context.Context, h registry.Hashid) error {
-	return e.request(OpUnregister, "unregister", h, func(b []byte) ([]byte, error) { return AppendFrame(b, OpUnregister, StatusOK, h[:]) }, -1, e.controlTimeout(ctx))
+	return e.request(mailbox.OpUnregister, "unregister", h, func(b []byte) ([]byte, error) {
+		return mailbox.AppendFrame(b, mailbox.OpUnregister, mailbox.StatusOK, h[:])
+	}, -1, e.controlTimeout(ctx))
 }
 
 // task sends one TASK frame and waits for its completion.
-func (e *endpoint) task(h registry.Hashid, a TaskArgs) error {
-	return e.request(OpTask, "task", h, func(b []byte) ([]byte, error) {
-		return AppendTaskFrame(b, h.Digest(), a)
+func (e *endpoint) task(h registry.Hashid, a mailbox.TaskArgs) error {
+	return e.request(mailbox.OpTask, "task", h, func(b []byte) ([]byte, error) {
+		return mailbox.AppendTaskFrame(b, h.Digest(), a)
 	}, -1, 0)
 }
 
 // taskContext is task bounded by ctx. A task may never return: when ctx
 // ends first, the child is killed (its mailbox cannot be resynchronized)
 // and the task fails with ctx's cause; the endpoint is retired.
-func (e *endpoint) taskContext(ctx context.Context, h registry.Hashid, a TaskArgs) error {
+func (e *endpoint) taskContext(ctx context.Context, h registry.Hashid, a mailbox.TaskArgs) error {
 	if ctx.Err() != nil {
 		return fmt.Errorf("task not started: %w", context.Cause(ctx))
 	}
@@ -344,7 +349,7 @@ func (e *endpoint) taskContext(ctx context.Context, h registry.Hashid, a TaskArg
 // so no other operation uses the desynchronized mailbox; the outcome is
 // unknown (the error matches registry.ReplyHashidMismatch but is not a
 // definite refusal). A non-OK status is a definite refusal.
-func (e *endpoint) request(op Op, name string, h registry.Hashid, build func(dst []byte) ([]byte, error), passFD int, timeout time.Duration) error {
+func (e *endpoint) request(op mailbox.Op, name string, h registry.Hashid, build func(dst []byte) ([]byte, error), passFD int, timeout time.Duration) error {
 	e.mu.Lock()
 	st, r, err := e.roundTrip(op, build, passFD, timeout)
 	if err == nil && r.Digest != h.Digest() {
@@ -354,7 +359,7 @@ func (e *endpoint) request(op Op, name string, h registry.Hashid, build func(dst
 	if err != nil {
 		return err
 	}
-	if st != StatusOK {
+	if st != mailbox.StatusOK {
 		return e.statusErr(name, h, st, r)
 	}
 	return nil
@@ -362,20 +367,20 @@ func (e *endpoint) request(op Op, name string, h registry.Hashid, build func(dst
 
 // nop is the bare round trip over the same mailbox.
 func (e *endpoint) nop() error {
-	st, r, err := e.call(OpNop, func(b []byte) ([]byte, error) { return AppendFrame(b, OpNop, StatusOK, nil) }, -1, 0)
-	if err == nil && st != StatusOK {
+	st, r, err := e.call(mailbox.OpNop, func(b []byte) ([]byte, error) { return mailbox.AppendFrame(b, mailbox.OpNop, mailbox.StatusOK, nil) }, -1, 0)
+	if err == nil && st != mailbox.StatusOK {
 		err = e.statusErr("nop", registry.Hashid{}, st, r)
 	}
 	return err
 }
 
 // simple sends a control frame without a digest (INIT, READY, SHUTDOWN).
-func (e *endpoint) simple(op Op, args []byte, timeout time.Duration) (Reply, error) {
-	st, r, err := e.call(op, func(b []byte) ([]byte, error) { return AppendFrame(b, op, StatusOK, args) }, -1, timeout)
+func (e *endpoint) simple(op mailbox.Op, args []byte, timeout time.Duration) (mailbox.Reply, error) {
+	st, r, err := e.call(op, func(b []byte) ([]byte, error) { return mailbox.AppendFrame(b, op, mailbox.StatusOK, args) }, -1, timeout)
 	if err != nil {
 		return r, err
 	}
-	if st != StatusOK {
+	if st != mailbox.StatusOK {
 		return r, &EndpointError{WorkerID: e.id, Op: op.String(), Err: fmt.Errorf("%v: %s", st, r.Message)}
 	}
 	return r, nil
@@ -404,7 +409,9 @@ func (e *endpoint) abort() {
 func (e *endpoint) close(timeout time.Duration) error {
 	if e.mu.TryLock() {
 		if e.dead == nil {
-			e.roundTrip(OpShutdown, func(b []byte) ([]byte, error) { return AppendFrame(b, OpShutdown, StatusOK, nil) }, -1, timeout)
+			e.roundTrip(mailbox.OpShutdown, func(b []byte) ([]byte, error) {
+				return mailbox.AppendFrame(b, mailbox.OpShutdown, mailbox.StatusOK, nil)
+			}, -1, timeout)
 		}
 	} else {
 		e.abort()

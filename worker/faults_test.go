@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/ptojit/ptojit/registry"
+	"github.com/ptojit/ptojit/registry/worker/mailbox"
 )
 
 // Fault bits of InitArgs.Flags. A test's parent sets them per child
@@ -62,7 +63,7 @@ func faultsFor(flags uint32) childFaults {
 	}
 	f.skipPrewarm = flags&faultSkipPrewarm != 0
 	if flags&faultWrongDigest != 0 {
-		f.replyDigest = func(d *[DigestSize]byte) { d[0] ^= 0xff }
+		f.replyDigest = func(d *[mailbox.DigestSize]byte) { d[0] ^= 0xff }
 	}
 	return f
 }

@@ -3,13 +3,13 @@ package worker
 import (
 	"encoding/binary"
 	"fmt"
-	"strconv"
 	"strings"
 	"unsafe"
 
 	"github.com/ebitengine/purego"
 
 	"github.com/ptojit/ptojit/registry"
+	"github.com/ptojit/ptojit/registry/worker/mailbox"
 )
 
 // NegotiationRejected: the provider's validate or scratch query refused
@@ -32,147 +32,41 @@ const (
 	opMessageCapacity = 512
 )
 
-// MaxOpTensors bounds the tensors of one negotiation.
-const MaxOpTensors = 16
-
-// OpTensor is a tensor descriptor a provider negotiates on: element type,
-// shape and strides in elements (0 means packed), first axis innermost.
-type OpTensor struct {
-	DType   uint32
-	Shape   []uint64
-	Strides []uint64 // empty, or one per dimension
-}
-
-// NegotiateArgs are the args of NEGOTIATE after the digest: the query's
-// tensors (inputs first), how many are inputs, and the sync mode.
-//
-//	offset     size  field
-//	0          4     u32 tensor count t (<= MaxOpTensors)
-//	4          4     u32 input count (<= t)
-//	8          4     u32 sync mode (1 blocking, 2 async)
-//	12         4     u32 reserved 0
-//	16 + 72*i  4     tensor i: u32 dtype
-//	           4     u32 ndim (<= 4)
-//	           32    u64 shape[4]
-//	           32    u64 strides[4] (elements; 0 packed)
-//
-// A successful reply's message is "impl_id=ID host=N device=M": the
-// provider's implementation id and its scratch request in bytes. A refusal
-// (status REJECTED) carries validate's return code as detail and its
-// message.
-type NegotiateArgs struct {
-	Inputs   int
-	SyncMode uint32
-	Tensors  []OpTensor
-}
-
-// Negotiation is a provider's answer: its implementation id and the
-// scratch it needs for the negotiated tensors.
-type Negotiation struct {
-	ImplID        string
-	HostScratch   uint64
-	DeviceScratch uint64
-}
-
-func appendNegotiateArgs(dst []byte, a NegotiateArgs) ([]byte, error) {
-	if len(a.Tensors) > MaxOpTensors || a.Inputs < 0 || a.Inputs > len(a.Tensors) {
-		return dst, fmt.Errorf("negotiate: %d tensors (%d inputs), at most %d", len(a.Tensors), a.Inputs, MaxOpTensors)
-	}
-	dst = binary.LittleEndian.AppendUint32(dst, uint32(len(a.Tensors)))
-	dst = binary.LittleEndian.AppendUint32(dst, uint32(a.Inputs))
-	dst = binary.LittleEndian.AppendUint32(dst, a.SyncMode)
-	dst = binary.LittleEndian.AppendUint32(dst, 0)
-	for i, t := range a.Tensors {
-		if len(t.Shape) > MaxDims || (len(t.Strides) != 0 && len(t.Strides) != len(t.Shape)) {
-			return dst, fmt.Errorf("negotiate: tensor %d: rank %d with %d strides", i, len(t.Shape), len(t.Strides))
-		}
-		dst = binary.LittleEndian.AppendUint32(dst, t.DType)
-		dst = binary.LittleEndian.AppendUint32(dst, uint32(len(t.Shape)))
-		for _, v := range [][]uint64{t.Shape, t.Strides} {
-			for d := range MaxDims {
-				var x uint64
-				if d < len(v) {
-					x = v[d]
-				}
-				dst = binary.LittleEndian.AppendUint64(dst, x)
-			}
-		}
-	}
-	return dst, nil
-}
-
-func parseNegotiateArgs(b []byte) (NegotiateArgs, error) {
-	if len(b) < 16 {
-		return NegotiateArgs{}, fmt.Errorf("negotiate args of %d bytes", len(b))
-	}
-	t := binary.LittleEndian.Uint32(b)
-	in := binary.LittleEndian.Uint32(b[4:])
-	if t > MaxOpTensors || in > t || len(b) != 16+sizeofOpTensor*int(t) {
-		return NegotiateArgs{}, fmt.Errorf("negotiate args: %d tensors, %d inputs, %d bytes", t, in, len(b))
-	}
-	a := NegotiateArgs{Inputs: int(in), SyncMode: binary.LittleEndian.Uint32(b[8:])}
-	for i := range int(t) {
-		e := b[16+sizeofOpTensor*i:]
-		nd := binary.LittleEndian.Uint32(e[4:])
-		if nd > MaxDims {
-			return NegotiateArgs{}, fmt.Errorf("negotiate args: tensor %d has %d dimensions", i, nd)
-		}
-		ot := OpTensor{DType: binary.LittleEndian.Uint32(e), Shape: make([]uint64, nd), Strides: make([]uint64, nd)}
-		for d := range int(nd) {
-			ot.Shape[d] = binary.LittleEndian.Uint64(e[8+8*d:])
-			ot.Strides[d] = binary.LittleEndian.Uint64(e[40+8*d:])
-		}
-		a.Tensors = append(a.Tensors, ot)
-	}
-	return a, nil
-}
-
 // Negotiate runs the provider entry points of h's orchestration on child
 // id: its implementation id, validate on the tensors and, when validate
 // accepts them, the scratch query. They are pure negotiation: the child
 // calls nothing else of the callable. A refusal is a *registry.Error with
 // code NEGOTIATION_REJECTED whose message is the provider's.
-func (w *Worker) Negotiate(id int, h CallableHandle, a NegotiateArgs) (Negotiation, error) {
+func (w *Worker) Negotiate(id int, h CallableHandle, a mailbox.NegotiateArgs) (mailbox.Negotiation, error) {
 	e, err := w.endpoint(id)
 	if err != nil {
-		return Negotiation{}, err
+		return mailbox.Negotiation{}, err
 	}
 	if err := w.reg.CheckDispatch(h, e.ns, e.id); err != nil {
-		return Negotiation{}, err
+		return mailbox.Negotiation{}, err
 	}
 	d := h.Hashid.Digest()
 	e.mu.Lock()
-	st, r, err := e.roundTrip(OpNegotiate, func(b []byte) ([]byte, error) {
-		args, err := appendNegotiateArgs(append(make([]byte, 0, 16+sizeofOpTensor*len(a.Tensors)+DigestSize), d[:]...), a)
+	st, r, err := e.roundTrip(mailbox.OpNegotiate, func(b []byte) ([]byte, error) {
+		args, err := mailbox.AppendNegotiateArgs(append(make([]byte, 0, 16+sizeofOpTensor*len(a.Tensors)+mailbox.DigestSize), d[:]...), a)
 		if err != nil {
 			return b, err
 		}
-		return AppendFrame(b, OpNegotiate, StatusOK, args)
+		return mailbox.AppendFrame(b, mailbox.OpNegotiate, mailbox.StatusOK, args)
 	}, -1, 0)
 	if err == nil && r.Digest != d {
 		err = e.fail("negotiate", fmt.Errorf("%w: reply names %v", registry.ReplyHashidMismatch, registry.Hashid(r.Digest)))
 	}
 	e.mu.Unlock()
 	if err != nil {
-		return Negotiation{}, err
+		return mailbox.Negotiation{}, err
 	}
-	if st != StatusOK {
-		return Negotiation{}, e.statusErr("negotiate", h.Hashid, st, r)
+	if st != mailbox.StatusOK {
+		return mailbox.Negotiation{}, e.statusErr("negotiate", h.Hashid, st, r)
 	}
-	var n Negotiation
-	for _, f := range strings.Fields(r.Message) {
-		k, v, _ := strings.Cut(f, "=")
-		switch k {
-		case "impl_id":
-			n.ImplID = v
-		case "host":
-			n.HostScratch, err = strconv.ParseUint(v, 10, 64)
-		case "device":
-			n.DeviceScratch, err = strconv.ParseUint(v, 10, 64)
-		}
-		if err != nil {
-			return Negotiation{}, fmt.Errorf("negotiate: worker %d: malformed reply %q", id, r.Message)
-		}
+	n, err := mailbox.ParseNegotiation(r.Message)
+	if err != nil {
+		return mailbox.Negotiation{}, fmt.Errorf("negotiate: worker %d: malformed reply %q", id, r.Message)
 	}
 	return n, nil
 }
@@ -185,47 +79,47 @@ func (w *Worker) Alive(id int) bool {
 }
 
 // negotiate serves NEGOTIATE in a chip child.
-func (c *child) negotiate(args []byte) (Status, Reply) {
-	d, blob, err := SplitTaskArgs(args)
+func (c *child) negotiate(args []byte) (mailbox.Status, mailbox.Reply) {
+	d, blob, err := mailbox.SplitTaskArgs(args)
 	if err != nil {
-		return StatusBadFrame, Reply{Message: err.Error()}
+		return mailbox.StatusBadFrame, mailbox.Reply{Message: err.Error()}
 	}
-	rep := Reply{Digest: d}
+	rep := mailbox.Reply{Digest: d}
 	slot, err := c.table.Resolve(registry.Hashid(d))
 	if err != nil {
 		rep.Message = err.Error()
-		return StatusNotInstalled, rep
+		return mailbox.StatusNotInstalled, rep
 	}
-	a, err := parseNegotiateArgs(blob)
+	a, err := mailbox.ParseNegotiateArgs(blob)
 	if err != nil {
 		rep.Message = err.Error()
-		return StatusBadFrame, rep
+		return mailbox.StatusBadFrame, rep
 	}
 	s := &c.slots[slot]
 	if !s.loaded {
 		if err := c.prewarm(slot); err != nil {
 			rep.Message = err.Error()
-			return StatusPrewarmFailed, rep
+			return mailbox.StatusPrewarmFailed, rep
 		}
 	}
 	code, msg := s.state.negotiate(a)
 	rep.Detail, rep.Message = uint32(code), msg
 	if code != 0 || strings.HasPrefix(msg, "!") {
 		rep.Message = strings.TrimPrefix(msg, "!")
-		return StatusRejected, rep
+		return mailbox.StatusRejected, rep
 	}
-	return StatusOK, rep
+	return mailbox.StatusOK, rep
 }
 
 // negotiate calls the provider's entry points. It returns validate's or
 // the scratch query's non-zero code with the provider's message, or 0 and
 // the success message of NEGOTIATE. A message starting with "!" is a
 // refusal with code 0 (a missing entry point).
-func (s *simCallable) negotiate(a NegotiateArgs) (int32, string) {
+func (s *simCallable) negotiate(a mailbox.NegotiateArgs) (int32, string) {
 	if !s.isProvider() {
 		return 0, "!" + notProvider
 	}
-	m, err := newCmem(sizeofOpQuery + MaxOpTensors*sizeofOpTensor)
+	m, err := newCmem(sizeofOpQuery + mailbox.MaxOpTensors*sizeofOpTensor)
 	if err != nil {
 		return 0, "!" + err.Error()
 	}
@@ -255,7 +149,7 @@ func (s *simCallable) negotiate(a NegotiateArgs) (int32, string) {
 	if r.code != 0 {
 		return r.code, r.msg
 	}
-	return 0, fmt.Sprintf("impl_id=%s host=%d device=%d", r.implID, r.host, r.device)
+	return 0, mailbox.Negotiation{ImplID: r.implID, HostScratch: r.host, DeviceScratch: r.device}.Message()
 }
 
 const notProvider = "the orchestration does not export " + opImplIDSymbol + ", " + opValidateSymbol + " and " + opScratchSymbol + " (ptojit_sim.h): it is no operation provider"

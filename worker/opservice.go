@@ -13,6 +13,7 @@ import (
 	"github.com/ebitengine/purego"
 
 	"github.com/ptojit/ptojit/registry"
+	"github.com/ptojit/ptojit/registry/worker/mailbox"
 )
 
 // The host operation service of a chip child: the ptojit_op_service that
@@ -23,15 +24,6 @@ import (
 // in this process. The functions run on the thread of the task that called
 // the orchestration; a child serves one mailbox operation at a time, so the
 // state below needs no lock beyond the one that guards its creation.
-
-// ProvidedOp describes an operation offered to the children's host
-// operation service.
-type ProvidedOp struct {
-	OpName    string
-	OpVersion string
-	ImplID    string
-	Priority  int32
-}
 
 // C layouts of ptojit_op_service and ptojit_op_resolve_request.
 const (
@@ -46,7 +38,7 @@ const (
 var (
 	opChild       *child // the child this process serves
 	opNegotiating bool   // a provider's validate or scratch query is running
-	opProvided    = map[registry.Hashid]ProvidedOp{}
+	opProvided    = map[registry.Hashid]mailbox.ProvidedOp{}
 	opHandles     = map[uint64]*opHandle{}
 	opNextHandle  uint64
 
@@ -160,14 +152,14 @@ func opResolve(user, req, handleOut uintptr) uintptr {
 	qb := cBytes(q, sizeofOpQuery)
 	nt := binary.LittleEndian.Uint32(qb[4:])
 	tp := uintptr(binary.LittleEndian.Uint64(qb[16:]))
-	if binary.LittleEndian.Uint32(qb[0:]) != opABIVersion || nt > MaxOpTensors || (nt > 0 && tp == 0) {
+	if binary.LittleEndian.Uint32(qb[0:]) != opABIVersion || nt > mailbox.MaxOpTensors || (nt > 0 && tp == 0) {
 		return fail(opEInvalid, "resolve: malformed query")
 	}
 	var tensors []opTensorDesc
 	for i := range int(nt) {
 		e := cBytes(tp+uintptr(sizeofOpTensor*i), sizeofOpTensor)
 		nd := binary.LittleEndian.Uint32(e[4:])
-		if nd > MaxDims {
+		if nd > mailbox.MaxDims {
 			return fail(opEInvalid, fmt.Sprintf("resolve: tensor %d has %d dimensions", i, nd))
 		}
 		t := opTensorDesc{dtype: binary.LittleEndian.Uint32(e[0:])}
@@ -190,7 +182,7 @@ func opResolve(user, req, handleOut uintptr) uintptr {
 	}
 	type cand struct {
 		h  registry.Hashid
-		op ProvidedOp
+		op mailbox.ProvidedOp
 	}
 	var cands []cand
 	var newest uint64
@@ -342,9 +334,9 @@ func checkOpArgs(arena []byte, oh *opHandle, args uintptr) error {
 		if data < base || data-base > uint64(len(arena)) || n > uint64(len(arena))-(data-base) {
 			return errors.New("outside the arena")
 		}
-		t := Tensor{DType: DType(binary.LittleEndian.Uint32(e[16:]))}
+		t := mailbox.Tensor{DType: mailbox.DType(binary.LittleEndian.Uint32(e[16:]))}
 		nd := binary.LittleEndian.Uint32(e[20:])
-		if nd > MaxDims || uint32(t.DType) != w.dtype || int(nd) != len(w.shape) {
+		if nd > mailbox.MaxDims || uint32(t.DType) != w.dtype || int(nd) != len(w.shape) {
 			return errors.New("descriptor")
 		}
 		for d := range int(nd) {
@@ -360,47 +352,28 @@ func checkOpArgs(arena []byte, oh *opHandle, args uintptr) error {
 	return nil
 }
 
-// provide serves PROVIDE in a chip child: digest[32], i32 priority, then
-// op_name, op_version and impl_id, each as u16 length + bytes.
-func (c *child) provide(args []byte) (Status, Reply) {
-	if len(args) < DigestSize+4 {
-		return StatusBadFrame, Reply{Message: "PROVIDE args too short"}
-	}
-	d := [DigestSize]byte(args[:DigestSize])
-	rep := Reply{Digest: d}
-	op := ProvidedOp{Priority: int32(binary.LittleEndian.Uint32(args[DigestSize:]))}
-	rest := args[DigestSize+4:]
-	for _, dst := range []*string{&op.OpName, &op.OpVersion, &op.ImplID} {
-		if len(rest) < 2 || len(rest) < 2+int(binary.LittleEndian.Uint16(rest)) {
-			rep.Message = "PROVIDE args malformed"
-			return StatusBadFrame, rep
-		}
-		n := int(binary.LittleEndian.Uint16(rest))
-		*dst, rest = string(rest[2:2+n]), rest[2+n:]
-	}
-	if len(rest) != 0 {
-		rep.Message = "PROVIDE args longer than their fields"
-		return StatusBadFrame, rep
+// provide serves PROVIDE in a chip child.
+func (c *child) provide(args []byte) (mailbox.Status, mailbox.Reply) {
+	d, op, err := mailbox.ParseProvideArgs(args)
+	rep := mailbox.Reply{Digest: d}
+	if err != nil {
+		rep.Message = err.Error()
+		return mailbox.StatusBadFrame, rep
 	}
 	if _, err := c.table.Resolve(registry.Hashid(d)); err != nil {
 		rep.Message = err.Error()
-		return StatusNotInstalled, rep
+		return mailbox.StatusNotInstalled, rep
 	}
 	opProvided[registry.Hashid(d)] = op
-	return StatusOK, rep
+	return mailbox.StatusOK, rep
 }
 
 // Provide offers the operation op, implemented by the registered callable
 // h, to the host operation service of every chip child in h's scope.
-func (w *Worker) Provide(h CallableHandle, op ProvidedOp) error {
-	args := h.Hashid.Digest()
-	b := binary.LittleEndian.AppendUint32(append([]byte(nil), args[:]...), uint32(op.Priority))
-	for _, s := range []string{op.OpName, op.OpVersion, op.ImplID} {
-		if len(s) > 256 {
-			return fmt.Errorf("provide: field of %d bytes", len(s))
-		}
-		b = binary.LittleEndian.AppendUint16(b, uint16(len(s)))
-		b = append(b, s...)
+func (w *Worker) Provide(h CallableHandle, op mailbox.ProvidedOp) error {
+	b, err := mailbox.AppendProvideArgs(nil, h.Hashid.Digest(), op)
+	if err != nil {
+		return err
 	}
 	var errs []error
 	for _, t := range w.targets(h.TargetNamespace) {
@@ -409,8 +382,8 @@ func (w *Worker) Provide(h CallableHandle, op ProvidedOp) error {
 			errs = append(errs, err)
 			continue
 		}
-		err := e.request(OpProvide, "provide", h.Hashid, func(dst []byte) ([]byte, error) {
-			return AppendFrame(dst, OpProvide, StatusOK, b)
+		err := e.request(mailbox.OpProvide, "provide", h.Hashid, func(dst []byte) ([]byte, error) {
+			return mailbox.AppendFrame(dst, mailbox.OpProvide, mailbox.StatusOK, b)
 		}, -1, 0)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("worker %d: %w", e.id, err))

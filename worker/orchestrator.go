@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/ptojit/ptojit/registry"
+	"github.com/ptojit/ptojit/registry/worker/mailbox"
 )
 
 // CallConfig configures one next-level submission. A plain value.
@@ -29,7 +30,7 @@ type Task struct {
 	digest registry.Hashid
 	kind   registry.Kind
 	ns     registry.Namespace
-	args   TaskArgs
+	args   mailbox.TaskArgs
 
 	done    chan struct{}
 	err     error
@@ -193,7 +194,7 @@ func dispatchCheck(reg *Registrar, t *Task, e *endpoint) error {
 
 // submit validates h for namespace ns and queues one task for a child of
 // the path role.
-func (o *Orchestrator) submit(h CallableHandle, ns registry.Namespace, role uint32, args TaskArgs, workers []int) (*Task, error) {
+func (o *Orchestrator) submit(h CallableHandle, ns registry.Namespace, role uint32, args mailbox.TaskArgs, workers []int) (*Task, error) {
 	if err := o.w.reg.ValidateFor(h, ns); err != nil {
 		return nil, err
 	}
@@ -202,7 +203,7 @@ func (o *Orchestrator) submit(h CallableHandle, ns registry.Namespace, role uint
 	}
 	// Check the args now, so a bad submission fails at the caller; they
 	// are encoded once, into the task frame at dispatch.
-	if err := checkTaskArgs(args); err != nil {
+	if err := mailbox.CheckTaskArgs(args); err != nil {
 		return nil, err
 	}
 	// Eligible children: the affinity set (or all of the namespace), less
@@ -259,7 +260,7 @@ func (o *Orchestrator) submit(h CallableHandle, ns registry.Namespace, role uint
 // callable to a chip child (LOCAL_CHIP); on an L4 Worker (WorkerChildren) a
 // Python callable to a next-level Worker child's dispatch loop
 // (LOCAL_PYTHON). A handle of the other namespace is refused.
-func (o *Orchestrator) SubmitNextLevel(h CallableHandle, args TaskArgs, cfg CallConfig) (*Task, error) {
+func (o *Orchestrator) SubmitNextLevel(h CallableHandle, args mailbox.TaskArgs, cfg CallConfig) (*Task, error) {
 	role, ns := o.w.nextLevel()
 	return o.submit(h, ns, role, args, cfg.Workers)
 }
@@ -268,7 +269,7 @@ func (o *Orchestrator) SubmitNextLevel(h CallableHandle, args TaskArgs, cfg Call
 // chip callable; member i runs on cfg.Workers[i] when Workers is given (it
 // must then have one id per member). The returned group task completes when
 // every member has.
-func (o *Orchestrator) SubmitNextLevelGroup(h CallableHandle, args []TaskArgs, cfg CallConfig) (*Task, error) {
+func (o *Orchestrator) SubmitNextLevelGroup(h CallableHandle, args []mailbox.TaskArgs, cfg CallConfig) (*Task, error) {
 	if len(cfg.Workers) > 0 && len(cfg.Workers) != len(args) {
 		return nil, fmt.Errorf("worker: group of %d tasks with %d worker ids", len(args), len(cfg.Workers))
 	}
@@ -298,6 +299,6 @@ func (o *Orchestrator) SubmitNextLevelGroup(h CallableHandle, args []TaskArgs, c
 }
 
 // SubmitSub submits a Python callable task to a SUB child (LOCAL_PYTHON).
-func (o *Orchestrator) SubmitSub(h CallableHandle, args TaskArgs) (*Task, error) {
-	return o.submit(h, registry.LocalPython, RoleSub, args, nil)
+func (o *Orchestrator) SubmitSub(h CallableHandle, args mailbox.TaskArgs) (*Task, error) {
+	return o.submit(h, registry.LocalPython, mailbox.RoleSub, args, nil)
 }

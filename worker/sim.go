@@ -15,6 +15,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/ptojit/ptojit/registry"
+	"github.com/ptojit/ptojit/registry/worker/mailbox"
 )
 
 // The C ABI of testdata/examples/toolchain/runtime/include/ptojit_sim.h
@@ -27,7 +28,7 @@ const (
 	sizeofKernel   = 16 // func_id, reserved, fn
 	sizeofRuntime  = 32 // abi_version, kernel_count, kernels; tail: struct_size, reserved, operations
 	sizeofConfig   = 8  // abi_version, block_dim
-	scratchBytes   = sizeofArgs + MaxTensors*sizeofTensor + MaxScalars*8
+	scratchBytes   = sizeofArgs + mailbox.MaxTensors*sizeofTensor + mailbox.MaxScalars*8
 	pageRoundBytes = 4096
 )
 
@@ -200,7 +201,7 @@ func (s *simCallable) release() {
 
 // shapeBytes returns the bytes that t's dtype and shape need; ok is false
 // when that number does not fit in 64 bits.
-func shapeBytes(t Tensor) (n uint64, ok bool) {
+func shapeBytes(t mailbox.Tensor) (n uint64, ok bool) {
 	n, over := t.DType.Size(), uint64(0)
 	for _, d := range t.Shape {
 		var hi uint64
@@ -233,7 +234,7 @@ func (s *simCallable) configure() error {
 // run calls the orchestration entry with args whose tensors live in arena.
 // scratch holds the ptojit_args structure. A non-zero return of the
 // orchestration is returned as code with a nil error.
-func (s *simCallable) run(arena []byte, scratch cmem, a TaskArgs) (int32, error) {
+func (s *simCallable) run(arena []byte, scratch cmem, a mailbox.TaskArgs) (int32, error) {
 	if len(a.Tensors) != s.tensors || len(a.Scalars) != s.scalars {
 		return 0, fmt.Errorf("callable takes %d tensors and %d scalars, task passes %d and %d",
 			s.tensors, s.scalars, len(a.Tensors), len(a.Scalars))
@@ -246,7 +247,7 @@ func (s *simCallable) run(arena []byte, scratch cmem, a TaskArgs) (int32, error)
 		base = uintptr(unsafe.Pointer(&arena[0]))
 	}
 	tOff := sizeofArgs
-	sOff := tOff + MaxTensors*sizeofTensor
+	sOff := tOff + mailbox.MaxTensors*sizeofTensor
 	for i, t := range a.Tensors {
 		if t.Offset > uint64(len(arena)) || t.Nbytes > uint64(len(arena))-t.Offset {
 			return 0, fmt.Errorf("tensor %d [%d, +%d) lies outside the %d-byte arena", i, t.Offset, t.Nbytes, len(arena))
@@ -259,7 +260,7 @@ func (s *simCallable) run(arena []byte, scratch cmem, a TaskArgs) (int32, error)
 		binary.LittleEndian.PutUint64(e[8:], t.Nbytes)
 		binary.LittleEndian.PutUint32(e[16:], uint32(t.DType))
 		binary.LittleEndian.PutUint32(e[20:], uint32(len(t.Shape)))
-		for d := range MaxDims {
+		for d := range mailbox.MaxDims {
 			var v uint64
 			if d < len(t.Shape) {
 				v = t.Shape[d]

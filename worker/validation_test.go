@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/ptojit/ptojit/registry"
+	"github.com/ptojit/ptojit/registry/worker/mailbox"
 	"github.com/ptojit/ptojit/worker/simtest"
 )
 
@@ -61,26 +62,26 @@ func runOn(t *testing.T, w *Worker, h CallableHandle, id int) error {
 func TestTaskFrameDigest(t *testing.T) {
 	vadd, _, _ := testBlobs(t)
 	h := chipHashid(t, vadd)
-	a := TaskArgs{Tensors: []Tensor{{Offset: 64, Nbytes: 16, DType: Float32, Shape: []uint64{4}}}, Scalars: []uint64{7}}
-	f, err := AppendTaskFrame(nil, h.Digest(), a)
+	a := mailbox.TaskArgs{Tensors: []mailbox.Tensor{{Offset: 64, Nbytes: 16, DType: mailbox.Float32, Shape: []uint64{4}}}, Scalars: []uint64{7}}
+	f, err := mailbox.AppendTaskFrame(nil, h.Digest(), a)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := binary.LittleEndian.Uint64(f[OffCallable:]); got != 0 {
+	if got := binary.LittleEndian.Uint64(f[mailbox.OffCallable:]); got != 0 {
 		t.Errorf("callable field %#x, want 0", got)
 	}
-	if !bytes.Equal(f[OffArgs:OffArgs+DigestSize], h[:]) {
-		t.Errorf("args area starts with %x, want the raw digest %x", f[OffArgs:OffArgs+DigestSize], h[:])
+	if !bytes.Equal(f[mailbox.OffArgs:mailbox.OffArgs+mailbox.DigestSize], h[:]) {
+		t.Errorf("args area starts with %x, want the raw digest %x", f[mailbox.OffArgs:mailbox.OffArgs+mailbox.DigestSize], h[:])
 	}
-	blob, _ := AppendTaskArgs(nil, a)
-	if !bytes.Equal(f[OffArgs+DigestSize:], blob) {
+	blob, _ := mailbox.AppendTaskArgs(nil, a)
+	if !bytes.Equal(f[mailbox.OffArgs+mailbox.DigestSize:], blob) {
 		t.Errorf("task-args blob differs after the digest")
 	}
 	if bytes.Contains(f, []byte(h.String())) || bytes.Contains(f, []byte(h.String()[7:])) {
 		t.Error("task frame carries the hashid as text")
 	}
-	pf, err := ParseFrame(f)
-	if err != nil || pf.Op != OpTask {
+	pf, err := mailbox.ParseFrame(f)
+	if err != nil || pf.Op != mailbox.OpTask {
 		t.Fatalf("parse: %v %v", pf.Op, err)
 	}
 
@@ -134,7 +135,7 @@ func TestPrivateSlotsDiffer(t *testing.T) {
 			if _, err := o.SubmitNextLevel(hv, v.args(), CallConfig{}); err != nil {
 				return err
 			}
-			if _, err := o.SubmitNextLevel(he, TaskArgs{}, CallConfig{}); err != nil {
+			if _, err := o.SubmitNextLevel(he, mailbox.TaskArgs{}, CallConfig{}); err != nil {
 				return err
 			}
 		}
@@ -184,7 +185,7 @@ func TestDuplicateRegisterRefcount(t *testing.T) {
 		t.Fatalf("the second handle after unregistering the first: %v", err)
 	}
 	err := w.Run(ctx, func(o *Orchestrator) error {
-		_, err := o.SubmitNextLevel(h1, TaskArgs{}, CallConfig{})
+		_, err := o.SubmitNextLevel(h1, mailbox.TaskArgs{}, CallConfig{})
 		return err
 	})
 	if !errors.Is(err, registry.HandleStale) {
@@ -534,13 +535,13 @@ func TestSubmitChecks(t *testing.T) {
 	mutated.Hashid[0] ^= 1
 	err = w.Run(context.Background(), func(o *Orchestrator) error {
 		var errs []error
-		_, err := o.SubmitNextLevel(forged, TaskArgs{}, CallConfig{})
+		_, err := o.SubmitNextLevel(forged, mailbox.TaskArgs{}, CallConfig{})
 		errs = append(errs, expect(err, registry.HandleForged))
-		_, err = o.SubmitNextLevel(mutated, TaskArgs{}, CallConfig{})
+		_, err = o.SubmitNextLevel(mutated, mailbox.TaskArgs{}, CallConfig{})
 		errs = append(errs, expect(err, registry.HandleMutated))
-		_, err = o.SubmitNextLevel(hp, TaskArgs{}, CallConfig{})
+		_, err = o.SubmitNextLevel(hp, mailbox.TaskArgs{}, CallConfig{})
 		errs = append(errs, expect(err, registry.HandleNamespaceMismatch))
-		_, err = o.SubmitSub(hc, TaskArgs{})
+		_, err = o.SubmitSub(hc, mailbox.TaskArgs{})
 		errs = append(errs, expect(err, registry.HandleNamespaceMismatch))
 		return errors.Join(errs...)
 	})
@@ -583,7 +584,7 @@ func TestSubChild(t *testing.T) {
 		if _, err := o.SubmitNextLevel(hc, v.args(), CallConfig{}); err != nil {
 			return err
 		}
-		_, err := o.SubmitSub(hp, TaskArgs{Tensors: []Tensor{in.Tensor(Float32, 50), out.Tensor(Float32, 50)}, Scalars: []uint64{3}})
+		_, err := o.SubmitSub(hp, mailbox.TaskArgs{Tensors: []mailbox.Tensor{in.Tensor(mailbox.Float32, 50), out.Tensor(mailbox.Float32, 50)}, Scalars: []uint64{3}})
 		return err
 	})
 	if err != nil {
@@ -603,7 +604,7 @@ func TestSubChild(t *testing.T) {
 		t.Fatal(err)
 	}
 	err = w.Run(ctx, func(o *Orchestrator) error {
-		_, err := o.SubmitSub(hf, TaskArgs{})
+		_, err := o.SubmitSub(hf, mailbox.TaskArgs{})
 		return err
 	})
 	if !errors.Is(err, TaskFailed) || !strings.Contains(err.Error(), "ZeroDivisionError") {
@@ -642,10 +643,10 @@ func TestChildDiesDuringTask(t *testing.T) {
 	if n, _ := w.installed(0); n != 2 {
 		t.Errorf("worker 0: %d identities, want 2", n)
 	}
-	if err := w.Call(0, he, TaskArgs{}); err != nil {
+	if err := w.Call(0, he, mailbox.TaskArgs{}); err != nil {
 		t.Fatal(err)
 	}
-	if err := w.Call(1, he, TaskArgs{}); !errors.Is(err, ErrChildExited) {
+	if err := w.Call(1, he, mailbox.TaskArgs{}); !errors.Is(err, ErrChildExited) {
 		t.Errorf("call on the dead child: %v", err)
 	}
 }
@@ -688,7 +689,7 @@ func TestSlotExhausted(t *testing.T) {
 	if err != nil {
 		t.Fatalf("register after a slot was freed: %v", err)
 	}
-	if err := w.Call(1, h3, TaskArgs{}); err != nil {
+	if err := w.Call(1, h3, mailbox.TaskArgs{}); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -770,7 +771,7 @@ func TestSeed000PrewarmResolvesSymbolsOnly(t *testing.T) {
 		t.Fatalf("register ran the config symbol during prewarm: %v", err)
 	}
 	err = w.Run(context.Background(), func(o *Orchestrator) error {
-		_, err := o.SubmitNextLevel(h, TaskArgs{}, CallConfig{Workers: []int{0}})
+		_, err := o.SubmitNextLevel(h, mailbox.TaskArgs{}, CallConfig{Workers: []int{0}})
 		return err
 	})
 	if err == nil || !strings.Contains(err.Error(), "config symbol returned NULL") {
@@ -893,7 +894,7 @@ func TestSeed000WorkerChildLoopsServeLocalPython(t *testing.T) {
 	for i := range in.Float32s() {
 		in.Float32s()[i] = float32(i)
 	}
-	outs := []Buffer{}
+	outs := []mailbox.Buffer{}
 	for range ids {
 		b, _ := w.Arena().Alloc(4 * 16)
 		outs = append(outs, b)
@@ -901,7 +902,7 @@ func TestSeed000WorkerChildLoopsServeLocalPython(t *testing.T) {
 	ran := map[int]bool{}
 	err = w.Run(ctx, func(o *Orchestrator) error {
 		for i, id := range ids {
-			task, err := o.SubmitNextLevel(hp, TaskArgs{Tensors: []Tensor{in.Tensor(Float32, 16), outs[i].Tensor(Float32, 16)}, Scalars: []uint64{7}}, CallConfig{Workers: []int{id}})
+			task, err := o.SubmitNextLevel(hp, mailbox.TaskArgs{Tensors: []mailbox.Tensor{in.Tensor(mailbox.Float32, 16), outs[i].Tensor(mailbox.Float32, 16)}, Scalars: []uint64{7}}, CallConfig{Workers: []int{id}})
 			if err != nil {
 				return err
 			}
@@ -911,7 +912,7 @@ func TestSeed000WorkerChildLoopsServeLocalPython(t *testing.T) {
 			ran[task.Worker()] = true
 		}
 		// The SUB child is not a next-level target.
-		if _, err := o.SubmitNextLevel(hp, TaskArgs{}, CallConfig{Workers: w.SubWorkerIDs()}); !errors.Is(err, registry.TargetNamespaceMismatch) {
+		if _, err := o.SubmitNextLevel(hp, mailbox.TaskArgs{}, CallConfig{Workers: w.SubWorkerIDs()}); !errors.Is(err, registry.TargetNamespaceMismatch) {
 			t.Errorf("next level reached the SUB child: %v", err)
 		}
 		return nil
@@ -939,7 +940,7 @@ func TestSeed000WorkerChildLoopsServeLocalPython(t *testing.T) {
 		return // refused outright: it cannot reach the next level either
 	}
 	err = w.Run(ctx, func(o *Orchestrator) error {
-		_, err := o.SubmitNextLevel(hc, TaskArgs{}, CallConfig{})
+		_, err := o.SubmitNextLevel(hc, mailbox.TaskArgs{}, CallConfig{})
 		return err
 	})
 	if !errors.Is(err, registry.HandleNamespaceMismatch) {

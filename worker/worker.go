@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/ptojit/ptojit/registry"
+	"github.com/ptojit/ptojit/registry/worker/mailbox"
 )
 
 // Defaults of Config.
@@ -67,7 +68,7 @@ type Config struct {
 // are called once.
 type Worker struct {
 	cfg   Config
-	arena *Arena
+	arena *mailbox.Arena
 	reg   *Registrar
 
 	// scope is held shared by Register and exclusively by Start, so a
@@ -96,8 +97,8 @@ func New(cfg Config) (*Worker, error) {
 		if _, err := registry.TargetArch(cfg.Platform); err != nil {
 			return nil, fmt.Errorf("worker: %w", err)
 		}
-		if cfg.Runtime == "" || len(cfg.Runtime) > maxName || len(cfg.Platform) > maxName {
-			return nil, fmt.Errorf("worker: runtime name must have 1..%d bytes", maxName)
+		if cfg.Runtime == "" || len(cfg.Runtime) > mailbox.MaxName || len(cfg.Platform) > mailbox.MaxName {
+			return nil, fmt.Errorf("worker: runtime name must have 1..%d bytes", mailbox.MaxName)
 		}
 	}
 	if cfg.Python == "" {
@@ -115,7 +116,7 @@ func New(cfg Config) (*Worker, error) {
 	if cfg.Stderr == nil {
 		cfg.Stderr = os.Stderr
 	}
-	a, err := newArena(cfg.ArenaSize)
+	a, err := mailbox.NewArena(cfg.ArenaSize)
 	if err != nil {
 		return nil, fmt.Errorf("worker: %w", err)
 	}
@@ -123,7 +124,7 @@ func New(cfg Config) (*Worker, error) {
 }
 
 // Arena returns the shared tensor arena.
-func (w *Worker) Arena() *Arena { return w.arena }
+func (w *Worker) Arena() *mailbox.Arena { return w.arena }
 
 // SubWorkerIDs returns the ids of the Python SUB children.
 func (w *Worker) SubWorkerIDs() []int {
@@ -147,9 +148,9 @@ func (w *Worker) WorkerChildIDs() []int {
 // children on an L3 Worker, Worker-child Python loops on an L4 Worker.
 func (w *Worker) nextLevel() (uint32, registry.Namespace) {
 	if w.cfg.WorkerChildren > 0 {
-		return RoleWorkerChild, registry.LocalPython
+		return mailbox.RoleWorkerChild, registry.LocalPython
 	}
-	return RoleChip, registry.LocalChip
+	return mailbox.RoleChip, registry.LocalChip
 }
 
 // Start starts every child, installs every registration made before Start
@@ -187,12 +188,12 @@ func (w *Worker) Start(ctx context.Context) (err error) {
 }
 
 func (w *Worker) startChild(ctx context.Context, id int) (*endpoint, error) {
-	role := uint32(RoleChip)
+	role := uint32(mailbox.RoleChip)
 	argv := w.cfg.ChildCommand
 	if id >= w.cfg.ChipWorkers {
-		role = RoleSub
+		role = mailbox.RoleSub
 		if id >= w.cfg.ChipWorkers+w.cfg.SubWorkers {
-			role = RoleWorkerChild
+			role = mailbox.RoleWorkerChild
 		}
 		argv = []string{w.cfg.Python, "-c", subChildScript}
 	}
@@ -200,18 +201,18 @@ func (w *Worker) startChild(ctx context.Context, id int) (*endpoint, error) {
 	if env == nil {
 		env = os.Environ()
 	}
-	e, err := startEndpoint(id, role, argv, env, w.arena.file, w.cfg.Stderr, w.cfg.ControlTimeout)
+	e, err := startEndpoint(id, role, argv, env, w.arena.File(), w.cfg.Stderr, w.cfg.ControlTimeout)
 	if err != nil {
 		return nil, err
 	}
-	ia := InitArgs{
+	ia := mailbox.InitArgs{
 		WorkerID: uint32(id), Role: role, Slots: uint32(w.cfg.Slots), ArenaSize: uint64(w.cfg.ArenaSize),
 		Flags: w.cfg.faults[id], SlotBase: w.cfg.slotBase[id], Platform: w.cfg.Platform, Runtime: w.cfg.Runtime,
 	}
 	if w.cfg.Debug {
-		ia.Flags |= InitDebug
+		ia.Flags |= mailbox.InitDebug
 	}
-	if _, err := e.simple(OpInit, ia.Append(nil), w.cfg.ControlTimeout); err != nil {
+	if _, err := e.simple(mailbox.OpInit, ia.Append(nil), w.cfg.ControlTimeout); err != nil {
 		return e, err
 	}
 	// Pre-start registrations: every live handle of the namespace, once per
@@ -219,7 +220,7 @@ func (w *Worker) startChild(ctx context.Context, id int) (*endpoint, error) {
 	if err := w.reg.Attach(ctx, e); err != nil {
 		return e, err
 	}
-	if _, err := e.simple(OpReady, nil, w.cfg.ControlTimeout); err != nil {
+	if _, err := e.simple(mailbox.OpReady, nil, w.cfg.ControlTimeout); err != nil {
 		return e, err
 	}
 	return e, nil
@@ -231,7 +232,7 @@ func (w *Worker) installed(id int) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	r, err := e.simple(OpReady, nil, w.cfg.ControlTimeout)
+	r, err := e.simple(mailbox.OpReady, nil, w.cfg.ControlTimeout)
 	return int(r.Detail), err
 }
 
@@ -315,7 +316,7 @@ func (w *Worker) Close() error {
 		}
 	}
 	wg.Wait()
-	return w.arena.close()
+	return w.arena.Close()
 }
 
 // BareRoundTrip sends one NOP frame to child id and waits for its reply:
@@ -332,14 +333,14 @@ func (w *Worker) BareRoundTrip(id int) error {
 // Call runs one task of h on child id and waits for it, outside any Run:
 // the same preflight as a submission (live handle, namespace, uncertainty),
 // then one TASK round trip on that child's mailbox.
-func (w *Worker) Call(id int, h CallableHandle, args TaskArgs) error {
+func (w *Worker) Call(id int, h CallableHandle, args mailbox.TaskArgs) error {
 	return w.CallContext(context.Background(), id, h, args)
 }
 
 // CallContext is Call bounded by ctx: when ctx ends before the task does,
 // the child is killed and the call fails with ctx's cause (a child whose
 // task never returns cannot be reused); later calls there fail.
-func (w *Worker) CallContext(ctx context.Context, id int, h CallableHandle, args TaskArgs) error {
+func (w *Worker) CallContext(ctx context.Context, id int, h CallableHandle, args mailbox.TaskArgs) error {
 	e, err := w.endpoint(id)
 	if err != nil {
 		return err

@@ -7,12 +7,13 @@ import (
 	"testing"
 
 	"github.com/ptojit/ptojit/registry"
+	"github.com/ptojit/ptojit/registry/worker/mailbox"
 )
 
 // vaddTask allocates a, b and out of n float32 in the arena, fills a and b,
 // and returns the task args with scalar s.
 type vaddTask struct {
-	a, b, out Buffer
+	a, b, out mailbox.Buffer
 	s         float32
 }
 
@@ -20,7 +21,7 @@ func newVAddTask(t testing.TB, w *Worker, n int, seed int, s float32) *vaddTask 
 	t.Helper()
 	v := &vaddTask{s: s}
 	var err error
-	for _, p := range []*Buffer{&v.a, &v.b, &v.out} {
+	for _, p := range []*mailbox.Buffer{&v.a, &v.b, &v.out} {
 		if *p, err = w.Arena().Alloc(uint64(4 * n)); err != nil {
 			t.Fatal(err)
 		}
@@ -34,11 +35,11 @@ func newVAddTask(t testing.TB, w *Worker, n int, seed int, s float32) *vaddTask 
 	return v
 }
 
-func (v *vaddTask) args() TaskArgs {
+func (v *vaddTask) args() mailbox.TaskArgs {
 	n := v.a.Len / 4
-	return TaskArgs{
-		Tensors: []Tensor{v.a.Tensor(Float32, n), v.b.Tensor(Float32, n), v.out.Tensor(Float32, n)},
-		Scalars: []uint64{Float32Scalar(v.s)},
+	return mailbox.TaskArgs{
+		Tensors: []mailbox.Tensor{v.a.Tensor(mailbox.Float32, n), v.b.Tensor(mailbox.Float32, n), v.out.Tensor(mailbox.Float32, n)},
+		Scalars: []uint64{mailbox.Float32Scalar(v.s)},
 	}
 }
 
@@ -113,7 +114,7 @@ func TestAffinityAndGroup(t *testing.T) {
 		if one, err = o.SubmitNextLevel(h, v1.args(), CallConfig{Workers: []int{1}}); err != nil {
 			return err
 		}
-		group, err = o.SubmitNextLevelGroup(h, []TaskArgs{g[0].args(), g[1].args()}, CallConfig{Workers: []int{0, 1}})
+		group, err = o.SubmitNextLevelGroup(h, []mailbox.TaskArgs{g[0].args(), g[1].args()}, CallConfig{Workers: []int{0, 1}})
 		return err
 	})
 	if err != nil {
@@ -145,14 +146,14 @@ func TestAffinityAndGroup(t *testing.T) {
 // Task args beyond the limits are refused at the submitter, before a task
 // exists, and AppendTaskArgs leaves dst as it was.
 func TestSubmitRejectsOversizedArgs(t *testing.T) {
-	bad := []TaskArgs{
-		{Tensors: make([]Tensor, MaxTensors+1)},
-		{Scalars: make([]uint64, MaxScalars+1)},
-		{Tensors: []Tensor{{DType: Float32, Shape: make([]uint64, MaxDims+1)}}},
+	bad := []mailbox.TaskArgs{
+		{Tensors: make([]mailbox.Tensor, mailbox.MaxTensors+1)},
+		{Scalars: make([]uint64, mailbox.MaxScalars+1)},
+		{Tensors: []mailbox.Tensor{{DType: mailbox.Float32, Shape: make([]uint64, mailbox.MaxDims+1)}}},
 	}
 	for i, a := range bad {
 		dst := []byte("keep")
-		if out, err := AppendTaskArgs(dst, a); err == nil || string(out) != "keep" {
+		if out, err := mailbox.AppendTaskArgs(dst, a); err == nil || string(out) != "keep" {
 			t.Errorf("args %d: AppendTaskArgs = %q, %v; want dst unchanged and an error", i, out, err)
 		}
 	}

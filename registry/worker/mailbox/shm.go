@@ -1,4 +1,4 @@
-package worker
+package mailbox
 
 import (
 	"errors"
@@ -11,8 +11,10 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// stagePayload copies payload into a new sealed memfd and returns it.
-func stagePayload(payload []byte) (*os.File, error) {
+// StagePayload copies payload into a new memfd, seals it against writing,
+// growing and shrinking, and returns it: the REGISTER_CALLABLE payload
+// reference RefSealedMemfd.
+func StagePayload(payload []byte) (*os.File, error) {
 	fd, err := memfdCreate("ptojit-register", true)
 	if err != nil {
 		return nil, fmt.Errorf("stage payload: memfd_create: %w", err)
@@ -29,9 +31,9 @@ func stagePayload(payload []byte) (*os.File, error) {
 	return f, nil
 }
 
-// readStaged reads a staged payload of exactly n bytes from fd, checking its
+// ReadStaged reads a staged payload of exactly n bytes from fd, checking its
 // seals and size. It does not close fd.
-func readStaged(fd int, n uint64) ([]byte, error) {
+func ReadStaged(fd int, n uint64) ([]byte, error) {
 	if err := checkSealed(fd); err != nil {
 		return nil, err
 	}
@@ -71,7 +73,10 @@ type span struct{ off, len uint64 }
 // arenaAlign is the alignment of every allocation.
 const arenaAlign = 64
 
-func newArena(size int64) (*Arena, error) {
+// NewArena creates an arena of size bytes, a positive multiple of the page
+// size. Its owner (the Worker) passes File to every child and closes the
+// arena after the children are gone.
+func NewArena(size int64) (*Arena, error) {
 	if size <= 0 || size%int64(os.Getpagesize()) != 0 {
 		return nil, fmt.Errorf("arena size %d is not a positive multiple of the page size", size)
 	}
@@ -92,8 +97,9 @@ func newArena(size int64) (*Arena, error) {
 	return &Arena{file: f, mem: mem, free: []span{{0, uint64(size)}}, live: map[uint64]uint64{}}, nil
 }
 
-// mapArena maps an arena received from the parent (child side).
-func mapArena(fd int, size uint64) ([]byte, error) {
+// MapArena maps an arena of size bytes received from the parent as fd (the
+// child side).
+func MapArena(fd int, size uint64) ([]byte, error) {
 	var st unix.Stat_t
 	if err := unix.Fstat(fd, &st); err != nil {
 		return nil, fmt.Errorf("arena: %w", err)
@@ -207,7 +213,12 @@ func (b Buffer) Tensor(dtype DType, shape ...uint64) Tensor {
 	return Tensor{Offset: b.Off, Nbytes: b.Len, DType: dtype, Shape: shape}
 }
 
-func (a *Arena) close() error {
+// File is the arena's memfd, which every child inherits (ChildArenaFD).
+func (a *Arena) File() *os.File { return a.file }
+
+// Close unmaps the arena and closes its memfd. Only its owner calls it,
+// once, after the children are gone.
+func (a *Arena) Close() error {
 	err := unix.Munmap(a.mem)
 	return errors.Join(err, a.file.Close())
 }

@@ -1,6 +1,6 @@
 //go:build !linux
 
-package worker
+package mailbox
 
 import (
 	"errors"
@@ -12,8 +12,8 @@ import (
 // every memfd it would create is refused.
 
 const (
-	recvFlags   = 0
-	sockCloexec = 0
+	RecvFlags   = 0
+	SockCloexec = 0
 )
 
 var errNoMemfd = fmt.Errorf("worker: sealed memfds need Linux, not %s: %w", runtime.GOOS, errors.ErrUnsupported)

@@ -1,4 +1,4 @@
-package worker
+package mailbox
 
 import (
 	"fmt"
@@ -11,12 +11,12 @@ import (
 // mailbox. Other systems build the package (so that `GOOS=darwin go vet`
 // checks it) but cannot start workers (sys_other.go).
 
-// recvFlags are the flags of every recvmsg: descriptors received are
-// close-on-exec.
-const recvFlags = unix.MSG_CMSG_CLOEXEC
+// RecvFlags are the flags of every recvmsg on a mailbox: descriptors
+// received are close-on-exec.
+const RecvFlags = unix.MSG_CMSG_CLOEXEC
 
-// sockCloexec makes a socket close-on-exec when it is created.
-const sockCloexec = unix.SOCK_CLOEXEC
+// SockCloexec makes a mailbox socket close-on-exec when it is created.
+const SockCloexec = unix.SOCK_CLOEXEC
 
 // requiredSeals are the seals a staged payload must carry: its size and
 // content can no longer change, so a child reads exactly what the parent

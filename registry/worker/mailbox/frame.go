@@ -1,4 +1,4 @@
-package worker
+package mailbox
 
 import (
 	"encoding/binary"
@@ -43,8 +43,14 @@ const (
 	MaxReplyMessage = 1024
 	// MaxPayload bounds a staged register payload (1 GiB).
 	MaxPayload = 1 << 30
-	// maxName bounds platform and runtime names in INIT.
-	maxName = 64
+	// MaxName bounds platform and runtime names in INIT.
+	MaxName = 64
+)
+
+// Descriptors a chip child inherits from the parent.
+const (
+	ChildMailboxFD = 3 // the child's end of the SOCK_SEQPACKET mailbox
+	ChildArenaFD   = 4 // the arena memfd
 )
 
 var frameMagic = [4]byte{'P', 'J', 'M', 'B'}
@@ -89,18 +95,18 @@ type Status uint32
 // Reply statuses.
 const (
 	StatusOK                 Status = 0
-	StatusBadFrame           Status = 1  // the request frame was malformed
-	StatusDescriptorMismatch Status = 2  // HASHID_DESCRIPTOR_MISMATCH
-	StatusKindUnsupported    Status = 3  // CALLABLE_KIND_UNSUPPORTED
-	StatusSlotExhausted      Status = 4  // LOCAL_SLOT_EXHAUSTED
-	StatusNotInstalled       Status = 5  // no identity_table entry for the digest
-	StatusPayloadInvalid     Status = 6  // the staged payload does not parse
-	StatusPlatformMismatch   Status = 7  // the descriptor's platform is not the child's
-	StatusPrewarmFailed      Status = 8  // loading the executable state failed
-	StatusExecFailed         Status = 9  // the callable ran and reported failure
-	StatusArgsInvalid        Status = 10 // task args do not fit the callable or the arena
-	StatusRejected           Status = 11 // the provider's validate or scratch query refused the tensors
-	statusMax                       = StatusRejected
+	StatusBadFrame           Status = 1              // the request frame was malformed
+	StatusDescriptorMismatch Status = 2              // HASHID_DESCRIPTOR_MISMATCH
+	StatusKindUnsupported    Status = 3              // CALLABLE_KIND_UNSUPPORTED
+	StatusSlotExhausted      Status = 4              // LOCAL_SLOT_EXHAUSTED
+	StatusNotInstalled       Status = 5              // no identity_table entry for the digest
+	StatusPayloadInvalid     Status = 6              // the staged payload does not parse
+	StatusPlatformMismatch   Status = 7              // the descriptor's platform is not the child's
+	StatusPrewarmFailed      Status = 8              // loading the executable state failed
+	StatusExecFailed         Status = 9              // the callable ran and reported failure
+	StatusArgsInvalid        Status = 10             // task args do not fit the callable or the arena
+	StatusRejected           Status = 11             // the provider's validate or scratch query refused the tensors
+	StatusMax                       = StatusRejected // the largest status of this layout
 )
 
 func (s Status) String() string {
@@ -233,9 +239,9 @@ type TaskArgs struct {
 // Float32Scalar returns the raw scalar value that carries f.
 func Float32Scalar(f float32) uint64 { return uint64(math.Float32bits(f)) }
 
-// checkTaskArgs reports whether a has a task-args blob: the counts, the
+// CheckTaskArgs reports whether a has a task-args blob: the counts, the
 // blob's size and every tensor's dimensions are within the limits.
-func checkTaskArgs(a TaskArgs) error {
+func CheckTaskArgs(a TaskArgs) error {
 	if len(a.Tensors) > MaxTensors || len(a.Scalars) > MaxScalars {
 		return frameErr("%d tensors and %d scalars exceed the limits %d and %d", len(a.Tensors), len(a.Scalars), MaxTensors, MaxScalars)
 	}
@@ -251,9 +257,9 @@ func checkTaskArgs(a TaskArgs) error {
 }
 
 // AppendTaskArgs appends the task-args blob of a to dst; if a has none
-// (checkTaskArgs), it returns dst unchanged and the error.
+// (CheckTaskArgs), it returns dst unchanged and the error.
 func AppendTaskArgs(dst []byte, a TaskArgs) ([]byte, error) {
-	if err := checkTaskArgs(a); err != nil {
+	if err := CheckTaskArgs(a); err != nil {
 		return dst, err
 	}
 	dst = binary.LittleEndian.AppendUint32(dst, uint32(len(a.Tensors)))
@@ -479,7 +485,7 @@ func readStr(b []byte) (string, []byte, error) {
 		return "", nil, errors.New("truncated string length")
 	}
 	n := binary.LittleEndian.Uint32(b)
-	if n > maxName || int(n) > len(b)-4 {
+	if n > MaxName || int(n) > len(b)-4 {
 		return "", nil, fmt.Errorf("string of %d bytes", n)
 	}
 	return string(b[4 : 4+n]), b[4+n:], nil

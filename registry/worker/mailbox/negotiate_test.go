@@ -1,4 +1,4 @@
-package worker
+package mailbox
 
 import (
 	"reflect"
@@ -8,19 +8,19 @@ import (
 // FuzzParseNegotiateArgs: the child parses NEGOTIATE args from the mailbox;
 // it never panics, and what it accepts encodes back to the same bytes.
 func FuzzParseNegotiateArgs(f *testing.F) {
-	good, _ := appendNegotiateArgs(nil, NegotiateArgs{Inputs: 1, SyncMode: 1, Tensors: []OpTensor{
+	good, _ := AppendNegotiateArgs(nil, NegotiateArgs{Inputs: 1, SyncMode: 1, Tensors: []OpTensor{
 		{DType: 1, Shape: []uint64{8}, Strides: []uint64{0}}, {DType: 1, Shape: []uint64{8, 2}, Strides: []uint64{1, 8}}}})
 	f.Add(good)
 	f.Add([]byte{})
 	f.Fuzz(func(t *testing.T, b []byte) {
-		a, err := parseNegotiateArgs(b)
+		a, err := ParseNegotiateArgs(b)
 		if err != nil {
 			return
 		}
 		if a.Inputs > len(a.Tensors) || len(a.Tensors) > MaxOpTensors {
 			t.Fatalf("accepted %d inputs of %d tensors", a.Inputs, len(a.Tensors))
 		}
-		a2, err := parseNegotiateArgs(mustAppend(t, a))
+		a2, err := ParseNegotiateArgs(mustAppend(t, a))
 		if err != nil || !reflect.DeepEqual(a, a2) {
 			t.Fatalf("round trip: %v\n%+v\n%+v", err, a, a2)
 		}
@@ -28,7 +28,7 @@ func FuzzParseNegotiateArgs(f *testing.F) {
 }
 
 func mustAppend(t *testing.T, a NegotiateArgs) []byte {
-	b, err := appendNegotiateArgs(nil, a)
+	b, err := AppendNegotiateArgs(nil, a)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package worker
+package mailbox
 
 import (
 	"errors"
@@ -8,11 +8,11 @@ import (
 )
 
 func TestArenaAllocFree(t *testing.T) {
-	a, err := newArena(4096)
+	a, err := NewArena(4096)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer a.close()
+	defer a.Close()
 	var bs []Buffer
 	for range 64 {
 		b, err := a.Alloc(60)
@@ -45,7 +45,7 @@ func TestArenaAllocFree(t *testing.T) {
 	// Writes through one buffer are visible through the shared mapping.
 	c, _ := a.Alloc(8)
 	c.Float32s()[1] = 2.5
-	m, err := mapArena(int(a.file.Fd()), a.Size())
+	m, err := MapArena(int(a.file.Fd()), a.Size())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -56,7 +56,7 @@ func TestArenaAllocFree(t *testing.T) {
 }
 
 func TestStagedPayloadSealed(t *testing.T) {
-	f, err := stagePayload([]byte("payload"))
+	f, err := StagePayload([]byte("payload"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -64,11 +64,11 @@ func TestStagedPayloadSealed(t *testing.T) {
 	if _, err := f.WriteAt([]byte("X"), 0); err == nil {
 		t.Error("a sealed payload was writable")
 	}
-	got, err := readStaged(int(f.Fd()), 7)
+	got, err := ReadStaged(int(f.Fd()), 7)
 	if err != nil || string(got) != "payload" {
 		t.Fatalf("read %q, %v", got, err)
 	}
-	if _, err := readStaged(int(f.Fd()), 8); err == nil {
+	if _, err := ReadStaged(int(f.Fd()), 8); err == nil {
 		t.Error("a size that differs from the frame's was accepted")
 	}
 	// An unsealed memfd is refused.
@@ -78,7 +78,7 @@ func TestStagedPayloadSealed(t *testing.T) {
 	}
 	defer unix.Close(fd)
 	unix.Write(fd, []byte("payload"))
-	if _, err := readStaged(fd, 7); err == nil {
+	if _, err := ReadStaged(fd, 7); err == nil {
 		t.Error("an unsealed payload was accepted")
 	}
 }

@@ -1,13 +1,11 @@
-package worker
+package mailbox
 
 import (
 	"bytes"
 	"testing"
-
-	"github.com/ptojit/ptojit/registry"
 )
 
-// Seeds shared by the corpus generator (TestWriteFuzzCorpus) and f.Add.
+// frameSeeds are the seeds of the frame fuzz tests.
 func frameSeeds() [][]byte {
 	d := [DigestSize]byte{1, 2, 3}
 	task, _ := AppendTaskFrame(nil, d, TaskArgs{Tensors: []Tensor{{Offset: 128, Nbytes: 64, DType: Float32, Shape: []uint64{4, 4}}}, Scalars: []uint64{Float32Scalar(1.5)}})
@@ -85,37 +83,6 @@ func FuzzParseTaskArgs(f *testing.F) {
 		again, err := AppendTaskArgs(nil, a)
 		if err != nil || !bytes.Equal(again, b) {
 			t.Fatalf("re-encoding differs: %v", err)
-		}
-	})
-}
-
-// FuzzChildFrame feeds arbitrary frames to a chip child's dispatcher (no
-// process, no installed callable): it must reply with a status, never
-// panic, never install anything.
-func FuzzChildFrame(f *testing.F) {
-	for _, s := range frameSeeds() {
-		f.Add(s)
-	}
-	f.Fuzz(func(t *testing.T, b []byte) {
-		fr, err := ParseFrame(b)
-		if err != nil || fr.Op&ReplyBit != 0 || fr.Op == OpShutdown {
-			return
-		}
-		c := &child{
-			init:  InitArgs{Role: RoleChip, Slots: 2, Platform: "a2a3sim", Runtime: "r"},
-			table: registry.NewTargetTable(registry.LocalChip, 2),
-			slots: make([]chipSlot, 2),
-			arena: make([]byte, 4096),
-		}
-		st, r := c.handle(fr, -1)
-		if st > statusMax {
-			t.Fatalf("status %d", st)
-		}
-		if len(r.Message) > 4*MaxReplyMessage {
-			t.Fatalf("message of %d bytes", len(r.Message))
-		}
-		if n, _ := c.table.Len(); n != 0 {
-			t.Fatalf("%d identities installed from a frame without a payload", n)
 		}
 	})
 }
