@@ -21,8 +21,8 @@ import (
 	"time"
 
 	"github.com/ptojit/ptojit/registry"
-	"github.com/ptojit/ptojit/worker"
-	"github.com/ptojit/ptojit/worker/simtest"
+	"github.com/ptojit/ptojit/registry/worker"
+	"github.com/ptojit/ptojit/registry/worker/simtest"
 )
 
 const childEnv = "PTOJIT_BENCH_WORKER_CHILD"

@@ -11,7 +11,7 @@ import (
 
 	"github.com/ptojit/ptojit/registry"
 	"github.com/ptojit/ptojit/registry/module"
-	"github.com/ptojit/ptojit/worker"
+	"github.com/ptojit/ptojit/registry/worker"
 )
 
 // ActivationError is a module whose activation failed: nothing of it stays

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/ptojit/ptojit/registry"
-	"github.com/ptojit/ptojit/worker/simtest"
+	"github.com/ptojit/ptojit/registry/worker/simtest"
 )
 
 // hookOrch is an orchestration with module hooks that log to the file

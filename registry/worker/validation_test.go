@@ -18,7 +18,7 @@ import (
 
 	"github.com/ptojit/ptojit/registry"
 	"github.com/ptojit/ptojit/registry/worker/mailbox"
-	"github.com/ptojit/ptojit/worker/simtest"
+	"github.com/ptojit/ptojit/registry/worker/simtest"
 )
 
 // slotOf returns the private slot a child logged for its first install of h.

@@ -26,7 +26,7 @@ func IncludeDir() (string, error) {
 	if !ok {
 		return "", errors.New("simtest: cannot locate the source tree")
 	}
-	dir := filepath.Join(filepath.Dir(file), "..", "..", "testdata", "examples", "toolchain", "runtime", "include")
+	dir := filepath.Join(filepath.Dir(file), "..", "..", "..", "testdata", "examples", "toolchain", "runtime", "include")
 	if _, err := os.Stat(filepath.Join(dir, "ptojit_sim.h")); err != nil {
 		return "", fmt.Errorf("simtest: ptojit_sim.h: %w", err)
 	}

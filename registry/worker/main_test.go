@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/ptojit/ptojit/registry"
-	"github.com/ptojit/ptojit/worker/simtest"
+	"github.com/ptojit/ptojit/registry/worker/simtest"
 )
 
 // childEnv marks a re-executed test binary as a chip child.
