@@ -31,16 +31,20 @@ var arrows = map[string][]string{
 	"toolchain":               {"inventory", "registry"},
 	"registry/worker":         {"registry/worker/mailbox", "registry/opquery", "registry"},
 	"registry/worker/mailbox": {},
-	"registry/module":         {"inventory", "registry", "internal/durable"},
-	"registry/ops":            {"registry/module", "registry", "registry/worker", "inventory"},
-	"jit":                     {"api", "api/client", "cache", "toolchain", "inventory", "registry", "envaudit/envreg", "."},
-	"cmd/internal/cli":        {},
-	"cmd/internal/clientcmd":  {"cmd/internal/cli", "api", "api/client", "inventory", "registry"},
-	"cmd/ptojit":              {"cmd/internal/cli", "cmd/internal/clientcmd", "api", "api/client", "inventory", "registry"},
-	"cmd/ptojitd":             {"*"},
-	"bench":                   {"*"},
-	"test":                    {"*"}, // the fault suite drives the binaries
-	"internal/fixture":        {},    // test fixtures, imported by tests only
+	"registry/worker/child":   {"registry/worker/mailbox", "registry/opquery", "registry", "registry/worker/internal/childfault"},
+	// The child's fault-injection seam: only the child imports it outside
+	// tests, so no program but a test binary can set it.
+	"registry/worker/internal/childfault": {"registry/worker/mailbox", "registry"},
+	"registry/module":                     {"inventory", "registry", "internal/durable"},
+	"registry/ops":                        {"registry/module", "registry", "registry/worker", "inventory"},
+	"jit":                                 {"api", "api/client", "cache", "toolchain", "inventory", "registry", "envaudit/envreg", "."},
+	"cmd/internal/cli":                    {},
+	"cmd/internal/clientcmd":              {"cmd/internal/cli", "api", "api/client", "inventory", "registry"},
+	"cmd/ptojit":                          {"cmd/internal/cli", "cmd/internal/clientcmd", "api", "api/client", "inventory", "registry"},
+	"cmd/ptojitd":                         {"*"},
+	"bench":                               {"*"},
+	"test":                                {"*"}, // the fault suite drives the binaries
+	"internal/fixture":                    {},    // test fixtures, imported by tests only
 }
 
 // stdlibOnly layers may import nothing outside the standard library and

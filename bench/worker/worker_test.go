@@ -22,6 +22,7 @@ import (
 
 	"github.com/ptojit/ptojit/registry"
 	"github.com/ptojit/ptojit/registry/worker"
+	"github.com/ptojit/ptojit/registry/worker/child"
 	"github.com/ptojit/ptojit/registry/worker/simtest"
 )
 
@@ -29,7 +30,7 @@ const childEnv = "PTOJIT_BENCH_WORKER_CHILD"
 
 func TestMain(m *testing.M) {
 	if os.Getenv(childEnv) == "1" {
-		os.Exit(worker.ChildMain(os.Stderr))
+		os.Exit(child.Main(os.Stderr))
 	}
 	os.Exit(m.Run())
 }

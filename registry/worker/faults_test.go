@@ -7,12 +7,13 @@ import (
 	"testing"
 
 	"github.com/ptojit/ptojit/registry"
+	"github.com/ptojit/ptojit/registry/worker/internal/childfault"
 	"github.com/ptojit/ptojit/registry/worker/mailbox"
 )
 
 // Fault bits of InitArgs.Flags. A test's parent sets them per child
 // (Config.faults); the test binary, re-executed as a chip child, turns them
-// into childFaults (faultsFor), so that the failure contract is tested
+// into childfault.Faults (faultsFor), so that the failure contract is tested
 // against real processes while the production child injects nothing.
 const (
 	faultExitOnRegister   = 1 << 8 // exit while handling REGISTER_CALLABLE
@@ -29,46 +30,46 @@ const (
 const faultExitCode = 3
 
 // faultsFor is the test binary's childMain seam.
-func faultsFor(flags uint32) childFaults {
-	var f childFaults
+func faultsFor(flags uint32) childfault.Faults {
+	var f childfault.Faults
 	switch {
 	case flags&faultExitOnRegister != 0:
-		f.register = func(c *child, h registry.Hashid) {
-			c.debugf("register %v: injected exit", h)
+		f.Register = func(logf childfault.Logf, h registry.Hashid) {
+			logf("register %v: injected exit", h)
 			os.Exit(faultExitCode)
 		}
 	case flags&faultStallOnRegister != 0:
-		f.register = func(c *child, h registry.Hashid) {
-			c.debugf("register %v: injected stall", h)
+		f.Register = func(logf childfault.Logf, h registry.Hashid) {
+			logf("register %v: injected stall", h)
 			select {}
 		}
 	}
 	if flags&faultExitOnUnregister != 0 {
-		f.unregister = func(c *child, h registry.Hashid) {
-			c.debugf("unregister %v: injected exit", h)
+		f.Unregister = func(logf childfault.Logf, h registry.Hashid) {
+			logf("unregister %v: injected exit", h)
 			os.Exit(faultExitCode)
 		}
 	}
 	switch {
 	case flags&faultExitOnTask != 0:
-		f.task = func(*child, registry.Hashid) { os.Exit(faultExitCode) }
+		f.Task = func(childfault.Logf, registry.Hashid) { os.Exit(faultExitCode) }
 	case flags&faultStallOnTask != 0:
-		f.task = func(c *child, h registry.Hashid) {
-			c.debugf("task %v: injected stall", h)
+		f.Task = func(logf childfault.Logf, h registry.Hashid) {
+			logf("task %v: injected stall", h)
 			select {}
 		}
 	}
 	if flags&faultFailPrewarm != 0 {
-		f.prewarm = func() error { return errors.New("prewarm failed (injected fault)") }
+		f.Prewarm = func() error { return errors.New("prewarm failed (injected fault)") }
 	}
-	f.skipPrewarm = flags&faultSkipPrewarm != 0
+	f.SkipPrewarm = flags&faultSkipPrewarm != 0
 	if flags&faultWrongDigest != 0 {
-		f.replyDigest = func(d *[mailbox.DigestSize]byte) { d[0] ^= 0xff }
+		f.ReplyDigest = func(d *[mailbox.DigestSize]byte) { d[0] ^= 0xff }
 	}
 	return f
 }
 
-// A production child (ChildMain) injects no fault, whatever the INIT flags
+// A production child (child.Main without childfault.For) injects no fault, whatever the INIT flags
 // ask: the same flags that make a test child exit leave it serving.
 func TestProductionChildIgnoresFaultBits(t *testing.T) {
 	vadd, _, _ := testBlobs(t)

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/ptojit/ptojit/registry"
+	"github.com/ptojit/ptojit/registry/worker/child"
+	"github.com/ptojit/ptojit/registry/worker/internal/childfault"
 	"github.com/ptojit/ptojit/registry/worker/simtest"
 )
 
@@ -20,9 +22,10 @@ const childEnv = "PTOJIT_WORKER_TEST_CHILD"
 func TestMain(m *testing.M) {
 	switch os.Getenv(childEnv) {
 	case "1":
-		os.Exit(childMain(os.Stderr, faultsFor))
+		childfault.For = faultsFor
+		os.Exit(child.Main(os.Stderr))
 	case "production":
-		os.Exit(ChildMain(os.Stderr)) // no fault seam
+		os.Exit(child.Main(os.Stderr)) // no fault seam
 	}
 	os.Exit(m.Run())
 }

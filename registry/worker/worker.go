@@ -24,7 +24,7 @@ const (
 // Config configures a Worker. New copies it.
 type Config struct {
 	// ChildCommand is the argv that starts a chip child: a program that
-	// calls ChildMain (ptojitd __worker-child; a test binary's TestMain).
+	// calls child.Main (ptojitd __worker-child; a test binary's TestMain).
 	ChildCommand []string
 	// ChildEnv is the children's environment; nil means this process's.
 	ChildEnv []string

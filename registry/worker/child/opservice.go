@@ -1,4 +1,4 @@
-package worker
+package child
 
 import (
 	"encoding/binary"
@@ -25,22 +25,11 @@ import (
 // the orchestration; a child serves one mailbox operation at a time, so the
 // state below needs no lock beyond the one that guards its creation.
 
-// C layouts of ptojit_op_service and ptojit_op_resolve_request.
-const (
-	sizeofOpService    = 56 // struct_size, version, user, 5 functions
-	sizeofOpResolveReq = 48
-	opServiceVersion   = 1
-	opEReentry         = -2
-	opENotFound        = -3
-	opEInvalid         = -4
-)
-
 var (
-	opChild       *child // the child this process serves
-	opNegotiating bool   // a provider's validate or scratch query is running
-	opProvided    = map[registry.Hashid]mailbox.ProvidedOp{}
-	opHandles     = map[uint64]*opHandle{}
-	opNextHandle  uint64
+	opChild      *child // the child this process serves
+	opProvided   = map[registry.Hashid]mailbox.ProvidedOp{}
+	opHandles    = map[uint64]*opHandle{}
+	opNextHandle uint64
 
 	opServiceOnce sync.Once
 	opServiceMem  cmem
@@ -84,20 +73,6 @@ func rc(v int32) uintptr { return uintptr(uint32(v)) }
 
 // endTaskOpHandles drops the handles the finished task did not release.
 func endTaskOpHandles() { clear(opHandles) }
-
-func cBytes(p uintptr, n int) []byte {
-	return unsafe.Slice((*byte)(unsafe.Add(unsafe.Pointer(nil), p)), n)
-}
-
-// writeMsg writes a NUL-terminated message into a C buffer of cap bytes.
-func writeMsg(p uintptr, capacity uint32, msg string) {
-	if p == 0 || capacity == 0 {
-		return
-	}
-	b := cBytes(p, int(capacity))
-	n := copy(b[:capacity-1], msg)
-	b[n] = 0
-}
 
 // version is a MAJOR.MINOR.PATCH triple; a pre-release or build suffix is
 // ignored here (the parent's resolution compares full semver).
@@ -366,28 +341,4 @@ func (c *child) provide(args []byte) (mailbox.Status, mailbox.Reply) {
 	}
 	opProvided[registry.Hashid(d)] = op
 	return mailbox.StatusOK, rep
-}
-
-// Provide offers the operation op, implemented by the registered callable
-// h, to the host operation service of every chip child in h's scope.
-func (w *Worker) Provide(h CallableHandle, op mailbox.ProvidedOp) error {
-	b, err := mailbox.AppendProvideArgs(nil, h.Hashid.Digest(), op)
-	if err != nil {
-		return err
-	}
-	var errs []error
-	for _, t := range w.targets(h.TargetNamespace) {
-		e := t.(*endpoint)
-		if err := w.reg.CheckDispatch(h, e.ns, e.id); err != nil {
-			errs = append(errs, err)
-			continue
-		}
-		err := e.request(mailbox.OpProvide, "provide", h.Hashid, func(dst []byte) ([]byte, error) {
-			return mailbox.AppendFrame(dst, mailbox.OpProvide, mailbox.StatusOK, b)
-		}, -1, 0)
-		if err != nil {
-			errs = append(errs, fmt.Errorf("worker %d: %w", e.id, err))
-		}
-	}
-	return errors.Join(errs...)
 }

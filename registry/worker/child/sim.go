@@ -1,4 +1,4 @@
-package worker
+package child
 
 import (
 	"encoding/binary"
@@ -12,59 +12,27 @@ import (
 	"unsafe"
 
 	"github.com/ebitengine/purego"
-	"golang.org/x/sys/unix"
 
 	"github.com/ptojit/ptojit/registry"
 	"github.com/ptojit/ptojit/registry/worker/mailbox"
 )
 
-// The C ABI of testdata/examples/toolchain/runtime/include/ptojit_sim.h
-// (x86-64 and arm64 LP64 layouts).
-const (
-	simABIVersion  = 1
-	kernelSymbol   = "ptojit_kernel"
-	sizeofTensor   = 56 // data, nbytes, dtype, ndim, shape[4]
-	sizeofArgs     = 32 // abi_version, tensor_count, tensors, scalar_count, reserved, scalars
-	sizeofKernel   = 16 // func_id, reserved, fn
-	sizeofRuntime  = 32 // abi_version, kernel_count, kernels; tail: struct_size, reserved, operations
-	sizeofConfig   = 8  // abi_version, block_dim
-	scratchBytes   = sizeofArgs + mailbox.MaxTensors*sizeofTensor + mailbox.MaxScalars*8
-	pageRoundBytes = 4096
-)
-
-// cmem is memory outside the Go heap (an anonymous mapping) that C code may
-// hold pointers into.
-type cmem struct{ b []byte }
-
-func newCmem(n int) (cmem, error) {
-	n = (n + pageRoundBytes - 1) &^ (pageRoundBytes - 1)
-	b, err := unix.Mmap(-1, 0, n, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS)
-	if err != nil {
-		return cmem{}, fmt.Errorf("mmap: %w", err)
-	}
-	return cmem{b}, nil
-}
-
-func (m cmem) addr(off int) uintptr { return uintptr(unsafe.Pointer(&m.b[off])) }
-func (m cmem) free() {
-	if m.b != nil {
-		unix.Munmap(m.b)
-	}
-}
-
 // simLoader loads chip callables into one child process. Not safe for
 // concurrent use (a child has one mailbox operation in flight).
 type simLoader struct {
-	dir string // private temporary directory of this child
-	gen int    // makes every materialized file name unique
+	dir     string  // private temporary directory of this child
+	gen     int     // makes every materialized file name unique
+	service uintptr // this process's ptojit_op_service, which every runtime's tail points to
 }
 
-func newSimLoader() (*simLoader, error) {
+// newSimLoader returns a loader whose callables' runtimes offer service,
+// the address of a ptojit_op_service (0: none).
+func newSimLoader(service uintptr) (*simLoader, error) {
 	dir, err := os.MkdirTemp("", "ptojit-child-")
 	if err != nil {
 		return nil, err
 	}
-	return &simLoader{dir: dir}, nil
+	return &simLoader{dir: dir, service: service}, nil
 }
 
 func (l *simLoader) close() { os.RemoveAll(l.dir) }
@@ -176,7 +144,7 @@ func (l *simLoader) prepare(c *registry.ChipCallable) (_ *simCallable, err error
 	binary.LittleEndian.PutUint32(s.rt.b[0:], simABIVersion)
 	binary.LittleEndian.PutUint32(s.rt.b[4:], uint32(len(c.Children)))
 	binary.LittleEndian.PutUint32(s.rt.b[16:], sizeofRuntime) // the tail: the host operation service
-	binary.LittleEndian.PutUint64(s.rt.b[24:], uint64(opServiceAddr()))
+	binary.LittleEndian.PutUint64(s.rt.b[24:], uint64(l.service))
 	if len(c.Children) > 0 {
 		binary.LittleEndian.PutUint64(s.rt.b[8:], uint64(s.rt.addr(sizeofRuntime)))
 	}
@@ -198,6 +166,26 @@ func (s *simCallable) release() {
 	s.rt = cmem{}
 	s.entry = 0
 }
+
+// shutdownAll runs the module shutdown of a callable still activated, once,
+// and forgets its activations.
+func (s *simCallable) shutdownAll() {
+	if s.activations == 0 {
+		return
+	}
+	s.activations = 0
+	if s.modShutdown != 0 {
+		opNegotiating = true
+		purego.SyscallN(s.modShutdown)
+		opNegotiating = false
+	}
+}
+
+// opNegotiating is set while the child runs provider or module code that
+// may not call back into the host operation service: a provider's
+// ptojit_op_impl_id, validate or scratch query, or a module's init or
+// shutdown. The service refuses every call meanwhile (PTOJIT_OP_E_REENTRY).
+var opNegotiating bool
 
 // shapeBytes returns the bytes that t's dtype and shape need; ok is false
 // when that number does not fit in 64 bits.
