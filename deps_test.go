@@ -18,31 +18,36 @@ const module = "github.com/ptojit/ptojit"
 // belongs to the layer with the longest matching path prefix; "." is the
 // module's root package alone. "*" allows everything.
 var arrows = map[string][]string{
-	".":                      {}, // the repository's environment registry
-	"inventory":              {},
-	"registry":               {},
-	"api":                    {"registry"},
-	"api/client":             {"api"},
-	"cache":                  {},
-	"cache/remote":           {"cache"},
-	"filesys/durable":        {},
-	"internal/config":        {"filesys/durable"}, // imported by cmd/ptojitd only
-	"internal/daemon":        {"api", "api/client"},
-	"envaudit/envreg":        {},
-	"envaudit":               {"envaudit/envreg"},
-	"toolchain":              {"inventory", "registry"},
-	"worker":                 {"registry"},
-	"registry/module":        {"inventory", "registry", "filesys/durable"},
-	"registry/opquery":       {},
-	"registry/ops":           {"registry/module", "registry/opquery", "registry", "worker", "inventory"},
-	"jit":                    {"api", "api/client", "cache", "toolchain", "inventory", "registry", "envaudit/envreg", "."},
-	"cmd/internal/cli":       {},
-	"cmd/internal/clientcmd": {"cmd/internal/cli", "api", "api/client", "inventory", "registry"},
-	"cmd/ptojit":             {"cmd/internal/cli", "cmd/internal/clientcmd", "api", "api/client", "inventory", "registry"},
-	"cmd/ptojitd":            {"*"},
-	"bench":                  {"*"},
-	"test":                   {"*"}, // the fault suite drives the binaries
-	"internal/fixture":       {},    // test fixtures, imported by tests only
+	".":                       {}, // the repository's environment registry
+	"inventory":               {},
+	"registry":                {},
+	"api":                     {"registry"},
+	"api/client":              {"api"},
+	"cache":                   {},
+	"cache/remote":            {"cache"},
+	"filesys/durable":         {},
+	"internal/config":         {"filesys/durable"}, // imported by cmd/ptojitd only
+	"internal/daemon":         {"api", "api/client"},
+	"envaudit/envreg":         {},
+	"envaudit":                {"envaudit/envreg"},
+	"toolchain":               {"inventory", "registry"},
+	"registry/worker":         {"registry/worker/mailbox", "registry/opquery", "registry"},
+	"registry/worker/mailbox": {},
+	"registry/worker/child":   {"registry/worker/mailbox", "registry/opquery", "registry", "registry/worker/internal/childfault"},
+	// The child's fault-injection seam: only the child imports it outside
+	// tests, so no program but a test binary can set it.
+	"registry/worker/internal/childfault": {"registry/worker/mailbox", "registry"},
+	"registry/module":                     {"inventory", "registry", "filesys/durable"},
+	"registry/opquery":                    {},
+	"registry/ops":                        {"registry/module", "registry/opquery", "registry", "registry/worker", "inventory"},
+	"jit":                                 {"api", "api/client", "cache", "toolchain", "inventory", "registry", "envaudit/envreg", "."},
+	"cmd/internal/cli":                    {},
+	"cmd/internal/clientcmd":              {"cmd/internal/cli", "api", "api/client", "inventory", "registry"},
+	"cmd/ptojit":                          {"cmd/internal/cli", "cmd/internal/clientcmd", "api", "api/client", "inventory", "registry"},
+	"cmd/ptojitd":                         {"*"},
+	"bench":                               {"*"},
+	"test":                                {"*"}, // the fault suite drives the binaries
+	"internal/fixture":                    {},    // test fixtures, imported by tests only
 }
 
 // stdlibOnly layers may import nothing outside the standard library and
@@ -52,20 +57,21 @@ var arrows = map[string][]string{
 // alone), and so everything that fingerprints does: registry/module
 // (inside the registry pattern) and the client.
 var stdlibOnly = map[string][]string{
-	".":                      nil,
-	"inventory":              {errgroup},
-	"registry":               {errgroup},
-	"api":                    nil,
-	"api/client":             {"golang.org/x/sys"},
-	"envaudit/envreg":        nil,
-	"registry/module":        {errgroup},
-	"filesys/durable":        nil,
-	"registry/opquery":       nil,
-	"internal/config":        nil,
-	"internal/daemon":        {"golang.org/x/sys"},
-	"cmd/internal/cli":       {"github.com/spf13/pflag"},
-	"cmd/internal/clientcmd": {"github.com/spf13/pflag", errgroup},
-	"cmd/ptojit":             {"github.com/spf13/pflag", errgroup},
+	".":                       nil,
+	"inventory":               {errgroup},
+	"registry":                {errgroup},
+	"api":                     nil,
+	"api/client":              {"golang.org/x/sys"},
+	"envaudit/envreg":         nil,
+	"registry/module":         {errgroup},
+	"filesys/durable":         nil,
+	"registry/opquery":        nil,
+	"internal/config":         nil,
+	"internal/daemon":         {"golang.org/x/sys"},
+	"cmd/internal/cli":        {"github.com/spf13/pflag"},
+	"cmd/internal/clientcmd":  {"github.com/spf13/pflag", errgroup},
+	"cmd/ptojit":              {"github.com/spf13/pflag", errgroup},
+	"registry/worker/mailbox": {"golang.org/x/sys"},
 }
 
 const errgroup = "golang.org/x/sync/errgroup"
@@ -198,4 +204,106 @@ func TestClientIsStatic(t *testing.T) {
 			t.Errorf("cmd/ptojit depends on cgo package %s", d)
 		}
 	}
+}
+
+// TestFolderGraphIsAcyclic draws the house by folder: each top-level folder
+// is one node, with an edge for every import between packages of two
+// folders. No arrow may run back up, so the graph has no cycle.
+func TestFolderGraphIsAcyclic(t *testing.T) {
+	edges := map[string]map[string]bool{}
+	for _, line := range goList(t, nil, "-f", "{{.ImportPath}}{{range .Imports}} {{.}}{{end}}", "./...") {
+		f := strings.Fields(line)
+		from := folderOf(f[0])
+		for _, imp := range f[1:] {
+			if imp != module && !strings.HasPrefix(imp, module+"/") {
+				continue
+			}
+			if to := folderOf(imp); to != from {
+				if edges[from] == nil {
+					edges[from] = map[string]bool{}
+				}
+				edges[from][to] = true
+			}
+		}
+	}
+	if c := folderCycle(edges); c != nil {
+		t.Errorf("drawn by folder, the imports run in a circle: %s", strings.Join(c, " -> "))
+	}
+}
+
+// TestFolderCycleFindsACycle proves that the check bites.
+func TestFolderCycleFindsACycle(t *testing.T) {
+	edges := map[string]map[string]bool{
+		"cmd":      {"registry": true, "api": true},
+		"api":      {"registry": true},
+		"registry": {"internal": true},
+		"internal": {"api": true},
+	}
+	c := folderCycle(edges)
+	if len(c) != 4 || c[0] != c[len(c)-1] {
+		t.Fatalf("folderCycle = %q, want the circle api -> registry -> internal -> api", c)
+	}
+	delete(edges["internal"], "api")
+	if c := folderCycle(edges); c != nil {
+		t.Errorf("folderCycle of an acyclic graph = %q", c)
+	}
+}
+
+// folderOf names the top-level folder of a package path ("." for the root).
+func folderOf(pkg string) string {
+	rel := strings.TrimPrefix(strings.TrimPrefix(pkg, module), "/")
+	if rel == "" {
+		return "."
+	}
+	top, _, _ := strings.Cut(rel, "/")
+	return top
+}
+
+// folderCycle returns one cycle of the graph (its first node repeated at
+// the end), or nil.
+func folderCycle(edges map[string]map[string]bool) []string {
+	const (
+		unseen = iota
+		open
+		done
+	)
+	state := map[string]int{}
+	var stack []string
+	var visit func(n string) []string
+	visit = func(n string) []string {
+		state[n] = open
+		stack = append(stack, n)
+		next := make([]string, 0, len(edges[n]))
+		for m := range edges[n] {
+			next = append(next, m)
+		}
+		slices.Sort(next)
+		for _, m := range next {
+			switch state[m] {
+			case open:
+				i := slices.Index(stack, m)
+				return append(slices.Clone(stack[i:]), m)
+			case unseen:
+				if c := visit(m); c != nil {
+					return c
+				}
+			}
+		}
+		stack = stack[:len(stack)-1]
+		state[n] = done
+		return nil
+	}
+	nodes := make([]string, 0, len(edges))
+	for n := range edges {
+		nodes = append(nodes, n)
+	}
+	slices.Sort(nodes)
+	for _, n := range nodes {
+		if state[n] == unseen {
+			if c := visit(n); c != nil {
+				return c
+			}
+		}
+	}
+	return nil
 }

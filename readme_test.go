@@ -26,7 +26,7 @@ func TestReadmeReferences(t *testing.T) {
 	}
 	// Paths in code spans: ./pkg, anything with ../, files by their
 	// suffix, and the top-level directories of the tree.
-	pathLike := regexp.MustCompile(`^(\./|\.\./|docs/|bench/|testdata/|python/|cmd/|api/|jit/|cache/|toolchain/|worker/|registry/|inventory/|envaudit/)|\.(md|sh|json|yaml|txt)$`)
+	pathLike := regexp.MustCompile(`^(\./|\.\./|docs/|bench/|testdata/|python/|cmd/|api/|jit/|cache/|toolchain/|registry/|inventory/|envaudit/|internal/|filesys/)|\.(md|sh|json|yaml|txt)$`)
 	for _, m := range regexp.MustCompile("`([^`\\s]+)`").FindAllStringSubmatch(text, -1) {
 		p := m[1]
 		if strings.ContainsAny(p, "*<>$~{") || strings.Contains(p, "/out") || !pathLike.MatchString(p) {

@@ -21,15 +21,16 @@ import (
 	"time"
 
 	"github.com/ptojit/ptojit/registry"
-	"github.com/ptojit/ptojit/worker"
-	"github.com/ptojit/ptojit/worker/simtest"
+	"github.com/ptojit/ptojit/registry/worker"
+	"github.com/ptojit/ptojit/registry/worker/child"
+	"github.com/ptojit/ptojit/registry/worker/simtest"
 )
 
 const childEnv = "PTOJIT_BENCH_WORKER_CHILD"
 
 func TestMain(m *testing.M) {
 	if os.Getenv(childEnv) == "1" {
-		os.Exit(worker.ChildMain(os.Stderr))
+		os.Exit(child.Main(os.Stderr))
 	}
 	os.Exit(m.Run())
 }

@@ -19,7 +19,7 @@ import (
 	"github.com/ptojit/ptojit/filesys/durable"
 	"github.com/ptojit/ptojit/registry/module"
 	"github.com/ptojit/ptojit/registry/ops"
-	"github.com/ptojit/ptojit/worker"
+	"github.com/ptojit/ptojit/registry/worker"
 )
 
 const opLong = `Operations are what runtime modules provide: each implementation declares a

@@ -19,7 +19,7 @@ import (
 	"github.com/ptojit/ptojit/cmd/internal/cli"
 	"github.com/ptojit/ptojit/cmd/internal/clientcmd"
 	"github.com/ptojit/ptojit/registry"
-	"github.com/ptojit/ptojit/worker"
+	"github.com/ptojit/ptojit/registry/worker"
 )
 
 func init() {

@@ -6,7 +6,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/ptojit/ptojit/cmd/internal/cli"
-	"github.com/ptojit/ptojit/worker"
+	"github.com/ptojit/ptojit/registry/worker/child"
 )
 
 // workerChildCommand is the hidden command a Worker re-executes the engine
@@ -26,7 +26,7 @@ as a Worker starts it. Not for interactive use.`,
 				if len(args) > 0 {
 					return cli.Usagef("%s takes no arguments", workerChildCommand)
 				}
-				if code := worker.ChildMain(env.Stderr); code != 0 {
+				if code := child.Main(env.Stderr); code != 0 {
 					return cli.Exit(code)
 				}
 				return nil

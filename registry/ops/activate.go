@@ -11,7 +11,7 @@ import (
 
 	"github.com/ptojit/ptojit/registry"
 	"github.com/ptojit/ptojit/registry/module"
-	"github.com/ptojit/ptojit/worker"
+	"github.com/ptojit/ptojit/registry/worker"
 )
 
 // ActivationError is a module whose activation failed: nothing of it stays
@@ -241,7 +241,7 @@ func (a *ModuleActivation) Deactivate(ctx context.Context) error {
 // their module init) and deactivates them again (their shutdown). Other
 // platforms cannot run on this host and are reported as not checked.
 type InstallCheck struct {
-	// ChildCommand re-executes a program that calls worker.ChildMain
+	// ChildCommand re-executes a program that calls child.Main
 	// (ptojitd __worker-child); ChildEnv is the child's environment (nil:
 	// this process's).
 	ChildCommand []string

@@ -15,7 +15,7 @@ import (
 
 	"github.com/ptojit/ptojit/registry/module"
 	"github.com/ptojit/ptojit/registry/ops"
-	"github.com/ptojit/ptojit/worker"
+	"github.com/ptojit/ptojit/registry/worker"
 )
 
 // hookLogEnv names the file the test modules' hooks append to (read by

@@ -13,7 +13,7 @@ import (
 
 	"github.com/ptojit/ptojit/registry/module"
 	"github.com/ptojit/ptojit/registry/ops"
-	"github.com/ptojit/ptojit/worker"
+	"github.com/ptojit/ptojit/registry/worker"
 )
 
 const (

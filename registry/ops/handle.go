@@ -8,7 +8,7 @@ import (
 	"sync"
 
 	"github.com/ptojit/ptojit/registry/module"
-	"github.com/ptojit/ptojit/worker"
+	"github.com/ptojit/ptojit/registry/worker"
 )
 
 // ErrReleased is returned by calls on a released handle.

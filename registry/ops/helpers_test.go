@@ -17,8 +17,9 @@ import (
 	"github.com/ptojit/ptojit/registry"
 	"github.com/ptojit/ptojit/registry/module"
 	"github.com/ptojit/ptojit/registry/ops"
-	"github.com/ptojit/ptojit/worker"
-	"github.com/ptojit/ptojit/worker/simtest"
+	"github.com/ptojit/ptojit/registry/worker"
+	"github.com/ptojit/ptojit/registry/worker/child"
+	"github.com/ptojit/ptojit/registry/worker/simtest"
 )
 
 // childEnv marks a re-executed test binary as a chip child.
@@ -31,7 +32,7 @@ const pinEnv = "PTOJIT_OPS_TEST_PIN"
 
 func TestMain(m *testing.M) {
 	if os.Getenv(childEnv) == "1" {
-		os.Exit(worker.ChildMain(os.Stderr))
+		os.Exit(child.Main(os.Stderr))
 	}
 	if v := os.Getenv(pinEnv); v != "" {
 		f := strings.Fields(v)

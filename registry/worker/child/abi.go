@@ -1,0 +1,48 @@
+package child
+
+import "github.com/ptojit/ptojit/registry/worker/mailbox"
+
+// The C ABI of testdata/examples/toolchain/runtime/include/ptojit_sim.h
+// (x86-64 and arm64 LP64 layouts).
+const (
+	simABIVersion = 1
+	kernelSymbol  = "ptojit_kernel"
+	sizeofTensor  = 56 // data, nbytes, dtype, ndim, shape[4]
+	sizeofArgs    = 32 // abi_version, tensor_count, tensors, scalar_count, reserved, scalars
+	sizeofKernel  = 16 // func_id, reserved, fn
+	sizeofRuntime = 32 // abi_version, kernel_count, kernels; tail: struct_size, reserved, operations
+	sizeofConfig  = 8  // abi_version, block_dim
+	scratchBytes  = sizeofArgs + mailbox.MaxTensors*sizeofTensor + mailbox.MaxScalars*8
+)
+
+// Symbols of an operation provider's orchestration (ptojit_sim.h).
+const (
+	opImplIDSymbol   = "ptojit_op_impl_id"
+	opValidateSymbol = "ptojit_op_validate"
+	opScratchSymbol  = "ptojit_op_scratch"
+)
+
+// The C layouts of ptojit_op_query, ptojit_op_tensor and ptojit_op_scratch.
+const (
+	opABIVersion      = 1
+	sizeofOpQuery     = 24 // abi_version, tensor_count, input_count, sync_mode, tensors
+	sizeofOpTensor    = 72 // dtype, ndim, shape[4], strides[4]
+	sizeofOpScratch   = 24 // ptojit_op_scratch_request: abi_version, reserved, host_bytes, device_bytes
+	opMessageCapacity = 512
+)
+
+// Symbols of a runtime module's optional hooks (ptojit_sim.h).
+const (
+	modInitSymbol     = "ptojit_module_init"
+	modShutdownSymbol = "ptojit_module_shutdown"
+)
+
+// C layouts of ptojit_op_service and ptojit_op_resolve_request.
+const (
+	sizeofOpService    = 56 // struct_size, version, user, 5 functions
+	sizeofOpResolveReq = 48
+	opServiceVersion   = 1
+	opEReentry         = -2
+	opENotFound        = -3
+	opEInvalid         = -4
+)

@@ -1,0 +1,352 @@
+package worker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/ptojit/ptojit/registry"
+	"github.com/ptojit/ptojit/registry/worker/mailbox"
+)
+
+// Defaults of Config.
+const (
+	DefaultArenaSize      = 64 << 20
+	DefaultSlots          = 64
+	DefaultControlTimeout = 30 * time.Second
+)
+
+// Config configures a Worker. New copies it.
+type Config struct {
+	// ChildCommand is the argv that starts a chip child: a program that
+	// calls child.Main (ptojitd __worker-child; a test binary's TestMain).
+	ChildCommand []string
+	// ChildEnv is the children's environment; nil means this process's.
+	ChildEnv []string
+	// ChipWorkers is the number of chip children (LOCAL_CHIP), ids
+	// 0..ChipWorkers-1.
+	ChipWorkers int
+	// SubWorkers is the number of Python SUB children (LOCAL_PYTHON), ids
+	// ChipWorkers..ChipWorkers+SubWorkers-1.
+	SubWorkers int
+	// WorkerChildren is the number of next-level Worker children: Python
+	// dispatch loops of an L4 Worker, LOCAL_PYTHON targets that
+	// SubmitNextLevel reaches with a Python handle; ids follow the SUB
+	// children. A Worker's next level is chip children (L3) or Worker
+	// children (L4), not both.
+	WorkerChildren int
+	// Python is the interpreter SUB children run under ("python3").
+	Python string
+	// Platform and Runtime go into every CHIP_CALLABLE descriptor.
+	Platform, Runtime string
+	// ArenaSize is the tensor arena's size in bytes (DefaultArenaSize).
+	ArenaSize int64
+	// Slots is each child's number of private slots (DefaultSlots).
+	Slots int
+	// ControlTimeout bounds every INIT, READY, REGISTER_CALLABLE and
+	// UNREGISTER_CALLABLE round trip (DefaultControlTimeout).
+	ControlTimeout time.Duration
+	// Stderr receives the children's diagnostics; nil means os.Stderr.
+	Stderr io.Writer
+	// Debug makes children log identity-table events (with their private
+	// slots) to Stderr.
+	Debug bool
+
+	// Test hooks: INIT flag bits and slot bases per worker id.
+	faults   map[int]uint32
+	slotBase map[int]uint32
+}
+
+// Worker is an L3 worker: it owns N chip children and optional Python SUB
+// children, the shared tensor arena, and the parent-side registration table.
+// Register, Unregister and Run are safe for concurrent use; Start and Close
+// are called once.
+type Worker struct {
+	cfg   Config
+	arena *mailbox.Arena
+	reg   *Registrar
+
+	// scope is held shared by Register and exclusively by Start, so a
+	// registration either precedes Start (and is attached to every child)
+	// or sees every started child in its scope. Lock order: scope, mu.
+	scope sync.RWMutex
+
+	mu        sync.Mutex // guards started, closed, endpoints
+	started   bool
+	closed    bool
+	endpoints []*endpoint // by worker id
+}
+
+// New checks cfg and creates the arena; no child starts before Start.
+func New(cfg Config) (*Worker, error) {
+	if cfg.WorkerChildren < 0 || cfg.ChipWorkers > 0 && cfg.WorkerChildren > 0 {
+		return nil, fmt.Errorf("worker: the next level is chip children or Worker children, not both (chip %d, worker %d)", cfg.ChipWorkers, cfg.WorkerChildren)
+	}
+	if cfg.ChipWorkers < 0 || cfg.SubWorkers < 0 || cfg.ChipWorkers+cfg.SubWorkers+cfg.WorkerChildren == 0 {
+		return nil, fmt.Errorf("worker: need at least one child (chip %d, sub %d)", cfg.ChipWorkers, cfg.SubWorkers)
+	}
+	if cfg.ChipWorkers > 0 && len(cfg.ChildCommand) == 0 {
+		return nil, errors.New("worker: no child command")
+	}
+	if cfg.ChipWorkers > 0 {
+		if _, err := registry.TargetArch(cfg.Platform); err != nil {
+			return nil, fmt.Errorf("worker: %w", err)
+		}
+		if cfg.Runtime == "" || len(cfg.Runtime) > mailbox.MaxName || len(cfg.Platform) > mailbox.MaxName {
+			return nil, fmt.Errorf("worker: runtime name must have 1..%d bytes", mailbox.MaxName)
+		}
+	}
+	if cfg.Python == "" {
+		cfg.Python = "python3"
+	}
+	if cfg.ArenaSize == 0 {
+		cfg.ArenaSize = DefaultArenaSize
+	}
+	if cfg.Slots == 0 {
+		cfg.Slots = DefaultSlots
+	}
+	if cfg.ControlTimeout == 0 {
+		cfg.ControlTimeout = DefaultControlTimeout
+	}
+	if cfg.Stderr == nil {
+		cfg.Stderr = os.Stderr
+	}
+	a, err := mailbox.NewArena(cfg.ArenaSize)
+	if err != nil {
+		return nil, fmt.Errorf("worker: %w", err)
+	}
+	return &Worker{cfg: cfg, arena: a, reg: NewRegistrar()}, nil
+}
+
+// Arena returns the shared tensor arena.
+func (w *Worker) Arena() *mailbox.Arena { return w.arena }
+
+// SubWorkerIDs returns the ids of the Python SUB children.
+func (w *Worker) SubWorkerIDs() []int {
+	ids := make([]int, w.cfg.SubWorkers)
+	for i := range ids {
+		ids[i] = w.cfg.ChipWorkers + i
+	}
+	return ids
+}
+
+// WorkerChildIDs returns the ids of the next-level Worker children.
+func (w *Worker) WorkerChildIDs() []int {
+	ids := make([]int, w.cfg.WorkerChildren)
+	for i := range ids {
+		ids[i] = w.cfg.ChipWorkers + w.cfg.SubWorkers + i
+	}
+	return ids
+}
+
+// nextLevel is the role and namespace SubmitNextLevel reaches: chip
+// children on an L3 Worker, Worker-child Python loops on an L4 Worker.
+func (w *Worker) nextLevel() (uint32, registry.Namespace) {
+	if w.cfg.WorkerChildren > 0 {
+		return mailbox.RoleWorkerChild, registry.LocalPython
+	}
+	return mailbox.RoleChip, registry.LocalChip
+}
+
+// Start starts every child, installs every registration made before Start
+// on it (whole scope, so a child is ready only with every pre-start
+// hashid installed), and waits for every child to report ready. If any
+// child fails to start, initialize, install or report ready, every child is
+// stopped, the Worker is closed and the error names each failure.
+func (w *Worker) Start(ctx context.Context) (err error) {
+	w.scope.Lock()
+	defer w.scope.Unlock()
+	w.mu.Lock()
+	if w.started || w.closed {
+		w.mu.Unlock()
+		return errors.New("worker: Start called twice or after Close")
+	}
+	w.started = true
+	w.mu.Unlock()
+
+	n := w.cfg.ChipWorkers + w.cfg.SubWorkers + w.cfg.WorkerChildren
+	eps := make([]*endpoint, n)
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for id := range n {
+		wg.Go(func() { eps[id], errs[id] = w.startChild(ctx, id) })
+	}
+	wg.Wait()
+	w.mu.Lock()
+	w.endpoints = eps
+	w.mu.Unlock()
+	if err := errors.Join(errs...); err != nil {
+		w.Close()
+		return err
+	}
+	return nil
+}
+
+func (w *Worker) startChild(ctx context.Context, id int) (*endpoint, error) {
+	role := uint32(mailbox.RoleChip)
+	argv := w.cfg.ChildCommand
+	if id >= w.cfg.ChipWorkers {
+		role = mailbox.RoleSub
+		if id >= w.cfg.ChipWorkers+w.cfg.SubWorkers {
+			role = mailbox.RoleWorkerChild
+		}
+		argv = []string{w.cfg.Python, "-c", subChildScript}
+	}
+	env := w.cfg.ChildEnv
+	if env == nil {
+		env = os.Environ()
+	}
+	e, err := startEndpoint(id, role, argv, env, w.arena.File(), w.cfg.Stderr, w.cfg.ControlTimeout)
+	if err != nil {
+		return nil, err
+	}
+	ia := mailbox.InitArgs{
+		WorkerID: uint32(id), Role: role, Slots: uint32(w.cfg.Slots), ArenaSize: uint64(w.cfg.ArenaSize),
+		Flags: w.cfg.faults[id], SlotBase: w.cfg.slotBase[id], Platform: w.cfg.Platform, Runtime: w.cfg.Runtime,
+	}
+	if w.cfg.Debug {
+		ia.Flags |= mailbox.InitDebug
+	}
+	if _, err := e.simple(mailbox.OpInit, ia.Append(nil), w.cfg.ControlTimeout); err != nil {
+		return e, err
+	}
+	// Pre-start registrations: every live handle of the namespace, once per
+	// handle, before the child reports ready.
+	if err := w.reg.Attach(ctx, e); err != nil {
+		return e, err
+	}
+	if _, err := e.simple(mailbox.OpReady, nil, w.cfg.ControlTimeout); err != nil {
+		return e, err
+	}
+	return e, nil
+}
+
+// installed asks a child how many hashids it has installed (READY reply).
+func (w *Worker) installed(id int) (int, error) {
+	e, err := w.endpoint(id)
+	if err != nil {
+		return 0, err
+	}
+	r, err := e.simple(mailbox.OpReady, nil, w.cfg.ControlTimeout)
+	return int(r.Detail), err
+}
+
+func (w *Worker) endpoint(id int) (*endpoint, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if id < 0 || id >= len(w.endpoints) || w.endpoints[id] == nil {
+		return nil, fmt.Errorf("worker: no child with id %d", id)
+	}
+	return w.endpoints[id], nil
+}
+
+// targets returns the active endpoints of namespace ns: the registration
+// scope.
+func (w *Worker) targets(ns registry.Namespace) []Target {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	var ts []Target
+	for _, e := range w.endpoints {
+		if e == nil || e.ns != ns {
+			continue
+		}
+		if e.active() {
+			ts = append(ts, e)
+		}
+	}
+	return ts
+}
+
+// Register registers a callable on every active child of its namespace
+// (whole scope) and returns its handle: a ChipCallable blob for
+// registry.ChipCallableKind (LOCAL_CHIP), a SPYC envelope for
+// registry.PythonSerializedKind (LOCAL_PYTHON). Before Start the scope is
+// empty and Start installs the registration on every child. Repeated
+// registrations return independent handles.
+func (w *Worker) Register(ctx context.Context, kind registry.Kind, payload []byte) (CallableHandle, error) {
+	desc, err := registry.Descriptor(kind, w.cfg.Platform, w.cfg.Runtime, payload)
+	if err != nil {
+		return CallableHandle{}, err
+	}
+	ns, err := registry.NamespaceOf(kind)
+	if err != nil {
+		return CallableHandle{}, err
+	}
+	w.scope.RLock()
+	defer w.scope.RUnlock()
+	w.mu.Lock()
+	closed := w.closed
+	w.mu.Unlock()
+	if closed {
+		return CallableHandle{}, errors.New("worker: closed")
+	}
+	return w.reg.Register(ctx, kind, slices.Clone(payload), desc, w.targets(ns))
+}
+
+// Unregister consumes a handle: every child of its scope drops one
+// reference. Callers must not unregister a handle that a running Run may
+// still submit.
+func (w *Worker) Unregister(ctx context.Context, h CallableHandle) error {
+	return w.reg.Unregister(ctx, h)
+}
+
+// Uncertain reports whether worker id refuses hashid for this Worker's
+// lifetime because a cleanup was not confirmed.
+func (w *Worker) Uncertain(id int, h registry.Hashid) bool { return w.reg.Uncertain(id, h) }
+
+// Close shuts every child down and releases the arena.
+func (w *Worker) Close() error {
+	w.mu.Lock()
+	if w.closed {
+		w.mu.Unlock()
+		return nil
+	}
+	w.closed = true
+	eps := w.endpoints
+	w.mu.Unlock()
+	var wg sync.WaitGroup
+	for _, e := range eps {
+		if e != nil {
+			wg.Go(func() { e.close(5 * time.Second) })
+		}
+	}
+	wg.Wait()
+	return w.arena.Close()
+}
+
+// BareRoundTrip sends one NOP frame to child id and waits for its reply:
+// the mailbox transport with no decode, resolve or execution, the baseline
+// of dispatch latency.
+func (w *Worker) BareRoundTrip(id int) error {
+	e, err := w.endpoint(id)
+	if err != nil {
+		return err
+	}
+	return e.nop()
+}
+
+// Call runs one task of h on child id and waits for it, outside any Run:
+// the same preflight as a submission (live handle, namespace, uncertainty),
+// then one TASK round trip on that child's mailbox.
+func (w *Worker) Call(id int, h CallableHandle, args mailbox.TaskArgs) error {
+	return w.CallContext(context.Background(), id, h, args)
+}
+
+// CallContext is Call bounded by ctx: when ctx ends before the task does,
+// the child is killed and the call fails with ctx's cause (a child whose
+// task never returns cannot be reused); later calls there fail.
+func (w *Worker) CallContext(ctx context.Context, id int, h CallableHandle, args mailbox.TaskArgs) error {
+	e, err := w.endpoint(id)
+	if err != nil {
+		return err
+	}
+	if err := w.reg.CheckDispatch(h, e.ns, e.id); err != nil {
+		return err
+	}
+	return e.taskContext(ctx, h.Hashid, args)
+}
