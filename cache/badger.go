@@ -161,6 +161,10 @@ func Open(dir string, opt Options) (*Badger, error) {
 	if dir == "" {
 		return nil, &OpenError{Dir: dir, Err: errors.New("empty directory name")}
 	}
+	// Nothing of another user's is read, not even to check free space.
+	if err := CheckOwned(dir); err != nil {
+		return nil, &OpenError{Dir: dir, Err: err}
+	}
 	bo := badger.DefaultOptions(dir).
 		WithValueThreshold(valueThreshold).
 		WithMemTableSize(memTableSize).
@@ -200,6 +204,9 @@ func Open(dir string, opt Options) (*Badger, error) {
 			bo = bo.WithReadOnly(true)
 		}
 	} else if err := prepareDir(dir); err != nil {
+		return nil, &OpenError{Dir: dir, Err: err}
+	} else if err := CheckOwned(dir); err != nil {
+		// Created by another user between the check and MkdirAll.
 		return nil, &OpenError{Dir: dir, Err: err}
 	} else {
 		lastVlog, lastData = lastValueLog(dir)
