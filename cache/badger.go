@@ -1565,7 +1565,13 @@ func (b *Badger) Close() error {
 		}
 		ferr = nil
 	}
-	if err := b.safe("close", b.db.Close); err != nil {
+	err := b.safe("close", b.db.Close)
+	if !b.opt.ReadOnly {
+		// Closing wrote the memtables to new tables, 0644 under the
+		// usual umask, after the flusher's last pass.
+		tightenFiles(b.dir)
+	}
+	if err != nil {
 		return errors.Join(ferr, fmt.Errorf("cache: close: %w", err))
 	}
 	return ferr
