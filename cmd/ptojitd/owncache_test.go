@@ -338,6 +338,8 @@ func TestForgedEntryRefused(t *testing.T) {
 		t.Fatalf("the forged entry is not served in the attacker's own cache: %s, %q", resp.Status, so)
 	}
 
+	t.Run("daemon", func(t *testing.T) { forgedDaemonCase(t, w, evilCache, want) })
+
 	for _, c := range []struct {
 		name     string
 		uid      int // the victim
@@ -405,4 +407,76 @@ func listNames(t *testing.T, dir string) string {
 		names = append(names, e.Name())
 	}
 	return strings.Join(names, " ")
+}
+
+// forgedDaemonCase: the daemon (started by the thin client) of a cache
+// directory of the user's own, left 0777 with the attacker's forged files,
+// refuses it once, in its log, and serves every build uncached with the
+// right kernel and the refusal as a warning.
+func forgedDaemonCase(t *testing.T, w *userWorld, evilCache string, want []byte) {
+	bin := buildBinaries(t)
+	me := os.Getuid()
+	home, req := w.home("victim-daemon", me)
+	dir := filepath.Join(home, "cache")
+	copyTree(t, evilCache, dir, 0o777, 0o600, attackerUID)
+	env := []string{
+		"PATH=" + os.Getenv("PATH"),
+		"HOME=" + home,
+		"TMPDIR=" + filepath.Join(home, "tmp"),
+		"PTOJIT_CACHE_DIR=" + dir,
+		"XDG_RUNTIME_DIR=" + filepath.Join(home, "run"),
+	}
+	run := func(args ...string) userRun {
+		t.Helper()
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		cmd := exec.CommandContext(ctx, filepath.Join(bin, "ptojit"), args...)
+		cmd.Env, cmd.Dir, cmd.WaitDelay = env, home, 5*time.Second
+		var out, errb bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &out, &errb
+		err := cmd.Run()
+		var ee *exec.ExitError
+		code := 0
+		switch {
+		case errors.As(err, &ee) && ctx.Err() == nil:
+			code = ee.ExitCode()
+		case err != nil:
+			t.Fatalf("ptojit %v: %v\n%s", args, err, errb.String())
+		}
+		return userRun{out.String(), errb.String(), code}
+	}
+	t.Cleanup(func() { run("daemon", "stop") })
+	for i := 0; i < 2; i++ {
+		r := run("build", "--request", req, "--json")
+		var resp api.Response
+		if err := json.Unmarshal([]byte(r.stdout), &resp); r.code != 0 || err != nil {
+			t.Fatalf("build %d: exit %d (%v)\n%s\n%s", i, r.code, err, r.stdout, r.stderr)
+		}
+		so, err := os.ReadFile(filepath.Join(home, "out", "kernel_0.so"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if resp.Status != api.StatusUncached || bytes.Contains(so, forgedBytes) || !bytes.Equal(so, want) {
+			t.Fatalf("build %d: status %s, %d bytes of kernel (forged: %v)", i, resp.Status, len(so), bytes.Contains(so, forgedBytes))
+		}
+		if len(resp.Warnings) != 1 || !strings.Contains(resp.Warnings[0], "cache directory "+dir+" is owned by") || !strings.Contains(resp.Warnings[0], "mode 0777") {
+			t.Fatalf("build %d: warnings %q, want the refusal", i, resp.Warnings)
+		}
+	}
+	ddir := api.DaemonDir(dir, func(k string) string {
+		if k == "XDG_RUNTIME_DIR" {
+			return filepath.Join(home, "run")
+		}
+		return ""
+	})
+	log, err := os.ReadFile(filepath.Join(ddir, api.LogName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(string(log), "cache directory "+dir+" is owned by"); n != 1 {
+		t.Fatalf("the daemon log names the refusal %d times, want once:\n%s", n, log)
+	}
+	if r := run("daemon", "status"); !strings.Contains(r.stdout, "cache unusable: ") || !strings.Contains(r.stdout, dir) {
+		t.Errorf("daemon status does not show the refusal:\n%s%s", r.stdout, r.stderr)
+	}
 }
