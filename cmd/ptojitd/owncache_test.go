@@ -380,17 +380,18 @@ func TestForgedEntryRefused(t *testing.T) {
 					}
 				}
 			}
-			// The maintenance commands refuse it too, and clear
-			// removes none of the other user's files.
+			// The maintenance commands refuse it too, clear removes
+			// none of the other user's files and config set writes
+			// nothing into the directory.
 			before := listNames(t, dir)
-			for _, args := range [][]string{{"cache", "stats"}, {"cache", "verify"}, {"cache", "clear"}} {
+			for _, args := range [][]string{{"cache", "stats"}, {"cache", "verify"}, {"cache", "clear"}, {"config", "set", "max_size", "1G"}} {
 				r := w.run(c.uid, home, dir, "ptojit", args...)
 				if r.code == 0 || !strings.Contains(r.stderr, "cache directory "+dir+" is owned by") {
 					t.Errorf("%v: exit %d, stderr %q, want the refusal", args, r.code, r.stderr)
 				}
 			}
 			if after := listNames(t, dir); after != before {
-				t.Errorf("cache clear changed the refused directory: %s, was %s", after, before)
+				t.Errorf("the commands changed the refused directory: %s, was %s", after, before)
 			}
 		})
 	}
