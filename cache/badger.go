@@ -161,6 +161,10 @@ func Open(dir string, opt Options) (*Badger, error) {
 	if dir == "" {
 		return nil, &OpenError{Dir: dir, Err: errors.New("empty directory name")}
 	}
+	// Nothing of another user's is read, not even to check free space.
+	if err := CheckOwned(dir); err != nil {
+		return nil, &OpenError{Dir: dir, Err: err}
+	}
 	bo := badger.DefaultOptions(dir).
 		WithValueThreshold(valueThreshold).
 		WithMemTableSize(memTableSize).
@@ -200,6 +204,9 @@ func Open(dir string, opt Options) (*Badger, error) {
 			bo = bo.WithReadOnly(true)
 		}
 	} else if err := prepareDir(dir); err != nil {
+		return nil, &OpenError{Dir: dir, Err: err}
+	} else if err := CheckOwned(dir); err != nil {
+		// Created by another user between the check and MkdirAll.
 		return nil, &OpenError{Dir: dir, Err: err}
 	} else {
 		lastVlog, lastData = lastValueLog(dir)
@@ -1558,7 +1565,13 @@ func (b *Badger) Close() error {
 		}
 		ferr = nil
 	}
-	if err := b.safe("close", b.db.Close); err != nil {
+	err := b.safe("close", b.db.Close)
+	if !b.opt.ReadOnly {
+		// Closing wrote the memtables to new tables, 0644 under the
+		// usual umask, after the flusher's last pass.
+		tightenFiles(b.dir)
+	}
+	if err != nil {
 		return errors.Join(ferr, fmt.Errorf("cache: close: %w", err))
 	}
 	return ferr

@@ -38,7 +38,9 @@ func DefaultDir(getenv func(string) string) (string, error) {
 // prepareDir creates the store's directory dir with mode 0700 and keeps
 // what is there private: when dir belongs to this user, a dir that others
 // can enter is tightened to 0700 and its files by tightenFiles. Failing to
-// tighten (a file system without modes) is not an error.
+// tighten (a file system without modes) is not an error. Open calls it only
+// for a dir that passed CheckOwned: a dir others could write is refused,
+// never tightened, so no file another user left there is adopted.
 func prepareDir(dir string) error {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return err

@@ -2,7 +2,10 @@
 
 package cache
 
-import "os"
+import (
+	"io/fs"
+	"os"
+)
 
 // statFree returns -1: the free space is unknown on this system.
 func statFree(dir string) (int64, error) { return -1, nil }
@@ -17,3 +20,6 @@ func lockDir(dir string) (func(), error) {
 
 // writable cannot tell here whether dir is writable.
 func writable(dir string) error { return nil }
+
+// ownerOf cannot tell here who owns a file.
+func ownerOf(fi fs.FileInfo) (int, bool) { return 0, false }

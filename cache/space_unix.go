@@ -4,6 +4,7 @@ package cache
 
 import (
 	"errors"
+	"io/fs"
 	"os"
 	"syscall"
 )
@@ -45,4 +46,13 @@ func writable(dir string) error {
 		return nil
 	}
 	return err
+}
+
+// ownerOf returns the uid that owns the file fi describes.
+func ownerOf(fi fs.FileInfo) (int, bool) {
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !ok {
+		return 0, false
+	}
+	return int(st.Uid), true
 }

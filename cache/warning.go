@@ -18,7 +18,10 @@ func StoreWarning(dir string, err error) string {
 // writing it).
 func Remedy(err error) string {
 	var remedy string
+	var oe *OwnerError
 	switch {
+	case errors.As(err, &oe):
+		remedy = oe.remedy()
 	case errors.Is(err, ErrNoSpace) || errors.Is(err, syscall.ENOSPC):
 		remedy = fmt.Sprintf("free space on its file system (the store keeps %s free), or set %s to another directory",
 			FormatSize(spaceReserve(valueLogFileSize)), EnvDir)

@@ -33,7 +33,13 @@ func isBadgerFile(name string) bool {
 // file or directory in dir is left alone. It refuses with an *OpenError
 // matching ErrLocked when a process has the store open. It returns the
 // number of files removed and their bytes.
+//
+// A dir that fails CheckOwned is refused with its *OwnerError (inside an
+// *OpenError): another user's files are not ptojit's to remove.
 func Wipe(dir string) (files int, bytes int64, err error) {
+	if err := CheckOwned(dir); err != nil {
+		return 0, 0, &OpenError{Dir: dir, Err: err}
+	}
 	unlock, err := lockDir(dir)
 	if errors.Is(err, os.ErrNotExist) {
 		return 0, 0, nil

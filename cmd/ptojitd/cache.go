@@ -219,7 +219,7 @@ func openCache(ctx context.Context, env *cli.Env, o *cacheOptions, readOnly bool
 // wiped by cache clear: it is damaged, not held by another process.
 func canWipe(ctx context.Context, err error) bool {
 	var oe *cache.OpenError
-	return ctx.Err() == nil && errors.As(err, &oe) && !errors.Is(err, cache.ErrLocked)
+	return ctx.Err() == nil && errors.As(err, &oe) && !errors.Is(err, cache.ErrLocked) && !errors.Is(err, cache.ErrNotOwned)
 }
 
 // needWipe is the error of cache clear on an open store that failed: the

@@ -120,8 +120,17 @@ func configPath(env *cli.Env, flag string) (string, error) {
 
 // loadConfig reads the settings file of cacheDir; a file that is invalid is
 // a usage error naming its line.
+//
+// A settings file of a cache directory that is not the user's own
+// (cache.CheckFile) is not read: it reads as absent, so that it chooses no
+// remote tier and no setting, and the store's open refuses the directory
+// with the message that names it (the build runs uncached).
 func loadConfig(cacheDir string) (*config.File, error) {
-	f, err := config.Load(filepath.Join(cacheDir, config.FileName), checkSetting)
+	path := filepath.Join(cacheDir, config.FileName)
+	if cache.CheckFile(cacheDir, config.FileName) != nil {
+		return &config.File{Path: path}, nil
+	}
+	f, err := config.Load(path, checkSetting)
 	var le *config.LineError
 	if errors.As(err, &le) {
 		return nil, cli.Usagef("%v", err)
@@ -231,6 +240,10 @@ func runConfigSet(env *cli.Env, o *configOptions, args []string) error {
 		}
 	}
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return err
+	}
+	// Nothing is written into another user's cache directory.
+	if err := cache.CheckFile(filepath.Dir(path), config.FileName); err != nil {
 		return err
 	}
 	lock, err := os.OpenFile(path+".lock", os.O_CREATE|os.O_RDWR, 0o600)

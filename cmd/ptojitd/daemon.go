@@ -366,7 +366,12 @@ func runDaemon(ctx context.Context, env *cli.Env, o daemonOptions) error {
 	// Deferred first, so it runs last: the lock outlives the store.
 	defer srv.Close()
 	var store *cache.Badger
-	err = probeCache(ctx, dir)
+	// A cache that is not the user's own is refused before any process
+	// opens a file of it (Open checks again).
+	err = cache.CheckOwned(dir)
+	if err == nil {
+		err = probeCache(ctx, dir)
+	}
 	if err == nil {
 		octx, cancel := context.WithTimeout(ctx, openStoreWait)
 		store, err = cache.OpenWait(octx, dir, opt)

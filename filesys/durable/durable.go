@@ -80,9 +80,31 @@ func Remove(path string) error { return FS{}.Remove(path) }
 // writes: "." + base + ".tmp-".
 func TempPrefix(target string) string { return "." + filepath.Base(target) + ".tmp-" }
 
+// tempSuffixLen is the length of the random part of a temporary name:
+// 8 bytes in lower-case hex.
+const tempSuffixLen = 16
+
 // IsTemp reports whether name (a base name) is a temporary file of this
-// package.
-func IsTemp(name string) bool { return strings.HasPrefix(name, ".") && strings.Contains(name, ".tmp-") }
+// package: exactly "." + base + ".tmp-" + 16 lower-case hex digits, with a
+// non-empty base. A user's file that merely looks alike (".notes.tmp-old",
+// ".a.tmp-1") is not one, so CleanTemp never removes it.
+func IsTemp(name string) bool {
+	rest, ok := strings.CutPrefix(name, ".")
+	if !ok || len(rest) <= tempSuffixLen {
+		return false
+	}
+	head, rnd := rest[:len(rest)-tempSuffixLen], rest[len(rest)-tempSuffixLen:]
+	base, ok := strings.CutSuffix(head, ".tmp-")
+	if !ok || base == "" {
+		return false
+	}
+	for i := 0; i < len(rnd); i++ {
+		if c := rnd[i]; !('0' <= c && c <= '9' || 'a' <= c && c <= 'f') {
+			return false
+		}
+	}
+	return true
+}
 
 // WriteFile is the package's WriteFile through d's seam.
 func (d FS) WriteFile(path string, data []byte, perm fs.FileMode) (err error) {
@@ -94,7 +116,7 @@ func (d FS) WriteFile(path string, data []byte, perm fs.FileMode) (err error) {
 	if _, err := rand.Read(rnd[:]); err != nil {
 		return err
 	}
-	tmp := filepath.Join(dir, TempPrefix(path)+hex.EncodeToString(rnd[:]))
+	tmp := filepath.Join(dir, TempPrefix(path)+hex.EncodeToString(rnd[:])) // tempSuffixLen digits
 	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, perm)
 	if err != nil {
 		return fmt.Errorf("durable write of %s: %w", path, err)

@@ -130,3 +130,59 @@ func TestRenameRemove(t *testing.T) {
 		t.Errorf("MkdirAll: %v", err)
 	}
 }
+
+// TestIsTempOnlyOwnNames: IsTemp accepts the names WriteFile makes and no
+// user file of a like shape, and CleanTemp removes only the former.
+func TestIsTempOnlyOwnNames(t *testing.T) {
+	dir := t.TempDir()
+	target := filepath.Join(dir, "state.json")
+	own := TempPrefix(target) + "0123456789abcdef"
+	if !IsTemp(own) {
+		t.Fatalf("IsTemp(%q) = false", own)
+	}
+	users := []string{
+		".notes.tmp-old", ".a.tmp-1", ".x.tmp-y",
+		".state.json.tmp-0123456789abcde",   // 15 digits
+		".state.json.tmp-0123456789abcdef0", // 17 digits
+		".state.json.tmp-0123456789ABCDEF",  // upper case
+		"..tmp-0123456789abcdef",            // no base
+		"state.json.tmp-0123456789abcdef",   // no leading dot
+		".state.json.tmp-0123456789abcdeg",
+		".state.json.tmp-0123456789abcdef.bak",
+	}
+	for _, n := range users {
+		if IsTemp(n) {
+			t.Errorf("IsTemp(%q) = true, want false", n)
+		}
+	}
+	for _, n := range append([]string{own}, users...) {
+		if err := os.WriteFile(filepath.Join(dir, n), []byte("x"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	removed, err := CleanTemp(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(removed) != 1 || removed[0] != own {
+		t.Fatalf("CleanTemp removed %q, want only %q", removed, own)
+	}
+	for _, n := range users {
+		if _, err := os.Stat(filepath.Join(dir, n)); err != nil {
+			t.Errorf("the user's file %s: %v", n, err)
+		}
+	}
+	// What WriteFile leaves after a crash is one of its own names.
+	crash := FS{Seam: func(_, step string) error {
+		if step == StepRename {
+			return errors.New("crash")
+		}
+		return nil
+	}}
+	if err := crash.WriteFile(target, []byte("new"), 0o600); err == nil {
+		t.Fatal("the crashed write succeeded")
+	}
+	if removed, err := CleanTemp(dir); err != nil || len(removed) != 1 {
+		t.Fatalf("CleanTemp after a crash removed %q (%v), want the one temporary file", removed, err)
+	}
+}
