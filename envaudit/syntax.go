@@ -73,3 +73,23 @@ func sourceText(s string) string {
 	}
 	return escapeText(s, false)
 }
+
+// PythonVersion is the minor version of Python 3 whose grammar the
+// scanner accepts: 10 (the default, the version PyPTO's lint runs), 11 or
+// 12.
+type PythonVersion int
+
+// The versions the scanner knows; DefaultPythonVersion is the one a zero
+// PythonVersion means.
+const (
+	DefaultPythonVersion PythonVersion = 10
+	MaxPythonVersion     PythonVersion = 12
+	pyVersionCount                     = int(MaxPythonVersion-DefaultPythonVersion) + 1
+)
+
+func (v PythonVersion) orDefault() PythonVersion {
+	if v == 0 {
+		return DefaultPythonVersion
+	}
+	return v
+}
