@@ -287,7 +287,7 @@ feed:
 				case !rd.Dynamic():
 					if !cfg.Registry.Classified(rd.Variable) {
 						rep.Findings = append(rep.Findings, Finding{Path: r.path, Line: rd.Line, Kind: KindUnclassified,
-							Variable: rd.Variable, Function: rd.Function, Message: "unclassified environment input: " + printable(rd.Variable)})
+							Variable: rd.Variable, Function: rd.Function, Message: "unclassified environment input: " + nameText(rd.Variable)})
 					}
 				case cfg.Registry.Allows(r.path, rd.Function):
 					used[envreg.Exception{Path: r.path, Function: rd.Function}] = true

@@ -133,6 +133,7 @@ const (
 	pyBoolean
 	pyConditional
 	pyDictionary
+	pyComparison
 	pyKindCount
 )
 
@@ -160,6 +161,7 @@ var pyKindNames = map[string]pyKind{
 	"elif_clause": pyElif, "if_statement": pyIf, "finally_clause": pyFinally, "with_clause": pyWithClause,
 	"with_item": pyWithItem, "type": pyTypeNode, "pair": pyPair, "if_clause": pyIfClause,
 	"boolean_operator": pyBoolean, "conditional_expression": pyConditional, "dictionary": pyDictionary,
+	"comparison_operator": pyComparison,
 }
 
 type pyField uint8
@@ -757,6 +759,7 @@ var pyGetenvFuncs = []string{
 	"os.getenv", "os.getenvb",
 	"os.environ.get", "os.environ.pop", "os.environ.setdefault",
 	"os.environb.get", "os.environb.pop", "os.environb.setdefault",
+	"os.environ.__contains__", "os.environb.__contains__",
 }
 
 func (t *pyTree) reads() []Read {
@@ -820,6 +823,14 @@ func (t *pyTree) reads() []Read {
 				case pySubscript:
 					if f == fValue {
 						continue
+					}
+				case pyComparison:
+					// `K in os.environ`, `K not in os.environ`: a
+					// read of K, as os.environ.__contains__(K) is.
+					if l := t.nodes[p].first; l != i && t.nodes[l].next == i && t.nodes[i].next < 0 {
+						if op := strings.Join(strings.Fields(string(t.src[t.nodes[l].stop:nd.start])), " "); op == "in" || op == "not in" {
+							arg = l
+						}
 					}
 				case pyAssignment:
 					// Stored in names: an alias, whose uses are
