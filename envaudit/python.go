@@ -26,6 +26,10 @@ type PythonScanner struct {
 	Full bool
 	// Python is the grammar accepted; 0 means DefaultPythonVersion.
 	Python PythonVersion
+	// nodes and scratch are the buffers of the last Scan, reused by the
+	// next: no Read refers to them.
+	nodes   []pyNode
+	scratch []int32
 }
 
 // NewPythonScanner returns a scanner with its own parser.
@@ -49,7 +53,8 @@ func (s *PythonScanner) Scan(src []byte) ([]Read, error) {
 	if err != nil {
 		return nil, err
 	}
-	t := &pyTree{src: src}
+	t := &pyTree{src: src, nodes: s.nodes[:0], scratch: s.scratch}
+	defer func() { s.nodes, s.scratch = t.nodes[:0], t.scratch }()
 	if err := s.parser.parse(src, pyTablesOnce(), s.Python.orDefault(), t); err != nil {
 		return nil, err
 	}
@@ -302,6 +307,8 @@ type pyNode struct {
 type pyTree struct {
 	src   []byte
 	nodes []pyNode
+	// scratch is a buffer for parse and link, reused between files.
+	scratch []int32
 	// analysis state
 	target   []bool  // node is in a store or delete position
 	scopeOf  []int32 // innermost enclosing scope (module, def, class, lambda)
@@ -322,7 +329,7 @@ type pyScope struct {
 // link sets the first, next and end of every node from the parents.
 func (t *pyTree) link() {
 	n := int32(len(t.nodes))
-	lastChild := make([]int32, n)
+	lastChild := t.grow(int(n))
 	for i := range lastChild {
 		lastChild[i] = -1
 	}
@@ -345,6 +352,14 @@ func (t *pyTree) link() {
 			t.nodes[p].end = t.nodes[i].end
 		}
 	}
+}
+
+// grow returns t.scratch resized to n, reallocated only when too small.
+func (t *pyTree) grow(n int) []int32 {
+	if cap(t.scratch) < n {
+		t.scratch = make([]int32, n, n+n/4)
+	}
+	return t.scratch[:n]
 }
 
 func (t *pyTree) text(i int32) string {

@@ -284,7 +284,7 @@ func (p *tsParser) parse(src []byte, tb *pyTables, v PythonVersion, t *pyTree) e
 	}
 	// index maps C indices to t.nodes indices; comments (leaves) are
 	// dropped.
-	index := make([]int32, len(flat))
+	index := t.grow(len(flat))
 	t.nodes = t.nodes[:0]
 	for i := range flat {
 		e := &flat[i]
