@@ -75,7 +75,28 @@ type Config struct {
 	// Full analyses every Python file, even those that cannot hold a
 	// read; every file is parsed and checked either way.
 	Full bool
+	// Python is the Python grammar the sources are parsed with; 0 means
+	// DefaultPythonVersion (3.10, the version PyPTO's lint targets).
+	Python PythonVersion
+	// Order is the order of the findings: OrderPath (the default, "") or
+	// OrderUpstream.
+	Order Order
 }
+
+// Order is an order of findings.
+type Order string
+
+// The orders. OrderPath sorts findings by path, line and message, which is
+// stable under edits elsewhere (for pre-commit). OrderUpstream is the
+// order of PyPTO's lint, for parity runs: files in the order of the scan
+// roots (the defaults: python/pypto, src, include, python/bindings), each
+// root's files sorted by path component; within a Python file the reads
+// in the breadth-first order of Python's ast.walk, within a C++ file in
+// source order.
+const (
+	OrderPath     Order = ""
+	OrderUpstream Order = "upstream"
+)
 
 // Finding kinds.
 const (
@@ -171,6 +192,12 @@ func Audit(ctx context.Context, cfg Config) (*Report, error) {
 	if cfg.Registry == nil {
 		return nil, errors.New("envaudit: no registry")
 	}
+	if cfg.Order != OrderPath && cfg.Order != OrderUpstream {
+		return nil, fmt.Errorf("envaudit: unknown order %q", cfg.Order)
+	}
+	if v := cfg.Python.orDefault(); v < DefaultPythonVersion || v > MaxPythonVersion {
+		return nil, fmt.Errorf("envaudit: Python 3.%d: want 3.%d to 3.%d", v, DefaultPythonVersion, MaxPythonVersion)
+	}
 	scans := cfg.Scans
 	if scans == nil {
 		scans = DefaultScans
@@ -218,6 +245,7 @@ func Audit(ctx context.Context, cfg Config) (*Report, error) {
 				if u.lang == "python" && py == nil {
 					py = NewPythonScanner()
 					py.Full = cfg.Full
+					py.Python = cfg.Python
 				}
 				results[i] = runUnit(root, u, py, imp, cfg.Files != nil)
 			}
@@ -249,12 +277,17 @@ feed:
 			case r.err != nil:
 				return nil, r.err
 			}
-			for _, rd := range r.reads {
+			reads := r.reads
+			if cfg.Order == OrderUpstream {
+				reads = slices.Clone(reads)
+				slices.SortStableFunc(reads, func(a, b Read) int { return cmp.Compare(a.walk, b.walk) })
+			}
+			for _, rd := range reads {
 				switch {
 				case !rd.Dynamic():
 					if !cfg.Registry.Classified(rd.Variable) {
 						rep.Findings = append(rep.Findings, Finding{Path: r.path, Line: rd.Line, Kind: KindUnclassified,
-							Variable: rd.Variable, Function: rd.Function, Message: "unclassified environment input: " + printable(rd.Variable)})
+							Variable: rd.Variable, Function: rd.Function, Message: "unclassified environment input: " + nameText(rd.Variable)})
 					}
 				case cfg.Registry.Allows(r.path, rd.Function):
 					used[envreg.Exception{Path: r.path, Function: rd.Function}] = true
@@ -265,9 +298,18 @@ feed:
 			}
 		}
 	}
-	slices.SortFunc(rep.Findings, func(a, b Finding) int {
-		return cmp.Or(strings.Compare(a.Path, b.Path), cmp.Compare(a.Line, b.Line), strings.Compare(a.Message, b.Message))
-	})
+	if cfg.Order == OrderPath {
+		slices.SortFunc(rep.Findings, func(a, b Finding) int {
+			return cmp.Or(strings.Compare(a.Path, b.Path), cmp.Compare(a.Line, b.Line), strings.Compare(a.Message, b.Message))
+		})
+	} else {
+		// Files by scan root, then path component by component (as
+		// Python sorts Paths); a file's findings keep their order.
+		slices.SortStableFunc(rep.Findings, func(a, b Finding) int {
+			return cmp.Or(cmp.Compare(scanIndex(scans, a.Path), scanIndex(scans, b.Path)),
+				slices.Compare(strings.Split(a.Path, "/"), strings.Split(b.Path, "/")))
+		})
+	}
 	if cfg.Files == nil {
 		for _, e := range cfg.Registry.Exceptions() {
 			if !used[envreg.Exception{Path: e.Path, Function: e.Function}] {
@@ -460,6 +502,16 @@ func treeFiles(root string, scans []Scan) ([]string, error) {
 	}
 	slices.Sort(files)
 	return files, nil
+}
+
+// scanIndex returns the index of the first scan root holding rel.
+func scanIndex(scans []Scan, rel string) int {
+	for i, s := range scans {
+		if s.Dir == "." || rel == s.Dir || strings.HasPrefix(rel, s.Dir+"/") {
+			return i
+		}
+	}
+	return len(scans)
 }
 
 // selectedFiles keeps the names (relative to the current directory, or

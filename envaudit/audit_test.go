@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -18,7 +19,8 @@ import (
 // TestAuditTrees runs each archive under testdata/audit as a repository:
 // its "registry.json" is the registry, the optional "scans" section holds
 // DIR:EXT[,EXT] lines (default: the PyPTO layout), the optional "args"
-// section the selected files, and "want" the exact output lines.
+// section the selected files, the optional "options" section lines
+// "python 3.N" and "order upstream", and "want" the exact output lines.
 func TestAuditTrees(t *testing.T) {
 	files, _ := filepath.Glob("testdata/audit/*.txtar")
 	if len(files) == 0 {
@@ -31,7 +33,7 @@ func TestAuditTrees(t *testing.T) {
 				t.Fatal(err)
 			}
 			root := t.TempDir()
-			var want, args, scans []string
+			var want, args, scans, options []string
 			for _, f := range ar.Files {
 				switch f.Name {
 				case "want":
@@ -40,6 +42,8 @@ func TestAuditTrees(t *testing.T) {
 					args = lines(f.Data)
 				case "scans":
 					scans = lines(f.Data)
+				case "options":
+					options = lines(f.Data)
 				default:
 					p := filepath.Join(root, filepath.FromSlash(f.Name))
 					if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
@@ -55,6 +59,21 @@ func TestAuditTrees(t *testing.T) {
 				t.Fatal(err)
 			}
 			cfg := Config{Root: root, Registry: reg}
+			for _, o := range options {
+				switch k, v, _ := strings.Cut(o, " "); k {
+				case "python":
+					minor, ok := strings.CutPrefix(v, "3.")
+					n, err := strconv.Atoi(minor)
+					if !ok || err != nil {
+						t.Fatalf("option %q", o)
+					}
+					cfg.Python = PythonVersion(n)
+				case "order":
+					cfg.Order = Order(v)
+				default:
+					t.Fatalf("unknown option %q", o)
+				}
+			}
 			for _, s := range scans {
 				dir, exts, _ := strings.Cut(s, ":")
 				sc := Scan{Dir: dir}

@@ -64,7 +64,7 @@ func BenchmarkParseFlat(b *testing.B) {
 	b.SetBytes(n)
 	for b.Loop() {
 		for _, src := range srcs {
-			if err := s.parser.parse(src, tb, &pyTree{src: src}); err != nil {
+			if err := s.parser.parse(src, tb, DefaultPythonVersion, &pyTree{src: src}); err != nil {
 				b.Fatal(err)
 			}
 		}

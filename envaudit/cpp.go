@@ -303,8 +303,19 @@ func appendCEscape(val, e []byte) ([]byte, int) {
 		if n == 2 {
 			return append(val, 'x'), 2
 		}
-		v, _ := strconv.ParseUint(string(e[2:n]), 16, 64)
-		return append(val, byte(v)), n
+		// The escape takes every hex digit: "\x324" is one code unit
+		// 0x324, which no char holds (compilers reject it); the name
+		// keeps the value whole, as that character, rather than a
+		// truncated byte.
+		v, err := strconv.ParseUint(string(e[2:n]), 16, 64)
+		if err == nil && v <= 0xff {
+			return append(val, byte(v)), n
+		}
+		r := rune(v)
+		if err != nil || !utf8.ValidRune(r) {
+			r = utf8.RuneError
+		}
+		return utf8.AppendRune(val, r), n
 	case 'u', 'U':
 		want := 4
 		if c == 'U' {

@@ -41,7 +41,8 @@
 // importlib) is not recognised. The function of a read is the innermost
 // enclosing def, or "<module>".
 //
-// Python sources are read as Python 3.10 reads them: a UTF-8 BOM is dropped,
+// Python sources are read as Python 3.10 reads them (Config.Python, the
+// --python flag, accepts the syntax of 3.11 or 3.12): a UTF-8 BOM is dropped,
 // a PEP 263 coding cookie selects the encoding (UTF-8, Latin-1 and ASCII are
 // decoded; any other is a finding), and literals decode exactly as Python
 // decodes them (octal, \x, \u, \U, \N{name} with the names of
@@ -50,8 +51,11 @@
 // parsed, and one Python would not compile is a "syntax" finding with line
 // and column (PyPTO's lint fails on it): a tree-sitter error, a construct
 // tree-sitter accepts and Python 3.10 rejects (Python 2 print and exec
-// statements, <>, backticks, 10L, 0777, the ur prefix, except*, type
-// statements and parameters), undecodable bytes, a bad escape or an unknown
+// statements, <>, backticks, 10L, 0777, the ur prefix; and the version
+// table: except* until 3.11, type statements and the type parameters of a
+// def or class header until 3.12, where a subscripted annotation such as
+// `x: list[int]`, which tree-sitter also builds a type_parameter node for,
+// is no such parameter), undecodable bytes, a bad escape or an unknown
 // character name, bytes mixed with str, a NUL byte. Output never carries raw
 // source bytes: names and messages are escaped where they hold anything but
 // printable characters.
@@ -74,6 +78,42 @@
 // initializers; a function literal counts as its enclosing function.
 // Implicit inheritance of the environment by child processes is not a read
 // and is not reported.
+//
+// # Differences from PyPTO's lint
+//
+// ptojit envaudit is the lint of PyPTO's tests/lint/check_environment_inputs.py
+// (with its _cpp_text.py), and on PyPTO's own tree it prints the same lines
+// (bench/envaudit-differential.sh compares the two on any checkout). Where
+// the two differ it is a decision, each row pinned by a fixture
+// (testdata/audit/differences.txtar unless another is named):
+//
+//	construct                        ptojit                         the lint; why ptojit differs
+//	order of the findings            by path and line; --order      scan roots in order, files by path, a
+//	                                 upstream gives the lint's      file's reads in ast.walk's breadth-first
+//	                                 (parity.txtar, parity_path)    order; sorted is stable for pre-commit
+//	a syntax error, Python 2         a "cannot parse" finding       crashes with a traceback; a lint must
+//	print, a type statement                                         not crash, and the reads are unknown
+//	a UTF-8 BOM                      dropped, as Python drops it    read_text keeps U+FEFF: ast.parse fails
+//	except*                          a finding under 3.10, the      parsed by the Python running it (3.11
+//	                                 default; --python 3.11         takes it); the lint targets 3.10
+//	                                 accepts it (versions31x)
+//	os.environ["A"] += "x"           a read of A                    nothing (the Subscript is a Store), but
+//	                                                                an augmented assignment loads first
+//	self.env = os.environ            a dynamic read                 nothing (the parent is an Assign); the
+//	                                                                mapping escapes where no scan follows
+//	map(os.getenv, names)            a dynamic read                 nothing; a reader passed as a value reads
+//	from os import *; getenv("A")    a read of A                    nothing; * binds getenv and environ
+//	os.getenv(f"A")                  a read of A                    a dynamic read; an f-string without a
+//	                                                                placeholder is the constant "A"
+//	"A" in os.environ,               a read of A                    a dynamic read; the membership test
+//	os.environ.__contains__("A")                                    reads exactly A (dynamic.py)
+//	a name that is not a plain       quoted and escaped: "A-B",     raw: A-B, A\38, a raw control byte; a
+//	identifier                       "A\\38", "A\x01"               quoted name cannot pass for another
+//	C++ '"', R"xy(...)xy", a         read as C++ reads them         its regex takes '"' and raw strings for
+//	continued line, u8"A", L"...",   (also testdata/cpp)            strings, misses spliced calls, gives
+//	an unterminated string                                          u8"A" no name
+//	C++ "C\x324"                     "C\u0324": the escape takes    C24: Python's \x takes two digits
+//	                                 every hex digit, as C++ does
 //
 // # Parsing Python
 //

@@ -38,7 +38,7 @@ func BenchmarkParseSideBySide(b *testing.B) {
 	defer useLibcAllocator()
 	flat := func() {
 		for _, src := range srcs {
-			if err := s.parser.parse(src, tb, &pyTree{src: src}); err != nil {
+			if err := s.parser.parse(src, tb, DefaultPythonVersion, &pyTree{src: src}); err != nil {
 				b.Fatal(err)
 			}
 		}

@@ -4,6 +4,7 @@ package envaudit
 
 import (
 	"bytes"
+	"fmt"
 	"maps"
 	"slices"
 	"strings"
@@ -23,6 +24,12 @@ type PythonScanner struct {
 	// parsed and checked, not analysed); benchmarks set it to measure the
 	// full analysis.
 	Full bool
+	// Python is the grammar accepted; 0 means DefaultPythonVersion.
+	Python PythonVersion
+	// nodes and scratch are the buffers of the last Scan, reused by the
+	// next: no Read refers to them.
+	nodes   []pyNode
+	scratch []int32
 }
 
 // NewPythonScanner returns a scanner with its own parser.
@@ -46,8 +53,9 @@ func (s *PythonScanner) Scan(src []byte) ([]Read, error) {
 	if err != nil {
 		return nil, err
 	}
-	t := &pyTree{src: src}
-	if err := s.parser.parse(src, pyTablesOnce(), t); err != nil {
+	t := &pyTree{src: src, nodes: s.nodes[:0], scratch: s.scratch}
+	defer func() { s.nodes, s.scratch = t.nodes[:0], t.scratch }()
+	if err := s.parser.parse(src, pyTablesOnce(), s.Python.orDefault(), t); err != nil {
 		return nil, err
 	}
 	if !s.Full && !bytes.Contains(src, []byte("getenv")) && !bytes.Contains(src, []byte("environ")) {
@@ -116,6 +124,21 @@ const (
 	pyComment
 	pyWildcardImport
 	pyInteger
+	pyDecorated
+	pyDecorator
+	pyElse
+	pyElif
+	pyIf
+	pyFinally
+	pyWithClause
+	pyWithItem
+	pyTypeNode
+	pyPair
+	pyIfClause
+	pyBoolean
+	pyConditional
+	pyDictionary
+	pyComparison
 	pyKindCount
 )
 
@@ -139,6 +162,11 @@ var pyKindNames = map[string]pyKind{
 	"block": pyBlock, "expression_statement": pyExpressionStatement, "case_pattern": pyCasePattern,
 	"splat_pattern": pySplatPattern, "dictionary_splat": pyDictionarySplat, "comment": pyComment,
 	"wildcard_import": pyWildcardImport, "integer": pyInteger,
+	"decorated_definition": pyDecorated, "decorator": pyDecorator, "else_clause": pyElse,
+	"elif_clause": pyElif, "if_statement": pyIf, "finally_clause": pyFinally, "with_clause": pyWithClause,
+	"with_item": pyWithItem, "type": pyTypeNode, "pair": pyPair, "if_clause": pyIfClause,
+	"boolean_operator": pyBoolean, "conditional_expression": pyConditional, "dictionary": pyDictionary,
+	"comparison_operator": pyComparison,
 }
 
 type pyField uint8
@@ -176,21 +204,49 @@ type pyTables struct {
 	fields []pyField
 	// forbid is a bitmap of the symbols of pyRejected, rejected their
 	// messages by symbol.
-	forbid   []byte
-	rejected map[uint16]string
+	forbid   [pyVersionCount][]byte
+	rejected map[uint16]pyRejection
+	// typeParameter and typeParameters are the symbol of type_parameter
+	// and the field id of type_parameters (see checkTypeParameter).
+	typeParameter  uint16
+	typeParameters uint16
 }
 
-// pyRejected are the nodes and tokens tree-sitter-python accepts and
-// Python 3.10 (the version PyPTO's lint runs) rejects, with the message of
-// each. The key is the node kind; a leading "!" marks an anonymous token.
-var pyRejected = map[string]string{
-	"print_statement":      "Missing parentheses in call to 'print' (a Python 2 print statement)",
-	"exec_statement":       "Missing parentheses in call to 'exec' (a Python 2 exec statement)",
-	"!<>":                  "invalid syntax (the Python 2 operator <>)",
-	"except_group_clause":  "invalid syntax (except* needs Python 3.11; the lint runs Python 3.10)",
-	"type_alias_statement": "invalid syntax (a type statement needs Python 3.12; the lint runs Python 3.10)",
-	"type_parameter":       "invalid syntax (type parameters need Python 3.12; the lint runs Python 3.10)",
+// pyRejection is why a node or token is rejected: Since is the first
+// minor version that accepts it (0: none does), Msg the message (for a
+// construct of a later version, what needs it: "except* needs").
+type pyRejection struct {
+	Since PythonVersion
+	Msg   string
 }
+
+// message is the finding's text under version v.
+func (r pyRejection) message(v PythonVersion) string {
+	if r.Since == 0 {
+		return r.Msg
+	}
+	return fmt.Sprintf("invalid syntax (%s Python 3.%d; the lint parses as Python 3.%d)", r.Msg, r.Since, v)
+}
+
+// pyRejected is the version table: the nodes and tokens tree-sitter-python
+// accepts and Python 3.10 rejects, with the message of each and the version
+// that accepts it. The key is the node kind; a leading "!" marks an
+// anonymous token. The grammar's type_parameter node is not a key: the
+// grammar builds it for every subscript in an annotation (`x: list[int]`
+// is a generic_type holding one), and only one in the type_parameters
+// field of a def or class header is PEP 695 syntax (see
+// pyTypeParameters); a type statement is rejected as a whole.
+var pyRejected = map[string]pyRejection{
+	"print_statement":      {0, "Missing parentheses in call to 'print' (a Python 2 print statement)"},
+	"exec_statement":       {0, "Missing parentheses in call to 'exec' (a Python 2 exec statement)"},
+	"!<>":                  {0, "invalid syntax (the Python 2 operator <>)"},
+	"except_group_clause":  {11, "except* needs"},
+	"type_alias_statement": {12, "a type statement needs"},
+}
+
+// pyTypeParameters is the rejection of a def or class header's type
+// parameters (`def f[T](x: T)`, `class C[T]:`).
+var pyTypeParameters = pyRejection{12, "type parameters need"}
 
 var pyTablesOnce = sync.OnceValue(func() *pyTables {
 	lang := sitter.NewLanguage(python.Language())
@@ -204,18 +260,30 @@ var pyTablesOnce = sync.OnceValue(func() *pyTables {
 			t.kinds[id] = pyKindNames[lang.NodeKindForId(uint16(id))]
 		}
 	}
-	t.forbid = make([]byte, n/8+1)
-	t.rejected = map[uint16]string{}
+	for v := range t.forbid {
+		t.forbid[v] = make([]byte, n/8+1)
+	}
+	t.rejected = map[uint16]pyRejection{}
 	for id := 0; id < n; id++ {
 		key := lang.NodeKindForId(uint16(id))
 		if !t.named[id] {
 			key = "!" + key
 		}
-		if msg, ok := pyRejected[key]; ok {
-			t.forbid[id/8] |= 1 << (id % 8)
-			t.rejected[uint16(id)] = msg
+		if key == "type_parameter" {
+			t.typeParameter = uint16(id)
+		}
+		r, ok := pyRejected[key]
+		if !ok {
+			continue
+		}
+		t.rejected[uint16(id)] = r
+		for v := range t.forbid {
+			if r.Since == 0 || DefaultPythonVersion+PythonVersion(v) < r.Since {
+				t.forbid[v][id/8] |= 1 << (id % 8)
+			}
 		}
 	}
+	t.typeParameters = lang.FieldIdForName("type_parameters")
 	t.fields = make([]pyField, int(lang.FieldCount())+1)
 	for id := 1; id < len(t.fields); id++ {
 		t.fields[id] = pyFieldNames[lang.FieldNameForId(uint16(id))]
@@ -239,6 +307,8 @@ type pyNode struct {
 type pyTree struct {
 	src   []byte
 	nodes []pyNode
+	// scratch is a buffer for parse and link, reused between files.
+	scratch []int32
 	// analysis state
 	target   []bool  // node is in a store or delete position
 	scopeOf  []int32 // innermost enclosing scope (module, def, class, lambda)
@@ -259,7 +329,7 @@ type pyScope struct {
 // link sets the first, next and end of every node from the parents.
 func (t *pyTree) link() {
 	n := int32(len(t.nodes))
-	lastChild := make([]int32, n)
+	lastChild := t.grow(int(n))
 	for i := range lastChild {
 		lastChild[i] = -1
 	}
@@ -282,6 +352,14 @@ func (t *pyTree) link() {
 			t.nodes[p].end = t.nodes[i].end
 		}
 	}
+}
+
+// grow returns t.scratch resized to n, reallocated only when too small.
+func (t *pyTree) grow(n int) []int32 {
+	if cap(t.scratch) < n {
+		t.scratch = make([]int32, n, n+n/4)
+	}
+	return t.scratch[:n]
 }
 
 func (t *pyTree) text(i int32) string {
@@ -696,10 +774,12 @@ var pyGetenvFuncs = []string{
 	"os.getenv", "os.getenvb",
 	"os.environ.get", "os.environ.pop", "os.environ.setdefault",
 	"os.environb.get", "os.environb.pop", "os.environb.setdefault",
+	"os.environ.__contains__", "os.environb.__contains__",
 }
 
 func (t *pyTree) reads() []Read {
 	t.analyse()
+	walk := t.walkOrder()
 	var out []Read
 	for i := int32(0); i < int32(len(t.nodes)); i++ {
 		nd := &t.nodes[i]
@@ -759,6 +839,14 @@ func (t *pyTree) reads() []Read {
 					if f == fValue {
 						continue
 					}
+				case pyComparison:
+					// `K in os.environ`, `K not in os.environ`: a
+					// read of K, as os.environ.__contains__(K) is.
+					if l := t.nodes[p].first; l != i && t.nodes[l].next == i && t.nodes[i].next < 0 {
+						if op := strings.Join(strings.Fields(string(t.src[t.nodes[l].stop:nd.start])), " "); op == "in" || op == "not in" {
+							arg = l
+						}
+					}
 				case pyAssignment:
 					// Stored in names: an alias, whose uses are
 					// reads. Stored anywhere else (an attribute, an
@@ -773,7 +861,7 @@ func (t *pyTree) reads() []Read {
 		if !matched {
 			continue
 		}
-		r := Read{Line: int(nd.line), Function: t.functionOf(i)}
+		r := Read{Line: int(nd.line), Function: t.functionOf(i), walk: walk[i]}
 		if arg >= 0 {
 			if v, ok := t.stringValue(arg, t.effectiveConstants(i)); ok {
 				r.Variable = v

@@ -13,7 +13,8 @@ var errNoPython = errors.New("envaudit: Python sources are parsed with tree-sitt
 
 // PythonScanner is the cgo build's scanner; here every Scan fails.
 type PythonScanner struct {
-	Full bool
+	Full   bool
+	Python PythonVersion
 }
 
 // NewPythonScanner returns a scanner whose every Scan fails.

@@ -9,6 +9,10 @@ type Read struct {
 	Variable string
 	// Function holds the read; see the package doc for each language.
 	Function string
+	// walk ranks the read in the order Python's ast.walk visits the
+	// syntax tree (breadth first), which is the order of PyPTO's lint;
+	// 0 for C++ and Go reads, whose order is the source's.
+	walk int64
 }
 
 // Dynamic reports whether the read's variable is unknown.

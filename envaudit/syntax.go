@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"unicode"
 	"unicode/utf8"
 )
 
@@ -31,6 +32,39 @@ func printable(s string) string {
 		return s
 	}
 	return `"` + escapeText(s, true) + `"`
+}
+
+// nameText is a variable name as findings print it: raw when it is a
+// plain identifier (letters, digits and underscores, not starting with a
+// digit), else quoted with backslashes, quotes and every character outside
+// printable ASCII escaped, so that no name can pass for another or carry a
+// control byte.
+func nameText(s string) string {
+	plain := s != ""
+	for i, r := range s {
+		if !(r == '_' || unicode.IsLetter(r) || i > 0 && unicode.IsDigit(r)) {
+			plain = false
+			break
+		}
+	}
+	if plain && utf8.ValidString(s) {
+		return s
+	}
+	var b strings.Builder
+	b.WriteByte('"')
+	for _, c := range escapeText(s, true) {
+		if c < 0x80 {
+			b.WriteRune(c)
+			continue
+		}
+		if c > 0xffff {
+			fmt.Fprintf(&b, `\U%08x`, c)
+		} else {
+			fmt.Fprintf(&b, `\u%04x`, c)
+		}
+	}
+	b.WriteByte('"')
+	return b.String()
 }
 
 // escapeText writes s with every byte that is not part of a printable
@@ -72,4 +106,24 @@ func sourceText(s string) string {
 		return s
 	}
 	return escapeText(s, false)
+}
+
+// PythonVersion is the minor version of Python 3 whose grammar the
+// scanner accepts: 10 (the default, the version PyPTO's lint runs), 11 or
+// 12.
+type PythonVersion int
+
+// The versions the scanner knows; DefaultPythonVersion is the one a zero
+// PythonVersion means.
+const (
+	DefaultPythonVersion PythonVersion = 10
+	MaxPythonVersion     PythonVersion = 12
+	pyVersionCount                     = int(MaxPythonVersion-DefaultPythonVersion) + 1
+)
+
+func (v PythonVersion) orDefault() PythonVersion {
+	if v == 0 {
+		return DefaultPythonVersion
+	}
+	return v
 }

@@ -238,15 +238,16 @@ var errOutOfMemory = errors.New("out of memory parsing")
 // parse parses src into t.nodes (named nodes in preorder, comments left
 // out), or returns the first syntax error: one tree-sitter finds, or a
 // construct its grammar accepts that Python 3.10 rejects (see
-// pyRejected).
-func (p *tsParser) parse(src []byte, tb *pyTables, t *pyTree) error {
+// pyRejected) under Python 3.v.
+func (p *tsParser) parse(src []byte, tb *pyTables, v PythonVersion, t *pyTree) error {
 	var r C.ea_result
 	var ptr *C.char
 	if len(src) > 0 {
 		ptr = (*C.char)(unsafe.Pointer(&src[0]))
 	}
-	forbid := (*C.uint8_t)(unsafe.Pointer(&tb.forbid[0]))
-	if !C.ea_parse(p.p, ptr, C.uint32_t(len(src)), forbid, C.uint32_t(len(tb.forbid)), &r) {
+	fb := tb.forbid[v-DefaultPythonVersion]
+	forbid := (*C.uint8_t)(unsafe.Pointer(&fb[0]))
+	if !C.ea_parse(p.p, ptr, C.uint32_t(len(src)), forbid, C.uint32_t(len(fb)), &r) {
 		return errOutOfMemory
 	}
 	if r.err_row >= 0 {
@@ -259,14 +260,31 @@ func (p *tsParser) parse(src []byte, tb *pyTables, t *pyTree) error {
 	}
 	defer C.free(unsafe.Pointer(r.nodes))
 	flat := unsafe.Slice(r.nodes, int(r.count))
-	if r.bad >= 0 {
-		e := &flat[r.bad]
-		line, col := position(src, int(e.start))
-		return &SyntaxError{Line: line, Column: col, Msg: tb.rejected[uint16(e.symbol)]}
+	// The first rejected construct in preorder: a node or token the
+	// bitmap forbids, or PEP 695 type parameters under Python < 3.12.
+	bad, why := int(r.bad), pyRejection{}
+	if bad >= 0 {
+		why = tb.rejected[uint16(flat[bad].symbol)]
+	}
+	if v < pyTypeParameters.Since {
+		end := len(flat)
+		if bad >= 0 {
+			end = bad
+		}
+		for i := 0; i < end; i++ {
+			if e := &flat[i]; uint16(e.symbol) == tb.typeParameter && uint16(e.field) == tb.typeParameters {
+				bad, why = i, pyTypeParameters
+				break
+			}
+		}
+	}
+	if bad >= 0 {
+		line, col := position(src, int(flat[bad].start))
+		return &SyntaxError{Line: line, Column: col, Msg: why.message(v)}
 	}
 	// index maps C indices to t.nodes indices; comments (leaves) are
 	// dropped.
-	index := make([]int32, len(flat))
+	index := t.grow(len(flat))
 	t.nodes = t.nodes[:0]
 	for i := range flat {
 		e := &flat[i]

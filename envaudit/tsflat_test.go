@@ -33,7 +33,7 @@ func TestFlatMatchesCursor(t *testing.T) {
 			t.Fatal(err)
 		}
 		got := &pyTree{src: src}
-		if err := s.parser.parse(src, tb, got); err != nil {
+		if err := s.parser.parse(src, tb, DefaultPythonVersion, got); err != nil {
 			t.Fatal(err)
 		}
 		want := cursorTree(t, p, tb, src)

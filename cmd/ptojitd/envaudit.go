@@ -21,7 +21,7 @@ import (
 func init() {
 	register(&cli.Command{
 		Name:    "envaudit",
-		Usage:   "envaudit [--registry FILE] [--root DIR] [--scan DIR:EXT[,EXT]]... [--json] [FILE...]",
+		Usage:   "envaudit [--registry FILE] [--root DIR] [--scan DIR:EXT[,EXT]]... [--order path|upstream] [--python 3.10|3.11|3.12] [--json] [FILE...]",
 		Summary: "check that every environment read is classified in the registry",
 		Long: `Scans Python, C++ and Go sources for environment reads and reports every
 variable the environment registry does not classify, and every dynamic read
@@ -43,6 +43,14 @@ src, include and python/bindings. Each --scan replaces the defaults with one
 root, e.g. --scan .:go. testdata and hidden directories and Go _test.go files
 are never scanned. Files ending .py are Python, .go Go, anything else C++.
 
+Findings are sorted by path and line. --order upstream prints them in the
+order of PyPTO's lint instead (scan roots in order, files by path, each
+Python file's reads in the breadth-first order of Python's ast.walk), for
+comparing the two line by line. Python files are parsed as Python 3.10
+parses them (the version PyPTO's lint targets): except* (3.11), type
+statements and type parameters (3.12) are syntax findings unless --python
+names a version that accepts them.
+
 Exit status: 0 clean, 1 findings, 2 usage error or invalid registry.`,
 		Setup: func(fs *pflag.FlagSet) cli.RunFunc {
 			var o envauditOptions
@@ -50,6 +58,8 @@ Exit status: 0 clean, 1 findings, 2 usage error or invalid registry.`,
 			fs.StringVar(&o.root, "root", ".", "the repository root: paths in findings and exceptions are relative to it")
 			fs.StringArrayVar(&o.scans, "scan", nil, "a scan root and its audited suffixes, DIR:EXT[,EXT] (repeatable; replaces the defaults)")
 			fs.BoolVar(&o.json, "json", false, "print the findings as JSON")
+			fs.StringVar(&o.order, "order", "path", "the order of the findings: path (by path and line) or upstream (PyPTO's lint's order)")
+			fs.StringVar(&o.python, "python", "3.10", "the Python version whose grammar is accepted: 3.10, 3.11 or 3.12")
 			fs.IntVar(&o.jobs, "jobs", 0, "files parsed at once (default: the number of CPUs)")
 			fs.BoolVar(&o.parseAll, "parse-all", false, "analyse every Python file, even those that cannot hold a read (for measurements; every file is parsed and checked either way)")
 			_ = fs.MarkHidden("parse-all")
@@ -67,6 +77,8 @@ type envauditOptions struct {
 	json     bool
 	jobs     int
 	parseAll bool
+	order    string
+	python   string
 }
 
 // parseScan parses DIR:EXT[,EXT].
@@ -98,6 +110,22 @@ func parseScan(s string) (envaudit.Scan, error) {
 
 func runEnvaudit(ctx context.Context, env *cli.Env, o envauditOptions, files []string) error {
 	cfg := envaudit.Config{Root: o.root, Jobs: o.jobs, Full: o.parseAll}
+	switch o.order {
+	case "path":
+	case "upstream":
+		cfg.Order = envaudit.OrderUpstream
+	default:
+		return cli.Usagef("envaudit: --order %q: want path or upstream", o.order)
+	}
+	switch o.python {
+	case "3.10":
+	case "3.11":
+		cfg.Python = 11
+	case "3.12":
+		cfg.Python = 12
+	default:
+		return cli.Usagef("envaudit: --python %q: want 3.10, 3.11 or 3.12", o.python)
+	}
 	for _, s := range o.scans {
 		sc, err := parseScan(s)
 		if err != nil {

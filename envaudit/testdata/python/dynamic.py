@@ -28,9 +28,12 @@ def bulk():
         print(name)
     copy = os.environ.copy()  # want "dynamic read in bulk"
     items = os.environ.items()  # want "dynamic read in bulk"
-    present = "PY_MEMBER" in os.environ  # want "dynamic read in bulk"
+    present = "PY_MEMBER" in os.environ  # want "PY_MEMBER"
+    absent = "PY_NOT_MEMBER" not in os.environ  # want "PY_NOT_MEMBER"
+    asked = os.environ.__contains__("PY_CONTAINS")  # want "PY_CONTAINS"
+    unknown = name in os.environ  # want "dynamic read in bulk"
     run(env=os.environ)  # want "dynamic read in bulk"
-    return snapshot, names, copy, items, present
+    return snapshot, names, copy, items, present, absent, asked, unknown
 
 
 def no_arguments():
