@@ -25,12 +25,13 @@ var arrows = map[string][]string{
 	"cache":                  {},
 	"cache/remote":           {"cache"},
 	"internal/durable":       {},
+	"internal/flock":         {},                   // the lock helper of the module store and its pins
 	"internal/config":        {"internal/durable"}, // imported by cmd/ptojitd only
 	"envaudit/envreg":        {},
 	"envaudit":               {"envaudit/envreg"},
 	"toolchain":              {"inventory", "registry"},
 	"worker":                 {"registry"},
-	"registry/module":        {"inventory", "registry", "internal/durable"},
+	"registry/module":        {"inventory", "registry", "internal/durable", "internal/flock"},
 	"registry/ops":           {"registry/module", "registry", "worker", "inventory"},
 	"jit":                    {"api", "api/client", "cache", "toolchain", "inventory", "registry", "envaudit/envreg", "."},
 	"cmd/internal/cli":       {},
@@ -57,6 +58,7 @@ var stdlibOnly = map[string][]string{
 	"envaudit/envreg":        nil,
 	"registry/module":        {errgroup},
 	"internal/durable":       nil,
+	"internal/flock":         {"golang.org/x/sys"},
 	"internal/config":        nil,
 	"cmd/internal/cli":       {"github.com/spf13/pflag"},
 	"cmd/internal/clientcmd": {"github.com/spf13/pflag", errgroup},
