@@ -297,11 +297,16 @@ func (s *Store) Dir() string { return s.dir }
 
 // reload reads state.json and trust.json when they changed since the last
 // read.
-func (s *Store) reload() error {
+func (s *Store) reload() error { return s.read(false) }
+
+// read reads state.json and trust.json: always when force is set (a change
+// does, under the store lock, since a stamp can miss a change), else when
+// their stamps changed since the last read.
+func (s *Store) read(force bool) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	sp, tp := filepath.Join(s.dir, stateFile), filepath.Join(s.dir, trustFile)
-	if st := stampOf(sp); s.st == nil || st != s.stamps[0] {
+	if st := stampOf(sp); force || s.st == nil || st != s.stamps[0] {
 		b, err := os.ReadFile(sp)
 		var next *state
 		switch {
@@ -316,7 +321,7 @@ func (s *Store) reload() error {
 		}
 		s.st, s.stamps[0] = next, st
 	}
-	if st := stampOf(tp); s.trust == nil || st != s.stamps[1] {
+	if st := stampOf(tp); force || s.trust == nil || st != s.stamps[1] {
 		b, err := os.ReadFile(tp)
 		var t *Trust
 		switch {
@@ -344,7 +349,7 @@ func (s *Store) recoverLocked() error {
 	if _, err := durable.CleanTemp(pd); err != nil {
 		return fmt.Errorf("module store recovery: %w", err)
 	}
-	if err := s.reload(); err != nil {
+	if err := s.read(true); err != nil {
 		return err
 	}
 	s.mu.Lock()
@@ -400,6 +405,11 @@ func (s *Store) change(ctx context.Context, fn func(*tx) error) error {
 		if err := s.recoverLocked(); err != nil {
 			return err
 		}
+	}
+	// Another process (or Store) may have changed the store since this one
+	// last read it: the change starts from what is committed now.
+	if err := s.read(true); err != nil {
+		return err
 	}
 	s.mu.Lock()
 	base := s.st
@@ -860,6 +870,9 @@ func (s *Store) Verify(ctx context.Context) ([]error, error) {
 		return nil, err
 	}
 	defer l.unlock()
+	if err := s.read(true); err != nil {
+		return nil, err
+	}
 	st, tr, err := s.snapshot()
 	if err != nil {
 		return nil, err
