@@ -174,10 +174,14 @@ canonical archive to FILE.`,
 									r.Key = key
 								}
 								return withStore(ctx, env, o, func(ctx context.Context, s *module.Store) error {
-									if err := s.TrustRevoke(ctx, r); err != nil {
+									disabled, err := s.TrustRevoke(ctx, r)
+									if err != nil {
 										return err
 									}
 									fmt.Fprintf(env.Stdout, "revoked %s\n", strings.TrimSpace(*p+" "+*k+" "+*d))
+									for _, m := range disabled {
+										fmt.Fprintf(env.Stdout, "disabled %s\n", m.ID())
+									}
 									return nil
 								})
 							}
@@ -480,17 +484,32 @@ func runModuleLs(ctx context.Context, env *cli.Env, s *module.Store, o moduleOpt
 		}
 		return cli.WriteJSON(env.Stdout, out)
 	}
-	return writeModuleTable(env.Stdout, ms)
+	tr, err := s.Trust()
+	if err != nil {
+		return err
+	}
+	return writeModuleTable(env.Stdout, ms, tr)
 }
 
-func writeModuleTable(w io.Writer, ms []*module.Installed) error {
+// moduleState is a module's STATE column: enabled, disabled, or revoked
+// (publisher P | key K | package DIGEST).
+func moduleState(m *module.Installed, tr *module.Trust) string {
+	if tr != nil {
+		if r := tr.Revocation(m); r != "" {
+			return "revoked (" + r + ")"
+		}
+	}
+	if m.Enabled {
+		return "enabled"
+	}
+	return "disabled"
+}
+
+func writeModuleTable(w io.Writer, ms []*module.Installed, tr *module.Trust) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "MODULE\tVERSION\tSTATE\tPUBLISHER\tDIGEST\tOPS\tDEPENDS ON")
 	for _, m := range ms {
-		st := "disabled"
-		if m.Enabled {
-			st = "enabled"
-		}
+		st := moduleState(m, tr)
 		var deps []string
 		for _, d := range m.Manifest.Dependencies {
 			deps = append(deps, d.String())

@@ -385,6 +385,9 @@ type tx struct {
 	// enabled modules in load order.
 	activate func(enabled []*Installed) error
 	writeTr  bool
+	// ignorePins: the change disables modules whatever pins them (a
+	// revocation: live handles keep what they hold until released).
+	ignorePins bool
 }
 
 func (s *Store) step(name string) error {
@@ -427,11 +430,13 @@ func (s *Store) change(ctx context.Context, fn func(*tx) error) error {
 	t.st.sort()
 	if t.writeSt {
 		// Live operation handles pin enabled modules (pins.go).
-		pins, err := s.lockUnpinned(base, t.st)
-		if err != nil {
-			return err
+		if !t.ignorePins {
+			pins, err := s.lockUnpinned(base, t.st)
+			if err != nil {
+				return err
+			}
+			defer pins.unlock()
 		}
-		defer pins.unlock()
 		if err := s.step(StepValidate); err != nil {
 			return err
 		}
@@ -685,6 +690,10 @@ func (s *Store) Enable(ctx context.Context, ref string) (*Installed, error) {
 			m = vs[len(vs)-1]
 		}
 		out = m
+		// Its native code would run: a revoked module stays disabled.
+		if err := t.trust.loadable(m); err != nil {
+			return err
+		}
 		if m.Enabled {
 			t.noop = true
 			return nil
@@ -799,6 +808,9 @@ func (s *Store) Rollback(ctx context.Context, id string) (from, to *Installed, e
 			if m == nil || m.Enabled {
 				continue
 			}
+			if err := t.trust.loadable(m); err != nil {
+				return fmt.Errorf("rollback of %s refused: %w", id, err)
+			}
 			cur := t.st.enabled(id)
 			if cur != nil {
 				cur.Enabled = false
@@ -836,10 +848,16 @@ type Revocation struct {
 	Package   string // manifest digest
 }
 
-// TrustRevoke revokes a publisher, a key or a package digest. Installed
-// modules stay installed; verify reports them.
-func (s *Store) TrustRevoke(ctx context.Context, r Revocation) error {
-	return s.change(ctx, func(t *tx) error {
+// TrustRevoke revokes a publisher, a key or a package digest and, in the
+// same transaction, disables every enabled module it revokes and every
+// enabled module that depends on one of those (its dependency is gone). It
+// returns the modules it disabled. The modules stay installed, and a
+// revoked one cannot be enabled again; live operation handles that pin
+// them keep working until they are released, but no new activation runs
+// their native code.
+func (s *Store) TrustRevoke(ctx context.Context, r Revocation) ([]*Installed, error) {
+	var disabled []*Installed
+	err := s.change(ctx, func(t *tx) error {
 		switch {
 		case r.Publisher != "":
 			if !validID(r.Publisher) {
@@ -857,8 +875,54 @@ func (s *Store) TrustRevoke(ctx context.Context, r Revocation) error {
 			return errors.New("nothing to revoke")
 		}
 		t.writeTr = true
+		gone := map[string]bool{}
+		for _, m := range t.st.Modules {
+			if m.Enabled && t.trust.revoked(m) != nil {
+				gone[m.PackageID] = true
+			}
+		}
+		// Dependents of a disabled module go too, until none is left.
+		for grew := true; grew; {
+			grew = false
+			for _, m := range t.st.Modules {
+				if !m.Enabled || gone[m.PackageID] {
+					continue
+				}
+				for _, d := range m.Manifest.Dependencies {
+					if gone[d.ModuleID] {
+						gone[m.PackageID], grew = true, true
+						break
+					}
+				}
+			}
+		}
+		for _, m := range t.st.Modules {
+			if m.Enabled && gone[m.PackageID] {
+				m.Enabled = false
+				disabled = append(disabled, m)
+			}
+		}
+		if len(disabled) > 0 {
+			t.writeSt, t.ignorePins = true, true
+		}
 		return nil
 	})
+	if err != nil {
+		return nil, err
+	}
+	return disabled, nil
+}
+
+// CheckLoad decides, on the trust store as committed now, whether the
+// native code of m may run: nothing of it revoked (*RevokedError) and its
+// signing key trusted for its publisher. The operation service calls it
+// before every activation.
+func (s *Store) CheckLoad(m *Installed) error {
+	_, t, err := s.snapshot()
+	if err != nil {
+		return err
+	}
+	return t.loadable(m)
 }
 
 // Verify re-reads and re-checks every installed package (archive,
