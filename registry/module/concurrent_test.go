@@ -21,12 +21,12 @@ import (
 // a pin that was already held.
 func TestConcurrentChangesLoseNothing(t *testing.T) {
 	pairs := 200
-	if testing.Short() {
-		pairs = 40
+	if testing.Short() || raceEnabled {
+		pairs = 40 // the race detector makes each signed install ~10x slower
 	}
 	dir := t.TempDir()
 	key := testKey("org.example")
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	setup, err := Open(dir, Options{})
 	if err != nil {
@@ -35,9 +35,22 @@ func TestConcurrentChangesLoseNothing(t *testing.T) {
 	if err := setup.TrustAdd(ctx, "org.example", pub(key)); err != nil {
 		t.Fatal(err)
 	}
-	archive := func(id, version string) []byte {
-		return testPack(t, testManifest(t, id, version, "org.example", nil), key)
+	// Archives are packed (signed) once, before any change runs.
+	archives := map[string][]byte{}
+	for i := range pairs {
+		refs := [][]string{{"a", "1.0.0"}, {"b", "1.0.0"}}
+		switch i % 4 {
+		case 1:
+			refs = [][]string{{"c", "1.0.0"}}
+		case 2, 3:
+			refs = [][]string{{"x", "1.0.0"}, {"x", "2.0.0"}}
+		}
+		for _, r := range refs {
+			n := fmt.Sprintf("example.%s%d", r[0], i)
+			archives[n+"@"+r[1]] = testPack(t, testManifest(t, n, r[1], "org.example", nil), key)
+		}
 	}
+	archive := func(id, version string) []byte { return archives[id+"@"+version] }
 	// Modules the pairs enable or pin are installed first: x.N@2.0.0
 	// enabled, x.N@1.0.0 disabled (installed after, so older and off).
 	for i := range pairs {
