@@ -21,7 +21,7 @@ var arrows = map[string][]string{
 	"inventory":              {},
 	"registry":               {},
 	"api":                    {"registry"},
-	"api/client":             {"api"},
+	"api/client":             {"api", "internal/flock"},
 	"cache":                  {},
 	"cache/remote":           {"cache"},
 	"internal/durable":       {},
