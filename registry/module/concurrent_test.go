@@ -10,6 +10,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/ptojit/ptojit/internal/durable"
 )
 
 // TestConcurrentChangesLoseNothing runs 200 pairs of module commands at
@@ -269,5 +271,78 @@ func TestLockFilesNoFollow(t *testing.T) {
 	wantErr(t, s.TrustAdd(ctx, "org.other", pub(testKey("org.other"))), "a change with a symbolic link as its lock", "symbolic link")
 	if b, err := os.ReadFile(target); err != nil || string(b) != "keep" {
 		t.Errorf("the link's target: %q %v", b, err)
+	}
+}
+
+// TestFirstPinWaitsForChange: a first pin of a module (no pin file yet)
+// taken while a change that disables the module has decided it is unpinned
+// waits for that change to end instead of being granted mid-change.
+// Deterministic: the change stops at StepValidate (after its pin check)
+// and starts the pin there; the pin either returns (the race) or reports,
+// through Options.Wait, that it waits for the store lock.
+func TestFirstPinWaitsForChange(t *testing.T) {
+	dir := t.TempDir()
+	ctx := ctxT(t)
+	var armed func() error
+	a, err := open(dir, Options{}, durable.FS{Seam: func(path, step string) error {
+		if step == StepValidate && armed != nil {
+			f := armed
+			armed = nil
+			return f()
+		}
+		return nil
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	key := testKey("org.example")
+	if err := a.TrustAdd(ctx, "org.example", pub(key)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.Install(ctx, testPack(t, testManifest(t, "example.x", "1.0.0", "org.example", nil), key)); err != nil {
+		t.Fatal(err)
+	}
+	waiting := make(chan struct{})
+	var once sync.Once
+	b, err := Open(dir, Options{Wait: func(Holder) { once.Do(func() { close(waiting) }) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	type pinned struct {
+		p   *Pin
+		err error
+	}
+	got := make(chan pinned, 1)
+	var raced bool
+	armed = func() error {
+		go func() {
+			p, err := b.Pin("example.x", "example.op")
+			got <- pinned{p, err}
+		}()
+		select {
+		case r := <-got:
+			raced = true
+			got <- r
+		case <-waiting:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+		return nil
+	}
+	if _, err := a.Disable(ctx, "example.x"); err != nil {
+		t.Fatal(err)
+	}
+	var r pinned
+	select {
+	case r = <-got:
+	case <-ctx.Done():
+		t.Fatal("the pin never returned")
+	}
+	if r.err != nil {
+		t.Fatal(r.err)
+	}
+	defer r.p.Release()
+	if raced {
+		t.Fatal("a first pin was granted while a change that disables the module was under way: the change went through a live pin")
 	}
 }
