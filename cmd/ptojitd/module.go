@@ -458,6 +458,9 @@ type moduleInfo struct {
 	Key          string              `json:"key"`
 	ProvidedOps  []string            `json:"provided_ops"`
 	Dependencies []module.Dependency `json:"module_dependencies"`
+	// Revoked says what revokes the module ("publisher P", "key K",
+	// "package DIGEST"); ls sets it.
+	Revoked string `json:"revoked,omitempty"`
 }
 
 func infoOf(m *module.Installed) moduleInfo {
@@ -477,16 +480,18 @@ func runModuleLs(ctx context.Context, env *cli.Env, s *module.Store, o moduleOpt
 	if err != nil {
 		return err
 	}
-	if o.json {
-		out := make([]moduleInfo, 0, len(ms))
-		for _, m := range ms {
-			out = append(out, infoOf(m))
-		}
-		return cli.WriteJSON(env.Stdout, out)
-	}
 	tr, err := s.Trust()
 	if err != nil {
 		return err
+	}
+	if o.json {
+		out := make([]moduleInfo, 0, len(ms))
+		for _, m := range ms {
+			i := infoOf(m)
+			i.Revoked = tr.Revocation(m)
+			out = append(out, i)
+		}
+		return cli.WriteJSON(env.Stdout, out)
 	}
 	return writeModuleTable(env.Stdout, ms, tr)
 }
