@@ -22,10 +22,11 @@ var arrows = map[string][]string{
 	"inventory":               {},
 	"registry":                {},
 	"api":                     {"registry"},
-	"api/client":              {"api"},
+	"api/client":              {"api", "filesys/flock"},
 	"cache":                   {},
 	"cache/remote":            {"cache"},
 	"filesys/durable":         {},
+	"filesys/flock":           {},                  // the lock helper of the daemon, the module store and its pins
 	"internal/config":         {"filesys/durable"}, // imported by cmd/ptojitd only
 	"internal/daemon":         {"api", "api/client"},
 	"envaudit/envreg":         {},
@@ -37,7 +38,7 @@ var arrows = map[string][]string{
 	// The child's fault-injection seam: only the child imports it outside
 	// tests, so no program but a test binary can set it.
 	"registry/worker/internal/childfault": {"registry/worker/mailbox", "registry"},
-	"registry/module":                     {"inventory", "registry", "filesys/durable"},
+	"registry/module":                     {"inventory", "registry", "filesys/durable", "filesys/flock"},
 	"registry/opquery":                    {},
 	"registry/ops":                        {"registry/module", "registry/opquery", "registry", "registry/worker", "inventory"},
 	"jit":                                 {"api", "api/client", "cache", "toolchain", "inventory", "registry", "envaudit/envreg", "."},
@@ -72,6 +73,7 @@ var stdlibOnly = map[string][]string{
 	"cmd/internal/clientcmd":  {"github.com/spf13/pflag", errgroup},
 	"cmd/ptojit":              {"github.com/spf13/pflag", errgroup},
 	"registry/worker/mailbox": {"golang.org/x/sys"},
+	"filesys/flock":           {"golang.org/x/sys"},
 }
 
 const errgroup = "golang.org/x/sync/errgroup"

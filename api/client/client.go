@@ -35,6 +35,7 @@ import (
 	"time"
 
 	"github.com/ptojit/ptojit/api"
+	"github.com/ptojit/ptojit/filesys/flock"
 )
 
 // ErrNoDaemon is matched (errors.Is) by the error of Call when no daemon
@@ -379,14 +380,9 @@ func startDaemon(s Start, lock *os.File) error {
 }
 
 // Flock locks f (syscall.Flock's how), retrying when a signal interrupts
-// the wait.
+// the wait (filesys/flock, the helper the module store shares).
 func Flock(f *os.File, how int) error {
-	for {
-		err := syscall.Flock(int(f.Fd()), how)
-		if !errors.Is(err, syscall.EINTR) {
-			return err
-		}
-	}
+	return flock.Lock(f, how)
 }
 
 // AwaitDaemonExit returns once no daemon holds the lock in dir: a daemon

@@ -174,10 +174,14 @@ canonical archive to FILE.`,
 									r.Key = key
 								}
 								return withStore(ctx, env, o, func(ctx context.Context, s *module.Store) error {
-									if err := s.TrustRevoke(ctx, r); err != nil {
+									disabled, err := s.TrustRevoke(ctx, r)
+									if err != nil {
 										return err
 									}
 									fmt.Fprintf(env.Stdout, "revoked %s\n", strings.TrimSpace(*p+" "+*k+" "+*d))
+									for _, m := range disabled {
+										fmt.Fprintf(env.Stdout, "disabled %s\n", m.ID())
+									}
 									return nil
 								})
 							}
@@ -454,6 +458,9 @@ type moduleInfo struct {
 	Key          string              `json:"key"`
 	ProvidedOps  []string            `json:"provided_ops"`
 	Dependencies []module.Dependency `json:"module_dependencies"`
+	// Revoked says what revokes the module ("publisher P", "key K",
+	// "package DIGEST"); ls sets it.
+	Revoked string `json:"revoked,omitempty"`
 }
 
 func infoOf(m *module.Installed) moduleInfo {
@@ -473,24 +480,41 @@ func runModuleLs(ctx context.Context, env *cli.Env, s *module.Store, o moduleOpt
 	if err != nil {
 		return err
 	}
+	tr, err := s.Trust()
+	if err != nil {
+		return err
+	}
 	if o.json {
 		out := make([]moduleInfo, 0, len(ms))
 		for _, m := range ms {
-			out = append(out, infoOf(m))
+			i := infoOf(m)
+			i.Revoked = tr.Revocation(m)
+			out = append(out, i)
 		}
 		return cli.WriteJSON(env.Stdout, out)
 	}
-	return writeModuleTable(env.Stdout, ms)
+	return writeModuleTable(env.Stdout, ms, tr)
 }
 
-func writeModuleTable(w io.Writer, ms []*module.Installed) error {
+// moduleState is a module's STATE column: enabled, disabled, or revoked
+// (publisher P | key K | package DIGEST).
+func moduleState(m *module.Installed, tr *module.Trust) string {
+	if tr != nil {
+		if r := tr.Revocation(m); r != "" {
+			return "revoked (" + r + ")"
+		}
+	}
+	if m.Enabled {
+		return "enabled"
+	}
+	return "disabled"
+}
+
+func writeModuleTable(w io.Writer, ms []*module.Installed, tr *module.Trust) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "MODULE\tVERSION\tSTATE\tPUBLISHER\tDIGEST\tOPS\tDEPENDS ON")
 	for _, m := range ms {
-		st := "disabled"
-		if m.Enabled {
-			st = "enabled"
-		}
+		st := moduleState(m, tr)
 		var deps []string
 		for _, d := range m.Manifest.Dependencies {
 			deps = append(deps, d.String())

@@ -5,6 +5,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -32,10 +33,24 @@ func TestOpScripts(t *testing.T) {
 				}
 				ts.Setenv(args[0], strings.TrimSpace(ts.ReadFile(args[1])))
 			},
-			"f32file": cmdF32File,
-			"f32cmp":  cmdF32Cmp,
+			"setenv-match": cmdSetenvMatch,
+			"f32file":      cmdF32File,
+			"f32cmp":       cmdF32Cmp,
 		},
 	})
+}
+
+// setenv-match VAR FILE REGEXP: sets VAR to the first submatch of REGEXP
+// in FILE.
+func cmdSetenvMatch(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 3 {
+		ts.Fatalf("usage: setenv-match VAR FILE REGEXP")
+	}
+	m := regexp.MustCompile(args[2]).FindStringSubmatch(ts.ReadFile(args[1]))
+	if len(m) < 2 {
+		ts.Fatalf("%s does not match %s", args[1], args[2])
+	}
+	ts.Setenv(args[0], m[1])
 }
 
 // f32file FILE X...: writes the float32 values X little-endian to FILE.

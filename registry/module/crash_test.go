@@ -36,7 +36,8 @@ func crashOps(t testing.TB, full bool) []func(context.Context, *Store) error {
 			inst("example.scan", "1.2.0"),
 			func(ctx context.Context, s *Store) error { _, _, err := s.Rollback(ctx, "example.scan"); return err },
 			func(ctx context.Context, s *Store) error {
-				return s.TrustRevoke(ctx, Revocation{Package: sha256Hex([]byte("x"))})
+				_, err := s.TrustRevoke(ctx, Revocation{Package: sha256Hex([]byte("x"))})
+				return err
 			},
 			func(ctx context.Context, s *Store) error { _, err := s.Remove(ctx, "example.mean"); return err },
 			func(ctx context.Context, s *Store) error { _, err := s.Remove(ctx, "example.scan"); return err },

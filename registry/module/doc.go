@@ -72,6 +72,17 @@
 // publishers, unknown publishers, and a manifest whose publisher is not one
 // the signing key is trusted for. There is no switch that turns this off.
 //
+// Trust is checked again every time a module's native code could run:
+// Enable and Rollback refuse a module whose publisher, signing key or
+// package digest is revoked (*RevokedError, naming the revocation), and the
+// operation service (package registry/ops) calls CheckLoad on the trust
+// store as committed before every activation and when it binds a handle.
+// TrustRevoke disables, in the same transaction, every enabled module the
+// revocation revokes and every enabled module depending on one of them,
+// and returns them; it does not wait for pins, so handles already open
+// keep working until they are released. Trust.Revocation says what revokes
+// an installed module ("publisher P", "key K", "package DIGEST").
+//
 // # Store and lifecycle transaction
 //
 // The store directory holds state.json (installed versions, which one is
@@ -89,6 +100,15 @@
 // crash leaves the old or the new state, and the next Open (or change)
 // removes temporary and unreferenced package files. A failed write leaves
 // the in-memory state untouched.
+//
+// A change reads state.json and trust.json again after it takes the lock,
+// so changes of several processes (or of several Stores of one directory)
+// are serialized: none works on a state another has replaced. The lock and
+// pin files are opened without following symbolic links and created with
+// mode 0600 (package filesys/flock). A pin (Store.Pin) is a shared flock
+// on pins/ID.lock; the first pin of a module creates that file under the
+// store lock, so a change deciding under the lock which modules are pinned
+// cannot miss it.
 //
 // An install also activates the package when the Store has an
 // Options.Activate hook (ptojit's command layer always supplies one): after

@@ -3,12 +3,13 @@ package module
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"os"
 	"os/user"
 	"syscall"
 	"time"
+
+	"github.com/ptojit/ptojit/filesys/flock"
 )
 
 // Holder says who holds the store lock, as restic's locks do.
@@ -55,22 +56,23 @@ func currentHolder() Holder {
 type storeLock struct{ f *os.File }
 
 // lockStore takes the store lock, waiting until ctx ends; wait is called
-// once with the holder when another process holds it.
+// once with the holder when another process holds it. The lock file is
+// opened without following a symbolic link, with mode 0600.
 func lockStore(ctx context.Context, dir string, wait func(Holder)) (*storeLock, error) {
 	p := dir + "/" + lockFile
-	f, err := os.OpenFile(p, os.O_RDWR|os.O_CREATE, 0o644)
+	f, err := flock.Open(p)
 	if err != nil {
 		return nil, fmt.Errorf("module store lock: %w", err)
 	}
 	var ticker *time.Ticker
 	for {
-		err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
-		if err == nil {
-			break
-		}
-		if !errors.Is(err, syscall.EWOULDBLOCK) {
+		ok, err := flock.TryLock(f, syscall.LOCK_EX)
+		if err != nil {
 			f.Close()
 			return nil, fmt.Errorf("module store lock %s: %w", p, err)
+		}
+		if ok {
+			break
 		}
 		if ticker == nil {
 			if wait != nil {
@@ -105,6 +107,6 @@ func readHolder(p string) Holder {
 
 func (l *storeLock) unlock() {
 	l.f.Truncate(0)
-	syscall.Flock(int(l.f.Fd()), syscall.LOCK_UN)
+	flock.Unlock(l.f)
 	l.f.Close()
 }

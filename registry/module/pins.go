@@ -1,14 +1,18 @@
 package module
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"sync/atomic"
 	"syscall"
+
+	"github.com/ptojit/ptojit/filesys/flock"
 )
 
 // pinsDir holds one lock file per pinned module (ID.lock) and one note per
@@ -29,33 +33,56 @@ var pinSeq atomic.Uint64
 
 // Pin takes a shared pin on module id for operation (named in the error a
 // refused change reports). It waits while a change of the store is
-// deciding whether the module is pinned.
+// deciding whether the module is pinned. The first pin of a module (no pin
+// file yet) creates its pin file under the store lock, so a change cannot
+// decide that the module is unpinned while the pin is being taken.
 func (s *Store) Pin(id, operation string) (*Pin, error) {
 	if !validID(id) {
 		return nil, fmt.Errorf("pin: %q is not a module id", id)
 	}
 	dir := filepath.Join(s.dir, pinsDir)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return nil, fmt.Errorf("pin %s: %w", id, err)
-	}
 	p := filepath.Join(dir, id+".lock")
-	f, err := os.OpenFile(p, os.O_RDWR|os.O_CREATE, 0o644)
-	if err != nil {
-		return nil, fmt.Errorf("pin %s: %w", id, err)
-	}
-	for {
-		err = syscall.Flock(int(f.Fd()), syscall.LOCK_SH)
-		if err != syscall.EINTR {
-			break
+	f, err := flock.OpenExisting(p)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		f, err = s.firstPin(dir, p)
+	case err == nil:
+		if err = flock.Lock(f, syscall.LOCK_SH); err != nil {
+			f.Close()
 		}
 	}
 	if err != nil {
-		f.Close()
 		return nil, fmt.Errorf("pin %s: %w", id, err)
 	}
 	note := fmt.Sprintf("%s.%d.%d", p, os.Getpid(), pinSeq.Add(1))
-	os.WriteFile(note, []byte(operation+"\n"), 0o644) // informative only
+	os.WriteFile(note, []byte(operation+"\n"), 0o600) // informative only
 	return &Pin{f: f, note: note}, nil
+}
+
+// firstPin creates the pin file p and takes its shared lock, holding the
+// store lock meanwhile: changes decide under that lock which modules are
+// pinned (lockUnpinned), and a module without a pin file counts as
+// unpinned.
+func (s *Store) firstPin(dir, p string) (*os.File, error) {
+	l, err := lockStore(context.Background(), s.dir, s.opts.Wait)
+	if err != nil {
+		return nil, err
+	}
+	defer l.unlock()
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, err
+	}
+	f, err := flock.Open(p)
+	if err != nil {
+		return nil, err
+	}
+	// Under the store lock no change holds the pin file exclusively: this
+	// does not wait.
+	if err := flock.Lock(f, syscall.LOCK_SH); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return f, nil
 }
 
 // Release drops the pin. It is safe to call more than once.
@@ -64,7 +91,7 @@ func (p *Pin) Release() {
 		return
 	}
 	os.Remove(p.note)
-	syscall.Flock(int(p.f.Fd()), syscall.LOCK_UN)
+	flock.Unlock(p.f)
 	p.f.Close()
 	p.f = nil
 }
@@ -89,7 +116,7 @@ type pinLocks []*os.File
 
 func (l pinLocks) unlock() {
 	for _, f := range l {
-		syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
+		flock.Unlock(f)
 		f.Close()
 	}
 }
@@ -112,18 +139,21 @@ func (s *Store) lockUnpinned(old, new *state) (pinLocks, error) {
 	var locks pinLocks
 	for _, id := range ids {
 		p := filepath.Join(s.dir, pinsDir, id+".lock")
-		f, err := os.OpenFile(p, os.O_RDWR, 0)
-		if errors.Is(err, os.ErrNotExist) {
+		// A first pin creates the pin file under the store lock, which
+		// this change holds: a missing file is a module nobody pins.
+		f, err := flock.OpenExisting(p)
+		if errors.Is(err, fs.ErrNotExist) {
 			continue // never pinned
 		}
 		if err != nil {
 			locks.unlock()
 			return nil, fmt.Errorf("pin lock %s: %w", id, err)
 		}
-		if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		ok, err := flock.TryLock(f, syscall.LOCK_EX)
+		if !ok {
 			f.Close()
 			locks.unlock()
-			if !errors.Is(err, syscall.EWOULDBLOCK) {
+			if err != nil {
 				return nil, fmt.Errorf("pin lock %s: %w", id, err)
 			}
 			return nil, &PinnedError{Module: old.enabled(id).ID(), Operations: pinOperations(p)}

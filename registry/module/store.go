@@ -297,11 +297,16 @@ func (s *Store) Dir() string { return s.dir }
 
 // reload reads state.json and trust.json when they changed since the last
 // read.
-func (s *Store) reload() error {
+func (s *Store) reload() error { return s.read(false) }
+
+// read reads state.json and trust.json: always when force is set (a change
+// does, under the store lock, since a stamp can miss a change), else when
+// their stamps changed since the last read.
+func (s *Store) read(force bool) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	sp, tp := filepath.Join(s.dir, stateFile), filepath.Join(s.dir, trustFile)
-	if st := stampOf(sp); s.st == nil || st != s.stamps[0] {
+	if st := stampOf(sp); force || s.st == nil || st != s.stamps[0] {
 		b, err := os.ReadFile(sp)
 		var next *state
 		switch {
@@ -316,7 +321,7 @@ func (s *Store) reload() error {
 		}
 		s.st, s.stamps[0] = next, st
 	}
-	if st := stampOf(tp); s.trust == nil || st != s.stamps[1] {
+	if st := stampOf(tp); force || s.trust == nil || st != s.stamps[1] {
 		b, err := os.ReadFile(tp)
 		var t *Trust
 		switch {
@@ -344,7 +349,7 @@ func (s *Store) recoverLocked() error {
 	if _, err := durable.CleanTemp(pd); err != nil {
 		return fmt.Errorf("module store recovery: %w", err)
 	}
-	if err := s.reload(); err != nil {
+	if err := s.read(true); err != nil {
 		return err
 	}
 	s.mu.Lock()
@@ -380,6 +385,9 @@ type tx struct {
 	// enabled modules in load order.
 	activate func(enabled []*Installed) error
 	writeTr  bool
+	// ignorePins: the change disables modules whatever pins them (a
+	// revocation: live handles keep what they hold until released).
+	ignorePins bool
 }
 
 func (s *Store) step(name string) error {
@@ -401,6 +409,11 @@ func (s *Store) change(ctx context.Context, fn func(*tx) error) error {
 			return err
 		}
 	}
+	// Another process (or Store) may have changed the store since this one
+	// last read it: the change starts from what is committed now.
+	if err := s.read(true); err != nil {
+		return err
+	}
 	s.mu.Lock()
 	base := s.st
 	t := &tx{st: s.st.clone(), trust: s.trust.clone(), stage: map[string][]byte{}}
@@ -417,11 +430,13 @@ func (s *Store) change(ctx context.Context, fn func(*tx) error) error {
 	t.st.sort()
 	if t.writeSt {
 		// Live operation handles pin enabled modules (pins.go).
-		pins, err := s.lockUnpinned(base, t.st)
-		if err != nil {
-			return err
+		if !t.ignorePins {
+			pins, err := s.lockUnpinned(base, t.st)
+			if err != nil {
+				return err
+			}
+			defer pins.unlock()
 		}
-		defer pins.unlock()
 		if err := s.step(StepValidate); err != nil {
 			return err
 		}
@@ -675,6 +690,10 @@ func (s *Store) Enable(ctx context.Context, ref string) (*Installed, error) {
 			m = vs[len(vs)-1]
 		}
 		out = m
+		// Its native code would run: a revoked module stays disabled.
+		if err := t.trust.loadable(m); err != nil {
+			return err
+		}
 		if m.Enabled {
 			t.noop = true
 			return nil
@@ -789,6 +808,9 @@ func (s *Store) Rollback(ctx context.Context, id string) (from, to *Installed, e
 			if m == nil || m.Enabled {
 				continue
 			}
+			if err := t.trust.loadable(m); err != nil {
+				return fmt.Errorf("rollback of %s refused: %w", id, err)
+			}
 			cur := t.st.enabled(id)
 			if cur != nil {
 				cur.Enabled = false
@@ -826,10 +848,16 @@ type Revocation struct {
 	Package   string // manifest digest
 }
 
-// TrustRevoke revokes a publisher, a key or a package digest. Installed
-// modules stay installed; verify reports them.
-func (s *Store) TrustRevoke(ctx context.Context, r Revocation) error {
-	return s.change(ctx, func(t *tx) error {
+// TrustRevoke revokes a publisher, a key or a package digest and, in the
+// same transaction, disables every enabled module it revokes and every
+// enabled module that depends on one of those (its dependency is gone). It
+// returns the modules it disabled. The modules stay installed, and a
+// revoked one cannot be enabled again; live operation handles that pin
+// them keep working until they are released, but no new activation runs
+// their native code.
+func (s *Store) TrustRevoke(ctx context.Context, r Revocation) ([]*Installed, error) {
+	var disabled []*Installed
+	err := s.change(ctx, func(t *tx) error {
 		switch {
 		case r.Publisher != "":
 			if !validID(r.Publisher) {
@@ -847,8 +875,54 @@ func (s *Store) TrustRevoke(ctx context.Context, r Revocation) error {
 			return errors.New("nothing to revoke")
 		}
 		t.writeTr = true
+		gone := map[string]bool{}
+		for _, m := range t.st.Modules {
+			if m.Enabled && t.trust.revoked(m) != nil {
+				gone[m.PackageID] = true
+			}
+		}
+		// Dependents of a disabled module go too, until none is left.
+		for grew := true; grew; {
+			grew = false
+			for _, m := range t.st.Modules {
+				if !m.Enabled || gone[m.PackageID] {
+					continue
+				}
+				for _, d := range m.Manifest.Dependencies {
+					if gone[d.ModuleID] {
+						gone[m.PackageID], grew = true, true
+						break
+					}
+				}
+			}
+		}
+		for _, m := range t.st.Modules {
+			if m.Enabled && gone[m.PackageID] {
+				m.Enabled = false
+				disabled = append(disabled, m)
+			}
+		}
+		if len(disabled) > 0 {
+			t.writeSt, t.ignorePins = true, true
+		}
 		return nil
 	})
+	if err != nil {
+		return nil, err
+	}
+	return disabled, nil
+}
+
+// CheckLoad decides, on the trust store as committed now, whether the
+// native code of m may run: nothing of it revoked (*RevokedError) and its
+// signing key trusted for its publisher. The operation service calls it
+// before every activation.
+func (s *Store) CheckLoad(m *Installed) error {
+	_, t, err := s.snapshot()
+	if err != nil {
+		return err
+	}
+	return t.loadable(m)
 }
 
 // Verify re-reads and re-checks every installed package (archive,
@@ -860,6 +934,9 @@ func (s *Store) Verify(ctx context.Context) ([]error, error) {
 		return nil, err
 	}
 	defer l.unlock()
+	if err := s.read(true); err != nil {
+		return nil, err
+	}
 	st, tr, err := s.snapshot()
 	if err != nil {
 		return nil, err

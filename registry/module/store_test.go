@@ -93,7 +93,7 @@ func TestRefusals(t *testing.T) {
 	_, err = s.Install(ctx, testPack(t, testManifest(t, "example.other", "1.0.0", "org.acme", []string{"example.other.v1"}), evil))
 	wantErr(t, err, "publisher mismatch", "publisher org.acme differs from the signing key's publisher", "org.evil only")
 	// A revoked publisher, a revoked key, a revoked digest.
-	if err := s.TrustRevoke(ctx, Revocation{Publisher: "org.evil"}); err != nil {
+	if _, err := s.TrustRevoke(ctx, Revocation{Publisher: "org.evil"}); err != nil {
 		t.Fatal(err)
 	}
 	_, err = s.Install(ctx, testPack(t, testManifest(t, "example.other", "1.0.0", "org.evil", []string{"example.other.v1"}), evil))
@@ -102,7 +102,7 @@ func TestRefusals(t *testing.T) {
 	if err := s.TrustAdd(ctx, "org.acme", pub(k2)); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.TrustRevoke(ctx, Revocation{Key: pub(k2)}); err != nil {
+	if _, err := s.TrustRevoke(ctx, Revocation{Key: pub(k2)}); err != nil {
 		t.Fatal(err)
 	}
 	_, err = s.Install(ctx, testPack(t, testManifest(t, "example.other", "1.0.0", "org.acme", []string{"example.other.v1"}), k2))
@@ -110,7 +110,7 @@ func TestRefusals(t *testing.T) {
 	rev := testManifest(t, "example.other", "1.0.0", "org.acme", []string{"example.other.v1"})
 	revAr := testPack(t, rev, acme)
 	p, _ := OpenArchive(revAr)
-	if err := s.TrustRevoke(ctx, Revocation{Package: p.Digest}); err != nil {
+	if _, err := s.TrustRevoke(ctx, Revocation{Package: p.Digest}); err != nil {
 		t.Fatal(err)
 	}
 	_, err = s.Install(ctx, revAr)

@@ -115,3 +115,55 @@ func (t *Trust) Check(publisher string, key PublicKey, digest string) error {
 	}
 	return fmt.Errorf("unknown publisher %s: no trusted key (ptojit module trust add %s KEY)", publisher, publisher)
 }
+
+// RevokedError is a module whose native code may not run: its publisher,
+// its signing key or its package digest is revoked. Enable, Rollback and
+// the operation service's activations refuse such a module with it.
+type RevokedError struct {
+	Module string // package_id@version
+	Kind   string // "publisher", "key" or "package"
+	Value  string // the publisher, the key or the manifest digest revoked
+}
+
+func (e *RevokedError) Error() string {
+	what := map[string]string{"publisher": "publisher", "key": "signing key", "package": "package digest"}[e.Kind]
+	return fmt.Sprintf("module %s: %s %s is revoked (ptojit module trust ls)", e.Module, what, e.Value)
+}
+
+// Revocation returns what revokes m, as "publisher P", "key K" or "package
+// DIGEST", or "" when nothing does.
+func (t *Trust) Revocation(m *Installed) string {
+	if e := t.revoked(m); e != nil {
+		return e.Kind + " " + e.Value
+	}
+	return ""
+}
+
+func (t *Trust) revoked(m *Installed) *RevokedError {
+	switch {
+	case slices.Contains(t.RevokedPackages, m.Digest):
+		return &RevokedError{Module: m.ID(), Kind: "package", Value: m.Digest}
+	case slices.Contains(t.RevokedKeys, m.Key):
+		return &RevokedError{Module: m.ID(), Kind: "key", Value: m.Key}
+	case slices.Contains(t.RevokedPublishers, m.Publisher):
+		return &RevokedError{Module: m.ID(), Kind: "publisher", Value: m.Publisher}
+	}
+	return nil
+}
+
+// loadable decides whether the native code of the installed module m may
+// run under t: nothing of it revoked (*RevokedError) and its key still
+// trusted for its publisher.
+func (t *Trust) loadable(m *Installed) error {
+	if e := t.revoked(m); e != nil {
+		return e
+	}
+	key, err := ParsePublicKey(m.Key)
+	if err != nil {
+		return fmt.Errorf("module %s: %w", m.ID(), err)
+	}
+	if err := t.Check(m.Publisher, key, m.Digest); err != nil {
+		return fmt.Errorf("module %s: %w", m.ID(), err)
+	}
+	return nil
+}

@@ -78,7 +78,13 @@
 // service), on every chip child, and keeps it activated while any of its
 // callables is in use: the last release, Close, and a child's end run the
 // shutdowns. A candidate whose module fails to activate is rejected with
-// kind "activation".
+// kind "activation". Before it activates a module, the Service checks the
+// trust store as committed (module.Store.CheckLoad): a module whose
+// publisher, signing key or package digest is revoked is rejected with
+// kind "revoked", naming the revocation, and its init never runs. A
+// revocation disables the modules it revokes, so a resolution that finds
+// nothing also lists, with kind "revoked", the operations of installed
+// modules a revocation disabled.
 //
 // # Resolution
 //
@@ -106,7 +112,11 @@
 // (module.Store.Pin, a shared flock per module) on the implementation's module
 // and every module it depends on. While any process holds a pin, the store
 // refuses to disable, remove, replace or roll back the module, with an error
-// naming the pinning operation (module.PinnedError). Describe returns the
+// naming the pinning operation (module.PinnedError); only a revocation
+// disables a pinned module, and the handle keeps working until released.
+// Once pinned, Resolve checks again that the module and every module it
+// depends on are still the enabled versions it resolved and still
+// loadable. Describe returns the
 // negotiated contract, Scratch the scratch sizes; the caller allocates scratch
 // in the Worker's arena and passes it to Execute as the last tensors (device,
 // then host), and the provider never frees it. Execute checks that the buffers

@@ -143,10 +143,11 @@ func (s *Service) Resolve(ctx context.Context, q Query) (*Handle, *Result, error
 	for i := range q.Tensors {
 		q.Tensors[i] = q.Tensors[i].Clone()
 	}
-	cands, err := s.Candidates()
+	mods, err := s.store.LoadOrder()
 	if err != nil {
 		return nil, nil, err
 	}
+	cands, _ := CandidatesOf(mods)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
@@ -155,22 +156,54 @@ func (s *Service) Resolve(ctx context.Context, q Query) (*Handle, *Result, error
 	n := &childNegotiator{s: s, ctx: ctx}
 	defer n.release()
 	res, err := resolve(cands, &q, []string{s.platform}, s.runtime, n)
+	var nf *NotFoundError
+	if errors.As(err, &nf) && res != nil {
+		s.rejectRevoked(res, q.OpName)
+	}
 	if err != nil {
 		return nil, res, err
 	}
 	ch := res.Compatible[0]
-	h, err := s.bind(ctx, ch, n.acts[ch.ImplID], cands)
+	h, err := s.bind(ctx, ch, n.acts[ch.ImplID], cands, mods)
 	if err != nil {
 		return nil, res, err
 	}
 	return h, res, nil
 }
 
+// rejectRevoked adds a rejection of kind "revoked" for every operation
+// named op of an installed module that a revocation disabled, so that a
+// resolution that finds nothing names the revocation. Called with s.mu
+// held.
+func (s *Service) rejectRevoked(res *Result, op string) {
+	all, err := s.store.List()
+	if err != nil {
+		return
+	}
+	for _, m := range all {
+		if m.Enabled {
+			continue
+		}
+		var re *module.RevokedError
+		if err := s.store.CheckLoad(m); !errors.As(err, &re) {
+			continue
+		}
+		for _, o := range m.Manifest.Operations {
+			d, err := ParseDescriptor(o.Raw)
+			if err != nil || d.OpName != op {
+				continue
+			}
+			res.Rejected = append(res.Rejected, Rejection{ImplID: d.ImplID, Module: m.PackageID, Kind: "revoked",
+				Reason: "revoked (the module is disabled): " + re.Error()})
+		}
+	}
+}
+
 // bind makes the handle of a chosen candidate: pins, one more reference on
 // its activation, and the operations of the modules it depends on
-// activated and offered to the children's host operation service. Called
-// with s.mu held.
-func (s *Service) bind(ctx context.Context, ch Choice, act *activation, cands []*Candidate) (*Handle, error) {
+// activated and offered to the children's host operation service. mods
+// are the enabled modules the resolution saw. Called with s.mu held.
+func (s *Service) bind(ctx context.Context, ch Choice, act *activation, cands []*Candidate, mods []*module.Installed) (*Handle, error) {
 	c := ch.cand
 	op := c.Desc.OpName
 	var pins []*module.Pin
@@ -187,11 +220,24 @@ func (s *Service) bind(ctx context.Context, ch Choice, act *activation, cands []
 		}
 		pins = append(pins, p)
 	}
-	// Pinned: no change can replace the module now. Check that the version
-	// resolved is still the enabled one.
-	if m, err := s.store.Lookup(c.Module); err != nil || !m.Enabled || m.Digest != c.installed.Digest {
-		unpin()
-		return nil, fmt.Errorf("ops: module %s@%s changed while %s was resolved; resolve again", c.Module, c.ModuleVersion, op)
+	// Pinned: no change can replace the module or its dependencies now.
+	// Check that the versions resolved are still the enabled ones, and
+	// still loadable (a revocation disables without waiting for pins).
+	seen := map[string]*module.Installed{}
+	for _, m := range mods {
+		seen[m.PackageID] = m
+	}
+	for _, id := range append([]string{c.Module}, c.Deps...) {
+		was := seen[id]
+		m, err := s.store.Lookup(id)
+		if err != nil || was == nil || !m.Enabled || m.Digest != was.Digest {
+			unpin()
+			return nil, fmt.Errorf("ops: module %s changed while %s was resolved; resolve again", id, op)
+		}
+		if err := s.store.CheckLoad(m); err != nil {
+			unpin()
+			return nil, fmt.Errorf("ops: %s: %w", op, err)
+		}
 	}
 	var deps []*activation
 	undo := func(err error) (*Handle, error) {
@@ -271,6 +317,11 @@ func (s *Service) activate(ctx context.Context, c *Candidate, platform string) (
 	}
 	mr := s.mods[c.installed.Digest]
 	if mr == nil {
+		// Its native code is about to run: the trust store as committed
+		// now decides (a revoked module's init never runs).
+		if err := s.store.CheckLoad(c.installed); err != nil {
+			return nil, err
+		}
 		p := s.pkgs[c.installed.Digest]
 		if p == nil {
 			// Authenticated again: archive, signature, artifacts and hashids.
@@ -348,6 +399,10 @@ func (n *childNegotiator) negotiate(ch *Choice, q *Query) error {
 	var ae *ActivationError
 	if errors.As(err, &ae) {
 		return &rejectErr{kind: "activation", reason: "activation: " + err.Error()}
+	}
+	var re *module.RevokedError
+	if errors.As(err, &re) {
+		return &rejectErr{kind: "revoked", reason: "revoked: " + err.Error()}
 	}
 	if err != nil {
 		return err
