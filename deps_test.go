@@ -309,3 +309,118 @@ func folderCycle(edges map[string]map[string]bool) []string {
 	}
 	return nil
 }
+
+// TestDesignDocument holds docs/design.md's table of packages to the code:
+// every package that go list prints has a row, every row names a package,
+// and each row's imports column states the arrows of the package's layer.
+// The test reads the document and never writes it.
+func TestDesignDocument(t *testing.T) {
+	doc, err := os.ReadFile("docs/design.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows, err := designRows(string(doc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var pkgs []string
+	for _, p := range goList(t, nil, "./...") {
+		rel := strings.TrimPrefix(strings.TrimPrefix(p, module), "/")
+		if rel == "" {
+			rel = "."
+		}
+		pkgs = append(pkgs, rel)
+	}
+	for _, msg := range designMismatches(rows, pkgs) {
+		t.Error("docs/design.md: " + msg)
+	}
+}
+
+// TestDesignDocumentCatchesDrift proves the check bites: a missing row, a
+// row for no package and a wrong imports column each give a message.
+func TestDesignDocumentCatchesDrift(t *testing.T) {
+	doc := "| package | its one job | may import, beside its own layer |\n|---|---|---|\n" +
+		"| `inventory` | records | nothing of ptojit |\n" +
+		"| `toolchain` | components | `inventory` |\n" +
+		"| `gone` | a package that no longer exists | nothing of ptojit |\n"
+	rows, err := designRows(doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := designMismatches(rows, []string{"inventory", "toolchain", "jit"})
+	want := []string{"no row for package jit", "a row for gone, which go list does not print", "toolchain may import"}
+	if len(got) != len(want) {
+		t.Fatalf("mismatches = %q, want %d of them", got, len(want))
+	}
+	for _, w := range want {
+		if !slices.ContainsFunc(got, func(g string) bool { return strings.Contains(g, w) }) {
+			t.Errorf("mismatches = %q, want one containing %q", got, w)
+		}
+	}
+	if _, err := designRows("no table here\n"); err == nil {
+		t.Error("designRows of a document without the table: no error")
+	}
+}
+
+// designRows reads the package table: package -> its imports column.
+func designRows(doc string) (map[string]string, error) {
+	const header = "| package | its one job | may import, beside its own layer |"
+	i := strings.Index(doc, header)
+	if i < 0 {
+		return nil, fmt.Errorf("no table headed %q", header)
+	}
+	rows := map[string]string{}
+	for n, line := range strings.Split(doc[i:], "\n")[2:] {
+		if !strings.HasPrefix(line, "|") {
+			break
+		}
+		cells := strings.Split(strings.Trim(line, "|"), " | ")
+		if len(cells) != 3 || !strings.HasPrefix(strings.TrimSpace(cells[0]), "`") {
+			return nil, fmt.Errorf("row %d of the package table has no package and three cells: %q", n+1, line)
+		}
+		rows[strings.Trim(strings.TrimSpace(cells[0]), "`")] = strings.TrimSpace(cells[2])
+	}
+	return rows, nil
+}
+
+// designMismatches lists where the table and the packages disagree.
+func designMismatches(rows map[string]string, pkgs []string) []string {
+	var bad []string
+	for _, p := range pkgs {
+		col, ok := rows[p]
+		if !ok {
+			bad = append(bad, "no row for package "+p)
+			continue
+		}
+		rel := p
+		if rel == "." {
+			rel = ""
+		}
+		layer, _ := layerOf(rel)
+		if want := importsColumn(arrows[layer]); col != want {
+			bad = append(bad, fmt.Sprintf("%s may import %s (its layer %q), but its row says %s", p, want, layer, col))
+		}
+	}
+	for r := range rows {
+		if !slices.Contains(pkgs, r) {
+			bad = append(bad, "a row for "+r+", which go list does not print")
+		}
+	}
+	slices.Sort(bad)
+	return bad
+}
+
+// importsColumn is how the table states a layer's arrows.
+func importsColumn(allowed []string) string {
+	switch {
+	case slices.Contains(allowed, "*"):
+		return "everything"
+	case len(allowed) == 0:
+		return "nothing of ptojit"
+	}
+	q := make([]string, len(allowed))
+	for i, a := range allowed {
+		q[i] = "`" + a + "`"
+	}
+	return strings.Join(q, ", ")
+}
