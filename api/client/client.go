@@ -486,3 +486,34 @@ func tail(path string, n int64) string {
 	b, _ := io.ReadAll(io.NewSectionReader(f, off, fi.Size()-off))
 	return strings.TrimSpace(string(b))
 }
+
+// StopVersion asks the daemon on the socket at path, which speaks protocol
+// version (an older one: a daemon left running by a previous install), to
+// stop, in the shape of that version's stop request; the trust checks of
+// Call apply. Every version so far frames a stop request and its reply
+// alike.
+func StopVersion(path string, version int, o Options) error {
+	if err := CheckDir(filepath.Dir(path)); err != nil {
+		return err
+	}
+	conn, err := net.DialUnix("unix", nil, &net.UnixAddr{Name: path, Net: "unix"})
+	if err != nil {
+		return fmt.Errorf("%w: %w", ErrNoDaemon, err)
+	}
+	defer conn.Close()
+	if uid, err := peerUID(conn); err != nil || uid != os.Getuid() {
+		return &UntrustedError{Path: path, Reason: "the daemon listening there does not run as this user"}
+	}
+	conn.SetDeadline(time.Now().Add(o.noAnswer()))
+	if err := api.WriteFrame(conn, map[string]any{"protocol": version, "op": api.OpStop}); err != nil {
+		return err
+	}
+	var resp api.DaemonResponse
+	if err := api.ReadFrame(bufio.NewReader(conn), api.MaxDaemonResponse, &resp); err != nil {
+		return fmt.Errorf("stopping the protocol-%d daemon on %s: %w", version, path, err)
+	}
+	if resp.Error != "" {
+		return fmt.Errorf("the protocol-%d daemon on %s refused to stop: %s", version, path, resp.Error)
+	}
+	return nil
+}

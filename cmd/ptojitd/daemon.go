@@ -365,6 +365,16 @@ func runDaemon(ctx context.Context, env *cli.Env, o daemonOptions) error {
 	}
 	// Deferred first, so it runs last: the lock outlives the store.
 	defer srv.Close()
+	// Serve at once: while the store opens (up to openStoreWait) the
+	// daemon answers pings saying so, and requests wait for the handler
+	// with progress frames, instead of queueing unanswered.
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ctx) }()
+	stopServing := func(err error) error {
+		srv.Shutdown(err.Error())
+		<-served
+		return err
+	}
 	var store *cache.Badger
 	err = probeCache(ctx, dir)
 	if err == nil {
@@ -373,7 +383,7 @@ func runDaemon(ctx context.Context, env *cli.Env, o daemonOptions) error {
 		cancel()
 	}
 	if err != nil && ctx.Err() != nil {
-		return fmt.Errorf("daemon: opening the cache: %w", err)
+		return stopServing(fmt.Errorf("daemon: opening the cache: %w", err))
 	}
 	// A store that cannot be opened fails no build: the daemon serves
 	// them uncached, with a warning, until cache clear wipes it.
@@ -398,7 +408,7 @@ func runDaemon(ctx context.Context, env *cli.Env, o daemonOptions) error {
 	fwd := &forgetter{}
 	watcher, err := jit.NewWatcher(filepath.Join(ddir, "watch-sync"), fwd)
 	if err != nil {
-		return fmt.Errorf("daemon: %w", err)
+		return stopServing(fmt.Errorf("daemon: %w", err))
 	}
 	defer watcher.Close()
 	fwd.ids = toolchain.NewInstallationIdentityCache(toolchain.Options{BeforeDir: watcher.BeforeDir})
@@ -418,7 +428,7 @@ func runDaemon(ctx context.Context, env *cli.Env, o daemonOptions) error {
 			return daemonStatus{Running: true, CacheDir: dir, Server: &info, Memoized: fwd.ids.Len(), Watch: watcher.Status(),
 				CacheError: storeErr.Error()}
 		})
-		return srv.Serve(ctx)
+		return <-served
 	}
 	ShareEngine(store, fwd.ids)
 	// The remote tiers follow the settings of each request (the file's,
@@ -469,7 +479,7 @@ func runDaemon(ctx context.Context, env *cli.Env, o daemonOptions) error {
 	})
 	// Joined before the store closes (deferred above, so run after this).
 	defer m.start(ctx, srv)()
-	return srv.Serve(ctx)
+	return <-served
 }
 
 // storeLogger sends a store's errors and warnings to the daemon log.
@@ -497,10 +507,11 @@ var clientEnvNames = sync.OnceValue(func() []string { return jit.DefaultRegistry
 // the client sent, so a command behaves the same for every client.
 func serveCommand(ctx context.Context, req *api.DaemonRequest) *api.DaemonResponse {
 	if len(req.Args) == 0 || !slices.Contains(api.DaemonServed, req.Args[0]) {
-		return &api.DaemonResponse{Error: fmt.Sprintf("the daemon does not serve %q", strings.Join(req.Args, " ")), Exit: cli.ExitUsage}
+		return api.Failure(api.KindBadRequest, cli.ExitUsage, map[string]string{"args": strings.Join(req.Args, " ")},
+			"the daemon does not serve %q", strings.Join(req.Args, " "))
 	}
 	if !filepath.IsAbs(req.Dir) {
-		return &api.DaemonResponse{Error: "request without an absolute working directory", Exit: cli.ExitUsage}
+		return api.Failure(api.KindBadRequest, cli.ExitUsage, map[string]string{"dir": req.Dir}, "request without an absolute working directory")
 	}
 	names := clientEnvNames()
 	if engine.dir != "" {

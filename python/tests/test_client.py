@@ -348,7 +348,7 @@ class TestHostileDaemon(DaemonTest):
             "s.settimeout(60)\n"
             "print('ready', flush=True)\n"
             "conn, _ = s.accept()\n"
-            "body = json.dumps({'protocol': 1, 'pid': os.getpid(), 'stdout': '', 'exit': 0}).encode()\n"
+            "body = json.dumps({'protocol': 2, 'pid': os.getpid(), 'stdout': '', 'exit': 0}).encode()\n"
             "conn.sendall(struct.pack('<I', len(body)) + body)\n"
             "conn.close()\n"
         )
