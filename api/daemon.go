@@ -76,6 +76,35 @@ func NoAnswerBound(getenv func(string) string) time.Duration {
 	return DefaultNoAnswer
 }
 
+// SettingsName is the settings file in the cache directory (the engine's
+// internal/config FileName; a test there checks they agree).
+const SettingsName = "ptojit.conf"
+
+// NoAnswerFor returns the no-answer bound of the cache at cacheDir:
+// NoAnswerVariable, else the daemon_timeout line of its settings file
+// (SettingsName, "daemon_timeout = 45s"), else DefaultNoAnswer. A value
+// that is not a positive duration counts as unset.
+func NoAnswerFor(cacheDir string, getenv func(string) string) time.Duration {
+	if d, err := time.ParseDuration(getenv(NoAnswerVariable)); err == nil && d > 0 {
+		return d
+	}
+	f, err := os.Open(filepath.Join(cacheDir, SettingsName))
+	if err != nil {
+		return DefaultNoAnswer
+	}
+	defer f.Close()
+	b, _ := io.ReadAll(io.LimitReader(f, 64<<10))
+	for _, line := range strings.Split(string(b), "\n") {
+		k, v, ok := strings.Cut(line, "=")
+		if ok && strings.TrimSpace(k) == "daemon_timeout" {
+			if d, err := time.ParseDuration(strings.TrimSpace(v)); err == nil && d > 0 {
+				return d
+			}
+		}
+	}
+	return DefaultNoAnswer
+}
+
 // Frames that come before a reply (DaemonResponse.Frame).
 const (
 	FrameAccepted = "accepted"

@@ -226,12 +226,15 @@ class Client:
             raise ValueError(f"fallback={fallback!r}: want None or \"engine\"")
         self._environ = environ
         self._fallback = fallback
-        self.no_answer = no_answer if no_answer is not None else _no_answer_bound(self._env())
+        self._no_answer = no_answer
         env = self._env()
         self.cache_dir = _clean(os.fspath(cache_dir), None) if cache_dir is not None else default_cache_dir(env)
         self.daemon_dir = daemon_dir(self.cache_dir, env)
         self.socket_path = os.path.join(self.daemon_dir, SOCKET_NAME)
         self._ptojit = os.fspath(ptojit) if ptojit is not None else None
+        if self._no_answer is None:
+            self._no_answer = _no_answer_bound(env, self.cache_dir)
+        self.no_answer: float = self._no_answer
         self._start_lock = threading.Lock()
         # (pid, start time) of a daemon -> the names its hello listed.
         self._names: dict[tuple[int, int], frozenset[str]] = {}
@@ -581,16 +584,36 @@ class Client:
             return False
 
 
-def _no_answer_bound(env: Mapping[str, str]) -> float:
-    """The no-answer bound PTOJIT_DAEMON_TIMEOUT sets (a Go duration of
-    h, m, s and ms parts, e.g. "45s" or "1m30s"), else DEFAULT_NO_ANSWER."""
-    v = env.get(NO_ANSWER_VARIABLE, "")
+def _duration(v: str) -> float | None:
+    """A positive Go duration of h, m, s and ms parts ("45s", "1m30s") in
+    seconds, else None."""
     parts = re.findall(r"(\d+(?:\.\d*)?)(ms|h|m|s)", v)
     if not v or not parts or "".join(n + u for n, u in parts) != v:
-        return DEFAULT_NO_ANSWER
+        return None
     scale = {"h": 3600.0, "m": 60.0, "s": 1.0, "ms": 0.001}
     total = sum(float(n) * scale[u] for n, u in parts)
-    return total if total > 0 else DEFAULT_NO_ANSWER
+    return total if total > 0 else None
+
+
+def _no_answer_bound(env: Mapping[str, str], cache_dir: str) -> float:
+    """The no-answer bound as the Go client finds it (api.NoAnswerFor):
+    PTOJIT_DAEMON_TIMEOUT, else the daemon_timeout line of the cache's
+    settings file, else DEFAULT_NO_ANSWER."""
+    d = _duration(env.get(NO_ANSWER_VARIABLE, ""))
+    if d is not None:
+        return d
+    try:
+        with open(os.path.join(cache_dir, "ptojit.conf"), "rb") as f:
+            text = f.read(64 << 10).decode("utf-8", "replace")
+    except OSError:
+        return DEFAULT_NO_ANSWER
+    for line in text.split("\n"):
+        k, sep, v = line.partition("=")
+        if sep and k.strip() == "daemon_timeout":
+            d = _duration(v.strip())
+            if d is not None:
+                return d
+    return DEFAULT_NO_ANSWER
 
 
 def _failure_text(resp: dict) -> str:

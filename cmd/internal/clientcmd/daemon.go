@@ -140,7 +140,7 @@ func ViaDaemon(env *cli.Env, args []string, engine func() (string, error)) (bool
 		return client.EnsureDaemon(client.Start{Dir: ddir, Engine: exe,
 			Args: []string{"daemon", "run", "--cache-dir", cacheDir, "--ready-fd", "3", "--start-lock-fd", strconv.Itoa(client.StartLockFD)}})
 	}
-	opts := client.Options{NoAnswer: api.NoAnswerBound(env.Getenv)}
+	opts := client.Options{NoAnswer: api.NoAnswerFor(cacheDir, env.Getenv)}
 	send := func() (*api.DaemonResponse, error) { return client.CallEnvWith(sock, req, environ, opts) }
 	resp, err := send()
 	if err != nil && engine == nil && errors.Is(err, client.ErrNoDaemon) {
