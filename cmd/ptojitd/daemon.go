@@ -40,6 +40,9 @@ type daemonOptions struct {
 	readyFD  int
 	lockFD   int
 	json     bool
+	// progressEvery is the longest gap between two frames of a request in
+	// flight (default api.ProgressEvery; tests shorten it).
+	progressEvery time.Duration
 }
 
 func daemonFlags(fs *pflag.FlagSet, o *daemonOptions, lifetime bool) {
@@ -138,6 +141,8 @@ a connection that sends nothing delays neither.`,
 					fs.MarkHidden("ready-fd")
 					fs.IntVar(&o.lockFD, "start-lock-fd", -1, "the start lock, shared by the starting client; closed once serving")
 					fs.MarkHidden("start-lock-fd")
+					fs.DurationVar(&o.progressEvery, "progress-every", api.ProgressEvery, "the longest gap between two frames of a request in flight")
+					fs.MarkHidden("progress-every")
 					return func(ctx context.Context, env *cli.Env, args []string) error {
 						if len(args) > 0 {
 							return cli.Usagef("daemon run: unexpected argument %q", args[0])
@@ -358,7 +363,8 @@ func runDaemon(ctx context.Context, env *cli.Env, o daemonOptions) error {
 	ddir := api.DaemonDir(dir, env.Getenv)
 	srv, err := daemon.Listen(daemon.Config{
 		Dir: ddir, Idle: o.idle, Ready: ready, StartLock: startLock, WaitLock: true, Logf: logf, EnvNames: clientEnvNames(),
-		EnvNamesFunc: func() []string { return helloEnvNames(dir) }, EnvNamesDepend: filepath.Join(dir, config.FileName),
+		ProgressEvery: o.progressEvery,
+		EnvNamesFunc:  func() []string { return helloEnvNames(dir) }, EnvNamesDepend: filepath.Join(dir, config.FileName),
 	})
 	if err != nil {
 		return fmt.Errorf("daemon: %w", err)
