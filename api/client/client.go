@@ -1,6 +1,10 @@
 // Package client is the client side of the daemon protocol of package api:
-// it dials the daemon's socket, sends one request and reads the answer, and
-// starts a daemon when none answers. It imports only the standard library
+// it dials the daemon's socket, sends one request per connection, reads the
+// interim frames (each restarts the no-answer bound, Options.NoAnswer) and
+// the reply, and starts a daemon when none answers. A daemon that sends
+// nothing for the bound is a *NotAnsweringError naming its pid and log; one
+// of another protocol version a *VersionError (StopVersion stops an older
+// one in its own protocol). It imports only the standard library
 // and api, so the thin client can use it.
 //
 // Trust runs both ways: the client uses a daemon directory only when this

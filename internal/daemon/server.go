@@ -12,19 +12,31 @@
 // replaced. Requests are size-limited frames (api.ReadFrame); a malformed
 // request gets an error reply and never stops the daemon.
 //
-// Connections are bounded: a request must be read within a deadline from
-// the connection's accept, and each reply written within another; the
-// bytes of the requests being read at once are limited (Config.FrameBudget),
-// and a request waits for its share before its bytes are allocated. A
-// connection is in flight only once its request is read, so a client that
-// connects and sends nothing keeps the daemon neither from its idle exit
-// nor from stopping.
+// It speaks protocol 2 (package api): a connection carries requests in
+// turn; a reply ready within Config.ReplyWait is the only frame, otherwise
+// an accepted frame goes out at once and a progress frame every
+// Config.ProgressEvery (a handler reports what it does with Progress) until
+// the reply. Until the engine sets the handler (its store is opening) pings
+// say so and run requests wait for it with such frames.
+//
+// Connections are bounded: the first request must be read within a
+// deadline from the connection's accept (a connection that sends nothing is
+// closed then), the next ones must begin within an idle bound
+// (Config.IdleTimeout) and then be read within the same deadline, and each
+// reply written within another; at most Config.MaxConns are open (one more
+// is refused at once and counted); the bytes of the requests being read at
+// once are limited (Config.FrameBudget), and a request waits for its share
+// before its bytes are allocated. A connection is in flight only while a
+// request is, so a client that connects and sends nothing keeps the daemon
+// neither from its idle exit nor from stopping.
 //
 // A request's context is canceled with ErrClientGone when its client
 // closes the connection before the reply (the client process ended): a
-// client sends one request and then only reads, so the connection turns
-// readable only then. A client that merely shuts down its writing side is
-// still answered.
+// client sends its next request only after the reply, so until then the
+// connection turns readable only then. Bytes a client sends meanwhile are
+// dropped without ending that watch, and the connection is closed after
+// the reply. A client that merely shuts down its writing side is still
+// answered.
 //
 // The daemon exits after an idle period with no request in flight, on an
 // OpStop request, or on SIGTERM/SIGINT; in every case it stops accepting,
