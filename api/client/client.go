@@ -60,7 +60,8 @@ func (o Options) noAnswer() time.Duration {
 	if o.NoAnswer > 0 {
 		return o.NoAnswer
 	}
-	return api.NoAnswerBound(os.Getenv)
+	v := os.Getenv("PTOJIT_DAEMON_TIMEOUT") // api.NoAnswerVariable
+	return api.NoAnswerBound(func(string) string { return v })
 }
 
 // NotAnsweringError reports a daemon that accepted the connection but sent
