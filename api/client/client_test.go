@@ -364,3 +364,17 @@ func TestCallRefusesDaemonOfAnotherUID(t *testing.T) {
 		t.Fatalf("fake daemon: %q %v, want nothing received", lines.Text(), lines.Err())
 	}
 }
+
+// TestCallVersionError: a daemon that answers in protocol 1 (an older
+// install) is a *VersionError naming both versions and its pid.
+func TestCallVersionError(t *testing.T) {
+	dir := ownDir(t)
+	startFake(t, api.SocketPath(dir), func([]byte) []byte {
+		return frame(`{"protocol":1,"error":"protocol 2 not supported (daemon speaks 1)","exit":2}`)
+	})
+	_, err := Call(api.SocketPath(dir), &api.DaemonRequest{Op: api.OpPing})
+	var ve *VersionError
+	if !errors.As(err, &ve) || ve.Daemon != 1 || ve.Client != api.DaemonProtocol || ve.PID != os.Getpid() {
+		t.Fatalf("got %v, want a VersionError of daemon 1, client %d, pid %d", err, api.DaemonProtocol, os.Getpid())
+	}
+}
