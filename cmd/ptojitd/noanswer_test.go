@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -236,4 +237,60 @@ func TestDaemonLongCompileKeepsClientWaiting(t *testing.T) {
 		t.Fatalf("build: %+v", a)
 	}
 	t.Logf("a compile held for %d progress frames (%s) answered with a 300ms no-answer bound", seen, took)
+}
+
+// TestOldDaemonReplaced: a daemon of protocol 1 left running by an older
+// install is told to stop in its own protocol, and a build then runs in a
+// daemon of this version.
+func TestOldDaemonReplaced(t *testing.T) {
+	w := newDaemonWorld(t)
+	ddir := w.daemonDir()
+	if err := os.MkdirAll(ddir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("unix", api.SocketPath(ddir))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	stopped := make(chan struct{})
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				c.SetDeadline(time.Now().Add(30 * time.Second))
+				var req map[string]any
+				if api.ReadFrame(c, api.MaxDaemonRequest, &req) != nil {
+					return
+				}
+				if req["protocol"] == float64(1) && req["op"] == api.OpStop {
+					api.WriteFrame(c, map[string]any{"protocol": 1, "pid": os.Getpid(), "exit": 0})
+					ln.Close()
+					close(stopped)
+					return
+				}
+				api.WriteFrame(c, map[string]any{"protocol": 1, "exit": 2,
+					"error": fmt.Sprintf("protocol %v not supported (daemon speaks 1)", req["protocol"])})
+			}()
+		}
+	}()
+	out, errs, code := w.runWithin(120*time.Second, "build", "--request", w.request, "--json")
+	if code != 0 || !strings.Contains(errs, "speaks protocol 1, this client 2") {
+		t.Fatalf("build beside a protocol-1 daemon: exit %d\nstdout: %s\nstderr: %s", code, out, errs)
+	}
+	select {
+	case <-stopped:
+	default:
+		t.Fatal("the protocol-1 daemon was not asked to stop")
+	}
+	if a := parseAnswer(t, out); a.Status != "miss" {
+		t.Fatalf("build: %+v", a)
+	}
+	if st := w.status(); st.Server == nil || st.Server.PID == os.Getpid() {
+		t.Fatalf("status %+v: no daemon of this version", st.Server)
+	}
 }
