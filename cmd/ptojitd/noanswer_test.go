@@ -152,9 +152,10 @@ exec gcc "$@"
 // TestDaemonLongCompileKeepsClientWaiting: a compile many times longer
 // than the client's no-answer bound succeeds, because the daemon's
 // progress frames restart the bound. The daemon sends frames every 50 ms
-// (--progress-every) and the client's bound is 300 ms; the compile is
-// held until the client has seen 40 progress frames (2 s, almost 7
-// bounds: a 2-minute compile is 24 frames of 5 s against a 30 s bound).
+// (--progress-every) and the client's bound is 1 s (20 frames: room for a
+// loaded machine's pauses); the compile is held until the client has seen
+// 140 progress frames (7 s, 7 bounds: a 2-minute compile is 24 frames of
+// 5 s against a 30 s bound, 4 bounds).
 func TestDaemonLongCompileKeepsClientWaiting(t *testing.T) {
 	w := newDaemonWorld(t)
 	hold := filepath.Join(w.root, "hold")
@@ -189,7 +190,7 @@ func TestDaemonLongCompileKeepsClientWaiting(t *testing.T) {
 	// holds the FIFO open for writing from then until the build returns,
 	// so every compile that waits gets a line and none waits for a writer
 	// that has gone.
-	const frames = 40
+	const frames = 140
 	release := make(chan struct{})
 	var once sync.Once
 	seen := 0
@@ -212,7 +213,7 @@ func TestDaemonLongCompileKeepsClientWaiting(t *testing.T) {
 		start := time.Now()
 		resp, err := client.CallEnvWith(api.SocketPath(w.daemonDir()),
 			&api.DaemonRequest{Op: api.OpRun, Args: []string{"build", "--request", w.request, "--json"}, Dir: w.root}, w.env,
-			client.Options{NoAnswer: 300 * time.Millisecond, Progress: func(f *api.DaemonResponse) {
+			client.Options{NoAnswer: time.Second, Progress: func(f *api.DaemonResponse) {
 				seen++
 				if seen == frames {
 					once.Do(func() { close(release) })
@@ -236,7 +237,7 @@ func TestDaemonLongCompileKeepsClientWaiting(t *testing.T) {
 	if a := parseAnswer(t, string(resp.Stdout)); a.Status != "miss" {
 		t.Fatalf("build: %+v", a)
 	}
-	t.Logf("a compile held for %d progress frames (%s) answered with a 300ms no-answer bound", seen, took)
+	t.Logf("a compile held for %d progress frames (%s) answered with a 1s no-answer bound", seen, took)
 }
 
 // TestOldDaemonReplaced: a daemon of protocol 1 left running by an older
