@@ -269,9 +269,11 @@ func TestOldDaemonReplaced(t *testing.T) {
 					return
 				}
 				if req["protocol"] == float64(1) && req["op"] == api.OpStop {
-					api.WriteFrame(c, map[string]any{"protocol": 1, "pid": os.Getpid(), "exit": 0})
+					// Gone before the reply, as a real daemon is gone
+					// before its lock is free: the fake holds no lock.
 					ln.Close()
 					close(stopped)
+					api.WriteFrame(c, map[string]any{"protocol": 1, "pid": os.Getpid(), "exit": 0})
 					return
 				}
 				api.WriteFrame(c, map[string]any{"protocol": 1, "exit": 2,

@@ -358,10 +358,12 @@ class TestProtocol2(DaemonTest):
                     return  # a client that gave up on this connection
                 asked.append((req.get("protocol"), req.get("op")))
                 if req.get("protocol") == 1 and req.get("op") == "stop":
-                    body = json.dumps({"protocol": 1, "pid": os.getpid(), "exit": 0}).encode()
-                    conn.sendall(len(body).to_bytes(4, "little") + body)
+                    # Gone before the reply, as a real daemon is gone
+                    # before its lock is free: the fake holds no lock.
                     os.unlink(c.socket_path)
                     stopped.set()
+                    body = json.dumps({"protocol": 1, "pid": os.getpid(), "exit": 0}).encode()
+                    conn.sendall(len(body).to_bytes(4, "little") + body)
                     return
                 body = json.dumps({"protocol": 1, "error": f"protocol {req.get('protocol')} not supported (daemon speaks 1)", "exit": 2}).encode()
                 conn.sendall(len(body).to_bytes(4, "little") + body)
