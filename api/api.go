@@ -27,6 +27,16 @@
 // else its directory) enter the build key relative to it, so that two
 // checkouts of a project share keys.
 //
+// The package also defines daemon protocol 2, which the clients and the
+// daemon speak on its socket (DaemonRequest, DaemonResponse, DaemonProtocol):
+// several length-prefixed JSON requests in turn per connection; a reply
+// ready within ReplyWait (50 ms) is the only frame, a later one follows an
+// accepted frame and progress frames at least every ProgressEvery (5 s); a
+// client that hears no frame for its no-answer bound (DefaultNoAnswer,
+// NoAnswerVariable, setting daemon_timeout) gives up on the daemon; a
+// failed reply carries a Kind and its Data beside the message, and clients
+// compose their text from those, never from the message.
+//
 // The types are plain data: safe for concurrent reads, not for concurrent
 // mutation.
 package api

@@ -13,19 +13,117 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"time"
 )
 
-// The daemon protocol. A client connects to the daemon's Unix socket and
-// sends one DaemonRequest; the daemon answers with one DaemonResponse and
-// closes the connection. Each message is a frame: a 4-byte little-endian
-// length, then that many bytes of JSON. Requests larger than
-// MaxDaemonRequest and responses larger than MaxDaemonResponse are refused.
+// The daemon protocol, version 2. A client connects to the daemon's Unix
+// socket and sends DaemonRequests in turn, each after the reply to the one
+// before; the connection may carry any number of them. Each message is a
+// frame: a 4-byte little-endian length, then that many bytes of JSON.
+// Requests larger than MaxDaemonRequest and responses larger than
+// MaxDaemonResponse are refused.
+//
+// For each request the daemon sends zero or more interim frames, then the
+// reply. A reply ready within ReplyWait is the only frame, so a cache hit
+// is one write and one read. Otherwise the daemon sends an interim frame
+// with Frame FrameAccepted at once and one with Frame FrameProgress at
+// least every ProgressEvery (what it is doing and, where known, a
+// fraction done) until the reply, whose Frame is empty. A client that
+// hears nothing for its no-answer bound (DefaultNoAnswer) gives up on the
+// daemon: every frame restarts the bound.
+//
+// A failed request's reply carries Error (a message for logs), Kind (one
+// of the Kind constants: what a client composes its own text and exit code
+// from, never from Error) and Data (the facts the kind is about: path,
+// owner, mode, holder, key...). A peer speaking another version gets one
+// reply of Kind KindProtocol naming both versions (Data "daemon" and
+// "client"), in the frame shape both versions share.
+//
+// A connection that sends nothing is closed at the daemon's first-byte
+// deadline; between requests the daemon waits for the next one for an idle
+// bound of its own. A client that closes its connection cancels the request
+// in flight on it.
 const (
 	MaxDaemonRequest  = 64 << 20
 	MaxDaemonResponse = 256 << 20
 	// DaemonProtocol is the protocol version; a daemon refuses other
-	// versions with an error reply, and the client then replaces it.
-	DaemonProtocol = 1
+	// versions with an error reply of Kind KindProtocol.
+	DaemonProtocol = 2
+)
+
+// Timing of protocol 2.
+const (
+	// ReplyWait is how long the daemon holds back an accepted frame: a
+	// reply ready within it is the only frame.
+	ReplyWait = 50 * time.Millisecond
+	// ProgressEvery is the longest gap between two frames of a request
+	// the daemon still works on.
+	ProgressEvery = 5 * time.Second
+	// DefaultNoAnswer is how long a client waits without hearing a frame
+	// before it calls the daemon not answering (NoAnswerVariable, setting
+	// daemon_timeout, overrides it).
+	DefaultNoAnswer = 30 * time.Second
+	// NoAnswerVariable overrides DefaultNoAnswer: a Go duration ("45s").
+	NoAnswerVariable = "PTOJIT_DAEMON_TIMEOUT"
+)
+
+// NoAnswerBound returns the no-answer bound getenv's NoAnswerVariable sets
+// (DefaultNoAnswer when unset, invalid or not positive).
+func NoAnswerBound(getenv func(string) string) time.Duration {
+	if d, err := time.ParseDuration(getenv(NoAnswerVariable)); err == nil && d > 0 {
+		return d
+	}
+	return DefaultNoAnswer
+}
+
+// SettingsName is the settings file in the cache directory (the engine's
+// internal/config FileName; a test there checks they agree).
+const SettingsName = "ptojit.conf"
+
+// NoAnswerFor returns the no-answer bound of the cache at cacheDir:
+// NoAnswerVariable, else the daemon_timeout line of its settings file
+// (SettingsName, "daemon_timeout = 45s"), else DefaultNoAnswer. A value
+// that is not a positive duration counts as unset.
+func NoAnswerFor(cacheDir string, getenv func(string) string) time.Duration {
+	if d, err := time.ParseDuration(getenv(NoAnswerVariable)); err == nil && d > 0 {
+		return d
+	}
+	f, err := os.Open(filepath.Join(cacheDir, SettingsName))
+	if err != nil {
+		return DefaultNoAnswer
+	}
+	defer f.Close()
+	b, _ := io.ReadAll(io.LimitReader(f, 64<<10))
+	for _, line := range strings.Split(string(b), "\n") {
+		k, v, ok := strings.Cut(line, "=")
+		if ok && strings.TrimSpace(k) == "daemon_timeout" {
+			if d, err := time.ParseDuration(strings.TrimSpace(v)); err == nil && d > 0 {
+				return d
+			}
+		}
+	}
+	return DefaultNoAnswer
+}
+
+// Frames that come before a reply (DaemonResponse.Frame).
+const (
+	FrameAccepted = "accepted"
+	FrameProgress = "progress"
+)
+
+// Kinds of failed requests (DaemonResponse.Kind). A client maps each to
+// its text and exit code; an unknown kind is treated as KindInternal.
+const (
+	KindMiss         = "miss"          // the entry asked for is not in the cache (Data: key)
+	KindDamaged      = "damaged"       // what the store holds failed verification (Data: key, path)
+	KindRefused      = "refused"       // a file or peer was refused (Data: path, owner, mode, uid)
+	KindUnavailable  = "unavailable"   // an identity could not be computed (Data: component, reason)
+	KindStoreFailure = "store_failure" // the store failed (Data: path, holder)
+	KindNotAnswering = "not_answering" // the daemon did not answer in time (Data: pid, log)
+	KindBadRequest   = "bad_request"   // the request is malformed or not served (Data: op, args)
+	KindProtocol     = "protocol"      // the peer speaks another version (Data: daemon, client)
+	KindShutdown     = "shutdown"      // the daemon is stopping
+	KindInternal     = "internal"      // a bug: a recovered panic, no handler
 )
 
 // Daemon operations.
@@ -59,8 +157,20 @@ type DaemonRequest struct {
 
 // DaemonResponse is what the daemon answers.
 type DaemonResponse struct {
-	Protocol int    `json:"protocol"`
-	Error    string `json:"error,omitempty"` // the request itself failed
+	Protocol int `json:"protocol"`
+	// Frame is FrameAccepted or FrameProgress for an interim frame, empty
+	// for the reply.
+	Frame string `json:"frame,omitempty"`
+	// For a progress frame, and a ping to a daemon still opening its
+	// store: what the daemon is doing and, where known, the fraction done
+	// (0 to 1).
+	Doing    string   `json:"doing,omitempty"`
+	Fraction *float64 `json:"fraction,omitempty"`
+	// Error says that the request itself failed, for logs; Kind and Data
+	// say it for clients (see the protocol above).
+	Error string            `json:"error,omitempty"`
+	Kind  string            `json:"kind,omitempty"`
+	Data  map[string]string `json:"data,omitempty"`
 	// For OpRun: the command's output and exit code.
 	Stdout []byte `json:"stdout,omitempty"`
 	Stderr []byte `json:"stderr,omitempty"`
@@ -274,3 +384,9 @@ const (
 	// no OpHello round trip.
 	HelloName = "hello.json"
 )
+
+// Failure returns the reply of a request that failed with kind: err is
+// the message for logs, data the facts a client composes its text from.
+func Failure(kind string, exit int, data map[string]string, format string, args ...any) *DaemonResponse {
+	return &DaemonResponse{Kind: kind, Error: fmt.Sprintf(format, args...), Data: data, Exit: exit}
+}

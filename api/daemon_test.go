@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 	"testing/iotest"
+	"time"
 )
 
 // frame returns a frame header claiming n bytes, then body.
@@ -182,5 +183,33 @@ func TestDaemonDir(t *testing.T) {
 	}
 	if SocketPath("/s") != filepath.Join("/s", SocketName) {
 		t.Errorf("SocketPath = %q", SocketPath("/s"))
+	}
+}
+
+func TestNoAnswerFor(t *testing.T) {
+	if NoAnswerVariable != "PTOJIT_DAEMON_TIMEOUT" {
+		t.Fatalf("NoAnswerVariable %q: api/client reads PTOJIT_DAEMON_TIMEOUT by name", NoAnswerVariable)
+	}
+	dir := t.TempDir()
+	env := map[string]string{}
+	getenv := func(k string) string { return env[k] }
+	if d := NoAnswerFor(dir, getenv); d != DefaultNoAnswer {
+		t.Fatalf("no variable, no file: %s", d)
+	}
+	if err := os.WriteFile(filepath.Join(dir, SettingsName), []byte("# x\nmax_size = 1G\n daemon_timeout =  45s \n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if d := NoAnswerFor(dir, getenv); d != 45*time.Second {
+		t.Fatalf("file: %s", d)
+	}
+	env[NoAnswerVariable] = "2m"
+	if d := NoAnswerFor(dir, getenv); d != 2*time.Minute {
+		t.Fatalf("variable over file: %s", d)
+	}
+	for _, bad := range []string{"-1s", "0", "soon"} {
+		env[NoAnswerVariable] = bad
+		if d := NoAnswerFor(dir, getenv); d != 45*time.Second {
+			t.Fatalf("invalid variable %q: %s, want the file's", bad, d)
+		}
 	}
 }

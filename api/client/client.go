@@ -1,6 +1,10 @@
 // Package client is the client side of the daemon protocol of package api:
-// it dials the daemon's socket, sends one request and reads the answer, and
-// starts a daemon when none answers. It imports only the standard library
+// it dials the daemon's socket, sends one request per connection, reads the
+// interim frames (each restarts the no-answer bound, Options.NoAnswer) and
+// the reply, and starts a daemon when none answers. A daemon that sends
+// nothing for the bound is a *NotAnsweringError naming its pid and log; one
+// of another protocol version a *VersionError (StopVersion stops an older
+// one in its own protocol). It imports only the standard library
 // and api, so the thin client can use it.
 //
 // Trust runs both ways: the client uses a daemon directory only when this
@@ -43,10 +47,50 @@ import (
 // nobody accepts connections on it. Starting a daemon is the remedy.
 var ErrNoDaemon = errors.New("no daemon answers")
 
-// quickTimeout bounds every operation but OpRun, which runs as long as the
-// command it runs: a daemon that does not answer a ping within it is hung,
-// not slow.
-const quickTimeout = 30 * time.Second
+// Options are the optional parts of a call.
+type Options struct {
+	// NoAnswer is the no-answer bound: a daemon that sends no frame for
+	// that long is not answering (*NotAnsweringError). Zero means
+	// api.NoAnswerBound of this process's environment.
+	NoAnswer time.Duration
+	// Progress, when set, is called with each interim frame.
+	Progress func(*api.DaemonResponse)
+}
+
+func (o Options) noAnswer() time.Duration {
+	if o.NoAnswer > 0 {
+		return o.NoAnswer
+	}
+	v := os.Getenv("PTOJIT_DAEMON_TIMEOUT") // api.NoAnswerVariable
+	return api.NoAnswerBound(func(string) string { return v })
+}
+
+// NotAnsweringError reports a daemon that accepted the connection but sent
+// no frame within the no-answer bound (stopped, or hung).
+type NotAnsweringError struct {
+	Socket string
+	PID    int    // the daemon's pid (SO_PEERCRED), 0 when unknown
+	Log    string // its log
+	Op     string
+	Bound  time.Duration
+}
+
+func (e *NotAnsweringError) Error() string {
+	return fmt.Sprintf("the daemon (pid %d) on %s sent nothing for %s on %q: it is not answering; its log is %s",
+		e.PID, e.Socket, e.Bound, e.Op, e.Log)
+}
+
+// VersionError reports a daemon that speaks another protocol version.
+type VersionError struct {
+	Socket string
+	PID    int // the daemon's pid (SO_PEERCRED), 0 when unknown
+	Daemon int // the daemon's version
+	Client int // this client's (api.DaemonProtocol)
+}
+
+func (e *VersionError) Error() string {
+	return fmt.Sprintf("the daemon (pid %d) on %s speaks protocol %d, this client %d", e.PID, e.Socket, e.Daemon, e.Client)
+}
 
 // Call sends req over a new connection to the socket at path and returns
 // the response. It first checks the socket's directory (CheckDir) and,
@@ -58,7 +102,12 @@ const quickTimeout = 30 * time.Second
 // and a request too large to send match api.ErrProtocol: sending them
 // again would fail again.
 func Call(path string, req *api.DaemonRequest) (*api.DaemonResponse, error) {
-	return call(path, req, nil)
+	return call(path, req, Options{}, nil)
+}
+
+// CallWith is Call with options.
+func CallWith(path string, req *api.DaemonRequest, o Options) (*api.DaemonResponse, error) {
+	return call(path, req, o, nil)
 }
 
 // CallEnv is Call of a request whose environment (req.Env) is the entries
@@ -69,6 +118,11 @@ func Call(path string, req *api.DaemonRequest) (*api.DaemonResponse, error) {
 // with an OpHello request on a connection of its own. A daemon that does
 // not answer OpHello is reported: it predates this client.
 func CallEnv(path string, req *api.DaemonRequest, environ []string) (*api.DaemonResponse, error) {
+	return CallEnvWith(path, req, environ, Options{})
+}
+
+// CallEnvWith is CallEnv with options.
+func CallEnvWith(path string, req *api.DaemonRequest, environ []string, o Options) (*api.DaemonResponse, error) {
 	var names []string
 	var hpid int
 	if b, err := os.ReadFile(filepath.Join(filepath.Dir(path), api.HelloName)); err == nil {
@@ -78,10 +132,10 @@ func CallEnv(path string, req *api.DaemonRequest, environ []string) (*api.Daemon
 			names, hpid = h.EnvNames, h.PID
 		}
 	}
-	return call(path, req, func(conn *net.UnixConn) error {
+	return call(path, req, o, func(conn *net.UnixConn) error {
 		pid, err := peerPID(conn)
 		if err != nil || pid != hpid {
-			hello, err := Call(path, &api.DaemonRequest{Op: api.OpHello})
+			hello, err := CallWith(path, &api.DaemonRequest{Op: api.OpHello}, Options{NoAnswer: o.NoAnswer})
 			if err != nil {
 				return err
 			}
@@ -99,7 +153,7 @@ func CallEnv(path string, req *api.DaemonRequest, environ []string) (*api.Daemon
 
 // call is Call; prepare, when not nil, is called once the daemon is
 // trusted and before req is encoded.
-func call(path string, req *api.DaemonRequest, prepare func(*net.UnixConn) error) (*api.DaemonResponse, error) {
+func call(path string, req *api.DaemonRequest, o Options, prepare func(*net.UnixConn) error) (*api.DaemonResponse, error) {
 	if err := CheckDir(filepath.Dir(path)); err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
 			return nil, fmt.Errorf("%w: %w", ErrNoDaemon, err)
@@ -133,30 +187,40 @@ func call(path string, req *api.DaemonRequest, prepare func(*net.UnixConn) error
 			return nil, fmt.Errorf("daemon request: %w", err)
 		}
 	}
-	if req.Op != api.OpRun {
-		conn.SetDeadline(time.Now().Add(quickTimeout))
-	}
+	bound := o.noAnswer()
+	pid, _ := peerPID(conn)
+	notAnswering := &NotAnsweringError{Socket: path, PID: pid, Log: filepath.Join(filepath.Dir(path), api.LogName), Op: req.Op, Bound: bound}
+	conn.SetDeadline(time.Now().Add(bound))
 	// A daemon that refuses the peer replies before reading the request,
 	// so a failed write is judged by whether a reply can still be read.
 	_, werr := conn.Write(frame)
-	var resp api.DaemonResponse
-	if err := api.ReadFrame(bufio.NewReader(conn), api.MaxDaemonResponse, &resp); err != nil {
-		switch {
-		case errors.Is(err, api.ErrProtocol):
-			return nil, fmt.Errorf("daemon reply: %w", err)
-		case errors.Is(err, os.ErrDeadlineExceeded):
-			return nil, fmt.Errorf("the daemon on %s did not answer %q within %s: it is hung; its log is %s",
-				path, req.Op, quickTimeout, filepath.Join(filepath.Dir(path), api.LogName))
+	r := bufio.NewReader(conn)
+	for {
+		var resp api.DaemonResponse
+		if err := api.ReadFrame(r, api.MaxDaemonResponse, &resp); err != nil {
+			switch {
+			case errors.Is(err, api.ErrProtocol):
+				return nil, fmt.Errorf("daemon reply: %w", err)
+			case errors.Is(err, os.ErrDeadlineExceeded):
+				return nil, notAnswering
+			}
+			if werr != nil {
+				err = werr
+			}
+			return nil, &DaemonLostError{Err: err}
 		}
-		if werr != nil {
-			err = werr
+		if resp.Protocol != api.DaemonProtocol {
+			return nil, &VersionError{Socket: path, PID: pid, Daemon: resp.Protocol, Client: api.DaemonProtocol}
 		}
-		return nil, &DaemonLostError{Err: err}
+		if resp.Frame == "" {
+			return &resp, nil
+		}
+		// An interim frame: the daemon works on it; the bound restarts.
+		if o.Progress != nil {
+			o.Progress(&resp)
+		}
+		conn.SetDeadline(time.Now().Add(bound))
 	}
-	if resp.Protocol != api.DaemonProtocol {
-		return nil, fmt.Errorf("daemon speaks protocol %d, this client %d", resp.Protocol, api.DaemonProtocol)
-	}
-	return &resp, nil
 }
 
 // peerUID returns the uid of the process at the other end of conn (for a
@@ -422,4 +486,35 @@ func tail(path string, n int64) string {
 	}
 	b, _ := io.ReadAll(io.NewSectionReader(f, off, fi.Size()-off))
 	return strings.TrimSpace(string(b))
+}
+
+// StopVersion asks the daemon on the socket at path, which speaks protocol
+// version (an older one: a daemon left running by a previous install), to
+// stop, in the shape of that version's stop request; the trust checks of
+// Call apply. Every version so far frames a stop request and its reply
+// alike.
+func StopVersion(path string, version int, o Options) error {
+	if err := CheckDir(filepath.Dir(path)); err != nil {
+		return err
+	}
+	conn, err := net.DialUnix("unix", nil, &net.UnixAddr{Name: path, Net: "unix"})
+	if err != nil {
+		return fmt.Errorf("%w: %w", ErrNoDaemon, err)
+	}
+	defer conn.Close()
+	if uid, err := peerUID(conn); err != nil || uid != os.Getuid() {
+		return &UntrustedError{Path: path, Reason: "the daemon listening there does not run as this user"}
+	}
+	conn.SetDeadline(time.Now().Add(o.noAnswer()))
+	if err := api.WriteFrame(conn, map[string]any{"protocol": version, "op": api.OpStop}); err != nil {
+		return err
+	}
+	var resp api.DaemonResponse
+	if err := api.ReadFrame(bufio.NewReader(conn), api.MaxDaemonResponse, &resp); err != nil {
+		return fmt.Errorf("stopping the protocol-%d daemon on %s: %w", version, path, err)
+	}
+	if resp.Error != "" {
+		return fmt.Errorf("the protocol-%d daemon on %s refused to stop: %s", version, path, resp.Error)
+	}
+	return nil
 }

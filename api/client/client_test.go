@@ -194,7 +194,7 @@ func TestHijackedTempDirRefused(t *testing.T) {
 	mkdir(t, top, 0o755)
 	mkdir(t, ddir, 0o777)
 	chown(t, 65534, top, ddir)
-	fake := startFake(t, api.SocketPath(ddir), func([]byte) []byte { return frame(`{"protocol":1,"stdout":"aGl0"}`) })
+	fake := startFake(t, api.SocketPath(ddir), func([]byte) []byte { return frame(`{"protocol":2,"stdout":"aGl0"}`) })
 
 	_, err := Call(api.SocketPath(ddir), &api.DaemonRequest{Op: api.OpRun, Env: []string{"SECRET_TOKEN=x"}})
 	untrusted(t, err, top)
@@ -216,7 +216,7 @@ func TestHijackedTempDirRefused(t *testing.T) {
 
 func TestCallRefusesForeignDaemon(t *testing.T) {
 	dir := ownDir(t)
-	fake := startFake(t, api.SocketPath(dir), func([]byte) []byte { return frame(`{"protocol":1}`) })
+	fake := startFake(t, api.SocketPath(dir), func([]byte) []byte { return frame(`{"protocol":2}`) })
 	old := peerUID
 	peerUID = func(*net.UnixConn) (int, error) { return os.Getuid() + 1, nil }
 	t.Cleanup(func() { peerUID = old })
@@ -272,7 +272,7 @@ func TestCallErrors(t *testing.T) {
 			t.Errorf("%s: %v; lost daemon %v, want %v", name, err, !c.protocol, !c.protocol)
 		}
 	}
-	answer.Store(frame(`{"protocol":1,"pid":7}`))
+	answer.Store(frame(`{"protocol":2,"pid":7}`))
 	resp, err := Call(sock, &api.DaemonRequest{Op: api.OpPing})
 	if err != nil || resp.PID != 7 {
 		t.Fatalf("good reply: %v %+v", err, resp)
@@ -362,5 +362,19 @@ func TestCallRefusesDaemonOfAnotherUID(t *testing.T) {
 	}
 	if !lines.Scan() || !strings.HasPrefix(lines.Text(), "read 0 ") {
 		t.Fatalf("fake daemon: %q %v, want nothing received", lines.Text(), lines.Err())
+	}
+}
+
+// TestCallVersionError: a daemon that answers in protocol 1 (an older
+// install) is a *VersionError naming both versions and its pid.
+func TestCallVersionError(t *testing.T) {
+	dir := ownDir(t)
+	startFake(t, api.SocketPath(dir), func([]byte) []byte {
+		return frame(`{"protocol":1,"error":"protocol 2 not supported (daemon speaks 1)","exit":2}`)
+	})
+	_, err := Call(api.SocketPath(dir), &api.DaemonRequest{Op: api.OpPing})
+	var ve *VersionError
+	if !errors.As(err, &ve) || ve.Daemon != 1 || ve.Client != api.DaemonProtocol || ve.PID != os.Getpid() {
+		t.Fatalf("got %v, want a VersionError of daemon 1, client %d, pid %d", err, api.DaemonProtocol, os.Getpid())
 	}
 }

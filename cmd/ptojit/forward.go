@@ -78,8 +78,15 @@ func forward(ctx context.Context, env *cli.Env, args []string) (bool, error) {
 	}
 	// Only a daemon that already listens is used here: the engine checks
 	// the command line before it starts one.
-	if ok, err := clientcmd.ViaDaemon(env, args, nil); ok {
+	ok, err := clientcmd.ViaDaemon(env, args, nil)
+	if ok {
 		return true, err
+	}
+	environ := os.Environ()
+	if errors.Is(err, clientcmd.ErrInProcess) {
+		// The daemon does not answer: the engine builds in its own
+		// process and must not wait for that daemon again.
+		environ = append(environ, "PTOJIT_DAEMON=0")
 	}
 	path, err := findEngine(env)
 	if err != nil {
@@ -89,9 +96,10 @@ func forward(ctx context.Context, env *cli.Env, args []string) (bool, error) {
 	if env.Stdin == os.Stdin && env.Stdout == os.Stdout && env.Stderr == os.Stderr {
 		// Replace this process: the engine inherits stdio, signals and the
 		// exit status, at the cost of one execve.
-		return true, syscall.Exec(path, argv, os.Environ())
+		return true, syscall.Exec(path, argv, environ)
 	}
 	cmd := exec.CommandContext(ctx, path, args...)
+	cmd.Env = environ
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = env.Stdin, env.Stdout, env.Stderr
 	// A process the engine leaves behind holding our pipes must not hang
 	// Wait once the engine has exited.

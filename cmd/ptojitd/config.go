@@ -11,6 +11,7 @@ import (
 	"sync"
 	"syscall"
 	"text/tabwriter"
+	"time"
 
 	"github.com/spf13/pflag"
 
@@ -97,6 +98,10 @@ func checkSetting(k config.Key, v string) error {
 	case "remote_timeout", "remote_connect_timeout":
 		_, err := remote.ParseTimeout(k.Name, v)
 		return err
+	case "daemon_timeout":
+		if d, err := time.ParseDuration(v); err != nil || d <= 0 {
+			return fmt.Errorf("%q is not a positive duration such as 30s or 2m", v)
+		}
 	case "base_dir":
 		if v != "" && !filepath.IsAbs(v) {
 			return fmt.Errorf("%q is not an absolute path", v)

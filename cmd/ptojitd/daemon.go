@@ -40,6 +40,9 @@ type daemonOptions struct {
 	readyFD  int
 	lockFD   int
 	json     bool
+	// progressEvery is the longest gap between two frames of a request in
+	// flight (default api.ProgressEvery; tests shorten it).
+	progressEvery time.Duration
 }
 
 func daemonFlags(fs *pflag.FlagSet, o *daemonOptions, lifetime bool) {
@@ -138,6 +141,8 @@ a connection that sends nothing delays neither.`,
 					fs.MarkHidden("ready-fd")
 					fs.IntVar(&o.lockFD, "start-lock-fd", -1, "the start lock, shared by the starting client; closed once serving")
 					fs.MarkHidden("start-lock-fd")
+					fs.DurationVar(&o.progressEvery, "progress-every", api.ProgressEvery, "the longest gap between two frames of a request in flight")
+					fs.MarkHidden("progress-every")
 					return func(ctx context.Context, env *cli.Env, args []string) error {
 						if len(args) > 0 {
 							return cli.Usagef("daemon run: unexpected argument %q", args[0])
@@ -268,6 +273,7 @@ func runDaemonStatus(env *cli.Env, o daemonOptions) error {
 		fmt.Fprintf(w, "daemon pid %d, up %s, serving %s\n", st.Server.PID, time.Duration(st.Server.Uptime*float64(time.Second)).Round(time.Second), st.CacheDir)
 		fmt.Fprintf(w, "socket %s, log %s\n", st.Socket, st.Log)
 		fmt.Fprintf(w, "requests: %d served, %d in flight, %d refused; exits after %s idle\n", st.Server.Served, st.Server.InFlight, st.Server.Refused, time.Duration(st.Server.IdleExit*float64(time.Second)))
+		fmt.Fprintf(w, "connections: %d open, %d refused over the limit\n", st.Server.Conns, st.Server.RefusedConns)
 		fmt.Fprintf(w, "identities: %d components memoized; %d directories watched, %d events, %d memos dropped, %d queue overflows\n",
 			st.Memoized, st.Watch.WatchedDirs, st.Watch.Events, st.Watch.Forgotten, st.Watch.Overflows)
 		if st.Watch.Note != "" {
@@ -358,13 +364,24 @@ func runDaemon(ctx context.Context, env *cli.Env, o daemonOptions) error {
 	ddir := api.DaemonDir(dir, env.Getenv)
 	srv, err := daemon.Listen(daemon.Config{
 		Dir: ddir, Idle: o.idle, Ready: ready, StartLock: startLock, WaitLock: true, Logf: logf, EnvNames: clientEnvNames(),
-		EnvNamesFunc: func() []string { return helloEnvNames(dir) }, EnvNamesDepend: filepath.Join(dir, config.FileName),
+		ProgressEvery: o.progressEvery,
+		EnvNamesFunc:  func() []string { return helloEnvNames(dir) }, EnvNamesDepend: filepath.Join(dir, config.FileName),
 	})
 	if err != nil {
 		return fmt.Errorf("daemon: %w", err)
 	}
 	// Deferred first, so it runs last: the lock outlives the store.
 	defer srv.Close()
+	// Serve at once: while the store opens (up to openStoreWait) the
+	// daemon answers pings saying so, and requests wait for the handler
+	// with progress frames, instead of queueing unanswered.
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ctx) }()
+	stopServing := func(err error) error {
+		srv.Shutdown(err.Error())
+		<-served
+		return err
+	}
 	var store *cache.Badger
 	// A cache that is not the user's own is refused before any process
 	// opens a file of it (Open checks again).
@@ -378,7 +395,7 @@ func runDaemon(ctx context.Context, env *cli.Env, o daemonOptions) error {
 		cancel()
 	}
 	if err != nil && ctx.Err() != nil {
-		return fmt.Errorf("daemon: opening the cache: %w", err)
+		return stopServing(fmt.Errorf("daemon: opening the cache: %w", err))
 	}
 	// A store that cannot be opened fails no build: the daemon serves
 	// them uncached, with a warning, until cache clear wipes it.
@@ -403,7 +420,7 @@ func runDaemon(ctx context.Context, env *cli.Env, o daemonOptions) error {
 	fwd := &forgetter{}
 	watcher, err := jit.NewWatcher(filepath.Join(ddir, "watch-sync"), fwd)
 	if err != nil {
-		return fmt.Errorf("daemon: %w", err)
+		return stopServing(fmt.Errorf("daemon: %w", err))
 	}
 	defer watcher.Close()
 	fwd.ids = toolchain.NewInstallationIdentityCache(toolchain.Options{BeforeDir: watcher.BeforeDir})
@@ -423,7 +440,7 @@ func runDaemon(ctx context.Context, env *cli.Env, o daemonOptions) error {
 			return daemonStatus{Running: true, CacheDir: dir, Server: &info, Memoized: fwd.ids.Len(), Watch: watcher.Status(),
 				CacheError: storeErr.Error()}
 		})
-		return srv.Serve(ctx)
+		return <-served
 	}
 	ShareEngine(store, fwd.ids)
 	// The remote tiers follow the settings of each request (the file's,
@@ -474,7 +491,7 @@ func runDaemon(ctx context.Context, env *cli.Env, o daemonOptions) error {
 	})
 	// Joined before the store closes (deferred above, so run after this).
 	defer m.start(ctx, srv)()
-	return srv.Serve(ctx)
+	return <-served
 }
 
 // storeLogger sends a store's errors and warnings to the daemon log.
@@ -502,10 +519,11 @@ var clientEnvNames = sync.OnceValue(func() []string { return jit.DefaultRegistry
 // the client sent, so a command behaves the same for every client.
 func serveCommand(ctx context.Context, req *api.DaemonRequest) *api.DaemonResponse {
 	if len(req.Args) == 0 || !slices.Contains(api.DaemonServed, req.Args[0]) {
-		return &api.DaemonResponse{Error: fmt.Sprintf("the daemon does not serve %q", strings.Join(req.Args, " ")), Exit: cli.ExitUsage}
+		return api.Failure(api.KindBadRequest, cli.ExitUsage, map[string]string{"args": strings.Join(req.Args, " ")},
+			"the daemon does not serve %q", strings.Join(req.Args, " "))
 	}
 	if !filepath.IsAbs(req.Dir) {
-		return &api.DaemonResponse{Error: "request without an absolute working directory", Exit: cli.ExitUsage}
+		return api.Failure(api.KindBadRequest, cli.ExitUsage, map[string]string{"dir": req.Dir}, "request without an absolute working directory")
 	}
 	names := clientEnvNames()
 	if engine.dir != "" {

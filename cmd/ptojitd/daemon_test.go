@@ -408,7 +408,7 @@ func TestDaemonRefusesOtherUser(t *testing.T) {
 s = socket.socket(socket.AF_UNIX)
 s.settimeout(20)
 s.connect(sys.argv[1])
-body = b'{"protocol":1,"op":"ping"}'
+body = b'{"protocol":2,"op":"ping"}'
 try:
     s.sendall(struct.pack("<I", len(body)) + body)
 except OSError:

@@ -83,6 +83,8 @@ var Known = []Key{
 		Doc: "how long one remote operation may take before the build goes on without it"},
 	{Name: "remote_connect_timeout", Env: "PTOJIT_REMOTE_CONNECT_TIMEOUT", Kind: Text, Default: "1s",
 		Doc: "how long connecting to the remote tier may take"},
+	{Name: "daemon_timeout", Env: "PTOJIT_DAEMON_TIMEOUT", Kind: Text, Default: "30s",
+		Doc: "how long a client waits for a daemon that sends nothing before it names it and builds in-process, uncached"},
 	{Name: "base_dir", Env: "PTOJIT_BASE_DIR", Kind: Text, Default: "",
 		Doc: "paths under this absolute directory enter keys relative to it (default: the project root)"},
 	{Name: "pass_env", Env: "PTOJIT_PASS_ENV", Kind: Text, Default: "",

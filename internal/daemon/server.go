@@ -12,19 +12,31 @@
 // replaced. Requests are size-limited frames (api.ReadFrame); a malformed
 // request gets an error reply and never stops the daemon.
 //
-// Connections are bounded: a request must be read within a deadline from
-// the connection's accept, and each reply written within another; the
-// bytes of the requests being read at once are limited (Config.FrameBudget),
-// and a request waits for its share before its bytes are allocated. A
-// connection is in flight only once its request is read, so a client that
-// connects and sends nothing keeps the daemon neither from its idle exit
-// nor from stopping.
+// It speaks protocol 2 (package api): a connection carries requests in
+// turn; a reply ready within Config.ReplyWait is the only frame, otherwise
+// an accepted frame goes out at once and a progress frame every
+// Config.ProgressEvery (a handler reports what it does with Progress) until
+// the reply. Until the engine sets the handler (its store is opening) pings
+// say so and run requests wait for it with such frames.
+//
+// Connections are bounded: the first request must be read within a
+// deadline from the connection's accept (a connection that sends nothing is
+// closed then), the next ones must begin within an idle bound
+// (Config.IdleTimeout) and then be read within the same deadline, and each
+// reply written within another; at most Config.MaxConns are open (one more
+// is refused at once and counted); the bytes of the requests being read at
+// once are limited (Config.FrameBudget), and a request waits for its share
+// before its bytes are allocated. A connection is in flight only while a
+// request is, so a client that connects and sends nothing keeps the daemon
+// neither from its idle exit nor from stopping.
 //
 // A request's context is canceled with ErrClientGone when its client
 // closes the connection before the reply (the client process ended): a
-// client sends one request and then only reads, so the connection turns
-// readable only then. A client that merely shuts down its writing side is
-// still answered.
+// client sends its next request only after the reply, so until then the
+// connection turns readable only then. Bytes a client sends meanwhile are
+// dropped without ending that watch, and the connection is closed after
+// the reply. A client that merely shuts down its writing side is still
+// answered.
 //
 // The daemon exits after an idle period with no request in flight, on an
 // OpStop request, or on SIGTERM/SIGINT; in every case it stops accepting,
@@ -47,6 +59,7 @@ import (
 	"path/filepath"
 	"runtime/debug"
 	"slices"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -104,6 +117,19 @@ type Config struct {
 	// each reply (default 10s).
 	ReadTimeout  time.Duration
 	WriteTimeout time.Duration
+	// IdleTimeout bounds the wait for the next request on a connection
+	// that carried one already (protocol 2 keeps connections; default
+	// DefaultIdleTimeout); once its first byte is there, the rest of the
+	// request has ReadTimeout.
+	IdleTimeout time.Duration
+	// MaxConns bounds the open connections (default DefaultMaxConns): one
+	// over it is answered with a refusal (KindRefused) and closed at once,
+	// and counted in Info.RefusedConns.
+	MaxConns int
+	// ReplyWait and ProgressEvery are api.ReplyWait and api.ProgressEvery
+	// unless set (tests shorten them).
+	ReplyWait     time.Duration
+	ProgressEvery time.Duration
 	// FrameBudget bounds the bytes of the large requests (over SmallFrame)
 	// being read at once (default 2*api.MaxDaemonRequest, at least
 	// api.MaxDaemonRequest). Small requests have a budget of their own,
@@ -126,6 +152,8 @@ const (
 	DefaultReadTimeout  = 10 * time.Second
 	DefaultWriteTimeout = 10 * time.Second
 	DefaultGrace        = 30 * time.Second
+	DefaultIdleTimeout  = 60 * time.Second
+	DefaultMaxConns     = 1024
 	DefaultLockWait     = DefaultGrace + 30*time.Second
 	DefaultFrameBudget  = 2 * api.MaxDaemonRequest
 	// SmallFrame is the largest request that SmallFrameBudget covers: a
@@ -156,13 +184,16 @@ type Server struct {
 	closing  bool
 	served   int64
 	refused  int64
+	overConn int64 // connections refused over MaxConns
 	started  time.Time
 
-	wg       sync.WaitGroup // one per in-flight request
-	connWG   sync.WaitGroup // one per open connection
-	stop     chan struct{}  // closed to begin shutdown
-	stopOnce sync.Once
-	reason   string // why shutdown began; written once before stop closes
+	wg        sync.WaitGroup // one per in-flight request
+	connWG    sync.WaitGroup // one per open connection
+	stop      chan struct{}  // closed to begin shutdown
+	readyCh   chan struct{}  // closed once the handler is set
+	startLock *os.File       // the start lock, closed once Serve accepts
+	stopOnce  sync.Once
+	reason    string // why shutdown began; written once before stop closes
 
 	// closed is canceled when shutdown begins: it ends the waits for
 	// frame budget.
@@ -214,6 +245,18 @@ func Listen(cfg Config) (*Server, error) {
 	if cfg.WriteTimeout == 0 {
 		cfg.WriteTimeout = DefaultWriteTimeout
 	}
+	if cfg.IdleTimeout == 0 {
+		cfg.IdleTimeout = DefaultIdleTimeout
+	}
+	if cfg.MaxConns == 0 {
+		cfg.MaxConns = DefaultMaxConns
+	}
+	if cfg.ReplyWait == 0 {
+		cfg.ReplyWait = api.ReplyWait
+	}
+	if cfg.ProgressEvery == 0 {
+		cfg.ProgressEvery = api.ProgressEvery
+	}
 	if cfg.FrameBudget == 0 {
 		cfg.FrameBudget = DefaultFrameBudget
 	}
@@ -227,7 +270,7 @@ func Listen(cfg Config) (*Server, error) {
 	startLock := cfg.StartLock
 	defer func() {
 		if startLock != nil {
-			startLock.Close() // the socket accepts connections, or Listen failed
+			startLock.Close() // Listen failed
 		}
 	}()
 	if err := PrepareDir(cfg.Dir); err != nil {
@@ -276,6 +319,11 @@ func Listen(cfg Config) (*Server, error) {
 		large: budget{limit: cfg.FrameBudget, freed: make(chan struct{})},
 		small: budget{limit: SmallFrameBudget, freed: make(chan struct{})}}
 	s.closed, s.cancelClose = context.WithCancel(context.Background())
+	s.readyCh = make(chan struct{})
+	if cfg.Handler != nil {
+		close(s.readyCh)
+	}
+	s.startLock, startLock = startLock, nil // Serve closes it once it accepts
 	return s, nil
 }
 
@@ -378,11 +426,51 @@ func (s *Server) hello() []string {
 	return names
 }
 
-// SetHandler sets the handler of OpRun requests; call it before Serve.
-func (s *Server) SetHandler(h Handler) { s.cfg.Handler = h }
+// SetHandler sets the handler of OpRun requests, once. Serve may run
+// before: until the handler is set the daemon answers pings saying it is
+// opening its store, and OpRun requests wait for the handler (with
+// progress frames saying so).
+func (s *Server) SetHandler(h Handler) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.cfg.Handler != nil {
+		return
+	}
+	s.cfg.Handler = h
+	close(s.readyCh)
+}
 
-// SetStatus sets the reporter of OpStatus requests; call it before Serve.
-func (s *Server) SetStatus(f func() any) { s.cfg.Status = f }
+// SetStatus sets the reporter of OpStatus requests.
+func (s *Server) SetStatus(f func() any) {
+	s.mu.Lock()
+	s.cfg.Status = f
+	s.mu.Unlock()
+}
+
+// ready reports whether the handler is set.
+func (s *Server) ready() bool {
+	select {
+	case <-s.readyCh:
+		return true
+	default:
+		return false
+	}
+}
+
+// handler returns the handler once it is set, or an error when ctx ends
+// or shutdown begins first.
+func (s *Server) handler(ctx context.Context) (Handler, error) {
+	select {
+	case <-s.readyCh:
+	case <-ctx.Done():
+		return nil, context.Cause(ctx)
+	case <-s.stop:
+		return nil, errors.New("the daemon stopped before its store was open")
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.cfg.Handler, nil
+}
 
 // Done is closed when shutdown begins.
 func (s *Server) Done() <-chan struct{} { return s.stop }
@@ -408,6 +496,10 @@ func (s *Server) Serve(ctx context.Context) error {
 	if s.cfg.Ready != nil {
 		s.cfg.Ready.WriteString("ready\n")
 		s.cfg.Ready.Close()
+	}
+	if s.startLock != nil {
+		// Clients waiting for it now find this daemon answering.
+		s.startLock.Close()
 	}
 	s.cfg.Logf("daemon %d listening", os.Getpid())
 
@@ -447,7 +539,12 @@ func (s *Server) Serve(ctx context.Context) error {
 			}
 			break
 		}
-		if !s.track(conn) {
+		ok, over := s.track(conn)
+		if over {
+			s.refuseConn(conn)
+			continue
+		}
+		if !ok {
 			conn.Close()
 			break
 		}
@@ -509,16 +606,32 @@ func (s *Server) closeConns(inFlight bool) {
 	}
 }
 
-// track registers an accepted connection unless shutdown has begun.
-func (s *Server) track(conn *net.UnixConn) bool {
+// track registers an accepted connection unless shutdown has begun
+// (ok false) or MaxConns are open (over true; counted).
+func (s *Server) track(conn *net.UnixConn) (ok, over bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closing {
-		return false
+		return false, false
+	}
+	if len(s.conns) >= s.cfg.MaxConns {
+		s.overConn++
+		return false, true
 	}
 	s.conns[conn] = false
 	s.connWG.Add(1)
-	return true
+	return true, false
+}
+
+// refuseConn answers a connection over MaxConns with a refusal, without
+// waiting for the client to read it, and closes it.
+func (s *Server) refuseConn(uc *net.UnixConn) {
+	r := api.Failure(api.KindRefused, 1, map[string]string{"max_connections": fmt.Sprint(s.cfg.MaxConns)},
+		"the daemon has %d connections open, its limit; try again", s.cfg.MaxConns)
+	r.Protocol = api.DaemonProtocol
+	uc.SetWriteDeadline(time.Now().Add(10 * time.Millisecond))
+	api.WriteFrame(uc, r)
+	uc.Close()
 }
 
 // untrack closes a connection and forgets it.
@@ -564,9 +677,12 @@ func (s *Server) begin(conn *net.UnixConn) bool {
 	return true
 }
 
-// end counts a finished request.
-func (s *Server) end() {
+// end counts a finished request; conn is idle again.
+func (s *Server) end(conn *net.UnixConn) {
 	s.mu.Lock()
+	if _, ok := s.conns[conn]; ok {
+		s.conns[conn] = false
+	}
 	s.inFlight--
 	s.lastDone = time.Now()
 	s.mu.Unlock()
@@ -589,7 +705,10 @@ type Info struct {
 	InFlight int     `json:"in_flight"`
 	Served   int64   `json:"served"` // requests read, those in flight included
 	Refused  int64   `json:"refused"`
-	IdleExit float64 `json:"idle_exit_seconds"`
+	// RefusedConns counts connections refused because MaxConns were open.
+	RefusedConns int64   `json:"refused_connections"`
+	Conns        int     `json:"connections"`
+	IdleExit     float64 `json:"idle_exit_seconds"`
 }
 
 // Info reports the server's counters.
@@ -597,36 +716,75 @@ func (s *Server) Info() Info {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return Info{PID: os.Getpid(), Uptime: time.Since(s.started).Seconds(), InFlight: s.inFlight,
-		Served: s.served, Refused: s.refused, IdleExit: s.cfg.Idle.Seconds()}
+		Served: s.served, Refused: s.refused, RefusedConns: s.overConn, Conns: len(s.conns), IdleExit: s.cfg.Idle.Seconds()}
 }
 
-func (s *Server) serveConn(ctx context.Context, conn *net.UnixConn) {
-	defer s.untrack(conn)
-	reply := func(r *api.DaemonResponse) {
-		r.Protocol = api.DaemonProtocol
-		conn.SetWriteDeadline(time.Now().Add(s.cfg.WriteTimeout))
-		if err := api.WriteFrame(conn, r); err != nil {
-			s.cfg.Logf("reply: %v", err)
-		}
+// conn is one client connection: its reader (kept across requests, so no
+// byte read ahead is lost) and the lock of its writes (interim frames and
+// the reply come from different goroutines).
+type conn struct {
+	c   *net.UnixConn
+	r   *bufio.Reader
+	wmu sync.Mutex // guards writes to c
+}
+
+// send writes r as one frame within the write deadline.
+func (s *Server) send(c *conn, r *api.DaemonResponse) error {
+	r.Protocol = api.DaemonProtocol
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	c.c.SetWriteDeadline(time.Now().Add(s.cfg.WriteTimeout))
+	err := api.WriteFrame(c.c, r)
+	if err != nil {
+		s.cfg.Logf("reply: %v", err)
 	}
+	return err
+}
+
+// serveConn serves the requests of one connection in turn until the
+// client closes it, breaks the protocol, stays silent past a deadline, or
+// shutdown begins.
+func (s *Server) serveConn(ctx context.Context, uc *net.UnixConn) {
+	defer s.untrack(uc)
+	c := &conn{c: uc, r: bufio.NewReader(uc)}
 	// No operation (status included) takes the daemon down.
 	defer func() {
 		if r := recover(); r != nil {
 			s.cfg.Logf("panic serving a request: %v\n%s", r, debug.Stack())
-			reply(&api.DaemonResponse{Error: fmt.Sprintf("internal error: %v", r), Exit: 1})
+			s.send(c, api.Failure(api.KindInternal, 1, nil, "internal error: %v", r))
 		}
 	}()
 	deadline := time.Now().Add(s.cfg.ReadTimeout)
-	uid, err := peerUID(conn)
+	uid, err := peerUID(uc)
 	if err != nil || uid != os.Getuid() {
 		s.mu.Lock()
 		s.refused++
 		s.mu.Unlock()
 		s.cfg.Logf("refused a peer with uid %d (err %v)", uid, err)
-		reply(&api.DaemonResponse{Error: "permission denied: the daemon serves only its own user", Exit: 1})
+		s.send(c, api.Failure(api.KindRefused, 1, map[string]string{"uid": fmt.Sprint(uid)},
+			"permission denied: the daemon serves only its own user"))
 		return
 	}
-	conn.SetReadDeadline(deadline)
+	for first := true; ; first = false {
+		if !first {
+			// Between requests: the idle bound for the first byte, then
+			// the read bound for the rest.
+			uc.SetReadDeadline(time.Now().Add(s.cfg.IdleTimeout))
+			if _, err := c.r.Peek(1); err != nil {
+				return // the client is done, or idle too long
+			}
+			deadline = time.Now().Add(s.cfg.ReadTimeout)
+		}
+		if !s.serveRequest(ctx, c, deadline) {
+			return
+		}
+	}
+}
+
+// serveRequest reads one request of c (within deadline) and answers it.
+// It reports whether the connection may carry another.
+func (s *Server) serveRequest(ctx context.Context, c *conn, deadline time.Time) bool {
+	c.c.SetReadDeadline(deadline)
 	var req api.DaemonRequest
 	reserve := func(n int64) (func(), error) {
 		if n <= SmallFrame {
@@ -634,51 +792,127 @@ func (s *Server) serveConn(ctx context.Context, conn *net.UnixConn) {
 		}
 		return s.large.reserve(s.closed, deadline, n)
 	}
-	if err := api.ReadFrameBudget(bufio.NewReader(conn), api.MaxDaemonRequest, reserve, &req); err != nil {
+	if err := api.ReadFrameBudget(c.r, api.MaxDaemonRequest, reserve, &req); err != nil {
 		if s.isClosing() {
-			return // closed by shutdown: no reply, the client starts a new daemon
+			return false // closed by shutdown: no reply, the client starts a new daemon
 		}
 		if errors.Is(err, os.ErrDeadlineExceeded) || errors.Is(err, context.DeadlineExceeded) {
 			err = fmt.Errorf("no complete request within %s", s.cfg.ReadTimeout)
 		}
-		reply(&api.DaemonResponse{Error: "bad request: " + err.Error(), Exit: 2})
-		return
+		if !errors.Is(err, io.EOF) {
+			s.send(c, api.Failure(api.KindBadRequest, 2, nil, "bad request: %v", err))
+		}
+		return false
 	}
-	if !s.begin(conn) {
-		return // shutdown began while the request was read: as above
+	if !s.begin(c.c) {
+		return false // shutdown began while the request was read: as above
 	}
-	defer s.end()
+	defer s.end(c.c)
 	if req.Protocol != api.DaemonProtocol {
-		reply(&api.DaemonResponse{Error: fmt.Sprintf("protocol %d not supported (daemon speaks %d)", req.Protocol, api.DaemonProtocol), Exit: 2})
-		return
+		// One reply in the shape every version reads, naming both.
+		s.send(c, api.Failure(api.KindProtocol, 2,
+			map[string]string{"daemon": fmt.Sprint(api.DaemonProtocol), "client": fmt.Sprint(req.Protocol), "pid": fmt.Sprint(os.Getpid())},
+			"protocol %d not supported (daemon speaks %d)", req.Protocol, api.DaemonProtocol))
+		return false
 	}
 	switch req.Op {
 	case api.OpPing:
-		reply(&api.DaemonResponse{PID: os.Getpid()})
+		r := &api.DaemonResponse{PID: os.Getpid()}
+		if !s.ready() {
+			r.Doing = opening
+		}
+		return s.send(c, r) == nil
 	case api.OpHello:
-		reply(&api.DaemonResponse{PID: os.Getpid(), EnvNames: s.hello()})
+		return s.send(c, &api.DaemonResponse{PID: os.Getpid(), EnvNames: s.hello()}) == nil
 	case api.OpStatus:
-		var st any = s.Info()
-		if s.cfg.Status != nil {
-			st = s.cfg.Status()
-		}
-		b, err := json.Marshal(st)
-		if err != nil {
-			reply(&api.DaemonResponse{Error: err.Error(), Exit: 1})
-			return
-		}
-		reply(&api.DaemonResponse{PID: os.Getpid(), Status: b})
+		return s.send(c, s.status()) == nil
 	case api.OpStop:
-		reply(&api.DaemonResponse{PID: os.Getpid()})
+		s.send(c, &api.DaemonResponse{PID: os.Getpid()})
 		s.Shutdown("stop requested")
+		return false
 	case api.OpRun:
-		rctx, stop := watchPeer(ctx, conn)
-		resp := s.run(rctx, &req)
-		stop()
-		reply(resp)
+		stray := c.r.Buffered() > 0
+		rctx, stop := watchPeer(ctx, c.c)
+		resp := s.runReporting(rctx, c, &req)
+		stray = stop() || stray
+		err := s.send(c, resp)
 		s.hello() // a client reads the names the next request needs from the file
+		// Bytes the client sent while it should have waited leave the
+		// framing in doubt: the connection carries no more requests.
+		return err == nil && !stray
 	default:
-		reply(&api.DaemonResponse{Error: fmt.Sprintf("unknown operation %q", req.Op), Exit: 2})
+		return s.send(c, api.Failure(api.KindBadRequest, 2, map[string]string{"op": req.Op}, "unknown operation %q", req.Op)) == nil
+	}
+}
+
+// opening is what a daemon whose handler is not set yet says it does.
+const opening = "opening the store"
+
+// status answers OpStatus.
+func (s *Server) status() *api.DaemonResponse {
+	var st any = s.Info()
+	s.mu.Lock()
+	f := s.cfg.Status
+	s.mu.Unlock()
+	if f != nil {
+		st = f()
+	}
+	b, err := json.Marshal(st)
+	if err != nil {
+		return api.Failure(api.KindInternal, 1, nil, "%v", err)
+	}
+	return &api.DaemonResponse{PID: os.Getpid(), Status: b}
+}
+
+// ProgressFunc reports what a request's handler is doing and, when known
+// (0 to 1; negative when not), how much of it is done.
+type ProgressFunc func(doing string, fraction float64)
+
+type progressKey struct{}
+
+// Progress reports progress of the request ctx belongs to (nothing when
+// ctx is not a request's): the next progress frame carries it.
+func Progress(ctx context.Context, doing string, fraction float64) {
+	if f, ok := ctx.Value(progressKey{}).(ProgressFunc); ok {
+		f(doing, fraction)
+	}
+}
+
+// runReporting runs req's handler. A reply ready within ReplyWait is
+// returned with no frame before it; otherwise an accepted frame is sent
+// at once and a progress frame every ProgressEvery until the reply.
+func (s *Server) runReporting(ctx context.Context, c *conn, req *api.DaemonRequest) *api.DaemonResponse {
+	var mu sync.Mutex // guards doing, fraction
+	doing, fraction := "running "+strings.Join(req.Args, " "), -1.0
+	ctx = context.WithValue(ctx, progressKey{}, ProgressFunc(func(d string, f float64) {
+		mu.Lock()
+		doing, fraction = d, f
+		mu.Unlock()
+	}))
+	done := make(chan *api.DaemonResponse, 1)
+	go func() { done <- s.run(ctx, req) }()
+	t := time.NewTimer(s.cfg.ReplyWait)
+	defer t.Stop()
+	frame := api.FrameAccepted
+	for {
+		select {
+		case r := <-done:
+			return r
+		case <-t.C:
+		}
+		mu.Lock()
+		p := &api.DaemonResponse{Frame: frame, PID: os.Getpid(), Doing: doing}
+		if fraction >= 0 {
+			f := fraction
+			p.Fraction = &f
+		}
+		mu.Unlock()
+		if !s.ready() {
+			p.Doing = opening
+		}
+		s.send(c, p) // a failed write is the client gone: the watch cancels ctx
+		frame = api.FrameProgress
+		t.Reset(s.cfg.ProgressEvery)
 	}
 }
 
@@ -689,30 +923,44 @@ var ErrClientGone = errors.New("the client closed the connection before the repl
 
 // watchPeer returns ctx for the request read on conn, canceled with
 // ErrClientGone once the client is gone, and the function that stops the
-// watch. A client sends one request and then only reads, so the connection
-// turns readable only when the client closes it (or breaks the protocol).
-// A client that merely shut down its writing side (a half-close) still
-// waits for the reply: only a hang-up, both sides closed, cancels.
-func watchPeer(ctx context.Context, conn *net.UnixConn) (context.Context, func()) {
+// watch and reports whether the client sent bytes meanwhile. A protocol-2
+// client sends its next request only after the reply, so until then the
+// connection turns readable only when the client closes it; bytes it
+// sends anyway are read and dropped (the connection is closed after the
+// reply), and the watch goes on: only a hang-up, both sides closed,
+// cancels. A client that merely shut down its writing side (a half-close)
+// still gets its reply.
+func watchPeer(ctx context.Context, conn *net.UnixConn) (context.Context, func() bool) {
 	ctx, cancel := context.WithCancelCause(ctx)
 	done := make(chan struct{})
+	var stray bool                    // written by the watch before done closes
 	conn.SetReadDeadline(time.Time{}) // the request's deadline is over
 	go func() {
 		defer close(done)
-		var b [1]byte
-		_, err := conn.Read(b[:])
-		gone := errors.Is(err, io.EOF) && hungUp(conn)
-		if peerWatched != nil {
-			peerWatched(gone)
-		}
-		if gone {
-			cancel(ErrClientGone)
+		var b [512]byte
+		for {
+			n, err := conn.Read(b[:])
+			if n > 0 {
+				stray = true
+			}
+			if err == nil {
+				continue
+			}
+			gone := errors.Is(err, io.EOF) && hungUp(conn)
+			if peerWatched != nil {
+				peerWatched(gone)
+			}
+			if gone {
+				cancel(ErrClientGone)
+			}
+			return
 		}
 	}()
-	return ctx, func() {
+	return ctx, func() bool {
 		conn.SetReadDeadline(time.Unix(1, 0)) // ends the Read
 		<-done
 		cancel(nil)
+		return stray
 	}
 }
 
@@ -741,13 +989,14 @@ func (s *Server) run(ctx context.Context, req *api.DaemonRequest) (resp *api.Dae
 	defer func() {
 		if r := recover(); r != nil {
 			s.cfg.Logf("panic serving %v: %v", req.Args, r)
-			resp = &api.DaemonResponse{Error: fmt.Sprintf("internal error: %v", r), Exit: 1}
+			resp = api.Failure(api.KindInternal, 1, nil, "internal error: %v", r)
 		}
 	}()
-	if s.cfg.Handler == nil {
-		return &api.DaemonResponse{Error: "no handler", Exit: 1}
+	h, err := s.handler(ctx)
+	if err != nil {
+		return api.Failure(api.KindShutdown, 1, nil, "%v", err)
 	}
-	return s.cfg.Handler(ctx, req)
+	return h(ctx, req)
 }
 
 // budget bounds the bytes of the requests being read at once. Unlike a

@@ -10,6 +10,7 @@ from .client import (
     BuildError,
     Client,
     DaemonError,
+    DaemonNotAnswering,
     DaemonSecurityError,
     PtojitError,
     build,
@@ -23,4 +24,5 @@ __all__ = [
     "BuildError",
     "DaemonError",
     "DaemonSecurityError",
+    "DaemonNotAnswering",
 ]

@@ -6,11 +6,21 @@ goes to the daemon that owns the cache directory, which is started through
 the ``ptojit`` executable (``ptojit daemon start``, race-free) when none
 answers.
 
-The protocol (package api of ptojit): one request per connection; each
-message is a frame, a 4-byte little-endian length and that many bytes of
-JSON. The client sends ``{"protocol": 1, "op": "run", "args": [...], "dir":
-cwd, "env": [...], "stdin": base64}`` and reads ``{"protocol": 1, "stdout":
-base64, "stderr": base64, "exit": n, "error": "..."}``.
+The protocol (package api of ptojit, version 2): each message is a frame, a
+4-byte little-endian length and that many bytes of JSON. The client sends
+``{"protocol": 2, "op": "run", "args": [...], "dir": cwd, "env": [...],
+"stdin": base64}`` and reads frames until the reply: a reply not ready within
+50 ms is preceded by ``{"frame": "accepted"}`` and then ``{"frame":
+"progress", "doing": ..., "fraction": ...}`` at least every 5 s; the reply
+(no "frame") is ``{"protocol": 2, "stdout": base64, "stderr": base64, "exit":
+n, "error": "...", "kind": "...", "data": {...}}``. This client sends one
+request per connection. A daemon that sends no frame for the no-answer bound
+(``Client(no_answer=...)``, else PTOJIT_DAEMON_TIMEOUT, else 30 s) raises
+DaemonNotAnswering naming its pid and log; with ``Client(fallback="engine")``
+a build or key request then runs in the engine's own process instead
+(``ptojit`` with PTOJIT_DAEMON=0: uncached, since the silent daemon holds the
+store). A daemon of protocol 1 (an older install left running) is asked to
+stop in its own protocol and a daemon of this version is started.
 
 Before it connects, the client checks the daemon directory (a directory, not
 a symbolic link, owned by this user, not writable by group or others) and
@@ -54,12 +64,18 @@ __all__ = [
     "BuildError",
     "DaemonError",
     "DaemonSecurityError",
+    "DaemonNotAnswering",
     "build",
     "default_cache_dir",
     "daemon_dir",
 ]
 
-PROTOCOL = 1
+PROTOCOL = 2
+# The no-answer bound (api.DefaultNoAnswer) and the variable that sets it
+# (api.NoAnswerVariable, a Go duration such as "45s" or "1m30s").
+DEFAULT_NO_ANSWER = 30.0
+NO_ANSWER_VARIABLE = "PTOJIT_DAEMON_TIMEOUT"
+LOG_NAME = "daemon.log"
 MAX_REQUEST = 64 << 20
 MAX_RESPONSE = 256 << 20
 SOCKET_NAME = "daemon.sock"
@@ -107,8 +123,28 @@ class DaemonSecurityError(DaemonError):
     user's: nothing was sent."""
 
 
+class DaemonNotAnswering(DaemonError):
+    """The daemon accepted the connection but sent nothing for the
+    no-answer bound (it is stopped or hung): pid and log name it."""
+
+    def __init__(self, pid: int, log: str, bound: float) -> None:
+        super().__init__(
+            f"the daemon (pid {pid}) sent nothing for {bound:g} s: it is not answering "
+            f"(stopped or hung; its log is {log}; {NO_ANSWER_VARIABLE} sets the bound)")
+        self.pid = pid
+        self.log = log
+        self.bound = bound
+
+
 class _NoDaemon(Exception):
     pass
+
+
+class _OldDaemon(Exception):
+    def __init__(self, version: Any, pid: int) -> None:
+        super().__init__(f"the daemon (pid {pid}) speaks protocol {version}, this client {PROTOCOL}")
+        self.version = version
+        self.pid = pid
 
 
 class _DaemonLost(Exception):
@@ -183,13 +219,22 @@ class Client:
         *,
         ptojit: str | os.PathLike[str] | None = None,
         environ: Mapping[str, str] | None = None,
+        no_answer: float | None = None,
+        fallback: str | None = None,
     ) -> None:
+        if fallback not in (None, "engine"):
+            raise ValueError(f"fallback={fallback!r}: want None or \"engine\"")
         self._environ = environ
+        self._fallback = fallback
+        self._no_answer = no_answer
         env = self._env()
         self.cache_dir = _clean(os.fspath(cache_dir), None) if cache_dir is not None else default_cache_dir(env)
         self.daemon_dir = daemon_dir(self.cache_dir, env)
         self.socket_path = os.path.join(self.daemon_dir, SOCKET_NAME)
         self._ptojit = os.fspath(ptojit) if ptojit is not None else None
+        if self._no_answer is None:
+            self._no_answer = _no_answer_bound(env, self.cache_dir)
+        self.no_answer: float = self._no_answer
         self._start_lock = threading.Lock()
         # (pid, start time) of a daemon -> the names its hello listed.
         self._names: dict[tuple[int, int], frozenset[str]] = {}
@@ -332,22 +377,47 @@ class Client:
         req: dict[str, Any] = {"op": "run", "args": args, "dir": d}
         if stdin is not None:
             req["stdin"] = base64.b64encode(stdin).decode("ascii")
-        resp = self._call(req)
+        try:
+            resp = self._call(req)
+        except DaemonNotAnswering:
+            if self._fallback != "engine" or args[0] not in ("build", "key"):
+                raise
+            return self._run_engine(args, d, stdin)
         out = base64.b64decode(resp.get("stdout") or "")
         err = base64.b64decode(resp.get("stderr") or "")
         code = int(resp.get("exit") or 0)
-        if resp.get("error"):
-            raise BuildError("error", "daemon: " + resp["error"], None, max(code, 1))
+        if resp.get("error") or resp.get("kind"):
+            e = BuildError("error", "daemon: " + _failure_text(resp), None, max(code, 1))
+            e.kind = resp.get("kind") or "internal"
+            e.data = resp.get("data") or {}
+            raise e
         return code, out, err
+
+    def _run_engine(self, args: list[str], cwd: str, stdin: bytes | None) -> tuple[int, bytes, bytes]:
+        """Run args in the engine's own process (PTOJIT_DAEMON=0), with the
+        same request: the fallback of a daemon that does not answer."""
+        exe = self._ptojit_exe()
+        try:
+            p = subprocess.run([exe, *args], cwd=cwd, input=stdin if stdin is not None else b"",
+                               capture_output=True, env=dict(self._env(), PTOJIT_DAEMON="0"))
+        except OSError as e:
+            raise DaemonError(f"running {exe} in-process: {e}") from None
+        return p.returncode, p.stdout, p.stderr
 
     def _call(self, req: dict) -> dict:
         """Send req, starting a daemon when none answers, and once more to a
         new daemon when one dies without answering (every request the
         daemon serves can be repeated)."""
-        started = resent = False
+        started = resent = replaced = False
         while True:
             try:
                 return self._call_once(req, with_env=req.get("op") == "run")
+            except _OldDaemon as e:
+                if replaced or not isinstance(e.version, int) or e.version > PROTOCOL:
+                    raise DaemonError(f"{e}; run the client of the daemon's install, or stop the daemon (kill {e.pid})") from None
+                # A daemon of an older install: stop it, start ours.
+                replaced = True
+                self._stop_version(e.version, e.pid)
             except _NoDaemon as e:
                 if started:
                     raise DaemonError(f"the daemon started but does not answer on {self.socket_path}: {e}") from None
@@ -401,27 +471,76 @@ class Client:
             body = _frame(req)
             # A daemon that refuses the peer replies before reading the
             # request: a failed write is judged by whether a reply follows.
+            sock.settimeout(self.no_answer)
             try:
                 sock.sendall(body)
+            except socket.timeout:
+                raise DaemonNotAnswering(pid, os.path.join(self.daemon_dir, LOG_NAME), self.no_answer) from None
             except OSError:
                 pass
-            try:
-                (n,) = struct.unpack("<I", _recv_exact(sock, 4))
-                if n > MAX_RESPONSE:
-                    raise DaemonError(f"response frame of {n} bytes is over the limit of {MAX_RESPONSE}")
-                frame = _recv_exact(sock, n)
-            except (EOFError, ConnectionResetError, BrokenPipeError) as e:
-                raise _DaemonLost(str(e)) from None
+            while True:
+                resp = self._read_frame(sock, pid)
+                if not isinstance(resp, dict) or resp.get("protocol") != PROTOCOL:
+                    got = resp.get("protocol") if isinstance(resp, dict) else None
+                    raise _OldDaemon(got, pid)
+                if not resp.get("frame"):
+                    return resp
+                # accepted or progress: the daemon works on it; the bound
+                # restarts.
         finally:
             sock.close()
+
+    def _read_frame(self, sock: socket.socket, pid: int) -> Any:
         try:
-            resp = json.loads(frame)
+            (n,) = struct.unpack("<I", _recv_exact(sock, 4))
+            if n > MAX_RESPONSE:
+                raise DaemonError(f"response frame of {n} bytes is over the limit of {MAX_RESPONSE}")
+            frame = _recv_exact(sock, n)
+        except socket.timeout:
+            raise DaemonNotAnswering(pid, os.path.join(self.daemon_dir, LOG_NAME), self.no_answer) from None
+        except (EOFError, ConnectionResetError, BrokenPipeError) as e:
+            raise _DaemonLost(str(e)) from None
+        try:
+            return json.loads(frame)
         except ValueError as e:
             raise DaemonError(f"daemon protocol: bad frame: {e}") from None
-        if not isinstance(resp, dict) or resp.get("protocol") != PROTOCOL:
-            got = resp.get("protocol") if isinstance(resp, dict) else None
-            raise DaemonError(f"the daemon speaks protocol {got}, this client {PROTOCOL}")
-        return resp
+
+    def _stop_version(self, version: int, pid: int) -> None:
+        """Ask the daemon of an older protocol version to stop, in that
+        version's request shape, and wait (the no-answer bound) until its
+        lock is free."""
+        self._check_dir()
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            sock.connect(self.socket_path)
+            _check_peer(sock)
+            sock.settimeout(self.no_answer)
+            body = json.dumps({"protocol": version, "op": "stop"}, separators=(",", ":")).encode("utf-8")
+            sock.sendall(struct.pack("<I", len(body)) + body)
+            self._read_frame(sock, pid)
+        except (OSError, _DaemonLost) as e:
+            raise DaemonError(f"stopping the protocol-{version} daemon (pid {pid}): {e}; stop it with kill {pid}") from None
+        finally:
+            sock.close()
+        import fcntl
+        import time
+
+        deadline = time.monotonic() + self.no_answer
+        try:
+            fd = os.open(os.path.join(self.daemon_dir, "daemon.lock"), os.O_RDONLY | os.O_NOFOLLOW)
+        except FileNotFoundError:
+            return
+        try:
+            while True:
+                try:
+                    fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+                    return
+                except BlockingIOError:
+                    if time.monotonic() > deadline:
+                        raise DaemonError(f"the protocol-{version} daemon (pid {pid}) did not exit within {self.no_answer:g} s of its stop") from None
+                    time.sleep(0.05)
+        finally:
+            os.close(fd)
 
     def _ptojit_exe(self) -> str:
         if self._ptojit:
@@ -440,7 +559,7 @@ class Client:
                 self._check_dir()
                 if self._ping_quiet():
                     return
-            except (_NoDaemon, _DaemonLost):
+            except (_NoDaemon, _DaemonLost, _OldDaemon):
                 pass
             exe = self._ptojit_exe()
             try:
@@ -461,8 +580,55 @@ class Client:
     def _ping_quiet(self) -> bool:
         try:
             return not self._call_once({"op": "ping"}).get("error")
-        except (_NoDaemon, _DaemonLost):
+        except (_NoDaemon, _DaemonLost, _OldDaemon):
             return False
+
+
+def _duration(v: str) -> float | None:
+    """A positive Go duration of h, m, s and ms parts ("45s", "1m30s") in
+    seconds, else None."""
+    parts = re.findall(r"(\d+(?:\.\d*)?)(ms|h|m|s)", v)
+    if not v or not parts or "".join(n + u for n, u in parts) != v:
+        return None
+    scale = {"h": 3600.0, "m": 60.0, "s": 1.0, "ms": 0.001}
+    total = sum(float(n) * scale[u] for n, u in parts)
+    return total if total > 0 else None
+
+
+def _no_answer_bound(env: Mapping[str, str], cache_dir: str) -> float:
+    """The no-answer bound as the Go client finds it (api.NoAnswerFor):
+    PTOJIT_DAEMON_TIMEOUT, else the daemon_timeout line of the cache's
+    settings file, else DEFAULT_NO_ANSWER."""
+    d = _duration(env.get(NO_ANSWER_VARIABLE, ""))
+    if d is not None:
+        return d
+    try:
+        with open(os.path.join(cache_dir, "ptojit.conf"), "rb") as f:
+            text = f.read(64 << 10).decode("utf-8", "replace")
+    except OSError:
+        return DEFAULT_NO_ANSWER
+    for line in text.split("\n"):
+        k, sep, v = line.partition("=")
+        if sep and k.strip() == "daemon_timeout":
+            d = _duration(v.strip())
+            if d is not None:
+                return d
+    return DEFAULT_NO_ANSWER
+
+
+def _failure_text(resp: dict) -> str:
+    """The message of a failed reply, composed from its kind and data (as
+    the Go client's FailureText)."""
+    kind, d = resp.get("kind"), resp.get("data") or {}
+    if kind == "protocol":
+        return f"the daemon (pid {d.get('pid')}) speaks protocol {d.get('daemon')}, this client {d.get('client')}"
+    if kind == "refused" and d.get("max_connections"):
+        return f"the daemon refused the connection: it has {d['max_connections']} open, its limit; try again"
+    if kind == "refused" and d.get("uid"):
+        return f"the daemon refused this client (uid {d['uid']}): it serves only its own user"
+    if kind == "shutdown":
+        return "the daemon stopped before it answered: " + str(resp.get("error") or "")
+    return str(resp.get("error") or kind)
 
 
 def _check_peer(sock: socket.socket) -> int:

@@ -294,6 +294,102 @@ class TestClient(DaemonTest):
         self.assertEqual(c.build(self.request)["status"], "hit")
 
 
+class TestProtocol2(DaemonTest):
+    def test_stopped_daemon_is_named_and_engine_fallback_builds(self) -> None:
+        c = self.client()
+        first = c.build(self.request)
+        self.assertEqual(first["status"], "miss", first)
+        want = {o["name"]: o["digest"] for o in first["outputs"]}
+        pid = c.ping()
+        os.kill(pid, signal.SIGSTOP)
+        self.addCleanup(os.kill, pid, signal.SIGCONT)
+        log = os.path.join(c.daemon_dir, "daemon.log")
+
+        quick = self.client(no_answer=0.3)
+        start = time.monotonic()
+        with self.assertRaises(ptojit.DaemonNotAnswering) as cm:
+            quick.build(self.request)
+        self.assertLess(time.monotonic() - start, DEADLINE)
+        self.assertEqual((cm.exception.pid, cm.exception.log), (pid, log))
+        self.assertIn(f"(pid {pid})", str(cm.exception))
+        self.assertIn(log, str(cm.exception))
+        # stats needs the store: no fallback.
+        with self.assertRaises(ptojit.DaemonNotAnswering):
+            self.client(no_answer=0.3, fallback="engine").stats()
+
+        for o in first["outputs"]:
+            os.unlink(o["path"])
+        r = self.client(no_answer=0.3, fallback="engine").build(self.request)
+        self.assertEqual(r["status"], "uncached", r)
+        self.assertEqual({o["name"]: o["digest"] for o in r["outputs"]}, want)
+        for o in r["outputs"]:
+            self.assertTrue(os.path.isfile(o["path"]), o)
+
+    def test_bound_from_environment_and_settings(self) -> None:
+        self.assertEqual(self.client(environ=dict(self.environ, PTOJIT_DAEMON_TIMEOUT="1m30s")).no_answer, 90.0)
+        self.assertEqual(self.client(environ=dict(self.environ, PTOJIT_DAEMON_TIMEOUT="bad")).no_answer, 30.0)
+        os.makedirs(self.cache, exist_ok=True)
+        with open(os.path.join(self.cache, "ptojit.conf"), "w") as f:
+            f.write("# settings\ndaemon_timeout = 45s\n")
+        self.assertEqual(self.client().no_answer, 45.0)
+        self.assertEqual(self.client(no_answer=2).no_answer, 2)
+        with self.assertRaises(ValueError):
+            self.client(fallback="other")
+
+    def test_daemon_of_protocol_1_is_replaced(self) -> None:
+        # A fake daemon of an older install: it answers every request in
+        # protocol 1 with an error, and stops when asked in protocol 1.
+        c = self.client()
+        os.makedirs(c.daemon_dir, mode=0o700, exist_ok=True)
+        srv = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        srv.bind(c.socket_path)
+        srv.listen(8)
+        srv.settimeout(0.1)  # closing srv does not wake an accept: serve polls stopped
+        asked: list = []
+        stopped = threading.Event()
+
+        def answer(conn: socket.socket) -> None:
+            with conn:
+                conn.settimeout(DEADLINE)
+                try:
+                    n = int.from_bytes(clientmod._recv_exact(conn, 4), "little")
+                    req = json.loads(clientmod._recv_exact(conn, n))
+                except (OSError, EOFError):
+                    return  # a client that gave up on this connection
+                asked.append((req.get("protocol"), req.get("op")))
+                if req.get("protocol") == 1 and req.get("op") == "stop":
+                    # Gone before the reply, as a real daemon is gone
+                    # before its lock is free: the fake holds no lock.
+                    os.unlink(c.socket_path)
+                    stopped.set()
+                    body = json.dumps({"protocol": 1, "pid": os.getpid(), "exit": 0}).encode()
+                    conn.sendall(len(body).to_bytes(4, "little") + body)
+                    return
+                body = json.dumps({"protocol": 1, "error": f"protocol {req.get('protocol')} not supported (daemon speaks 1)", "exit": 2}).encode()
+                conn.sendall(len(body).to_bytes(4, "little") + body)
+
+        def serve() -> None:
+            deadline = time.monotonic() + DEADLINE
+            while not stopped.is_set() and time.monotonic() < deadline:
+                try:
+                    conn, _ = srv.accept()
+                except socket.timeout:
+                    continue
+                except OSError:
+                    return
+                threading.Thread(target=answer, args=(conn,), daemon=True).start()
+            srv.close()
+
+        t = threading.Thread(target=serve, daemon=True)
+        t.start()
+        self.addCleanup(srv.close)
+        r = c.build(self.request)
+        t.join(DEADLINE)
+        self.assertEqual(r["status"], "miss", r)
+        self.assertIn((1, "stop"), asked)
+        self.assertNotEqual(c.ping(), os.getpid())
+
+
 @unittest.skipUnless(hasattr(os, "getuid") and os.getuid() == 0, "needs root to make files of another user")
 class TestHostileDaemon(DaemonTest):
     """A daemon directory, socket or daemon of another user is refused
@@ -348,7 +444,7 @@ class TestHostileDaemon(DaemonTest):
             "s.settimeout(60)\n"
             "print('ready', flush=True)\n"
             "conn, _ = s.accept()\n"
-            "body = json.dumps({'protocol': 1, 'pid': os.getpid(), 'stdout': '', 'exit': 0}).encode()\n"
+            "body = json.dumps({'protocol': 2, 'pid': os.getpid(), 'stdout': '', 'exit': 0}).encode()\n"
             "conn.sendall(struct.pack('<I', len(body)) + body)\n"
             "conn.close()\n"
         )

@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/ptojit/ptojit/api"
 	"github.com/ptojit/ptojit/api/client"
@@ -139,14 +140,39 @@ func ViaDaemon(env *cli.Env, args []string, engine func() (string, error)) (bool
 		return client.EnsureDaemon(client.Start{Dir: ddir, Engine: exe,
 			Args: []string{"daemon", "run", "--cache-dir", cacheDir, "--ready-fd", "3", "--start-lock-fd", strconv.Itoa(client.StartLockFD)}})
 	}
-	send := func() (*api.DaemonResponse, error) { return client.CallEnv(sock, req, environ) }
+	opts := client.Options{NoAnswer: api.NoAnswerFor(cacheDir, env.Getenv)}
+	send := func() (*api.DaemonResponse, error) { return client.CallEnvWith(sock, req, environ, opts) }
 	resp, err := send()
 	if err != nil && engine == nil && errors.Is(err, client.ErrNoDaemon) {
 		return false, nil // nobody listens: the engine starts one
 	}
-	for started, resent := false, false; err != nil; {
+	for started, resent, replaced := false, false, false; err != nil; {
 		var lost *client.DaemonLostError
+		var silent *client.NotAnsweringError
+		var version *client.VersionError
 		switch {
+		case errors.As(err, &silent):
+			if !inProcessFallback(args) {
+				return true, &cli.ExitError{Code: cli.ExitFailure, Err: errors.New(notAnsweringText(silent))}
+			}
+			fmt.Fprintf(env.Stderr, "%s: %s; running the %s in this process, uncached\n", env.Prog, notAnsweringText(silent), args[0])
+			return false, ErrInProcess
+		case errors.As(err, &version) && version.Daemon < version.Client && !replaced:
+			// A daemon of an older install: stop it and start ours.
+			if engine == nil {
+				return false, nil // the engine replaces it
+			}
+			fmt.Fprintf(env.Stderr, "%s: %s; stopping it and starting a daemon of this version\n", env.Prog, versionText(version))
+			if serr := client.StopVersion(sock, version.Daemon, opts); serr != nil {
+				return true, fmt.Errorf("daemon: %s, and stopping it failed: %w; stop it with kill %d", versionText(version), serr, version.PID)
+			}
+			if werr := awaitExit(ddir, opts.NoAnswer); werr != nil {
+				return true, werr
+			}
+			replaced = true
+		case errors.As(err, &version):
+			return true, &cli.ExitError{Code: cli.ExitFailure, Err: errors.New(versionText(version) +
+				"; this ptojit is older than the daemon: run the ptojit of the daemon's install, or stop the daemon (kill " + strconv.Itoa(version.PID) + ")")}
 		case errors.As(err, &lost) && !resent:
 			fmt.Fprintf(env.Stderr, "%s: %v; starting a new daemon and sending the request again\n", env.Prog, err)
 			resent = true
@@ -166,8 +192,71 @@ func ViaDaemon(env *cli.Env, args []string, engine func() (string, error)) (bool
 	}
 	env.Stdout.Write(resp.Stdout)
 	env.Stderr.Write(resp.Stderr)
-	if resp.Error != "" {
-		return true, &cli.ExitError{Code: max(resp.Exit, cli.ExitFailure), Err: errors.New("daemon: " + resp.Error)}
+	if resp.Error != "" || resp.Kind != "" {
+		return true, &cli.ExitError{Code: max(resp.Exit, cli.ExitFailure), Err: errors.New("daemon: " + FailureText(resp))}
 	}
 	return true, cli.Exit(resp.Exit)
+}
+
+// ErrInProcess is the error of a ViaDaemon that reports false because the
+// daemon did not answer and the command may run without it: the caller
+// runs it in-process with the daemon disabled (an engine it executes gets
+// PTOJIT_DAEMON=0), so that it does not wait for that daemon again.
+var ErrInProcess = errors.New("the daemon is not answering: run in this process")
+
+// inProcessFallback reports whether args may run in-process when the
+// daemon does not answer: a build or key compiles without the store the
+// silent daemon holds (uncached); a cache command needs that store.
+func inProcessFallback(args []string) bool {
+	return args[0] == "build" || args[0] == "key"
+}
+
+// notAnsweringText is what the client says of a daemon that did not
+// answer.
+func notAnsweringText(e *client.NotAnsweringError) string {
+	return fmt.Sprintf("the daemon (pid %d) sent nothing for %s: it is not answering (stopped or hung; its log is %s; "+
+		"%s sets the bound)", e.PID, e.Bound, e.Log, api.NoAnswerVariable)
+}
+
+// versionText says which protocol versions met.
+func versionText(e *client.VersionError) string {
+	return fmt.Sprintf("the daemon (pid %d) speaks protocol %d, this client %d", e.PID, e.Daemon, e.Client)
+}
+
+// FailureText composes the message of a failed daemon reply from its kind
+// and data; the reply's Error is used only for kinds that carry no data
+// this client words itself.
+func FailureText(r *api.DaemonResponse) string {
+	d := r.Data
+	switch r.Kind {
+	case api.KindProtocol:
+		return fmt.Sprintf("the daemon (pid %s) speaks protocol %s, this client %s", d["pid"], d["daemon"], d["client"])
+	case api.KindRefused:
+		if d["max_connections"] != "" {
+			return fmt.Sprintf("the daemon refused the connection: it has %s open, its limit; try again", d["max_connections"])
+		}
+		if d["uid"] != "" {
+			return fmt.Sprintf("the daemon refused this client (uid %s): it serves only its own user", d["uid"])
+		}
+	case api.KindShutdown:
+		return "the daemon stopped before it answered: " + r.Error
+	}
+	return r.Error
+}
+
+// awaitExit waits, at most bound (the no-answer bound when zero), for the
+// daemon of ddir to release its lock.
+func awaitExit(ddir string, bound time.Duration) error {
+	if bound <= 0 {
+		bound = api.DefaultNoAnswer
+	}
+	done := make(chan error, 1)
+	go func() { done <- client.AwaitDaemonExit(ddir) }()
+	select {
+	case err := <-done:
+		return err
+	case <-time.After(bound):
+		return fmt.Errorf("daemon: the old daemon of %s did not exit within %s after it was asked to stop; see %s",
+			ddir, bound, filepath.Join(ddir, api.LogName))
+	}
 }

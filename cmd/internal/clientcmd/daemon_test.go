@@ -188,3 +188,25 @@ func TestViaDaemonRefusesHijackedTempDir(t *testing.T) {
 		t.Fatalf("printed the fake daemon's answer: %q", stdout.String())
 	}
 }
+
+// TestFailureText: the message of a failed reply comes from its kind and
+// data, not from its error text, for every kind that has data.
+func TestFailureText(t *testing.T) {
+	for _, c := range []struct {
+		resp api.DaemonResponse
+		want string
+	}{
+		{api.DaemonResponse{Kind: api.KindProtocol, Error: "ignored", Data: map[string]string{"pid": "7", "daemon": "3", "client": "2"}},
+			"the daemon (pid 7) speaks protocol 3, this client 2"},
+		{api.DaemonResponse{Kind: api.KindRefused, Error: "ignored", Data: map[string]string{"max_connections": "1024"}},
+			"the daemon refused the connection: it has 1024 open, its limit; try again"},
+		{api.DaemonResponse{Kind: api.KindRefused, Error: "ignored", Data: map[string]string{"uid": "65534"}},
+			"the daemon refused this client (uid 65534): it serves only its own user"},
+		{api.DaemonResponse{Kind: api.KindShutdown, Error: "stopping"}, "the daemon stopped before it answered: stopping"},
+		{api.DaemonResponse{Kind: api.KindBadRequest, Error: "unknown operation \"x\""}, "unknown operation \"x\""},
+	} {
+		if got := FailureText(&c.resp); got != c.want {
+			t.Errorf("%s: %q, want %q", c.resp.Kind, got, c.want)
+		}
+	}
+}
