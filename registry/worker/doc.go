@@ -23,7 +23,9 @@
 // The mailbox carries one operation at a time: the parent side of each
 // endpoint holds a per-endpoint lock from sending a request until its reply
 // is read, and there are no sequence numbers. A timeout, a dead child or a
-// malformed reply therefore retires the endpoint (and kills the child).
+// malformed reply therefore retires the endpoint (and kills the child). A
+// reply that is longer than a frame or passes descriptors is malformed: the
+// descriptors the kernel installed in the parent are closed first.
 //
 // # Registration
 //

@@ -195,18 +195,23 @@ func (e *endpoint) recv(timeout time.Duration) (int, error) {
 				continue
 			}
 		}
-		n, _, flags, _, err := unix.Recvmsg(e.fd, e.rbuf, e.oob, mailbox.RecvFlags)
+		n, oobn, flags, _, err := unix.Recvmsg(e.fd, e.rbuf, e.oob, mailbox.RecvFlags)
 		if err == unix.EINTR {
 			continue
 		}
 		if err != nil {
 			return 0, e.deathCause(err)
 		}
+		// A reply never carries descriptors: close any the child passed
+		// (the kernel installed them in this process) before refusing it.
+		if fds := closeRights(e.oob[:oobn]); oobn > 0 || flags&unix.MSG_CTRUNC != 0 {
+			return 0, fmt.Errorf("protocol violation: the reply carries descriptors (%d received and closed; a reply carries none)", fds)
+		}
 		if n == 0 {
 			return 0, ErrChildExited
 		}
-		if flags&(unix.MSG_TRUNC|unix.MSG_CTRUNC) != 0 {
-			return 0, errors.New("reply truncated or carries descriptors")
+		if flags&unix.MSG_TRUNC != 0 {
+			return 0, errors.New("protocol violation: the reply is longer than a mailbox frame")
 		}
 		return n, nil
 	}
@@ -368,4 +373,28 @@ func (e *endpoint) close(timeout time.Duration) error {
 		<-e.exited
 	}
 	return nil
+}
+
+// closeRights closes every descriptor that the control messages oob pass
+// (SCM_RIGHTS) and returns how many there were.
+func closeRights(oob []byte) int {
+	if len(oob) == 0 {
+		return 0
+	}
+	msgs, err := unix.ParseSocketControlMessage(oob)
+	if err != nil {
+		return 0
+	}
+	n := 0
+	for i := range msgs {
+		fds, err := unix.ParseUnixRights(&msgs[i])
+		if err != nil {
+			continue
+		}
+		for _, fd := range fds {
+			unix.Close(fd)
+			n++
+		}
+	}
+	return n
 }

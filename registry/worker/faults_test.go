@@ -24,6 +24,7 @@ const (
 	faultExitOnTask       = 1 << 13
 	faultWrongDigest      = 1 << 14 // reply to REGISTER_CALLABLE with another digest
 	faultStallOnTask      = 1 << 15 // block forever while handling TASK
+	faultReplyRights      = 1 << 16 // pass four descriptors with the REGISTER_CALLABLE reply
 )
 
 // faultExitCode is the exit status of a child that exits by injection.
@@ -65,6 +66,9 @@ func faultsFor(flags uint32) childfault.Faults {
 	f.SkipPrewarm = flags&faultSkipPrewarm != 0
 	if flags&faultWrongDigest != 0 {
 		f.ReplyDigest = func(d *[mailbox.DigestSize]byte) { d[0] ^= 0xff }
+	}
+	if flags&faultReplyRights != 0 {
+		f.ReplyRights = func() []int { return []int{2, 2, 2, 2} }
 	}
 	return f
 }

@@ -10,6 +10,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"os"
 	"reflect"
 	"slices"
 	"strings"
@@ -712,6 +713,40 @@ func TestReplyDigestMismatch(t *testing.T) {
 	if err := w.BareRoundTrip(1); err == nil {
 		t.Error("the endpoint that sent a wrong digest is still in use")
 	}
+}
+
+// A child that passes descriptors with a reply breaks the protocol: the
+// parent closes what it received, refuses the reply and retires the
+// endpoint, so a child cannot grow the parent's descriptor table.
+func TestReplyWithDescriptorsRefused(t *testing.T) {
+	vadd, _, _ := testBlobs(t)
+	cfg, _ := testConfig(2, 0)
+	cfg.faults = map[int]uint32{1: faultReplyRights}
+	w := startWorker(t, cfg)
+	before := openFDs(t)
+	_, err := w.Register(context.Background(), registry.ChipCallableKind, vadd)
+	if err == nil || !strings.Contains(err.Error(), "carries descriptors (4 received and closed") {
+		t.Fatalf("register with a child that passes descriptors: %v", err)
+	}
+	if after := openFDs(t); after > before {
+		t.Errorf("the parent has %d open descriptors after the refused replies, %d before", after, before)
+	}
+	if err := w.BareRoundTrip(1); err == nil {
+		t.Error("the endpoint that passed descriptors is still in use")
+	}
+	if err := w.BareRoundTrip(0); err != nil {
+		t.Errorf("the well-behaved child: %v", err)
+	}
+}
+
+// openFDs counts this process's open descriptors.
+func openFDs(t *testing.T) int {
+	t.Helper()
+	ents, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		t.Skipf("no /proc/self/fd: %v", err)
+	}
+	return len(ents)
 }
 
 // A registration racing with Start lands on every child: either before

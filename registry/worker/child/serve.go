@@ -82,8 +82,12 @@ func (c *child) reply(op mailbox.Op, st mailbox.Status, r mailbox.Reply) error {
 	if err != nil {
 		return err
 	}
+	var rights []byte
+	if c.faults.ReplyRights != nil && op == mailbox.OpRegister {
+		rights = unix.UnixRights(c.faults.ReplyRights()...)
+	}
 	for {
-		_, err = unix.Write(c.fd, c.wbuf)
+		err = unix.Sendmsg(c.fd, c.wbuf, rights, nil, 0)
 		if err != unix.EINTR {
 			return err
 		}

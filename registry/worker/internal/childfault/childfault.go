@@ -31,6 +31,7 @@ type Faults struct {
 	Prewarm     func() error                       // a non-nil error fails the prewarm
 	SkipPrewarm bool                               // install without prewarm (lazy prepare on the first task)
 	ReplyDigest func(d *[mailbox.DigestSize]byte)  // rewrites the digest of a REGISTER_CALLABLE reply
+	ReplyRights func() []int                       // descriptors sent with a REGISTER_CALLABLE reply, which the protocol forbids
 }
 
 // For, when not nil, turns a child's INIT flags into the faults it
