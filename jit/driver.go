@@ -512,7 +512,7 @@ func (d *Driver) resultKeyPhases(ctx context.Context, id *identity, ph *phases) 
 	}
 	var m manifest
 	if err := json.Unmarshal([]byte(e.Meta["manifest"]), &m); err != nil {
-		return noHeaders(), "unreadable manifest", nil
+		return noHeaders(), d.damagedManifest(ctx, id, err), nil
 	}
 	why := "no header variant matches"
 	for i, v := range m.Variants {
@@ -533,6 +533,15 @@ func (d *Driver) resultKeyPhases(ctx context.Context, id *identity, ph *phases) 
 		}
 	}
 	return noHeaders(), why, nil
+}
+
+// damagedManifest removes the key's manifest entry, whose JSON does not
+// parse, and counts it as damaged, as the store does with a damaged entry
+// Get finds; it returns the reason of the miss.
+func (d *Driver) damagedManifest(ctx context.Context, id *identity, err error) string {
+	_ = d.opt.Store.Delete(ctx, cache.Key(id.key))
+	_ = d.opt.Store.Count(ctx, cache.EventDamaged, "manifest")
+	return "manifest " + cache.ReasonDamaged + "unreadable: " + err.Error()
 }
 
 // knownHeaders returns the headers the key's manifest names, for settle.
