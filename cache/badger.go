@@ -1228,6 +1228,9 @@ func (b *Badger) verify(ctx context.Context, reportOnly bool) (*VerifyReport, er
 			err := item.Value(func(v []byte) error {
 				e, err := decodeEntry(k, v)
 				if err == nil {
+					if why := badManifest(e); why != "" {
+						return errors.New(why)
+					}
 					entries[k] = e
 				}
 				return err

@@ -214,6 +214,10 @@ var ErrTooLarge = errors.New("entry larger than the cache size limit")
 const (
 	EventUncached = "uncached" // a build whose identity was unavailable; reason required
 	EventError    = "error"    // a build that failed; reason optional
+	// EventDamaged is a damaged entry its reader found (a manifest whose
+	// JSON does not parse) and removed; counted as Damaged and Corrupt,
+	// like a damaged entry Get finds.
+	EventDamaged = "damaged"
 )
 
 // Stats are a store's counters and size. Entries, Bytes and MaxBytes
@@ -360,7 +364,8 @@ type Store interface {
 	Clear(ctx context.Context) error
 	// Stats returns the counters and the size.
 	Stats(ctx context.Context) (*Stats, error)
-	// Count counts an event: EventUncached with its reason, or EventError.
+	// Count counts an event: EventUncached with its reason, EventError or
+	// EventDamaged.
 	Count(ctx context.Context, event string, reason string) error
 	// Close flushes batched writes and releases the store.
 	Close() error

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"encoding/binary"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
@@ -401,4 +402,15 @@ func checkBlob(o Output, data []byte) string {
 
 func missingReason(d Digest) string {
 	return fmt.Sprintf("blob %s missing", shortHex(d[:]))
+}
+
+// badManifest says why an entry of kind "manifest" (a build key's direct-
+// mode record, see package jit) is damaged: its "manifest" meta is not
+// JSON. It returns "" for every other entry. Verify reports such an entry
+// among BadEntries and removes it, as a reader that finds it does.
+func badManifest(e *Entry) string {
+	if e.Meta["kind"] == "manifest" && !json.Valid([]byte(e.Meta["manifest"])) {
+		return "manifest meta is not JSON"
+	}
+	return ""
 }

@@ -223,6 +223,8 @@ func (c *counters) countEvent(event, reason string) error {
 		})
 	case EventError:
 		c.add(func(s *Stats) { s.Errors++ })
+	case EventDamaged:
+		c.add(func(s *Stats) { s.Damaged++; s.Corrupt++ })
 	default:
 		return &CountError{Event: event, Reason: "unknown event"}
 	}

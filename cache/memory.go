@@ -264,6 +264,14 @@ func (m *Memory) verify(ctx context.Context, reportOnly bool) (*VerifyReport, er
 	byDigest := make(map[Digest]*CorruptBlob)
 	keys := slices.SortedFunc(maps.Keys(m.entries), func(a, b Key) int { return bytes.Compare(a[:], b[:]) })
 	for _, k := range keys {
+		if why := badManifest(m.entries[k]); why != "" {
+			if r.BadEntries == nil {
+				r.BadEntries = make(map[Key]string)
+			}
+			r.BadEntries[k] = why
+			r.Removed = append(r.Removed, k)
+			continue
+		}
 		for _, o := range m.entries[k].Outputs {
 			reason, isBad := bad[o.Digest]
 			if b, ok := m.blobs[o.Digest]; !ok {

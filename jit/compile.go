@@ -93,6 +93,9 @@ type compileResult struct {
 	// headers lists every file the compiler read besides the sources, from
 	// its dependency output: absolute, cleaned, sorted, distinct.
 	headers []string
+	// absent lists the paths searched before a header's directory that
+	// did not exist (see absentCandidates): absolute, sorted, distinct.
+	absent []string
 	// started is when the first tool started.
 	started time.Time
 }
@@ -159,11 +162,12 @@ func (c *compiler) compileAll(ctx context.Context, tmpDir string, units []unit) 
 	res := &compileResult{binaries: map[string][]byte{}, started: time.Now()}
 	var mu sync.Mutex // guards res.binaries and headers
 	headers := map[string]bool{}
+	absent := map[string]bool{}
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(runtime.GOMAXPROCS(0))
 	for i, u := range units {
 		g.Go(func() error {
-			bin, deps, err := c.compileUnit(gctx, filepath.Join(dir, fmt.Sprint(i)), u)
+			bin, deps, miss, err := c.compileUnit(gctx, filepath.Join(dir, fmt.Sprint(i)), u)
 			if err != nil {
 				return err
 			}
@@ -172,6 +176,9 @@ func (c *compiler) compileAll(ctx context.Context, tmpDir string, units []unit) 
 			res.binaries[u.role] = bin
 			for _, d := range deps {
 				headers[d] = true
+			}
+			for _, p := range miss {
+				absent[p] = true
 			}
 			return nil
 		})
@@ -188,14 +195,31 @@ func (c *compiler) compileAll(ctx context.Context, tmpDir string, units []unit) 
 		}
 	}
 	slices.Sort(res.headers)
+	for p := range absent {
+		if !strings.HasPrefix(p, dir+string(filepath.Separator)) {
+			res.absent = append(res.absent, p)
+		}
+	}
+	slices.Sort(res.absent)
 	return res, nil
 }
 
 // compileUnit builds one unit in its own directory and returns the shared
-// object and the files its dependency output names.
-func (c *compiler) compileUnit(ctx context.Context, dir string, u unit) ([]byte, []string, error) {
+// object, the files its dependency output names and the paths searched
+// before them and absent.
+func (c *compiler) compileUnit(ctx context.Context, dir string, u unit) ([]byte, []string, []string, error) {
+	bin, deps, tool, cwd, err := c.compileUnitDeps(ctx, dir, u)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	return bin, deps, absentCandidates(c.searchPath(ctx, tool, u, cwd), deps), nil
+}
+
+// compileUnitDeps is compileUnit without the absent paths; it also returns
+// the compiler it ran and its working directory.
+func (c *compiler) compileUnitDeps(ctx context.Context, dir string, u unit) ([]byte, []string, string, string, error) {
 	if err := os.Mkdir(dir, 0o700); err != nil {
-		return nil, nil, err
+		return nil, nil, "", "", err
 	}
 	src := u.source
 	fail := func(tool string, out []byte, err error) error {
@@ -206,11 +230,11 @@ func (c *compiler) compileUnit(ctx context.Context, dir string, u unit) ([]byte,
 	}
 	if strings.EqualFold(filepath.Ext(src), ".pto") {
 		if c.ptoas == "" {
-			return nil, nil, &ToolchainError{Msg: fmt.Sprintf("%s: a .pto source needs ptoas: set toolchain.ptoas_root or PTOAS_ROOT", u.role)}
+			return nil, nil, "", "", &ToolchainError{Msg: fmt.Sprintf("%s: a .pto source needs ptoas: set toolchain.ptoas_root or PTOAS_ROOT", u.role)}
 		}
 		asm := filepath.Join(dir, "assembled.cpp")
 		if out, err := c.run(ctx, dir, c.ptoas, src, "-o", asm); err != nil {
-			return nil, nil, fail(c.ptoas, out, err)
+			return nil, nil, "", "", fail(c.ptoas, out, err)
 		}
 		src = asm
 	}
@@ -228,7 +252,7 @@ func (c *compiler) compileUnit(ctx context.Context, dir string, u unit) ([]byte,
 		args = append(args, c.prefixMaps()...)
 	}
 	if tool == "" {
-		return nil, nil, &ToolchainError{Msg: fmt.Sprintf("%s: no compiler for %s sources was resolved", u.role, filepath.Ext(u.source))}
+		return nil, nil, "", "", &ToolchainError{Msg: fmt.Sprintf("%s: no compiler for %s sources was resolved", u.role, filepath.Ext(u.source))}
 	}
 	dep := filepath.Join(dir, "deps.d")
 	out := filepath.Join(dir, u.output)
@@ -238,19 +262,19 @@ func (c *compiler) compileUnit(ctx context.Context, dir string, u unit) ([]byte,
 	}
 	args = append(args, "-MD", "-MF", dep, "-o", out, src)
 	if msg, err := c.run(ctx, cwd, tool, args...); err != nil {
-		return nil, nil, fail(tool, msg, err)
+		return nil, nil, "", "", fail(tool, msg, err)
 	}
 	bin, err := os.ReadFile(out)
 	if err != nil {
-		return nil, nil, fail(tool, nil, fmt.Errorf("reading its output: %w", err))
+		return nil, nil, "", "", fail(tool, nil, fmt.Errorf("reading its output: %w", err))
 	}
 	d, err := os.ReadFile(dep)
 	if err != nil {
-		return nil, nil, fail(tool, nil, fmt.Errorf("no dependency output: %w", err))
+		return nil, nil, "", "", fail(tool, nil, fmt.Errorf("no dependency output: %w", err))
 	}
 	deps, err := parseDeps(d)
 	if err != nil {
-		return nil, nil, fail(tool, nil, err)
+		return nil, nil, "", "", fail(tool, nil, err)
 	}
 	for i, p := range deps {
 		if !filepath.IsAbs(p) {
@@ -258,7 +282,7 @@ func (c *compiler) compileUnit(ctx context.Context, dir string, u unit) ([]byte,
 		}
 		deps[i] = filepath.Clean(p)
 	}
-	return bin, deps, nil
+	return bin, deps, tool, cwd, nil
 }
 
 // run runs a tool in dir and returns its combined output.

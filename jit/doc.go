@@ -61,6 +61,20 @@
 // result. Result entries hold the outputs and their record; the manifest is
 // written after its result.
 //
+// A variant also records negative dependencies ("absent": paths). The
+// compiler searches the include path in order: the including file's own
+// directory for a quoted include (a .pto source's directory is passed as
+// -iquote), the -I directories (the runtime's and PTO-ISA's include
+// directories), then the system directories the compiler reports with -v.
+// For every header found in one directory of that path under a name, each
+// earlier directory joined with that name that did not exist at the build
+// is recorded; a file created at any of them would be read instead, so its
+// existence makes the variant not match, a miss whose reason names the
+// file ("header appeared on the include path since the last build: ...").
+// A candidate that existed at the build was skipped by the form of the
+// include and is not recorded. The check is an lstat per recorded path, in
+// the daemon and without it.
+//
 // # Publication
 //
 // After the compile, every source is fingerprinted again and compared with

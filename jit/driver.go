@@ -396,7 +396,38 @@ type manifest struct {
 
 type variant struct {
 	Headers []headerDigest `json:"headers"`
-	Result  string         `json:"result"`
+	// Absent are the paths searched before the headers' directories that
+	// did not exist at the build (negative dependencies, see the package
+	// doc): any of them existing makes the variant not match.
+	Absent []string `json:"absent,omitempty"`
+	Result string   `json:"result"`
+}
+
+// mergeManifest returns the manifest JSON that puts nv first before the
+// variants of old (the key's manifest entry's meta, or "" when it has
+// none), dropping old's variant of the same result and the oldest ones
+// past maxManifestVariants or the store's meta limit; "" when even nv
+// alone does not fit.
+func mergeManifest(old string, nv variant) string {
+	var m manifest
+	if old != "" {
+		_ = json.Unmarshal([]byte(old), &m)
+	}
+	vs := []variant{nv}
+	for _, v := range m.Variants {
+		if v.Result != nv.Result && len(vs) < maxManifestVariants {
+			vs = append(vs, v)
+		}
+	}
+	mj, _ := json.Marshal(manifest{Variants: vs})
+	for len(mj) > cache.MaxMetaBytes && len(vs) > 1 {
+		vs = vs[:len(vs)-1]
+		mj, _ = json.Marshal(manifest{Variants: vs})
+	}
+	if len(mj) > cache.MaxMetaBytes {
+		return ""
+	}
+	return string(mj)
 }
 
 // resultRecord is the record whose digest keys the outputs of one header
@@ -481,7 +512,7 @@ func (d *Driver) resultKeyPhases(ctx context.Context, id *identity, ph *phases) 
 	}
 	var m manifest
 	if err := json.Unmarshal([]byte(e.Meta["manifest"]), &m); err != nil {
-		return noHeaders(), "unreadable manifest", nil
+		return noHeaders(), d.damagedManifest(ctx, id, err), nil
 	}
 	why := "no header variant matches"
 	for i, v := range m.Variants {
@@ -491,11 +522,26 @@ func (d *Driver) resultKeyPhases(ctx context.Context, id *identity, ph *phases) 
 			}
 			continue
 		}
+		if appeared := appearedHeader(id.base, v.Absent); appeared != "" {
+			if i == 0 {
+				why = "header appeared on the include path since the last build: " + appeared
+			}
+			continue
+		}
 		if s, err := inventory.ParseSum(v.Result); err == nil {
 			return cache.Key(s), "", nil
 		}
 	}
 	return noHeaders(), why, nil
+}
+
+// damagedManifest removes the key's manifest entry, whose JSON does not
+// parse, and counts it as damaged, as the store does with a damaged entry
+// Get finds; it returns the reason of the miss.
+func (d *Driver) damagedManifest(ctx context.Context, id *identity, err error) string {
+	_ = d.opt.Store.Delete(ctx, cache.Key(id.key))
+	_ = d.opt.Store.Count(ctx, cache.EventDamaged, "manifest")
+	return "manifest " + cache.ReasonDamaged + "unreadable: " + err.Error()
 }
 
 // knownHeaders returns the headers the key's manifest names, for settle.
@@ -567,29 +613,22 @@ func (d *Driver) publish(ctx context.Context, id *identity, res *compileResult, 
 		return putFailure(err)
 	}
 	// The manifest is written after the result it names.
-	var m manifest
+	absent := make([]string, len(res.absent))
+	for i, p := range res.absent {
+		absent[i] = id.base.rel(p)
+	}
+	var old string
 	if e, err := store.Entry(ctx, cache.Key(id.key)); err == nil {
-		_ = json.Unmarshal([]byte(e.Meta["manifest"]), &m)
+		old = e.Meta["manifest"]
 	}
-	nv := variant{Headers: headers, Result: hex.EncodeToString(rk[:])}
-	vs := []variant{nv}
-	for _, v := range m.Variants {
-		if v.Result != nv.Result && len(vs) < maxManifestVariants {
-			vs = append(vs, v)
-		}
-	}
-	mj, _ := json.Marshal(manifest{Variants: vs})
-	for len(mj) > cache.MaxMetaBytes && len(vs) > 1 {
-		vs = vs[:len(vs)-1]
-		mj, _ = json.Marshal(manifest{Variants: vs})
-	}
-	if len(mj) > cache.MaxMetaBytes {
+	mj := mergeManifest(old, variant{Headers: headers, Absent: absent, Result: hex.EncodeToString(rk[:])})
+	if mj == "" {
 		return "not published: too many headers for a manifest", nil
 	}
 	err = store.Put(ctx, &cache.Entry{
 		Key:    cache.Key(id.key),
 		Record: id.encoded,
-		Meta:   map[string]string{"kind": "manifest", "manifest": string(mj), "platform": id.platform, "runtime": id.runtime},
+		Meta:   map[string]string{"kind": "manifest", "manifest": mj, "platform": id.platform, "runtime": id.runtime},
 	}, nil)
 	if err != nil {
 		return putFailure(err)

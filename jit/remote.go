@@ -49,7 +49,7 @@ func (d *Driver) remoteLookup(ctx context.Context, id *identity) *flightResult {
 		return nil
 	}
 	for _, v := range man.Variants {
-		if changedHeader(id.base, v.Headers) != "" {
+		if changedHeader(id.base, v.Headers) != "" || appearedHeader(id.base, v.Absent) != "" {
 			continue
 		}
 		rk, err := cache.ParseKey(v.Result)
@@ -79,28 +79,18 @@ func (d *Driver) storeRemoteHit(ctx context.Context, id *identity, e *cache.Entr
 	if err := store.Put(ctx, &local, data); err != nil {
 		return
 	}
-	var m manifest
-	if old, err := store.Entry(ctx, cache.Key(id.key)); err == nil {
-		_ = json.Unmarshal([]byte(old.Meta["manifest"]), &m)
+	var old string
+	if e, err := store.Entry(ctx, cache.Key(id.key)); err == nil {
+		old = e.Meta["manifest"]
 	}
-	vs := []variant{nv}
-	for _, v := range m.Variants {
-		if v.Result != nv.Result && len(vs) < maxManifestVariants {
-			vs = append(vs, v)
-		}
-	}
-	mj, _ := json.Marshal(manifest{Variants: vs})
-	for len(mj) > cache.MaxMetaBytes && len(vs) > 1 {
-		vs = vs[:len(vs)-1]
-		mj, _ = json.Marshal(manifest{Variants: vs})
-	}
-	if len(mj) > cache.MaxMetaBytes {
+	mj := mergeManifest(old, nv)
+	if mj == "" {
 		return
 	}
 	_ = store.Put(ctx, &cache.Entry{
 		Key:    cache.Key(id.key),
 		Record: id.encoded,
-		Meta:   map[string]string{"kind": "manifest", "manifest": string(mj), "platform": id.platform, "runtime": id.runtime},
+		Meta:   map[string]string{"kind": "manifest", "manifest": mj, "platform": id.platform, "runtime": id.runtime},
 	}, nil)
 }
 

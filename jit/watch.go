@@ -160,8 +160,12 @@ func (w *Watcher) BeforeDir(dir string) error {
 		err = addWatch(w.fs, dir)
 		// A directory that does not exist (a checkout's .git, looked for
 		// and absent) cannot change; its creation is an event in the
-		// nearest existing parent, so that is watched instead.
+		// nearest existing parent, so that is watched instead. The
+		// directory itself is not marked watched: once it exists, the
+		// next read of it adds its own watch.
+		missing := false
 		for p := dir; errors.Is(err, fs.ErrNotExist) && filepath.Dir(p) != p; {
+			missing = true
 			p = filepath.Dir(p)
 			if _, ok := w.dirs[p]; ok {
 				err = nil
@@ -170,6 +174,10 @@ func (w *Watcher) BeforeDir(dir string) error {
 			if err = addWatch(w.fs, p); err == nil {
 				w.dirs[p] = struct{}{}
 			}
+		}
+		if missing && err == nil {
+			w.mu.Unlock()
+			return nil
 		}
 	}
 	if err == nil {

@@ -164,6 +164,40 @@ func TestWatcherMissingDirWatchesParent(t *testing.T) {
 	}
 }
 
+// A directory missing when first looked for is watched once it appears:
+// the next BeforeDir adds a real watch, and a change inside it is seen.
+func TestWatcherDirThatAppearsIsWatched(t *testing.T) {
+	guard(t)
+	parent := t.TempDir()
+	missing := filepath.Join(parent, "cann")
+	m := newFakeMemo()
+	w, err := NewWatcher(filepath.Join(t.TempDir(), "sync"), m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	if err := w.BeforeDir(missing); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(missing, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	w.Sync()
+	if err := w.BeforeDir(missing); err != nil {
+		t.Fatal(err)
+	}
+	inside := filepath.Join(missing, "tool")
+	if err := os.WriteFile(inside, []byte("v1"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	w.Sync()
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if !slices.Contains(m.paths, inside) {
+		t.Fatalf("writing %s inside the directory that appeared was not seen: %v", inside, m.paths)
+	}
+}
+
 // orderMemo checks, when the watcher drops every memo, that the Sync
 // waiter is still waiting: a request released by Sync must never see a memo
 // an overflow should have dropped.

@@ -53,7 +53,10 @@ type PtoIsaCheck struct {
 //     entry and the entry is not racily clean (mtime older than the index
 //     file), or its blob id, recomputed from its bytes, equals the entry's.
 //
-// beforeDir, when non-nil, is called with every directory walked. A
+// beforeDir, when non-nil, is called with every directory walked, and
+// before anything of the repository is read with the directories whose
+// files decide HEAD: the checkout's root (a .git file), .git (HEAD,
+// packed-refs, the index) and the directory of the ref HEAD names. A
 // checkout that fails any step is reported with the reason; the error is
 // non-nil only when beforeDir fails.
 func CheckPtoIsa(dir, pin string, beforeDir func(string) error) (PtoIsaCheck, error) {
@@ -72,6 +75,11 @@ func checkWorktree(dir, pin string, beforeDir func(string) error, allow func(rel
 		return res, nil
 	}
 	pin = strings.ToLower(pin)
+	if beforeDir != nil {
+		if err := watchGitDir(dir, beforeDir); err != nil {
+			return res, err
+		}
+	}
 	repo, err := git.PlainOpenWithOptions(dir, &git.PlainOpenOptions{EnableDotGitCommonDir: true})
 	if err != nil {
 		res.Reason = "not a git checkout: " + err.Error()
@@ -574,3 +582,28 @@ type PtoIsaError struct {
 }
 
 func (e *PtoIsaError) Error() string { return "PTO-ISA " + e.Op + ": " + e.Reason }
+
+// watchGitDir calls beforeDir with the directories whose files decide what
+// the checkout at dir has checked out, before any of them is read: dir
+// itself (where a .git file would point elsewhere), its .git directory
+// (HEAD, packed-refs, the index) and the directory holding the loose ref
+// HEAD names (which may not exist: the ref is then in packed-refs, and the
+// watcher watches the nearest existing parent).
+func watchGitDir(dir string, beforeDir func(string) error) error {
+	if err := beforeDir(dir); err != nil {
+		return err
+	}
+	gitDir := filepath.Join(dir, ".git")
+	if err := beforeDir(gitDir); err != nil {
+		return err
+	}
+	head, err := os.ReadFile(filepath.Join(gitDir, "HEAD"))
+	if err != nil {
+		return nil // the open below reports it
+	}
+	ref, ok := strings.CutPrefix(strings.TrimSpace(string(head)), "ref: ")
+	if !ok || !strings.HasPrefix(ref, "refs/") || strings.Contains(ref, "..") {
+		return nil
+	}
+	return beforeDir(filepath.Dir(filepath.Join(gitDir, filepath.FromSlash(ref))))
+}

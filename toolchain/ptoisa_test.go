@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -233,8 +234,33 @@ func TestPtoIsaBeforeDir(t *testing.T) {
 			t.Errorf("directory %q not reported", d)
 		}
 	}
-	if seen[filepath.Join(dir, ".git")] {
-		t.Error(".git walked")
+	for d := range seen {
+		if strings.HasPrefix(d, filepath.Join(dir, ".git", "objects")) {
+			t.Errorf(".git walked: %s", d)
+		}
+	}
+}
+
+// What decides HEAD is watched before it is read: .git (HEAD, packed-refs,
+// the index) and the directory of the ref HEAD names come first.
+func TestPtoIsaWatchesGitBeforeReading(t *testing.T) {
+	dir, pin := newIsaRepo(t)
+	var order []string
+	c, err := CheckPtoIsa(dir, pin, func(d string) error {
+		order = append(order, d)
+		return nil
+	})
+	if err != nil || !c.Verified {
+		t.Fatal(err, c.Reason)
+	}
+	head, err := os.ReadFile(filepath.Join(dir, ".git", "HEAD"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref := strings.TrimPrefix(strings.TrimSpace(string(head)), "ref: ")
+	want := []string{dir, filepath.Join(dir, ".git"), filepath.Dir(filepath.Join(dir, ".git", ref))}
+	if len(order) < len(want) || !slices.Equal(order[:len(want)], want) {
+		t.Errorf("first directories reported %q, want %q", order[:min(len(order), len(want))], want)
 	}
 }
 

@@ -509,7 +509,10 @@ func runCacheShow(ctx context.Context, env *cli.Env, o *cacheOptions, s cache.St
 	if m != nil {
 		fmt.Fprintf(env.Stdout, "variants (header sets seen for this key, most recent first; each result entry holds the outputs)\n")
 		for i, v := range variantsOf(ctx, s, m) {
-			fmt.Fprintf(env.Stdout, "  [%d] result %s, %d headers\n", i, v.Result, len(v.Headers))
+			fmt.Fprintf(env.Stdout, "  [%d] result %s, %d headers, %d searched and absent\n", i, v.Result, len(v.Headers), len(v.Absent))
+			for _, a := range v.Absent {
+				fmt.Fprintf(env.Stdout, "      absent %s\n", a)
+			}
 			if v.Missing != "" {
 				fmt.Fprintf(env.Stdout, "      result entry unreadable: %s\n", v.Missing)
 			}

@@ -22,7 +22,9 @@ type buildManifest struct {
 
 type manifestVariant struct {
 	Headers []manifestHeader `json:"headers"`
-	Result  string           `json:"result"`
+	// Absent are the paths searched before the headers and not found.
+	Absent []string `json:"absent,omitempty"`
+	Result string   `json:"result"`
 }
 
 type manifestHeader struct {
@@ -58,7 +60,10 @@ func entryKind(e *cache.Entry) string {
 type variantJSON struct {
 	Result  string           `json:"result"`
 	Headers []manifestHeader `json:"headers"`
-	Outputs []outputJSON     `json:"outputs"`
+	// Absent are the paths the compiler searched before the headers'
+	// directories and did not find: any of them appearing is a miss.
+	Absent  []string     `json:"searched_absent"`
+	Outputs []outputJSON `json:"outputs"`
 	// Missing says why the result entry could not be read.
 	Missing string `json:"missing,omitempty"`
 }
@@ -67,7 +72,10 @@ type variantJSON struct {
 func variantsOf(ctx context.Context, s cache.Store, m *buildManifest) []variantJSON {
 	out := []variantJSON{}
 	for _, v := range m.Variants {
-		j := variantJSON{Result: v.Result, Headers: v.Headers, Outputs: []outputJSON{}}
+		j := variantJSON{Result: v.Result, Headers: v.Headers, Absent: v.Absent, Outputs: []outputJSON{}}
+		if j.Absent == nil {
+			j.Absent = []string{}
+		}
 		if j.Headers == nil {
 			j.Headers = []manifestHeader{}
 		}

@@ -1,0 +1,146 @@
+package jit
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+)
+
+// Negative dependencies. A header set names the files a compile read; it
+// does not name the files the compiler looked for first and did not find.
+// The compiler searches the include path in order: for a quoted include the
+// including file's own directory, then the -iquote directories, then the -I
+// directories (the toolchain's include directories among them), then the
+// system directories the compiler reports. A header found in the n-th
+// directory under the name N was absent as N from every directory before
+// it, and a file of that name created in one of them would be read instead.
+// So a variant also records, for every header, each earlier candidate path
+// that did not exist when the variant was published; any of them existing
+// later makes the variant not match, a miss whose reason names the file.
+// A candidate that did exist was skipped by the form of the include (an
+// angle include skips the quote directories), so it is not recorded.
+
+// searchPath returns the include search path of a unit, in the order the
+// compiler searches it, absolute and cleaned.
+func (c *compiler) searchPath(ctx context.Context, tool string, u unit, cwd string) []string {
+	var dirs []string
+	add := func(d string) {
+		if !filepath.IsAbs(d) {
+			d = filepath.Join(cwd, d)
+		}
+		d = filepath.Clean(d)
+		if !slices.Contains(dirs, d) {
+			dirs = append(dirs, d)
+		}
+	}
+	add(filepath.Dir(u.source))
+	for _, d := range c.includes {
+		add(d)
+	}
+	lang := "c"
+	if isCXX(u.source) {
+		lang = "c++"
+	}
+	for _, d := range systemDirs(ctx, tool, lang, c.env, cwd) {
+		add(d)
+	}
+	return dirs
+}
+
+// absentCandidates returns, for the headers a unit read, the candidate
+// paths searched before each one's directory that do not exist now.
+func absentCandidates(search, deps []string) []string {
+	var out []string
+	for _, h := range deps {
+		found := -1
+		var name string
+		for i, d := range search {
+			if r, err := filepath.Rel(d, h); err == nil && r != "." && !strings.HasPrefix(r, "..") {
+				found, name = i, r
+				break
+			}
+		}
+		for _, d := range search[:max(found, 0)] {
+			p := filepath.Join(d, name)
+			if _, err := os.Lstat(p); errors.Is(err, fs.ErrNotExist) {
+				out = append(out, p)
+			}
+		}
+	}
+	return out
+}
+
+// appearedHeader returns the first of the recorded absent paths that now
+// exists (or cannot be checked), or "". Relative names are relative to
+// the base directory.
+func appearedHeader(base baseDir, absent []string) string {
+	for _, p := range absent {
+		if _, err := os.Lstat(base.abs(p)); !errors.Is(err, fs.ErrNotExist) {
+			return p
+		}
+	}
+	return ""
+}
+
+type sysDirsKey struct {
+	tool, lang string
+	stat       statKey
+}
+
+var sysDirsMemo sync.Map // sysDirsKey -> []string
+
+// systemDirs returns the system include directories the tool reports for
+// lang ("c" or "c++"), memoized per tool file. A tool that cannot say
+// contributes none.
+func systemDirs(ctx context.Context, tool, lang string, env []string, cwd string) []string {
+	fi, err := os.Stat(tool)
+	if err != nil {
+		return nil
+	}
+	sk, _ := statKeyOf(fi)
+	k := sysDirsKey{tool: tool, lang: lang, stat: sk}
+	if v, ok := sysDirsMemo.Load(k); ok {
+		return v.([]string)
+	}
+	cmd := exec.CommandContext(ctx, tool, "-x", lang, "-E", "-v", os.DevNull)
+	cmd.Dir = cwd
+	cmd.Env = env
+	cmd.WaitDelay = toolWaitDelay
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if cmd.Run() != nil {
+		return nil
+	}
+	dirs := parseSearchList(out.Bytes())
+	sysDirsMemo.Store(k, dirs)
+	return dirs
+}
+
+// parseSearchList reads the include search list a GCC-style compiler
+// prints with -v: the lines between "#include <...> search starts here:"
+// and "End of search list.".
+func parseSearchList(b []byte) []string {
+	var dirs []string
+	in := false
+	for _, l := range strings.Split(string(b), "\n") {
+		l = strings.TrimRight(l, "\r")
+		switch {
+		case strings.HasPrefix(l, "#include <...> search starts here:"):
+			in = true
+		case strings.HasPrefix(l, "End of search list."):
+			return dirs
+		case in && strings.HasPrefix(l, " "):
+			d := strings.TrimSpace(l)
+			d = strings.TrimSuffix(d, " (framework directory)")
+			dirs = append(dirs, filepath.Clean(d))
+		}
+	}
+	return dirs
+}
