@@ -17,8 +17,19 @@
 #   bash bench/hit_latency.sh [ROUNDS]    (default 300)
 #   bash bench/hit_latency.sh --smoke     a few rounds: checks that the script
 #                                         works, asserts no timing
+#   bash bench/hit_latency.sh --baseline BIN_DIR [ROUNDS]
+#                                         also runs BIN_DIR's ptojit and ptojitd
+#                                         (built from another commit), with
+#                                         their own cache, interleaved in the
+#                                         same rounds, and prints the ratios
+#                                         of the cli and daemon medians
 set -euo pipefail
 cd "$(dirname "$0")/.."
+baseline=""
+if [ "${1:-}" = --baseline ]; then
+  baseline=$(cd "$2" && pwd)
+  shift 2
+fi
 rounds=${1:-300}
 smoke=0
 if [ "$rounds" = --smoke ]; then
@@ -33,7 +44,7 @@ if ! command -v ccache >/dev/null; then
 fi
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/ptojit-hit.XXXXXX")
-trap 'PTOJIT_CACHE_DIR=$work/cache "$work/bin/ptojit" daemon stop >/dev/null 2>&1 || true; rm -rf "$work"' EXIT
+trap 'PTOJIT_CACHE_DIR=$work/cache "$work/bin/ptojit" daemon stop >/dev/null 2>&1 || true; if [ -n "$baseline" ]; then PTOJIT_CACHE_DIR=$work/cache.base XDG_RUNTIME_DIR=$work/run.base "$baseline/ptojit" daemon stop >/dev/null 2>&1 || true; fi; rm -rf "$work"' EXIT
 # The client as the README builds it: static (CGO_ENABLED=0), so it starts
 # without the dynamic loader.
 CGO_ENABLED=0 go build -o "$work/bin/" ./cmd/ptojit
@@ -49,11 +60,11 @@ export PATH=$work/bin:$PATH
 export PYTHONPATH=$PWD/python
 
 echo "machine: $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg)"
-python3 - "$rounds" "$work" "$smoke" <<'PY'
+python3 - "$rounds" "$work" "$smoke" "$baseline" <<'PY'
 import os, statistics, subprocess, sys, time
 import ptojit
 
-rounds, work, smoke = int(sys.argv[1]), sys.argv[2], sys.argv[3] == "1"
+rounds, work, smoke, baseline = int(sys.argv[1]), sys.argv[2], sys.argv[3] == "1", sys.argv[4]
 req = f"{work}/examples/vadd/request.json"
 kernel = f"{work}/examples/vadd/kernel_add.c"
 inc = f"{work}/examples/toolchain/runtime/include"
@@ -89,6 +100,28 @@ def ccache_py():
 
 
 cases = {"cli": spawn(cli), "ccache": spawn(ccache), "client": client, "ccache.py": ccache_py}
+base_ms = []
+if baseline:
+    # The baseline's binaries, with their own cache and daemon.
+    benv = dict(os.environ, PTOJIT_CACHE_DIR=f"{work}/cache.base", XDG_RUNTIME_DIR=f"{work}/run.base",
+                PATH=f"{baseline}:" + os.environ["PATH"])
+    bcli = [f"{baseline}/ptojit", "build", "--request", req]
+    bc = ptojit.Client(f"{work}/cache.base", ptojit=f"{baseline}/ptojit", environ=benv)
+
+    def bspawn():
+        pid = os.posix_spawn(bcli[0], bcli, benv, file_actions=[(os.POSIX_SPAWN_DUP2, null, 1)])
+        _, status = os.waitpid(pid, 0)
+        if os.waitstatus_to_exitcode(status) != 0:
+            raise SystemExit("baseline ptojit failed")
+
+    def bclient():
+        r = bc.build(req)
+        if r["status"] != "hit":
+            raise SystemExit(f"baseline Client.build: {r['status']}, want hit")
+        base_ms.append(r["timings"]["total"])
+
+    bc.build(req)
+    cases["cli.base"], cases["client.base"] = bspawn, bclient
 # Prime: a miss each, then hits only.
 c.build(req)
 subprocess.run(ccache, check=True)
@@ -98,7 +131,7 @@ if not out.startswith("hit"):
     raise SystemExit(f"ptojit build: {out.splitlines()[:1]}, want a hit")
 for f in cases.values():  # untimed rounds
     f()
-daemon_ms.clear(); phases.clear()
+daemon_ms.clear(); phases.clear(); base_ms.clear()
 times = {k: [] for k in cases}
 for _ in range(rounds):
     for k, f in cases.items():
@@ -115,6 +148,10 @@ print(f"  client / ccache.py  {med['client'] / med['ccache.py']:5.2f}x  (target 
 d = statistics.median(daemon_ms)
 print(f"  daemon's own work per hit: median {d:.3f} ms ({d / med['cli']:.0%} of cli, {d / med['client']:.0%} of client)")
 print("  phases (median µs): " + ", ".join(f"{k} {statistics.median(v):.0f}" for k, v in phases.items()))
+if baseline:
+    b = statistics.median(base_ms)
+    print(f"  against the baseline: cli {med['cli'] / med['cli.base']:5.3f}x, client {med['client'] / med['client.base']:5.3f}x, "
+          f"daemon's own work {d / b:5.3f}x ({d:.3f} / {b:.3f} ms)")
 if smoke:
     print("smoke run: the script works; no timing is asserted")
 PY
