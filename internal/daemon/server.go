@@ -61,6 +61,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -947,8 +948,8 @@ func watchPeer(ctx context.Context, conn *net.UnixConn) (context.Context, func()
 				continue
 			}
 			gone := errors.Is(err, io.EOF) && hungUp(conn)
-			if peerWatched != nil {
-				peerWatched(gone)
+			if f := peerWatched.Load(); f != nil {
+				(*f)(gone)
 			}
 			if gone {
 				cancel(ErrClientGone)
@@ -965,7 +966,9 @@ func watchPeer(ctx context.Context, conn *net.UnixConn) (context.Context, func()
 }
 
 // peerWatched, when set, is told how each watch of a peer ended (tests).
-var peerWatched func(gone bool)
+// It is atomic because a watch of an earlier test's connection may still
+// be ending when a later test sets it.
+var peerWatched atomic.Pointer[func(gone bool)]
 
 // hungUp reports whether the peer of conn has closed both directions.
 func hungUp(conn *net.UnixConn) bool {

@@ -269,8 +269,9 @@ func TestDaemonCancelsRequestOfGoneClient(t *testing.T) {
 	causes := make(chan error, 1)
 	release := make(chan struct{})
 	watched := make(chan bool, 2)
-	peerWatched = func(gone bool) { watched <- gone }
-	t.Cleanup(func() { peerWatched = nil })
+	hook := func(gone bool) { watched <- gone }
+	peerWatched.Store(&hook)
+	t.Cleanup(func() { peerWatched.Store(nil) })
 	dir := shortDir(t)
 	startServer(t, Config{Dir: dir, Handler: func(ctx context.Context, req *api.DaemonRequest) *api.DaemonResponse {
 		entered <- struct{}{}
