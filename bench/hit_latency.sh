@@ -22,7 +22,10 @@
 #                                         (built from another commit), with
 #                                         their own cache, interleaved in the
 #                                         same rounds, and prints the ratios
-#                                         of the cli and daemon medians
+#                                         of the cli and daemon medians (the
+#                                         baseline's daemon timings come from
+#                                         its CLI's --json, so the baseline may
+#                                         speak another daemon protocol)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 baseline=""
@@ -61,7 +64,7 @@ export PYTHONPATH=$PWD/python
 
 echo "machine: $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg)"
 python3 - "$rounds" "$work" "$smoke" "$baseline" <<'PY'
-import os, statistics, subprocess, sys, time
+import json, os, statistics, subprocess, sys, time
 import ptojit
 
 rounds, work, smoke, baseline = int(sys.argv[1]), sys.argv[2], sys.argv[3] == "1", sys.argv[4]
@@ -106,7 +109,9 @@ if baseline:
     benv = dict(os.environ, PTOJIT_CACHE_DIR=f"{work}/cache.base", XDG_RUNTIME_DIR=f"{work}/run.base",
                 PATH=f"{baseline}:" + os.environ["PATH"])
     bcli = [f"{baseline}/ptojit", "build", "--request", req]
-    bc = ptojit.Client(f"{work}/cache.base", ptojit=f"{baseline}/ptojit", environ=benv)
+    # The baseline may speak another daemon protocol than this checkout's
+    # Python client, so its daemon's timings come from its own CLI (--json).
+    bjson = bcli + ["--json"]
 
     def bspawn():
         pid = os.posix_spawn(bcli[0], bcli, benv, file_actions=[(os.POSIX_SPAWN_DUP2, null, 1)])
@@ -114,14 +119,14 @@ if baseline:
         if os.waitstatus_to_exitcode(status) != 0:
             raise SystemExit("baseline ptojit failed")
 
-    def bclient():
-        r = bc.build(req)
+    def bdaemon():
+        r = json.loads(subprocess.run(bjson, env=benv, check=True, capture_output=True, text=True).stdout)
         if r["status"] != "hit":
-            raise SystemExit(f"baseline Client.build: {r['status']}, want hit")
+            raise SystemExit(f"baseline ptojit build --json: {r['status']}, want hit")
         base_ms.append(r["timings"]["total"])
 
-    bc.build(req)
-    cases["cli.base"], cases["client.base"] = bspawn, bclient
+    subprocess.run(bcli, env=benv, check=True, stdout=subprocess.DEVNULL)
+    cases["cli.base"], cases["json.base"] = bspawn, bdaemon
 # Prime: a miss each, then hits only.
 c.build(req)
 subprocess.run(ccache, check=True)
@@ -150,7 +155,7 @@ print(f"  daemon's own work per hit: median {d:.3f} ms ({d / med['cli']:.0%} of 
 print("  phases (median µs): " + ", ".join(f"{k} {statistics.median(v):.0f}" for k, v in phases.items()))
 if baseline:
     b = statistics.median(base_ms)
-    print(f"  against the baseline: cli {med['cli'] / med['cli.base']:5.3f}x, client {med['client'] / med['client.base']:5.3f}x, "
+    print(f"  against the baseline: cli {med['cli'] / med['cli.base']:5.3f}x, "
           f"daemon's own work {d / b:5.3f}x ({d:.3f} / {b:.3f} ms)")
 if smoke:
     print("smoke run: the script works; no timing is asserted")
