@@ -62,7 +62,7 @@ func absentCandidates(search, deps []string) []string {
 		found := -1
 		var name string
 		for i, d := range search {
-			if r, err := filepath.Rel(d, h); err == nil && r != "." && !strings.HasPrefix(r, "..") {
+			if r, err := filepath.Rel(d, h); err == nil && r != "." && r != ".." && !strings.HasPrefix(r, "../") {
 				found, name = i, r
 				break
 			}

@@ -87,4 +87,9 @@ func TestAbsentCandidates(t *testing.T) {
 	if len(got) != 1 || got[0] != filepath.Join(a, "x.h") {
 		t.Errorf("got %q, want only %s", got, filepath.Join(a, "x.h"))
 	}
+	// A header whose name starts with two dots is inside its directory.
+	got = absentCandidates([]string{a, b}, []string{filepath.Join(b, "..x.h")})
+	if len(got) != 1 || got[0] != filepath.Join(a, "..x.h") {
+		t.Errorf("got %q, want only %s", got, filepath.Join(a, "..x.h"))
+	}
 }
