@@ -11,8 +11,8 @@
 // with their old modification times restored; a toolchain root removed,
 // renamed in, given a new subdirectory and an edit inside it; the PTO-ISA
 // checkout moved off its pin by a commit, back by reset --hard, to another
-// branch at the same commit, off and back by update-ref, and through
-// packed-refs; the ptoas launcher
+// branch at the same commit, off and back by update-ref and by a direct
+// rewrite of the loose ref, and through packed-refs; the ptoas launcher
 // replaced; another cc first on PATH; a semantic variable set and unset;
 // an output edited in place with its time restored, and one replaced by a
 // rename. It prints how many changes the daemon answered exactly as the
@@ -127,6 +127,12 @@ func changes() []change {
 		{"the PTO-ISA branch back at the pin by git update-ref", func(w *world) {
 			w.git("update-ref", "refs/heads/other", w.pin)
 		}},
+		{"the PTO-ISA branch's loose ref rewritten off the pin by another tool (no lock at the top of .git, as git's own update-ref takes)", func(w *world) {
+			w.writeRef("other", offPin)
+		}},
+		{"the PTO-ISA branch's loose ref rewritten back at the pin by another tool", func(w *world) {
+			w.writeRef("other", w.pin)
+		}},
 		{"the PTO-ISA refs packed (git pack-refs --all)", func(w *world) {
 			w.git("pack-refs", "--all")
 		}},
@@ -200,6 +206,18 @@ func changes() []change {
 			w.chtime(tmp, mt)
 			w.rename(tmp, p)
 		}},
+	}
+}
+
+// writeRef points the loose ref refs/heads/name at commit as a library
+// writing refs directly would: a new file beside it renamed over it, and
+// nothing else of .git touched.
+func (w *world) writeRef(name, commit string) {
+	p := filepath.Join(w.isa, ".git", "refs", "heads", name)
+	w.write(p+".new", []byte(commit+"\n"))
+	w.rename(p+".new", p)
+	if h := w.head(); h != commit {
+		w.t.Fatalf("HEAD is %s after the ref was rewritten, want %s", h, commit)
 	}
 }
 
