@@ -51,9 +51,10 @@ type world struct {
 	env    []string
 	// vars are the variables the current change set (PATH, a semantic
 	// variable); "" removes one.
-	vars   map[string]string
-	fresh  int // fresh builds run, naming their directories
-	daemon int // the daemon's pid, once started
+	vars    map[string]string
+	fresh   int  // fresh builds run, naming their directories
+	daemon  int  // the daemon's pid, once started
+	started bool // a daemon may run on the current cache (stop stops it)
 }
 
 func binaries(t *testing.T) string {
@@ -322,6 +323,7 @@ func (w *world) start() {
 	w.caches++
 	w.cache = filepath.Join(w.root, fmt.Sprintf("c%d", w.caches))
 	w.run = filepath.Join(w.root, fmt.Sprintf("r%d", w.caches))
+	w.started = true
 	if r := w.ptojit(cmdDeadline, w.vadd, w.environ(), nil, "daemon", "start"); r.code != 0 {
 		w.t.Fatalf("daemon start: exit %d\n%s", r.code, r.stderr)
 	}
@@ -352,9 +354,10 @@ func (w *world) daemonPID() int {
 
 // stop stops the daemon.
 func (w *world) stop() {
-	if w.daemon == 0 {
+	if !w.started {
 		return
 	}
+	w.started = false
 	if r := w.ptojit(cmdDeadline, w.vadd, w.environ(), nil, "daemon", "stop"); r.code != 0 {
 		w.t.Errorf("daemon stop: exit %d\n%s", r.code, r.stderr)
 	}
