@@ -253,18 +253,18 @@ func (w *world) chtime(p string, mt time.Time) {
 	w.settle(p)
 }
 
-// editSameSize replaces old by new (of its length) in p, in place, and
+// editSameSize replaces old by repl (of its length) in p, in place, and
 // restores p's modification time to mt.
-func (w *world) editSameSize(p, old, new string, mt time.Time) {
+func (w *world) editSameSize(p, old, repl string, mt time.Time) {
 	b := w.read(p)
-	if len(old) != len(new) || !bytes.Contains(b, []byte(old)) {
-		w.t.Fatalf("%s: cannot replace %q by %q", p, old, new)
+	if len(old) != len(repl) || !bytes.Contains(b, []byte(old)) {
+		w.t.Fatalf("%s: cannot replace %q by %q", p, old, repl)
 	}
 	f, err := os.OpenFile(p, os.O_RDWR, 0)
 	if err != nil {
 		w.t.Fatal(err)
 	}
-	_, err = f.WriteAt(bytes.Replace(b, []byte(old), []byte(new), 1), 0)
+	_, err = f.WriteAt(bytes.Replace(b, []byte(old), []byte(repl), 1), 0)
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
