@@ -48,6 +48,7 @@ var arrows = map[string][]string{
 	"cmd/ptojitd":                         {"*"},
 	"bench":                               {"*"},
 	"test":                                {"*"}, // the fault suite drives the binaries
+	"test/soundness":                      {"*"}, // so does the soundness suite
 	"internal/fixture":                    {},    // test fixtures, imported by tests only
 }
 

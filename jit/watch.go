@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -223,8 +224,21 @@ func (w *Watcher) loop() {
 			w.events++
 			w.forgotten += int64(n)
 			if ev.Has(fsnotify.Remove) || ev.Has(fsnotify.Rename) {
-				// The kernel drops the watch of a removed directory;
-				// watch it again when a read lists it next time.
+				// The kernel drops the watch of a removed directory,
+				// and fsnotify that of a moved one; watch it again when
+				// a read lists it next time. The watches of the
+				// directories below a moved one follow them to where
+				// they went, so those are watched again too: else a
+				// directory renamed in at the old path would be marked
+				// watched below its top and changes there never seen.
+				if _, ok := w.dirs[ev.Name]; ok {
+					prefix := ev.Name + string(filepath.Separator)
+					for d := range w.dirs {
+						if strings.HasPrefix(d, prefix) {
+							delete(w.dirs, d)
+						}
+					}
+				}
 				delete(w.dirs, ev.Name)
 			}
 			w.mu.Unlock()

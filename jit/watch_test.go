@@ -198,6 +198,54 @@ func TestWatcherDirThatAppearsIsWatched(t *testing.T) {
 	}
 }
 
+// A watched directory renamed away and replaced by another one renamed in
+// at its path: the directories below the new one are watched at the next
+// read, not taken as watched because the old ones were (their watches went
+// with the old directory).
+func TestWatcherDirRenamedInIsWatchedBelowItsTop(t *testing.T) {
+	guard(t)
+	parent := t.TempDir()
+	root := filepath.Join(parent, "pypto")
+	for _, d := range []string{filepath.Join(root, "pkg"), filepath.Join(parent, "new", "pkg")} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	m := newFakeMemo()
+	w, err := NewWatcher(filepath.Join(t.TempDir(), "sync"), m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	read := func() {
+		for _, d := range []string{root, filepath.Join(root, "pkg")} {
+			if err := w.BeforeDir(d); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	read()
+	if err := os.Rename(root, filepath.Join(parent, "away")); err != nil {
+		t.Fatal(err)
+	}
+	w.Sync()
+	if err := os.Rename(filepath.Join(parent, "new"), root); err != nil {
+		t.Fatal(err)
+	}
+	w.Sync()
+	read()
+	inside := filepath.Join(root, "pkg", "extra")
+	if err := os.Mkdir(inside, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	w.Sync()
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if !slices.Contains(m.paths, inside) {
+		t.Fatalf("creating %s below the directory renamed in was not seen: %v", inside, m.paths)
+	}
+}
+
 // orderMemo checks, when the watcher drops every memo, that the Sync
 // waiter is still waiting: a request released by Sync must never see a memo
 // an overflow should have dropped.
