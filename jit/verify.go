@@ -12,11 +12,6 @@ import (
 	"github.com/ptojit/ptojit/cache"
 )
 
-// VerifyVariable turns the verify mode on (setting verify), as Go's
-// GODEBUG=gocacheverify=1 does for its build cache: every hit is compiled
-// again and its outputs are compared with the stored ones (Options.Verify).
-const VerifyVariable = "PTOJIT_CACHE_VERIFY"
-
 // verifyMayDiffer names the outputs whose bytes may differ between two
 // compiles of the same inputs, with the reason. None may today: every
 // output of the sim pipeline is reproducible (no timestamps, no build ids,
