@@ -14,8 +14,9 @@ import (
 
 // verifyMayDiffer names the outputs whose bytes may differ between two
 // compiles of the same inputs, with the reason. None may today: every
-// output of the sim pipeline is reproducible (no timestamps, no build ids,
-// no absolute paths under the base directory). An output named here is
+// output of the sim pipeline is reproducible (no timestamps; no absolute
+// path under the base directory; the linker's build id, where there is
+// one, hashes the contents). An output named here is
 // still compared; a difference is a warning instead of an error. An output
 // not named here is never exempt.
 var verifyMayDiffer = map[string]string{}
