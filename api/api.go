@@ -508,8 +508,9 @@ type Timings struct {
 	// (validation), toolchain (the installation identity, memoized),
 	// sources, record (the key record's encoding), lookup (the key's
 	// entry), headers (the manifest's header variants), verify (reading
-	// the result's blobs, each verified against its digest), compile and
-	// output (writing or checking the output directory).
+	// the result's blobs, each verified against its digest), compile,
+	// verify_compile (the fresh compile of a hit in verify mode) and output
+	// (writing or checking the output directory).
 	Phases map[string]int64 `json:"phases_us,omitempty"`
 }
 

@@ -542,10 +542,10 @@ func (b *Badger) flushTouches() error {
 	return nil
 }
 
-var counterNames = []string{"hits", "misses", "uncached", "errors", "corrupt", "evictions", "damaged"}
+var counterNames = []string{"hits", "misses", "uncached", "errors", "corrupt", "evictions", "damaged", "verify_mismatch"}
 
 func counterFields(s *Stats) []*int64 {
-	return []*int64{&s.Hits, &s.Misses, &s.Uncached, &s.Errors, &s.Corrupt, &s.Evictions, &s.Damaged}
+	return []*int64{&s.Hits, &s.Misses, &s.Uncached, &s.Errors, &s.Corrupt, &s.Evictions, &s.Damaged, &s.VerifyMismatch}
 }
 
 const uncachedPrefix = "uncached:"

@@ -218,6 +218,10 @@ const (
 	// JSON does not parse) and removed; counted as Damaged and Corrupt,
 	// like a damaged entry Get finds.
 	EventDamaged = "damaged"
+	// EventVerifyMismatch is a hit whose outputs differed from those of a
+	// fresh compile of the same request (PTOJIT_CACHE_VERIFY): its key
+	// misses an input. Counted as VerifyMismatch; no reason needed.
+	EventVerifyMismatch = "verify_mismatch"
 )
 
 // Stats are a store's counters and size. Entries, Bytes and MaxBytes
@@ -241,6 +245,9 @@ type Stats struct {
 	// truncated when it was opened, too little free space to write, a
 	// recovered panic. Empty when nothing is.
 	Health []string `json:"health,omitempty"`
+	// VerifyMismatch counts hits that a fresh compile contradicted
+	// (EventVerifyMismatch): each one a failed build, never published.
+	VerifyMismatch int64 `json:"verify_mismatch"`
 }
 
 // CorruptBlob is a damaged or missing blob found by Verify. Like the
@@ -365,7 +372,7 @@ type Store interface {
 	// Stats returns the counters and the size.
 	Stats(ctx context.Context) (*Stats, error)
 	// Count counts an event: EventUncached with its reason, EventError or
-	// EventDamaged.
+	// EventDamaged or EventVerifyMismatch.
 	Count(ctx context.Context, event string, reason string) error
 	// Close flushes batched writes and releases the store.
 	Close() error

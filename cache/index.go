@@ -196,6 +196,7 @@ func addStats(t, s *Stats) {
 	t.Corrupt += s.Corrupt
 	t.Damaged += s.Damaged
 	t.Evictions += s.Evictions
+	t.VerifyMismatch += s.VerifyMismatch
 	for k, v := range s.UncachedReasons {
 		if t.UncachedReasons == nil {
 			t.UncachedReasons = make(map[string]int64)
@@ -225,6 +226,8 @@ func (c *counters) countEvent(event, reason string) error {
 		c.add(func(s *Stats) { s.Errors++ })
 	case EventDamaged:
 		c.add(func(s *Stats) { s.Damaged++; s.Corrupt++ })
+	case EventVerifyMismatch:
+		c.add(func(s *Stats) { s.VerifyMismatch++ })
 	default:
 		return &CountError{Event: event, Reason: "unknown event"}
 	}
@@ -233,5 +236,5 @@ func (c *counters) countEvent(event, reason string) error {
 
 // any reports whether s counts any event.
 func (s *Stats) any() bool {
-	return s.Hits|s.Misses|s.Uncached|s.Errors|s.Corrupt|s.Damaged|s.Evictions != 0 || len(s.UncachedReasons) > 0
+	return s.Hits|s.Misses|s.Uncached|s.Errors|s.Corrupt|s.Damaged|s.Evictions|s.VerifyMismatch != 0 || len(s.UncachedReasons) > 0
 }

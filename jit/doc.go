@@ -105,6 +105,25 @@
 // temporary file and a rename, after their bytes are checked against their
 // digests, so the directory never holds a partial or corrupt output.
 //
+// # Verify mode
+//
+// With Options.Verify (PTOJIT_CACHE_VERIFY=1 or the setting verify, like
+// Go's GODEBUG=gocacheverify=1), every hit, local or remote, is also
+// compiled afresh, in the daemon and without it, and each output is
+// compared byte for byte with the stored one. A difference fails the
+// build with a *VerifyError naming the key and, for each output that
+// differs, its stored and fresh SHA-256; it is counted as verify_mismatch
+// in the store's stats (cache.EventVerifyMismatch) and as an error. The
+// fresh outputs are never published: the stored entry stays as it was, and
+// nothing is written to the output directory. A difference while an input
+// changed during the fresh compile (a source fingerprinted again, a header
+// modified since the build began) proves nothing and is a warning. Outputs
+// whose bytes may legitimately differ between two compiles are named in
+// code (verifyMayDiffer, with the reason; none today) and are compared all
+// the same, a difference being a warning. A remote hit is stored locally
+// before it is compared, as without verify. Without verify a hit runs no
+// compiler.
+//
 // # Remote tier
 //
 // With Options.Remote, a local miss looks the key up in the remote tier

@@ -86,6 +86,11 @@ type Options struct {
 	// Remote, when set, is looked up after a local miss and receives what
 	// is published locally.
 	Remote RemoteTier
+	// Verify compiles every hit again and compares its outputs with the
+	// stored ones, byte for byte (the verify mode, PTOJIT_CACHE_VERIFY): a
+	// difference fails the build with a *VerifyError and is counted as
+	// cache.EventVerifyMismatch; the fresh outputs are never published.
+	Verify bool
 	// BeforeRevalidate, when set, runs after the compilers finished and
 	// before the sources are fingerprinted again (tests change a source
 	// there to prove that nothing is published).
@@ -235,6 +240,11 @@ func (d *Driver) build(ctx context.Context, req *api.Request, resp *api.Response
 		resp.Timings.Compile = r.compileMS
 		resp.Timings.Lookup += r.remoteMS
 		ph.mark("compile")
+	}
+	if r.hit && d.opt.Verify {
+		if err := d.verifyHit(ctx, req, id, r, began, resp, ph); err != nil {
+			return err
+		}
 	}
 	t = time.Now()
 	err = d.answer(req, r.outs, r.data, resp)

@@ -49,11 +49,18 @@ PTOJIT_CACHE_READONLY=1 a running daemon is used but none is started). With
 (a daemon) holds the store, it compiles without the cache ("uncached") and
 says which process holds it, or with --wait waits for it.
 
+With PTOJIT_CACHE_VERIFY=1 (or verify in the settings file) every hit is
+also compiled and its outputs compared byte for byte with the stored ones;
+a difference is an error naming the key, each output that differs and both
+digests, counted as verify_mismatch in "ptojit cache stats", and nothing is
+published or written.
+
 An invalid request is reported as FILE:LINE:COL: FIELD: what is wrong, e.g.
   request.json:10:32: kernels[0].signature[1]: unknown direction "UP": want IN, OUT, INOUT or SCALAR
 
-Exit status: 0 hit, miss or uncached; 1 error (a compile error); 2 usage
-error or invalid input (a missing or invalid request, a missing source).`,
+Exit status: 0 hit, miss or uncached; 1 error (a compile error, a verify
+mismatch); 2 usage error or invalid input (a missing or invalid request, a
+missing source).`,
 		Setup: func(fs *pflag.FlagSet) cli.RunFunc {
 			var o buildOptions
 			fs.StringVar(&o.request, "request", "", "the build request, FILE or - for standard input")
@@ -246,32 +253,34 @@ var openStoreWait = time.Minute
 // space, held by another process) it returns a nil store and the error as
 // storeErr, and the command goes on without a cache. A cache another
 // process holds is waited for only with wait (at most openStoreWait);
-// otherwise storeErr is a *heldError naming the holder.
-func storeFor(ctx context.Context, env *cli.Env, dir string, readOnly, wait bool) (st cache.Store, release func() error, storeErr error, err error) {
+// otherwise storeErr is a *heldError naming the holder. verify is the
+// verify setting in force for a store that is returned (read with the
+// store's own settings), else false.
+func storeFor(ctx context.Context, env *cli.Env, dir string, readOnly, wait bool) (st cache.Store, release func() error, storeErr error, verify bool, err error) {
 	if engine.store != nil {
-		opt, err := storeOptions(env, dir)
+		opt, verify, err := storeSettings(env, dir)
 		if err != nil {
-			return nil, nil, nil, err
+			return nil, nil, nil, false, err
 		}
-		return sharedStore(opt), func() error { return nil }, nil, nil
+		return sharedStore(opt), func() error { return nil }, nil, verify, nil
 	}
 	if engine.storeErr != nil {
-		return nil, func() error { return nil }, engine.storeErr, nil
+		return nil, func() error { return nil }, engine.storeErr, false, nil
 	}
 	octx, cancel := context.WithTimeout(ctx, openStoreWait)
 	defer cancel()
-	b, err := openStore(octx, env, dir, readOnly, wait)
+	b, verify, err := openStore(octx, env, dir, readOnly, wait)
 	var oe *cache.OpenError
 	var held *heldError
 	switch {
 	case err == nil:
-		return b, b.Close, nil, nil
+		return b, b.Close, nil, verify, nil
 	case ctx.Err() != nil:
-		return nil, nil, nil, err
+		return nil, nil, nil, false, err
 	case errors.As(err, &held), errors.As(err, &oe):
-		return nil, func() error { return nil }, err, nil
+		return nil, func() error { return nil }, err, false, nil
 	}
-	return nil, nil, nil, err
+	return nil, nil, nil, false, err
 }
 
 // processIdentities is the identity memo of an engine process that is not
@@ -292,9 +301,9 @@ func identities() *toolchain.InstallationIdentityCache {
 // driverFor returns the Driver of a command: with the shared identity memo
 // when there is one, reading env's variables and running the tools with
 // env's environment as a daemon of cacheDir ("" for the default) keeps it
-// (toolEnv).
-func driverFor(env *cli.Env, cacheDir string, store cache.Store, storeErr error, rt *remote.Remote) *jit.Driver {
-	o := jit.Options{Store: store, Getenv: env.Getenv, Environ: toolEnv(env, cacheDir), Identities: identities()}
+// (toolEnv), verifying every hit with verify (storeFor).
+func driverFor(env *cli.Env, cacheDir string, store cache.Store, storeErr error, rt *remote.Remote, verify bool) *jit.Driver {
+	o := jit.Options{Store: store, Getenv: env.Getenv, Environ: toolEnv(env, cacheDir), Identities: identities(), Verify: verify}
 	if store == nil && storeErr != nil {
 		var oe *cache.OpenError
 		var held *heldError
@@ -372,18 +381,20 @@ func remoteFor(env *cli.Env, cacheDir string) (*remote.Remote, func()) {
 	}
 }
 
-// openStore opens the cache in this process; see openNow.
-func openStore(ctx context.Context, env *cli.Env, dir string, readOnly, wait bool) (*cache.Badger, error) {
+// openStore opens the cache in this process (see openNow) and reports
+// whether the verify setting is on.
+func openStore(ctx context.Context, env *cli.Env, dir string, readOnly, wait bool) (*cache.Badger, bool, error) {
 	dir, err := cacheDirOf(env, dir)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
-	opt, err := storeOptions(env, dir)
+	opt, verify, err := storeSettings(env, dir)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	opt.ReadOnly = opt.ReadOnly || readOnly
-	return openNow(ctx, env, dir, opt, wait)
+	b, err := openNow(ctx, env, dir, opt, wait)
+	return b, verify, err
 }
 
 func runBuild(ctx context.Context, env *cli.Env, o buildOptions) error {
@@ -406,13 +417,13 @@ func runBuild(ctx context.Context, env *cli.Env, o buildOptions) error {
 		return err
 	}
 	t := time.Now()
-	store, release, storeErr, err := storeFor(ctx, env, o.cacheDir, false, o.wait)
+	store, release, storeErr, verify, err := storeFor(ctx, env, o.cacheDir, false, o.wait)
 	if err != nil {
 		return err
 	}
 	rt, endRemote := remoteFor(env, o.cacheDir)
 	storeUS := time.Since(t).Microseconds()
-	resp, buildErr := driverFor(env, o.cacheDir, store, storeErr, rt).Build(ctx, req)
+	resp, buildErr := driverFor(env, o.cacheDir, store, storeErr, rt, verify).Build(ctx, req)
 	t = time.Now()
 	endRemote()
 	if err := release(); err != nil && buildErr == nil {
@@ -455,7 +466,7 @@ func runBuild(ctx context.Context, env *cli.Env, o buildOptions) error {
 func writeTrace(w io.Writer, r *api.Response) {
 	var b strings.Builder
 	b.WriteString("trace (µs):")
-	for _, p := range []string{"read", "store", "request", "toolchain", "sources", "record", "lookup", "headers", "verify", "compile", "output"} {
+	for _, p := range []string{"read", "store", "request", "toolchain", "sources", "record", "lookup", "headers", "verify", "compile", "verify_compile", "output"} {
 		if v, ok := r.Timings.Phases[p]; ok {
 			fmt.Fprintf(&b, " %s %d", p, v)
 		}

@@ -95,8 +95,9 @@ Flags go after the subcommand: ptojit cache stats --json.
 Prints the cache directory, the number of entries, the size against its
 limit, and the counters: hits, misses, damaged lookups (misses on a damaged
 entry, counted apart), damaged items removed, uncached builds with their
-reasons, errors (failed builds, failed cache reads and writes) and
-evictions; then what is wrong with the store, if anything (a truncated value
+reasons, errors (failed builds, failed cache reads and writes),
+verify_mismatch (hits that a fresh compile in the verify mode,
+PTOJIT_CACHE_VERIFY=1, contradicted) and evictions; then what is wrong with the store, if anything (a truncated value
 log, too little free space, a recovered panic).`, 0, false, runCacheStats, nil),
 			sub("ls", "ls [--json]", "list entries, most recently used first", `
 Lists every entry: key prefix, size, last use, creation time, compile time,
@@ -343,6 +344,7 @@ func runCacheStats(ctx context.Context, env *cli.Env, o *cacheOptions, s cache.S
 		fmt.Fprintf(w, "  %s\t%d\n", r, st.UncachedReasons[r])
 	}
 	fmt.Fprintf(w, "errors\t%d\n", st.Errors)
+	fmt.Fprintf(w, "verify_mismatch\t%d hits that differed from a fresh compile (verify mode)\n", st.VerifyMismatch)
 	fmt.Fprintf(w, "evictions\t%d\n", st.Evictions)
 	for _, h := range st.Health {
 		fmt.Fprintf(w, "health\t%s\n", h)

@@ -148,6 +148,7 @@ type settings struct {
 	list     []config.Setting
 	maxBytes int64
 	readOnly bool
+	verify   bool // the verify mode (jit.Options.Verify)
 }
 
 // resolveSettings returns the settings in force: getenv's variables, else
@@ -179,6 +180,10 @@ func resolveSettings(cacheDir string, getenv func(string) string) (*settings, er
 			if s.readOnly, err = config.ParseBool(st.Value); err != nil {
 				return nil, bad(err)
 			}
+		case "verify":
+			if s.verify, err = config.ParseBool(st.Value); err != nil {
+				return nil, bad(err)
+			}
 		}
 	}
 	return s, nil
@@ -195,15 +200,22 @@ const sourceDaemonFlag config.Source = "daemon --max-size"
 // storeOptions returns the cache options of a command that uses the cache
 // directory dir (relative to env's directory; "" for the default).
 func storeOptions(env *cli.Env, dir string) (cache.Options, error) {
-	dir, err := cacheDirOf(env, dir)
+	opt, _, err := storeSettings(env, dir)
+	return opt, err
+}
+
+// storeSettings is storeOptions that also reports whether the verify
+// setting is on, from the same reading of the settings.
+func storeSettings(env *cli.Env, dir string) (opt cache.Options, verify bool, err error) {
+	dir, err = cacheDirOf(env, dir)
 	if err != nil {
-		return cache.Options{}, err
+		return cache.Options{}, false, err
 	}
 	s, err := resolveSettings(dir, env.Getenv)
 	if err != nil {
-		return cache.Options{}, err
+		return cache.Options{}, false, err
 	}
-	return cache.Options{MaxBytes: s.maxBytes, ReadOnly: s.readOnly}, nil
+	return cache.Options{MaxBytes: s.maxBytes, ReadOnly: s.readOnly}, s.verify, nil
 }
 
 func runConfigGet(env *cli.Env, o *configOptions, args []string) error {

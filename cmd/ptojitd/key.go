@@ -108,7 +108,7 @@ func runKey(ctx context.Context, env *cli.Env, o keyOptions) error {
 	if err != nil {
 		return err
 	}
-	rep, err := driverFor(env, "", nil, nil, nil).KeyOf(ctx, req)
+	rep, err := driverFor(env, "", nil, nil, nil, false).KeyOf(ctx, req)
 	if err != nil {
 		return err
 	}
@@ -146,7 +146,7 @@ func (s *keySource) record(ctx context.Context, arg string) (inventory.Value, er
 		if err != nil {
 			return nil, err
 		}
-		rep, err := driverFor(s.env, s.cacheDir, nil, nil, nil).KeyOf(ctx, req)
+		rep, err := driverFor(s.env, s.cacheDir, nil, nil, nil, false).KeyOf(ctx, req)
 		if err != nil {
 			return nil, err
 		}
@@ -159,7 +159,7 @@ func (s *keySource) record(ctx context.Context, arg string) (inventory.Value, er
 		return nil, err
 	}
 	if s.store == nil {
-		st, release, storeErr, err := storeFor(ctx, s.env, s.cacheDir, true, s.wait)
+		st, release, storeErr, _, err := storeFor(ctx, s.env, s.cacheDir, true, s.wait)
 		if err == nil && storeErr != nil {
 			err = storeErr
 		}

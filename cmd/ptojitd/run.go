@@ -189,12 +189,12 @@ func buildForRun(ctx context.Context, env *cli.Env, o runOptions, req *api.Reque
 		}
 		return &resp, nil
 	}
-	store, release, storeErr, err := storeFor(ctx, env, o.cacheDir, false, false)
+	store, release, storeErr, verify, err := storeFor(ctx, env, o.cacheDir, false, false)
 	if err != nil {
 		return nil, err
 	}
 	rt, endRemote := remoteFor(env, o.cacheDir)
-	resp, buildErr := driverFor(env, o.cacheDir, store, storeErr, rt).Build(ctx, req)
+	resp, buildErr := driverFor(env, o.cacheDir, store, storeErr, rt, verify).Build(ctx, req)
 	endRemote()
 	if err := release(); err != nil && buildErr == nil {
 		resp.Warnings = append(resp.Warnings, fmt.Sprintf("closing the cache: %v", err))

@@ -35,6 +35,7 @@ func TestBuildScripts(t *testing.T) {
 			"corrupt-blob": cmdCorruptBlob,
 			"append":       cmdAppend,
 			"setenv-json":  cmdSetenvJSON,
+			"plant-output": cmdPlantOutput,
 		},
 		Condition: func(cond string) (bool, error) {
 			switch cond {
@@ -108,4 +109,67 @@ func cmdSetenvJSON(ts *testscript.TestScript, neg bool, args []string) {
 // would start a daemon fails at once instead.
 func noEngine() (string, error) {
 	return "", errors.New("this test starts no daemon")
+}
+
+// plant-output KEY NAME FILE: plants other bytes for output NAME of KEY's
+// result (plantOutput) and writes them to FILE.
+func cmdPlantOutput(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 3 {
+		ts.Fatalf("usage: plant-output KEY NAME FILE")
+	}
+	b, err := plantOutput(ts.Getenv("PTOJIT_CACHE_DIR"), args[0], args[1])
+	ts.Check(err)
+	ts.Check(os.WriteFile(ts.MkAbs(args[2]), b, 0o644))
+}
+
+// plantOutput replaces output name of the result entry that the newest
+// header variant of key's manifest names, in the cache directory dir, with
+// other bytes (its bytes and "planted"): a well-formed entry under the same
+// key, put through the cache package, whose outputs are not what the key's
+// inputs compile to. It returns the new bytes.
+func plantOutput(dir, key, name string) ([]byte, error) {
+	ctx := context.Background()
+	store, err := cache.Open(dir, cache.Options{})
+	if err != nil {
+		return nil, err
+	}
+	defer store.Close()
+	k, err := cache.ParseKey(key)
+	if err != nil {
+		return nil, err
+	}
+	m, err := store.Entry(ctx, k)
+	if err != nil {
+		return nil, err
+	}
+	var man struct {
+		Variants []struct {
+			Result string `json:"result"`
+		} `json:"variants"`
+	}
+	if err := json.Unmarshal([]byte(m.Meta["manifest"]), &man); err != nil || len(man.Variants) == 0 {
+		return nil, fmt.Errorf("the manifest of %s names no variant (%v)", key, err)
+	}
+	rk, err := cache.ParseKey(man.Variants[0].Result)
+	if err != nil {
+		return nil, err
+	}
+	h, err := store.Get(ctx, rk)
+	if err != nil {
+		return nil, err
+	}
+	e := *h.Entry
+	e.Outputs = append([]cache.Output(nil), e.Outputs...)
+	data := append([][]byte(nil), h.Data...)
+	for i, o := range e.Outputs {
+		if o.Name == name {
+			data[i] = append(append([]byte(nil), data[i]...), "planted"...)
+			e.Outputs[i].Size, e.Outputs[i].Digest = 0, cache.Digest{}
+			if err := store.Put(ctx, &e, data); err != nil {
+				return nil, err
+			}
+			return data[i], store.Close()
+		}
+	}
+	return nil, fmt.Errorf("the result of %s has no output %s", key, name)
 }

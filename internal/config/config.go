@@ -75,6 +75,8 @@ var Known = []Key{
 		Doc: "the cache's size cap; least-recently-used entries are evicted beyond it (0: no cap)"},
 	{Name: "readonly", Env: "PTOJIT_CACHE_READONLY", Kind: Bool, Default: "0",
 		Doc: "never write the cache: lookups only"},
+	{Name: "verify", Env: "PTOJIT_CACHE_VERIFY", Kind: Bool, Default: "0",
+		Doc: "compile every hit again and compare its outputs byte for byte with the stored ones; a difference fails the build (verify_mismatch)"},
 	{Name: "remote", Env: "PTOJIT_REMOTE", Kind: Text, Default: "",
 		Doc: "the remote tier: redis://..., rediss://... or redis-cluster://h:p[,h:p...]"},
 	{Name: "remote_readonly", Env: "PTOJIT_REMOTE_READONLY", Kind: Bool, Default: "0",
