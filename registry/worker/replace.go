@@ -26,6 +26,7 @@ type childState struct {
 	replacements int           // replacements made, successful or not
 	lastFailure  error         // why the last incarnation was retired
 	givenUp      error         // not nil once the restart bound was hit
+	starting     *endpoint     // a replacement being started, which Close aborts
 }
 
 // actKey names the activations of one hashid on one child id.
@@ -185,6 +186,42 @@ func (w *Worker) replace(ctx context.Context, id int) (*endpoint, error) {
 		return nil, err
 	}
 	return e, nil
+}
+
+// provision is one Provide that a child accepted: replayed on a
+// replacement while its hashid is live.
+type provision struct {
+	hashid registry.Hashid
+	ns     registry.Namespace
+	args   []byte
+}
+
+// replayProvisions offers a replacement the operations its namespace's
+// children were offered (Provide), in the order they were. A refusal fails
+// the replacement.
+func (w *Worker) replayProvisions(e *endpoint) error {
+	live := map[registry.Hashid]bool{}
+	for _, h := range w.reg.Live() {
+		live[h.Hashid] = true
+	}
+	w.actMu.Lock()
+	w.provided = slices.DeleteFunc(w.provided, func(p provision) bool { return !live[p.hashid] })
+	var ps []provision
+	for _, p := range w.provided {
+		if p.ns == e.ns {
+			ps = append(ps, p)
+		}
+	}
+	w.actMu.Unlock()
+	for _, p := range ps {
+		err := e.request(mailbox.OpProvide, "provide", p.hashid, func(dst []byte) ([]byte, error) {
+			return mailbox.AppendFrame(dst, mailbox.OpProvide, mailbox.StatusOK, p.args)
+		}, -1, w.cfg.ControlTimeout)
+		if err != nil {
+			return fmt.Errorf("replaying the provision of %v: %w", p.hashid, err)
+		}
+	}
+	return nil
 }
 
 // noteActivation records a successful ACTIVATE (+1) or DEACTIVATE (-1).

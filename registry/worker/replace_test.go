@@ -245,3 +245,41 @@ func TestReplacementReplaysActivations(t *testing.T) {
 		t.Error("the child was not replaced")
 	}
 }
+
+// Close does not wait behind a replacement whose new child stalls: it
+// aborts the child being started, and the request that asked for the
+// replacement fails.
+func TestCloseAbortsReplacement(t *testing.T) {
+	vadd, _, _ := testBlobs(t)
+	cfg, log := testConfig(2, 0)
+	cfg.faults = map[int]uint32{1: faultExitOnTask}
+	cfg.refaults = map[int]uint32{1: faultStallOnRegister}
+	cfg.ControlTimeout = time.Minute
+	w := startWorker(t, cfg)
+	h := mustRegister(t, w, vadd)
+	if err := callVAdd(t, w, h, 1, 1); !errors.Is(err, ErrChildExited) {
+		t.Fatalf("the task on the exiting child: %v", err)
+	}
+	called := make(chan error, 1)
+	go func() { called <- w.CallContext(context.Background(), 1, h, mailbox.TaskArgs{}) }()
+	log.waitFor(t, "worker 1: register", "injected stall") // the replacement, installing h
+	closed := make(chan error, 1)
+	go func() { closed <- w.Close() }()
+	deadline := time.After(20 * time.Second)
+	select {
+	case err := <-closed:
+		if err != nil {
+			t.Fatalf("Close: %v", err)
+		}
+	case <-deadline:
+		t.Fatal("Close waits behind a replacement that stalls")
+	}
+	select {
+	case err := <-called:
+		if err == nil {
+			t.Fatal("the call whose replacement was aborted succeeded")
+		}
+	case <-deadline:
+		t.Fatal("the call whose replacement was aborted never returned")
+	}
+}

@@ -94,8 +94,9 @@ type Worker struct {
 	children  []childState   // by worker id
 	replacing sync.WaitGroup // replacements under way; Close waits for them
 
-	actMu sync.Mutex     // guards acts
-	acts  map[actKey]int // successful activations not yet deactivated, replayed on a replacement
+	actMu    sync.Mutex     // guards acts, provided
+	acts     map[actKey]int // successful activations not yet deactivated, replayed on a replacement
+	provided []provision    // accepted Provides, replayed on a replacement
 }
 
 // New checks cfg and creates the arena; no child starts before Start.
@@ -236,6 +237,22 @@ func (w *Worker) startChild(ctx context.Context, id, gen int) (*endpoint, error)
 	if err != nil {
 		return nil, err
 	}
+	if gen > 0 {
+		// Close aborts a replacement it finds starting, so it never waits
+		// for a new child's control timeouts.
+		w.mu.Lock()
+		w.children[id].starting = e
+		closed := w.closed
+		w.mu.Unlock()
+		defer func() {
+			w.mu.Lock()
+			w.children[id].starting = nil
+			w.mu.Unlock()
+		}()
+		if closed {
+			e.abort()
+		}
+	}
 	flags := w.cfg.faults[id]
 	if gen > 0 {
 		flags = w.cfg.refaults[id]
@@ -253,6 +270,9 @@ func (w *Worker) startChild(ctx context.Context, id, gen int) (*endpoint, error)
 	// Pre-start registrations: every live handle of the namespace, once per
 	// handle, before the child reports ready.
 	if err := w.reg.Attach(ctx, e); err != nil {
+		return e, err
+	}
+	if err := w.replayProvisions(e); err != nil {
 		return e, err
 	}
 	if err := w.replayActivations(ctx, e); err != nil {
@@ -354,6 +374,11 @@ func (w *Worker) Close() error {
 	}
 	w.closed = true
 	eps := w.endpoints
+	for i := range w.children {
+		if e := w.children[i].starting; e != nil {
+			e.abort()
+		}
+	}
 	w.mu.Unlock()
 	var wg sync.WaitGroup
 	for _, e := range eps {
