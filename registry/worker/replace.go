@@ -121,9 +121,10 @@ func (w *Worker) replace(ctx context.Context, id int) (*endpoint, error) {
 	}
 	w.mu.Unlock()
 
-	// The failure that retired it; it names the violation. The endpoint's
-	// operation in flight, if any, is failing already (its child is killed
-	// or gone).
+	// The failure that retired it; it names the violation. Shutting the
+	// socket down first ends an operation still in flight even if another
+	// process holds the child's end of the mailbox open.
+	old.abort()
 	cause := old.failure()
 	w.mu.Lock()
 	c.lastFailure = cause

@@ -31,6 +31,26 @@ func callVAdd(t *testing.T, w *Worker, h CallableHandle, id, seed int) error {
 	return v.check()
 }
 
+// goVAdd is callVAdd in another goroutine: the task's buffers are
+// allocated here (a test may fail only from its own goroutine), the call
+// and the check run there, and its outcome arrives on the channel.
+func goVAdd(t *testing.T, w *Worker, h CallableHandle, id, seed int) <-chan error {
+	t.Helper()
+	v := newVAddTask(t, w, 256, seed, 0.5)
+	t.Cleanup(v.free)
+	done := make(chan error, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		err := w.CallContext(ctx, id, h, v.args())
+		if err == nil {
+			err = v.check()
+		}
+		done <- err
+	}()
+	return done
+}
+
 // waitExited waits, with a deadline, until child id's current process has
 // been waited for.
 func waitExited(t *testing.T, w *Worker, id int) {
@@ -87,8 +107,7 @@ func TestChildReplacedAfterFailure(t *testing.T) {
 				}
 				waitExited(t, w, 1)
 			case tc.kill:
-				done := make(chan error, 1)
-				go func() { done <- callVAdd(t, w, h, 1, 2) }()
+				done := goVAdd(t, w, h, 1, 2)
 				log.waitFor(t, "worker 1: task", "injected stall")
 				if err := syscall.Kill(oldPID, syscall.SIGKILL); err != nil {
 					t.Fatal(err)
@@ -281,5 +300,37 @@ func TestCloseAbortsReplacement(t *testing.T) {
 		}
 	case <-deadline:
 		t.Fatal("the call whose replacement was aborted never returned")
+	}
+}
+
+// Concurrent requests to a dead child share one replacement, and each is
+// served by it.
+func TestConcurrentRequestsShareOneReplacement(t *testing.T) {
+	vadd, _, _ := testBlobs(t)
+	cfg, _ := testConfig(2, 0)
+	w := startWorker(t, cfg)
+	h := mustRegister(t, w, vadd)
+	if err := syscall.Kill(w.Children()[1].PID, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	waitExited(t, w, 1)
+	const n = 8
+	var calls []<-chan error
+	for i := range n {
+		calls = append(calls, goVAdd(t, w, h, 1, 10+i))
+	}
+	deadline := time.After(60 * time.Second)
+	for _, c := range calls {
+		select {
+		case err := <-c:
+			if err != nil {
+				t.Error(err)
+			}
+		case <-deadline:
+			t.Fatal("the requests to the replaced child did not all return")
+		}
+	}
+	if c := w.Children()[1]; c.Replacements != 1 || !c.Active {
+		t.Errorf("child 1: %+v, want one replacement", c)
 	}
 }
