@@ -35,7 +35,8 @@ type actKey struct {
 	hashid registry.Hashid
 }
 
-// ChildStatus is a snapshot of one child: what a status report shows.
+// ChildStatus is a snapshot of one child: what a status report shows. A
+// plain value.
 type ChildStatus struct {
 	ID int
 	// PID is the process of the current incarnation (0 if none started).

@@ -82,9 +82,12 @@ type Worker struct {
 	arena *mailbox.Arena
 	reg   *Registrar
 
-	// scope is held shared by Register and exclusively by Start, so a
-	// registration either precedes Start (and is attached to every child)
-	// or sees every started child in its scope. Lock order: scope, mu.
+	// scope is held shared by Register and Unregister and exclusively by
+	// Start and by a replacement, so a registration either precedes Start
+	// (and is attached to every child) or sees every started child in its
+	// scope, and sees a replaced child either before or after the move.
+	// Lock order: a child's repl (replace.go), scope, mu; mu is never held
+	// while a child is asked anything; actMu is taken alone.
 	scope sync.RWMutex
 
 	mu        sync.Mutex // guards started, closed, endpoints, the children's counters
@@ -94,7 +97,7 @@ type Worker struct {
 	children  []childState   // by worker id
 	replacing sync.WaitGroup // replacements under way; Close waits for them
 
-	actMu    sync.Mutex     // guards acts, provided
+	actMu    sync.Mutex     // guards acts, provided; no other lock is taken while it is held
 	acts     map[actKey]int // successful activations not yet deactivated, replayed on a replacement
 	provided []provision    // accepted Provides, replayed on a replacement
 }
