@@ -134,10 +134,16 @@ func (w *Worker) Run(ctx context.Context, fn func(o *Orchestrator) error) error 
 // serve runs one child's tasks: its own queue and its namespace's shared
 // queue, one at a time (the mailbox has one operation in flight). Each task
 // goes to the child's endpoint in place when it starts: a child retired by
-// an earlier task is replaced first.
+// an earlier task is replaced first. A child given up takes no more tasks
+// from the shared queue while a sibling of its path is not given up (the
+// last one keeps draining it, failing its tasks, so none waits for ever).
 func (o *Orchestrator) serve(id int, role uint32) {
 	own, shared := o.queues[id], o.shared[role]
 	for own != nil || shared != nil {
+		if shared != nil && o.w.givenUp(id) && slices.ContainsFunc(o.ids[role], func(s int) bool { return s != id && !o.w.givenUp(s) }) {
+			shared = nil
+			continue
+		}
 		var t *Task
 		var ok bool
 		select {

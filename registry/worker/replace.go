@@ -74,6 +74,13 @@ func (w *Worker) Children() []ChildStatus {
 	return out
 }
 
+// givenUp reports whether child id was given up (ErrChildGivenUp).
+func (w *Worker) givenUp(id int) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.children[id].givenUp != nil
+}
+
 // live returns child id's endpoint for a request addressed to it: the
 // current one while it is in use, else a replacement, started now.
 //
@@ -136,7 +143,7 @@ func (w *Worker) replace(ctx context.Context, id int) (*endpoint, error) {
 	now := time.Now()
 	c.restarts = slices.DeleteFunc(c.restarts, func(t time.Time) bool { return now.Sub(t) >= w.cfg.RestartWindow })
 	if len(c.restarts) >= w.cfg.MaxRestarts {
-		c.givenUp = &EndpointError{WorkerID: id, Op: "replace", Err: fmt.Errorf("%w: %d replacements within %v, the bound (last failure: %v)",
+		c.givenUp = &EndpointError{WorkerID: id, Op: "replace", Err: fmt.Errorf("%w after %d replacements within %v (the bound); last failure: %v",
 			ErrChildGivenUp, len(c.restarts), w.cfg.RestartWindow, cause)}
 		err := c.givenUp
 		w.mu.Unlock()

@@ -334,3 +334,54 @@ func TestConcurrentRequestsShareOneReplacement(t *testing.T) {
 		t.Errorf("child 1: %+v, want one replacement", c)
 	}
 }
+
+// Run's tasks for any child of a path avoid a child given up: they run on
+// its siblings.
+func TestRunAvoidsChildGivenUp(t *testing.T) {
+	vadd, _, _ := testBlobs(t)
+	cfg, _ := testConfig(2, 0)
+	cfg.faults = map[int]uint32{1: faultTaskReplyGarbage}
+	cfg.refaults = map[int]uint32{1: faultTaskReplyGarbage}
+	cfg.MaxRestarts = 1
+	cfg.RestartWindow = time.Hour
+	w := startWorker(t, cfg)
+	h := mustRegister(t, w, vadd)
+	for i := range 3 {
+		if err := callVAdd(t, w, h, 1, i); err == nil {
+			t.Fatalf("call %d on the misbehaving child succeeded", i)
+		}
+	}
+	if !w.Children()[1].GivenUp {
+		t.Fatalf("child 1 is not given up: %+v", w.Children()[1])
+	}
+	const n = 32
+	vs := make([]*vaddTask, n)
+	for i := range vs {
+		vs[i] = newVAddTask(t, w, 64, i, 2)
+		defer vs[i].free()
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	var tasks []*Task
+	err := w.Run(ctx, func(o *Orchestrator) error {
+		for _, v := range vs {
+			task, err := o.SubmitNextLevel(h, v.args(), CallConfig{})
+			if err != nil {
+				return err
+			}
+			tasks = append(tasks, task)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatalf("Run with a child given up: %v", err)
+	}
+	for i, task := range tasks {
+		if task.Worker() != 0 {
+			t.Errorf("task %d ran on worker %d", i, task.Worker())
+		}
+		if err := vs[i].check(); err != nil {
+			t.Errorf("task %d: %v", i, err)
+		}
+	}
+}
