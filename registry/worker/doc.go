@@ -49,8 +49,9 @@
 // Config.RestartWindow (5 a minute by default); a replacement that fails
 // to start counts. Beyond the bound the child is given up for the Worker's
 // lifetime: requests to it fail with ErrChildGivenUp, which names the last
-// failure. Worker.Children reports each child's pid, replacement count,
-// last failure and whether it was given up.
+// failure; Run's tasks for any child of a path go to its siblings.
+// Worker.Children reports each child's pid, replacement count, last failure
+// and whether it was given up.
 //
 // # Registration
 //
