@@ -41,6 +41,7 @@ func (w *Worker) Activate(ctx context.Context, id int, h CallableHandle) (Activa
 	default:
 		return Activation{}, e.statusErr("activate", h.Hashid, st, r)
 	}
+	w.noteActivation(id, h.Hashid, +1)
 	return Activation{ImplID: r.Message, HasImplID: r.Detail&mailbox.ActivateHasImplID != 0,
 		InitRan: r.Detail&mailbox.ActivateInitRan != 0, HasShutdown: r.Detail&mailbox.ActivateHasShutdown != 0}, nil
 }
@@ -55,6 +56,7 @@ func (w *Worker) Deactivate(ctx context.Context, id int, h CallableHandle) (shut
 	if st != mailbox.StatusOK {
 		return false, e.statusErr("deactivate", h.Hashid, st, r)
 	}
+	w.noteActivation(id, h.Hashid, -1)
 	return r.Detail&mailbox.DeactivateShutdownRan != 0, nil
 }
 
@@ -62,7 +64,7 @@ func (w *Worker) Deactivate(ctx context.Context, id int, h CallableHandle) (shut
 // run under the control timeout, bounded by ctx: a child whose hook does
 // not return in time is retired.
 func (w *Worker) hookRequest(ctx context.Context, id int, h CallableHandle, op mailbox.Op) (mailbox.Status, mailbox.Reply, *endpoint, error) {
-	e, err := w.endpoint(id)
+	e, err := w.live(ctx, id)
 	if err != nil {
 		return 0, mailbox.Reply{}, nil, err
 	}

@@ -24,8 +24,34 @@
 // endpoint holds a per-endpoint lock from sending a request until its reply
 // is read, and there are no sequence numbers. A timeout, a dead child or a
 // malformed reply therefore retires the endpoint (and kills the child). A
-// reply that is longer than a frame or passes descriptors is malformed: the
-// descriptors the kernel installed in the parent are closed first.
+// reply that is longer or shorter than its frame, is not a frame, names
+// another hashid or passes descriptors is malformed: the descriptors the
+// kernel installed in the parent are closed first.
+//
+// # Replacement
+//
+// A retired child is replaced before the next request addressed to it (a
+// call, a task of Run, Negotiate, Activate, Deactivate, Alive): the old
+// process is killed and waited for and its mailbox closed, then a new
+// process of the same configuration is started and initialized, every live
+// registration of its namespace is installed on it from the payloads the
+// parent holds (Registrar Detach, then Attach, with registrations held
+// off), the operations and activations its predecessor held are offered
+// and activated again (so module init runs in the new process), and it
+// reports ready. Its uncertain pairs are forgotten: nothing of the old
+// process is left. Requests that were in flight on the retired endpoint
+// are not retried, since their outcome there is unknown (a task may have
+// written part of its outputs): they fail with the EndpointError naming
+// the violation, and the caller decides. Registrations made while a child
+// is retired skip it and reach it when it is replaced.
+//
+// Config.MaxRestarts bounds the replacements of one child within
+// Config.RestartWindow (5 a minute by default); a replacement that fails
+// to start counts. Beyond the bound the child is given up for the Worker's
+// lifetime: requests to it fail with ErrChildGivenUp, which names the last
+// failure; Run's tasks for any child of a path go to its siblings.
+// Worker.Children reports each child's pid, replacement count, last failure
+// and whether it was given up.
 //
 // # Registration
 //

@@ -36,8 +36,9 @@ type endpoint struct {
 	retired atomic.Bool // dead != nil; readable without the mailbox lock
 	fdMu    sync.Mutex  // held while fd is shut down by abort or set to -1 by close
 
-	cmd    *exec.Cmd
-	exited chan struct{} // closed when cmd has been waited for
+	cmd       *exec.Cmd
+	exited    chan struct{} // closed when cmd has been waited for
+	closeOnce sync.Once
 }
 
 // active reports whether the endpoint is still in use (not retired by a
@@ -87,6 +88,10 @@ func startEndpoint(id int, role uint32, argv []string, env []string, arena *os.F
 	}
 	go func() {
 		cmd.Wait()
+		// A child that is gone is retired at once, so the next request
+		// addressed to it goes to a replacement rather than to the dead
+		// mailbox.
+		e.retired.Store(true)
 		close(e.exited)
 	}()
 	return e, nil
@@ -339,14 +344,36 @@ func (e *endpoint) abort() {
 	e.fdMu.Unlock()
 }
 
+// failure returns why a retired endpoint is retired: the error its failed
+// operation returned, else the child's exit.
+func (e *endpoint) failure() error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.dead != nil {
+		return e.dead
+	}
+	select {
+	case <-e.exited:
+		return &EndpointError{WorkerID: e.id, Op: "wait", Err: ErrChildExited}
+	default:
+		return &EndpointError{WorkerID: e.id, Op: "abort", Err: errors.New("child killed")}
+	}
+}
+
 // close shuts the child down and releases the mailbox. An idle child is
 // asked to shut down (and killed after timeout). A child with an operation
 // in flight (a task may never return) is killed first, and its socket shut
 // down, so the operation fails and releases the mailbox lock: close never
-// waits behind it. close is called once, by Worker.Close.
+// waits behind it. Only the first call does anything (Worker.Close and a
+// replacement may both close a retired endpoint).
 func (e *endpoint) close(timeout time.Duration) error {
+	e.closeOnce.Do(func() { e.closeNow(timeout) })
+	return nil
+}
+
+func (e *endpoint) closeNow(timeout time.Duration) {
 	if e.mu.TryLock() {
-		if e.dead == nil {
+		if e.dead == nil && e.active() {
 			e.roundTrip(mailbox.OpShutdown, func(b []byte) ([]byte, error) {
 				return mailbox.AppendFrame(b, mailbox.OpShutdown, mailbox.StatusOK, nil)
 			}, -1, timeout)
@@ -372,7 +399,6 @@ func (e *endpoint) close(timeout time.Duration) error {
 		e.cmd.Process.Kill()
 		<-e.exited
 	}
-	return nil
 }
 
 // closeRights closes every descriptor that the control messages oob pass

@@ -25,6 +25,10 @@ const (
 	faultWrongDigest      = 1 << 14 // reply to REGISTER_CALLABLE with another digest
 	faultStallOnTask      = 1 << 15 // block forever while handling TASK
 	faultReplyRights      = 1 << 16 // pass four descriptors with the REGISTER_CALLABLE reply
+	faultTaskReplyRights  = 1 << 17 // pass four descriptors with the TASK reply
+	faultTaskReplyLong    = 1 << 18 // a TASK reply longer than a mailbox frame (the kernel truncates it)
+	faultTaskReplyShort   = 1 << 19 // a TASK reply cut short of the length its header gives
+	faultTaskReplyGarbage = 1 << 20 // a TASK reply that is not a frame (bad magic)
 )
 
 // faultExitCode is the exit status of a child that exits by injection.
@@ -67,8 +71,32 @@ func faultsFor(flags uint32) childfault.Faults {
 	if flags&faultWrongDigest != 0 {
 		f.ReplyDigest = func(d *[mailbox.DigestSize]byte) { d[0] ^= 0xff }
 	}
+	reply := map[mailbox.Op]func(frame []byte) ([]byte, []int){}
 	if flags&faultReplyRights != 0 {
-		f.ReplyRights = func() []int { return []int{2, 2, 2, 2} }
+		reply[mailbox.OpRegister] = func(frame []byte) ([]byte, []int) { return frame, []int{2, 2, 2, 2} }
+	}
+	switch {
+	case flags&faultTaskReplyRights != 0:
+		reply[mailbox.OpTask] = func(frame []byte) ([]byte, []int) { return frame, []int{2, 2, 2, 2} }
+	case flags&faultTaskReplyLong != 0:
+		reply[mailbox.OpTask] = func(frame []byte) ([]byte, []int) {
+			return append(frame, make([]byte, mailbox.MailboxSize+64-len(frame))...), nil
+		}
+	case flags&faultTaskReplyShort != 0:
+		reply[mailbox.OpTask] = func(frame []byte) ([]byte, []int) { return frame[:len(frame)-8], nil }
+	case flags&faultTaskReplyGarbage != 0:
+		reply[mailbox.OpTask] = func(frame []byte) ([]byte, []int) {
+			copy(frame, "JUNK")
+			return frame, nil
+		}
+	}
+	if len(reply) > 0 {
+		f.Reply = func(op mailbox.Op, frame []byte) ([]byte, []int) {
+			if r := reply[op]; r != nil {
+				return r(frame)
+			}
+			return frame, nil
+		}
 	}
 	return f
 }

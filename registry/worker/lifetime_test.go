@@ -74,8 +74,12 @@ func TestRunContextEndsHungTask(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("Run waits for a task after its context ended")
 	}
-	// The child is retired: a later call fails at once.
-	if err := w.Call(0, h, mailbox.TaskArgs{}); err == nil {
-		t.Fatal("a call on the killed child succeeded")
+	// The killed child was retired; a later call runs on its replacement
+	// (whose INIT carries no fault).
+	if err := w.Call(0, h, mailbox.TaskArgs{}); err != nil {
+		t.Fatalf("a call after the hung child was killed: %v", err)
+	}
+	if c := w.Children()[0]; c.Replacements != 1 || !c.Active {
+		t.Errorf("child 0 after the call: %+v, want one replacement, active", c)
 	}
 }

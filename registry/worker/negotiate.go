@@ -1,6 +1,7 @@
 package worker
 
 import (
+	"context"
 	"fmt"
 
 	"github.com/ptojit/ptojit/registry"
@@ -13,7 +14,7 @@ import (
 // calls nothing else of the callable. A refusal is a *registry.Error with
 // code NEGOTIATION_REJECTED whose message is the provider's.
 func (w *Worker) Negotiate(id int, h CallableHandle, a mailbox.NegotiateArgs) (mailbox.Negotiation, error) {
-	e, err := w.endpoint(id)
+	e, err := w.live(context.Background(), id)
 	if err != nil {
 		return mailbox.Negotiation{}, err
 	}
@@ -46,9 +47,11 @@ func (w *Worker) Negotiate(id int, h CallableHandle, a mailbox.NegotiateArgs) (m
 	return n, nil
 }
 
-// Alive reports whether child id is still in use (not retired after a
-// death, a timeout or a protocol error).
+// Alive reports whether child id can serve: its endpoint is in use, or it
+// was retired (after a death, a timeout or a protocol error) and Alive has
+// just replaced it. It is false for a child given up (ErrChildGivenUp), one
+// whose replacement failed, and after Close.
 func (w *Worker) Alive(id int) bool {
-	e, err := w.endpoint(id)
-	return err == nil && e.active()
+	_, err := w.live(context.Background(), id)
+	return err == nil
 }

@@ -101,7 +101,7 @@ func (w *Worker) Run(ctx context.Context, fn func(o *Orchestrator) error) error 
 	}
 	var wg sync.WaitGroup
 	for _, e := range eps {
-		wg.Go(func() { o.serve(e) })
+		wg.Go(func() { o.serve(e.id, e.role) })
 	}
 	ferr := fn(o)
 	o.mu.Lock()
@@ -132,10 +132,18 @@ func (w *Worker) Run(ctx context.Context, fn func(o *Orchestrator) error) error 
 }
 
 // serve runs one child's tasks: its own queue and its namespace's shared
-// queue, one at a time (the mailbox has one operation in flight).
-func (o *Orchestrator) serve(e *endpoint) {
-	own, shared := o.queues[e.id], o.shared[e.role]
+// queue, one at a time (the mailbox has one operation in flight). Each task
+// goes to the child's endpoint in place when it starts: a child retired by
+// an earlier task is replaced first. A child given up takes no more tasks
+// from the shared queue while a sibling of its path is not given up (the
+// last one keeps draining it, failing its tasks, so none waits for ever).
+func (o *Orchestrator) serve(id int, role uint32) {
+	own, shared := o.queues[id], o.shared[role]
 	for own != nil || shared != nil {
+		if shared != nil && o.w.givenUp(id) && slices.ContainsFunc(o.ids[role], func(s int) bool { return s != id && !o.w.givenUp(s) }) {
+			shared = nil
+			continue
+		}
 		var t *Task
 		var ok bool
 		select {
@@ -149,22 +157,33 @@ func (o *Orchestrator) serve(e *endpoint) {
 				shared = nil
 				continue
 			}
-			o.depth[e.id].Add(1)
+			o.depth[id].Add(1)
 		}
-		o.execute(e, t)
+		o.execute(id, t)
 	}
 }
 
-func (o *Orchestrator) execute(e *endpoint, t *Task) {
-	defer o.depth[e.id].Add(-1)
-	t.worker = e.id
+func (o *Orchestrator) execute(id int, t *Task) {
+	defer o.depth[id].Add(-1)
+	t.worker = id
+	if err := o.ctx.Err(); err != nil {
+		t.err = fmt.Errorf("worker %d: task not started: %w", id, context.Cause(o.ctx))
+		close(t.done)
+		return
+	}
+	e, err := o.w.live(o.ctx, id)
+	if err != nil {
+		t.err = fmt.Errorf("worker %d: %w", id, err)
+		close(t.done)
+		return
+	}
 	if err := dispatchCheck(o.w.reg, t, e); err != nil {
 		t.err = err
 		close(t.done)
 		return
 	}
 	start := time.Now()
-	err := e.taskContext(o.ctx, t.digest, t.args)
+	err = e.taskContext(o.ctx, t.digest, t.args)
 	t.latency = time.Since(start)
 	if err != nil && (isEndpointErr(err) || o.ctx.Err() != nil) {
 		err = fmt.Errorf("worker %d: %w", e.id, err)

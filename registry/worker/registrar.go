@@ -407,6 +407,24 @@ func (r *Registrar) Attach(ctx context.Context, t Target) error {
 	return errors.Join(causes...)
 }
 
+// Detach takes every target with id out of every live registration's scope
+// and forgets the uncertain pairs of id: the target's process is gone (a
+// replacement has the same id and attaches afresh), and nothing of its
+// state is left to be uncertain about. Like Attach, it must not run
+// concurrently with Register or Unregister calls.
+func (r *Registrar) Detach(id int) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, reg := range r.live {
+		reg.targets = slices.DeleteFunc(reg.targets, func(t Target) bool { return t.ID() == id })
+	}
+	for k := range r.uncertain {
+		if k.target == id {
+			delete(r.uncertain, k)
+		}
+	}
+}
+
 // Live returns the handles of every live registration, in registration
 // order.
 func (r *Registrar) Live() []CallableHandle {

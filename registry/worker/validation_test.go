@@ -627,7 +627,9 @@ func TestSubChild(t *testing.T) {
 
 // A child that dies during a task fails that task with ErrChildExited and
 // leaves the registration scope: later registrations install on the active
-// children only, and their tasks run there.
+// children only, and their tasks run there. The next request addressed to
+// the dead child's id runs on its replacement, which was given every live
+// registration.
 func TestChildDiesDuringTask(t *testing.T) {
 	vadd, empty, _ := testBlobs(t)
 	cfg, _ := testConfig(2, 0)
@@ -647,8 +649,11 @@ func TestChildDiesDuringTask(t *testing.T) {
 	if err := w.Call(0, he, mailbox.TaskArgs{}); err != nil {
 		t.Fatal(err)
 	}
-	if err := w.Call(1, he, mailbox.TaskArgs{}); !errors.Is(err, ErrChildExited) {
-		t.Errorf("call on the dead child: %v", err)
+	if err := w.Call(1, he, mailbox.TaskArgs{}); err != nil {
+		t.Errorf("call after the child died: %v", err)
+	}
+	if n, _ := w.installed(1); n != 2 {
+		t.Errorf("worker 1's replacement: %d identities, want 2", n)
 	}
 }
 
@@ -696,7 +701,8 @@ func TestSlotExhausted(t *testing.T) {
 }
 
 // A reply naming another hashid than requested is invalid: the endpoint is
-// retired and, its outcome being unknown, the pair is uncertain.
+// retired and, its outcome being unknown, the pair is uncertain until the
+// child is replaced (the next request addressed to it).
 func TestReplyDigestMismatch(t *testing.T) {
 	vadd, _, _ := testBlobs(t)
 	cfg, _ := testConfig(2, 0)
@@ -710,14 +716,22 @@ func TestReplyDigestMismatch(t *testing.T) {
 	if !w.Uncertain(1, h) || w.Uncertain(0, h) {
 		t.Errorf("uncertain: worker 0 %v, worker 1 %v; want false, true", w.Uncertain(0, h), w.Uncertain(1, h))
 	}
-	if err := w.BareRoundTrip(1); err == nil {
+	old, _ := w.endpoint(1)
+	if err := w.BareRoundTrip(1); err != nil {
+		t.Errorf("the request after the wrong digest: %v", err)
+	}
+	if e, _ := w.endpoint(1); e == old {
 		t.Error("the endpoint that sent a wrong digest is still in use")
+	}
+	if w.Uncertain(1, h) {
+		t.Error("the replacement inherited its predecessor's uncertainty")
 	}
 }
 
 // A child that passes descriptors with a reply breaks the protocol: the
 // parent closes what it received, refuses the reply and retires the
-// endpoint, so a child cannot grow the parent's descriptor table.
+// endpoint, so a child cannot grow the parent's descriptor table; the next
+// request addressed to it runs on a replacement.
 func TestReplyWithDescriptorsRefused(t *testing.T) {
 	vadd, _, _ := testBlobs(t)
 	cfg, _ := testConfig(2, 0)
@@ -731,7 +745,11 @@ func TestReplyWithDescriptorsRefused(t *testing.T) {
 	if after := openFDs(t); after > before {
 		t.Errorf("the parent has %d open descriptors after the refused replies, %d before", after, before)
 	}
-	if err := w.BareRoundTrip(1); err == nil {
+	old, _ := w.endpoint(1)
+	if err := w.BareRoundTrip(1); err != nil {
+		t.Errorf("the request after the refused reply: %v", err)
+	}
+	if e, _ := w.endpoint(1); e == old {
 		t.Error("the endpoint that passed descriptors is still in use")
 	}
 	if err := w.BareRoundTrip(0); err != nil {

@@ -19,6 +19,8 @@ const (
 	DefaultArenaSize      = 64 << 20
 	DefaultSlots          = 64
 	DefaultControlTimeout = 30 * time.Second
+	DefaultMaxRestarts    = 5
+	DefaultRestartWindow  = time.Minute
 )
 
 // Config configures a Worker. New copies it.
@@ -56,9 +58,18 @@ type Config struct {
 	// Debug makes children log identity-table events (with their private
 	// slots) to Stderr.
 	Debug bool
+	// MaxRestarts bounds the replacements of one child within
+	// RestartWindow (DefaultMaxRestarts, DefaultRestartWindow): the
+	// replacement beyond it is not made, and the child is given up for the
+	// Worker's lifetime (ErrChildGivenUp). A negative MaxRestarts turns
+	// replacement off: a failed child stays retired.
+	MaxRestarts   int
+	RestartWindow time.Duration
 
-	// Test hooks: INIT flag bits and slot bases per worker id.
+	// Test hooks: INIT flag bits and slot bases per worker id. faults apply
+	// to the children Start starts, refaults to their replacements.
 	faults   map[int]uint32
+	refaults map[int]uint32
 	slotBase map[int]uint32
 }
 
@@ -71,15 +82,24 @@ type Worker struct {
 	arena *mailbox.Arena
 	reg   *Registrar
 
-	// scope is held shared by Register and exclusively by Start, so a
-	// registration either precedes Start (and is attached to every child)
-	// or sees every started child in its scope. Lock order: scope, mu.
+	// scope is held shared by Register and Unregister and exclusively by
+	// Start and by a replacement, so a registration either precedes Start
+	// (and is attached to every child) or sees every started child in its
+	// scope, and sees a replaced child either before or after the move.
+	// Lock order: a child's repl (replace.go), scope, mu; mu is never held
+	// while a child is asked anything; actMu is taken alone.
 	scope sync.RWMutex
 
-	mu        sync.Mutex // guards started, closed, endpoints
+	mu        sync.Mutex // guards started, closed, endpoints, the children's counters
 	started   bool
 	closed    bool
-	endpoints []*endpoint // by worker id
+	endpoints []*endpoint    // by worker id
+	children  []childState   // by worker id
+	replacing sync.WaitGroup // replacements under way; Close waits for them
+
+	actMu    sync.Mutex     // guards acts, provided; no other lock is taken while it is held
+	acts     map[actKey]int // successful activations not yet deactivated, replayed on a replacement
+	provided []provision    // accepted Provides, replayed on a replacement
 }
 
 // New checks cfg and creates the arena; no child starts before Start.
@@ -113,6 +133,12 @@ func New(cfg Config) (*Worker, error) {
 	if cfg.ControlTimeout == 0 {
 		cfg.ControlTimeout = DefaultControlTimeout
 	}
+	if cfg.MaxRestarts == 0 {
+		cfg.MaxRestarts = DefaultMaxRestarts
+	}
+	if cfg.RestartWindow <= 0 {
+		cfg.RestartWindow = DefaultRestartWindow
+	}
 	if cfg.Stderr == nil {
 		cfg.Stderr = os.Stderr
 	}
@@ -120,7 +146,12 @@ func New(cfg Config) (*Worker, error) {
 	if err != nil {
 		return nil, fmt.Errorf("worker: %w", err)
 	}
-	return &Worker{cfg: cfg, arena: a, reg: NewRegistrar()}, nil
+	n := cfg.ChipWorkers + cfg.SubWorkers + cfg.WorkerChildren
+	w := &Worker{cfg: cfg, arena: a, reg: NewRegistrar(), children: make([]childState, n), acts: map[actKey]int{}}
+	for i := range w.children {
+		w.children[i].repl = make(chan struct{}, 1)
+	}
+	return w, nil
 }
 
 // Arena returns the shared tensor arena.
@@ -174,7 +205,7 @@ func (w *Worker) Start(ctx context.Context) (err error) {
 	errs := make([]error, n)
 	var wg sync.WaitGroup
 	for id := range n {
-		wg.Go(func() { eps[id], errs[id] = w.startChild(ctx, id) })
+		wg.Go(func() { eps[id], errs[id] = w.startChild(ctx, id, 0) })
 	}
 	wg.Wait()
 	w.mu.Lock()
@@ -187,7 +218,11 @@ func (w *Worker) Start(ctx context.Context) (err error) {
 	return nil
 }
 
-func (w *Worker) startChild(ctx context.Context, id int) (*endpoint, error) {
+// startChild starts incarnation gen of child id (0 at Start, then one more
+// per replacement), initializes it, installs every live registration of
+// its namespace on it, replays the activations its predecessors held, and
+// waits for READY.
+func (w *Worker) startChild(ctx context.Context, id, gen int) (*endpoint, error) {
 	role := uint32(mailbox.RoleChip)
 	argv := w.cfg.ChildCommand
 	if id >= w.cfg.ChipWorkers {
@@ -205,9 +240,29 @@ func (w *Worker) startChild(ctx context.Context, id int) (*endpoint, error) {
 	if err != nil {
 		return nil, err
 	}
+	if gen > 0 {
+		// Close aborts a replacement it finds starting, so it never waits
+		// for a new child's control timeouts.
+		w.mu.Lock()
+		w.children[id].starting = e
+		closed := w.closed
+		w.mu.Unlock()
+		defer func() {
+			w.mu.Lock()
+			w.children[id].starting = nil
+			w.mu.Unlock()
+		}()
+		if closed {
+			e.abort()
+		}
+	}
+	flags := w.cfg.faults[id]
+	if gen > 0 {
+		flags = w.cfg.refaults[id]
+	}
 	ia := mailbox.InitArgs{
 		WorkerID: uint32(id), Role: role, Slots: uint32(w.cfg.Slots), ArenaSize: uint64(w.cfg.ArenaSize),
-		Flags: w.cfg.faults[id], SlotBase: w.cfg.slotBase[id], Platform: w.cfg.Platform, Runtime: w.cfg.Runtime,
+		Flags: flags, SlotBase: w.cfg.slotBase[id], Platform: w.cfg.Platform, Runtime: w.cfg.Runtime,
 	}
 	if w.cfg.Debug {
 		ia.Flags |= mailbox.InitDebug
@@ -220,6 +275,12 @@ func (w *Worker) startChild(ctx context.Context, id int) (*endpoint, error) {
 	if err := w.reg.Attach(ctx, e); err != nil {
 		return e, err
 	}
+	if err := w.replayProvisions(e); err != nil {
+		return e, err
+	}
+	if err := w.replayActivations(ctx, e); err != nil {
+		return e, err
+	}
 	if _, err := e.simple(mailbox.OpReady, nil, w.cfg.ControlTimeout); err != nil {
 		return e, err
 	}
@@ -228,7 +289,7 @@ func (w *Worker) startChild(ctx context.Context, id int) (*endpoint, error) {
 
 // installed asks a child how many hashids it has installed (READY reply).
 func (w *Worker) installed(id int) (int, error) {
-	e, err := w.endpoint(id)
+	e, err := w.live(context.Background(), id)
 	if err != nil {
 		return 0, err
 	}
@@ -236,6 +297,7 @@ func (w *Worker) installed(id int) (int, error) {
 	return int(r.Detail), err
 }
 
+// endpoint returns child id's current endpoint, retired or not.
 func (w *Worker) endpoint(id int) (*endpoint, error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -292,7 +354,14 @@ func (w *Worker) Register(ctx context.Context, kind registry.Kind, payload []byt
 // reference. Callers must not unregister a handle that a running Run may
 // still submit.
 func (w *Worker) Unregister(ctx context.Context, h CallableHandle) error {
-	return w.reg.Unregister(ctx, h)
+	// Shared scope: a replacement (which takes it exclusively) moves a
+	// child's place in every scope at once, so an unregister sees either
+	// the failed child or its replacement.
+	w.scope.RLock()
+	defer w.scope.RUnlock()
+	err := w.reg.Unregister(ctx, h)
+	w.forgetActivations()
+	return err
 }
 
 // Uncertain reports whether worker id refuses hashid for this Worker's
@@ -308,6 +377,11 @@ func (w *Worker) Close() error {
 	}
 	w.closed = true
 	eps := w.endpoints
+	for i := range w.children {
+		if e := w.children[i].starting; e != nil {
+			e.abort()
+		}
+	}
 	w.mu.Unlock()
 	var wg sync.WaitGroup
 	for _, e := range eps {
@@ -316,6 +390,8 @@ func (w *Worker) Close() error {
 		}
 	}
 	wg.Wait()
+	// A replacement under way sees closed and shuts its child down.
+	w.replacing.Wait()
 	return w.arena.Close()
 }
 
@@ -323,7 +399,7 @@ func (w *Worker) Close() error {
 // the mailbox transport with no decode, resolve or execution, the baseline
 // of dispatch latency.
 func (w *Worker) BareRoundTrip(id int) error {
-	e, err := w.endpoint(id)
+	e, err := w.live(context.Background(), id)
 	if err != nil {
 		return err
 	}
@@ -339,9 +415,10 @@ func (w *Worker) Call(id int, h CallableHandle, args mailbox.TaskArgs) error {
 
 // CallContext is Call bounded by ctx: when ctx ends before the task does,
 // the child is killed and the call fails with ctx's cause (a child whose
-// task never returns cannot be reused); later calls there fail.
+// task never returns cannot be reused); a later call there runs on its
+// replacement.
 func (w *Worker) CallContext(ctx context.Context, id int, h CallableHandle, args mailbox.TaskArgs) error {
-	e, err := w.endpoint(id)
+	e, err := w.live(ctx, id)
 	if err != nil {
 		return err
 	}

@@ -82,12 +82,15 @@ func (c *child) reply(op mailbox.Op, st mailbox.Status, r mailbox.Reply) error {
 	if err != nil {
 		return err
 	}
-	var rights []byte
-	if c.faults.ReplyRights != nil && op == mailbox.OpRegister {
-		rights = unix.UnixRights(c.faults.ReplyRights()...)
+	frame, rights := c.wbuf, []byte(nil)
+	if c.faults.Reply != nil {
+		var fds []int
+		if frame, fds = c.faults.Reply(op, frame); len(fds) > 0 {
+			rights = unix.UnixRights(fds...)
+		}
 	}
 	for {
-		err = unix.Sendmsg(c.fd, c.wbuf, rights, nil, 0)
+		err = unix.Sendmsg(c.fd, frame, rights, nil, 0)
 		if err != unix.EINTR {
 			return err
 		}

@@ -17,7 +17,8 @@
 // The mailbox carries one operation at a time: the parent side of each
 // endpoint holds a per-endpoint lock from sending a request until its reply
 // is read, and there are no sequence numbers. A timeout, a dead child or a
-// malformed reply therefore retires the endpoint (and kills the child).
+// malformed reply therefore retires the endpoint (and kills the child);
+// the Worker replaces the child with a new process (package registry/worker).
 //
 // The register payload (a ChipCallable blob or a SPYC envelope) is staged
 // in a memfd sealed against writing, growing and shrinking (StagePayload),

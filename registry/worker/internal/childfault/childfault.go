@@ -31,7 +31,11 @@ type Faults struct {
 	Prewarm     func() error                       // a non-nil error fails the prewarm
 	SkipPrewarm bool                               // install without prewarm (lazy prepare on the first task)
 	ReplyDigest func(d *[mailbox.DigestSize]byte)  // rewrites the digest of a REGISTER_CALLABLE reply
-	ReplyRights func() []int                       // descriptors sent with a REGISTER_CALLABLE reply, which the protocol forbids
+	// Reply rewrites the encoded reply frame to a request of op before it
+	// is sent, and names descriptors to pass with it: a reply that is
+	// longer or shorter than a frame, malformed, or carries descriptors,
+	// all of which the protocol forbids.
+	Reply func(op mailbox.Op, frame []byte) ([]byte, []int)
 }
 
 // For, when not nil, turns a child's INIT flags into the faults it
