@@ -545,8 +545,9 @@ type Timings struct {
 	// (validation), toolchain (the installation identity, memoized),
 	// sources, record (the key record's encoding), lookup (the key's
 	// entry), headers (the manifest's header variants), verify (reading
-	// the result's blobs, each verified against its digest), compile and
-	// output (writing or checking the output directory).
+	// the result's blobs, each verified against its digest), compile,
+	// output (writing or checking the output directory) and latest
+	// (recording the request's latest build).
 	Phases map[string]int64 `json:"phases_us,omitempty"`
 }
 
