@@ -116,6 +116,28 @@
 // for the remote tier. The remote tier's failures are misses: it fails no
 // build.
 //
+// # Latest builds
+//
+// For every request identity the store holds the key and the header
+// variant of its latest build, hit or miss (Driver.LatestBuild): the
+// identity is the request's name field when it has one, else its file's
+// path relative to the base directory (RequestIdentity); a request read
+// from standard input without a name has none and is not recorded. The
+// record is an entry without outputs, Meta {"kind": "latest", "request",
+// "key", "result"} ("result" is the key of the variant's result entry),
+// stored under the digest of ("ptojit.latest", 1, "name"|"file", str),
+// which is also its record, so it survives the daemon's exit. A build
+// reads the record after answering and writes it only when the key or the
+// variant changed: a hit of the recorded variant costs one read of a small
+// entry and no write. Like other entries it is verified when read, listed
+// by cache ls (kind "latest"), kept fresh by that read for trimming
+// (least-recently-used eviction may remove it; the next build writes it
+// again), removed by cache clear and never sent to the remote tier; a
+// record whose meta does not parse is damage, counted and removed. Two
+// checkouts of a project share one record per request, as they share
+// keys. ptojit key diff compares a stored key with a request through the
+// variant of the request's latest build.
+//
 // # Sim pipeline
 //
 // On a2a3sim and a5sim the orchestration and each kernel are compiled, each
