@@ -127,12 +127,14 @@
 // "key", "result"} ("result" is the key of the variant's result entry),
 // stored under the digest of ("ptojit.latest", 1, "name"|"file", str),
 // which is also its record, so it survives the daemon's exit. A build
-// reads the record after answering and writes it only when the key or the
-// variant changed: a hit of the recorded variant costs one read of a small
-// entry and no write. Like other entries it is verified when read, listed
-// by cache ls (kind "latest"), kept fresh by that read for trimming
-// (least-recently-used eviction may remove it; the next build writes it
-// again), removed by cache clear and never sent to the remote tier; a
+// checks the record after answering and writes it only when the key or the
+// variant changed; the process remembers what it found or wrote, and reads
+// the record again at most once a minute while builds agree with it, so a
+// hit of the recorded variant neither reads nor writes the store. Like
+// other entries it is verified when read, listed by cache ls (kind
+// "latest"), kept fresh by those reads for trimming (least-recently-used
+// eviction may remove it, as cache clear does; the first build a minute
+// later writes it again) and never sent to the remote tier; a
 // record whose meta does not parse is damage, counted and removed. Two
 // checkouts of a project share one record per request, as they share
 // keys. ptojit key diff compares a stored key with a request through the

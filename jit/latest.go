@@ -145,13 +145,20 @@ func (d *Driver) damagedLatest(ctx context.Context, k cache.Key) {
 }
 
 // recordLatest records that the latest build of req used the key of id
-// and the result entry result. It writes only when the record changes: a
-// hit of the key and variant already recorded costs one read of the small
-// record and no write. The record helps explain builds; failing to keep
-// it fails nothing.
+// and the result entry result. It writes only when the record changes,
+// and reads it at most once per latestRecheck while it does not: a hit of
+// the key and variant already recorded costs a lookup in latestSeen and
+// neither reads nor writes the store. The record helps explain builds;
+// failing to keep it fails nothing.
 func (d *Driver) recordLatest(ctx context.Context, req *api.Request, id *identity, result cache.Key) {
 	r := requestIdentity(req, id.base)
 	if r.IsZero() {
+		return
+	}
+	key := cache.Key(id.key)
+	mk := latestSeenKey{store: fmt.Sprintf("%p", d.opt.Store), request: r}
+	now := time.Now()
+	if v, ok := latestSeen.get(mk); ok && v.key == key && v.result == result && now.Sub(v.at) < latestRecheck {
 		return
 	}
 	enc, err := inventory.Encode(r.record())
@@ -159,12 +166,39 @@ func (d *Driver) recordLatest(ctx context.Context, req *api.Request, id *identit
 		return
 	}
 	lb, ok, err := d.latestBuild(ctx, r, enc)
-	if err != nil || (ok && lb.Key == cache.Key(id.key) && lb.Result == result) {
+	if err != nil {
 		return
 	}
-	_ = d.opt.Store.Put(ctx, &cache.Entry{
-		Key:    cache.Key(sha256.Sum256(enc)),
-		Record: enc,
-		Meta:   map[string]string{"kind": LatestKind, "request": r.String(), "key": id.key.String(), "result": result.String()},
-	}, nil)
+	if !ok || lb.Key != key || lb.Result != result {
+		err = d.opt.Store.Put(ctx, &cache.Entry{
+			Key:    cache.Key(sha256.Sum256(enc)),
+			Record: enc,
+			Meta:   map[string]string{"kind": LatestKind, "request": r.String(), "key": key.String(), "result": result.String()},
+		}, nil)
+		if err != nil {
+			return
+		}
+	}
+	latestSeen.put(mk, latestSeenValue{key: key, result: result, at: now})
 }
+
+// latestSeen remembers, per store (by address, as compileFlight does) and
+// request identity, the latest build this process found recorded or
+// recorded itself, and when. A record removed behind it (cache clear,
+// eviction, a damaged record removed) is written again by the first build
+// after latestRecheck.
+var latestSeen memo[latestSeenKey, latestSeenValue]
+
+type latestSeenKey struct {
+	store   string
+	request RequestIdentity
+}
+
+type latestSeenValue struct {
+	key, result cache.Key
+	at          time.Time
+}
+
+// latestRecheck is how long latestSeen is trusted without reading the
+// record again (tests lower it).
+var latestRecheck = time.Minute

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/ptojit/ptojit/api"
 	"github.com/ptojit/ptojit/cache"
@@ -129,11 +130,17 @@ func TestLatestBuildHitWritesNothing(t *testing.T) {
 	if n := store.puts.Load(); n != 3 {
 		t.Fatalf("a miss wrote %d entries, want 3", n)
 	}
-	for range 3 {
-		store.puts.Store(0)
-		build(t, d, req, api.StatusHit)
-		if n := store.puts.Load(); n != 0 {
-			t.Fatalf("a hit of the recorded variant wrote %d entries", n)
+	// Within latestRecheck (this process's memo), and past it (the record
+	// read from the store and compared).
+	for _, recheck := range []time.Duration{latestRecheck, 0} {
+		defer func(d time.Duration) { latestRecheck = d }(latestRecheck)
+		latestRecheck = recheck
+		for range 3 {
+			store.puts.Store(0)
+			build(t, d, req, api.StatusHit)
+			if n := store.puts.Load(); n != 0 {
+				t.Fatalf("recheck %v: a hit of the recorded variant wrote %d entries", recheck, n)
+			}
 		}
 	}
 	h := filepath.Join(dir, "vadd", "vadd.h")
@@ -162,7 +169,7 @@ func TestLatestBuildHitWritesNothing(t *testing.T) {
 
 // A latest-build record whose meta does not parse is damage: LatestBuild
 // finds none, the store counts it as damaged and the record is removed;
-// the next build writes a good one. A request without name or file has no
+// the first build after latestRecheck writes a good one. A request without name or file has no
 // record.
 func TestDamagedLatestRecord(t *testing.T) {
 	ctx := context.Background()
@@ -196,6 +203,15 @@ func TestDamagedLatestRecord(t *testing.T) {
 	if _, err := store.Entry(ctx, rk); err == nil {
 		t.Error("the damaged record was not removed")
 	}
+	// This process saw the record a moment ago: the next build trusts
+	// that and writes nothing; once latestRecheck has passed a build reads
+	// the record again and writes it.
+	build(t, d, req, api.StatusHit)
+	if _, ok, _ := d.LatestBuild(ctx, ri); ok {
+		t.Fatal("a hit within latestRecheck of the last check wrote the record")
+	}
+	defer func(d time.Duration) { latestRecheck = d }(latestRecheck)
+	latestRecheck = 0
 	build(t, d, req, api.StatusHit)
 	latestOf(t, d, req)
 
