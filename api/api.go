@@ -5,8 +5,8 @@
 // A request names the platform, the runtime, the orchestration source and its
 // entry and config symbols, the kernels (func_id, source, signature), the chip
 // signature and scalar count, extra content roots, extra sources and their
-// fingerprint, options (an identity record), the toolchain roots and the
-// output directory:
+// fingerprint, options (an identity record), the toolchain roots, the
+// output directory and, optionally, a name for the request (Request.Name):
 //
 //	{
 //	  "platform": "a2a3sim",
@@ -52,6 +52,7 @@ import (
 	"regexp"
 	"strings"
 	"sync"
+	"unicode"
 
 	"github.com/ptojit/ptojit/registry"
 )
@@ -72,6 +73,9 @@ const (
 
 // MaxSymbol bounds function and config names (the blob holds 64 bytes).
 const MaxSymbol = 63
+
+// MaxName bounds a request's name.
+const MaxName = 256
 
 // DefaultOutputDir is the output directory of a request that names none,
 // relative to the request's directory.
@@ -145,6 +149,20 @@ type Request struct {
 	// Empty: PTOJIT_BASE_DIR, else DefaultBaseDir of the request's
 	// directory.
 	BaseDir string `json:"base_dir,omitempty"`
+	// Name, when set, names the request across its builds: a frontend's
+	// name for the kernel it builds, e.g. "vadd" or "model.layer3.gemm"
+	// (at most MaxName bytes, no control characters). ptojit remembers
+	// the key and header variant of the latest build of each name (ptojit
+	// key diff compares with them); a request without a name is named by
+	// its file's path relative to the base directory. The name is no key
+	// input: two names of the same inputs share their entries.
+	Name string `json:"name,omitempty"`
+
+	// File is the absolute path of the request document, set by the
+	// program that read it (ReadRequestFile does not know the working
+	// directory); "" for a request read from standard input or made in
+	// memory. It is not part of the document.
+	File string `json:"-"`
 
 	// src is the document the request was parsed from (for Locate).
 	src *source
@@ -355,6 +373,25 @@ func (r *Request) Validate() error {
 	if r.Toolchain.Policy != "" && !contains(Policies, r.Toolchain.Policy) {
 		return &FieldError{Field: "toolchain.policy", Msg: fmt.Sprintf("%q is not one of %s", r.Toolchain.Policy, strings.Join(Policies, ", "))}
 	}
+	return checkName(r.Name)
+}
+
+// checkName checks a request's name: at most MaxName bytes, no control
+// characters (it is printed on one line), not only spaces.
+func checkName(s string) error {
+	switch {
+	case s == "":
+		return nil
+	case len(s) > MaxName:
+		return &FieldError{Field: "name", Msg: fmt.Sprintf("%d bytes, at most %d", len(s), MaxName)}
+	case strings.TrimSpace(s) == "":
+		return &FieldError{Field: "name", Msg: "only spaces: give a name or leave the field out"}
+	}
+	for _, c := range s {
+		if unicode.IsControl(c) {
+			return &FieldError{Field: "name", Msg: fmt.Sprintf("%q holds the control character %U", s, c)}
+		}
+	}
 	return nil
 }
 
@@ -509,8 +546,9 @@ type Timings struct {
 	// sources, record (the key record's encoding), lookup (the key's
 	// entry), headers (the manifest's header variants), verify (reading
 	// the result's blobs, each verified against its digest), compile,
-	// verify_compile (the fresh compile of a hit in verify mode) and output
-	// (writing or checking the output directory).
+	// verify_compile (the fresh compile of a hit in verify mode), output
+	// (writing or checking the output directory) and latest (recording the
+	// request's latest build).
 	Phases map[string]int64 `json:"phases_us,omitempty"`
 }
 

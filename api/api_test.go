@@ -138,7 +138,11 @@ func TestRequestErrorPositions(t *testing.T) {
 		{strings.Replace(doc, `["IN", "OUT"]`, `"IN"`, 1), `r.json:5:60: kernels[0].signature: must be a list of directions: IN, OUT, INOUT, SCALAR, not the string "IN"`},
 		{strings.Replace(doc, `"func_id": 0`, `"func_id": 1.5`, 1), `r.json:5:27: kernels[0].func_id: must be an integer from -2147483648 to 2147483647, not 1.5`},
 		{strings.Replace(doc, "  \"platform\": \"a2a3sim\",\n", "", 1), `r.json:1:1: platform: missing (one of a2a3sim, a5sim, a2a3, a5)`},
-		{strings.Replace(doc, `"runtime"`, `"bogus"`, 1), `r.json:3:3: bogus: unknown field "bogus"; the fields here are platform, runtime, orchestration, kernels, signature, scalar_count, extra_roots, extra_sources, extra_fingerprint, extra_fingerprint_wire, options, options_wire, toolchain, output_dir, base_dir`},
+		{strings.Replace(doc, `"runtime"`, `"bogus"`, 1), `r.json:3:3: bogus: unknown field "bogus"; the fields here are platform, runtime, orchestration, kernels, signature, scalar_count, extra_roots, extra_sources, extra_fingerprint, extra_fingerprint_wire, options, options_wire, toolchain, output_dir, base_dir, name`},
+		{strings.Replace(doc, `"runtime": "r",`, `"runtime": "r", "name": 7,`, 1), `r.json:3:27: name: must be a string, not the number 7`},
+		{strings.Replace(doc, `"runtime": "r",`, `"runtime": "r", "name": "a\nb",`, 1), `r.json:3:27: name: "a\nb" holds the control character U+000A`},
+		{strings.Replace(doc, `"runtime": "r",`, `"runtime": "r", "name": "  ",`, 1), `r.json:3:27: name: only spaces: give a name or leave the field out`},
+		{strings.Replace(doc, `"runtime": "r",`, `"runtime": "r", "name": "`+strings.Repeat("n", MaxName+1)+`",`, 1), `r.json:3:27: name: 257 bytes, at most 256`},
 		{strings.Replace(doc, `"platform": "a2a3sim"`, `"platform": "x86"`, 1), `r.json:2:15: platform: "x86" is not one of a2a3sim, a5sim, a2a3, a5`},
 		{doc[:40], `r.json:3:14: runtime: the document ends early: a value, ',' or a closing bracket is missing`},
 	} {
@@ -146,5 +150,23 @@ func TestRequestErrorPositions(t *testing.T) {
 		if err == nil || err.Error() != tc.want {
 			t.Errorf("got  %v\nwant %s", err, tc.want)
 		}
+	}
+}
+
+// A name is kept as given and is no path: Resolve leaves it alone, and
+// File is never read from the document.
+func TestRequestName(t *testing.T) {
+	r, err := ParseRequestFile([]byte(strings.Replace(good, `"toolchain"`, `"name": "model.layer3/gemm", "toolchain"`, 1)), "r.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Resolve("/q"); err != nil {
+		t.Fatal(err)
+	}
+	if r.Name != "model.layer3/gemm" || r.File != "" {
+		t.Errorf("name %q, file %q", r.Name, r.File)
+	}
+	if _, err := ParseRequestFile([]byte(strings.Replace(good, `"toolchain"`, `"File": "/etc/x", "toolchain"`, 1)), "r.json"); err == nil || !strings.Contains(err.Error(), `unknown field "File"`) {
+		t.Errorf("a File member: %v, want an unknown field", err)
 	}
 }

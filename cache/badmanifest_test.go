@@ -38,3 +38,47 @@ func TestVerifyReportsDamagedManifest(t *testing.T) {
 		})
 	}
 }
+
+// Verify reports a latest-build record (kind "latest") whose key or
+// result meta is not a key as a bad entry and removes it; an intact one is
+// kept.
+func TestVerifyReportsDamagedLatestRecord(t *testing.T) {
+	ctx := context.Background()
+	b, err := Open(t.TempDir(), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	k := Key{7}.String()
+	for name, s := range map[string]Store{"memory": NewMemory(Options{}), "badger": b} {
+		t.Run(name, func(t *testing.T) {
+			recs := map[Key]map[string]string{
+				{1}: {"kind": "latest", "key": k, "result": "zz"},
+				{2}: {"kind": "latest", "result": k},
+				{3}: {"kind": "latest", "key": k, "result": k},
+			}
+			for key, meta := range recs {
+				if err := s.Put(ctx, &Entry{Key: key, Record: []byte("r"), Meta: meta}, nil); err != nil {
+					t.Fatal(err)
+				}
+			}
+			r, err := s.Verify(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, bad1 := r.BadEntries[Key{1}]
+			_, bad2 := r.BadEntries[Key{2}]
+			if !bad1 || !bad2 || len(r.BadEntries) != 2 {
+				t.Errorf("bad entries %v, want the two damaged records", r.BadEntries)
+			}
+			for _, key := range []Key{{1}, {2}} {
+				if _, err := s.Entry(ctx, key); err == nil {
+					t.Errorf("the damaged record %x was not removed", key[:1])
+				}
+			}
+			if _, err := s.Entry(ctx, Key{3}); err != nil {
+				t.Errorf("the intact record: %v", err)
+			}
+		})
+	}
+}

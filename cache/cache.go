@@ -266,8 +266,8 @@ type VerifyReport struct {
 	Bytes   int64 // bytes re-hashed
 	// Corrupt lists damaged or missing blobs.
 	Corrupt []CorruptBlob
-	// BadEntries lists damaged entries (results and manifests: digest
-	// mismatch, undecodable, unreadable), with reasons.
+	// BadEntries lists damaged entries (results, manifests and latest-build
+	// records: digest mismatch, undecodable, unreadable), with reasons.
 	BadEntries map[Key]string
 	// Tables, when not empty, says that the database's own tables failed
 	// their checksums: damage that hides entries from the check and that

@@ -405,12 +405,26 @@ func missingReason(d Digest) string {
 }
 
 // badManifest says why an entry of kind "manifest" (a build key's direct-
-// mode record, see package jit) is damaged: its "manifest" meta is not
-// JSON. It returns "" for every other entry. Verify reports such an entry
-// among BadEntries and removes it, as a reader that finds it does.
+// mode record, see package jit) or "latest" (a request's latest-build
+// record) is damaged: a manifest's "manifest" meta is not JSON, a
+// latest-build record's "key" or "result" meta is not a key, or it has
+// outputs. It returns "" for every other entry. Verify reports such an
+// entry among BadEntries and removes it, as a reader that finds it does.
 func badManifest(e *Entry) string {
-	if e.Meta["kind"] == "manifest" && !json.Valid([]byte(e.Meta["manifest"])) {
-		return "manifest meta is not JSON"
+	switch e.Meta["kind"] {
+	case "manifest":
+		if !json.Valid([]byte(e.Meta["manifest"])) {
+			return "manifest meta is not JSON"
+		}
+	case "latest":
+		for _, m := range []string{"key", "result"} {
+			if _, err := ParseKey(e.Meta[m]); err != nil {
+				return "latest-build record: " + m + " meta is not a key"
+			}
+		}
+		if len(e.Outputs) > 0 {
+			return "latest-build record with outputs"
+		}
 	}
 	return ""
 }

@@ -135,6 +135,30 @@
 // for the remote tier. The remote tier's failures are misses: it fails no
 // build.
 //
+// # Latest builds
+//
+// For every request identity the store holds the key and the header
+// variant of its latest build, hit or miss (Driver.LatestBuild): the
+// identity is the request's name field when it has one, else its file's
+// path relative to the base directory (RequestIdentity); a request read
+// from standard input without a name has none and is not recorded. The
+// record is an entry without outputs, Meta {"kind": "latest", "request",
+// "key", "result"} ("result" is the key of the variant's result entry),
+// stored under the digest of ("ptojit.latest", 1, "name"|"file", str),
+// which is also its record, so it survives the daemon's exit. A build
+// checks the record after answering and writes it only when the key or the
+// variant changed; the process remembers what it found or wrote, and reads
+// the record again at most once a minute while builds agree with it, so a
+// hit of the recorded variant neither reads nor writes the store. Like
+// other entries it is verified when read, listed by cache ls (kind
+// "latest"), kept fresh by those reads for trimming (least-recently-used
+// eviction may remove it, as cache clear does; the first build a minute
+// later writes it again) and never sent to the remote tier; a
+// record whose meta does not parse is damage, counted and removed. Two
+// checkouts of a project share one record per request, as they share
+// keys. ptojit key diff compares a stored key with a request through the
+// variant of the request's latest build.
+//
 // # Sim pipeline
 //
 // On a2a3sim and a5sim the orchestration and each kernel are compiled, each

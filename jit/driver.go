@@ -223,7 +223,7 @@ func (d *Driver) build(ctx context.Context, req *api.Request, resp *api.Response
 	}
 	var r *flightResult
 	if hit != nil {
-		r = &flightResult{outs: hit.Entry.Outputs, data: hit.Data, hit: true, tier: TierLocal}
+		r = &flightResult{outs: hit.Entry.Outputs, data: hit.Data, hit: true, tier: TierLocal, result: hit.Entry.Key}
 	} else {
 		// One compile per key at a time: concurrent builds of the key
 		// share it (flightGroup).
@@ -275,6 +275,10 @@ func (d *Driver) build(ctx context.Context, req *api.Request, resp *api.Response
 	default:
 		resp.Status = api.StatusMiss
 		resp.MissReason = why
+	}
+	if resp.Status == api.StatusHit || resp.Status == api.StatusMiss {
+		d.recordLatest(ctx, req, id, r.result)
+		ph.mark("latest")
 	}
 	return nil
 }
@@ -341,6 +345,9 @@ type flightResult struct {
 	// which.
 	hit  bool
 	tier string
+	// result is the key of the result entry answered or published (the
+	// header variant the build used).
+	result cache.Key
 	// remoteMS is the time of a remote hit's lookup, fetch and local
 	// store (part of the response's lookup time).
 	remoteMS float64
@@ -357,7 +364,7 @@ type flightResult struct {
 // when the build request arrived.
 func (d *Driver) compileAndPublish(ctx context.Context, req *api.Request, id *identity, began time.Time) (*flightResult, error) {
 	if hit, _, err := d.lookupQuiet(ctx, id); err == nil && hit != nil {
-		return &flightResult{outs: hit.Entry.Outputs, data: hit.Data, hit: true, tier: TierLocal}, nil
+		return &flightResult{outs: hit.Entry.Outputs, data: hit.Data, hit: true, tier: TierLocal, result: hit.Entry.Key}, nil
 	}
 	if d.opt.Remote != nil {
 		if r := d.remoteLookup(ctx, id); r != nil {
@@ -381,7 +388,7 @@ func (d *Driver) compileAndPublish(ctx context.Context, req *api.Request, id *id
 	if d.opt.BeforeRevalidate != nil {
 		d.opt.BeforeRevalidate()
 	}
-	r.notPublished, r.putErr = d.publish(ctx, id, res, outs, data, time.Since(res.started))
+	r.result, r.notPublished, r.putErr = d.publish(ctx, id, res, outs, data, time.Since(res.started))
 	if r.notPublished == "" && r.putErr == nil && d.opt.Remote != nil {
 		d.publishRemote(ctx, id, outs, data)
 	}
@@ -591,15 +598,16 @@ func changedHeader(base baseDir, hs []headerDigest) string {
 }
 
 // publish stores the outputs unless a source or header changed while the
-// compilers ran; it returns why it did not publish, or "", and the
-// store's error when the store failed.
-func (d *Driver) publish(ctx context.Context, id *identity, res *compileResult, outs []cache.Output, data [][]byte, took time.Duration) (string, error) {
+// compilers ran; it returns the key of the result entry, why it did not
+// publish, or "", and the store's error when the store failed.
+func (d *Driver) publish(ctx context.Context, id *identity, res *compileResult, outs []cache.Output, data [][]byte, took time.Duration) (cache.Key, string, error) {
+	var none cache.Key
 	if why := d.revalidate(id); why != "" {
-		return why, nil
+		return none, why, nil
 	}
 	headers, err := hashHeaders(res.headers, res.started)
 	if err != nil {
-		return "not published: " + err.Error(), nil
+		return none, "not published: " + err.Error(), nil
 	}
 	for i := range headers {
 		headers[i].Path = id.base.rel(headers[i].Path) // as the key writes paths
@@ -607,7 +615,7 @@ func (d *Driver) publish(ctx context.Context, id *identity, res *compileResult, 
 	rrec := resultRecord(id.record, headers)
 	renc, err := inventory.Encode(rrec)
 	if err != nil {
-		return "not published: " + err.Error(), nil
+		return none, "not published: " + err.Error(), nil
 	}
 	rk := cache.Key(sha256.Sum256(renc))
 	hashid, _ := registry.ChipHashid(id.platform, id.runtime, data[len(data)-1])
@@ -620,7 +628,8 @@ func (d *Driver) publish(ctx context.Context, id *identity, res *compileResult, 
 		CompileTime: took,
 	}, data)
 	if err != nil {
-		return putFailure(err)
+		why, err := putFailure(err)
+		return none, why, err
 	}
 	// The manifest is written after the result it names.
 	absent := make([]string, len(res.absent))
@@ -633,7 +642,7 @@ func (d *Driver) publish(ctx context.Context, id *identity, res *compileResult, 
 	}
 	mj := mergeManifest(old, variant{Headers: headers, Absent: absent, Result: hex.EncodeToString(rk[:])})
 	if mj == "" {
-		return "not published: too many headers for a manifest", nil
+		return none, "not published: too many headers for a manifest", nil
 	}
 	err = store.Put(ctx, &cache.Entry{
 		Key:    cache.Key(id.key),
@@ -641,9 +650,10 @@ func (d *Driver) publish(ctx context.Context, id *identity, res *compileResult, 
 		Meta:   map[string]string{"kind": "manifest", "manifest": mj, "platform": id.platform, "runtime": id.runtime},
 	}, nil)
 	if err != nil {
-		return putFailure(err)
+		why, err := putFailure(err)
+		return none, why, err
 	}
-	return "", nil
+	return rk, "", nil
 }
 
 // putFailure sorts an error of Put: a refusal of the entry itself (too

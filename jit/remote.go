@@ -65,7 +65,7 @@ func (d *Driver) remoteLookup(ctx context.Context, id *identity) *flightResult {
 			return nil // a result of another key or header set
 		}
 		d.storeRemoteHit(ctx, id, e, data, v)
-		return &flightResult{outs: e.Outputs, data: data, hit: true, tier: TierRemote, remoteMS: ms(time.Since(start))}
+		return &flightResult{outs: e.Outputs, data: data, hit: true, tier: TierRemote, result: rk, remoteMS: ms(time.Since(start))}
 	}
 	return nil
 }

@@ -156,7 +156,8 @@ func readRequestIn(env *cli.Env, name, cacheDir string) (*api.Request, error) {
 	}
 	dir := env.Abs(".")
 	if name != "" && name != "-" {
-		dir = filepath.Dir(env.Abs(name))
+		req.File = env.Abs(name)
+		dir = filepath.Dir(req.File)
 	}
 	if err := req.Resolve(dir); err != nil {
 		return nil, err
@@ -466,7 +467,7 @@ func runBuild(ctx context.Context, env *cli.Env, o buildOptions) error {
 func writeTrace(w io.Writer, r *api.Response) {
 	var b strings.Builder
 	b.WriteString("trace (µs):")
-	for _, p := range []string{"read", "store", "request", "toolchain", "sources", "record", "lookup", "headers", "verify", "compile", "verify_compile", "output"} {
+	for _, p := range []string{"read", "store", "request", "toolchain", "sources", "record", "lookup", "headers", "verify", "compile", "verify_compile", "output", "latest"} {
 		if v, ok := r.Timings.Phases[p]; ok {
 			fmt.Fprintf(&b, " %s %d", p, v)
 		}

@@ -17,6 +17,7 @@ import (
 	"github.com/ptojit/ptojit/cache"
 	"github.com/ptojit/ptojit/cache/remote"
 	"github.com/ptojit/ptojit/cmd/internal/cli"
+	"github.com/ptojit/ptojit/jit"
 )
 
 func init() {
@@ -388,10 +389,13 @@ func runCacheLs(ctx context.Context, env *cli.Env, o *cacheOptions, s cache.Stor
 		}
 		return cli.WriteJSON(env.Stdout, out)
 	}
-	builds := 0
+	builds, latest := 0, 0
 	for _, e := range es {
-		if entryKind(e) == "build" {
+		switch entryKind(e) {
+		case "build":
 			builds++
+		case jit.LatestKind:
+			latest++
 		}
 	}
 	w := tabwriter.NewWriter(env.Stdout, 0, 0, 2, ' ', 0)
@@ -409,6 +413,9 @@ func runCacheLs(ctx context.Context, env *cli.Env, o *cacheOptions, s cache.Stor
 		return nil
 	}
 	_, err = fmt.Fprintf(env.Stdout, "%d builds in %d entries (a build key's entry names the result entry of each header set seen; the result entries hold the outputs)\n", builds, len(es))
+	if err == nil && latest > 0 {
+		_, err = fmt.Fprintf(env.Stdout, "%d latest-build records (the key and header variant of each request's latest build, for key diff)\n", latest)
+	}
 	return err
 }
 

@@ -60,7 +60,15 @@ cache). Prints one line per input that differs:
 
   NAME: A-VALUE -> B-VALUE
 
-and nothing else; "no inputs differ" when the records are equal. A key may
+and nothing else; "no inputs differ" when the records are equal. Between a
+stored build key and a request, the headers of the key's header variant
+are compared with the files as they are now, and listed as "header PATH"
+lines: the variant the request's latest build used, when that build had
+this key (ptojit records the key and header variant of the latest build,
+hit or miss, of every request: by its "name" field, else by its file's path
+relative to the base directory); otherwise, and between two stored keys,
+the variant created last. A note on standard error says which variant was
+compared, and why when it is the one created last. A key may
 be abbreviated to a unique prefix of at least 4 hex digits, as "ptojit
 cache ls" prints it. --json prints a list of {"name", "a", "b"} with the
 values as JSON values (absent on the side that lacks the input).
@@ -138,6 +146,8 @@ type keySource struct {
 	// base is the base directory of a request argument's key (relative
 	// header paths of a stored key are relative to it).
 	base string
+	// requests are the identities of the request arguments, by argument.
+	requests map[string]jit.RequestIdentity
 }
 
 func (s *keySource) record(ctx context.Context, arg string) (inventory.Value, error) {
@@ -146,13 +156,18 @@ func (s *keySource) record(ctx context.Context, arg string) (inventory.Value, er
 		if err != nil {
 			return nil, err
 		}
-		rep, err := driverFor(s.env, s.cacheDir, nil, nil, nil, false).KeyOf(ctx, req)
+		drv := driverFor(s.env, s.cacheDir, nil, nil, nil, false)
+		rep, err := drv.KeyOf(ctx, req)
 		if err != nil {
 			return nil, err
 		}
 		if s.base == "" {
 			s.base = rep.BaseDir
 		}
+		if s.requests == nil {
+			s.requests = map[string]jit.RequestIdentity{}
+		}
+		s.requests[arg] = drv.RequestIdentity(req)
 		return rep.Record, nil
 	}
 	if err := checkKeyArg(s.env, arg); err != nil {
@@ -220,7 +235,14 @@ func runKeyDiff(ctx context.Context, env *cli.Env, o keyDiffOptions, a, b string
 	if err != nil {
 		return err
 	}
-	headers := headerDiffs(src.entries[a], src.entries[b], src.base)
+	va, noteA := src.variant(ctx, a, b)
+	vb, noteB := src.variant(ctx, b, a)
+	for _, n := range []string{noteA, noteB} {
+		if n != "" {
+			fmt.Fprintf(env.Stderr, "key diff: %s\n", n)
+		}
+	}
+	headers := headerDiffs(va, vb, src.base)
 	for _, h := range headers {
 		diffs = append(diffs, jit.Difference{Name: "header " + h.path, A: h.a, B: h.b})
 	}
@@ -269,26 +291,67 @@ func displayJSON(s string) json.RawMessage {
 	return b
 }
 
-// headerDiff is a header whose digest differs between the latest header
-// variant of a stored key and the other side (another stored key's
-// latest variant, or the file as it is now).
+// variant returns the header variant of the stored build key that
+// argument arg of key diff named, to compare with the other argument
+// other, and a note saying which variant it is; nil and "" when arg is
+// no stored build key. Against a request it is the variant that the
+// request's latest build used, when that build had this key; else (and
+// against another stored key) the variant created last.
+func (s *keySource) variant(ctx context.Context, arg, other string) (*manifestVariant, string) {
+	e := s.entries[arg]
+	if e == nil {
+		return nil, ""
+	}
+	m := manifestOf(e)
+	if m == nil || len(m.Variants) == 0 {
+		return nil, ""
+	}
+	k := e.Key.String()[:12]
+	last := func(why string) (*manifestVariant, string) {
+		return &m.Variants[0], fmt.Sprintf("headers of %s: compared the variant created last (result %s, 1 of %d): %s", k, short12(m.Variants[0].Result), len(m.Variants), why)
+	}
+	r, ok := s.requests[other]
+	switch {
+	case !ok:
+		return last("the other side is no request, so no recorded build applies")
+	case r.IsZero():
+		return last("the request has no name and no file (standard input), so no build of it is recorded")
+	}
+	lb, ok, err := driverFor(s.env, s.cacheDir, s.store, nil, nil, false).LatestBuild(ctx, r)
+	switch {
+	case err != nil:
+		return last(err.Error())
+	case !ok:
+		return last("no build of " + r.String() + " is recorded")
+	case lb.Key != e.Key:
+		return last("the latest build of " + r.String() + " had another key, " + lb.Key.String()[:12])
+	}
+	for i := range m.Variants {
+		if m.Variants[i].Result == lb.Result.String() {
+			return &m.Variants[i], fmt.Sprintf("headers of %s: compared the variant the latest build of %s used (result %s, %d of %d, since %s)",
+				k, r, short12(m.Variants[i].Result), i+1, len(m.Variants), fmtTime(lb.Since))
+		}
+	}
+	return last("the variant the latest build of " + r.String() + " used (result " + lb.Result.String()[:12] + ") is no longer in the key's manifest")
+}
+
+func short12(s string) string { return s[:min(len(s), 12)] }
+
+// headerDiff is a header whose digest differs between a header variant of
+// a stored key and the other side (another stored key's variant, or the
+// file as it is now).
 type headerDiff struct{ path, a, b string }
 
-// headerDiffs compares the header sets of the latest variants of the
-// stored build keys a and b (nil: a request, whose headers are the files
-// as they are now; relative header names are relative to its base
-// directory base).
-func headerDiffs(a, b *cache.Entry, base string) []headerDiff {
-	latest := func(e *cache.Entry) map[string]string {
-		if e == nil {
-			return nil
-		}
-		m := manifestOf(e)
-		if m == nil || len(m.Variants) == 0 {
+// headerDiffs compares the header sets of the variants a and b of stored
+// build keys (nil: a request, whose headers are the files as they are
+// now; relative header names are relative to its base directory base).
+func headerDiffs(a, b *manifestVariant, base string) []headerDiff {
+	latest := func(v *manifestVariant) map[string]string {
+		if v == nil {
 			return nil
 		}
 		out := map[string]string{}
-		for _, h := range m.Variants[0].Headers {
+		for _, h := range v.Headers {
 			out[h.Path] = h.Digest
 		}
 		return out

@@ -9,6 +9,7 @@ import (
 	"os"
 
 	"github.com/ptojit/ptojit/cache"
+	"github.com/ptojit/ptojit/jit"
 )
 
 // A build key's entry holds no outputs: its meta "manifest" (package jit,
@@ -46,11 +47,15 @@ func manifestOf(e *cache.Entry) *buildManifest {
 	return &m
 }
 
-// entryKind is "build" for a build key's entry (its manifest), "result"
-// for the entry of one header variant, which holds the outputs.
+// entryKind is "build" for a build key's entry (its manifest), "latest"
+// for a request's latest-build record (package jit), "result" for the
+// entry of one header variant, which holds the outputs.
 func entryKind(e *cache.Entry) string {
-	if manifestOf(e) != nil {
+	switch {
+	case manifestOf(e) != nil:
 		return "build"
+	case e.Meta["kind"] == jit.LatestKind:
+		return jit.LatestKind
 	}
 	return "result"
 }
