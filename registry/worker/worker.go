@@ -287,16 +287,6 @@ func (w *Worker) startChild(ctx context.Context, id, gen int) (*endpoint, error)
 	return e, nil
 }
 
-// installed asks a child how many hashids it has installed (READY reply).
-func (w *Worker) installed(id int) (int, error) {
-	e, err := w.live(context.Background(), id)
-	if err != nil {
-		return 0, err
-	}
-	r, err := e.simple(mailbox.OpReady, nil, w.cfg.ControlTimeout)
-	return int(r.Detail), err
-}
-
 // endpoint returns child id's current endpoint, retired or not.
 func (w *Worker) endpoint(id int) (*endpoint, error) {
 	w.mu.Lock()
@@ -395,35 +385,126 @@ func (w *Worker) Close() error {
 	return w.arena.Close()
 }
 
-// BareRoundTrip sends one NOP frame to child id and waits for its reply:
-// the mailbox transport with no decode, resolve or execution, the baseline
-// of dispatch latency.
-func (w *Worker) BareRoundTrip(id int) error {
-	e, err := w.live(context.Background(), id)
-	if err != nil {
-		return err
-	}
-	return e.nop()
+// childState is what the Worker keeps of one child id across its
+// incarnations. repl is held while the child is replaced; the other fields
+// are guarded by Worker.mu.
+type childState struct {
+	repl         chan struct{} // a one-slot lock: held while the child is replaced
+	gen          int           // incarnation now in place: 0 is the one Start started
+	restarts     []time.Time   // replacements within the restart window
+	replacements int           // replacements made, successful or not
+	lastFailure  error         // why the last incarnation was retired
+	givenUp      error         // not nil once the restart bound was hit
+	starting     *endpoint     // a replacement being started, which Close aborts
 }
 
-// Call runs one task of h on child id and waits for it, outside any Run:
-// the same preflight as a submission (live handle, namespace, uncertainty),
-// then one TASK round trip on that child's mailbox.
-func (w *Worker) Call(id int, h CallableHandle, args mailbox.TaskArgs) error {
-	return w.CallContext(context.Background(), id, h, args)
+// actKey names the activations of one hashid on one child id.
+type actKey struct {
+	id     int
+	hashid registry.Hashid
 }
 
-// CallContext is Call bounded by ctx: when ctx ends before the task does,
-// the child is killed and the call fails with ctx's cause (a child whose
-// task never returns cannot be reused); a later call there runs on its
-// replacement.
-func (w *Worker) CallContext(ctx context.Context, id int, h CallableHandle, args mailbox.TaskArgs) error {
-	e, err := w.live(ctx, id)
-	if err != nil {
-		return err
+// provision is one Provide that a child accepted: replayed on a
+// replacement while its hashid is live.
+type provision struct {
+	hashid registry.Hashid
+	ns     registry.Namespace
+	args   []byte
+}
+
+// replayProvisions offers a replacement the operations its namespace's
+// children were offered (Provide), in the order they were. A refusal fails
+// the replacement.
+func (w *Worker) replayProvisions(e *endpoint) error {
+	live := map[registry.Hashid]bool{}
+	for _, h := range w.reg.Live() {
+		live[h.Hashid] = true
 	}
-	if err := w.reg.CheckDispatch(h, e.ns, e.id); err != nil {
-		return err
+	w.actMu.Lock()
+	w.provided = slices.DeleteFunc(w.provided, func(p provision) bool { return !live[p.hashid] })
+	var ps []provision
+	for _, p := range w.provided {
+		if p.ns == e.ns {
+			ps = append(ps, p)
+		}
 	}
-	return e.taskContext(ctx, h.Hashid, args)
+	w.actMu.Unlock()
+	for _, p := range ps {
+		err := e.request(mailbox.OpProvide, "provide", p.hashid, func(dst []byte) ([]byte, error) {
+			return mailbox.AppendFrame(dst, mailbox.OpProvide, mailbox.StatusOK, p.args)
+		}, -1, w.cfg.ControlTimeout)
+		if err != nil {
+			return fmt.Errorf("replaying the provision of %v: %w", p.hashid, err)
+		}
+	}
+	return nil
+}
+
+// noteActivation records a successful ACTIVATE (+1) or DEACTIVATE (-1).
+func (w *Worker) noteActivation(id int, h registry.Hashid, d int) {
+	w.actMu.Lock()
+	defer w.actMu.Unlock()
+	k := actKey{id, h}
+	if n := w.acts[k] + d; n > 0 {
+		w.acts[k] = n
+	} else {
+		delete(w.acts, k)
+	}
+}
+
+// forgetActivations drops the records of hashids that no live handle
+// names any more: nothing of them is replayed.
+func (w *Worker) forgetActivations() {
+	live := map[registry.Hashid]bool{}
+	for _, h := range w.reg.Live() {
+		live[h.Hashid] = true
+	}
+	w.actMu.Lock()
+	defer w.actMu.Unlock()
+	for k := range w.acts {
+		if !live[k.hashid] {
+			delete(w.acts, k)
+		}
+	}
+}
+
+// replayActivations activates on a replacement what its predecessor held
+// activated, as many times, so that each callable's ptojit_module_init
+// runs in the new process before any of its tasks and the later
+// Deactivates balance. A refusal fails the replacement.
+func (w *Worker) replayActivations(ctx context.Context, e *endpoint) error {
+	w.forgetActivations()
+	type act struct {
+		h registry.Hashid
+		n int
+	}
+	var acts []act
+	w.actMu.Lock()
+	for k, n := range w.acts {
+		if k.id == e.id {
+			acts = append(acts, act{k.hashid, n})
+		}
+	}
+	w.actMu.Unlock()
+	slices.SortFunc(acts, func(a, b act) int { return slices.Compare(a.h[:], b.h[:]) })
+	for _, a := range acts {
+		d := a.h.Digest()
+		for range a.n {
+			e.mu.Lock()
+			st, r, err := e.roundTrip(mailbox.OpActivate, func(b []byte) ([]byte, error) {
+				return mailbox.AppendFrame(b, mailbox.OpActivate, mailbox.StatusOK, d[:])
+			}, -1, e.controlTimeout(ctx))
+			if err == nil && r.Digest != d {
+				err = e.fail("activate", fmt.Errorf("%w: reply names %v", registry.ReplyHashidMismatch, registry.Hashid(r.Digest)))
+			}
+			e.mu.Unlock()
+			if err == nil && st != mailbox.StatusOK {
+				err = e.statusErr("activate", a.h, st, r)
+			}
+			if err != nil {
+				return fmt.Errorf("replaying the activation of %v: %w", a.h, err)
+			}
+		}
+	}
+	return nil
 }
