@@ -235,6 +235,7 @@ func (d *Driver) build(ctx context.Context, req *api.Request, resp *api.Response
 		}
 		resp.Timings.Compile = r.compileMS
 		resp.Timings.Lookup += r.remoteMS
+		resp.Warnings = append(resp.Warnings, r.warnings...)
 		ph.mark("compile")
 	}
 	t = time.Now()
@@ -339,7 +340,10 @@ type flightResult struct {
 	// were), when it was not the store's failure.
 	notPublished string
 	// putErr is the store's failure to publish the outputs.
-	putErr               error
+	putErr error
+	// warnings are what the flight met that its builds report (the
+	// remote tier's failures).
+	warnings             []string
 	compileMS, publishMS float64
 }
 
@@ -350,9 +354,14 @@ func (d *Driver) compileAndPublish(ctx context.Context, req *api.Request, id *id
 	if hit, _, err := d.lookupQuiet(ctx, id); err == nil && hit != nil {
 		return &flightResult{outs: hit.Entry.Outputs, data: hit.Data, hit: true, tier: TierLocal}, nil
 	}
+	var warnings []string
 	if d.opt.Remote != nil {
-		if r := d.remoteLookup(ctx, id); r != nil {
+		r, warning := d.remoteLookup(ctx, id)
+		if r != nil {
 			return r, nil
+		}
+		if warning != "" {
+			warnings = append(warnings, warning)
 		}
 	}
 	t := time.Now()
@@ -367,7 +376,7 @@ func (d *Driver) compileAndPublish(ctx context.Context, req *api.Request, id *id
 	if err != nil {
 		return nil, err
 	}
-	r := &flightResult{outs: outs, data: data, compileMS: ms(time.Since(t))}
+	r := &flightResult{outs: outs, data: data, compileMS: ms(time.Since(t)), warnings: warnings}
 	t = time.Now()
 	if d.opt.BeforeRevalidate != nil {
 		d.opt.BeforeRevalidate()
