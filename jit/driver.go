@@ -228,6 +228,10 @@ func (d *Driver) build(ctx context.Context, req *api.Request, resp *api.Response
 			return d.compileAndPublish(fctx, req, id, began)
 		})
 		if err != nil {
+			if r != nil {
+				// A failed compile still reports what the flight met.
+				resp.Warnings = append(resp.Warnings, r.warnings...)
+			}
 			return err
 		}
 		if shared && !r.hit {
@@ -366,15 +370,15 @@ func (d *Driver) compileAndPublish(ctx context.Context, req *api.Request, id *id
 	}
 	t := time.Now()
 	if err := settle(ctx, req, id, d.knownHeaders(ctx, id), began); err != nil {
-		return nil, err
+		return &flightResult{warnings: warnings}, err
 	}
 	res, err := d.compile(ctx, req, id)
 	if err != nil {
-		return nil, err
+		return &flightResult{warnings: warnings}, err
 	}
 	outs, data, err := pack(req, res)
 	if err != nil {
-		return nil, err
+		return &flightResult{warnings: warnings}, err
 	}
 	r := &flightResult{outs: outs, data: data, compileMS: ms(time.Since(t)), warnings: warnings}
 	t = time.Now()

@@ -262,7 +262,18 @@ func TestRemoteTierWarnings(t *testing.T) {
 			warned(3, resp, "skipped: it failed repeatedly (last: WRONGPASS")
 		}
 	}
-	getenv, environ := env(EpochVariable + "=0")
+	// A compile that fails reports what its flight met as well.
+	failing := filepath.Join(t.TempDir(), "cc")
+	if err := os.WriteFile(failing, []byte("#!/bin/sh\ncase \" $* \" in *\" -shared \"*) exit 1 ;; esac\nexec gcc \"$@\"\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	getenv, environ := env("CC=" + failing)
+	failed, err := New(Options{Store: store, Remote: r, Identities: identities, Getenv: getenv, Environ: environ, TempDir: t.TempDir()}).Build(context.Background(), req)
+	if err == nil {
+		t.Fatal("the build with a failing compiler succeeded")
+	}
+	warned(4, failed, "skipped: it failed repeatedly")
+	getenv, environ = env(EpochVariable + "=0")
 	hit := build(t, New(Options{Store: store, Remote: r, Identities: identities, Getenv: getenv, Environ: environ, TempDir: t.TempDir()}), req, api.StatusHit)
 	if hit.HitTier != TierLocal || len(hit.Warnings) != 0 {
 		t.Errorf("local hit: tier %q, warnings %q", hit.HitTier, hit.Warnings)
