@@ -41,7 +41,7 @@ var arrows = map[string][]string{
 	"registry/module":                     {"inventory", "registry", "filesys/durable", "filesys/flock"},
 	"registry/opquery":                    {},
 	"registry/ops":                        {"registry/module", "registry/opquery", "registry", "registry/worker", "inventory"},
-	"jit":                                 {"api", "api/client", "cache", "toolchain", "inventory", "registry", "envaudit/envreg", "."},
+	"jit":                                 {"api", "api/client", "cache", "toolchain", "inventory", "registry", "envaudit/envreg", "filesys/durable", "."},
 	"cmd/internal/cli":                    {},
 	"cmd/internal/clientcmd":              {"cmd/internal/cli", "api", "api/client", "inventory", "registry"},
 	"cmd/ptojit":                          {"cmd/internal/cli", "cmd/internal/clientcmd", "api", "api/client", "inventory", "registry"},

@@ -35,9 +35,13 @@ import (
 // A failed request's reply carries Error (a message for logs), Kind (one
 // of the Kind constants: what a client composes its own text and exit code
 // from, never from Error) and Data (the facts the kind is about: path,
-// owner, mode, holder, key...). A peer speaking another version gets one
-// reply of Kind KindProtocol naming both versions (Data "daemon" and
-// "client"), in the frame shape both versions share.
+// owner, mode, holder, key...). An OpRun reply of a command that ran and
+// failed on the store (an entry not held or damaged, a cache directory
+// refused, a store that cannot be opened or is held) carries its kind and
+// message so too, beside the command's output and exit code; a command
+// that failed otherwise carries no kind. A peer speaking another version
+// gets one reply of Kind KindProtocol naming both versions (Data "daemon"
+// and "client"), in the frame shape both versions share.
 //
 // A connection that sends nothing is closed at the daemon's first-byte
 // deadline; between requests the daemon waits for the next one for an idle

@@ -290,11 +290,9 @@ func (c *compiler) run(ctx context.Context, dir, tool string, args ...string) ([
 	c.mu.Lock()
 	c.ran++
 	c.mu.Unlock()
-	cmd := exec.CommandContext(ctx, tool, args...)
+	cmd := toolCommand(ctx, tool, args...)
 	cmd.Dir = dir
 	cmd.Env = c.env
-	// A tool's leftover child holding the output pipe must not hang Wait.
-	cmd.WaitDelay = toolWaitDelay
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	err := cmd.Run()
@@ -306,10 +304,6 @@ func (c *compiler) run(ctx context.Context, dir, tool string, args ...string) ([
 	}
 	return out.Bytes(), err
 }
-
-// toolWaitDelay bounds the wait for a tool's output pipe once the tool
-// has exited or the build was cancelled.
-const toolWaitDelay = 5 * time.Second
 
 // maxDepsBytes bounds a dependency file.
 const maxDepsBytes = 16 << 20

@@ -20,6 +20,7 @@ import (
 	"github.com/ptojit/ptojit/api"
 	"github.com/ptojit/ptojit/cache"
 	"github.com/ptojit/ptojit/envaudit/envreg"
+	"github.com/ptojit/ptojit/filesys/durable"
 	"github.com/ptojit/ptojit/inventory"
 	"github.com/ptojit/ptojit/registry"
 	"github.com/ptojit/ptojit/toolchain"
@@ -232,6 +233,10 @@ func (d *Driver) build(ctx context.Context, req *api.Request, resp *api.Response
 			return d.compileAndPublish(fctx, req, id, began)
 		})
 		if err != nil {
+			if r != nil {
+				// A failed compile still reports what the flight met.
+				resp.Warnings = append(resp.Warnings, r.warnings...)
+			}
 			return err
 		}
 		if shared && !r.hit {
@@ -239,6 +244,7 @@ func (d *Driver) build(ctx context.Context, req *api.Request, resp *api.Response
 		}
 		resp.Timings.Compile = r.compileMS
 		resp.Timings.Lookup += r.remoteMS
+		resp.Warnings = append(resp.Warnings, r.warnings...)
 		ph.mark("compile")
 	}
 	if r.hit && d.opt.Verify {
@@ -355,7 +361,10 @@ type flightResult struct {
 	// were), when it was not the store's failure.
 	notPublished string
 	// putErr is the store's failure to publish the outputs.
-	putErr               error
+	putErr error
+	// warnings are what the flight met that its builds report (the
+	// remote tier's failures).
+	warnings             []string
 	compileMS, publishMS float64
 }
 
@@ -366,24 +375,29 @@ func (d *Driver) compileAndPublish(ctx context.Context, req *api.Request, id *id
 	if hit, _, err := d.lookupQuiet(ctx, id); err == nil && hit != nil {
 		return &flightResult{outs: hit.Entry.Outputs, data: hit.Data, hit: true, tier: TierLocal, result: hit.Entry.Key}, nil
 	}
+	var warnings []string
 	if d.opt.Remote != nil {
-		if r := d.remoteLookup(ctx, id); r != nil {
+		r, warning := d.remoteLookup(ctx, id)
+		if r != nil {
 			return r, nil
+		}
+		if warning != "" {
+			warnings = append(warnings, warning)
 		}
 	}
 	t := time.Now()
 	if err := settle(ctx, req, id, d.knownHeaders(ctx, id), began); err != nil {
-		return nil, err
+		return &flightResult{warnings: warnings}, err
 	}
 	res, err := d.compile(ctx, req, id)
 	if err != nil {
-		return nil, err
+		return &flightResult{warnings: warnings}, err
 	}
 	outs, data, err := pack(req, res)
 	if err != nil {
-		return nil, err
+		return &flightResult{warnings: warnings}, err
 	}
-	r := &flightResult{outs: outs, data: data, compileMS: ms(time.Since(t))}
+	r := &flightResult{outs: outs, data: data, compileMS: ms(time.Since(t)), warnings: warnings}
 	t = time.Now()
 	if d.opt.BeforeRevalidate != nil {
 		d.opt.BeforeRevalidate()
@@ -726,15 +740,24 @@ type OutputError struct {
 func (e *OutputError) Error() string { return "output " + e.Name + ": " + e.Err.Error() }
 func (e *OutputError) Unwrap() error { return e.Err }
 
-// writeOutputs writes each output to dir through a temporary file and a
-// rename, after checking its bytes against its digest, so the directory
-// never holds a partial or corrupt output.
-func writeOutputs(dir string, outs []cache.Output, data [][]byte) ([]api.Output, error) {
+// writeOutputs writes the outputs to dir as one set: each output that dir
+// does not already hold is checked against its digest and written to a
+// temporary file beside its name (durable.CreateTemp), and only once all
+// are written are they renamed over the old ones. A failed check or write
+// (a full disk) removes every temporary file and leaves the old set whole;
+// the directory never holds a partial or corrupt output.
+func writeOutputs(dir string, outs []cache.Output, data [][]byte) (_ []api.Output, err error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, &OutputError{Name: "directory", Err: err}
 	}
+	type staged struct{ name, tmp, path string }
+	var todo []staged
+	defer func() {
+		for _, s := range todo {
+			os.Remove(s.tmp) // renamed ones are gone from todo
+		}
+	}()
 	res := make([]api.Output, len(outs))
-	wrote := false
 	for i, o := range outs {
 		if o.Name == "" || o.Name != filepath.Base(o.Name) || o.Name == "." || o.Name == ".." {
 			return nil, &OutputError{Name: o.Name, Err: errors.New("not a plain file name")}
@@ -749,12 +772,21 @@ func writeOutputs(dir string, outs []cache.Output, data [][]byte) ([]api.Output,
 		}
 		p := filepath.Join(dir, o.Name)
 		if !holds(p, data[i], sum, mode) {
-			if err := writeAtomic(p, data[i], mode); err != nil {
+			tmp, err := writeTemp(p, data[i], mode)
+			if err != nil {
 				return nil, &OutputError{Name: o.Name, Err: err}
 			}
-			wrote = true
+			todo = append(todo, staged{o.Name, tmp, p})
 		}
 		res[i] = api.Output{Name: o.Name, Path: p, Size: o.Size, Digest: hex.EncodeToString(sum[:])}
+	}
+	wrote := len(todo) > 0
+	for len(todo) > 0 {
+		s := todo[0]
+		if err := os.Rename(s.tmp, s.path); err != nil {
+			return nil, &OutputError{Name: s.name, Err: err}
+		}
+		todo = todo[1:]
 	}
 	if wrote {
 		sweepStaleTemps(dir, outs, time.Now())
@@ -763,7 +795,7 @@ func writeOutputs(dir string, outs []cache.Output, data [][]byte) ([]api.Output,
 }
 
 // staleTempAge is the age past which a temporary file of an output (see
-// writeAtomic) is taken for that of a writer killed before its rename:
+// writeTemp) is taken for that of a writer killed before its rename:
 // writing an output takes milliseconds.
 const staleTempAge = time.Hour
 
@@ -777,11 +809,10 @@ func sweepStaleTemps(dir string, outs []cache.Output, now time.Time) {
 	}
 	for _, e := range ents {
 		n := e.Name()
-		i := strings.LastIndex(n, ".tmp-")
-		if !e.Type().IsRegular() || !strings.HasPrefix(n, ".") || i < 1 {
+		if !e.Type().IsRegular() || !durable.IsTemp(n) {
 			continue
 		}
-		if !slices.ContainsFunc(outs, func(o cache.Output) bool { return o.Name == n[1:i] }) {
+		if !slices.ContainsFunc(outs, func(o cache.Output) bool { return strings.HasPrefix(n, durable.TempPrefix(o.Name)) }) {
 			continue
 		}
 		if fi, err := e.Info(); err == nil && now.Sub(fi.ModTime()) > staleTempAge {
@@ -840,10 +871,13 @@ type outputEntry struct {
 // outputStableAge is stableAge for outputs (tests lower it).
 var outputStableAge = stableAge
 
-func writeAtomic(p string, b []byte, mode os.FileMode) (err error) {
-	f, err := os.CreateTemp(filepath.Dir(p), "."+filepath.Base(p)+".tmp-*")
+// writeTemp writes b with mode to a new temporary file for p (named as
+// durable.IsTemp expects, so sweepStaleTemps knows it) and returns its
+// name; on failure nothing is left.
+func writeTemp(p string, b []byte, mode os.FileMode) (_ string, err error) {
+	f, err := durable.CreateTemp(p, 0o600)
 	if err != nil {
-		return err
+		return "", err
 	}
 	tmp := f.Name()
 	defer func() {
@@ -853,15 +887,15 @@ func writeAtomic(p string, b []byte, mode os.FileMode) (err error) {
 		}
 	}()
 	if _, err = f.Write(b); err != nil {
-		return err
+		return "", err
 	}
 	if err = f.Chmod(mode); err != nil {
-		return err
+		return "", err
 	}
 	if err = f.Close(); err != nil {
-		return err
+		return "", err
 	}
-	return os.Rename(tmp, p)
+	return tmp, nil
 }
 
 // pack returns the cache outputs of a compile: the shared objects and, last,

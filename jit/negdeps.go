@@ -6,7 +6,6 @@ import (
 	"errors"
 	"io/fs"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -109,10 +108,9 @@ func systemDirs(ctx context.Context, tool, lang string, env []string, cwd string
 	if v, ok := sysDirsMemo.Load(k); ok {
 		return v.([]string)
 	}
-	cmd := exec.CommandContext(ctx, tool, "-x", lang, "-E", "-v", os.DevNull)
+	cmd := toolCommand(ctx, tool, "-x", lang, "-E", "-v", os.DevNull)
 	cmd.Dir = cwd
 	cmd.Env = env
-	cmd.WaitDelay = toolWaitDelay
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if cmd.Run() != nil {

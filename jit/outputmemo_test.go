@@ -91,23 +91,27 @@ func TestOutputMemo(t *testing.T) {
 }
 
 // TestSweepStaleTemps: writing outputs removes the temporary files of those
-// outputs that a killed writer left over an hour ago, and nothing else.
+// outputs that a killed writer left over an hour ago, and nothing else: a
+// user's file that merely looks alike is kept.
 func TestSweepStaleTemps(t *testing.T) {
 	dir := t.TempDir()
 	old := time.Now().Add(-2 * staleTempAge)
+	const recent = ".kernel_0.so.tmp-fedcba9876543210"
 	files := map[string]bool{ // name -> removed
-		".kernel_0.so.tmp-123": true,
-		".kernel_0.so.tmp-456": false, // recent: a writer may be at work
-		".other.so.tmp-1":      false, // not an output of this build
-		"kernel_0.so.tmp-2":    false, // no leading dot: not a temporary file
-		"notes.txt":            false,
+		".kernel_0.so.tmp-0123456789abcdef": true,
+		recent:                              false, // recent: a writer may be at work
+		".other.so.tmp-0123456789abcdef":    false, // not an output of this build
+		".kernel_0.so.tmp-123":              false, // not a name writeTemp makes
+		".kernel_0.so.tmp-old":              false,
+		"kernel_0.so.tmp-0123456789abcdef":  false, // no leading dot: not a temporary file
+		"notes.txt":                         false,
 	}
 	for n := range files {
 		p := filepath.Join(dir, n)
 		if err := os.WriteFile(p, []byte("x"), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		if n != ".kernel_0.so.tmp-456" {
+		if n != recent {
 			if err := os.Chtimes(p, old, old); err != nil {
 				t.Fatal(err)
 			}

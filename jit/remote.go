@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"slices"
 	"time"
 
@@ -15,7 +16,9 @@ import (
 // RemoteTier is the shared cache tier behind the local store (the Redis
 // tier of package cache/remote). Everything it returns is verified: each
 // blob against its digest, each entry against its own digest and key. Its
-// errors are misses to the driver: the remote tier can fail no build.
+// errors are misses to the driver: the remote tier can fail no build. An
+// error that matches cache.ErrMiss is a miss; any other is a failure of
+// the tier, which the build that met it reports as a warning.
 type RemoteTier interface {
 	// Entry returns the entry of key without its blobs.
 	Entry(ctx context.Context, key cache.Key) (*cache.Entry, error)
@@ -37,16 +40,21 @@ const (
 // names (the digest of its record), and the manifest the one of this
 // key's record. A hit is stored in the local store (best effort: a store
 // that cannot take it does not turn the hit into a miss) and returned.
-func (d *Driver) remoteLookup(ctx context.Context, id *identity) *flightResult {
+// Without a hit, warning says what failed in the remote tier ("" when it
+// answered: a miss, damaged data).
+func (d *Driver) remoteLookup(ctx context.Context, id *identity) (_ *flightResult, warning string) {
 	start := time.Now()
 	rt := d.opt.Remote
 	m, err := rt.Entry(ctx, cache.Key(id.key))
-	if err != nil || !slices.Equal(m.Record, id.encoded) {
-		return nil
+	if err != nil {
+		return nil, remoteWarning(ctx, err)
+	}
+	if !slices.Equal(m.Record, id.encoded) {
+		return nil, ""
 	}
 	var man manifest
 	if err := json.Unmarshal([]byte(m.Meta["manifest"]), &man); err != nil {
-		return nil
+		return nil, ""
 	}
 	for _, v := range man.Variants {
 		if changedHeader(id.base, v.Headers) != "" || appearedHeader(id.base, v.Absent) != "" {
@@ -58,16 +66,28 @@ func (d *Driver) remoteLookup(ctx context.Context, id *identity) *flightResult {
 		}
 		e, data, err := rt.Get(ctx, rk)
 		if err != nil {
-			return nil
+			return nil, remoteWarning(ctx, err)
 		}
 		want, err := inventory.Encode(resultRecord(id.record, v.Headers))
 		if err != nil || sha256.Sum256(e.Record) != [32]byte(rk) || !slices.Equal(e.Record, want) {
-			return nil // a result of another key or header set
+			return nil, "" // a result of another key or header set
 		}
 		d.storeRemoteHit(ctx, id, e, data, v)
-		return &flightResult{outs: e.Outputs, data: data, hit: true, tier: TierRemote, result: rk, remoteMS: ms(time.Since(start))}
+		return &flightResult{outs: e.Outputs, data: data, hit: true, tier: TierRemote, result: rk, remoteMS: ms(time.Since(start))}, ""
 	}
-	return nil
+	return nil, ""
+}
+
+// remoteWarning is what a build says of an error of the remote tier's
+// lookup: nothing for a miss (cache.ErrMiss: damaged data included, which
+// the tier counts) or for the build's own end, else the failure (the
+// circuit open, authentication refused, the network), which the build
+// went on without.
+func remoteWarning(ctx context.Context, err error) string {
+	if errors.Is(err, cache.ErrMiss) || ctx.Err() != nil {
+		return ""
+	}
+	return err.Error() + " (the build went on without the remote cache)"
 }
 
 // storeRemoteHit writes a remote hit to the local store: the result, then

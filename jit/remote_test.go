@@ -220,3 +220,62 @@ func TestRemoteTierFaultsNeverFailABuild(t *testing.T) {
 		})
 	}
 }
+
+// TestRemoteTierWarnings: a remote tier that refuses the build's
+// credentials is a warning of each build that met it, naming the tier and
+// the refusal; once the circuit opens, builds that skip the tier say so,
+// naming the last failure; a local hit, which never asks the tier, has no
+// warning. Every build is right.
+func TestRemoteTierWarnings(t *testing.T) {
+	node := fixture.StartRedis(t, false)
+	if _, err := fixture.RedisCommand(node.Addr, "CONFIG", "SET", "requirepass", "secret"); err != nil {
+		t.Fatal(err)
+	}
+	r, err := remote.New(remote.Config{Target: &remote.Target{Addrs: []string{node.Addr}, Password: "wrong"},
+		Timeout: 2 * time.Second, ConnectTimeout: 2 * time.Second, BreakerFailures: 2, BreakerCooldown: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	_, req := copyExamples(t)
+	store := cache.NewMemory(cache.Options{})
+	target := "@" + node.Addr // the URL without its password
+	warned := func(i int, resp *api.Response, want string) {
+		t.Helper()
+		if len(resp.Warnings) != 1 || !strings.Contains(resp.Warnings[0], want) || !strings.Contains(resp.Warnings[0], target) {
+			t.Errorf("build %d: warnings %q, want one naming %s and saying %q", i, resp.Warnings, target, want)
+		}
+	}
+	// The second miss is the breaker's second failure at the latest
+	// (publications fail too): the third build skips the tier.
+	for i, epoch := range []string{"0", "1", "2"} {
+		getenv, environ := env(EpochVariable + "=" + epoch)
+		resp := build(t, New(Options{Store: store, Remote: r, Identities: identities, Getenv: getenv, Environ: environ, TempDir: t.TempDir()}), req, api.StatusMiss)
+		switch i {
+		case 0:
+			warned(1, resp, "refused authentication: WRONGPASS")
+		case 1:
+			if len(resp.Warnings) != 1 {
+				t.Errorf("build 2: warnings %q, want one", resp.Warnings)
+			}
+		case 2:
+			warned(3, resp, "skipped: it failed repeatedly (last: WRONGPASS")
+		}
+	}
+	// A compile that fails reports what its flight met as well.
+	failing := filepath.Join(t.TempDir(), "cc")
+	if err := os.WriteFile(failing, []byte("#!/bin/sh\ncase \" $* \" in *\" -shared \"*) exit 1 ;; esac\nexec gcc \"$@\"\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	getenv, environ := env("CC=" + failing)
+	failed, err := New(Options{Store: store, Remote: r, Identities: identities, Getenv: getenv, Environ: environ, TempDir: t.TempDir()}).Build(context.Background(), req)
+	if err == nil {
+		t.Fatal("the build with a failing compiler succeeded")
+	}
+	warned(4, failed, "skipped: it failed repeatedly")
+	getenv, environ = env(EpochVariable + "=0")
+	hit := build(t, New(Options{Store: store, Remote: r, Identities: identities, Getenv: getenv, Environ: environ, TempDir: t.TempDir()}), req, api.StatusHit)
+	if hit.HitTier != TierLocal || len(hit.Warnings) != 0 {
+		t.Errorf("local hit: tier %q, warnings %q", hit.HitTier, hit.Warnings)
+	}
+}

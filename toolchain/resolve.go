@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/ptojit/ptojit/inventory"
@@ -270,6 +271,15 @@ func probeBoth(ctx context.Context, cfg *Config, prog string, args ...string) (s
 	cmd.Env = append(slices.Clone(cfg.environ()), "LC_ALL=C")
 	var stdout, stderr limitedBuffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	// A probe such as cc -E -v runs cc1: the probe runs in a process
+	// group of its own, and a timeout or a cancel kills the whole group.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error {
+		if err := syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL); !errors.Is(err, syscall.ESRCH) {
+			return err
+		}
+		return os.ErrProcessDone
+	}
 	cmd.WaitDelay = time.Second
 	fail := func(reason string) (string, string, error) {
 		return "", "", &ProbeError{Tool: filepath.Base(prog), Args: args, Reason: reason}

@@ -58,12 +58,54 @@ import (
 	"github.com/ptojit/ptojit/cache"
 )
 
-// ErrMiss is a key the remote tier does not hold.
-var ErrMiss = errors.New("remote: no entry")
+// ErrMiss is a key the remote tier does not hold. It matches cache.ErrMiss:
+// to a caller, a miss of the remote tier is a miss like a local one.
+var ErrMiss error = missSentinel{}
+
+type missSentinel struct{}
+
+func (missSentinel) Error() string        { return "remote: no entry" }
+func (missSentinel) Is(target error) bool { return target == cache.ErrMiss }
 
 // ErrCircuitOpen is an operation skipped because the remote tier failed
-// repeatedly and its cooldown has not passed.
+// repeatedly and its cooldown has not passed. The error returned is a
+// *CircuitOpenError, which matches it.
 var ErrCircuitOpen = errors.New("remote: unavailable after repeated failures (circuit open)")
+
+// CircuitOpenError is an operation skipped because the circuit is open: it
+// names the tier and the last failure. It matches ErrCircuitOpen.
+type CircuitOpenError struct {
+	Target string // the URL without its password
+	Last   string // the failure that opened the circuit, or the last probe's
+	Until  time.Time
+}
+
+func (e *CircuitOpenError) Error() string {
+	return fmt.Sprintf("remote cache %s skipped: it failed repeatedly (last: %s); it is tried again after %s",
+		e.Target, e.Last, e.Until.Format(time.TimeOnly))
+}
+
+func (e *CircuitOpenError) Is(target error) bool { return target == ErrCircuitOpen }
+
+// TierError is a failure of the remote tier itself (network, timeout, an
+// error reply, a refused authentication), as op returns it: Error names the
+// tier.
+type TierError struct {
+	Target string
+	// Auth is set when the server refused the credentials (NOAUTH,
+	// WRONGPASS).
+	Auth bool
+	Err  error
+}
+
+func (e *TierError) Error() string {
+	if e.Auth {
+		return fmt.Sprintf("remote cache %s refused authentication: %v (check the password the URL gives: redis://:PASSWORD@host:port)", e.Target, e.Err)
+	}
+	return fmt.Sprintf("remote cache %s: %v", e.Target, e.Err)
+}
+
+func (e *TierError) Unwrap() error { return e.Err }
 
 // ErrReadOnly is a write to a read-only remote tier.
 var ErrReadOnly = errors.New("remote: read-only")
@@ -73,7 +115,7 @@ var ErrReadOnly = errors.New("remote: read-only")
 type MissError struct{ Reason string }
 
 func (e *MissError) Error() string        { return "remote: miss: " + e.Reason }
-func (e *MissError) Is(target error) bool { return target == ErrMiss }
+func (e *MissError) Is(target error) bool { return target == ErrMiss || target == cache.ErrMiss }
 
 // DamagedError is remote data that failed verification. It is never served.
 type DamagedError struct {
@@ -83,6 +125,10 @@ type DamagedError struct {
 }
 
 func (e *DamagedError) Error() string { return "remote: damaged: " + e.What + ": " + e.Reason }
+
+// Is reports whether target is cache.ErrMiss: damaged remote data is a
+// miss with a reason to a caller, as damaged local data is.
+func (e *DamagedError) Is(target error) bool { return target == cache.ErrMiss }
 
 // Stats are the remote tier's counters since the Remote was created.
 type Stats struct {
@@ -213,7 +259,7 @@ func (r *Remote) Close() error {
 // damaged data neither. A cancellation by the caller counts nothing.
 func (r *Remote) op(ctx context.Context, fn func(ctx context.Context) error) error {
 	if !r.br.allow() {
-		return ErrCircuitOpen
+		return r.br.openError()
 	}
 	octx, cancel := context.WithTimeout(ctx, r.cfg.Timeout)
 	defer cancel()
@@ -229,13 +275,18 @@ func (r *Remote) op(ctx context.Context, fn func(ctx context.Context) error) err
 		return ctx.Err()
 	}
 	r.errs.Add(1)
+	te := &TierError{Target: r.br.target, Err: err}
 	var reply redis.Error
-	if errors.As(err, &reply) && strings.HasPrefix(reply.Error(), "OOM ") {
-		r.br.success() // a full server: it answers, and reads still work
-		return fmt.Errorf("remote: %w", err)
+	if errors.As(err, &reply) {
+		msg := reply.Error()
+		if strings.HasPrefix(msg, "OOM ") {
+			r.br.success() // a full server: it answers, and reads still work
+			return te
+		}
+		te.Auth = strings.HasPrefix(msg, "NOAUTH") || strings.HasPrefix(msg, "WRONGPASS")
 	}
 	r.br.failure(err)
-	return fmt.Errorf("remote: %w", err)
+	return te
 }
 
 // safe runs fn, turning a panic into an error.
@@ -607,6 +658,13 @@ func (b *breaker) failure(err error) {
 	if opened {
 		b.warn(fmt.Sprintf("remote cache %s failed %d times in a row (last: %v); building without it for %s", b.target, b.threshold, err, b.cooldown))
 	}
+}
+
+// openError is the error of an operation the open circuit skips.
+func (b *breaker) openError() error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return &CircuitOpenError{Target: b.target, Last: b.lastError, Until: b.until}
 }
 
 func (b *breaker) state() (bool, string) {

@@ -327,59 +327,59 @@ func driverFor(env *cli.Env, cacheDir string, store cache.Store, storeErr error,
 const remoteDrain = 10 * time.Second
 
 // remoteFor returns the remote tier of a build command using the cache
-// directory cacheDir ("" for the default) and the function that ends it.
-// The tier is the one the settings in force select (the client's
-// PTOJIT_REMOTE* variables, else the settings file's remote keys): in the
-// daemon, one of its tiers (kept open for later requests); else one opened
-// for this command, which the returned function drains (for at most
-// remoteDrain, warning about what it dropped) and closes. No tier is nil. A
-// tier that cannot be configured is a warning: it can fail no build.
-func remoteFor(env *cli.Env, cacheDir string) (*remote.Remote, func()) {
+// directory cacheDir ("" for the default), the function that ends it, and
+// the warnings of a tier that cannot be used, which the build reports
+// (standard error and --json's warnings). The tier is the one the settings
+// in force select (the client's PTOJIT_REMOTE* variables, else the
+// settings file's remote keys): in the daemon, one of its tiers (kept open
+// for later requests); else one opened for this command, which the
+// returned function drains (for at most remoteDrain, warning about what it
+// dropped) and closes. No tier is nil. A tier that cannot be configured (a
+// bad URL) is a warning: it can fail no build.
+func remoteFor(env *cli.Env, cacheDir string) (_ *remote.Remote, end func(), warnings []string) {
 	none := func() {}
 	if engine.storeErr != nil || (engine.store != nil && engine.remotes == nil) {
-		return nil, none
+		return nil, none, nil
 	}
 	if cacheDir == "" {
 		cacheDir = engine.dir
 	}
 	cacheDir, err := cacheDirOf(env, cacheDir)
 	if err != nil {
-		return nil, none
+		return nil, none, nil
 	}
 	s, err := resolveSettings(cacheDir, env.Getenv)
 	if err != nil {
 		// storeFor has refused the same settings already.
-		return nil, none
+		return nil, none, nil
 	}
+	disabled := func(err error) []string { return []string{fmt.Sprintf("remote cache disabled: %v", err)} }
 	rs, ok, err := remoteOf(s.list)
 	if err != nil {
-		fmt.Fprintf(env.Stderr, "ptojit: warning: remote cache disabled: %v\n", err)
-		return nil, none
+		return nil, none, disabled(err)
 	}
 	if !ok {
-		return nil, none
+		return nil, none, nil
 	}
 	if engine.remotes != nil {
 		r, err := engine.remotes.get(rs)
 		if err != nil {
-			fmt.Fprintf(env.Stderr, "ptojit: warning: remote cache disabled: %v\n", err)
-			return nil, none
+			return nil, none, disabled(err)
 		}
-		return r, none
+		return r, none, nil
 	}
 	stderr := env.Stderr
 	cfg := rs.cfg
 	cfg.Warn = func(msg string) { fmt.Fprintf(stderr, "ptojit: warning: %s\n", msg) }
 	r, err := remote.New(cfg)
 	if err != nil {
-		fmt.Fprintf(env.Stderr, "ptojit: warning: remote cache disabled: %v\n", err)
-		return nil, none
+		return nil, none, disabled(err)
 	}
 	return r, func() {
 		closeRemote(r, func(format string, args ...any) {
 			fmt.Fprintf(stderr, "ptojit: warning: "+format+"\n", args...)
 		})
-	}
+	}, nil
 }
 
 // openStore opens the cache in this process (see openNow) and reports
@@ -422,9 +422,10 @@ func runBuild(ctx context.Context, env *cli.Env, o buildOptions) error {
 	if err != nil {
 		return err
 	}
-	rt, endRemote := remoteFor(env, o.cacheDir)
+	rt, endRemote, remoteWarnings := remoteFor(env, o.cacheDir)
 	storeUS := time.Since(t).Microseconds()
 	resp, buildErr := driverFor(env, o.cacheDir, store, storeErr, rt, verify).Build(ctx, req)
+	resp.Warnings = append(remoteWarnings, resp.Warnings...)
 	t = time.Now()
 	endRemote()
 	if err := release(); err != nil && buildErr == nil {

@@ -441,6 +441,16 @@ func orDash(s string) string {
 // minKeyPrefix is the shortest key prefix show accepts.
 const minKeyPrefix = 4
 
+// keyMiss is a key the cache does not hold, worded for the user; it
+// unwraps to the store's miss (a daemon's reply kind comes from it).
+type keyMiss struct {
+	msg string
+	err error
+}
+
+func (e *keyMiss) Error() string { return e.msg }
+func (e *keyMiss) Unwrap() error { return e.err }
+
 // resolveKey finds the entry whose key is arg or starts with arg.
 func resolveKey(ctx context.Context, s cache.Store, arg string) (*cache.Entry, error) {
 	p := strings.ToLower(arg)
@@ -454,7 +464,7 @@ func resolveKey(ctx context.Context, s cache.Store, arg string) (*cache.Entry, e
 		}
 		e, err := s.Entry(ctx, k)
 		if errors.Is(err, cache.ErrMiss) {
-			return nil, fmt.Errorf("no entry %s in the cache", k)
+			return nil, &keyMiss{fmt.Sprintf("no entry %s in the cache", k), err}
 		}
 		return e, err
 	}

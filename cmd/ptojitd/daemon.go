@@ -546,8 +546,50 @@ func serveCommand(ctx context.Context, req *api.DaemonRequest) *api.DaemonRespon
 		Prog:    "ptojit",
 		Dir:     req.Dir,
 	}
-	code := program().Main(ctx, env, req.Args)
+	err := program().Run(ctx, env, req.Args)
+	if kind, data := commandKind(err); kind != "" {
+		// A failure the clients word themselves from its kind and data:
+		// the message goes in the reply, not on the command's stderr.
+		r := api.Failure(kind, cli.ExitCode(err), data, "%v", err)
+		r.Stdout, r.Stderr = stdout.Bytes(), stderr.Bytes()
+		return r
+	}
+	code := cli.Report(env, "ptojit", err)
 	return &api.DaemonResponse{Stdout: stdout.Bytes(), Stderr: stderr.Bytes(), Exit: code}
+}
+
+// commandKind returns the reply kind of a command that failed with err,
+// and its data, when the failure is one of the store's that a kind names
+// (a build never fails so: it runs uncached): an entry the cache does not
+// hold (miss) or holds damaged, a cache directory refused for its owner or
+// mode, a store that cannot be opened or is held by another process
+// (store_failure). Any other failure has no kind: the client reads the
+// command's exit code and output.
+func commandKind(err error) (string, map[string]string) {
+	var (
+		miss  *cache.MissError
+		owner *cache.OwnerError
+		held  *heldError
+		open  *cache.OpenError
+		space *cache.SpaceError
+	)
+	switch {
+	case err == nil:
+		return "", nil
+	case errors.As(err, &miss) && miss.Corrupt:
+		return api.KindDamaged, map[string]string{"key": miss.Key.String(), "reason": miss.Reason}
+	case errors.As(err, &miss):
+		return api.KindMiss, map[string]string{"key": miss.Key.String()}
+	case errors.As(err, &owner):
+		return api.KindRefused, map[string]string{"path": owner.Path, "owner": strconv.Itoa(owner.UID), "mode": fmt.Sprintf("%04o", owner.Mode.Perm())}
+	case errors.As(err, &held):
+		return api.KindStoreFailure, map[string]string{"path": held.dir, "holder": held.h.String()}
+	case errors.As(err, &open):
+		return api.KindStoreFailure, map[string]string{"path": open.Dir}
+	case errors.As(err, &space):
+		return api.KindStoreFailure, map[string]string{"path": space.Dir}
+	}
+	return "", nil
 }
 
 // maintenance trims the cache to its limit (with value-log GC) once the

@@ -168,23 +168,7 @@ func TestDaemonLongCompileKeepsClientWaiting(t *testing.T) {
 	}
 	w.env = append(w.env, "CC="+cc)
 	// The daemon, started by the test with a short progress interval.
-	pr, pw, err := os.Pipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	d := exec.Command(filepath.Join(w.bin, "ptojitd"), "daemon", "run", "--ready-fd", "3", "--progress-every", "50ms")
-	d.Env, d.Dir = w.env, w.root
-	d.ExtraFiles = []*os.File{pw}
-	if err := d.Start(); err != nil {
-		t.Fatal(err)
-	}
-	pw.Close()
-	t.Cleanup(func() { d.Process.Kill(); d.Wait() })
-	pr.SetReadDeadline(time.Now().Add(60 * time.Second))
-	if line, err := bufio.NewReader(pr).ReadString('\n'); strings.TrimSpace(line) != "ready" {
-		t.Fatalf("the daemon did not start: %q %v", line, err)
-	}
-	pr.Close()
+	w.startDaemon("--progress-every", "50ms")
 
 	// Released by the client's count of frames, not by time. The test
 	// holds the FIFO open for writing from then until the build returns,
@@ -238,6 +222,76 @@ func TestDaemonLongCompileKeepsClientWaiting(t *testing.T) {
 		t.Fatalf("build: %+v", a)
 	}
 	t.Logf("a compile held for %d progress frames (%s) answered with a 1s no-answer bound", seen, took)
+}
+
+// startDaemon starts the world's daemon with the extra arguments of
+// daemon run and waits (at most 60 s) until it is ready; the test's end
+// kills it.
+func (w *daemonWorld) startDaemon(extra ...string) {
+	t := w.t
+	t.Helper()
+	pr, pw, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := exec.Command(filepath.Join(w.bin, "ptojitd"), append([]string{"daemon", "run", "--ready-fd", "3"}, extra...)...)
+	d.Env, d.Dir = w.env, w.root
+	d.ExtraFiles = []*os.File{pw}
+	if err := d.Start(); err != nil {
+		t.Fatal(err)
+	}
+	pw.Close()
+	t.Cleanup(func() { d.Process.Kill(); d.Wait() })
+	pr.SetReadDeadline(time.Now().Add(60 * time.Second))
+	if line, err := bufio.NewReader(pr).ReadString('\n'); strings.TrimSpace(line) != "ready" {
+		t.Fatalf("the daemon did not start: %q %v", line, err)
+	}
+	pr.Close()
+}
+
+// TestThinClientLongCompileDoesNotFallBack: ptojit build, whose no-answer
+// bound (PTOJIT_DAEMON_TIMEOUT) is 1 s, waits through a compile held for 3
+// s (three bounds) in a daemon that sends progress every 50 ms: the build
+// is the daemon's miss, not an in-process fallback, and the client never
+// calls the daemon not answering.
+func TestThinClientLongCompileDoesNotFallBack(t *testing.T) {
+	w := newDaemonWorld(t)
+	hold := filepath.Join(w.root, "hold")
+	if err := syscall.Mkfifo(hold, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cc := filepath.Join(w.root, "cc-hold")
+	if err := os.WriteFile(cc, []byte(fmt.Sprintf(holdScript, hold)), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	w.env = append(w.env, "CC="+cc)
+	w.startDaemon("--progress-every", "50ms")
+	w.env = append(w.env, api.NoAnswerVariable+"=1s")
+	// The compile is held for at least 3 s: a lower bound on its time,
+	// so the build outlasts the client's bound three times over.
+	const held = 3 * time.Second
+	go func() {
+		time.Sleep(held)
+		f, err := os.OpenFile(hold, os.O_RDWR, 0)
+		if err != nil {
+			return // the build then fails the test below
+		}
+		t.Cleanup(func() { f.Close() })
+		f.WriteString(strings.Repeat("go\n", 64))
+	}()
+	start := time.Now()
+	out, errs, code := w.runWithin(120*time.Second, "build", "--request", w.request, "--json")
+	took := time.Since(start)
+	if code != 0 || strings.Contains(errs, "not answering") {
+		t.Fatalf("build: exit %d after %s\nstdout: %s\nstderr: %s", code, took, out, errs)
+	}
+	if a := parseAnswer(t, out); a.Status != "miss" {
+		t.Fatalf("build: %+v, want the daemon's miss\nstderr: %s", a, errs)
+	}
+	if took < held {
+		t.Fatalf("the build took %s, less than the compile was held (%s)", took, held)
+	}
+	t.Logf("a compile held %s answered through ptojit build with a 1s no-answer bound in %s", held, took)
 }
 
 // TestOldDaemonReplaced: a daemon of protocol 1 left running by an older

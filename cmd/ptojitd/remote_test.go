@@ -6,8 +6,10 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/ptojit/ptojit/api"
 	"github.com/ptojit/ptojit/internal/fixture"
@@ -208,4 +210,50 @@ func TestDaemonRemoteFollowsSettings(t *testing.T) {
 	if !strings.Contains(text, "remote: redis-cluster://") {
 		t.Errorf("daemon status does not show the remote tier:\n%s", text)
 	}
+}
+
+// TestRemoteWarningsReachTheClient: a remote tier that refuses the
+// build's credentials, and a remote URL that cannot be used, are warnings
+// of the build that met them, on the client's standard error and in
+// --json's warnings, through the daemon and in the client's own process;
+// the builds are right.
+func TestRemoteWarningsReachTheClient(t *testing.T) {
+	node := fixture.StartRedis(t, false)
+	if _, err := fixture.RedisCommand(node.Addr, "CONFIG", "SET", "requirepass", "secret"); err != nil {
+		t.Fatal(err)
+	}
+	refusing := "PTOJIT_REMOTE=redis://:wrong@" + node.Addr
+	check := func(name string, w *daemonWorld, wantStatus api.Status, want ...string) {
+		t.Helper()
+		out, errs, code := w.runWithin(120*time.Second, "build", "--request", w.request, "--json")
+		if code != 0 {
+			t.Fatalf("%s: exit %d\n%s%s", name, code, out, errs)
+		}
+		var resp api.Response
+		if err := json.Unmarshal([]byte(out), &resp); err != nil {
+			t.Fatalf("%s: %v\n%s", name, err, out)
+		}
+		if resp.Status != wantStatus {
+			t.Errorf("%s: status %s, want %s", name, resp.Status, wantStatus)
+		}
+		outputsOf(t, out)
+		for _, s := range want {
+			if !slices.ContainsFunc(resp.Warnings, func(w string) bool { return strings.Contains(w, s) }) {
+				t.Errorf("%s: --json warnings %q, want one saying %q", name, resp.Warnings, s)
+			}
+			if !strings.Contains(errs, "ptojit: warning: ") || !strings.Contains(errs, s) {
+				t.Errorf("%s: stderr %q, want a warning saying %q", name, errs, s)
+			}
+		}
+	}
+	w := newDaemonWorld(t)
+	base := slices.Clone(w.env)
+	w.env = append(base, refusing)
+	check("daemon, refusing tier", w, api.StatusMiss, "refused authentication: WRONGPASS", "@"+node.Addr)
+	w.env = append(base, "PTOJIT_REMOTE=ftp://"+node.Addr)
+	check("daemon, bad URL", w, api.StatusHit, "remote cache disabled: PTOJIT_REMOTE: scheme \"ftp\"")
+
+	in := newDaemonWorld(t)
+	in.env = append(in.env, "PTOJIT_DAEMON=0", refusing)
+	check("in-process, refusing tier", in, api.StatusMiss, "refused authentication: WRONGPASS", "@"+node.Addr)
 }

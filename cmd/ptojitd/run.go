@@ -193,8 +193,9 @@ func buildForRun(ctx context.Context, env *cli.Env, o runOptions, req *api.Reque
 	if err != nil {
 		return nil, err
 	}
-	rt, endRemote := remoteFor(env, o.cacheDir)
+	rt, endRemote, remoteWarnings := remoteFor(env, o.cacheDir)
 	resp, buildErr := driverFor(env, o.cacheDir, store, storeErr, rt, verify).Build(ctx, req)
+	resp.Warnings = append(remoteWarnings, resp.Warnings...)
 	endRemote()
 	if err := release(); err != nil && buildErr == nil {
 		resp.Warnings = append(resp.Warnings, fmt.Sprintf("closing the cache: %v", err))

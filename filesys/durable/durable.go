@@ -106,21 +106,31 @@ func IsTemp(name string) bool {
 	return true
 }
 
+// CreateTemp creates a new temporary file for a write of target, in
+// target's directory, named as IsTemp expects (TempPrefix(target) and 16
+// random lower-case hex digits), opened for writing with perm (less the
+// umask). The caller writes it, renames it over target and removes it on
+// failure; CleanTemp finds it when a crash left it behind.
+func CreateTemp(target string, perm fs.FileMode) (*os.File, error) {
+	var rnd [8]byte
+	if _, err := rand.Read(rnd[:]); err != nil {
+		return nil, err
+	}
+	tmp := filepath.Join(filepath.Dir(target), TempPrefix(target)+hex.EncodeToString(rnd[:])) // tempSuffixLen digits
+	return os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, perm)
+}
+
 // WriteFile is the package's WriteFile through d's seam.
 func (d FS) WriteFile(path string, data []byte, perm fs.FileMode) (err error) {
 	dir := filepath.Dir(path)
 	if err := d.at(path, StepCreate); err != nil {
 		return err
 	}
-	var rnd [8]byte
-	if _, err := rand.Read(rnd[:]); err != nil {
-		return err
-	}
-	tmp := filepath.Join(dir, TempPrefix(path)+hex.EncodeToString(rnd[:])) // tempSuffixLen digits
-	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, perm)
+	f, err := CreateTemp(path, perm)
 	if err != nil {
 		return fmt.Errorf("durable write of %s: %w", path, err)
 	}
+	tmp := f.Name()
 	crashed := false
 	defer func() {
 		if err != nil && !crashed {

@@ -186,3 +186,39 @@ func TestIsTempOnlyOwnNames(t *testing.T) {
 		t.Fatalf("CleanTemp after a crash removed %q (%v), want the one temporary file", removed, err)
 	}
 }
+
+// TestCreateTempIsTemp: the temporary files CreateTemp makes are new
+// files beside the target, named as IsTemp expects, so CleanTemp removes
+// one a crashed writer left; the target is untouched.
+func TestCreateTempIsTemp(t *testing.T) {
+	dir := t.TempDir()
+	target := filepath.Join(dir, "kernel_0.so")
+	if err := os.WriteFile(target, []byte("old"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	a, err := CreateTemp(target, 0o600)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a.Close()
+	b, err := CreateTemp(target, 0o600)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.Close()
+	for _, f := range []string{a.Name(), b.Name()} {
+		if filepath.Dir(f) != dir || !IsTemp(filepath.Base(f)) {
+			t.Errorf("CreateTemp made %s: not a temporary file of %s", f, target)
+		}
+	}
+	if a.Name() == b.Name() {
+		t.Errorf("two temporary files share the name %s", a.Name())
+	}
+	removed, err := CleanTemp(dir)
+	if err != nil || len(removed) != 2 {
+		t.Errorf("CleanTemp removed %q, %v; want both temporary files", removed, err)
+	}
+	if got, err := os.ReadFile(target); err != nil || string(got) != "old" {
+		t.Errorf("target after CleanTemp: %q, %v", got, err)
+	}
+}
