@@ -86,6 +86,10 @@ type Options struct {
 	// Remote, when set, is looked up after a local miss and receives what
 	// is published locally.
 	Remote RemoteTier
+	// Listings, when set, answers the checks of searched-and-absent
+	// paths on a lookup from directory listings a Watcher keeps valid
+	// (a daemon's); nil checks each path with a stat.
+	Listings *DirListings
 	// BeforeRevalidate, when set, runs after the compilers finished and
 	// before the sources are fingerprinted again (tests change a source
 	// there to prove that nothing is published).
@@ -234,6 +238,9 @@ func (d *Driver) build(ctx context.Context, req *api.Request, resp *api.Response
 		}
 		resp.Timings.Compile = r.compileMS
 		resp.Timings.Lookup += r.remoteMS
+		if r.warning != "" {
+			resp.Warnings = append(resp.Warnings, r.warning)
+		}
 		ph.mark("compile")
 	}
 	t = time.Now()
@@ -340,6 +347,8 @@ type flightResult struct {
 	// putErr is the store's failure to publish the outputs.
 	putErr               error
 	compileMS, publishMS float64
+	// warning is one for the response (a damaged remote manifest).
+	warning string
 }
 
 // compileAndPublish looks the key up once more (a flight that just ended
@@ -349,8 +358,10 @@ func (d *Driver) compileAndPublish(ctx context.Context, req *api.Request, id *id
 	if hit, _, err := d.lookupQuiet(ctx, id); err == nil && hit != nil {
 		return &flightResult{outs: hit.Entry.Outputs, data: hit.Data, hit: true, tier: TierLocal}, nil
 	}
+	var warning string
 	if d.opt.Remote != nil {
-		if r := d.remoteLookup(ctx, id); r != nil {
+		var r *flightResult
+		if r, warning = d.remoteLookup(ctx, id); r != nil {
 			return r, nil
 		}
 	}
@@ -366,7 +377,7 @@ func (d *Driver) compileAndPublish(ctx context.Context, req *api.Request, id *id
 	if err != nil {
 		return nil, err
 	}
-	r := &flightResult{outs: outs, data: data, compileMS: ms(time.Since(t))}
+	r := &flightResult{outs: outs, data: data, compileMS: ms(time.Since(t)), warning: warning}
 	t = time.Now()
 	if d.opt.BeforeRevalidate != nil {
 		d.opt.BeforeRevalidate()
@@ -401,6 +412,11 @@ type variant struct {
 	// doc): any of them existing makes the variant not match.
 	Absent []string `json:"absent,omitempty"`
 	Result string   `json:"result"`
+	// plans, in a decoded manifest decodeManifest remembers, holds the
+	// Absent paths grouped by directory for each base directory
+	// (absentPlan), so a daemon's hit looks them up without building a
+	// path each.
+	plans *sync.Map
 }
 
 // mergeManifest returns the manifest JSON that puts nv first before the
@@ -510,29 +526,15 @@ func (d *Driver) resultKeyPhases(ctx context.Context, id *identity, ph *phases) 
 	case err != nil:
 		return cache.Key{}, "", fmt.Errorf("cache lookup: %w", err)
 	}
-	var m manifest
-	if err := json.Unmarshal([]byte(e.Meta["manifest"]), &m); err != nil {
+	m, err := decodeManifest(e.Meta["manifest"])
+	if err != nil {
 		return noHeaders(), d.damagedManifest(ctx, id, err), nil
 	}
-	why := "no header variant matches"
-	for i, v := range m.Variants {
-		if changed := changedHeader(id.base, v.Headers); changed != "" {
-			if i == 0 {
-				why = "header changed since the last build: " + changed
-			}
-			continue
-		}
-		if appeared := appearedHeader(id.base, v.Absent); appeared != "" {
-			if i == 0 {
-				why = "header appeared on the include path since the last build: " + appeared
-			}
-			continue
-		}
-		if s, err := inventory.ParseSum(v.Result); err == nil {
-			return cache.Key(s), "", nil
-		}
+	_, rk, why, ok := d.matchVariant(id.base, m.Variants)
+	if !ok {
+		return noHeaders(), why, nil
 	}
-	return noHeaders(), why, nil
+	return rk, "", nil
 }
 
 // damagedManifest removes the key's manifest entry, whose JSON does not
@@ -586,6 +588,9 @@ func changedHeader(base baseDir, hs []headerDigest) string {
 func (d *Driver) publish(ctx context.Context, id *identity, res *compileResult, outs []cache.Output, data [][]byte, took time.Duration) (string, error) {
 	if why := d.revalidate(id); why != "" {
 		return why, nil
+	}
+	if len(res.appeared) > 0 {
+		return "not published: a header appeared on the include path during the compile: " + id.base.rel(res.appeared[0]), nil
 	}
 	headers, err := hashHeaders(res.headers, res.started)
 	if err != nil {

@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"slices"
 	"time"
 
@@ -32,42 +33,38 @@ const (
 )
 
 // remoteLookup looks the key up in the remote tier: its manifest, the
-// first header variant whose headers all still have their digests here,
-// and that variant's result. The result entry must be the one its key
-// names (the digest of its record), and the manifest the one of this
-// key's record. A hit is stored in the local store (best effort: a store
-// that cannot take it does not turn the hit into a miss) and returned.
-func (d *Driver) remoteLookup(ctx context.Context, id *identity) *flightResult {
+// first header variant that matches here (matchVariant, as a local
+// lookup), and that variant's result. The result entry must be the one
+// its key names (the digest of its record), and the manifest the one of
+// this key's record. A hit is stored in the local store (best effort: a
+// store that cannot take it does not turn the hit into a miss) and
+// returned. A manifest whose JSON does not parse is a miss and a warning
+// naming the key: the remote tier is not this process's to repair.
+func (d *Driver) remoteLookup(ctx context.Context, id *identity) (*flightResult, string) {
 	start := time.Now()
 	rt := d.opt.Remote
 	m, err := rt.Entry(ctx, cache.Key(id.key))
 	if err != nil || !slices.Equal(m.Record, id.encoded) {
-		return nil
+		return nil, ""
 	}
-	var man manifest
-	if err := json.Unmarshal([]byte(m.Meta["manifest"]), &man); err != nil {
-		return nil
+	man, err := decodeManifest(m.Meta["manifest"])
+	if err != nil {
+		return nil, fmt.Sprintf("remote cache: the manifest of key %s is damaged (%v): ignored, the build compiles", id.key, err)
 	}
-	for _, v := range man.Variants {
-		if changedHeader(id.base, v.Headers) != "" || appearedHeader(id.base, v.Absent) != "" {
-			continue
-		}
-		rk, err := cache.ParseKey(v.Result)
-		if err != nil {
-			continue
-		}
-		e, data, err := rt.Get(ctx, rk)
-		if err != nil {
-			return nil
-		}
-		want, err := inventory.Encode(resultRecord(id.record, v.Headers))
-		if err != nil || sha256.Sum256(e.Record) != [32]byte(rk) || !slices.Equal(e.Record, want) {
-			return nil // a result of another key or header set
-		}
-		d.storeRemoteHit(ctx, id, e, data, v)
-		return &flightResult{outs: e.Outputs, data: data, hit: true, tier: TierRemote, remoteMS: ms(time.Since(start))}
+	v, rk, _, ok := d.matchVariant(id.base, man.Variants)
+	if !ok {
+		return nil, ""
 	}
-	return nil
+	e, data, err := rt.Get(ctx, rk)
+	if err != nil {
+		return nil, ""
+	}
+	want, err := inventory.Encode(resultRecord(id.record, v.Headers))
+	if err != nil || sha256.Sum256(e.Record) != [32]byte(rk) || !slices.Equal(e.Record, want) {
+		return nil, "" // a result of another key or header set
+	}
+	d.storeRemoteHit(ctx, id, e, data, v)
+	return &flightResult{outs: e.Outputs, data: data, hit: true, tier: TierRemote, remoteMS: ms(time.Since(start))}, ""
 }
 
 // storeRemoteHit writes a remote hit to the local store: the result, then

@@ -208,6 +208,9 @@ func baseDirSetting(env *cli.Env, cacheDir string) (string, error) {
 var engine struct {
 	store      cache.Store
 	identities *toolchain.InstallationIdentityCache
+	// listings are the daemon's directory listings, which answer the
+	// checks of searched-and-absent paths (jit.Options.Listings).
+	listings *jit.DirListings
 	// remotes are the daemon's remote tiers, one per configuration its
 	// requests select; dir is its cache directory.
 	remotes *remoteTiers
@@ -294,7 +297,7 @@ func identities() *toolchain.InstallationIdentityCache {
 // env's environment as a daemon of cacheDir ("" for the default) keeps it
 // (toolEnv).
 func driverFor(env *cli.Env, cacheDir string, store cache.Store, storeErr error, rt *remote.Remote) *jit.Driver {
-	o := jit.Options{Store: store, Getenv: env.Getenv, Environ: toolEnv(env, cacheDir), Identities: identities()}
+	o := jit.Options{Store: store, Getenv: env.Getenv, Environ: toolEnv(env, cacheDir), Identities: identities(), Listings: engine.listings}
 	if store == nil && storeErr != nil {
 		var oe *cache.OpenError
 		var held *heldError

@@ -424,6 +424,7 @@ func runDaemon(ctx context.Context, env *cli.Env, o daemonOptions) error {
 	}
 	defer watcher.Close()
 	fwd.ids = toolchain.NewInstallationIdentityCache(toolchain.Options{BeforeDir: watcher.BeforeDir})
+	engine.listings = watcher.Listings()
 	engine.dir = dir
 	wiped := func(atExit bool) {
 		wipeAtExit.Store(atExit)
