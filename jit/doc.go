@@ -75,8 +75,8 @@
 // include and is not recorded, unless it was not read and its times are
 // within a second of the compile's start or later: it may have been
 // created after the compiler searched its directory, so the build answers
-// but publishes nothing ("not published: a header appeared on the include
-// path during the compile: ..."). The searched places are checked once
+// but publishes nothing ("not published: a header may have appeared on the
+// include path while the compilers ran ..."). The searched places are checked once
 // every compiler of the build has finished.
 //
 // Without a daemon each recorded path is checked with an lstat. A daemon

@@ -590,7 +590,7 @@ func (d *Driver) publish(ctx context.Context, id *identity, res *compileResult, 
 		return why, nil
 	}
 	if len(res.appeared) > 0 {
-		return "not published: a header appeared on the include path during the compile: " + id.base.rel(res.appeared[0]), nil
+		return "not published: a header may have appeared on the include path while the compilers ran (it is not a second older than their start, and they did not read it): " + id.base.rel(res.appeared[0]), nil
 	}
 	headers, err := hashHeaders(res.headers, res.started)
 	if err != nil {
