@@ -49,7 +49,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"sync"
 	"unicode"
@@ -297,7 +296,18 @@ func rememberChecked(src *source) {
 	checked.mu.Unlock()
 }
 
-var symbolRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+// isSymbol reports whether s is a C identifier: a letter or underscore,
+// then letters, digits and underscores (ASCII). It is a loop, not a
+// regular expression, so that the thin client compiles none at start-up.
+func isSymbol(s string) bool {
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c != '_' && !('a' <= c && c <= 'z') && !('A' <= c && c <= 'Z') && (i == 0 || !('0' <= c && c <= '9')) {
+			return false
+		}
+	}
+	return s != ""
+}
 
 // Validate checks every field that can be checked without the filesystem.
 func (r *Request) Validate() error {
@@ -307,7 +317,7 @@ func (r *Request) Validate() error {
 	if !contains(registry.Platforms, r.Platform) {
 		return &FieldError{Field: "platform", Msg: fmt.Sprintf("%q is not one of %s", r.Platform, strings.Join(registry.Platforms, ", "))}
 	}
-	if r.Runtime == "" || !symbolRE.MatchString(r.Runtime) {
+	if r.Runtime == "" || !isSymbol(r.Runtime) {
 		return &FieldError{Field: "runtime", Msg: fmt.Sprintf("%q is not a runtime name (letters, digits, underscores)", r.Runtime)}
 	}
 	if r.Orchestration.Source == "" {
@@ -403,7 +413,7 @@ func checkSymbol(field, s string, required bool) error {
 		return nil
 	case len(s) > MaxSymbol:
 		return &FieldError{Field: field, Msg: fmt.Sprintf("%d bytes, at most %d", len(s), MaxSymbol)}
-	case !symbolRE.MatchString(s):
+	case !isSymbol(s):
 		return &FieldError{Field: field, Msg: fmt.Sprintf("%q is not a C identifier", s)}
 	}
 	return nil

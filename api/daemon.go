@@ -191,6 +191,11 @@ type DaemonResponse struct {
 	// was DependsStamp. A client whose FileStamp differs asks OpHello.
 	Depends      string `json:"depends,omitempty"`
 	DependsStamp string `json:"depends_stamp,omitempty"`
+	// NoAnswer, in the hello file, is the no-answer bound the settings
+	// file Depends sets (daemon_timeout; a Go duration), true while
+	// DependsStamp is: a client uses it unless NoAnswerVariable is set,
+	// and reads the settings file only when the stamp differs.
+	NoAnswer string `json:"no_answer,omitempty"`
 }
 
 // FileStamp identifies the state of the file at path by its stat data

@@ -96,6 +96,9 @@ type compileResult struct {
 	// absent lists the paths searched before a header's directory that
 	// did not exist (see absentCandidates): absolute, sorted, distinct.
 	absent []string
+	// appeared lists those that exist and may have been created during
+	// the compile (absentCandidates): the outputs are not published.
+	appeared []string
 	// started is when the first tool started.
 	started time.Time
 }
@@ -162,12 +165,12 @@ func (c *compiler) compileAll(ctx context.Context, tmpDir string, units []unit) 
 	res := &compileResult{binaries: map[string][]byte{}, started: time.Now()}
 	var mu sync.Mutex // guards res.binaries and headers
 	headers := map[string]bool{}
-	absent := map[string]bool{}
+	searched := make([]struct{ search, deps []string }, len(units))
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(runtime.GOMAXPROCS(0))
 	for i, u := range units {
 		g.Go(func() error {
-			bin, deps, miss, err := c.compileUnit(gctx, filepath.Join(dir, fmt.Sprint(i)), u)
+			bin, deps, search, err := c.compileUnit(gctx, filepath.Join(dir, fmt.Sprint(i)), u)
 			if err != nil {
 				return err
 			}
@@ -177,14 +180,26 @@ func (c *compiler) compileAll(ctx context.Context, tmpDir string, units []unit) 
 			for _, d := range deps {
 				headers[d] = true
 			}
-			for _, p := range miss {
-				absent[p] = true
-			}
+			searched[i].search, searched[i].deps = search, deps
 			return nil
 		})
 	}
 	if err := g.Wait(); err != nil {
 		return nil, err
+	}
+	if unitsCompiled != nil {
+		unitsCompiled()
+	}
+	// The searched places are checked once every compiler has finished,
+	// so that a header that appeared while any of them ran is found.
+	absent := map[string]bool{}
+	var appeared []string
+	for _, s := range searched {
+		miss, late := absentCandidates(s.search, s.deps, res.started)
+		for _, p := range miss {
+			absent[p] = true
+		}
+		appeared = append(appeared, late...)
 	}
 	for _, u := range units {
 		delete(headers, filepath.Clean(u.source))
@@ -201,21 +216,27 @@ func (c *compiler) compileAll(ctx context.Context, tmpDir string, units []unit) 
 		}
 	}
 	slices.Sort(res.absent)
+	slices.Sort(appeared)
+	res.appeared = slices.Compact(appeared)
 	return res, nil
 }
 
 // compileUnit builds one unit in its own directory and returns the shared
-// object, the files its dependency output names and the paths searched
-// before them and absent.
+// object, the files its dependency output names and its include search
+// path (searchPath).
 func (c *compiler) compileUnit(ctx context.Context, dir string, u unit) ([]byte, []string, []string, error) {
 	bin, deps, tool, cwd, err := c.compileUnitDeps(ctx, dir, u)
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	return bin, deps, absentCandidates(c.searchPath(ctx, tool, u, cwd), deps), nil
+	return bin, deps, c.searchPath(ctx, tool, u, cwd), nil
 }
 
-// compileUnitDeps is compileUnit without the absent paths; it also returns
+// unitsCompiled, when set, runs after every compiler finished and before
+// the searched paths are checked (tests create a header there).
+var unitsCompiled func()
+
+// compileUnitDeps is compileUnit without the search path; it also returns
 // the compiler it ran and its working directory.
 func (c *compiler) compileUnitDeps(ctx context.Context, dir string, u unit) ([]byte, []string, string, string, error) {
 	if err := os.Mkdir(dir, 0o700); err != nil {

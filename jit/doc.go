@@ -72,8 +72,24 @@
 // existence makes the variant not match, a miss whose reason names the
 // file ("header appeared on the include path since the last build: ...").
 // A candidate that existed at the build was skipped by the form of the
-// include and is not recorded. The check is an lstat per recorded path, in
-// the daemon and without it.
+// include and is not recorded, unless it was not read and its times are
+// within a second of the compile's start or later: it may have been
+// created after the compiler searched its directory, so the build answers
+// but publishes nothing ("not published: a header may have appeared on the
+// include path while the compilers ran ..."). The searched places are checked once
+// every compiler of the build has finished.
+//
+// Without a daemon each recorded path is checked with an lstat. A daemon
+// answers them from directory listings its Watcher keeps (DirListings, set
+// as Options.Listings): one memo per searched directory, its set of names,
+// read only after every directory from the root down to it is watched
+// (each before its child is looked at) and stored only if no event dropped
+// it during the read; any event in the directory, or naming it or a
+// directory above it, drops the memo, and the daemon's barrier before each
+// request (Watcher.Sync) makes every change that finished before the
+// request count. A directory that does not exist is remembered as empty
+// while its nearest existing ancestor is watched. Paths through a symbolic
+// link and directories that cannot be watched are checked with an lstat.
 //
 // # Publication
 //

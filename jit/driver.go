@@ -92,6 +92,10 @@ type Options struct {
 	// difference fails the build with a *VerifyError and is counted as
 	// cache.EventVerifyMismatch; the fresh outputs are never published.
 	Verify bool
+	// Listings, when set, answers the checks of searched-and-absent
+	// paths on a lookup from directory listings a Watcher keeps valid
+	// (a daemon's); nil checks each path with a stat.
+	Listings *DirListings
 	// BeforeRevalidate, when set, runs after the compilers finished and
 	// before the sources are fingerprinted again (tests change a source
 	// there to prove that nothing is published).
@@ -432,6 +436,11 @@ type variant struct {
 	// doc): any of them existing makes the variant not match.
 	Absent []string `json:"absent,omitempty"`
 	Result string   `json:"result"`
+	// plans, in a decoded manifest decodeManifest remembers, holds the
+	// Absent paths grouped by directory for each base directory
+	// (absentPlan), so a daemon's hit looks them up without building a
+	// path each.
+	plans *sync.Map
 }
 
 // mergeManifest returns the manifest JSON that puts nv first before the
@@ -541,29 +550,15 @@ func (d *Driver) resultKeyPhases(ctx context.Context, id *identity, ph *phases) 
 	case err != nil:
 		return cache.Key{}, "", fmt.Errorf("cache lookup: %w", err)
 	}
-	var m manifest
-	if err := json.Unmarshal([]byte(e.Meta["manifest"]), &m); err != nil {
+	m, err := decodeManifest(e.Meta["manifest"])
+	if err != nil {
 		return noHeaders(), d.damagedManifest(ctx, id, err), nil
 	}
-	why := "no header variant matches"
-	for i, v := range m.Variants {
-		if changed := changedHeader(id.base, v.Headers); changed != "" {
-			if i == 0 {
-				why = "header changed since the last build: " + changed
-			}
-			continue
-		}
-		if appeared := appearedHeader(id.base, v.Absent); appeared != "" {
-			if i == 0 {
-				why = "header appeared on the include path since the last build: " + appeared
-			}
-			continue
-		}
-		if s, err := inventory.ParseSum(v.Result); err == nil {
-			return cache.Key(s), "", nil
-		}
+	_, rk, why, ok := d.matchVariant(id.base, m.Variants)
+	if !ok {
+		return noHeaders(), why, nil
 	}
-	return noHeaders(), why, nil
+	return rk, "", nil
 }
 
 // damagedManifest removes the key's manifest entry, whose JSON does not
@@ -618,6 +613,9 @@ func (d *Driver) publish(ctx context.Context, id *identity, res *compileResult, 
 	var none cache.Key
 	if why := d.revalidate(id); why != "" {
 		return none, why, nil
+	}
+	if len(res.appeared) > 0 {
+		return none, "not published: a header may have appeared on the include path while the compilers ran (it is not a second older than their start, and they did not read it): " + id.base.rel(res.appeared[0]), nil
 	}
 	headers, err := hashHeaders(res.headers, res.started)
 	if err != nil {

@@ -30,7 +30,7 @@ func copyExamples(t *testing.T) (dir string, req *api.Request) {
 	return dir, loadRequest(t, filepath.Join(dir, "vadd", "request.json"))
 }
 
-func loadRequest(t *testing.T, path string) *api.Request {
+func loadRequest(t testing.TB, path string) *api.Request {
 	t.Helper()
 	b, err := os.ReadFile(path)
 	if err != nil {

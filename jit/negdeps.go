@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
 )
 
 // Negative dependencies. A header set names the files a compile read; it
@@ -23,8 +24,13 @@ import (
 // So a variant also records, for every header, each earlier candidate path
 // that did not exist when the variant was published; any of them existing
 // later makes the variant not match, a miss whose reason names the file.
+// A daemon answers these checks from directory listings its watcher keeps
+// valid (DirListings); a process without one stats each path.
 // A candidate that did exist was skipped by the form of the include (an
-// angle include skips the quote directories), so it is not recorded.
+// angle include skips the quote directories, #include_next the
+// directories up to its own), so it is not recorded, unless it may have
+// been created during the compile, after the compiler searched its
+// directory: then the build is not published.
 
 // searchPath returns the include search path of a unit, in the order the
 // compiler searches it, absolute and cleaned.
@@ -54,9 +60,19 @@ func (c *compiler) searchPath(ctx context.Context, tool string, u unit, cwd stri
 }
 
 // absentCandidates returns, for the headers a unit read, the candidate
-// paths searched before each one's directory that do not exist now.
-func absentCandidates(search, deps []string) []string {
-	var out []string
+// paths searched before each one's directory that do not exist now, and
+// those that exist, were not read, and may have been created after since
+// (the start of the compile: their status change time is not stableAge
+// before it, the racily-clean rule of the header memo). The compiler may
+// have searched such a directory before the file appeared, so the
+// variant would record neither its absence nor its content: appeared
+// candidates make the build not published.
+func absentCandidates(search, deps []string, since time.Time) (absent, appeared []string) {
+	read := make(map[string]bool, len(deps))
+	for _, h := range deps {
+		read[h] = true
+	}
+	stable := since.Add(-stableAge).UnixNano()
 	for _, h := range deps {
 		found := -1
 		var name string
@@ -68,20 +84,37 @@ func absentCandidates(search, deps []string) []string {
 		}
 		for _, d := range search[:max(found, 0)] {
 			p := filepath.Join(d, name)
-			if _, err := os.Lstat(p); errors.Is(err, fs.ErrNotExist) {
-				out = append(out, p)
+			fi, err := os.Lstat(p)
+			switch {
+			case errors.Is(err, fs.ErrNotExist):
+				absent = append(absent, p)
+			case err == nil && !read[p]:
+				if k, ok := statKeyOf(fi); !ok || k.ctime >= stable || k.mtime >= stable {
+					appeared = append(appeared, p)
+				}
 			}
 		}
 	}
-	return out
+	return absent, appeared
 }
 
 // appearedHeader returns the first of the recorded absent paths that now
 // exists (or cannot be checked), or "". Relative names are relative to
-// the base directory.
-func appearedHeader(base baseDir, absent []string) string {
+// the base directory. With listings (a daemon's) the paths are looked up
+// in memoized directory listings; a path they cannot answer, and every
+// path without them, is checked with a stat.
+func appearedHeader(base baseDir, absent []string, listings *DirListings) string {
 	for _, p := range absent {
-		if _, err := os.Lstat(base.abs(p)); !errors.Is(err, fs.ErrNotExist) {
+		a := base.abs(p)
+		if listings != nil && filepath.IsAbs(a) && filepath.Clean(a) == a {
+			if exists, known := listings.exists(a); known {
+				if exists {
+					return p
+				}
+				continue
+			}
+		}
+		if _, err := os.Lstat(a); !errors.Is(err, fs.ErrNotExist) {
 			return p
 		}
 	}

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/ptojit/ptojit/api"
 	"github.com/ptojit/ptojit/cache"
@@ -83,13 +84,98 @@ func TestAbsentCandidates(t *testing.T) {
 	a, b := t.TempDir(), t.TempDir()
 	os.WriteFile(filepath.Join(a, "present.h"), nil, 0o644)
 	deps := []string{filepath.Join(b, "x.h"), filepath.Join(b, "present.h"), filepath.Join(a, "y.h")}
-	got := absentCandidates([]string{a, b}, deps)
-	if len(got) != 1 || got[0] != filepath.Join(a, "x.h") {
-		t.Errorf("got %q, want only %s", got, filepath.Join(a, "x.h"))
+	// A compile that started well after present.h was created: it was
+	// there when the compiler searched a, and skipped.
+	later := time.Now().Add(2 * stableAge)
+	got, appeared := absentCandidates([]string{a, b}, deps, later)
+	if len(got) != 1 || got[0] != filepath.Join(a, "x.h") || len(appeared) != 0 {
+		t.Errorf("got %q and appeared %q, want only %s absent", got, appeared, filepath.Join(a, "x.h"))
+	}
+	// A compile that started before present.h was created may have
+	// searched a before it appeared.
+	got, appeared = absentCandidates([]string{a, b}, deps, time.Now().Add(-time.Minute))
+	if len(got) != 1 || len(appeared) != 1 || appeared[0] != filepath.Join(a, "present.h") {
+		t.Errorf("got %q and appeared %q, want %s appeared", got, appeared, filepath.Join(a, "present.h"))
+	}
+	// A candidate the compiler read (an #include_next chain) is not one
+	// that appeared unseen.
+	_, appeared = absentCandidates([]string{a, b}, append(deps, filepath.Join(a, "present.h")), time.Now().Add(-time.Minute))
+	if len(appeared) != 0 {
+		t.Errorf("appeared %q, want none: the compiler read the candidate", appeared)
 	}
 	// A header whose name starts with two dots is inside its directory.
-	got = absentCandidates([]string{a, b}, []string{filepath.Join(b, "..x.h")})
+	got, _ = absentCandidates([]string{a, b}, []string{filepath.Join(b, "..x.h")}, later)
 	if len(got) != 1 || got[0] != filepath.Join(a, "..x.h") {
 		t.Errorf("got %q, want only %s", got, filepath.Join(a, "..x.h"))
 	}
+}
+
+// shadowHeader is the runtime's ptojit_sim.h with a marker, so that a
+// compile that reads it produces other outputs.
+func shadowHeader(t *testing.T, dir string) []byte {
+	t.Helper()
+	rt, err := os.ReadFile(filepath.Join(dir, "toolchain", "runtime", "include", "ptojit_sim.h"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return append(bytes.Clone(rt), "\n__attribute__((used)) static const char marker[] = \"x\";\n"...)
+}
+
+// A daemon's driver answers the searched-and-absent checks from its
+// watcher's listings: a header created beside the source after a hit is
+// still a miss naming it, and its removal a hit again.
+func TestListingsSeeAHeaderBesideTheSource(t *testing.T) {
+	dir, req := copyExamples(t)
+	w, l := newListings(t, new(countMemo))
+	getenv, environ := env()
+	d := New(Options{Store: cache.NewMemory(cache.Options{}), Identities: identities, Getenv: getenv, Environ: environ,
+		TempDir: t.TempDir(), Listings: l})
+	first := build(t, d, req, api.StatusMiss)
+	build(t, d, req, api.StatusHit)
+	if l.Len() == 0 {
+		t.Fatalf("the hit listed no directory: the listings were not used")
+	}
+	shadow := filepath.Join(dir, "vadd", "ptojit_sim.h")
+	if err := os.WriteFile(shadow, shadowHeader(t, dir), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	w.Sync() // as the daemon does before every request
+	r := build(t, d, req, api.StatusMiss)
+	if !strings.Contains(r.MissReason, "ptojit_sim.h") || !strings.Contains(r.MissReason, "appeared") {
+		t.Errorf("miss reason %q does not name the new header", r.MissReason)
+	}
+	if err := os.Remove(shadow); err != nil {
+		t.Fatal(err)
+	}
+	w.Sync()
+	if back := build(t, d, req, api.StatusHit); back.Hashid != first.Hashid {
+		t.Errorf("hashid %s after removing the header, want the first build's %s", back.Hashid, first.Hashid)
+	}
+}
+
+// A header that appears in a searched directory while the compilers run,
+// after they searched there (the test hook creates it once they all
+// finished), is in neither the headers nor the absent paths
+// of that compile: the build answers but publishes nothing, and the next
+// build compiles with the header.
+func TestHeaderAppearingDuringTheCompileIsNotPublished(t *testing.T) {
+	dir, req := copyExamples(t)
+	d := newDriver(t, cache.NewMemory(cache.Options{}))
+	shadow := filepath.Join(dir, "vadd", "ptojit_sim.h")
+	marked := shadowHeader(t, dir)
+	unitsCompiled = func() {
+		if err := os.WriteFile(shadow, marked, 0o644); err != nil {
+			t.Error(err)
+		}
+	}
+	r := build(t, d, req, api.StatusUncached)
+	unitsCompiled = nil
+	if len(r.Unavailable) == 0 || !strings.Contains(r.Unavailable[0], "ptojit_sim.h") || !strings.Contains(r.Unavailable[0], "while the compilers ran") {
+		t.Errorf("unavailable %q, want the header that appeared during the compile", r.Unavailable)
+	}
+	with := build(t, d, req, api.StatusMiss)
+	if with.Hashid == r.Hashid {
+		t.Errorf("the build after the header appeared did not compile with it")
+	}
+	build(t, d, req, api.StatusHit)
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"slices"
 	"time"
 
@@ -35,14 +36,16 @@ const (
 )
 
 // remoteLookup looks the key up in the remote tier: its manifest, the
-// first header variant whose headers all still have their digests here,
-// and that variant's result. The result entry must be the one its key
-// names (the digest of its record), and the manifest the one of this
-// key's record. A hit is stored in the local store (best effort: a store
-// that cannot take it does not turn the hit into a miss) and returned.
-// Without a hit, warning says what failed in the remote tier ("" when it
-// answered: a miss, damaged data).
-func (d *Driver) remoteLookup(ctx context.Context, id *identity) (_ *flightResult, warning string) {
+// first header variant that matches here (matchVariant, as a local
+// lookup), and that variant's result. The result entry must be the one
+// its key names (the digest of its record), and the manifest the one of
+// this key's record. A hit is stored in the local store (best effort: a
+// store that cannot take it does not turn the hit into a miss) and
+// returned. A manifest whose JSON does not parse is a miss and a warning
+// naming the key: the remote tier is not this process's to repair.
+// Without a hit, the warning also says what failed in the remote tier
+// ("" when it answered: a miss, damaged data).
+func (d *Driver) remoteLookup(ctx context.Context, id *identity) (*flightResult, string) {
 	start := time.Now()
 	rt := d.opt.Remote
 	m, err := rt.Entry(ctx, cache.Key(id.key))
@@ -52,30 +55,24 @@ func (d *Driver) remoteLookup(ctx context.Context, id *identity) (_ *flightResul
 	if !slices.Equal(m.Record, id.encoded) {
 		return nil, ""
 	}
-	var man manifest
-	if err := json.Unmarshal([]byte(m.Meta["manifest"]), &man); err != nil {
+	man, err := decodeManifest(m.Meta["manifest"])
+	if err != nil {
+		return nil, fmt.Sprintf("remote cache: the manifest of key %s is damaged (%v): ignored, the build compiles", id.key, err)
+	}
+	v, rk, _, ok := d.matchVariant(id.base, man.Variants)
+	if !ok {
 		return nil, ""
 	}
-	for _, v := range man.Variants {
-		if changedHeader(id.base, v.Headers) != "" || appearedHeader(id.base, v.Absent) != "" {
-			continue
-		}
-		rk, err := cache.ParseKey(v.Result)
-		if err != nil {
-			continue
-		}
-		e, data, err := rt.Get(ctx, rk)
-		if err != nil {
-			return nil, remoteWarning(ctx, err)
-		}
-		want, err := inventory.Encode(resultRecord(id.record, v.Headers))
-		if err != nil || sha256.Sum256(e.Record) != [32]byte(rk) || !slices.Equal(e.Record, want) {
-			return nil, "" // a result of another key or header set
-		}
-		d.storeRemoteHit(ctx, id, e, data, v)
-		return &flightResult{outs: e.Outputs, data: data, hit: true, tier: TierRemote, result: rk, remoteMS: ms(time.Since(start))}, ""
+	e, data, err := rt.Get(ctx, rk)
+	if err != nil {
+		return nil, remoteWarning(ctx, err)
 	}
-	return nil, ""
+	want, err := inventory.Encode(resultRecord(id.record, v.Headers))
+	if err != nil || sha256.Sum256(e.Record) != [32]byte(rk) || !slices.Equal(e.Record, want) {
+		return nil, "" // a result of another key or header set
+	}
+	d.storeRemoteHit(ctx, id, e, data, v)
+	return &flightResult{outs: e.Outputs, data: data, hit: true, tier: TierRemote, result: rk, remoteMS: ms(time.Since(start))}, ""
 }
 
 // remoteWarning is what a build says of an error of the remote tier's

@@ -5,6 +5,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -33,12 +34,14 @@ const maxWatches = 200000
 // identity cache then declines to memoize that read. When a directory
 // cannot be watched, or the kernel's event queue overflows, every memo is
 // dropped, so an unwatched read is never served from memory; both are
-// counted in Status.
+// counted in Status. It also keeps the directory listings of Listings
+// (see DirListings), which watch their directories themselves.
 //
 // A Watcher is safe for concurrent use.
 type Watcher struct {
-	fs    *fsnotify.Watcher
-	memos []Forgetter
+	fs       *fsnotify.Watcher
+	memos    []Forgetter
+	listings *DirListings
 
 	mu          sync.Mutex // guards the fields below
 	dirs        map[string]struct{}
@@ -70,6 +73,8 @@ func NewWatcher(syncDir string, memos ...Forgetter) (*Watcher, error) {
 	}
 	w := &Watcher{fs: fw, memos: memos, dirs: map[string]struct{}{}, unwatchable: map[string]string{},
 		syncDir: syncDir, syncWait: map[string]chan bool{}}
+	w.listings = newDirListings(w)
+	w.memos = append(slices.Clip(w.memos), w.listings)
 	go w.loop()
 	return w, nil
 }
@@ -194,6 +199,32 @@ func (w *Watcher) BeforeDir(dir string) error {
 	return nil
 }
 
+// Listings returns the directory listings this watcher keeps valid (the
+// negative-dependency checks of a daemon's hits, Options.Listings).
+func (w *Watcher) Listings() *DirListings { return w.listings }
+
+// watchDir watches dir, an existing directory, unless it is watched
+// already. Unlike BeforeDir it forgets nothing when dir cannot be
+// watched: it returns the error, and the caller does not memoize.
+func (w *Watcher) watchDir(dir string) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if _, ok := w.dirs[dir]; ok {
+		return nil
+	}
+	if w.closed {
+		return errors.New("the watcher is closed")
+	}
+	if len(w.dirs) >= maxWatches {
+		return errors.New("too many watched directories")
+	}
+	if err := addWatch(w.fs, dir); err != nil {
+		return err
+	}
+	w.dirs[dir] = struct{}{}
+	return nil
+}
+
 func (w *Watcher) forgetAll() {
 	for _, m := range w.memos {
 		m.ForgetAll()
@@ -223,23 +254,20 @@ func (w *Watcher) loop() {
 			w.mu.Lock()
 			w.events++
 			w.forgotten += int64(n)
-			if ev.Has(fsnotify.Remove) || ev.Has(fsnotify.Rename) {
-				// The kernel drops the watch of a removed directory,
-				// and fsnotify that of a moved one; watch it again when
-				// a read lists it next time. The watches of the
-				// directories below a moved one follow them to where
-				// they went, so those are watched again too: else a
-				// directory renamed in at the old path would be marked
-				// watched below its top and changes there never seen.
-				if _, ok := w.dirs[ev.Name]; ok {
-					prefix := ev.Name + string(filepath.Separator)
-					for d := range w.dirs {
-						if strings.HasPrefix(d, prefix) {
-							delete(w.dirs, d)
-						}
+			if _, ok := w.dirs[ev.Name]; ok && (ev.Has(fsnotify.Remove) || ev.Has(fsnotify.Rename)) {
+				// The kernel drops the watch of a removed directory;
+				// watch it again when a read lists it next time. The
+				// watches of the directories under a renamed or
+				// removed one follow their old inodes, not the names
+				// that may be created again: those are watched
+				// again too.
+				delete(w.dirs, ev.Name)
+				prefix := ev.Name + string(filepath.Separator)
+				for d := range w.dirs {
+					if strings.HasPrefix(d, prefix) {
+						delete(w.dirs, d)
 					}
 				}
-				delete(w.dirs, ev.Name)
 			}
 			w.mu.Unlock()
 		case err, ok := <-w.fs.Errors:
@@ -267,6 +295,7 @@ func (w *Watcher) loop() {
 // WatchStatus is the watcher's part of `daemon status`.
 type WatchStatus struct {
 	WatchedDirs int64             `json:"watched_dirs"`
+	ListedDirs  int64             `json:"listed_dirs"`
 	Events      int64             `json:"events"`
 	Forgotten   int64             `json:"memos_dropped"`
 	Overflows   int64             `json:"queue_overflows"`
@@ -276,9 +305,10 @@ type WatchStatus struct {
 
 // Status reports what the watcher has seen.
 func (w *Watcher) Status() WatchStatus {
+	listed := int64(w.listings.Len())
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	st := WatchStatus{WatchedDirs: int64(len(w.dirs)), Events: w.events, Forgotten: w.forgotten, Overflows: w.overflows}
+	st := WatchStatus{WatchedDirs: int64(len(w.dirs)), ListedDirs: listed, Events: w.events, Forgotten: w.forgotten, Overflows: w.overflows}
 	if len(w.unwatchable) > 0 {
 		st.Unwatchable = map[string]string{}
 		keys := make([]string, 0, len(w.unwatchable))

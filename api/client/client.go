@@ -53,6 +53,12 @@ type Options struct {
 	// that long is not answering (*NotAnsweringError). Zero means
 	// api.NoAnswerBound of this process's environment.
 	NoAnswer time.Duration
+	// SettingsNoAnswer, when set and NoAnswer is zero, gives the bound of
+	// the daemon's settings file for CallEnvWith, which calls it only
+	// when the hello file does not record the bound of the settings as
+	// they are now (api.DaemonResponse.NoAnswer): a hit then reads no
+	// settings file.
+	SettingsNoAnswer func() time.Duration
 	// Progress, when set, is called with each interim frame.
 	Progress func(*api.DaemonResponse)
 }
@@ -130,7 +136,13 @@ func CallEnvWith(path string, req *api.DaemonRequest, environ []string, o Option
 		if json.Unmarshal(b, &h) == nil && h.Protocol == api.DaemonProtocol && h.PID > 0 && h.EnvNames != nil &&
 			(h.Depends == "" || api.FileStamp(h.Depends) == h.DependsStamp) {
 			names, hpid = h.EnvNames, h.PID
+			if d, err := time.ParseDuration(h.NoAnswer); err == nil && d > 0 && o.NoAnswer == 0 {
+				o.NoAnswer = d
+			}
 		}
+	}
+	if o.NoAnswer == 0 && o.SettingsNoAnswer != nil {
+		o.NoAnswer = o.SettingsNoAnswer()
 	}
 	return call(path, req, o, func(conn *net.UnixConn) error {
 		pid, err := peerPID(conn)

@@ -3,6 +3,7 @@ package client
 import (
 	"bufio"
 	"encoding/json"
+	"errors"
 	"net"
 	"os"
 	"path/filepath"
@@ -111,5 +112,66 @@ func writeHelloFile(t *testing.T, dir string, pid int, names []string) {
 	b, _ := json.Marshal(&api.DaemonResponse{Protocol: api.DaemonProtocol, PID: pid, EnvNames: names})
 	if err := os.WriteFile(filepath.Join(dir, api.HelloName), b, 0o600); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestCallEnvNoAnswerFromHello: the no-answer bound of the settings comes
+// from the hello file while the settings file is as stamped there (the
+// settings file is not read), and from SettingsNoAnswer once it changed.
+func TestCallEnvNoAnswerFromHello(t *testing.T) {
+	dir, err := os.MkdirTemp("", "ptojit-client-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	l, err := net.Listen("unix", api.SocketPath(dir))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	go func() { // a daemon that reads requests and never answers
+		for {
+			conn, err := l.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer conn.Close()
+				conn.SetDeadline(time.Now().Add(10 * time.Second))
+				var req api.DaemonRequest
+				api.ReadFrame(bufio.NewReader(conn), api.MaxDaemonRequest, &req)
+				var b [1]byte
+				conn.Read(b[:]) // until the client gives up
+			}()
+		}
+	}()
+	conf := filepath.Join(dir, "ptojit.conf")
+	if err := os.WriteFile(conf, []byte("daemon_timeout = 50ms\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	b, _ := json.Marshal(&api.DaemonResponse{Protocol: api.DaemonProtocol, PID: os.Getpid(), EnvNames: []string{"PATH"},
+		Depends: conf, DependsStamp: api.FileStamp(conf), NoAnswer: "50ms"})
+	if err := os.WriteFile(filepath.Join(dir, api.HelloName), b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var asked int
+	o := Options{SettingsNoAnswer: func() time.Duration { asked++; return 80 * time.Millisecond }}
+	bound := func() time.Duration {
+		t.Helper()
+		_, err := CallEnvWith(api.SocketPath(dir), &api.DaemonRequest{Op: api.OpRun}, nil, o)
+		var na *NotAnsweringError
+		if !errors.As(err, &na) {
+			t.Fatalf("error %v, want a daemon not answering", err)
+		}
+		return na.Bound
+	}
+	if got := bound(); got != 50*time.Millisecond || asked != 0 {
+		t.Fatalf("bound %s with the settings read %d times, want the hello file's 50ms and no read", got, asked)
+	}
+	if err := os.WriteFile(conf, []byte("daemon_timeout = 80ms\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if got := bound(); got != 80*time.Millisecond || asked != 1 {
+		t.Fatalf("bound %s with the settings read %d times, want the settings' 80ms, read once", got, asked)
 	}
 }

@@ -216,6 +216,9 @@ func baseDirSetting(env *cli.Env, cacheDir string) (string, error) {
 var engine struct {
 	store      cache.Store
 	identities *toolchain.InstallationIdentityCache
+	// listings are the daemon's directory listings, which answer the
+	// checks of searched-and-absent paths (jit.Options.Listings).
+	listings *jit.DirListings
 	// remotes are the daemon's remote tiers, one per configuration its
 	// requests select; dir is its cache directory.
 	remotes *remoteTiers
@@ -304,7 +307,7 @@ func identities() *toolchain.InstallationIdentityCache {
 // env's environment as a daemon of cacheDir ("" for the default) keeps it
 // (toolEnv), verifying every hit with verify (storeFor).
 func driverFor(env *cli.Env, cacheDir string, store cache.Store, storeErr error, rt *remote.Remote, verify bool) *jit.Driver {
-	o := jit.Options{Store: store, Getenv: env.Getenv, Environ: toolEnv(env, cacheDir), Identities: identities(), Verify: verify}
+	o := jit.Options{Store: store, Getenv: env.Getenv, Environ: toolEnv(env, cacheDir), Identities: identities(), Verify: verify, Listings: engine.listings}
 	if store == nil && storeErr != nil {
 		var oe *cache.OpenError
 		var held *heldError

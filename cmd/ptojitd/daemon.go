@@ -366,6 +366,7 @@ func runDaemon(ctx context.Context, env *cli.Env, o daemonOptions) error {
 		Dir: ddir, Idle: o.idle, Ready: ready, StartLock: startLock, WaitLock: true, Logf: logf, EnvNames: clientEnvNames(),
 		ProgressEvery: o.progressEvery,
 		EnvNamesFunc:  func() []string { return helloEnvNames(dir) }, EnvNamesDepend: filepath.Join(dir, config.FileName),
+		NoAnswerFunc: func() time.Duration { return fileNoAnswer(dir) },
 	})
 	if err != nil {
 		return fmt.Errorf("daemon: %w", err)
@@ -424,6 +425,7 @@ func runDaemon(ctx context.Context, env *cli.Env, o daemonOptions) error {
 	}
 	defer watcher.Close()
 	fwd.ids = toolchain.NewInstallationIdentityCache(toolchain.Options{BeforeDir: watcher.BeforeDir})
+	engine.listings = watcher.Listings()
 	engine.dir = dir
 	wiped := func(atExit bool) {
 		wipeAtExit.Store(atExit)

@@ -4,6 +4,7 @@ import (
 	"os"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/ptojit/ptojit/api"
 	"github.com/ptojit/ptojit/cmd/internal/cli"
@@ -27,6 +28,24 @@ func filePassEnv(dir string) []string {
 		}
 	}
 	return nil
+}
+
+// fileNoAnswer is the no-answer bound the settings file of dir sets
+// (daemon_timeout), api.DefaultNoAnswer when it sets none or no positive
+// duration: the hello file publishes it for clients.
+func fileNoAnswer(dir string) time.Duration {
+	f, err := loadConfig(dir)
+	if err != nil {
+		return api.DefaultNoAnswer
+	}
+	for _, s := range config.Resolve(f, func(string) string { return "" }) {
+		if s.Key.Name == "daemon_timeout" {
+			if d, err := time.ParseDuration(s.Value); err == nil && d > 0 {
+				return d
+			}
+		}
+	}
+	return api.DefaultNoAnswer
 }
 
 // helloEnvNames are the variables the daemon of dir asks clients to send:

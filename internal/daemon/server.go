@@ -146,6 +146,11 @@ type Config struct {
 	// the hello file records its FileStamp, so that a client knows when
 	// the names it read there may be out of date.
 	EnvNamesDepend string
+	// NoAnswerFunc, when set, gives the no-answer bound the settings file
+	// EnvNamesDepend sets (its daemon_timeout): the hello file records it
+	// beside the names, so that a client reads it there, under the same
+	// stamp, instead of parsing the settings file itself.
+	NoAnswerFunc func() time.Duration
 }
 
 // Defaults of Config.
@@ -293,7 +298,7 @@ func Listen(cfg Config) (*Server, error) {
 		names = cfg.EnvNamesFunc()
 	}
 	stamp := api.FileStamp(cfg.EnvNamesDepend)
-	if err := writeHello(cfg.Dir, names, cfg.EnvNamesDepend, stamp); err != nil {
+	if err := writeHello(cfg.Dir, names, noAnswerOf(cfg), cfg.EnvNamesDepend, stamp); err != nil {
 		lock.Close()
 		return nil, err
 	}
@@ -368,10 +373,22 @@ func takeLock(cfg Config) (*os.File, error) {
 	return lock, nil
 }
 
+// noAnswerOf is the bound cfg.NoAnswerFunc gives, 0 without one.
+func noAnswerOf(cfg Config) time.Duration {
+	if cfg.NoAnswerFunc == nil {
+		return 0
+	}
+	return cfg.NoAnswerFunc()
+}
+
 // writeHello writes the OpHello reply of this daemon to api.HelloName in
-// dir, through a temporary file and a rename.
-func writeHello(dir string, names []string, depends, stamp string) error {
+// dir, through a temporary file and a rename, with the settings' no-answer
+// bound (none when 0).
+func writeHello(dir string, names []string, noAnswer time.Duration, depends, stamp string) error {
 	r := &api.DaemonResponse{Protocol: api.DaemonProtocol, PID: os.Getpid(), EnvNames: names}
+	if noAnswer > 0 {
+		r.NoAnswer = noAnswer.String()
+	}
 	if depends != "" {
 		r.Depends, r.DependsStamp = depends, stamp
 	}
@@ -418,7 +435,7 @@ func (s *Server) hello() []string {
 	}
 	names := s.cfg.EnvNamesFunc()
 	if !slices.Equal(names, s.helloNames) || stamp != s.helloStamp {
-		if err := writeHello(s.cfg.Dir, names, s.cfg.EnvNamesDepend, stamp); err != nil {
+		if err := writeHello(s.cfg.Dir, names, noAnswerOf(s.cfg), s.cfg.EnvNamesDepend, stamp); err != nil {
 			s.cfg.Logf("writing %s: %v", api.HelloName, err)
 		} else {
 			s.helloNames, s.helloStamp = names, stamp

@@ -549,3 +549,47 @@ func TestDaemonHelloFollowsItsFile(t *testing.T) {
 		t.Fatalf("after the file changed hello lists %v, want [B]", got)
 	}
 }
+
+// The hello file records the no-answer bound of the settings file with
+// the names, for the same stamp, and again once the file changed.
+func TestDaemonHelloRecordsTheNoAnswerBound(t *testing.T) {
+	dir := shortDir(t)
+	conf := filepath.Join(t.TempDir(), "ptojit.conf")
+	if err := os.WriteFile(conf, []byte("45s"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	bound := func() time.Duration {
+		b, _ := os.ReadFile(conf)
+		d, _ := time.ParseDuration(string(b))
+		return d
+	}
+	startServer(t, Config{Dir: dir, EnvNamesDepend: conf, EnvNamesFunc: func() []string { return []string{"A"} }, NoAnswerFunc: bound})
+	file := func() api.DaemonResponse {
+		t.Helper()
+		var h api.DaemonResponse
+		b, err := os.ReadFile(filepath.Join(dir, api.HelloName))
+		if err == nil {
+			err = json.Unmarshal(b, &h)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		return h
+	}
+	if h := file(); h.NoAnswer != "45s" || h.DependsStamp != api.FileStamp(conf) {
+		t.Fatalf("hello file %+v, want no_answer 45s for the file's stamp", h)
+	}
+	tmp := conf + ".new"
+	if err := os.WriteFile(tmp, []byte("2m0s"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(tmp, conf); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := client.Call(api.SocketPath(dir), &api.DaemonRequest{Op: api.OpHello}); err != nil {
+		t.Fatal(err)
+	}
+	if h := file(); h.NoAnswer != "2m0s" || h.DependsStamp != api.FileStamp(conf) {
+		t.Fatalf("hello file %+v after the change, want no_answer 2m0s for the new stamp", h)
+	}
+}

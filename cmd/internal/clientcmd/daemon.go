@@ -140,7 +140,14 @@ func ViaDaemon(env *cli.Env, args []string, engine func() (string, error)) (bool
 		return client.EnsureDaemon(client.Start{Dir: ddir, Engine: exe,
 			Args: []string{"daemon", "run", "--cache-dir", cacheDir, "--ready-fd", "3", "--start-lock-fd", strconv.Itoa(client.StartLockFD)}})
 	}
-	opts := client.Options{NoAnswer: api.NoAnswerFor(cacheDir, env.Getenv)}
+	// The bound comes from PTOJIT_DAEMON_TIMEOUT, else from the hello
+	// file, which records the settings file's for its stamp; only when
+	// that is stale is the settings file read here.
+	settingsBound := func() time.Duration { return api.NoAnswerFor(cacheDir, env.Getenv) }
+	opts := client.Options{SettingsNoAnswer: settingsBound}
+	if v := env.Getenv(api.NoAnswerVariable); v != "" {
+		opts.NoAnswer = settingsBound() // the variable, when it is a positive duration
+	}
 	send := func() (*api.DaemonResponse, error) { return client.CallEnvWith(sock, req, environ, opts) }
 	resp, err := send()
 	if err != nil && engine == nil && errors.Is(err, client.ErrNoDaemon) {
@@ -163,6 +170,9 @@ func ViaDaemon(env *cli.Env, args []string, engine func() (string, error)) (bool
 				return false, nil // the engine replaces it
 			}
 			fmt.Fprintf(env.Stderr, "%s: %s; stopping it and starting a daemon of this version\n", env.Prog, versionText(version))
+			if opts.NoAnswer == 0 {
+				opts.NoAnswer = settingsBound()
+			}
 			if serr := client.StopVersion(sock, version.Daemon, opts); serr != nil {
 				return true, fmt.Errorf("daemon: %s, and stopping it failed: %w; stop it with kill %d", versionText(version), serr, version.PID)
 			}

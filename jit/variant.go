@@ -1,0 +1,119 @@
+package jit
+
+import (
+	"encoding/json"
+	"path/filepath"
+	"sync"
+
+	"github.com/ptojit/ptojit/cache"
+	"github.com/ptojit/ptojit/inventory"
+)
+
+// maxDecodedManifests bounds the manifests decodeManifest remembers (each
+// at most cache.MaxMetaBytes of JSON, and as much again decoded).
+const maxDecodedManifests = 256
+
+// decodedManifests remembers decoded manifests by their JSON text: the
+// example's, with its searched-and-absent paths, takes longer to decode
+// than the rest of a hit's lookup. A remembered manifest is shared and
+// never modified.
+var decodedManifests struct {
+	mu sync.Mutex // guards m
+	m  map[string]*manifest
+}
+
+// decodeManifest decodes the JSON of a manifest entry's meta.
+func decodeManifest(s string) (*manifest, error) {
+	decodedManifests.mu.Lock()
+	m := decodedManifests.m[s]
+	decodedManifests.mu.Unlock()
+	if m != nil {
+		return m, nil
+	}
+	m = new(manifest)
+	if err := json.Unmarshal([]byte(s), m); err != nil {
+		return nil, err
+	}
+	for i := range m.Variants {
+		m.Variants[i].plans = new(sync.Map)
+	}
+	decodedManifests.mu.Lock()
+	defer decodedManifests.mu.Unlock()
+	if decodedManifests.m == nil || len(decodedManifests.m) >= maxDecodedManifests {
+		decodedManifests.m = map[string]*manifest{}
+	}
+	decodedManifests.m[s] = m
+	return m, nil
+}
+
+// noVariantMatches is the miss reason when no variant matches and the
+// newest one names no changed or appeared header.
+const noVariantMatches = "no header variant matches"
+
+// matchVariant returns the first of a manifest's variants (newest first)
+// whose headers all still have their digests and whose searched-and-absent
+// paths are all still absent, and the key of its result; a variant whose
+// result is not a key is passed over. When none matches, ok is false and
+// why says what the newest variant found: the header that changed or
+// appeared. The local lookup and the remote tier's both match with it.
+func (d *Driver) matchVariant(base baseDir, vs []variant) (v variant, rk cache.Key, why string, ok bool) {
+	why = noVariantMatches
+	for i, v := range vs {
+		if changed := changedHeader(base, v.Headers); changed != "" {
+			if i == 0 {
+				why = "header changed since the last build: " + changed
+			}
+			continue
+		}
+		if l := d.opt.Listings; l != nil && v.plans != nil && l.allAbsent(v.absentPlan(base)) {
+			// every path absent, from the listings alone
+		} else if appeared := appearedHeader(base, v.Absent, l); appeared != "" {
+			if i == 0 {
+				why = "header appeared on the include path since the last build: " + appeared
+			}
+			continue
+		}
+		if s, err := inventory.ParseSum(v.Result); err == nil {
+			return v, cache.Key(s), "", true
+		}
+	}
+	return variant{}, cache.Key{}, why, false
+}
+
+// absentPlan is a variant's Absent paths made absolute against one base
+// directory and grouped by directory, for DirListings.allAbsent; ok is
+// false when some path is not absolute and clean once made absolute (the
+// listings cannot answer it).
+type absentPlan struct {
+	dirs  []string
+	names [][]string
+	ok    bool
+}
+
+// absentPlan returns the plan of v's Absent paths under base, built once
+// per base directory of a decoded manifest.
+func (v variant) absentPlan(base baseDir) *absentPlan {
+	if p, ok := v.plans.Load(base.dir); ok {
+		return p.(*absentPlan)
+	}
+	p := &absentPlan{ok: true}
+	at := map[string]int{}
+	for _, a := range v.Absent {
+		a = base.abs(a)
+		if !filepath.IsAbs(a) || filepath.Clean(a) != a || filepath.Dir(a) == a {
+			p.ok = false
+			break
+		}
+		dir := filepath.Dir(a)
+		i, seen := at[dir]
+		if !seen {
+			i = len(p.dirs)
+			at[dir] = i
+			p.dirs = append(p.dirs, dir)
+			p.names = append(p.names, nil)
+		}
+		p.names[i] = append(p.names[i], filepath.Base(a))
+	}
+	v.plans.Store(base.dir, p)
+	return p
+}
