@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"sync/atomic"
 
 	"github.com/ptojit/ptojit/registry/module"
 	"github.com/ptojit/ptojit/registry/worker"
@@ -28,6 +29,23 @@ type Handle struct {
 	pins     []*module.Pin
 	workerID int
 	released bool
+}
+
+// Test hooks (export_test.go): testHookWait runs when a call on a handle
+// finds another call holding it and is about to wait; testHookCall runs in
+// Execute, holding the handle, just before the child is called.
+var testHookWait, testHookCall atomic.Pointer[func(*Handle)]
+
+// lock takes the handle's lock, which serializes its calls, and returns
+// its unlock.
+func (h *Handle) lock() func() {
+	if !h.mu.TryLock() {
+		if hook := testHookWait.Load(); hook != nil {
+			(*hook)(h)
+		}
+		h.mu.Lock()
+	}
+	return h.mu.Unlock
 }
 
 // Description is what a handle negotiated: a copy.
@@ -61,8 +79,7 @@ func (h *Handle) Describe() Description {
 // allocates it (in the Worker's arena) and passes it to Execute; the
 // provider never frees it.
 func (h *Handle) Scratch() (host, device uint64, err error) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
+	defer h.lock()()
 	if h.released {
 		return 0, 0, ErrReleased
 	}
@@ -94,8 +111,7 @@ func (e *ContractError) Error() string {
 // scratch) and refuses a mismatch. It never re-resolves or falls back: a
 // failure is returned as it is.
 func (h *Handle) Execute(ctx context.Context, a Args) error {
-	h.mu.Lock()
-	defer h.mu.Unlock()
+	defer h.lock()()
 	if h.released {
 		return ErrReleased
 	}
@@ -115,6 +131,9 @@ func (h *Handle) Execute(ctx context.Context, a Args) error {
 	}
 	if err := ctx.Err(); err != nil {
 		return err
+	}
+	if hook := testHookCall.Load(); hook != nil {
+		(*hook)(h)
 	}
 	if err := h.s.w.CallContext(ctx, id, h.act.h, ta); err != nil {
 		return fmt.Errorf("ops: %s (%s) on child %d: %w", h.desc.OpName, h.choice.ImplID, id, err)
@@ -171,8 +190,7 @@ func (h *Handle) taskArgs(a Args) (worker.TaskArgs, error) {
 // and the module pins. Calls after Release fail with ErrReleased; a second
 // Release is a no-op.
 func (h *Handle) Release(ctx context.Context) error {
-	h.mu.Lock()
-	defer h.mu.Unlock()
+	defer h.lock()()
 	if h.released {
 		return nil
 	}

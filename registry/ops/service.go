@@ -139,10 +139,9 @@ func CandidatesOf(mods []*module.Installed) ([]*Candidate, []error) {
 // the compatible candidates in order and every rejected one with its
 // reason; on *NotFoundError the Result is set and the handle nil.
 func (s *Service) Resolve(ctx context.Context, q Query) (*Handle, *Result, error) {
-	q.Tensors = slices.Clone(q.Tensors)
-	for i := range q.Tensors {
-		q.Tensors[i] = q.Tensors[i].Clone()
-	}
+	// q is a copy, and opquery.Match writes only its SyncMode; the tensors
+	// each candidate is negotiated on and bound to are Match's copies of
+	// q.Tensors, so the caller's later changes do not reach the handle.
 	mods, err := s.store.LoadOrder()
 	if err != nil {
 		return nil, nil, err
