@@ -38,6 +38,9 @@ max-version-removed | registry/module/graph.go | if d.MaxVersion != "" && v.Comp
 install-os-arch | registry/module/store.go | if m.OS != runtime.GOOS || m.Arch != runtime.GOARCH { | if m.OS != runtime.GOOS { | ./registry/module | TestInstallRefusesOtherHost
 install-os | registry/module/store.go | if m.OS != runtime.GOOS || m.Arch != runtime.GOARCH { | if m.Arch != runtime.GOARCH { | ./registry/module | TestInstallRefusesOtherHost
 provided-op-undeclared | registry/module/manifest.go | \t\tif !declared[id] { | \t\tif false { | ./registry/module | TestProvidedOpsMatchOperations
+execute-buffer-lifetime | registry/ops/handle.go | if err := arena.CheckTensor(t); err != nil { | if err := arena.CheckTensor(t); false && err != nil { | ./registry/ops | TestExecuteBufferLifetime
+execute-scratch-lifetime | registry/ops/handle.go | if err := arena.CheckLive(*sc.buf); err != nil { | if err := arena.CheckLive(*sc.buf); false && err != nil { | ./registry/ops | TestExecuteBufferLifetime
+arena-generation | registry/worker/mailbox/shm.go | if got, ok := a.live[b.Off]; !ok || got.gen != b.gen { | if _, ok := a.live[b.Off]; !ok { | ./registry/worker/mailbox | TestArenaLifetime
 TABLE
 )
 

@@ -3,6 +3,7 @@ package ops_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/ptojit/ptojit/registry/ops"
 	"github.com/ptojit/ptojit/registry/worker"
+	"github.com/ptojit/ptojit/registry/worker/mailbox"
 )
 
 // TestExecuteAlignment: Execute refuses a tensor that is not aligned as
@@ -182,5 +184,97 @@ func TestResolveCopiesQuery(t *testing.T) {
 	}
 	if err := runOp(t, w, h, opPrefix, 32, 6); err != nil {
 		t.Errorf("execute with the shape resolved: %v", err)
+	}
+}
+
+// TestExecuteBufferLifetime: Execute refuses, naming the tensor, a tensor
+// of a freed buffer, of a buffer freed and its range allocated again, of
+// another arena, and a range in no live allocation; a second Free of a
+// buffer stays refused; nothing of the refused calls runs.
+func TestExecuteBufferLifetime(t *testing.T) {
+	_, _, arch := examples(t)
+	s := newStore(t)
+	install(t, s, arch["scan"], arch["scan_blocked"])
+	svc, w := newService(t, s, 1)
+	ctx := ctxT(t)
+	const n = 64
+	h, _, err := svc.Resolve(ctx, vecQuery(opPrefix, n))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Release(ctx)
+	a := w.Arena()
+	alloc := func() worker.Buffer {
+		b, err := a.Alloc(4 * n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	out := alloc()
+	defer out.Free()
+	in := alloc()
+	stale := in.Tensor(worker.Float32, n)
+	if err := in.Free(); err != nil {
+		t.Fatal(err)
+	}
+	if err := in.Free(); !errors.Is(err, worker.ErrNotAllocated) {
+		t.Errorf("second free: %v, want ErrNotAllocated", err)
+	}
+	other, err := mailbox.NewArena(1 << 16)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	ob, err := other.Alloc(4 * n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	refused := func(what string, tensors []worker.Tensor, want string) {
+		t.Helper()
+		out.Float32s()[0] = -1
+		err := h.Execute(ctx, ops.Args{Tensors: tensors})
+		var ce *ops.ContractError
+		if !errors.As(err, &ce) || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: %v, want a refusal containing %q", what, err, want)
+		}
+		if out.Float32s()[0] != -1 {
+			t.Errorf("%s: the implementation ran", what)
+		}
+	}
+	refused("freed input", []worker.Tensor{stale, out.Tensor(worker.Float32, n)}, fmt.Sprintf("tensor 0: its buffer [%d, +%d) was freed", stale.Offset, 4*n))
+	refused("foreign output", []worker.Tensor{out.Tensor(worker.Float32, n), ob.Tensor(worker.Float32, n)}, "tensor 1: its buffer")
+	refused("foreign output", []worker.Tensor{out.Tensor(worker.Float32, n), ob.Tensor(worker.Float32, n)}, "is an allocation of another arena")
+	// A range no allocation covers, made by hand.
+	raw := worker.Tensor{Offset: stale.Offset, Nbytes: 4 * n, DType: worker.Float32, Shape: []uint64{n}}
+	refused("unallocated range", []worker.Tensor{raw, out.Tensor(worker.Float32, n)}, "is within no live allocation of the arena")
+	// Its range allocated again: the old tensor is still the freed
+	// buffer's, and the new buffer's works.
+	again := alloc()
+	defer again.Free()
+	if again.Off != stale.Offset {
+		t.Logf("the range was not reused (offset %d, was %d)", again.Off, stale.Offset)
+	}
+	refused("freed input, range reused", []worker.Tensor{stale, out.Tensor(worker.Float32, n)}, "was freed")
+	if err := h.Execute(ctx, ops.Args{Tensors: []worker.Tensor{again.Tensor(worker.Float32, n), out.Tensor(worker.Float32, n)}}); err != nil {
+		t.Errorf("live buffers: %v", err)
+	}
+	// A freed scratch buffer.
+	q := vecQuery(opPrefix, n)
+	q.ExactImplID = implBlocked
+	hb, _, err := svc.Resolve(ctx, q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer hb.Release(ctx)
+	_, dev, _ := hb.Scratch()
+	sc, err := a.Alloc(dev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc.Free()
+	err = hb.Execute(ctx, ops.Args{Tensors: []worker.Tensor{again.Tensor(worker.Float32, n), out.Tensor(worker.Float32, n)}, DeviceScratch: &sc})
+	if !strings.Contains(fmt.Sprint(err), "device scratch: its buffer") || !strings.Contains(fmt.Sprint(err), "was freed") {
+		t.Errorf("freed scratch: %v", err)
 	}
 }

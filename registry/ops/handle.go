@@ -108,7 +108,9 @@ func (e *ContractError) Error() string {
 
 // Execute runs the implementation on a child and waits for it. It checks
 // the buffers against the contract first (dtype, shape, extent, alignment,
-// scratch) and refuses a mismatch. It never re-resolves or falls back: a
+// scratch) and their lifetime (each tensor within a live allocation of the
+// Worker's arena: not freed, not another arena's; scratch buffers live
+// allocations of it), and refuses a mismatch. It never re-resolves or falls back: a
 // failure is returned as it is.
 func (h *Handle) Execute(ctx context.Context, a Args) error {
 	defer h.lock()()
@@ -146,6 +148,7 @@ func (h *Handle) taskArgs(a Args) (worker.TaskArgs, error) {
 		return worker.TaskArgs{}, &ContractError{ImplID: h.choice.ImplID, Reason: fmt.Sprintf(format, args...)}
 	}
 	want := h.choice.tensors
+	arena := h.s.w.Arena()
 	if len(a.Tensors) != len(want) {
 		return bad("%d tensors, negotiated %d", len(a.Tensors), len(want))
 	}
@@ -164,6 +167,9 @@ func (h *Handle) taskArgs(a Args) (worker.TaskArgs, error) {
 		if align := h.desc.TensorAlignment(w.DType); align > 0 && t.Offset%align != 0 {
 			return bad("tensor %d at arena offset %d is not %d-byte aligned", i, t.Offset, align)
 		}
+		if err := arena.CheckTensor(t); err != nil {
+			return bad("tensor %d: its buffer %v", i, err)
+		}
 	}
 	ta := worker.TaskArgs{Tensors: slices.Clone(a.Tensors)}
 	for _, sc := range []struct {
@@ -180,6 +186,9 @@ func (h *Handle) taskArgs(a Args) (worker.TaskArgs, error) {
 				have = sc.buf.Len
 			}
 			return bad("%s scratch of %d bytes, negotiated %d", sc.name, have, sc.need)
+		}
+		if err := arena.CheckLive(*sc.buf); err != nil {
+			return bad("%s scratch: its buffer %v", sc.name, err)
 		}
 		ta.Tensors = append(ta.Tensors, worker.Tensor{Offset: sc.buf.Off, Nbytes: sc.buf.Len, DType: worker.Int32, Shape: []uint64{sc.buf.Len / 4}})
 	}

@@ -225,6 +225,8 @@ type Tensor struct {
 	Nbytes uint64   // bytes addressable from Offset
 	DType  DType    // element type
 	Shape  []uint64 // elements per dimension, at most MaxDims
+
+	from Buffer // the buffer it was made from (Buffer.Tensor), if any
 }
 
 // TaskArgs are the arguments of one task, in signature order split by kind:
