@@ -464,7 +464,11 @@ func runOpRun(ctx context.Context, env *cli.Env, o *opOptions) error {
 				copy(bufBytes(b), input[off:off+int(n)])
 				off += int(n)
 			}
-			args.Tensors = append(args.Tensors, worker.Tensor{Offset: b.Off, Nbytes: n, DType: dt, Shape: t.Shape})
+			// The bytes it spans by its strides: the input file holds them,
+			// rows at their outer strides, as the output file will.
+			tt := b.Tensor(dt, t.Shape...)
+			tt.Nbytes, tt.Strides = n, t.Strides
+			args.Tensors = append(args.Tensors, tt)
 		}
 		if off != len(input) {
 			return fmt.Errorf("op run: %s holds %d bytes; the inputs take exactly %d", o.input, len(input), off)

@@ -489,3 +489,20 @@ func TestBatchAndSpaceBounds(t *testing.T) {
 		}
 	}
 }
+
+func TestEffectiveStrides(t *testing.T) {
+	for _, c := range []struct {
+		t    Tensor
+		want []uint64
+	}{
+		{Tensor{DType: F32, Shape: []uint64{4, 3, 2}}, []uint64{1, 4, 12}},
+		{Tensor{DType: F32, Shape: []uint64{4, 3, 2}, Strides: []uint64{0, 0, 0}}, []uint64{1, 4, 12}},
+		{Tensor{DType: F32, Shape: []uint64{4, 3, 2}, Strides: []uint64{1, 8, 0}}, []uint64{1, 8, 24}},
+		{Tensor{DType: F32, Shape: []uint64{4, 3, 2}, Strides: []uint64{0, 0, 100}}, []uint64{1, 4, 100}},
+		{Tensor{DType: F32}, []uint64{}},
+	} {
+		if got := c.t.EffectiveStrides(); !slices.Equal(got, c.want) {
+			t.Errorf("%v: %v, want %v", c.t, got, c.want)
+		}
+	}
+}

@@ -244,6 +244,26 @@ func joinU(l []uint64) string {
 	return strings.Join(parts, ",")
 }
 
+// EffectiveStrides returns the stride in elements of every axis: the one
+// given, or for an axis whose stride is 0 or absent the packed one (the
+// stride of the axis inside it times that axis's extent; 1 for the first
+// axis). Two tensors of one shape lay out their elements alike exactly when
+// their effective strides are equal.
+func (t Tensor) EffectiveStrides() []uint64 {
+	out := make([]uint64, len(t.Shape))
+	s := uint64(1)
+	for i := range t.Shape {
+		if i > 0 {
+			s *= t.Shape[i-1]
+		}
+		if i < len(t.Strides) && t.Strides[i] != 0 {
+			s = t.Strides[i]
+		}
+		out[i] = s
+	}
+	return out
+}
+
 // layout reports whether every stride is 0 or the packed one (packed), and
 // whether the first axis is contiguous and every outer stride covers the
 // axes inside it (outerStrided).

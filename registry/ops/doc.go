@@ -120,7 +120,8 @@
 // negotiated contract, Scratch the scratch sizes; the caller allocates scratch
 // in the Worker's arena and passes it to Execute as the last tensors (device,
 // then host), and the provider never frees it. Execute checks that the buffers
-// match the contract (dtype, shape, extent, alignment, scratch) and that each
+// match the contract (dtype, shape, strides as their effective values so that
+// 0 and the packed stride are one, extent, alignment, scratch) and that each
 // lies within a live allocation of the Worker's arena (a freed buffer, one
 // freed and allocated again, or another arena's is refused, naming the
 // tensor), and refuses otherwise; it never re-resolves or falls back. Calls on one handle are

@@ -160,6 +160,13 @@ func (h *Handle) taskArgs(a Args) (worker.TaskArgs, error) {
 		if !slices.Equal(t.Shape, w.Shape) {
 			return bad("tensor %d has shape %v, negotiated %v", i, t.Shape, w.Shape)
 		}
+		if len(t.Strides) != 0 && len(t.Strides) != len(t.Shape) {
+			return bad("tensor %d has %d dimensions and %d strides", i, len(t.Shape), len(t.Strides))
+		}
+		got := Tensor{Shape: t.Shape, Strides: t.Strides}.EffectiveStrides()
+		if neg := w.EffectiveStrides(); !slices.Equal(got, neg) {
+			return bad("tensor %d has strides %v, negotiated %v (elements; 0 is packed)", i, got, neg)
+		}
 		n, _ := w.Bytes()
 		if t.Nbytes < n {
 			return bad("tensor %d spans %d bytes, its shape and strides need %d", i, t.Nbytes, n)

@@ -5,14 +5,15 @@ import "github.com/ptojit/ptojit/registry/worker/mailbox"
 // The C ABI of testdata/examples/toolchain/runtime/include/ptojit_sim.h
 // (x86-64 and arm64 LP64 layouts).
 const (
-	simABIVersion = 1
+	simABIVersion = 1 // the major version; minor 1 added the strides tail of ptojit_args
 	kernelSymbol  = "ptojit_kernel"
 	sizeofTensor  = 56 // data, nbytes, dtype, ndim, shape[4]
-	sizeofArgs    = 32 // abi_version, tensor_count, tensors, scalar_count, reserved, scalars
+	sizeofArgs    = 32 // the 1.0 prefix: abi_version, tensor_count, tensors, scalar_count, struct_size, scalars
+	sizeofArgsV11 = 40 // and the 1.1 tail: strides
 	sizeofKernel  = 16 // func_id, reserved, fn
 	sizeofRuntime = 32 // abi_version, kernel_count, kernels; tail: struct_size, reserved, operations
 	sizeofConfig  = 8  // abi_version, block_dim
-	scratchBytes  = sizeofArgs + mailbox.MaxTensors*sizeofTensor + mailbox.MaxScalars*8
+	scratchBytes  = sizeofArgsV11 + mailbox.MaxTensors*sizeofTensor + mailbox.MaxScalars*8 + mailbox.MaxTensors*mailbox.MaxDims*8
 )
 
 // Symbols of an operation provider's orchestration (ptojit_sim.h).

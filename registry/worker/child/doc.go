@@ -39,7 +39,12 @@
 // ptojit_sim.h. The child builds the ptojit_runtime (func_id -> kernel) and
 // each task's ptojit_args in anonymous mappings outside the Go heap, points
 // tensor data into its arena mapping, and calls the entry through purego:
-// no cgo is needed. Other platforms are refused at prewarm
+// no cgo is needed. The ptojit_args it builds are ABI 1.1: struct_size 40
+// and the strides tail (every tensor's strides as the task carried them,
+// 0 packed); a tensor whose first axis is not contiguous, or whose strides
+// span more than its bytes, is refused. Binaries built against ABI 1.0 read
+// the unchanged prefix. The host operation service reads the tail of the
+// ptojit_args a caller passes only when its struct_size covers it. Other platforms are refused at prewarm
 // (PLATFORM_UNSUPPORTED).
 //
 // Prewarm also resolves, without calling them, an operation provider's

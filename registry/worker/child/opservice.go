@@ -13,6 +13,7 @@ import (
 	"github.com/ebitengine/purego"
 
 	"github.com/ptojit/ptojit/registry"
+	"github.com/ptojit/ptojit/registry/opquery"
 	"github.com/ptojit/ptojit/registry/worker/mailbox"
 )
 
@@ -44,8 +45,9 @@ type opHandle struct {
 }
 
 type opTensorDesc struct {
-	dtype uint32
-	shape []uint64
+	dtype   uint32
+	shape   []uint64
+	strides []uint64 // effective (opquery.Tensor.EffectiveStrides)
 }
 
 // opServiceAddr returns the address of this process's ptojit_op_service
@@ -138,9 +140,15 @@ func opResolve(user, req, handleOut uintptr) uintptr {
 			return fail(opEInvalid, fmt.Sprintf("resolve: tensor %d has %d dimensions", i, nd))
 		}
 		t := opTensorDesc{dtype: binary.LittleEndian.Uint32(e[0:])}
+		var st []uint64
 		for d := range int(nd) {
 			t.shape = append(t.shape, binary.LittleEndian.Uint64(e[8+8*d:]))
+			st = append(st, binary.LittleEndian.Uint64(e[40+8*d:]))
 		}
+		if nd > 0 && st[0] > 1 {
+			return fail(opEInvalid, fmt.Sprintf("resolve: tensor %d: its first axis has stride %d (the first axis is contiguous)", i, st[0]))
+		}
+		t.strides = opquery.Tensor{Shape: t.shape, Strides: st}.EffectiveStrides()
 		tensors = append(tensors, t)
 	}
 	var lo, hi version
@@ -296,6 +304,10 @@ func checkOpArgs(arena []byte, oh *opHandle, args uintptr) error {
 	a := cBytes(args, sizeofArgs)
 	nt := binary.LittleEndian.Uint32(a[4:])
 	tp := uintptr(binary.LittleEndian.Uint64(a[8:]))
+	var sp uintptr // the strides rows of the 1.1 tail, when the caller passed them
+	if binary.LittleEndian.Uint32(a[20:]) >= sizeofArgsV11 {
+		sp = uintptr(binary.LittleEndian.Uint64(cBytes(args, sizeofArgsV11)[32:]))
+	}
 	if binary.LittleEndian.Uint32(a[0:]) != simABIVersion || int(nt) != len(oh.tensors) || (nt > 0 && tp == 0) {
 		return errors.New("tensor count")
 	}
@@ -317,8 +329,17 @@ func checkOpArgs(arena []byte, oh *opHandle, args uintptr) error {
 		for d := range int(nd) {
 			t.Shape = append(t.Shape, binary.LittleEndian.Uint64(e[24+8*d:]))
 		}
+		if sp != 0 {
+			row := cBytes(sp+uintptr(8*mailbox.MaxDims*i), 8*mailbox.MaxDims)
+			for d := range int(nd) {
+				t.Strides = append(t.Strides, binary.LittleEndian.Uint64(row[8*d:]))
+			}
+		}
 		if !slices.Equal(t.Shape, w.shape) {
 			return errors.New("shape")
+		}
+		if checkLayout(t) != nil || !slices.Equal(opquery.Tensor{Shape: t.Shape, Strides: t.Strides}.EffectiveStrides(), w.strides) {
+			return errors.New("strides")
 		}
 		if need, ok := shapeBytes(t); t.DType.Size() == 0 || !ok || need > n {
 			return errors.New("extent")

@@ -8,7 +8,7 @@ import (
 // frameSeeds are the seeds of the frame fuzz tests.
 func frameSeeds() [][]byte {
 	d := [DigestSize]byte{1, 2, 3}
-	task, _ := AppendTaskFrame(nil, d, TaskArgs{Tensors: []Tensor{{Offset: 128, Nbytes: 64, DType: Float32, Shape: []uint64{4, 4}}}, Scalars: []uint64{Float32Scalar(1.5)}})
+	task, _ := AppendTaskFrame(nil, d, TaskArgs{Tensors: []Tensor{{Offset: 128, Nbytes: 112, DType: Float32, Shape: []uint64{4, 4}, Strides: []uint64{1, 8}}}, Scalars: []uint64{Float32Scalar(1.5)}})
 	reg, _ := AppendFrame(nil, OpRegister, StatusOK, RegisterArgs{Digest: d, Kind: 1, RefType: RefSealedMemfd, PayloadLen: 9400}.Append(nil))
 	unreg, _ := AppendFrame(nil, OpUnregister, StatusOK, d[:])
 	rep, _ := AppendFrame(nil, OpTask|ReplyBit, StatusNotInstalled, Reply{Digest: d, Detail: 3, Message: "missing"}.Append(nil))
