@@ -49,6 +49,9 @@ refused, naming the field):
   publisher            string, required: dotted identifier, a publisher the
                        signing key is trusted for
   module_abi           integer, required: 1
+  kernel_abi           {"min": "MAJOR.MINOR", "max": "MAJOR.MINOR"}, optional
+                       (1.0..1.0): the ptojit_sim.h versions the callables work
+                       with; this build runs 1.0..1.1 (1.1: tensor strides)
   runtime              string, required: the runtime the callables are built for
   platforms            [string], required: of a2a3sim, a5sim, a2a3, a5
   os, arch             string, required: GOOS/GOARCH of the host

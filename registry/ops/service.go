@@ -403,6 +403,10 @@ func (n *childNegotiator) negotiate(ch *Choice, q *Query) error {
 	if errors.As(err, &re) {
 		return &rejectErr{kind: "revoked", reason: "revoked: " + err.Error()}
 	}
+	var ke *module.KernelABIError
+	if errors.As(err, &ke) {
+		return &rejectErr{kind: "kernel_abi", reason: "kernel ABI: " + err.Error()}
+	}
 	if err != nil {
 		return err
 	}

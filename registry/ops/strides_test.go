@@ -2,11 +2,17 @@ package ops_test
 
 import (
 	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/ptojit/ptojit/registry"
+	"github.com/ptojit/ptojit/registry/module"
 	"github.com/ptojit/ptojit/registry/ops"
 	"github.com/ptojit/ptojit/registry/worker"
+	"github.com/ptojit/ptojit/registry/worker/simtest"
 )
 
 const (
@@ -106,5 +112,48 @@ func TestStridedExecution(t *testing.T) {
 	var nf *ops.NotFoundError
 	if !errors.As(err, &nf) || !strings.Contains(reasons(res), "[layout] layout: input 0 is not outer-strided (the first axis must be contiguous)") {
 		t.Errorf("strided first axis: %v\n%s", err, reasons(res))
+	}
+}
+
+// TestSimABIHeader: the kernel ABI version ptojit_sim.h declares is the one
+// this build's children and the module store's host range name.
+func TestSimABIHeader(t *testing.T) {
+	inc, err := simtest.IncludeDir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(filepath.Join(inc, "ptojit_sim.h"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, want := range map[string]int{"PTOJIT_SIM_ABI_VERSION": registry.SimABIMajor, "PTOJIT_SIM_ABI_MINOR": registry.SimABIMinor} {
+		if !strings.Contains(string(b), fmt.Sprintf("#define %s %du\n", name, want)) {
+			t.Errorf("ptojit_sim.h does not define %s as %d", name, want)
+		}
+	}
+	if want := fmt.Sprintf("%d.%d", registry.SimABIMajor, registry.SimABIMinor); module.HostKernelABI.Max != want {
+		t.Errorf("host kernel ABI range %v, want up to %s", module.HostKernelABI, want)
+	}
+}
+
+// TestKernelABIAtLoad: a module installed by a build whose children run a
+// newer kernel ABI is rejected, with kind kernel_abi and both ranges, when
+// this build would load it; its callables never reach a child.
+func TestKernelABIAtLoad(t *testing.T) {
+	priv, _, _ := examples(t)
+	ar := pack(t, readSource(t, "scan"), priv, func(m *module.Manifest) { m.KernelABI = &module.ABIRange{Min: "1.2", Max: "1.2"} })
+	s := newStore(t)
+	saved := module.HostKernelABI
+	module.HostKernelABI = module.ABIRange{Min: "1.0", Max: "1.2"}
+	_, err := s.Install(ctxT(t), ar)
+	module.HostKernelABI = saved
+	if err != nil {
+		t.Fatal(err)
+	}
+	svc, _ := newService(t, s, 1)
+	_, res, err := svc.Resolve(ctxT(t), vecQuery(opPrefix, 8))
+	var nf *ops.NotFoundError
+	if !errors.As(err, &nf) || !strings.Contains(reasons(res), implScan+" [kernel_abi] kernel ABI: module example.scan@1.0.0 needs kernel ABI 1.2..1.2; this host runs 1.0..1.1") {
+		t.Errorf("%v\n%s", err, reasons(res))
 	}
 }

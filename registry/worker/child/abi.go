@@ -1,11 +1,14 @@
 package child
 
-import "github.com/ptojit/ptojit/registry/worker/mailbox"
+import (
+	"github.com/ptojit/ptojit/registry"
+	"github.com/ptojit/ptojit/registry/worker/mailbox"
+)
 
 // The C ABI of testdata/examples/toolchain/runtime/include/ptojit_sim.h
 // (x86-64 and arm64 LP64 layouts).
 const (
-	simABIVersion = 1 // the major version; minor 1 added the strides tail of ptojit_args
+	simABIVersion = registry.SimABIMajor // minor 1 added the strides tail of ptojit_args
 	kernelSymbol  = "ptojit_kernel"
 	sizeofTensor  = 56 // data, nbytes, dtype, ndim, shape[4]
 	sizeofArgs    = 32 // the 1.0 prefix: abi_version, tensor_count, tensors, scalar_count, struct_size, scalars
