@@ -47,6 +47,9 @@ execute-strides | registry/ops/handle.go | if neg := w.EffectiveStrides(); !slic
 install-kernel-abi | registry/module/store.go | if err := m.CheckKernelABI(); err != nil { | if err := m.CheckKernelABI(); false && err != nil { | ./registry/module | TestKernelABIRange
 load-kernel-abi | registry/module/store.go | if err := m.Manifest.CheckKernelABI(); err != nil { | if err := m.Manifest.CheckKernelABI(); false && err != nil { | ./registry/ops | TestKernelABIAtLoad
 kernel-abi-overlap | registry/module/manifest.go | hhi.less(nlo) || nhi.less(hlo) | hhi.less(nlo) || (nhi.less(hlo) && false) | ./registry/module | TestKernelABIRange
+param-version | registry/opquery/match.go | if p.Version != s.Version { | if false { | ./registry/opquery | TestParams
+param-version-ops | registry/opquery/match.go | if p.Version != s.Version { | if false { | ./registry/ops | TestOperationParameters
+param-scalars | registry/ops/handle.go | Scalars: slices.Clone(h.choice.scalars)} | Scalars: make([]uint64, len(h.choice.scalars))} | ./registry/ops | TestOperationParameters
 TABLE
 )
 

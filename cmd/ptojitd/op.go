@@ -46,6 +46,10 @@ Query flags (op resolve and op run):
   --host-budget BYTES, --device-budget BYTES
                             scratch budgets (default unlimited)
   --exact-impl-id ID        that implementation or nothing (no fallback)
+  --param NAME[@VERSION]=VALUE
+                            an operation parameter (repeatable): VERSION, 1
+                            when left out, must be the one the implementation
+                            declares; VALUE is read as its declared type
 
 Dtypes: f32, f16, bf16, f64, i64, i32, i16, i8, u8. Strides are in elements,
 the first axis innermost; 0 means packed.`
@@ -116,6 +120,7 @@ type opOptions struct {
 	moduleOptions
 	op, version, dtype, shape, strides   string
 	backends, tensors, require, numerics []string
+	params                               []string
 	sync                                 string
 	hostBudget, deviceBudget             string
 	exact                                string
@@ -136,6 +141,7 @@ func opFlags(fs *pflag.FlagSet) *opOptions {
 	fs.StringArrayVar(&o.tensors, "tensor", nil, "DTYPE:SHAPE[:STRIDES], inputs then outputs (repeatable)")
 	fs.StringArrayVar(&o.require, "require", nil, "a required capability (repeatable)")
 	fs.StringArrayVar(&o.numerics, "numerics", nil, "a required numerical guarantee (repeatable)")
+	fs.StringArrayVar(&o.params, "param", nil, "NAME[@VERSION]=VALUE: an operation parameter (repeatable; VERSION defaults to 1)")
 	fs.StringVar(&o.sync, "sync", "blocking", "the sync mode: blocking or async")
 	fs.StringVar(&o.hostBudget, "host-budget", "", "host scratch budget in bytes (default unlimited)")
 	fs.StringVar(&o.deviceBudget, "device-budget", "", "device scratch budget in bytes (default unlimited)")
@@ -178,6 +184,13 @@ func (o *opOptions) query() (ops.Query, error) {
 	if err != nil {
 		return q, cli.Usagef("--sync: %v", err)
 	}
+	for _, s := range o.params {
+		p, err := parseParam(s)
+		if err != nil {
+			return q, err
+		}
+		q.Params = append(q.Params, p)
+	}
 	q.SyncMode = m
 	for _, b := range []struct {
 		s   string
@@ -219,6 +232,24 @@ func (o *opOptions) query() (ops.Query, error) {
 		q.Tensors = append(q.Tensors, t)
 	}
 	return q, nil
+}
+
+// parseParam reads NAME[@VERSION]=VALUE; the value's type is the
+// descriptor's, checked at resolution.
+func parseParam(s string) (ops.Param, error) {
+	name, value, ok := strings.Cut(s, "=")
+	if !ok || name == "" || value == "" {
+		return ops.Param{}, cli.Usagef("--param %q: want NAME[@VERSION]=VALUE", s)
+	}
+	p := ops.Param{Name: name, Version: 1, Value: value}
+	if n, v, ok := strings.Cut(name, "@"); ok {
+		ver, err := strconv.ParseUint(v, 10, 32)
+		if err != nil || ver == 0 {
+			return ops.Param{}, cli.Usagef("--param %q: version %q is not a number from 1", s, v)
+		}
+		p.Name, p.Version = n, uint32(ver)
+	}
+	return p, nil
 }
 
 func parseTensor(dtype, shape, strides string) (ops.Tensor, error) {

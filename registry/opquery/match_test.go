@@ -3,6 +3,7 @@ package opquery
 import (
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -504,5 +505,51 @@ func TestEffectiveStrides(t *testing.T) {
 		if got := c.t.EffectiveStrides(); !slices.Equal(got, c.want) {
 			t.Errorf("%v: %v, want %v", c.t, got, c.want)
 		}
+	}
+}
+
+// TestParams: a descriptor's parameters must each be passed, of exactly
+// their version, with a value of their type, and nothing else; the fit
+// carries them encoded, in the descriptor's order.
+func TestParams(t *testing.T) {
+	specs := []ParamSpec{{Name: "scale", Type: ParamF32, Version: 2}, {Name: "offset", Type: ParamI64, Version: 1}}
+	both := []Param{{Name: "offset", Version: 1, Value: "-3"}, {Name: "scale", Version: 2, Value: "2.5"}}
+	for _, c := range []struct {
+		params []Param
+		want   string // the rejection's reason, "" when it fits
+	}{
+		{both, ""},
+		{both[:1], "parameter: scale (version 2, f32) is required and not passed"},
+		{[]Param{both[0], {Name: "scale", Version: 1, Value: "2.5"}}, "parameter: scale is version 2 here, the query passes version 1"},
+		{[]Param{both[0], {Name: "scale", Version: 3, Value: "2.5"}}, "parameter: scale is version 2 here, the query passes version 3"},
+		{[]Param{both[0], {Name: "scale", Version: 2, Value: "big"}}, `parameter: scale: "big" is not an f32`},
+		{[]Param{{Name: "offset", Version: 1, Value: "1.5"}, both[1]}, `parameter: offset: "1.5" is not an i64`},
+		{append(slices.Clone(both), Param{Name: "gain", Version: 1, Value: "1"}), "parameter: gain is not a parameter of this implementation (it declares scale@2 f32, offset@1 i64)"},
+	} {
+		d, q := desc(t, "a.impl", 0), vec(8)
+		d.Params, q.Params = specs, c.params
+		fits, rej, err := Match([]Candidate{{Desc: d, Module: "m", Runtime: "rt"}}, &q, env())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c.want == "" {
+			if len(fits) != 1 || !slices.Equal(fits[0].Scalars, []uint64{uint64(math.Float32bits(2.5)), uint64(0xfffffffffffffffd)}) {
+				t.Errorf("%v: fits %+v rejected %v", c.params, fits, rej)
+			}
+			continue
+		}
+		if len(fits) != 0 || len(rej) != 1 || rej[0].Kind != "parameter" || rej[0].Reason != c.want {
+			t.Errorf("%v: fits %v rejected %+v, want %q", c.params, fits, rej, c.want)
+		}
+	}
+	// A descriptor without parameters takes a query without them, and
+	// refuses one with any.
+	d, q := desc(t, "a.impl", 0), vec(8)
+	if fits, _, _ := Match([]Candidate{{Desc: d, Module: "m", Runtime: "rt"}}, &q, env()); len(fits) != 1 || len(fits[0].Scalars) != 0 {
+		t.Errorf("no parameters: %+v", fits)
+	}
+	q.Params = []Param{{Name: "scale", Version: 1, Value: "1"}, {Name: "scale", Version: 1, Value: "2"}}
+	if _, _, err := Match([]Candidate{{Desc: d, Module: "m", Runtime: "rt"}}, &q, env()); err == nil || err.Error() != "parameter scale is passed twice" {
+		t.Errorf("a parameter twice: %v", err)
 	}
 }

@@ -37,6 +37,14 @@
 //	dims           [min, max], optional: bounds of every dimension's extent
 //	batch          [min, max], optional: bounds of the product of the outer axes
 //	sync_modes     [string], required: a set of blocking, async
+//	parameters     [{name, type, version}], optional: the operation parameters,
+//	               in the order the callable takes them as its scalar arguments
+//	               (its chip signature's SCALAR entries, at most 16); type is one
+//	               of f32, f64, i32, i64 (carried as the 64-bit scalar: float bits,
+//	               or two's complement, in the low bits), version (from 1) names
+//	               the parameter's meaning: a query must pass every parameter
+//	               with exactly that version, or the implementation is rejected
+//	               (kind parameter)
 //	callables      [{platform, artifact, hashid}], required: the ChipCallable of
 //	               each platform (package module checks the artifact and hashid)
 //
@@ -92,9 +100,12 @@
 // version (default: the newest major version any implementation has),
 // allowed backends (platforms), required capabilities and numerics, the sync
 // mode, the concrete tensors (inputs then outputs; or one tensor for every
-// tensor of a one-shape operation), host and device scratch budgets, and
-// optionally ExactImplID. Every implementation of op_name is checked against
-// its descriptor (version, backend and runtime, capability, numerics, sync,
+// tensor of a one-shape operation), host and device scratch budgets, the
+// operation parameters (Query.Params: name, version, value; execution hands
+// them to the provider as the callable's scalar arguments, in the
+// descriptor's order), and optionally ExactImplID. Every implementation of
+// op_name is checked against its descriptor (version, backend and runtime,
+// capability, numerics, sync, parameter,
 // arity, rank, dims, batch, dtype, layout, memory space: package opquery
 // implements these rules, the budgets and the order); the ones that fit
 // are activated (their module activated on every child, see above) and

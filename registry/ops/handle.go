@@ -178,7 +178,7 @@ func (h *Handle) taskArgs(a Args) (worker.TaskArgs, error) {
 			return bad("tensor %d: its buffer %v", i, err)
 		}
 	}
-	ta := worker.TaskArgs{Tensors: slices.Clone(a.Tensors)}
+	ta := worker.TaskArgs{Tensors: slices.Clone(a.Tensors), Scalars: slices.Clone(h.choice.scalars)}
 	for _, sc := range []struct {
 		name string
 		need uint64

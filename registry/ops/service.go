@@ -54,6 +54,7 @@ type activation struct {
 	h        worker.CallableHandle
 	refs     int
 	tensors  int // tensor arguments of its chip signature
+	scalars  int // scalar arguments of its chip signature
 	verified bool
 	provided bool // offered to the children's host operation service
 }
@@ -354,6 +355,8 @@ func (s *Service) activate(ctx context.Context, c *Candidate, platform string) (
 	for _, d := range cc.Signature {
 		if d != registry.Scalar {
 			a.tensors++
+		} else {
+			a.scalars++
 		}
 	}
 	s.acts[key] = a
@@ -415,6 +418,9 @@ func (n *childNegotiator) negotiate(ch *Choice, q *Query) error {
 	}
 	n.acts[ch.ImplID] = a
 	d := ch.cand.Desc
+	if a.scalars != len(d.Params) {
+		return &rejectErr{kind: "parameter", reason: fmt.Sprintf("parameter: the callable takes %d scalars, the descriptor declares %d parameters", a.scalars, len(d.Params))}
+	}
 	args := worker.NegotiateArgs{Inputs: d.Inputs, SyncMode: uint32(q.SyncMode)}
 	for _, t := range ch.tensors {
 		args.Tensors = append(args.Tensors, worker.OpTensor{DType: uint32(t.DType), Shape: t.Shape, Strides: t.Strides})

@@ -22,9 +22,9 @@ const (
 
 // TestStridedExecution: an outer-strided contract resolves and executes as
 // negotiated: example.scan_rows sums every row of an input whose rows lie
-// 8 elements apart into an output whose rows lie 6 apart, every element is
-// checked against the reference, and the padding between rows is left
-// alone. Execute refuses buffers whose strides differ from the contract,
+// 8 elements apart into an output whose rows lie 6 apart, scaled by its
+// operation parameter, every element is checked against the reference,
+// and the padding between rows is left alone. Execute refuses buffers whose strides differ from the contract,
 // and a first axis that is not contiguous is rejected at resolution.
 func TestStridedExecution(t *testing.T) {
 	_, _, arch := examples(t)
@@ -36,7 +36,8 @@ func TestStridedExecution(t *testing.T) {
 	q := ops.Query{OpName: opRows, Tensors: []ops.Tensor{
 		{DType: ops.F32, Shape: []uint64{n, rows}, Strides: []uint64{1, si}},
 		{DType: ops.F32, Shape: []uint64{n, rows}, Strides: []uint64{0, so}},
-	}, HostBudget: ops.Unlimited, DeviceBudget: ops.Unlimited}
+	}, HostBudget: ops.Unlimited, DeviceBudget: ops.Unlimited,
+		Params: []ops.Param{{Name: "scale", Version: 1, Value: "1.5"}}}
 	h, res, err := svc.Resolve(ctx, q)
 	if err != nil {
 		t.Fatalf("%v\n%s", err, reasons(res))
@@ -85,7 +86,7 @@ func TestStridedExecution(t *testing.T) {
 				continue
 			}
 			sum += float64(xs[r*si+i])
-			if want := float32(sum); got != want {
+			if want := float32(sum * 1.5); got != want {
 				t.Errorf("row %d element %d: %v, want %v", r, i, got, want)
 			}
 		}
@@ -155,5 +156,65 @@ func TestKernelABIAtLoad(t *testing.T) {
 	var nf *ops.NotFoundError
 	if !errors.As(err, &nf) || !strings.Contains(reasons(res), implScan+" [kernel_abi] kernel ABI: module example.scan@1.0.0 needs kernel ABI 1.2..1.2; this host runs 1.0..1.1") {
 		t.Errorf("%v\n%s", err, reasons(res))
+	}
+}
+
+// TestOperationParameters: example.scan_rows declares the parameter scale
+// (version 1, f32): a query that passes it of another version, leaves it
+// out, or passes another is rejected with kind parameter and its own
+// message; the value the query passes is the one execution hands the
+// provider.
+func TestOperationParameters(t *testing.T) {
+	_, _, arch := examples(t)
+	s := newStore(t)
+	install(t, s, arch["scan_rows"])
+	svc, w := newService(t, s, 1)
+	ctx := ctxT(t)
+	query := func(params ...ops.Param) ops.Query {
+		return ops.Query{OpName: opRows, Tensors: []ops.Tensor{{DType: ops.F32, Shape: []uint64{4, 2}}}, Uniform: true,
+			HostBudget: ops.Unlimited, DeviceBudget: ops.Unlimited, Params: params}
+	}
+	var nf *ops.NotFoundError
+	for _, c := range []struct {
+		params []ops.Param
+		want   string
+	}{
+		{[]ops.Param{{Name: "scale", Version: 2, Value: "2"}}, "parameter: scale is version 1 here, the query passes version 2"},
+		{nil, "parameter: scale (version 1, f32) is required and not passed"},
+		{[]ops.Param{{Name: "scale", Version: 1, Value: "2"}, {Name: "bias", Version: 1, Value: "1"}}, "parameter: bias is not a parameter of this implementation (it declares scale@1 f32)"},
+		{[]ops.Param{{Name: "scale", Version: 1, Value: "x"}}, `parameter: scale: "x" is not an f32`},
+	} {
+		_, res, err := svc.Resolve(ctx, query(c.params...))
+		if !errors.As(err, &nf) || !strings.Contains(reasons(res), implRows+" [parameter] "+c.want) {
+			t.Errorf("%v: %v\n%s", c.params, err, reasons(res))
+		}
+	}
+	for _, scale := range []float32{1, -0.5, 3} {
+		h, _, err := svc.Resolve(ctx, query(ops.Param{Name: "scale", Version: 1, Value: fmt.Sprint(scale)}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		in, _ := w.Arena().Alloc(32)
+		out, _ := w.Arena().Alloc(32)
+		xs := in.Float32s()[:8]
+		for i := range xs {
+			xs[i] = float32(i + 1)
+		}
+		err = h.Execute(ctx, ops.Args{Tensors: []worker.Tensor{in.Tensor(worker.Float32, 4, 2), out.Tensor(worker.Float32, 4, 2)}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for r := range 2 {
+			var sum float64
+			for i := range 4 {
+				sum += float64(xs[4*r+i])
+				if got, want := out.Float32s()[4*r+i], float32(sum*float64(scale)); got != want {
+					t.Errorf("scale %v row %d element %d: %v, want %v", scale, r, i, got, want)
+				}
+			}
+		}
+		in.Free()
+		out.Free()
+		h.Release(ctx)
 	}
 }

@@ -1,6 +1,7 @@
 /* orchestration.c: the row prefix sum's orchestration and provider entry
- * points. Chip signature [IN, OUT]: matrices of one shape [n, rows], each
- * contiguous or outer-strided; kernel 0 does the work. */
+ * points. Chip signature [IN, OUT, SCALAR]: matrices of one shape [n, rows],
+ * each contiguous or outer-strided, and the operation parameter scale
+ * (version 1, f32); kernel 0 does the work. */
 #include "rows.h"
 
 static const ptojit_config rows_config = {
@@ -51,7 +52,7 @@ int32_t rows_orch(const ptojit_runtime *rt, const ptojit_args *args)
     if (rt->abi_version != PTOJIT_SIM_ABI_VERSION || args->abi_version != PTOJIT_SIM_ABI_VERSION) {
         return 1;
     }
-    if (args->tensor_count != 2 || args->scalar_count != 0) {
+    if (args->tensor_count != 2 || args->scalar_count != 1) {
         return 2;
     }
     ptojit_kernel_fn k = ptojit_find_kernel(rt, 0);
