@@ -50,6 +50,9 @@ kernel-abi-overlap | registry/module/manifest.go | hhi.less(nlo) || nhi.less(hlo
 param-version | registry/opquery/match.go | if p.Version != s.Version { | if false { | ./registry/opquery | TestParams
 param-version-ops | registry/opquery/match.go | if p.Version != s.Version { | if false { | ./registry/ops | TestOperationParameters
 param-scalars | registry/ops/handle.go | Scalars: slices.Clone(h.choice.scalars)} | Scalars: make([]uint64, len(h.choice.scalars))} | ./registry/ops | TestOperationParameters
+service-offered-set | registry/worker/child/opservice.go | if !p.consumers[opCaller] { | if false { | ./registry/ops | TestHostServiceRunner
+service-scratch-args | registry/worker/child/opservice.go | int(nt) != want || | int(nt) < len(oh.tensors) || | ./registry/ops | TestHostServiceRunner
+service-budget | registry/worker/child/opservice.go | q.DeviceBudget = int64(binary.LittleEndian.Uint64(t[88:])) | q.DeviceBudget = -1 | ./registry/ops | TestHostServiceRunner
 TABLE
 )
 

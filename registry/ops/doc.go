@@ -83,7 +83,10 @@
 //
 // The Service activates a module the first time it needs one of its
 // callables (to negotiate, or as a dependency offered to the host operation
-// service), on every chip child, and keeps it activated while any of its
+// service: each operation of a module the handle's implementation, or one
+// of its dependencies, depends on is offered with its descriptor to the
+// callables of the modules that declare that dependency, and to no other),
+// on every chip child, and keeps it activated while any of its
 // callables is in use: the last release, Close, and a child's end run the
 // shutdowns. A candidate whose module fails to activate is rejected with
 // kind "activation". Before it activates a module, the Service checks the

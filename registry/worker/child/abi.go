@@ -43,7 +43,7 @@ const (
 
 // C layouts of ptojit_op_service and ptojit_op_resolve_request.
 const (
-	sizeofOpService    = 56 // struct_size, version, user, 5 functions
+	sizeofOpService    = 64 // struct_size, version, user, 6 functions (describe_contract: the tail)
 	sizeofOpResolveReq = 48
 	opServiceVersion   = 1
 	opEReentry         = -2

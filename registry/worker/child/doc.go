@@ -53,8 +53,15 @@
 // size-prefixed tail of ptojit_sim.h (struct_size 32) pointing to this
 // process's host operation service (opservice.go): an orchestration resolves
 // and executes the operations the parent offered with PROVIDE, in this
-// process, from inside its own task; handles it leaves open end with the
-// task, and calls made while a provider negotiates are refused.
+// process, from inside its own task. PROVIDE names the operation's
+// descriptor and the consumer callable it is offered to (one of a module
+// that declares the provider's module as a dependency), so a caller sees
+// only its own module's dependencies; resolution runs package opquery's
+// Match on them (the daemon's rules, exact_impl_id and the budgets of the
+// request's tail), negotiates on the provider's entry points, and lends the
+// resolved descriptor (describe_contract); execute checks the negotiated
+// tensors and the caller's scratch buffers. Handles it leaves open end with
+// the task, and calls made while a provider negotiates are refused.
 //
 // Module hooks: prewarm also resolves the optional ptojit_module_init and
 // ptojit_module_shutdown. ACTIVATE runs init once per loaded callable

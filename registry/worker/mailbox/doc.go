@@ -55,9 +55,11 @@
 //	7 SHUTDOWN             empty
 //	8 NEGOTIATE            digest[32], then the negotiation blob (NegotiateArgs): the
 //	                       provider's impl id, validate and scratch query on the tensors
-//	9 PROVIDE              digest[32], i32 priority, then op_name, op_version, impl_id
-//	                       (u16 length + bytes each): offer the operation to the
-//	                       child's host operation service
+//	9 PROVIDE              digest[32], i32 priority, then op_name, op_version, impl_id,
+//	                       module (u16 length + bytes each), the descriptor (u16 length
+//	                       + the JSON of an opquery.Descriptor), the consumer's
+//	                       digest[32]: offer the operation to the child's host
+//	                       operation service, for calls from that callable
 //	10 ACTIVATE            digest[32]: report the orchestration's impl id and, on the
 //	                       first activation of the callable in this child, run its
 //	                       ptojit_module_init (a failed init runs its shutdown at once)

@@ -227,11 +227,21 @@ typedef void (*ptojit_module_shutdown_fn)(void);
  * PTOJIT_OP_SERVICE_VERSION. Every function takes user as its first
  * argument and returns 0 on success. Calls from inside ptojit_op_validate
  * or ptojit_op_scratch are refused (PTOJIT_OP_E_REENTRY): negotiation is pure.
- * resolve negotiates the candidates on the query's tensors (validate and
- * scratch query) and takes the highest priority, then the smallest
- * impl_id; candidates that need scratch are refused (nothing is allocated
- * during an execution). execute checks that args match the negotiated
- * tensors and runs the implementation's orchestration synchronously.
+ * The service offers the operations of the modules the calling module
+ * declares as dependencies, nothing else. resolve applies the rules the
+ * daemon's resolution applies (version interval, backend, capabilities,
+ * numerics, sync mode, arity, rank, dims, batch, dtype, layout, memory
+ * space), negotiates the candidates that fit on the query's tensors
+ * (validate and scratch query), checks their scratch against the budgets,
+ * and takes the highest priority, then the smallest impl_id; exact_impl_id
+ * takes that implementation or none. A request without the tail (struct_size
+ * 48) requires no capabilities and allows no scratch. scratch reports what
+ * the chosen implementation needs: the caller passes buffers of at least
+ * that size as the last tensors of execute's args (device, then host), and
+ * the provider never frees them. describe_contract (service struct_size >=
+ * 64) borrows the resolved descriptor until release. execute checks that
+ * args match the negotiated tensors (dtype, shape, strides, extent) and the
+ * scratch, and runs the implementation's orchestration synchronously.
  */
 #define PTOJIT_OP_SERVICE_VERSION 1u
 #define PTOJIT_OP_E_REENTRY (-2)
@@ -246,7 +256,34 @@ typedef struct ptojit_op_resolve_request {
     const char *max_version;          /* inclusive, same major; NULL: the rest of the major */
     const ptojit_op_query *query;
     char *msg;                        /* why nothing fits (NUL-terminated); may be NULL */
+    /* tail (struct_size >= PTOJIT_OP_RESOLVE_SIZE_QUERY) */
+    const char *exact_impl_id;        /* that implementation or none; NULL: any */
+    const char *const *capabilities;  /* capability_count required capabilities */
+    const char *const *numerics;      /* numerics_count required numerical guarantees */
+    uint32_t capability_count;
+    uint32_t numerics_count;
+    int64_t host_budget;              /* bytes of host scratch allowed; -1: no bound */
+    int64_t device_budget;            /* bytes of device scratch allowed; -1: no bound */
 } ptojit_op_resolve_request;
+
+#define PTOJIT_OP_RESOLVE_SIZE_PREFIX 48u
+#define PTOJIT_OP_RESOLVE_SIZE_QUERY 96u
+
+/* What a handle resolved, borrowed from the service until release. */
+typedef struct ptojit_op_description {
+    uint32_t struct_size;             /* sizeof(ptojit_op_description) of the runtime */
+    uint32_t tensor_count;
+    const char *impl_id;
+    const char *op_name;
+    const char *op_version;
+    const char *module;               /* package_id of the providing module */
+    int64_t priority;
+    uint32_t input_count;             /* tensors[0..input_count) are inputs */
+    uint32_t reserved;
+    uint64_t host_scratch;            /* bytes the caller passes as host scratch */
+    uint64_t device_scratch;          /* bytes the caller passes as device scratch */
+    const ptojit_op_tensor *tensors;  /* the negotiated tensors */
+} ptojit_op_description;
 
 typedef struct ptojit_op_service {
     uint32_t struct_size;             /* sizeof(ptojit_op_service) of the runtime */
@@ -257,7 +294,12 @@ typedef struct ptojit_op_service {
     int32_t (*scratch)(void *user, uint64_t handle, ptojit_op_scratch_request *out);
     int32_t (*execute)(void *user, uint64_t handle, const ptojit_args *args);
     int32_t (*release)(void *user, uint64_t handle);
+    /* tail (struct_size >= PTOJIT_OP_SERVICE_SIZE_DESCRIBE) */
+    int32_t (*describe_contract)(void *user, uint64_t handle, const ptojit_op_description **out);
 } ptojit_op_service;
+
+#define PTOJIT_OP_SERVICE_SIZE_PREFIX 56u
+#define PTOJIT_OP_SERVICE_SIZE_DESCRIBE 64u
 
 /* The stride in elements of axis d of args->tensors[i]: the one passed
  * (ABI 1.1), or the packed one when none (or 0) was passed, whatever
