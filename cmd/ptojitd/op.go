@@ -68,8 +68,9 @@ func init() {
 				Summary: "resolve an operation and list every rejected implementation with its reason",
 				Long: `Prints the chosen implementation, the other compatible ones in order, and
 every rejected one with its reason. --json prints {"chosen": {"impl_id",
-"module", "version", "priority"}, "rejected": [{"impl_id", "module",
-"reason"}]}. Exit status 1 when nothing is compatible.`,
+"module", "version", "priority", "host_scratch", "device_scratch"},
+"compatible": [the same, the chosen one first, then the fallbacks in order],
+"rejected": [{"impl_id", "module", "kind", "reason"}]}. Exit status 1 when nothing is compatible.`,
 				Setup: func(fs *pflag.FlagSet) cli.RunFunc {
 					o := opFlags(fs)
 					fs.BoolVar(&o.json, "json", false, "print JSON")
@@ -369,20 +370,26 @@ func withService(ctx context.Context, env *cli.Env, o *opOptions, workers int, f
 }
 
 type resolveJSON struct {
-	Chosen   *chosenJSON     `json:"chosen"`
-	Rejected []rejectionJSON `json:"rejected"`
+	Chosen *chosenJSON `json:"chosen"`
+	// Compatible lists every compatible candidate in order: the chosen
+	// one first, then the fallbacks.
+	Compatible []chosenJSON    `json:"compatible"`
+	Rejected   []rejectionJSON `json:"rejected"`
 }
 
 type chosenJSON struct {
-	ImplID   string `json:"impl_id"`
-	Module   string `json:"module"`
-	Version  string `json:"version"`
-	Priority int64  `json:"priority"`
+	ImplID        string `json:"impl_id"`
+	Module        string `json:"module"`
+	Version       string `json:"version"`
+	Priority      int64  `json:"priority"`
+	HostScratch   uint64 `json:"host_scratch"`
+	DeviceScratch uint64 `json:"device_scratch"`
 }
 
 type rejectionJSON struct {
 	ImplID string `json:"impl_id"`
 	Module string `json:"module"`
+	Kind   string `json:"kind"`
 	Reason string `json:"reason"`
 }
 
@@ -406,7 +413,11 @@ func runOpResolve(ctx context.Context, env *cli.Env, o *opOptions) error {
 			return err
 		}
 		if nf != nil {
-			fmt.Fprintf(env.Stderr, "ptojit: no compatible implementation of %s\n", q.OpName)
+			why := ""
+			if len(res.Rejected) == 0 {
+				why = ": no enabled module provides it"
+			}
+			fmt.Fprintf(env.Stderr, "ptojit: no compatible implementation of %s%s\n", q.OpName, why)
 			return cli.Exit(cli.ExitFailure)
 		}
 		return nil
@@ -415,12 +426,16 @@ func runOpResolve(ctx context.Context, env *cli.Env, o *opOptions) error {
 
 func printResolution(out io.Writer, res *ops.Result, asJSON bool) error {
 	if asJSON {
-		j := resolveJSON{Rejected: []rejectionJSON{}}
-		if c := res.Chosen(); c != nil {
-			j.Chosen = &chosenJSON{ImplID: c.ImplID, Module: c.Module, Version: c.Version, Priority: c.Priority}
+		j := resolveJSON{Compatible: []chosenJSON{}, Rejected: []rejectionJSON{}}
+		for _, c := range res.Compatible {
+			j.Compatible = append(j.Compatible, chosenJSON{ImplID: c.ImplID, Module: c.Module, Version: c.Version, Priority: c.Priority,
+				HostScratch: c.HostScratch, DeviceScratch: c.DeviceScratch})
+		}
+		if len(j.Compatible) > 0 {
+			j.Chosen = &j.Compatible[0]
 		}
 		for _, r := range res.Rejected {
-			j.Rejected = append(j.Rejected, rejectionJSON{ImplID: r.ImplID, Module: r.Module, Reason: r.Reason})
+			j.Rejected = append(j.Rejected, rejectionJSON{ImplID: r.ImplID, Module: r.Module, Kind: r.Kind, Reason: r.Reason})
 		}
 		return cli.WriteJSON(out, j)
 	}
