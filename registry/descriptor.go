@@ -63,6 +63,15 @@ const (
 // devices (a2a3, a5), built with the CANN compiler.
 var Platforms = []string{"a2a3sim", "a5sim", "a2a3", "a5"}
 
+// The version of the sim kernel ABI (ptojit_sim.h: PTOJIT_SIM_ABI_VERSION
+// and PTOJIT_SIM_ABI_MINOR) that this build's chip children provide. Minor
+// versions only add size-prefixed tails, so they also run binaries built
+// for every earlier minor version of the same major.
+const (
+	SimABIMajor = 1
+	SimABIMinor = 1
+)
+
 // IsSim reports whether platform is one of the simulator platforms.
 func IsSim(platform string) bool { return platform == "a2a3sim" || platform == "a5sim" }
 

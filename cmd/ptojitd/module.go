@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -49,6 +50,9 @@ refused, naming the field):
   publisher            string, required: dotted identifier, a publisher the
                        signing key is trusted for
   module_abi           integer, required: 1
+  kernel_abi           {"min": "MAJOR.MINOR", "max": "MAJOR.MINOR"}, optional
+                       (1.0..1.0): the ptojit_sim.h versions the callables work
+                       with; this build runs 1.0..1.1 (1.1: tensor strides)
   runtime              string, required: the runtime the callables are built for
   platforms            [string], required: of a2a3sim, a5sim, a2a3, a5
   os, arch             string, required: GOOS/GOARCH of the host
@@ -116,12 +120,15 @@ every NAME.request.json in DIR is built (from the cache when it can, like
 ptojit build) and embedded as callables/NAME.PLATFORM.bin; every file under
 DIR/files/ is embedded as is. pack fills in the manifest's artifacts and the
 hashid of each operation callable, signs the payload with KEY and writes the
-canonical archive to FILE.`,
+canonical archive to FILE. The builds write their outputs under --out-dir
+(one directory per request), by default a temporary directory removed
+afterwards, never into DIR.`,
 				Setup: func(fs *pflag.FlagSet) cli.RunFunc {
 					var o packOptions
 					fs.StringVar(&o.key, "key", "", "the private key (module keygen)")
 					fs.StringVarP(&o.out, "output", "o", "", "the package file to write")
 					fs.StringVar(&o.cacheDir, "cache-dir", "", "the cache directory the builds use")
+					fs.StringVar(&o.outDir, "out-dir", "", "where the builds write their outputs (default: a temporary directory, removed afterwards)")
 					return func(ctx context.Context, env *cli.Env, args []string) error {
 						if len(args) != 1 || o.key == "" || o.out == "" {
 							return cli.Usagef("module pack: usage: module pack DIR --key KEY -o FILE")
@@ -200,7 +207,7 @@ type moduleOptions struct {
 }
 
 type packOptions struct {
-	dir, key, out, cacheDir string
+	dir, key, out, cacheDir, outDir string
 }
 
 // storeCommand is a module subcommand that works on the store with nargs
@@ -321,11 +328,35 @@ func runPack(ctx context.Context, env *cli.Env, o packOptions) error {
 		}
 	}
 	slices.Sort(reqs)
+	outDir := o.outDir
+	if outDir == "" {
+		tmp, err := os.MkdirTemp("", "ptojit-pack-")
+		if err != nil {
+			return fmt.Errorf("module pack: %w", err)
+		}
+		defer os.RemoveAll(tmp)
+		outDir = tmp
+	} else {
+		outDir = env.Abs(outDir)
+		if err := os.MkdirAll(outDir, 0o755); err != nil {
+			return fmt.Errorf("module pack: --out-dir: %w", err)
+		}
+	}
 	for _, name := range reqs {
-		rp := filepath.Join(dir, name)
-		req, err := readRequest(env, rp)
+		req, err := readRequest(env, filepath.Join(dir, name))
 		if err != nil {
 			return fmt.Errorf("module pack: %s: %w", name, err)
+		}
+		// The request as read (every path absolute, its base directory
+		// named), with its outputs under outDir: the build leaves DIR alone.
+		req.OutputDir = filepath.Join(outDir, strings.TrimSuffix(name, ".request.json"))
+		rb, err := json.Marshal(req)
+		if err != nil {
+			return fmt.Errorf("module pack: %s: %w", name, err)
+		}
+		rp := filepath.Join(outDir, name)
+		if err := os.WriteFile(rp, rb, 0o644); err != nil {
+			return fmt.Errorf("module pack: %w", err)
 		}
 		if req.Runtime != m.Runtime {
 			return fmt.Errorf("module pack: %s: runtime %s, but the manifest's runtime is %s", name, req.Runtime, m.Runtime)

@@ -46,6 +46,10 @@ Query flags (op resolve and op run):
   --host-budget BYTES, --device-budget BYTES
                             scratch budgets (default unlimited)
   --exact-impl-id ID        that implementation or nothing (no fallback)
+  --param NAME[@VERSION]=VALUE
+                            an operation parameter (repeatable): VERSION, 1
+                            when left out, must be the one the implementation
+                            declares; VALUE is read as its declared type
 
 Dtypes: f32, f16, bf16, f64, i64, i32, i16, i8, u8. Strides are in elements,
 the first axis innermost; 0 means packed.`
@@ -64,8 +68,9 @@ func init() {
 				Summary: "resolve an operation and list every rejected implementation with its reason",
 				Long: `Prints the chosen implementation, the other compatible ones in order, and
 every rejected one with its reason. --json prints {"chosen": {"impl_id",
-"module", "version", "priority"}, "rejected": [{"impl_id", "module",
-"reason"}]}. Exit status 1 when nothing is compatible.`,
+"module", "version", "priority", "host_scratch", "device_scratch"},
+"compatible": [the same, the chosen one first, then the fallbacks in order],
+"rejected": [{"impl_id", "module", "kind", "reason"}]}. Exit status 1 when nothing is compatible.`,
 				Setup: func(fs *pflag.FlagSet) cli.RunFunc {
 					o := opFlags(fs)
 					fs.BoolVar(&o.json, "json", false, "print JSON")
@@ -116,6 +121,7 @@ type opOptions struct {
 	moduleOptions
 	op, version, dtype, shape, strides   string
 	backends, tensors, require, numerics []string
+	params                               []string
 	sync                                 string
 	hostBudget, deviceBudget             string
 	exact                                string
@@ -136,6 +142,7 @@ func opFlags(fs *pflag.FlagSet) *opOptions {
 	fs.StringArrayVar(&o.tensors, "tensor", nil, "DTYPE:SHAPE[:STRIDES], inputs then outputs (repeatable)")
 	fs.StringArrayVar(&o.require, "require", nil, "a required capability (repeatable)")
 	fs.StringArrayVar(&o.numerics, "numerics", nil, "a required numerical guarantee (repeatable)")
+	fs.StringArrayVar(&o.params, "param", nil, "NAME[@VERSION]=VALUE: an operation parameter (repeatable; VERSION defaults to 1)")
 	fs.StringVar(&o.sync, "sync", "blocking", "the sync mode: blocking or async")
 	fs.StringVar(&o.hostBudget, "host-budget", "", "host scratch budget in bytes (default unlimited)")
 	fs.StringVar(&o.deviceBudget, "device-budget", "", "device scratch budget in bytes (default unlimited)")
@@ -178,6 +185,13 @@ func (o *opOptions) query() (ops.Query, error) {
 	if err != nil {
 		return q, cli.Usagef("--sync: %v", err)
 	}
+	for _, s := range o.params {
+		p, err := parseParam(s)
+		if err != nil {
+			return q, err
+		}
+		q.Params = append(q.Params, p)
+	}
 	q.SyncMode = m
 	for _, b := range []struct {
 		s   string
@@ -219,6 +233,24 @@ func (o *opOptions) query() (ops.Query, error) {
 		q.Tensors = append(q.Tensors, t)
 	}
 	return q, nil
+}
+
+// parseParam reads NAME[@VERSION]=VALUE; the value's type is the
+// descriptor's, checked at resolution.
+func parseParam(s string) (ops.Param, error) {
+	name, value, ok := strings.Cut(s, "=")
+	if !ok || name == "" || value == "" {
+		return ops.Param{}, cli.Usagef("--param %q: want NAME[@VERSION]=VALUE", s)
+	}
+	p := ops.Param{Name: name, Version: 1, Value: value}
+	if n, v, ok := strings.Cut(name, "@"); ok {
+		ver, err := strconv.ParseUint(v, 10, 32)
+		if err != nil || ver == 0 {
+			return ops.Param{}, cli.Usagef("--param %q: version %q is not a number from 1", s, v)
+		}
+		p.Name, p.Version = n, uint32(ver)
+	}
+	return p, nil
 }
 
 func parseTensor(dtype, shape, strides string) (ops.Tensor, error) {
@@ -338,20 +370,26 @@ func withService(ctx context.Context, env *cli.Env, o *opOptions, workers int, f
 }
 
 type resolveJSON struct {
-	Chosen   *chosenJSON     `json:"chosen"`
-	Rejected []rejectionJSON `json:"rejected"`
+	Chosen *chosenJSON `json:"chosen"`
+	// Compatible lists every compatible candidate in order: the chosen
+	// one first, then the fallbacks.
+	Compatible []chosenJSON    `json:"compatible"`
+	Rejected   []rejectionJSON `json:"rejected"`
 }
 
 type chosenJSON struct {
-	ImplID   string `json:"impl_id"`
-	Module   string `json:"module"`
-	Version  string `json:"version"`
-	Priority int64  `json:"priority"`
+	ImplID        string `json:"impl_id"`
+	Module        string `json:"module"`
+	Version       string `json:"version"`
+	Priority      int64  `json:"priority"`
+	HostScratch   uint64 `json:"host_scratch"`
+	DeviceScratch uint64 `json:"device_scratch"`
 }
 
 type rejectionJSON struct {
 	ImplID string `json:"impl_id"`
 	Module string `json:"module"`
+	Kind   string `json:"kind"`
 	Reason string `json:"reason"`
 }
 
@@ -375,7 +413,11 @@ func runOpResolve(ctx context.Context, env *cli.Env, o *opOptions) error {
 			return err
 		}
 		if nf != nil {
-			fmt.Fprintf(env.Stderr, "ptojit: no compatible implementation of %s\n", q.OpName)
+			why := ""
+			if len(res.Rejected) == 0 {
+				why = ": no enabled module provides it"
+			}
+			fmt.Fprintf(env.Stderr, "ptojit: no compatible implementation of %s%s\n", q.OpName, why)
 			return cli.Exit(cli.ExitFailure)
 		}
 		return nil
@@ -384,12 +426,16 @@ func runOpResolve(ctx context.Context, env *cli.Env, o *opOptions) error {
 
 func printResolution(out io.Writer, res *ops.Result, asJSON bool) error {
 	if asJSON {
-		j := resolveJSON{Rejected: []rejectionJSON{}}
-		if c := res.Chosen(); c != nil {
-			j.Chosen = &chosenJSON{ImplID: c.ImplID, Module: c.Module, Version: c.Version, Priority: c.Priority}
+		j := resolveJSON{Compatible: []chosenJSON{}, Rejected: []rejectionJSON{}}
+		for _, c := range res.Compatible {
+			j.Compatible = append(j.Compatible, chosenJSON{ImplID: c.ImplID, Module: c.Module, Version: c.Version, Priority: c.Priority,
+				HostScratch: c.HostScratch, DeviceScratch: c.DeviceScratch})
+		}
+		if len(j.Compatible) > 0 {
+			j.Chosen = &j.Compatible[0]
 		}
 		for _, r := range res.Rejected {
-			j.Rejected = append(j.Rejected, rejectionJSON{ImplID: r.ImplID, Module: r.Module, Reason: r.Reason})
+			j.Rejected = append(j.Rejected, rejectionJSON{ImplID: r.ImplID, Module: r.Module, Kind: r.Kind, Reason: r.Reason})
 		}
 		return cli.WriteJSON(out, j)
 	}
@@ -464,7 +510,11 @@ func runOpRun(ctx context.Context, env *cli.Env, o *opOptions) error {
 				copy(bufBytes(b), input[off:off+int(n)])
 				off += int(n)
 			}
-			args.Tensors = append(args.Tensors, worker.Tensor{Offset: b.Off, Nbytes: n, DType: dt, Shape: t.Shape})
+			// The bytes it spans by its strides: the input file holds them,
+			// rows at their outer strides, as the output file will.
+			tt := b.Tensor(dt, t.Shape...)
+			tt.Nbytes, tt.Strides = n, t.Strides
+			args.Tensors = append(args.Tensors, tt)
 		}
 		if off != len(input) {
 			return fmt.Errorf("op run: %s holds %d bytes; the inputs take exactly %d", o.input, len(input), off)

@@ -29,7 +29,13 @@
 //	package_id           string, required: dotted identifier ([a-z0-9_-]+ components joined by ".")
 //	version              string, required: semantic version (semver 2.0.0)
 //	publisher            string, required: dotted identifier; must be a publisher the signing key is trusted for
-//	module_abi           integer, required: 1 (anything else is refused)
+//	module_abi           integer, required: 1 (anything else is refused): the module format, which
+//	                     every runtime dependency edge requires of its target
+//	kernel_abi           {min, max}, optional (1.0..1.0): the inclusive range of sim kernel ABI
+//	                     versions (ptojit_sim.h), each "MAJOR.MINOR" within one major, that the
+//	                     callables work with; a package whose range shares no version with the
+//	                     host's (HostKernelABI: every minor version of this build's major up to its
+//	                     own) is refused at install and at load (*KernelABIError, naming both)
 //	runtime              string, required: the simpler runtime the callables are built for
 //	platforms            [string], required: of a2a3sim, a5sim, a2a3, a5
 //	os, arch             string, required: GOOS/GOARCH of the host the callables run on
@@ -54,7 +60,7 @@
 // the manifest's fields with their JSON names: strings as str, integers as
 // int, lists as list, artifacts and dependencies as dicts, operations as
 // the plain-JSON reading of each descriptor (inventory.ParseJSON). Absent
-// optional fields (description, operations, module_dependencies, and
+// optional fields (description, kernel_abi, operations, module_dependencies, and
 // max_version, publisher_id, sha256 of an edge) are left out, so adding an
 // optional field never changes an old payload. The package digest is the
 // lowercase hex SHA-256 of the payload. module.sig is

@@ -11,6 +11,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/ptojit/ptojit/inventory"
+	"github.com/ptojit/ptojit/registry"
 )
 
 // ModuleABI is the only module_abi this ptojit loads.
@@ -36,6 +37,7 @@ type Manifest struct {
 	Version      string       `json:"version"`
 	Publisher    string       `json:"publisher"`
 	ModuleABI    int          `json:"module_abi"`
+	KernelABI    *ABIRange    `json:"kernel_abi,omitempty"`
 	Runtime      string       `json:"runtime"`
 	Platforms    []string     `json:"platforms"`
 	OS           string       `json:"os"`
@@ -47,6 +49,93 @@ type Manifest struct {
 	Dependencies []Dependency `json:"module_dependencies,omitempty"`
 
 	version Version // parsed Version, set by Validate
+}
+
+// ABIRange is the kernel_abi of a manifest: the inclusive range of sim
+// kernel ABI versions (ptojit_sim.h), each "MAJOR.MINOR", that the
+// package's callables work with.
+type ABIRange struct {
+	Min string `json:"min"`
+	Max string `json:"max"`
+}
+
+// abiVersion is a parsed MAJOR.MINOR.
+type abiVersion struct{ major, minor uint64 }
+
+func (v abiVersion) less(w abiVersion) bool {
+	return v.major < w.major || v.major == w.major && v.minor < w.minor
+}
+
+func parseABIVersion(s string) (abiVersion, error) {
+	maj, min, ok := strings.Cut(s, ".")
+	var v abiVersion
+	var err1, err2 error
+	if ok {
+		v.major, err1 = parseDecimal(maj)
+		v.minor, err2 = parseDecimal(min)
+	}
+	if !ok || err1 != nil || err2 != nil {
+		return v, fmt.Errorf("%q is not MAJOR.MINOR (decimal numbers without leading zeros)", s)
+	}
+	return v, nil
+}
+
+func parseDecimal(s string) (uint64, error) {
+	if s == "" || len(s) > 9 || (len(s) > 1 && s[0] == '0') {
+		return 0, fmt.Errorf("bad number %q", s)
+	}
+	var n uint64
+	for _, c := range s {
+		if c < '0' || c > '9' {
+			return 0, fmt.Errorf("bad number %q", s)
+		}
+		n = n*10 + uint64(c-'0')
+	}
+	return n, nil
+}
+
+// DefaultKernelABI is the kernel_abi of a manifest that names none: the
+// ABI that every package built before the field existed was built for.
+var DefaultKernelABI = ABIRange{Min: "1.0", Max: "1.0"}
+
+// HostKernelABI is the range of sim kernel ABI versions this build's chip
+// children run: every minor version of registry.SimABIMajor up to
+// registry.SimABIMinor.
+var HostKernelABI = ABIRange{Min: fmt.Sprintf("%d.0", registry.SimABIMajor), Max: fmt.Sprintf("%d.%d", registry.SimABIMajor, registry.SimABIMinor)}
+
+// KernelABIRange returns the manifest's kernel_abi, or DefaultKernelABI.
+func (m *Manifest) KernelABIRange() ABIRange {
+	if m.KernelABI == nil {
+		return DefaultKernelABI
+	}
+	return *m.KernelABI
+}
+
+// KernelABIError is a package whose kernel ABI range and the host's do not
+// meet: none of the versions its callables work with is one this host's
+// chip children run.
+type KernelABIError struct {
+	Module string // package_id@version
+	Needs  ABIRange
+	Host   ABIRange
+}
+
+func (e *KernelABIError) Error() string {
+	return fmt.Sprintf("module %s needs kernel ABI %s..%s; this host runs %s..%s", e.Module, e.Needs.Min, e.Needs.Max, e.Host.Min, e.Host.Max)
+}
+
+// CheckKernelABI reports whether the manifest's kernel ABI range and the
+// host's (HostKernelABI) share a version; the error is a *KernelABIError.
+func (m *Manifest) CheckKernelABI() error {
+	need, host := m.KernelABIRange(), HostKernelABI
+	nlo, err1 := parseABIVersion(need.Min)
+	nhi, err2 := parseABIVersion(need.Max)
+	hlo, _ := parseABIVersion(host.Min)
+	hhi, _ := parseABIVersion(host.Max)
+	if err1 != nil || err2 != nil || hhi.less(nlo) || nhi.less(hlo) {
+		return &KernelABIError{Module: m.ID(), Needs: need, Host: host}
+	}
+	return nil
 }
 
 // Artifact is one file of a package besides the manifest and signature.
@@ -263,7 +352,7 @@ func parseManifest(b []byte, validate bool) (*Manifest, error) {
 	if !validate {
 		hostFields = []string{"os", "arch"} // pack fills them in
 	}
-	top, err := object(b, "", append(hostFields, "package_id!", "version!", "publisher!", "module_abi!", "runtime!", "platforms!",
+	top, err := object(b, "", append(hostFields, "package_id!", "version!", "publisher!", "module_abi!", "kernel_abi", "runtime!", "platforms!",
 		"description", "artifacts!", "provided_ops!", "operations", "module_dependencies")...)
 	if err != nil {
 		return nil, err
@@ -289,6 +378,20 @@ func parseManifest(b []byte, validate bool) (*Manifest, error) {
 		if err := decodeField(raw, "description", &m.Description); err != nil {
 			return nil, err
 		}
+	}
+	if raw, ok := top["kernel_abi"]; ok {
+		f, err := object(raw, "kernel_abi", "min!", "max!")
+		if err != nil {
+			return nil, err
+		}
+		r := &ABIRange{}
+		if err := decodeField(f["min"], "kernel_abi.min", &r.Min); err != nil {
+			return nil, err
+		}
+		if err := decodeField(f["max"], "kernel_abi.max", &r.Max); err != nil {
+			return nil, err
+		}
+		m.KernelABI = r
 	}
 	var arts []json.RawMessage
 	if err := decodeField(top["artifacts"], "artifacts", &arts); err != nil {
@@ -470,6 +573,22 @@ func (m *Manifest) Validate() error {
 	if m.ModuleABI != ModuleABI {
 		return fieldErr("module_abi", "%d is not supported: this ptojit loads module_abi %d only", m.ModuleABI, ModuleABI)
 	}
+	if r := m.KernelABI; r != nil {
+		lo, err := parseABIVersion(r.Min)
+		if err != nil {
+			return fieldErr("kernel_abi.min", "%v", err)
+		}
+		hi, err := parseABIVersion(r.Max)
+		if err != nil {
+			return fieldErr("kernel_abi.max", "%v", err)
+		}
+		if hi.less(lo) {
+			return fieldErr("kernel_abi.max", "%s is below min %s", r.Max, r.Min)
+		}
+		if hi.major != lo.major {
+			return fieldErr("kernel_abi.max", "%s..%s spans major versions (a range stays within one)", r.Min, r.Max)
+		}
+	}
 	if m.Runtime == "" || len(m.Runtime) > maxIDLen {
 		return fieldErr("runtime", "empty or longer than %d bytes", maxIDLen)
 	}
@@ -635,6 +754,9 @@ func (m *Manifest) Payload() ([]byte, error) {
 	}
 	if m.Description != "" {
 		d["description"] = inventory.Str(m.Description)
+	}
+	if m.KernelABI != nil {
+		d["kernel_abi"] = inventory.Dict{"min": inventory.Str(m.KernelABI.Min), "max": inventory.Str(m.KernelABI.Max)}
 	}
 	arts := make(inventory.List, len(m.Artifacts))
 	for i, a := range m.Artifacts {

@@ -631,6 +631,9 @@ func (s *Store) Install(ctx context.Context, archive []byte) (*InstallResult, er
 	if m.OS != runtime.GOOS || m.Arch != runtime.GOARCH {
 		return nil, fmt.Errorf("module %s is built for %s/%s; this host is %s/%s", m.ID(), m.OS, m.Arch, runtime.GOOS, runtime.GOARCH)
 	}
+	if err := m.CheckKernelABI(); err != nil {
+		return nil, err
+	}
 	res := &InstallResult{}
 	err = s.change(ctx, func(t *tx) error {
 		if err := t.trust.Check(m.Publisher, p.Key, p.Digest); err != nil {
@@ -914,10 +917,16 @@ func (s *Store) TrustRevoke(ctx context.Context, r Revocation) ([]*Installed, er
 }
 
 // CheckLoad decides, on the trust store as committed now, whether the
-// native code of m may run: nothing of it revoked (*RevokedError) and its
+// native code of m may run: its kernel ABI range one this host's children
+// run (*KernelABIError), nothing of it revoked (*RevokedError) and its
 // signing key trusted for its publisher. The operation service calls it
 // before every activation.
 func (s *Store) CheckLoad(m *Installed) error {
+	// The store may have been written by a build whose children run
+	// other kernel ABI versions.
+	if err := m.Manifest.CheckKernelABI(); err != nil {
+		return err
+	}
 	_, t, err := s.snapshot()
 	if err != nil {
 		return err

@@ -33,6 +33,10 @@ type Query struct {
 	// ExactImplID, when set, names the one implementation to take: no
 	// fallback to another.
 	ExactImplID string
+	// Params are the operation parameters passed, each naming the version
+	// of its meaning; a candidate must declare exactly these, each of that
+	// version.
+	Params []Param
 }
 
 // Describe names the query in messages: op_name, the version interval
@@ -65,7 +69,7 @@ type Rejection struct {
 	ImplID string `json:"impl_id"`
 	Module string `json:"module"`
 	// Kind is one of rank, layout, dtype, backend, capability, numerics,
-	// version, sync, arity, dims, batch, memory_space, memory (a scratch
+	// version, sync, parameter, arity, dims, batch, memory_space, memory (a scratch
 	// budget), or a kind of the caller's negotiation (a *Refusal: in the
 	// daemon validate, scratch, impl_id, provider, activation).
 	Kind   string `json:"kind"`
@@ -88,6 +92,9 @@ type Fit struct {
 	Platform                   string
 	Tensors                    []Tensor
 	HostScratch, DeviceScratch uint64 // set by the negotiation
+	// Scalars are the query's parameters in the descriptor's order,
+	// encoded by their declared types.
+	Scalars []uint64
 }
 
 // Env is what Match needs from its caller, as plain data and functions.
@@ -135,6 +142,14 @@ func Match(cands []Candidate, q *Query, env Env) (fits []Fit, rejected []Rejecti
 		}
 		if t.MemorySpace != "" && t.MemorySpace != SpaceDevice && t.MemorySpace != SpaceHost {
 			return nil, nil, fmt.Errorf("tensor %d: memory space %q (device or host)", i, t.MemorySpace)
+		}
+	}
+	for i, p := range q.Params {
+		if !ValidName(p.Name, 1) {
+			return nil, nil, fmt.Errorf("parameter %d: %q is not a dotted identifier", i, p.Name)
+		}
+		if slices.IndexFunc(q.Params, func(o Param) bool { return o.Name == p.Name }) != i {
+			return nil, nil, fmt.Errorf("parameter %s is passed twice", p.Name)
 		}
 	}
 	var mine []int
@@ -276,6 +291,9 @@ func check(d *Descriptor, q *Query, lo, hi Version, loose bool, platforms []stri
 	if !slices.Contains(d.SyncModes, q.SyncMode) {
 		return "sync", fmt.Sprintf("sync: mode %s is not supported", q.SyncMode)
 	}
+	if kind, reason := checkParams(d, q, f); kind != "" {
+		return kind, reason
+	}
 	n := d.Inputs + d.Outputs
 	tensors := q.Tensors
 	if q.Uniform {
@@ -334,6 +352,45 @@ func check(d *Descriptor, q *Query, lo, hi Version, loose bool, platforms []stri
 		f.Tensors[i] = t.Clone()
 	}
 	return "", ""
+}
+
+// checkParams matches the query's parameters with the descriptor's: every
+// declared one passed, of its version, with a value of its type, and none
+// other. On success f.Scalars holds them in the descriptor's order.
+func checkParams(d *Descriptor, q *Query, f *Fit) (string, string) {
+	f.Scalars = nil
+	for _, p := range q.Params {
+		if !slices.ContainsFunc(d.Params, func(s ParamSpec) bool { return s.Name == p.Name }) {
+			return "parameter", fmt.Sprintf("parameter: %s is not a parameter of this implementation (it declares %s)", p.Name, paramList(d.Params))
+		}
+	}
+	for _, s := range d.Params {
+		i := slices.IndexFunc(q.Params, func(p Param) bool { return p.Name == s.Name })
+		if i < 0 {
+			return "parameter", fmt.Sprintf("parameter: %s (version %d, %s) is required and not passed", s.Name, s.Version, s.Type)
+		}
+		p := q.Params[i]
+		if p.Version != s.Version {
+			return "parameter", fmt.Sprintf("parameter: %s is version %d here, the query passes version %d", s.Name, s.Version, p.Version)
+		}
+		v, err := p.Encode(s.Type)
+		if err != nil {
+			return "parameter", fmt.Sprintf("parameter: %s: %v", s.Name, err)
+		}
+		f.Scalars = append(f.Scalars, v)
+	}
+	return "", ""
+}
+
+func paramList(l []ParamSpec) string {
+	if len(l) == 0 {
+		return "none"
+	}
+	s := make([]string, len(l))
+	for i, p := range l {
+		s[i] = fmt.Sprintf("%s@%d %s", p.Name, p.Version, p.Type)
+	}
+	return strings.Join(s, ", ")
 }
 
 func dtypeList(l []DType) string {

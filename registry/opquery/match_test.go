@@ -3,6 +3,7 @@ package opquery
 import (
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -349,5 +350,206 @@ func TestTensorLayout(t *testing.T) {
 		if _, ok := o.Bytes(); ok {
 			t.Errorf("%v: an overflowing extent was accepted", o)
 		}
+	}
+}
+
+// TestDeclaredGuarantees: a query's required capabilities and numerics
+// match a descriptor that declares them (and more), and each one it lacks
+// rejects it.
+func TestDeclaredGuarantees(t *testing.T) {
+	for _, c := range []struct {
+		caps, nums []string
+		kind       string
+	}{
+		{nil, []string{"x.exact", "x.f64"}, ""},
+		{[]string{"x.a"}, []string{"x.f64"}, ""},
+		{nil, []string{"x.fast"}, "numerics"},
+		{[]string{"x.b"}, nil, "capability"},
+	} {
+		d, q := desc(t, "a.impl", 0), vec(8)
+		d.Capabilities, d.Numerics = []string{"x.a"}, []string{"x.exact", "x.f64"}
+		q.Capabilities, q.Numerics = c.caps, c.nums
+		cands := []Candidate{{Desc: d, Module: "m", Runtime: "rt"}}
+		fits, rej, err := Match(cands, &q, env())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c.kind == "" && (len(fits) != 1 || len(rej) != 0) || c.kind != "" && (len(fits) != 0 || len(rej) != 1 || rej[0].Kind != c.kind) {
+			t.Errorf("capabilities %v numerics %v: fits %v rejected %v, want kind %q", c.caps, c.nums, matched(cands, fits), rej, c.kind)
+		}
+	}
+}
+
+// TestAnyDType: a descriptor taking "any" dtype matches every concrete
+// dtype of the query, and the provider's validate (the negotiation) then
+// accepts or refuses it; a listed dtype takes only itself.
+func TestAnyDType(t *testing.T) {
+	for _, dt := range []DType{F32, I32, F16, I8, F64} {
+		d, q, e := desc(t, "a.impl", 0), vec(8), env()
+		d.InputDTypes, d.OutputDTypes = []DType{DTypeAny}, []DType{DTypeAny}
+		q.Tensors[0].DType = dt
+		negotiated := 0
+		e.Negotiate = func(f *Fit) error {
+			negotiated++
+			if f.Tensors[0].DType != F32 {
+				return &Refusal{Kind: "validate", Reason: "validate: only f32 after all, got " + f.Tensors[0].DType.String()}
+			}
+			return nil
+		}
+		cands := []Candidate{{Desc: d, Module: "m", Runtime: "rt"}}
+		fits, rej, err := Match(cands, &q, e)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if negotiated != 1 {
+			t.Errorf("%s: validate ran %d times, want once (any matches every dtype)", dt, negotiated)
+		}
+		switch {
+		case dt == F32 && (len(fits) != 1 || len(rej) != 0):
+			t.Errorf("f32: validate accepted, yet fits %v rejected %v", fits, rej)
+		case dt != F32 && (len(fits) != 0 || len(rej) != 1 || rej[0].Kind != "validate"):
+			t.Errorf("%s: validate refused, yet fits %v rejected %v", dt, fits, rej)
+		}
+	}
+	// A listed dtype is not "any".
+	d, q := desc(t, "a.impl", 0), vec(8)
+	q.Tensors[0].DType = I32
+	if fits, rej, _ := Match([]Candidate{{Desc: d, Module: "m", Runtime: "rt"}}, &q, env()); len(fits) != 0 || len(rej) != 1 || rej[0].Kind != "dtype" {
+		t.Errorf("f32 descriptor, i32 query: fits %v rejected %v", fits, rej)
+	}
+}
+
+// TestFitTensorsAreCopies: the tensors of a fit share no memory with the
+// query's, so changing the query after Match changes nothing matched.
+func TestFitTensorsAreCopies(t *testing.T) {
+	for _, uniform := range []bool{true, false} {
+		q := Query{OpName: "x.op", Tensors: []Tensor{{DType: F32, Shape: []uint64{8, 2}, Strides: []uint64{1, 8}}}, Uniform: true,
+			HostBudget: Unlimited, DeviceBudget: Unlimited}
+		if !uniform {
+			q.Uniform = false
+			q.Tensors = append(q.Tensors, q.Tensors[0].Clone())
+		}
+		d := desc(t, "a.impl", 0)
+		fits, _, err := Match([]Candidate{{Desc: d, Module: "m", Runtime: "rt"}}, &q, env())
+		if err != nil || len(fits) != 1 {
+			t.Fatalf("uniform %v: %v %v", uniform, fits, err)
+		}
+		for i := range q.Tensors {
+			q.Tensors[i].Shape[0], q.Tensors[i].Strides[1] = 99, 99
+			q.Tensors[i].DType = I32
+		}
+		for i, ft := range fits[0].Tensors {
+			if ft.DType != F32 || !slices.Equal(ft.Shape, []uint64{8, 2}) || !slices.Equal(ft.Strides, []uint64{1, 8}) {
+				t.Errorf("uniform %v: fit tensor %d changed with the query: %v", uniform, i, ft)
+			}
+		}
+	}
+}
+
+// TestBatchAndSpaceBounds: the batch bound is inclusive at both ends and
+// counts only the outer axes (a vector is a batch of 1); a host tensor matches a descriptor taking
+// host memory, and a tensor naming no space is device memory.
+func TestBatchAndSpaceBounds(t *testing.T) {
+	for _, c := range []struct {
+		shape []uint64
+		ok    bool
+	}{
+		{[]uint64{1000}, false},    // no outer axis: a batch of 1, below
+		{[]uint64{1000, 2}, true},  // the lower bound
+		{[]uint64{5, 2, 3}, true},  // the upper bound, 6
+		{[]uint64{5, 7}, false},    // above
+		{[]uint64{5, 1, 1}, false}, // 1, below
+		{[]uint64{1, 3, 3}, false}, // 9, above
+		{[]uint64{100, 3}, true},   // the inner extent does not count
+	} {
+		d, q := desc(t, "a.impl", 0), vec(8)
+		d.Rank, d.Batch = Bounds{Min: 1, Max: 3}, &Bounds{Min: 2, Max: 6}
+		q.Tensors[0].Shape = c.shape
+		fits, rej, err := Match([]Candidate{{Desc: d, Module: "m", Runtime: "rt"}}, &q, env())
+		if err != nil || (len(fits) == 1) != c.ok || !c.ok && rej[0].Kind != "batch" {
+			t.Errorf("shape %v: fits %d rejected %v %v, want ok %v", c.shape, len(fits), rej, err, c.ok)
+		}
+	}
+	for _, c := range []struct {
+		spaces []string
+		space  string
+		ok     bool
+	}{
+		{[]string{SpaceHost}, SpaceHost, true},
+		{[]string{SpaceHost}, "", false},
+		{[]string{SpaceHost}, SpaceDevice, false},
+		{[]string{SpaceDevice}, "", true},
+		{[]string{SpaceDevice, SpaceHost}, SpaceHost, true},
+	} {
+		d, q := desc(t, "a.impl", 0), vec(8)
+		d.MemorySpaces = c.spaces
+		q.Tensors[0].MemorySpace = c.space
+		fits, rej, err := Match([]Candidate{{Desc: d, Module: "m", Runtime: "rt"}}, &q, env())
+		if err != nil || (len(fits) == 1) != c.ok || !c.ok && rej[0].Kind != "memory_space" {
+			t.Errorf("spaces %v, tensor in %q: fits %d rejected %v %v, want ok %v", c.spaces, c.space, len(fits), rej, err, c.ok)
+		}
+	}
+}
+
+func TestEffectiveStrides(t *testing.T) {
+	for _, c := range []struct {
+		t    Tensor
+		want []uint64
+	}{
+		{Tensor{DType: F32, Shape: []uint64{4, 3, 2}}, []uint64{1, 4, 12}},
+		{Tensor{DType: F32, Shape: []uint64{4, 3, 2}, Strides: []uint64{0, 0, 0}}, []uint64{1, 4, 12}},
+		{Tensor{DType: F32, Shape: []uint64{4, 3, 2}, Strides: []uint64{1, 8, 0}}, []uint64{1, 8, 24}},
+		{Tensor{DType: F32, Shape: []uint64{4, 3, 2}, Strides: []uint64{0, 0, 100}}, []uint64{1, 4, 100}},
+		{Tensor{DType: F32}, []uint64{}},
+	} {
+		if got := c.t.EffectiveStrides(); !slices.Equal(got, c.want) {
+			t.Errorf("%v: %v, want %v", c.t, got, c.want)
+		}
+	}
+}
+
+// TestParams: a descriptor's parameters must each be passed, of exactly
+// their version, with a value of their type, and nothing else; the fit
+// carries them encoded, in the descriptor's order.
+func TestParams(t *testing.T) {
+	specs := []ParamSpec{{Name: "scale", Type: ParamF32, Version: 2}, {Name: "offset", Type: ParamI64, Version: 1}}
+	both := []Param{{Name: "offset", Version: 1, Value: "-3"}, {Name: "scale", Version: 2, Value: "2.5"}}
+	for _, c := range []struct {
+		params []Param
+		want   string // the rejection's reason, "" when it fits
+	}{
+		{both, ""},
+		{both[:1], "parameter: scale (version 2, f32) is required and not passed"},
+		{[]Param{both[0], {Name: "scale", Version: 1, Value: "2.5"}}, "parameter: scale is version 2 here, the query passes version 1"},
+		{[]Param{both[0], {Name: "scale", Version: 3, Value: "2.5"}}, "parameter: scale is version 2 here, the query passes version 3"},
+		{[]Param{both[0], {Name: "scale", Version: 2, Value: "big"}}, `parameter: scale: "big" is not an f32`},
+		{[]Param{{Name: "offset", Version: 1, Value: "1.5"}, both[1]}, `parameter: offset: "1.5" is not an i64`},
+		{append(slices.Clone(both), Param{Name: "gain", Version: 1, Value: "1"}), "parameter: gain is not a parameter of this implementation (it declares scale@2 f32, offset@1 i64)"},
+	} {
+		d, q := desc(t, "a.impl", 0), vec(8)
+		d.Params, q.Params = specs, c.params
+		fits, rej, err := Match([]Candidate{{Desc: d, Module: "m", Runtime: "rt"}}, &q, env())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c.want == "" {
+			if len(fits) != 1 || !slices.Equal(fits[0].Scalars, []uint64{uint64(math.Float32bits(2.5)), uint64(0xfffffffffffffffd)}) {
+				t.Errorf("%v: fits %+v rejected %v", c.params, fits, rej)
+			}
+			continue
+		}
+		if len(fits) != 0 || len(rej) != 1 || rej[0].Kind != "parameter" || rej[0].Reason != c.want {
+			t.Errorf("%v: fits %v rejected %+v, want %q", c.params, fits, rej, c.want)
+		}
+	}
+	// A descriptor without parameters takes a query without them, and
+	// refuses one with any.
+	d, q := desc(t, "a.impl", 0), vec(8)
+	if fits, _, _ := Match([]Candidate{{Desc: d, Module: "m", Runtime: "rt"}}, &q, env()); len(fits) != 1 || len(fits[0].Scalars) != 0 {
+		t.Errorf("no parameters: %+v", fits)
+	}
+	q.Params = []Param{{Name: "scale", Version: 1, Value: "1"}, {Name: "scale", Version: 1, Value: "2"}}
+	if _, _, err := Match([]Candidate{{Desc: d, Module: "m", Runtime: "rt"}}, &q, env()); err == nil || err.Error() != "parameter scale is passed twice" {
+		t.Errorf("a parameter twice: %v", err)
 	}
 }

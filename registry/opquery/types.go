@@ -3,6 +3,7 @@ package opquery
 import (
 	"cmp"
 	"fmt"
+	"math"
 	"math/bits"
 	"slices"
 	"strconv"
@@ -197,9 +198,72 @@ type Descriptor struct {
 	Dims         *Bounds // every dimension's extent; nil: any
 	Batch        *Bounds // the product of the outer axes; nil: any
 	SyncModes    []SyncMode
+	// Params are the operation's parameters, in the order execution
+	// passes them (the callable's scalar arguments).
+	Params []ParamSpec
 	// Platforms are those of the implementation's callables, in the
 	// descriptor's order.
 	Platforms []string
+}
+
+// Parameter types: how a parameter's value travels as a 64-bit scalar.
+const (
+	ParamF32 = "f32" // the float32 bits in the low 32 bits
+	ParamF64 = "f64" // the float64 bits
+	ParamI32 = "i32" // two's complement in the low 32 bits
+	ParamI64 = "i64"
+)
+
+// ParamTypes are the parameter types a descriptor may name.
+var ParamTypes = []string{ParamF32, ParamF64, ParamI32, ParamI64}
+
+// ParamSpec is one parameter an operation declares: its name, its type
+// and the version of its meaning, which a query must name exactly.
+type ParamSpec struct {
+	Name    string
+	Type    string
+	Version uint32
+}
+
+// Param is a parameter value a query passes: the name, the version of its
+// meaning the caller speaks, and the value as text (a decimal number; its
+// type is the descriptor's).
+type Param struct {
+	Name    string
+	Version uint32
+	Value   string
+}
+
+// Encode returns the value as the 64-bit scalar that carries a parameter
+// of type typ.
+func (p Param) Encode(typ string) (uint64, error) {
+	switch typ {
+	case ParamF32:
+		f, err := strconv.ParseFloat(p.Value, 32)
+		if err != nil {
+			return 0, fmt.Errorf("%q is not an f32", p.Value)
+		}
+		return uint64(math.Float32bits(float32(f))), nil
+	case ParamF64:
+		f, err := strconv.ParseFloat(p.Value, 64)
+		if err != nil {
+			return 0, fmt.Errorf("%q is not an f64", p.Value)
+		}
+		return math.Float64bits(f), nil
+	case ParamI32:
+		n, err := strconv.ParseInt(p.Value, 10, 32)
+		if err != nil {
+			return 0, fmt.Errorf("%q is not an i32", p.Value)
+		}
+		return uint64(uint32(int32(n))), nil
+	case ParamI64:
+		n, err := strconv.ParseInt(p.Value, 10, 64)
+		if err != nil {
+			return 0, fmt.Errorf("%q is not an i64", p.Value)
+		}
+		return uint64(n), nil
+	}
+	return 0, fmt.Errorf("unknown parameter type %q", typ)
 }
 
 // TensorAlignment is the byte alignment a tensor of element type t needs:
@@ -242,6 +306,26 @@ func joinU(l []uint64) string {
 		parts[i] = fmt.Sprint(v)
 	}
 	return strings.Join(parts, ",")
+}
+
+// EffectiveStrides returns the stride in elements of every axis: the one
+// given, or for an axis whose stride is 0 or absent the packed one (the
+// stride of the axis inside it times that axis's extent; 1 for the first
+// axis). Two tensors of one shape lay out their elements alike exactly when
+// their effective strides are equal.
+func (t Tensor) EffectiveStrides() []uint64 {
+	out := make([]uint64, len(t.Shape))
+	s := uint64(1)
+	for i := range t.Shape {
+		if i > 0 {
+			s *= t.Shape[i-1]
+		}
+		if i < len(t.Strides) && t.Strides[i] != 0 {
+			s = t.Strides[i]
+		}
+		out[i] = s
+	}
+	return out
 }
 
 // layout reports whether every stride is 0 or the packed one (packed), and

@@ -82,7 +82,14 @@ type rawDescriptor struct {
 	Dims         []uint64                   `json:"dims"`
 	Batch        []uint64                   `json:"batch"`
 	SyncModes    []string                   `json:"sync_modes"`
+	Parameters   []rawParam                 `json:"parameters"`
 	Callables    []module.OperationCallable `json:"callables"`
+}
+
+type rawParam struct {
+	Name    *string `json:"name"`
+	Type    *string `json:"type"`
+	Version *uint32 `json:"version"`
 }
 
 // Limits of a descriptor.
@@ -90,6 +97,7 @@ const (
 	MaxTensors  = opquery.MaxTensors // inputs + outputs
 	MaxRank     = opquery.MaxRank
 	maxListLen  = 64
+	maxParams   = 16 // parameters of one descriptor
 	maxPriority = 1<<31 - 1
 )
 
@@ -275,6 +283,28 @@ func ParseDescriptor(b []byte) (*Descriptor, error) {
 	for _, s := range r.SyncModes {
 		m, _ := ParseSyncMode(s)
 		d.SyncModes = append(d.SyncModes, m)
+	}
+	if len(r.Parameters) > maxParams {
+		return nil, derr("parameters", "more than %d entries", maxParams)
+	}
+	for i, p := range r.Parameters {
+		w := fmt.Sprintf("parameters[%d]", i)
+		if p.Name == nil || p.Type == nil || p.Version == nil {
+			return nil, derr(w, "name, type and version are required")
+		}
+		if !validName(*p.Name, 1) {
+			return nil, derr(w+".name", "%q is not a dotted identifier", *p.Name)
+		}
+		if slices.ContainsFunc(d.Params, func(s opquery.ParamSpec) bool { return s.Name == *p.Name }) {
+			return nil, derr(w+".name", "%q is declared twice", *p.Name)
+		}
+		if !slices.Contains(opquery.ParamTypes, *p.Type) {
+			return nil, derr(w+".type", "%q is not one of %s", *p.Type, strings.Join(opquery.ParamTypes, ", "))
+		}
+		if *p.Version == 0 {
+			return nil, derr(w+".version", "0: versions start at 1")
+		}
+		d.Params = append(d.Params, opquery.ParamSpec{Name: *p.Name, Type: *p.Type, Version: *p.Version})
 	}
 	if len(r.Callables) == 0 {
 		return nil, derr("callables", "empty: one callable per platform")

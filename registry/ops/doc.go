@@ -37,6 +37,14 @@
 //	dims           [min, max], optional: bounds of every dimension's extent
 //	batch          [min, max], optional: bounds of the product of the outer axes
 //	sync_modes     [string], required: a set of blocking, async
+//	parameters     [{name, type, version}], optional: the operation parameters,
+//	               in the order the callable takes them as its scalar arguments
+//	               (its chip signature's SCALAR entries, at most 16); type is one
+//	               of f32, f64, i32, i64 (carried as the 64-bit scalar: float bits,
+//	               or two's complement, in the low bits), version (from 1) names
+//	               the parameter's meaning: a query must pass every parameter
+//	               with exactly that version, or the implementation is rejected
+//	               (kind parameter)
 //	callables      [{platform, artifact, hashid}], required: the ChipCallable of
 //	               each platform (package module checks the artifact and hashid)
 //
@@ -75,7 +83,10 @@
 //
 // The Service activates a module the first time it needs one of its
 // callables (to negotiate, or as a dependency offered to the host operation
-// service), on every chip child, and keeps it activated while any of its
+// service: each operation of a module the handle's implementation, or one
+// of its dependencies, depends on is offered with its descriptor to the
+// callables of the modules that declare that dependency, and to no other),
+// on every chip child, and keeps it activated while any of its
 // callables is in use: the last release, Close, and a child's end run the
 // shutdowns. A candidate whose module fails to activate is rejected with
 // kind "activation". Before it activates a module, the Service checks the
@@ -92,9 +103,12 @@
 // version (default: the newest major version any implementation has),
 // allowed backends (platforms), required capabilities and numerics, the sync
 // mode, the concrete tensors (inputs then outputs; or one tensor for every
-// tensor of a one-shape operation), host and device scratch budgets, and
-// optionally ExactImplID. Every implementation of op_name is checked against
-// its descriptor (version, backend and runtime, capability, numerics, sync,
+// tensor of a one-shape operation), host and device scratch budgets, the
+// operation parameters (Query.Params: name, version, value; execution hands
+// them to the provider as the callable's scalar arguments, in the
+// descriptor's order), and optionally ExactImplID. Every implementation of
+// op_name is checked against its descriptor (version, backend and runtime,
+// capability, numerics, sync, parameter,
 // arity, rank, dims, batch, dtype, layout, memory space: package opquery
 // implements these rules, the budgets and the order); the ones that fit
 // are activated (their module activated on every child, see above) and
@@ -120,8 +134,11 @@
 // negotiated contract, Scratch the scratch sizes; the caller allocates scratch
 // in the Worker's arena and passes it to Execute as the last tensors (device,
 // then host), and the provider never frees it. Execute checks that the buffers
-// match the contract (dtype, shape, extent, alignment, scratch) and refuses
-// otherwise; it never re-resolves or falls back. Calls on one handle are
+// match the contract (dtype, shape, strides as their effective values so that
+// 0 and the packed stride are one, extent, alignment, scratch) and that each
+// lies within a live allocation of the Worker's arena (a freed buffer, one
+// freed and allocated again, or another arena's is refused, naming the
+// tensor), and refuses otherwise; it never re-resolves or falls back. Calls on one handle are
 // serialized; independent handles run concurrently on the children. Release
 // waits for the call in flight, then drops its activations (the module's
 // last one runs its shutdowns and unregisters its callables) and unpins. A child that dies

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"sync/atomic"
 
 	"github.com/ptojit/ptojit/registry/module"
 	"github.com/ptojit/ptojit/registry/worker"
@@ -28,6 +29,23 @@ type Handle struct {
 	pins     []*module.Pin
 	workerID int
 	released bool
+}
+
+// Test hooks (export_test.go): testHookWait runs when a call on a handle
+// finds another call holding it and is about to wait; testHookCall runs in
+// Execute, holding the handle, just before the child is called.
+var testHookWait, testHookCall atomic.Pointer[func(*Handle)]
+
+// lock takes the handle's lock, which serializes its calls, and returns
+// its unlock.
+func (h *Handle) lock() func() {
+	if !h.mu.TryLock() {
+		if hook := testHookWait.Load(); hook != nil {
+			(*hook)(h)
+		}
+		h.mu.Lock()
+	}
+	return h.mu.Unlock
 }
 
 // Description is what a handle negotiated: a copy.
@@ -61,8 +79,7 @@ func (h *Handle) Describe() Description {
 // allocates it (in the Worker's arena) and passes it to Execute; the
 // provider never frees it.
 func (h *Handle) Scratch() (host, device uint64, err error) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
+	defer h.lock()()
 	if h.released {
 		return 0, 0, ErrReleased
 	}
@@ -91,11 +108,12 @@ func (e *ContractError) Error() string {
 
 // Execute runs the implementation on a child and waits for it. It checks
 // the buffers against the contract first (dtype, shape, extent, alignment,
-// scratch) and refuses a mismatch. It never re-resolves or falls back: a
+// scratch) and their lifetime (each tensor within a live allocation of the
+// Worker's arena: not freed, not another arena's; scratch buffers live
+// allocations of it), and refuses a mismatch. It never re-resolves or falls back: a
 // failure is returned as it is.
 func (h *Handle) Execute(ctx context.Context, a Args) error {
-	h.mu.Lock()
-	defer h.mu.Unlock()
+	defer h.lock()()
 	if h.released {
 		return ErrReleased
 	}
@@ -116,6 +134,9 @@ func (h *Handle) Execute(ctx context.Context, a Args) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
+	if hook := testHookCall.Load(); hook != nil {
+		(*hook)(h)
+	}
 	if err := h.s.w.CallContext(ctx, id, h.act.h, ta); err != nil {
 		return fmt.Errorf("ops: %s (%s) on child %d: %w", h.desc.OpName, h.choice.ImplID, id, err)
 	}
@@ -127,6 +148,7 @@ func (h *Handle) taskArgs(a Args) (worker.TaskArgs, error) {
 		return worker.TaskArgs{}, &ContractError{ImplID: h.choice.ImplID, Reason: fmt.Sprintf(format, args...)}
 	}
 	want := h.choice.tensors
+	arena := h.s.w.Arena()
 	if len(a.Tensors) != len(want) {
 		return bad("%d tensors, negotiated %d", len(a.Tensors), len(want))
 	}
@@ -138,6 +160,13 @@ func (h *Handle) taskArgs(a Args) (worker.TaskArgs, error) {
 		if !slices.Equal(t.Shape, w.Shape) {
 			return bad("tensor %d has shape %v, negotiated %v", i, t.Shape, w.Shape)
 		}
+		if len(t.Strides) != 0 && len(t.Strides) != len(t.Shape) {
+			return bad("tensor %d has %d dimensions and %d strides", i, len(t.Shape), len(t.Strides))
+		}
+		got := Tensor{Shape: t.Shape, Strides: t.Strides}.EffectiveStrides()
+		if neg := w.EffectiveStrides(); !slices.Equal(got, neg) {
+			return bad("tensor %d has strides %v, negotiated %v (elements; 0 is packed)", i, got, neg)
+		}
 		n, _ := w.Bytes()
 		if t.Nbytes < n {
 			return bad("tensor %d spans %d bytes, its shape and strides need %d", i, t.Nbytes, n)
@@ -145,8 +174,11 @@ func (h *Handle) taskArgs(a Args) (worker.TaskArgs, error) {
 		if align := h.desc.TensorAlignment(w.DType); align > 0 && t.Offset%align != 0 {
 			return bad("tensor %d at arena offset %d is not %d-byte aligned", i, t.Offset, align)
 		}
+		if err := arena.CheckTensor(t); err != nil {
+			return bad("tensor %d: its buffer %v", i, err)
+		}
 	}
-	ta := worker.TaskArgs{Tensors: slices.Clone(a.Tensors)}
+	ta := worker.TaskArgs{Tensors: slices.Clone(a.Tensors), Scalars: slices.Clone(h.choice.scalars)}
 	for _, sc := range []struct {
 		name string
 		need uint64
@@ -162,6 +194,9 @@ func (h *Handle) taskArgs(a Args) (worker.TaskArgs, error) {
 			}
 			return bad("%s scratch of %d bytes, negotiated %d", sc.name, have, sc.need)
 		}
+		if err := arena.CheckLive(*sc.buf); err != nil {
+			return bad("%s scratch: its buffer %v", sc.name, err)
+		}
 		ta.Tensors = append(ta.Tensors, worker.Tensor{Offset: sc.buf.Off, Nbytes: sc.buf.Len, DType: worker.Int32, Shape: []uint64{sc.buf.Len / 4}})
 	}
 	return ta, nil
@@ -171,8 +206,7 @@ func (h *Handle) taskArgs(a Args) (worker.TaskArgs, error) {
 // and the module pins. Calls after Release fail with ErrReleased; a second
 // Release is a no-op.
 func (h *Handle) Release(ctx context.Context) error {
-	h.mu.Lock()
-	defer h.mu.Unlock()
+	defer h.lock()()
 	if h.released {
 		return nil
 	}

@@ -103,6 +103,9 @@ func readSource(t testing.TB, name string) sourceModule {
 	}
 	src := sourceModule{}
 	for _, e := range ents {
+		if e.IsDir() {
+			continue // a leftover build output directory (ptojit-out/) is no source
+		}
 		b, err := os.ReadFile(filepath.Join(dir, e.Name()))
 		if err != nil {
 			t.Fatal(err)
@@ -121,7 +124,17 @@ var (
 // its text and headers).
 func compile(t testing.TB, src sourceModule, name string) []byte {
 	t.Helper()
-	key := string(src[name]) + "\x00" + string(src["sequence.h"])
+	key := string(src[name])
+	var headers []string
+	for n := range src {
+		if strings.HasSuffix(n, ".h") {
+			headers = append(headers, n)
+		}
+	}
+	slices.Sort(headers)
+	for _, n := range headers {
+		key += "\x00" + n + "\x00" + string(src[n])
+	}
 	compileMu.Lock()
 	defer compileMu.Unlock()
 	if b, ok := compiled[key]; ok {
@@ -209,11 +222,11 @@ func examples(t testing.TB) ([]byte, module.PublicKey, map[string][]byte) {
 			t.Fatal(err)
 		}
 		examplePriv, examplePub, exampleArch = priv, pub, map[string][]byte{}
-		for _, n := range []string{"scan", "scan_blocked", "running_mean"} {
+		for _, n := range []string{"scan", "scan_blocked", "running_mean", "scan_rows"} {
 			exampleArch[n] = pack(t, readSource(t, n), priv, nil)
 		}
 	})
-	if exampleArch == nil || len(exampleArch) != 3 {
+	if exampleArch == nil || len(exampleArch) != 4 {
 		t.Fatal("example modules did not build")
 	}
 	return examplePriv, examplePub, exampleArch

@@ -15,6 +15,7 @@ type (
 	Tensor    = opquery.Tensor
 	Query     = opquery.Query
 	Rejection = opquery.Rejection
+	Param     = opquery.Param
 )
 
 // Unlimited is a budget without a limit.
@@ -44,6 +45,7 @@ type Choice struct {
 
 	cand    *Candidate
 	tensors []Tensor // the query's tensors for this candidate: inputs then outputs
+	scalars []uint64 // the query's parameters, encoded in the descriptor's order
 }
 
 // Result is the outcome of a resolution: the compatible candidates in
@@ -94,7 +96,7 @@ func (e *rejectErr) Error() string { return e.reason }
 
 func newChoice(c *Candidate, f *opquery.Fit) Choice {
 	return Choice{ImplID: c.Desc.ImplID, Module: c.Module, Version: c.Desc.OpVersion.String(), Priority: c.Desc.Priority,
-		Platform: f.Platform, HostScratch: f.HostScratch, DeviceScratch: f.DeviceScratch, cand: c, tensors: f.Tensors}
+		Platform: f.Platform, HostScratch: f.HostScratch, DeviceScratch: f.DeviceScratch, cand: c, tensors: f.Tensors, scalars: f.Scalars}
 }
 
 // resolve matches the candidates against q (opquery.Match), negotiating the

@@ -220,6 +220,11 @@ func TestDescriptorErrors(t *testing.T) {
 		{`,"alignment":3`, "field operations[2].alignment: 3 is not a power of two"},
 		{`,"memory_spaces":["device","device"]`, `field operations[2].memory_spaces[1]: "device" is listed twice (a set)`},
 		{`,"inputs":0,"outputs":0`, "field operations[2].inputs: 0 inputs and 0 outputs"},
+		{`,"parameters":[{"name":"scale","type":"f16","version":1}]`, `field operations[2].parameters[0].type: "f16" is not one of f32, f64, i32, i64`},
+		{`,"parameters":[{"name":"scale","type":"f32","version":0}]`, "field operations[2].parameters[0].version: 0: versions start at 1"},
+		{`,"parameters":[{"name":"scale","type":"f32"}]`, "field operations[2].parameters[0]: name, type and version are required"},
+		{`,"parameters":[{"name":"s","type":"f32","version":1},{"name":"s","type":"i32","version":1}]`, `field operations[2].parameters[1].name: "s" is declared twice`},
+		{`,"parameters":[{"name":"s","type":"f32","version":1,"unit":"m"}]`, "field operations[2].unit: unknown field"},
 	} {
 		raw := []byte("{" + base + c.extra + "}")
 		err := checkSchema(raw, "operations[2]")

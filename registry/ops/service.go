@@ -2,6 +2,7 @@ package ops
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -54,8 +55,11 @@ type activation struct {
 	h        worker.CallableHandle
 	refs     int
 	tensors  int // tensor arguments of its chip signature
+	scalars  int // scalar arguments of its chip signature
 	verified bool
-	provided bool // offered to the children's host operation service
+	// offeredTo are the consumer callables it is offered to on the
+	// children's host operation service.
+	offeredTo map[registry.Hashid]bool
 }
 
 // Config configures a Service.
@@ -139,10 +143,9 @@ func CandidatesOf(mods []*module.Installed) ([]*Candidate, []error) {
 // the compatible candidates in order and every rejected one with its
 // reason; on *NotFoundError the Result is set and the handle nil.
 func (s *Service) Resolve(ctx context.Context, q Query) (*Handle, *Result, error) {
-	q.Tensors = slices.Clone(q.Tensors)
-	for i := range q.Tensors {
-		q.Tensors[i] = q.Tensors[i].Clone()
-	}
+	// q is a copy, and opquery.Match writes only its SyncMode; the tensors
+	// each candidate is negotiated on and bound to are Match's copies of
+	// q.Tensors, so the caller's later changes do not reach the handle.
 	mods, err := s.store.LoadOrder()
 	if err != nil {
 		return nil, nil, err
@@ -240,6 +243,7 @@ func (s *Service) bind(ctx context.Context, ch Choice, act *activation, cands []
 		}
 	}
 	var deps []*activation
+	var depCands []*Candidate // by position in deps
 	undo := func(err error) (*Handle, error) {
 		for _, d := range deps {
 			s.deactivate(ctx, d)
@@ -257,18 +261,43 @@ func (s *Service) bind(ctx context.Context, ch Choice, act *activation, cands []
 			return undo(fmt.Errorf("ops: %s depends on %s: %w", c.Module, dc.Desc.ImplID, err))
 		}
 		deps = append(deps, da)
-		if !da.provided {
-			op := worker.ProvidedOp{OpName: dc.Desc.OpName, OpVersion: dc.Desc.OpVersion.String(), ImplID: dc.Desc.ImplID, Priority: int32(dc.Desc.Priority)}
+		depCands = append(depCands, dc)
+	}
+	// Offer each dependency's operations to the callables of the modules
+	// that declare it: the handle's own and those of its dependencies.
+	users := append([]*Candidate{c}, depCands...)
+	userActs := append([]*activation{act}, deps...)
+	for k, da := range deps {
+		dc := depCands[k]
+		desc, err := json.Marshal(dc.Desc.Descriptor)
+		if err != nil {
+			return undo(err)
+		}
+		for u, uc := range users {
+			if !declares(uc, dc.Module) || da.offeredTo[userActs[u].h.Hashid] {
+				continue
+			}
+			op := worker.ProvidedOp{OpName: dc.Desc.OpName, OpVersion: dc.Desc.OpVersion.String(), ImplID: dc.Desc.ImplID,
+				Priority: int32(dc.Desc.Priority), Module: dc.Module, Descriptor: desc, Consumer: userActs[u].h.Hashid.Digest()}
 			if err := s.w.Provide(da.h, op); err != nil {
 				return undo(fmt.Errorf("ops: offering %s to the host operation service: %w", dc.Desc.ImplID, err))
 			}
-			da.provided = true
+			if da.offeredTo == nil {
+				da.offeredTo = map[registry.Hashid]bool{}
+			}
+			da.offeredTo[userActs[u].h.Hashid] = true
 		}
 	}
 	act.refs++
 	h := &Handle{s: s, choice: ch, desc: *c.Desc, act: act, deps: deps, pins: pins, workerID: s.pickWorker()}
 	s.handles[h] = struct{}{}
 	return h, nil
+}
+
+// declares reports whether c's module declares a dependency on the module
+// with package id dep.
+func declares(c *Candidate, dep string) bool {
+	return slices.ContainsFunc(c.installed.Manifest.Dependencies, func(d module.Dependency) bool { return d.ModuleID == dep })
 }
 
 // pickWorker returns a live child, round-robin. Called with s.mu held.
@@ -355,6 +384,8 @@ func (s *Service) activate(ctx context.Context, c *Candidate, platform string) (
 	for _, d := range cc.Signature {
 		if d != registry.Scalar {
 			a.tensors++
+		} else {
+			a.scalars++
 		}
 	}
 	s.acts[key] = a
@@ -404,6 +435,10 @@ func (n *childNegotiator) negotiate(ch *Choice, q *Query) error {
 	if errors.As(err, &re) {
 		return &rejectErr{kind: "revoked", reason: "revoked: " + err.Error()}
 	}
+	var ke *module.KernelABIError
+	if errors.As(err, &ke) {
+		return &rejectErr{kind: "kernel_abi", reason: "kernel ABI: " + err.Error()}
+	}
 	if err != nil {
 		return err
 	}
@@ -412,6 +447,9 @@ func (n *childNegotiator) negotiate(ch *Choice, q *Query) error {
 	}
 	n.acts[ch.ImplID] = a
 	d := ch.cand.Desc
+	if a.scalars != len(d.Params) {
+		return &rejectErr{kind: "parameter", reason: fmt.Sprintf("parameter: the callable takes %d scalars, the descriptor declares %d parameters", a.scalars, len(d.Params))}
+	}
 	args := worker.NegotiateArgs{Inputs: d.Inputs, SyncMode: uint32(q.SyncMode)}
 	for _, t := range ch.tensors {
 		args.Tensors = append(args.Tensors, worker.OpTensor{DType: uint32(t.DType), Shape: t.Shape, Strides: t.Strides})

@@ -14,6 +14,8 @@ import sys
 
 MAGIC = b"PJMB"
 HDR = struct.Struct("<4sHHIIQ")
+LAYOUT = 2  # the mailbox layout version (package mailbox's LayoutVersion)
+TENSOR_REF = 88  # one tensor reference of the task-args blob
 MAILBOX = 4096
 REPLY = 0x8000
 TASK, REGISTER, UNREGISTER, INIT, READY, NOP, SHUTDOWN = 1, 2, 3, 4, 5, 6, 7
@@ -53,7 +55,7 @@ def recv():
 def reply(op, status, digest=ZERO, detail=0, msg=""):
     m = msg.encode("utf-8", "replace")[:1024]
     args = digest + struct.pack("<II", detail, len(m)) + m
-    sock.send(HDR.pack(MAGIC, 1, op | REPLY, status, len(args), 0) + args)
+    sock.send(HDR.pack(MAGIC, LAYOUT, op | REPLY, status, len(args), 0) + args)
 
 
 def answer(op, result):
@@ -65,7 +67,7 @@ def parse(data):
     if len(data) < HDR.size or len(data) > MAILBOX:
         raise ValueError("frame of %d bytes" % len(data))
     magic, version, op, status, n, callable_ref = HDR.unpack_from(data)
-    if magic != MAGIC or version != 1 or status != 0 or callable_ref != 0 or n != len(data) - HDR.size:
+    if magic != MAGIC or version != LAYOUT or status != 0 or callable_ref != 0 or n != len(data) - HDR.size:
         raise ValueError("malformed frame header")
     if op < TASK or op > SHUTDOWN:
         raise ValueError("unknown op %d" % op)
@@ -166,15 +168,19 @@ def task(args, mem):
         return NOT_INSTALLED, digest, "hashid is not installed"
     blob = args[32:]
     nt, ns = struct.unpack_from("<II", blob, 0)
-    if nt > 64 or ns > 64 or len(blob) != 8 + 56 * nt + 8 * ns:
+    if nt > 64 or ns > 64 or len(blob) != 8 + TENSOR_REF * nt + 8 * ns:
         return BAD_FRAME, digest, "task args length does not match the counts"
     tensors = []
     for i in range(nt):
-        off, nbytes, dtype, ndim = struct.unpack_from("<QQII", blob, 8 + 56 * i)
+        off, nbytes, dtype, ndim = struct.unpack_from("<QQII", blob, 8 + TENSOR_REF * i)
+        strides = struct.unpack_from("<4Q", blob, 8 + TENSOR_REF * i + 56)
         if off + nbytes > len(mem) or dtype not in FORMATS:
             return ARGS_INVALID, digest, "tensor %d lies outside the arena or has an unknown dtype" % i
+        if any(strides):
+            # A flat memoryview cannot carry them: refuse rather than ignore.
+            return ARGS_INVALID, digest, "tensor %d has strides %s: a Python callable takes packed tensors" % (i, list(strides[:ndim]))
         tensors.append(memoryview(mem)[off:off + nbytes].cast(FORMATS[dtype]))
-    scalars = list(struct.unpack_from("<%dQ" % ns, blob, 8 + 56 * nt))
+    scalars = list(struct.unpack_from("<%dQ" % ns, blob, 8 + TENSOR_REF * nt))
     log("task %s: slot %d" % (hashid(digest), slot))
     try:
         slots[slot][2](tensors, scalars)

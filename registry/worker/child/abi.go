@@ -1,18 +1,22 @@
 package child
 
-import "github.com/ptojit/ptojit/registry/worker/mailbox"
+import (
+	"github.com/ptojit/ptojit/registry"
+	"github.com/ptojit/ptojit/registry/worker/mailbox"
+)
 
 // The C ABI of testdata/examples/toolchain/runtime/include/ptojit_sim.h
 // (x86-64 and arm64 LP64 layouts).
 const (
-	simABIVersion = 1
+	simABIVersion = registry.SimABIMajor // minor 1 added the strides tail of ptojit_args
 	kernelSymbol  = "ptojit_kernel"
 	sizeofTensor  = 56 // data, nbytes, dtype, ndim, shape[4]
-	sizeofArgs    = 32 // abi_version, tensor_count, tensors, scalar_count, reserved, scalars
+	sizeofArgs    = 32 // the 1.0 prefix: abi_version, tensor_count, tensors, scalar_count, struct_size, scalars
+	sizeofArgsV11 = 40 // and the 1.1 tail: strides
 	sizeofKernel  = 16 // func_id, reserved, fn
 	sizeofRuntime = 32 // abi_version, kernel_count, kernels; tail: struct_size, reserved, operations
 	sizeofConfig  = 8  // abi_version, block_dim
-	scratchBytes  = sizeofArgs + mailbox.MaxTensors*sizeofTensor + mailbox.MaxScalars*8
+	scratchBytes  = sizeofArgsV11 + mailbox.MaxTensors*sizeofTensor + mailbox.MaxScalars*8 + mailbox.MaxTensors*mailbox.MaxDims*8
 )
 
 // Symbols of an operation provider's orchestration (ptojit_sim.h).
@@ -39,7 +43,7 @@ const (
 
 // C layouts of ptojit_op_service and ptojit_op_resolve_request.
 const (
-	sizeofOpService    = 56 // struct_size, version, user, 5 functions
+	sizeofOpService    = 64 // struct_size, version, user, 6 functions (describe_contract: the tail)
 	sizeofOpResolveReq = 48
 	opServiceVersion   = 1
 	opEReentry         = -2

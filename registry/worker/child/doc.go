@@ -39,7 +39,12 @@
 // ptojit_sim.h. The child builds the ptojit_runtime (func_id -> kernel) and
 // each task's ptojit_args in anonymous mappings outside the Go heap, points
 // tensor data into its arena mapping, and calls the entry through purego:
-// no cgo is needed. Other platforms are refused at prewarm
+// no cgo is needed. The ptojit_args it builds are ABI 1.1: struct_size 40
+// and the strides tail (every tensor's strides as the task carried them,
+// 0 packed); a tensor whose first axis is not contiguous, or whose strides
+// span more than its bytes, is refused. Binaries built against ABI 1.0 read
+// the unchanged prefix. The host operation service reads the tail of the
+// ptojit_args a caller passes only when its struct_size covers it. Other platforms are refused at prewarm
 // (PLATFORM_UNSUPPORTED).
 //
 // Prewarm also resolves, without calling them, an operation provider's
@@ -48,8 +53,15 @@
 // size-prefixed tail of ptojit_sim.h (struct_size 32) pointing to this
 // process's host operation service (opservice.go): an orchestration resolves
 // and executes the operations the parent offered with PROVIDE, in this
-// process, from inside its own task; handles it leaves open end with the
-// task, and calls made while a provider negotiates are refused.
+// process, from inside its own task. PROVIDE names the operation's
+// descriptor and the consumer callable it is offered to (one of a module
+// that declares the provider's module as a dependency), so a caller sees
+// only its own module's dependencies; resolution runs package opquery's
+// Match on them (the daemon's rules, exact_impl_id and the budgets of the
+// request's tail), negotiates on the provider's entry points, and lends the
+// resolved descriptor (describe_contract); execute checks the negotiated
+// tensors and the caller's scratch buffers. Handles it leaves open end with
+// the task, and calls made while a provider negotiates are refused.
 //
 // Module hooks: prewarm also resolves the optional ptojit_module_init and
 // ptojit_module_shutdown. ACTIVATE runs init once per loaded callable

@@ -2,6 +2,7 @@ package child
 
 import (
 	"encoding/binary"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -13,40 +14,64 @@ import (
 	"github.com/ebitengine/purego"
 
 	"github.com/ptojit/ptojit/registry"
+	"github.com/ptojit/ptojit/registry/opquery"
 	"github.com/ptojit/ptojit/registry/worker/mailbox"
 )
 
 // The host operation service of a chip child: the ptojit_op_service that
 // the tail of every ptojit_runtime points to (ptojit_sim.h). The parent
-// offers operations to it (PROVIDE: the operations of the modules a resolved
-// implementation depends on, with their callables registered); an
+// offers operations to it (PROVIDE: an operation of a module, its
+// descriptor, and the callable of a dependent module that may call it); an
 // orchestration resolves and executes them from inside its own execution,
-// in this process. The functions run on the thread of the task that called
-// the orchestration; a child serves one mailbox operation at a time, so the
-// state below needs no lock beyond the one that guards its creation.
+// in this process. Resolution applies package opquery's rules, the ones the
+// daemon's resolution applies, to the operations offered to the calling
+// callable (the task's, or the one a nested execute runs). The functions
+// run on the thread of the task that called the orchestration; a child
+// serves one mailbox operation at a time, so the state below needs no lock
+// beyond the one that guards its creation.
 
 var (
 	opChild      *child // the child this process serves
-	opProvided   = map[registry.Hashid]mailbox.ProvidedOp{}
+	opProvided   = map[registry.Hashid]*providedOp{}
 	opHandles    = map[uint64]*opHandle{}
 	opNextHandle uint64
+	// opCaller is the callable whose native code runs now: the task's,
+	// or the implementation a nested execute runs.
+	opCaller registry.Hashid
 
 	opServiceOnce sync.Once
 	opServiceMem  cmem
 )
 
+// providedOp is an operation offered to the service, and the callables
+// that may resolve it.
+type providedOp struct {
+	op        mailbox.ProvidedOp
+	desc      opquery.Descriptor
+	consumers map[registry.Hashid]bool
+}
+
 // opHandle is a handle of the host operation service: valid until
 // released or until the task that created it ends.
 type opHandle struct {
-	hashid  registry.Hashid
-	implID  string
-	tensors []opTensorDesc
+	hashid       registry.Hashid
+	implID       string
+	tensors      []opTensorDesc
+	host, device uint64 // the scratch negotiated
+	desc         cmem   // the ptojit_op_description describe_contract lends
 }
 
 type opTensorDesc struct {
-	dtype uint32
-	shape []uint64
+	dtype   uint32
+	shape   []uint64
+	strides []uint64 // effective (opquery.Tensor.EffectiveStrides)
 }
+
+// C layouts of the service's tail structures.
+const (
+	sizeofOpResolveTail = 96 // ptojit_op_resolve_request with its tail
+	sizeofOpDescription = 80
+)
 
 // opServiceAddr returns the address of this process's ptojit_op_service
 // (0 if it could not be built: the tail then offers none).
@@ -58,7 +83,7 @@ func opServiceAddr() uintptr {
 		}
 		binary.LittleEndian.PutUint32(m.b[0:], sizeofOpService)
 		binary.LittleEndian.PutUint32(m.b[4:], opServiceVersion)
-		for i, fn := range []any{opResolve, opDescribe, opScratchFn, opExecute, opRelease} {
+		for i, fn := range []any{opResolve, opDescribe, opScratchFn, opExecute, opRelease, opDescribeContract} {
 			binary.LittleEndian.PutUint64(m.b[16+8*i:], uint64(purego.NewCallback(fn)))
 		}
 		opServiceMem = m
@@ -72,31 +97,53 @@ func opServiceAddr() uintptr {
 func rc(v int32) uintptr { return uintptr(uint32(v)) }
 
 // endTaskOpHandles drops the handles the finished task did not release.
-func endTaskOpHandles() { clear(opHandles) }
-
-// version is a MAJOR.MINOR.PATCH triple; a pre-release or build suffix is
-// ignored here (the parent's resolution compares full semver).
-type version [3]uint64
-
-func parseVersion(s string) (version, bool) {
-	s, _, _ = strings.Cut(s, "+")
-	s, _, _ = strings.Cut(s, "-")
-	parts := strings.Split(s, ".")
-	var v version
-	if len(parts) != 3 {
-		return v, false
+func endTaskOpHandles() {
+	for _, h := range opHandles {
+		h.desc.free()
 	}
-	for i, p := range parts {
-		n, err := strconv.ParseUint(p, 10, 64)
-		if err != nil {
-			return v, false
-		}
-		v[i] = n
-	}
-	return v, true
+	clear(opHandles)
 }
 
-func (v version) cmp(w version) int { return slices.Compare(v[:], w[:]) }
+// parseSemver reads a semantic version into opquery's plain data: the
+// same precedence as the daemon's parser, build metadata ignored.
+func parseSemver(s string) (opquery.Version, error) {
+	v := opquery.Version{Text: s}
+	core, _, _ := strings.Cut(s, "+")
+	core, pre, hasPre := strings.Cut(core, "-")
+	if hasPre {
+		v.Pre = strings.Split(pre, ".")
+		for _, id := range v.Pre {
+			if id == "" {
+				return v, fmt.Errorf("version %q has an empty prerelease identifier", s)
+			}
+		}
+	}
+	parts := strings.Split(core, ".")
+	if len(parts) != 3 {
+		return v, fmt.Errorf("version %q is not MAJOR.MINOR.PATCH", s)
+	}
+	for i, p := range []*uint64{&v.Major, &v.Minor, &v.Patch} {
+		n, err := strconv.ParseUint(parts[i], 10, 64)
+		if err != nil || (len(parts[i]) > 1 && parts[i][0] == '0') {
+			return v, fmt.Errorf("version %q is not MAJOR.MINOR.PATCH", s)
+		}
+		*p = n
+	}
+	return v, nil
+}
+
+// cStrings reads n C strings from the array at p.
+func cStrings(p uintptr, n uint32) []string {
+	if p == 0 || n == 0 || n > 64 {
+		return nil
+	}
+	arr := cBytes(p, int(8*n))
+	out := make([]string, n)
+	for i := range out {
+		out[i] = cString(uintptr(binary.LittleEndian.Uint64(arr[8*i:])), 256)
+	}
+	return out
+}
 
 // opResolve is ptojit_op_service.resolve.
 func opResolve(user, req, handleOut uintptr) uintptr {
@@ -108,7 +155,8 @@ func opResolve(user, req, handleOut uintptr) uintptr {
 		return rc(opEInvalid)
 	}
 	r := cBytes(req, sizeofOpResolveReq)
-	if binary.LittleEndian.Uint32(r[0:]) < sizeofOpResolveReq {
+	size := binary.LittleEndian.Uint32(r[0:])
+	if size < sizeofOpResolveReq {
 		return rc(opEInvalid)
 	}
 	msgCap := binary.LittleEndian.Uint32(r[4:])
@@ -117,116 +165,181 @@ func opResolve(user, req, handleOut uintptr) uintptr {
 		writeMsg(msgPtr, msgCap, msg)
 		return rc(code)
 	}
-	name := cString(uintptr(binary.LittleEndian.Uint64(r[8:])), 256)
-	minS := cString(uintptr(binary.LittleEndian.Uint64(r[16:])), 64)
-	maxS := cString(uintptr(binary.LittleEndian.Uint64(r[24:])), 64)
-	q := uintptr(binary.LittleEndian.Uint64(r[32:]))
-	if name == "" || q == 0 {
+	q := opquery.Query{
+		OpName:     cString(uintptr(binary.LittleEndian.Uint64(r[8:])), 256),
+		MinVersion: cString(uintptr(binary.LittleEndian.Uint64(r[16:])), 64),
+		MaxVersion: cString(uintptr(binary.LittleEndian.Uint64(r[24:])), 64),
+		// Without the tail: no capabilities, and no scratch.
+	}
+	if size >= sizeofOpResolveTail {
+		t := cBytes(req, sizeofOpResolveTail)
+		q.ExactImplID = cString(uintptr(binary.LittleEndian.Uint64(t[48:])), 256)
+		q.Capabilities = cStrings(uintptr(binary.LittleEndian.Uint64(t[56:])), binary.LittleEndian.Uint32(t[72:]))
+		q.Numerics = cStrings(uintptr(binary.LittleEndian.Uint64(t[64:])), binary.LittleEndian.Uint32(t[76:]))
+		q.HostBudget = int64(binary.LittleEndian.Uint64(t[80:]))
+		q.DeviceBudget = int64(binary.LittleEndian.Uint64(t[88:]))
+	}
+	qp := uintptr(binary.LittleEndian.Uint64(r[32:]))
+	if q.OpName == "" || qp == 0 {
 		return fail(opEInvalid, "resolve: no operation name or query")
 	}
-	qb := cBytes(q, sizeofOpQuery)
+	qb := cBytes(qp, sizeofOpQuery)
 	nt := binary.LittleEndian.Uint32(qb[4:])
 	tp := uintptr(binary.LittleEndian.Uint64(qb[16:]))
 	if binary.LittleEndian.Uint32(qb[0:]) != opABIVersion || nt > mailbox.MaxOpTensors || (nt > 0 && tp == 0) {
 		return fail(opEInvalid, "resolve: malformed query")
 	}
-	var tensors []opTensorDesc
+	q.SyncMode = opquery.SyncMode(binary.LittleEndian.Uint32(qb[12:]))
 	for i := range int(nt) {
 		e := cBytes(tp+uintptr(sizeofOpTensor*i), sizeofOpTensor)
 		nd := binary.LittleEndian.Uint32(e[4:])
 		if nd > mailbox.MaxDims {
 			return fail(opEInvalid, fmt.Sprintf("resolve: tensor %d has %d dimensions", i, nd))
 		}
-		t := opTensorDesc{dtype: binary.LittleEndian.Uint32(e[0:])}
+		t := opquery.Tensor{DType: opquery.DType(binary.LittleEndian.Uint32(e[0:]))}
+		strided := false
 		for d := range int(nd) {
-			t.shape = append(t.shape, binary.LittleEndian.Uint64(e[8+8*d:]))
+			t.Shape = append(t.Shape, binary.LittleEndian.Uint64(e[8+8*d:]))
+			t.Strides = append(t.Strides, binary.LittleEndian.Uint64(e[40+8*d:]))
+			strided = strided || t.Strides[d] != 0
 		}
-		tensors = append(tensors, t)
-	}
-	var lo, hi version
-	var haveLo, haveHi bool
-	if minS != "" {
-		if lo, haveLo = parseVersion(minS); !haveLo {
-			return fail(opEInvalid, "resolve: bad min_version "+minS)
+		if !strided {
+			t.Strides = nil
 		}
+		q.Tensors = append(q.Tensors, t)
 	}
-	if maxS != "" {
-		if hi, haveHi = parseVersion(maxS); !haveHi || !haveLo || hi[0] != lo[0] {
-			return fail(opEInvalid, "resolve: max_version needs a min_version of the same major")
+	// The operations offered to the caller: those of the modules its
+	// module declares as dependencies.
+	var cands []opquery.Candidate
+	var hashids []registry.Hashid
+	for h, p := range opProvided {
+		if !p.consumers[opCaller] {
+			continue
 		}
+		if _, err := c.table.Resolve(h); err != nil {
+			delete(opProvided, h) // unregistered since
+			continue
+		}
+		cands = append(cands, opquery.Candidate{Desc: &p.desc, Module: p.op.Module})
+		hashids = append(hashids, h)
 	}
-	type cand struct {
-		h  registry.Hashid
-		op mailbox.ProvidedOp
-	}
-	var cands []cand
-	var newest uint64
-	for h, op := range opProvided {
-		if op.OpName == name {
-			if v, ok := parseVersion(op.OpVersion); ok {
-				newest = max(newest, v[0])
-				cands = append(cands, cand{h, op})
+	fits, rejected, err := opquery.Match(cands, &q, opquery.Env{Platforms: []string{c.init.Platform}, ParseVersion: parseSemver,
+		Negotiate: func(f *opquery.Fit) error {
+			d := cands[f.Cand].Desc
+			slot, err := c.table.Resolve(hashids[f.Cand])
+			if err != nil {
+				return &opquery.Refusal{Kind: "provider", Reason: "provider: " + err.Error()}
 			}
-		}
-	}
-	slices.SortFunc(cands, func(a, b cand) int {
-		if a.op.Priority != b.op.Priority {
-			return int(b.op.Priority) - int(a.op.Priority)
-		}
-		return strings.Compare(a.op.ImplID, b.op.ImplID)
-	})
-	var why []string
-	for _, k := range cands {
-		v, _ := parseVersion(k.op.OpVersion)
-		switch {
-		case !haveLo && v[0] != newest,
-			haveLo && (v.cmp(lo) < 0 || v[0] != lo[0]),
-			haveHi && v.cmp(hi) > 0:
-			why = append(why, k.op.ImplID+": version "+k.op.OpVersion)
-			continue
-		}
-		slot, err := c.table.Resolve(k.h)
-		if err != nil {
-			delete(opProvided, k.h) // unregistered since
-			continue
-		}
-		s := &c.slots[slot]
-		if !s.loaded {
-			if err := c.prewarm(slot); err != nil {
-				why = append(why, k.op.ImplID+": "+err.Error())
-				continue
+			s := &c.slots[slot]
+			if !s.loaded {
+				if err := c.prewarm(slot); err != nil {
+					return &opquery.Refusal{Kind: "provider", Reason: "provider: " + err.Error()}
+				}
 			}
-		}
-		if !s.state.isProvider() {
-			why = append(why, k.op.ImplID+": "+notProvider)
-			continue
-		}
-		n := s.state.negotiateAt(q)
-		switch {
-		case n.err != "":
-			why = append(why, k.op.ImplID+": "+n.err)
-		case n.implID != k.op.ImplID:
-			why = append(why, fmt.Sprintf("%s: the orchestration reports impl_id %q", k.op.ImplID, n.implID))
-		case n.code != 0:
-			why = append(why, k.op.ImplID+": validate: "+n.msg)
-		case n.host > 0 || n.device > 0:
-			why = append(why, k.op.ImplID+": needs scratch, which an execution cannot allocate")
-		default:
-			opNextHandle++
-			opHandles[opNextHandle] = &opHandle{hashid: k.h, implID: k.op.ImplID, tensors: tensors}
-			binary.LittleEndian.PutUint64(cBytes(handleOut, 8), opNextHandle)
-			return 0
-		}
+			args := mailbox.NegotiateArgs{Inputs: d.Inputs, SyncMode: uint32(q.SyncMode)}
+			for _, t := range f.Tensors {
+				args.Tensors = append(args.Tensors, mailbox.OpTensor{DType: uint32(t.DType), Shape: t.Shape, Strides: t.Strides})
+			}
+			code, msg := s.state.negotiate(args)
+			switch {
+			case strings.HasPrefix(msg, "!"):
+				return &opquery.Refusal{Kind: "provider", Reason: "provider: " + msg[1:]}
+			case code != 0:
+				return &opquery.Refusal{Kind: "validate", Reason: "validate: " + msg}
+			}
+			n, err := mailbox.ParseNegotiation(msg)
+			if err != nil {
+				return &opquery.Refusal{Kind: "provider", Reason: "provider: " + err.Error()}
+			}
+			if n.ImplID != d.ImplID {
+				return &opquery.Refusal{Kind: "impl_id", Reason: fmt.Sprintf("impl_id: the orchestration reports %q", n.ImplID)}
+			}
+			want := d.Inputs + d.Outputs
+			if n.DeviceScratch > 0 {
+				want++
+			}
+			if n.HostScratch > 0 {
+				want++
+			}
+			if s.state.tensors != want {
+				return &opquery.Refusal{Kind: "scratch", Reason: fmt.Sprintf("scratch: the callable takes %d tensors, the scratch asked for needs %d", s.state.tensors, want)}
+			}
+			f.HostScratch, f.DeviceScratch = n.HostScratch, n.DeviceScratch
+			return nil
+		}})
+	if err != nil {
+		return fail(opEInvalid, "resolve: "+err.Error())
 	}
-	msg := "no compatible implementation of " + name
-	if len(why) > 0 {
-		msg += ": " + strings.Join(why, "; ")
-	} else {
-		msg += " is offered (the host operation service offers the operations of the modules this one depends on)"
+	if len(fits) == 0 {
+		msg := "no compatible implementation of " + q.Describe()
+		var why []string
+		for _, r := range rejected {
+			why = append(why, r.ImplID+": "+r.Reason)
+		}
+		if len(why) > 0 {
+			msg += ": " + strings.Join(why, "; ")
+		} else {
+			msg += ": no module this one depends on offers it (the service offers the operations of the calling module's dependencies only)"
+		}
+		return fail(opENotFound, msg)
 	}
-	return fail(opENotFound, msg)
+	f := fits[0]
+	p := opProvided[hashids[f.Cand]]
+	oh := &opHandle{hashid: hashids[f.Cand], implID: p.desc.ImplID, host: f.HostScratch, device: f.DeviceScratch}
+	for _, t := range f.Tensors {
+		oh.tensors = append(oh.tensors, opTensorDesc{dtype: uint32(t.DType), shape: t.Shape, strides: t.EffectiveStrides()})
+	}
+	if oh.desc, err = describeMem(p, f); err != nil {
+		return fail(opEInvalid, "resolve: "+err.Error())
+	}
+	opNextHandle++
+	opHandles[opNextHandle] = oh
+	binary.LittleEndian.PutUint64(cBytes(handleOut, 8), opNextHandle)
+	return 0
 }
 
+// describeMem builds the ptojit_op_description of a resolved fit outside
+// the Go heap: the structure, the negotiated tensors, then the strings.
+func describeMem(p *providedOp, f opquery.Fit) (cmem, error) {
+	strs := []string{p.desc.ImplID, p.desc.OpName, p.desc.OpVersion.Text, p.op.Module}
+	n := sizeofOpDescription + sizeofOpTensor*len(f.Tensors)
+	for _, s := range strs {
+		n += len(s) + 1
+	}
+	m, err := newCmem(n)
+	if err != nil {
+		return m, err
+	}
+	b := m.b
+	binary.LittleEndian.PutUint32(b[0:], sizeofOpDescription)
+	binary.LittleEndian.PutUint32(b[4:], uint32(len(f.Tensors)))
+	off := sizeofOpDescription + sizeofOpTensor*len(f.Tensors)
+	for i, s := range strs {
+		copy(b[off:], s)
+		b[off+len(s)] = 0
+		binary.LittleEndian.PutUint64(b[8+8*i:], uint64(m.addr(off)))
+		off += len(s) + 1
+	}
+	binary.LittleEndian.PutUint64(b[40:], uint64(p.desc.Priority))
+	binary.LittleEndian.PutUint32(b[48:], uint32(p.desc.Inputs))
+	binary.LittleEndian.PutUint64(b[56:], f.HostScratch)
+	binary.LittleEndian.PutUint64(b[64:], f.DeviceScratch)
+	binary.LittleEndian.PutUint64(b[72:], uint64(m.addr(sizeofOpDescription)))
+	for i, t := range f.Tensors {
+		e := b[sizeofOpDescription+sizeofOpTensor*i:]
+		binary.LittleEndian.PutUint32(e[0:], uint32(t.DType))
+		binary.LittleEndian.PutUint32(e[4:], uint32(len(t.Shape)))
+		for d := range t.Shape {
+			binary.LittleEndian.PutUint64(e[8+8*d:], t.Shape[d])
+			if d < len(t.Strides) {
+				binary.LittleEndian.PutUint64(e[40+8*d:], t.Strides[d])
+			}
+		}
+	}
+	return m, nil
+}
+
+// opDescribe is ptojit_op_service.describe: the implementation id.
 func opDescribe(user, h, buf, capacity uintptr) uintptr {
 	if opNegotiating {
 		return rc(opEReentry)
@@ -239,16 +352,31 @@ func opDescribe(user, h, buf, capacity uintptr) uintptr {
 	return 0
 }
 
+// opDescribeContract is ptojit_op_service.describe_contract: the resolved
+// descriptor, borrowed until release.
+func opDescribeContract(user, h, out uintptr) uintptr {
+	if opNegotiating {
+		return rc(opEReentry)
+	}
+	oh := opHandles[uint64(h)]
+	if oh == nil || out == 0 {
+		return rc(opEInvalid)
+	}
+	binary.LittleEndian.PutUint64(cBytes(out, 8), uint64(oh.desc.addr(0)))
+	return 0
+}
+
 func opScratchFn(user, h, out uintptr) uintptr {
 	if opNegotiating {
 		return rc(opEReentry)
 	}
-	if opHandles[uint64(h)] == nil || out == 0 {
+	oh := opHandles[uint64(h)]
+	if oh == nil || out == 0 {
 		return rc(opEInvalid)
 	}
 	b := cBytes(out, sizeofOpScratch)
-	binary.LittleEndian.PutUint64(b[8:], 0)
-	binary.LittleEndian.PutUint64(b[16:], 0)
+	binary.LittleEndian.PutUint64(b[8:], oh.host)
+	binary.LittleEndian.PutUint64(b[16:], oh.device)
 	return 0
 }
 
@@ -256,16 +384,19 @@ func opRelease(user, h uintptr) uintptr {
 	if opNegotiating {
 		return rc(opEReentry)
 	}
-	if opHandles[uint64(h)] == nil {
+	oh := opHandles[uint64(h)]
+	if oh == nil {
 		return rc(opEInvalid)
 	}
+	oh.desc.free()
 	delete(opHandles, uint64(h))
 	return 0
 }
 
 // opExecute is ptojit_op_service.execute: the args must match the
-// negotiated tensors and lie in the arena; the implementation's
-// orchestration then runs on them, synchronously.
+// negotiated tensors and scratch and lie in the arena; the
+// implementation's orchestration then runs on them, synchronously, as the
+// caller of the service meanwhile.
 func opExecute(user, h, args uintptr) uintptr {
 	if opNegotiating {
 		return rc(opEReentry)
@@ -288,7 +419,10 @@ func opExecute(user, h, args uintptr) uintptr {
 			return rc(opENotFound)
 		}
 	}
+	caller := opCaller
+	opCaller = oh.hashid
 	r, _, _ := purego.SyscallN(s.state.entry, s.state.rt.addr(0), args)
+	opCaller = caller
 	return r
 }
 
@@ -296,19 +430,42 @@ func checkOpArgs(arena []byte, oh *opHandle, args uintptr) error {
 	a := cBytes(args, sizeofArgs)
 	nt := binary.LittleEndian.Uint32(a[4:])
 	tp := uintptr(binary.LittleEndian.Uint64(a[8:]))
-	if binary.LittleEndian.Uint32(a[0:]) != simABIVersion || int(nt) != len(oh.tensors) || (nt > 0 && tp == 0) {
+	want := len(oh.tensors)
+	if oh.device > 0 {
+		want++
+	}
+	if oh.host > 0 {
+		want++
+	}
+	if binary.LittleEndian.Uint32(a[0:]) != simABIVersion || int(nt) != want || (nt > 0 && tp == 0) {
 		return errors.New("tensor count")
+	}
+	var sp uintptr // the strides rows of the 1.1 tail, when the caller passed them
+	if binary.LittleEndian.Uint32(a[20:]) >= sizeofArgsV11 {
+		sp = uintptr(binary.LittleEndian.Uint64(cBytes(args, sizeofArgsV11)[32:]))
 	}
 	if len(arena) == 0 {
 		return errors.New("no arena")
 	}
 	base := uint64(uintptr(unsafe.Pointer(&arena[0])))
-	for i, w := range oh.tensors {
+	for i := range want {
 		e := cBytes(tp+uintptr(sizeofTensor*i), sizeofTensor)
 		data, n := binary.LittleEndian.Uint64(e[0:]), binary.LittleEndian.Uint64(e[8:])
 		if data < base || data-base > uint64(len(arena)) || n > uint64(len(arena))-(data-base) {
 			return errors.New("outside the arena")
 		}
+		if i >= len(oh.tensors) {
+			// Scratch, device then host: at least what was negotiated.
+			need := oh.device
+			if i == want-1 && oh.host > 0 {
+				need = oh.host
+			}
+			if n < need {
+				return errors.New("scratch")
+			}
+			continue
+		}
+		w := oh.tensors[i]
 		t := mailbox.Tensor{DType: mailbox.DType(binary.LittleEndian.Uint32(e[16:]))}
 		nd := binary.LittleEndian.Uint32(e[20:])
 		if nd > mailbox.MaxDims || uint32(t.DType) != w.dtype || int(nd) != len(w.shape) {
@@ -317,8 +474,17 @@ func checkOpArgs(arena []byte, oh *opHandle, args uintptr) error {
 		for d := range int(nd) {
 			t.Shape = append(t.Shape, binary.LittleEndian.Uint64(e[24+8*d:]))
 		}
+		if sp != 0 {
+			row := cBytes(sp+uintptr(8*mailbox.MaxDims*i), 8*mailbox.MaxDims)
+			for d := range int(nd) {
+				t.Strides = append(t.Strides, binary.LittleEndian.Uint64(row[8*d:]))
+			}
+		}
 		if !slices.Equal(t.Shape, w.shape) {
 			return errors.New("shape")
+		}
+		if checkLayout(t) != nil || !slices.Equal(opquery.Tensor{Shape: t.Shape, Strides: t.Strides}.EffectiveStrides(), w.strides) {
+			return errors.New("strides")
 		}
 		if need, ok := shapeBytes(t); t.DType.Size() == 0 || !ok || need > n {
 			return errors.New("extent")
@@ -327,7 +493,8 @@ func checkOpArgs(arena []byte, oh *opHandle, args uintptr) error {
 	return nil
 }
 
-// provide serves PROVIDE in a chip child.
+// provide serves PROVIDE in a chip child: the operation is offered, for
+// calls from the consumer callable.
 func (c *child) provide(args []byte) (mailbox.Status, mailbox.Reply) {
 	d, op, err := mailbox.ParseProvideArgs(args)
 	rep := mailbox.Reply{Digest: d}
@@ -335,10 +502,21 @@ func (c *child) provide(args []byte) (mailbox.Status, mailbox.Reply) {
 		rep.Message = err.Error()
 		return mailbox.StatusBadFrame, rep
 	}
+	var desc opquery.Descriptor
+	if err := json.Unmarshal(op.Descriptor, &desc); err != nil || desc.ImplID != op.ImplID || desc.OpName != op.OpName {
+		rep.Message = fmt.Sprintf("PROVIDE descriptor of %s does not parse as its operation's", op.ImplID)
+		return mailbox.StatusBadFrame, rep
+	}
 	if _, err := c.table.Resolve(registry.Hashid(d)); err != nil {
 		rep.Message = err.Error()
 		return mailbox.StatusNotInstalled, rep
 	}
-	opProvided[registry.Hashid(d)] = op
+	p := opProvided[registry.Hashid(d)]
+	if p == nil || p.op.ImplID != op.ImplID {
+		p = &providedOp{consumers: map[registry.Hashid]bool{}}
+		opProvided[registry.Hashid(d)] = p
+	}
+	p.op, p.desc = op, desc
+	p.consumers[registry.Hashid(op.Consumer)] = true
 	return mailbox.StatusOK, rep
 }

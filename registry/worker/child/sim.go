@@ -14,6 +14,7 @@ import (
 	"github.com/ebitengine/purego"
 
 	"github.com/ptojit/ptojit/registry"
+	"github.com/ptojit/ptojit/registry/opquery"
 	"github.com/ptojit/ptojit/registry/worker/mailbox"
 )
 
@@ -187,16 +188,35 @@ func (s *simCallable) shutdownAll() {
 // shutdown. The service refuses every call meanwhile (PTOJIT_OP_E_REENTRY).
 var opNegotiating bool
 
-// shapeBytes returns the bytes that t's dtype and shape need; ok is false
-// when that number does not fit in 64 bits.
+// shapeBytes returns the bytes that t's dtype, shape and strides span
+// (opquery.Tensor.Bytes); ok is false when that number does not fit in 64
+// bits.
 func shapeBytes(t mailbox.Tensor) (n uint64, ok bool) {
-	n, over := t.DType.Size(), uint64(0)
-	for _, d := range t.Shape {
-		var hi uint64
-		hi, n = bits.Mul64(n, d)
-		over |= hi
+	if len(t.Strides) == 0 {
+		n, over := t.DType.Size(), uint64(0)
+		for _, d := range t.Shape {
+			var hi uint64
+			hi, n = bits.Mul64(n, d)
+			over |= hi
+		}
+		return n, over == 0 || slices.Contains(t.Shape, 0)
 	}
-	return n, over == 0 || slices.Contains(t.Shape, 0)
+	return opquery.Tensor{DType: opquery.DType(t.DType), Shape: t.Shape, Strides: t.Strides}.Bytes()
+}
+
+// checkLayout refuses strides the ABI does not allow: one per dimension,
+// and a contiguous first axis (0 or 1).
+func checkLayout(t mailbox.Tensor) error {
+	if len(t.Strides) == 0 {
+		return nil
+	}
+	if len(t.Strides) != len(t.Shape) {
+		return fmt.Errorf("%d dimensions with %d strides", len(t.Shape), len(t.Strides))
+	}
+	if len(t.Strides) > 0 && t.Strides[0] > 1 {
+		return fmt.Errorf("its first axis has stride %d (the first axis is contiguous)", t.Strides[0])
+	}
+	return nil
 }
 
 // configure calls the config symbol, once, before the first task: the
@@ -234,14 +254,26 @@ func (s *simCallable) run(arena []byte, scratch cmem, a mailbox.TaskArgs) (int32
 	if len(arena) > 0 {
 		base = uintptr(unsafe.Pointer(&arena[0]))
 	}
-	tOff := sizeofArgs
+	tOff := sizeofArgsV11
 	sOff := tOff + mailbox.MaxTensors*sizeofTensor
+	stOff := sOff + mailbox.MaxScalars*8 // the strides rows of the 1.1 tail
 	for i, t := range a.Tensors {
 		if t.Offset > uint64(len(arena)) || t.Nbytes > uint64(len(arena))-t.Offset {
 			return 0, fmt.Errorf("tensor %d [%d, +%d) lies outside the %d-byte arena", i, t.Offset, t.Nbytes, len(arena))
 		}
+		if err := checkLayout(t); err != nil {
+			return 0, fmt.Errorf("tensor %d: %v", i, err)
+		}
 		if n, ok := shapeBytes(t); t.DType.Size() == 0 || !ok || n > t.Nbytes {
-			return 0, fmt.Errorf("tensor %d: shape and dtype need more than its %d bytes", i, t.Nbytes)
+			return 0, fmt.Errorf("tensor %d: shape, strides and dtype need more than its %d bytes", i, t.Nbytes)
+		}
+		row := scratch.b[stOff+8*mailbox.MaxDims*i:]
+		for d := range mailbox.MaxDims {
+			var v uint64
+			if d < len(t.Strides) {
+				v = t.Strides[d]
+			}
+			binary.LittleEndian.PutUint64(row[8*d:], v)
 		}
 		e := scratch.b[tOff+sizeofTensor*i:]
 		binary.LittleEndian.PutUint64(e[0:], uint64(base)+t.Offset)
@@ -264,8 +296,9 @@ func (s *simCallable) run(arena []byte, scratch cmem, a mailbox.TaskArgs) (int32
 	binary.LittleEndian.PutUint32(h[4:], uint32(len(a.Tensors)))
 	binary.LittleEndian.PutUint64(h[8:], uint64(scratch.addr(tOff)))
 	binary.LittleEndian.PutUint32(h[16:], uint32(len(a.Scalars)))
-	binary.LittleEndian.PutUint32(h[20:], 0)
+	binary.LittleEndian.PutUint32(h[20:], sizeofArgsV11) // struct_size: the strides tail is there
 	binary.LittleEndian.PutUint64(h[24:], uint64(scratch.addr(sOff)))
+	binary.LittleEndian.PutUint64(h[32:], uint64(scratch.addr(stOff)))
 	r, _, _ := purego.SyscallN(s.entry, s.rt.addr(0), scratch.addr(0))
 	return int32(uint32(r)), nil
 }

@@ -38,7 +38,9 @@ func (c *child) task(args []byte) (mailbox.Status, mailbox.Reply) {
 		}
 	}
 	c.debugf("task %v: slot %d", h, slot)
+	opCaller = h // the host operation service offers what is offered to it
 	code, err := s.state.run(c.arena, c.scratch, ta)
+	opCaller = registry.Hashid{}
 	endTaskOpHandles() // nested operation handles live for their task at most
 	if err != nil {
 		rep.Message = err.Error()

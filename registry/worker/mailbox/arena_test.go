@@ -3,6 +3,7 @@ package mailbox
 import (
 	"errors"
 	"math"
+	"strings"
 	"testing"
 )
 
@@ -81,5 +82,71 @@ func TestArenaDoubleFree(t *testing.T) {
 	}
 	if got := uint64(len(seen)) * 64; got != a.Size() {
 		t.Fatalf("live buffers cover %d bytes of %d", got, a.Size())
+	}
+}
+
+// TestArenaLifetime: a buffer is live from Alloc to its Free; a tensor of
+// it is live while it is, and stays refused once its range is allocated
+// again; a stale copy of a buffer cannot free the range's new allocation.
+func TestArenaLifetime(t *testing.T) {
+	a, err := NewArena(1 << 16)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	b, err := a.Alloc(100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tt := b.Tensor(Float32, 25)
+	if err := a.CheckLive(b); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.CheckTensor(tt); err != nil {
+		t.Fatal(err)
+	}
+	inner := Tensor{Offset: b.Off + 64, Nbytes: 64, DType: Float32, Shape: []uint64{16}}
+	if err := a.CheckTensor(inner); err != nil {
+		t.Errorf("a range inside the rounded allocation: %v", err)
+	}
+	if err := a.CheckTensor(Tensor{Offset: b.Off + 64, Nbytes: 65}); err == nil {
+		t.Error("a range past the allocation was accepted")
+	}
+	if err := b.Free(); err != nil {
+		t.Fatal(err)
+	}
+	var le *LifetimeError
+	if err := a.CheckLive(b); !errors.As(err, &le) || le.Reason != "was freed" {
+		t.Errorf("freed buffer: %v", err)
+	}
+	if err := a.CheckTensor(inner); err == nil {
+		t.Error("a range of a freed allocation was accepted")
+	}
+	c, err := a.Alloc(100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Off != b.Off {
+		t.Fatalf("first fit gave offset %d, want the freed %d", c.Off, b.Off)
+	}
+	if err := a.CheckTensor(tt); err == nil || !strings.Contains(err.Error(), "was freed") {
+		t.Errorf("the freed buffer's tensor after its range was reused: %v", err)
+	}
+	if err := b.Free(); !errors.Is(err, ErrNotAllocated) {
+		t.Errorf("a stale copy freed the range's new allocation: %v", err)
+	}
+	if err := a.CheckLive(c); err != nil {
+		t.Errorf("the new allocation: %v", err)
+	}
+	other, err := NewArena(1 << 16)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	if err := other.CheckLive(c); err == nil || !strings.Contains(err.Error(), "another arena") {
+		t.Errorf("another arena's buffer: %v", err)
+	}
+	if err := a.CheckLive(Buffer{}); err == nil {
+		t.Error("the zero Buffer is live")
 	}
 }

@@ -27,14 +27,14 @@
 // Linux: elsewhere the package builds (so that `GOOS=darwin go vet` checks
 // it) and refuses to create one.
 //
-// # Frames (mailbox layout version 1)
+// # Frames (mailbox layout version 2)
 //
 // All integers are little-endian. One frame is one SEQPACKET message of at
 // most MailboxSize (4096) bytes:
 //
 //	offset  size  field
 //	0       4     magic "PJMB"
-//	4       2     layout version, 1
+//	4       2     layout version, 2
 //	6       2     op; a reply sets bit 15 (0x8000) of the request's op
 //	8       4     status: 0 in requests; a reply's Status
 //	12      4     args length n; the frame is exactly 24+n bytes
@@ -56,9 +56,11 @@
 //	7 SHUTDOWN             empty
 //	8 NEGOTIATE            digest[32], then the negotiation blob (NegotiateArgs): the
 //	                       provider's impl id, validate and scratch query on the tensors
-//	9 PROVIDE              digest[32], i32 priority, then op_name, op_version, impl_id
-//	                       (u16 length + bytes each): offer the operation to the
-//	                       child's host operation service
+//	9 PROVIDE              digest[32], i32 priority, then op_name, op_version, impl_id,
+//	                       module (u16 length + bytes each), the descriptor (u16 length
+//	                       + the JSON of an opquery.Descriptor), the consumer's
+//	                       digest[32]: offer the operation to the child's host
+//	                       operation service, for calls from that callable
 //	10 ACTIVATE            digest[32]: report the orchestration's impl id and, on the
 //	                       first activation of the callable in this child, run its
 //	                       ptojit_module_init (a failed init runs its shutdown at once)
@@ -74,14 +76,19 @@
 //	offset      size  field
 //	0           4     u32 tensor count t (<= 64)
 //	4           4     u32 scalar count s (<= 64)
-//	8 + 56*i    8     tensor i: u64 arena offset
+//	8 + 88*i    8     tensor i: u64 arena offset
 //	            8     u64 nbytes
 //	            4     u32 dtype (1 float32, 2 int32, 3 float16)
 //	            4     u32 ndim (<= 4)
-//	            32    u64 shape[4]; entries >= ndim are 0
-//	8 + 56*t    8*s   u64 scalars (a float32 scalar in the low 32 bits)
+//	            32    u64 shape[4], first axis innermost; entries >= ndim are 0
+//	            32    u64 strides[4] in elements; 0 is packed for its axis;
+//	                  entries >= ndim are 0
+//	8 + 88*t    8*s   u64 scalars (a float32 scalar in the low 32 bits)
 //
-// The blob is exactly 8 + 56t + 8s bytes.
+// The blob is exactly 8 + 88t + 8s bytes, at most the task-args capacity
+// (so at most 45 tensors without scalars). Layout version 1 had no
+// strides (56-byte tensor references); a child of one version refuses the
+// other's frames.
 //
 // Reply args (every reply):
 //

@@ -11,8 +11,9 @@ import (
 // layout).
 const (
 	// LayoutVersion is the mailbox layout version. Parent and child must
-	// agree; there is no migration path.
-	LayoutVersion = 1
+	// agree; there is no migration path. Version 2 added the strides of
+	// the task-args tensor reference.
+	LayoutVersion = 2
 
 	// MailboxSize is the largest frame, header included.
 	MailboxSize = 4096
@@ -38,7 +39,7 @@ const (
 	// MaxDims is PTOJIT_MAX_DIMS of ptojit_sim.h.
 	MaxDims = 4
 	// tensorRefSize is one tensor reference in the task-args blob.
-	tensorRefSize = 8 + 8 + 4 + 4 + 8*MaxDims
+	tensorRefSize = 8 + 8 + 4 + 4 + 8*MaxDims + 8*MaxDims
 	// MaxReplyMessage bounds the text of a failed reply.
 	MaxReplyMessage = 1024
 	// MaxPayload bounds a staged register payload (1 GiB).
@@ -224,7 +225,13 @@ type Tensor struct {
 	Offset uint64   // from the start of the arena
 	Nbytes uint64   // bytes addressable from Offset
 	DType  DType    // element type
-	Shape  []uint64 // elements per dimension, at most MaxDims
+	Shape  []uint64 // elements per dimension, first axis innermost, at most MaxDims
+	// Strides are in elements, one per dimension, or none (packed); a zero
+	// stride means packed for its axis. ParseTaskArgs returns none when
+	// every stride is zero.
+	Strides []uint64
+
+	from Buffer // the buffer it was made from (Buffer.Tensor), if any
 }
 
 // TaskArgs are the arguments of one task, in signature order split by kind:
@@ -252,6 +259,9 @@ func CheckTaskArgs(a TaskArgs) error {
 		if len(t.Shape) > MaxDims {
 			return frameErr("tensor %d has %d dimensions, at most %d", i, len(t.Shape), MaxDims)
 		}
+		if len(t.Strides) != 0 && len(t.Strides) != len(t.Shape) {
+			return frameErr("tensor %d has %d dimensions and %d strides", i, len(t.Shape), len(t.Strides))
+		}
 	}
 	return nil
 }
@@ -269,12 +279,14 @@ func AppendTaskArgs(dst []byte, a TaskArgs) ([]byte, error) {
 		dst = binary.LittleEndian.AppendUint64(dst, t.Nbytes)
 		dst = binary.LittleEndian.AppendUint32(dst, uint32(t.DType))
 		dst = binary.LittleEndian.AppendUint32(dst, uint32(len(t.Shape)))
-		for d := range MaxDims {
-			var s uint64
-			if d < len(t.Shape) {
-				s = t.Shape[d]
+		for _, v := range [][]uint64{t.Shape, t.Strides} {
+			for d := range MaxDims {
+				var s uint64
+				if d < len(v) {
+					s = v[d]
+				}
+				dst = binary.LittleEndian.AppendUint64(dst, s)
 			}
-			dst = binary.LittleEndian.AppendUint64(dst, s)
 		}
 	}
 	for _, s := range a.Scalars {
@@ -313,13 +325,20 @@ func ParseTaskArgs(b []byte) (TaskArgs, error) {
 			return TaskArgs{}, frameErr("tensor %d has %d dimensions, at most %d", i, ndim, MaxDims)
 		}
 		t.Shape = make([]uint64, ndim)
+		strides := make([]uint64, ndim)
+		var strided bool
 		for d := range MaxDims {
 			s := binary.LittleEndian.Uint64(p[24+8*d:])
+			st := binary.LittleEndian.Uint64(p[24+8*MaxDims+8*d:])
 			if d < int(ndim) {
-				t.Shape[d] = s
-			} else if s != 0 {
-				return TaskArgs{}, frameErr("tensor %d has a non-zero unused dimension %d", i, d)
+				t.Shape[d], strides[d] = s, st
+				strided = strided || st != 0
+			} else if s != 0 || st != 0 {
+				return TaskArgs{}, frameErr("tensor %d has a non-zero unused dimension or stride %d", i, d)
 			}
+		}
+		if strided {
+			t.Strides = strides
 		}
 		a.Tensors[i] = t
 		p = p[tensorRefSize:]

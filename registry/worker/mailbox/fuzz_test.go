@@ -8,7 +8,7 @@ import (
 // frameSeeds are the seeds of the frame fuzz tests.
 func frameSeeds() [][]byte {
 	d := [DigestSize]byte{1, 2, 3}
-	task, _ := AppendTaskFrame(nil, d, TaskArgs{Tensors: []Tensor{{Offset: 128, Nbytes: 64, DType: Float32, Shape: []uint64{4, 4}}}, Scalars: []uint64{Float32Scalar(1.5)}})
+	task, _ := AppendTaskFrame(nil, d, TaskArgs{Tensors: []Tensor{{Offset: 128, Nbytes: 112, DType: Float32, Shape: []uint64{4, 4}, Strides: []uint64{1, 8}}}, Scalars: []uint64{Float32Scalar(1.5)}})
 	reg, _ := AppendFrame(nil, OpRegister, StatusOK, RegisterArgs{Digest: d, Kind: 1, RefType: RefSealedMemfd, PayloadLen: 9400}.Append(nil))
 	unreg, _ := AppendFrame(nil, OpUnregister, StatusOK, d[:])
 	rep, _ := AppendFrame(nil, OpTask|ReplyBit, StatusNotInstalled, Reply{Digest: d, Detail: 3, Message: "missing"}.Append(nil))
@@ -81,6 +81,31 @@ func FuzzParseTaskArgs(f *testing.F) {
 			}
 		}
 		again, err := AppendTaskArgs(nil, a)
+		if err != nil || !bytes.Equal(again, b) {
+			t.Fatalf("re-encoding differs: %v", err)
+		}
+	})
+}
+
+// provideSeed is a PROVIDE args area with every field set.
+func provideSeed() []byte {
+	b, _ := AppendProvideArgs(nil, [DigestSize]byte{7}, ProvidedOp{OpName: "example.sequence.prefix_sum", OpVersion: "1.0.0",
+		ImplID: "example.scan.prefix_sum.f32", Priority: -5, Module: "example.scan", Descriptor: []byte(`{"ImplID":"example.scan.prefix_sum.f32"}`),
+		Consumer: [DigestSize]byte{9, 9}})
+	return b
+}
+
+// FuzzParseProvideArgs: PROVIDE args that parse re-encode to the same
+// bytes.
+func FuzzParseProvideArgs(f *testing.F) {
+	f.Add(provideSeed())
+	f.Add([]byte{})
+	f.Fuzz(func(t *testing.T, b []byte) {
+		d, op, err := ParseProvideArgs(b)
+		if err != nil {
+			return
+		}
+		again, err := AppendProvideArgs(nil, d, op)
 		if err != nil || !bytes.Equal(again, b) {
 			t.Fatalf("re-encoding differs: %v", err)
 		}

@@ -63,10 +63,15 @@ type Arena struct {
 	file *os.File
 	mem  []byte
 
-	mu   sync.Mutex        // guards free and live
-	free []span            // sorted by offset, coalesced
-	live map[uint64]uint64 // offset -> rounded length of every allocation
+	mu   sync.Mutex            // guards free, live and gen
+	free []span                // sorted by offset, coalesced
+	live map[uint64]allocation // by offset: every allocation
+	gen  uint64                // the generation of the last allocation
 }
+
+// allocation is a live allocation: its rounded length and its generation,
+// which no other allocation of the arena has had.
+type allocation struct{ len, gen uint64 }
 
 type span struct{ off, len uint64 }
 
@@ -94,7 +99,7 @@ func NewArena(size int64) (*Arena, error) {
 		f.Close()
 		return nil, fmt.Errorf("arena: mmap: %w", err)
 	}
-	return &Arena{file: f, mem: mem, free: []span{{0, uint64(size)}}, live: map[uint64]uint64{}}, nil
+	return &Arena{file: f, mem: mem, free: []span{{0, uint64(size)}}, live: map[uint64]allocation{}}, nil
 }
 
 // MapArena maps an arena of size bytes received from the parent as fd (the
@@ -122,6 +127,7 @@ var ErrArenaFull = errors.New("worker: tensor arena full")
 // not synchronized.
 type Buffer struct {
 	arena *Arena
+	gen   uint64 // its allocation's generation
 	Off   uint64
 	Len   uint64
 }
@@ -146,13 +152,14 @@ func (a *Arena) Alloc(n uint64) (Buffer, error) {
 		if s.len < need {
 			continue
 		}
-		b := Buffer{arena: a, Off: s.off, Len: n}
+		a.gen++
+		b := Buffer{arena: a, gen: a.gen, Off: s.off, Len: n}
 		if s.len == need {
 			a.free = slices.Delete(a.free, i, i+1)
 		} else {
 			a.free[i] = span{s.off + need, s.len - need}
 		}
-		a.live[b.Off] = need
+		a.live[b.Off] = allocation{len: need, gen: b.gen}
 		return b, nil
 	}
 	return Buffer{}, ErrArenaFull
@@ -174,7 +181,7 @@ func (b Buffer) Free() error {
 	need := (max(b.Len, 1) + arenaAlign - 1) &^ (arenaAlign - 1)
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	if got, ok := a.live[b.Off]; !ok || got != need {
+	if got, ok := a.live[b.Off]; !ok || got.len != need || got.gen != b.gen {
 		return ErrNotAllocated
 	}
 	delete(a.live, b.Off)
@@ -208,9 +215,65 @@ func (b Buffer) Float32s() []float32 {
 	return unsafe.Slice((*float32)(unsafe.Pointer(&b.arena.mem[b.Off])), b.Len/4)
 }
 
-// Tensor returns a reference to the buffer as a tensor of dtype and shape.
+// Tensor returns a reference to the buffer as a tensor of dtype and shape
+// (packed). The tensor remembers the buffer, so that CheckLive can tell
+// that it was freed.
 func (b Buffer) Tensor(dtype DType, shape ...uint64) Tensor {
-	return Tensor{Offset: b.Off, Nbytes: b.Len, DType: dtype, Shape: shape}
+	return Tensor{Offset: b.Off, Nbytes: b.Len, DType: dtype, Shape: shape, from: b}
+}
+
+// LifetimeError is a buffer or tensor that is not a live allocation of
+// the arena it is used with.
+type LifetimeError struct {
+	Offset, Nbytes uint64
+	Reason         string
+}
+
+func (e *LifetimeError) Error() string {
+	return fmt.Sprintf("[%d, +%d) %s", e.Offset, e.Nbytes, e.Reason)
+}
+
+// CheckLive reports whether b is a live allocation of a: not freed (nor
+// freed and its range allocated again), not another arena's. The error is
+// a *LifetimeError.
+func (a *Arena) CheckLive(b Buffer) error {
+	bad := func(r string) error { return &LifetimeError{Offset: b.Off, Nbytes: b.Len, Reason: r} }
+	if b.arena == nil {
+		return bad("is no allocation (the zero Buffer)")
+	}
+	if b.arena != a {
+		return bad("is an allocation of another arena")
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if got, ok := a.live[b.Off]; !ok || got.gen != b.gen {
+		return bad("was freed")
+	}
+	return nil
+}
+
+// CheckTensor reports whether t lies within one live allocation of a: for
+// a tensor made by Buffer.Tensor, that its buffer is live (CheckLive) and t
+// within it; for another, that its range is inside one allocation live
+// now. The error is a *LifetimeError.
+func (a *Arena) CheckTensor(t Tensor) error {
+	bad := func(r string) error { return &LifetimeError{Offset: t.Offset, Nbytes: t.Nbytes, Reason: r} }
+	if t.from.arena != nil {
+		if err := a.CheckLive(t.from); err != nil {
+			return bad(err.(*LifetimeError).Reason)
+		}
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	for off, al := range a.live {
+		if t.Offset >= off && t.Offset-off <= al.len && t.Nbytes <= al.len-(t.Offset-off) {
+			return nil
+		}
+	}
+	if t.from.arena != nil {
+		return bad("lies outside its buffer")
+	}
+	return bad("is within no live allocation of the arena (freed?)")
 }
 
 // File is the arena's memfd, which every child inherits (ChildArenaFD).

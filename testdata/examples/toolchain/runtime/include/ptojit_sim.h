@@ -13,6 +13,19 @@
  * Every structure starts with abi_version; a loader rejects a version it
  * does not know. All integers are little-endian host integers; pointers are
  * host pointers valid for the duration of the call.
+ *
+ * Versions: abi_version is the ABI's major version, 1. Minor versions only
+ * add size-prefixed tails, so a binary built against an older minor version
+ * keeps working, and one built against a newer minor version reads a tail
+ * field only when the structure's struct_size covers it:
+ *
+ *   1.0  the prefixes below
+ *   1.1  ptojit_args.struct_size and ptojit_args.strides: the strides of
+ *        every tensor argument (PTOJIT_ARGS_SIZE_STRIDES)
+ *
+ * A runtime module's manifest names the range of ABI versions its binaries
+ * need (module_abi {min, max}); a runtime that does not provide them is
+ * refused at install and at load.
  */
 #ifndef PTOJIT_SIM_H
 #define PTOJIT_SIM_H
@@ -24,6 +37,7 @@ extern "C" {
 #endif
 
 #define PTOJIT_SIM_ABI_VERSION 1u
+#define PTOJIT_SIM_ABI_MINOR 1u
 
 /* Element types of a tensor. */
 enum ptojit_dtype {
@@ -34,7 +48,9 @@ enum ptojit_dtype {
 
 #define PTOJIT_MAX_DIMS 4
 
-/* A tensor in the worker's shared-memory arena. */
+/* A tensor in the worker's shared-memory arena. Axes are listed innermost
+ * first; the first axis is contiguous. Its strides (ABI 1.1) are in
+ * ptojit_args.strides, not here, so that this layout stays the 1.0 one. */
 typedef struct ptojit_tensor {
     void *data;                       /* first element */
     uint64_t nbytes;                  /* bytes addressable from data */
@@ -50,9 +66,21 @@ typedef struct ptojit_args {
     uint32_t tensor_count;
     ptojit_tensor *tensors;
     uint32_t scalar_count;
-    uint32_t reserved;
+    /* ABI 1.0 named this field reserved, always 0: bytes of this structure
+     * its maker filled in, 0 meaning the 1.0 prefix (PTOJIT_ARGS_SIZE_PREFIX). */
+    uint32_t struct_size;
     const uint64_t *scalars;          /* raw 64-bit scalar values */
+    /* tail, ABI 1.1 (struct_size >= PTOJIT_ARGS_SIZE_STRIDES) */
+    /* tensor_count rows of PTOJIT_MAX_DIMS strides in elements, row i for
+     * tensors[i]: strides[i * PTOJIT_MAX_DIMS + d] is axis d's; 0 means
+     * packed for that axis (the stride of the axis inside it times that
+     * axis's extent), and entries >= ndim are 0. The first axis is always
+     * contiguous (0 or 1). NULL: every tensor is packed. */
+    const uint64_t *strides;
 } ptojit_args;
+
+#define PTOJIT_ARGS_SIZE_PREFIX 32u
+#define PTOJIT_ARGS_SIZE_STRIDES 40u
 
 /* A kernel (CoreCallable) entry point: returns 0 on success. Each kernel
  * shared object exports it under the name PTOJIT_KERNEL_SYMBOL. */
@@ -199,11 +227,21 @@ typedef void (*ptojit_module_shutdown_fn)(void);
  * PTOJIT_OP_SERVICE_VERSION. Every function takes user as its first
  * argument and returns 0 on success. Calls from inside ptojit_op_validate
  * or ptojit_op_scratch are refused (PTOJIT_OP_E_REENTRY): negotiation is pure.
- * resolve negotiates the candidates on the query's tensors (validate and
- * scratch query) and takes the highest priority, then the smallest
- * impl_id; candidates that need scratch are refused (nothing is allocated
- * during an execution). execute checks that args match the negotiated
- * tensors and runs the implementation's orchestration synchronously.
+ * The service offers the operations of the modules the calling module
+ * declares as dependencies, nothing else. resolve applies the rules the
+ * daemon's resolution applies (version interval, backend, capabilities,
+ * numerics, sync mode, arity, rank, dims, batch, dtype, layout, memory
+ * space), negotiates the candidates that fit on the query's tensors
+ * (validate and scratch query), checks their scratch against the budgets,
+ * and takes the highest priority, then the smallest impl_id; exact_impl_id
+ * takes that implementation or none. A request without the tail (struct_size
+ * 48) requires no capabilities and allows no scratch. scratch reports what
+ * the chosen implementation needs: the caller passes buffers of at least
+ * that size as the last tensors of execute's args (device, then host), and
+ * the provider never frees them. describe_contract (service struct_size >=
+ * 64) borrows the resolved descriptor until release. execute checks that
+ * args match the negotiated tensors (dtype, shape, strides, extent) and the
+ * scratch, and runs the implementation's orchestration synchronously.
  */
 #define PTOJIT_OP_SERVICE_VERSION 1u
 #define PTOJIT_OP_E_REENTRY (-2)
@@ -218,7 +256,34 @@ typedef struct ptojit_op_resolve_request {
     const char *max_version;          /* inclusive, same major; NULL: the rest of the major */
     const ptojit_op_query *query;
     char *msg;                        /* why nothing fits (NUL-terminated); may be NULL */
+    /* tail (struct_size >= PTOJIT_OP_RESOLVE_SIZE_QUERY) */
+    const char *exact_impl_id;        /* that implementation or none; NULL: any */
+    const char *const *capabilities;  /* capability_count required capabilities */
+    const char *const *numerics;      /* numerics_count required numerical guarantees */
+    uint32_t capability_count;
+    uint32_t numerics_count;
+    int64_t host_budget;              /* bytes of host scratch allowed; -1: no bound */
+    int64_t device_budget;            /* bytes of device scratch allowed; -1: no bound */
 } ptojit_op_resolve_request;
+
+#define PTOJIT_OP_RESOLVE_SIZE_PREFIX 48u
+#define PTOJIT_OP_RESOLVE_SIZE_QUERY 96u
+
+/* What a handle resolved, borrowed from the service until release. */
+typedef struct ptojit_op_description {
+    uint32_t struct_size;             /* sizeof(ptojit_op_description) of the runtime */
+    uint32_t tensor_count;
+    const char *impl_id;
+    const char *op_name;
+    const char *op_version;
+    const char *module;               /* package_id of the providing module */
+    int64_t priority;
+    uint32_t input_count;             /* tensors[0..input_count) are inputs */
+    uint32_t reserved;
+    uint64_t host_scratch;            /* bytes the caller passes as host scratch */
+    uint64_t device_scratch;          /* bytes the caller passes as device scratch */
+    const ptojit_op_tensor *tensors;  /* the negotiated tensors */
+} ptojit_op_description;
 
 typedef struct ptojit_op_service {
     uint32_t struct_size;             /* sizeof(ptojit_op_service) of the runtime */
@@ -229,7 +294,34 @@ typedef struct ptojit_op_service {
     int32_t (*scratch)(void *user, uint64_t handle, ptojit_op_scratch_request *out);
     int32_t (*execute)(void *user, uint64_t handle, const ptojit_args *args);
     int32_t (*release)(void *user, uint64_t handle);
+    /* tail (struct_size >= PTOJIT_OP_SERVICE_SIZE_DESCRIBE) */
+    int32_t (*describe_contract)(void *user, uint64_t handle, const ptojit_op_description **out);
 } ptojit_op_service;
+
+#define PTOJIT_OP_SERVICE_SIZE_PREFIX 56u
+#define PTOJIT_OP_SERVICE_SIZE_DESCRIBE 64u
+
+/* The stride in elements of axis d of args->tensors[i]: the one passed
+ * (ABI 1.1), or the packed one when none (or 0) was passed, whatever
+ * version of the ABI the caller speaks. */
+static inline uint64_t ptojit_stride(const ptojit_args *args, uint32_t i, uint32_t d)
+{
+    const ptojit_tensor *t = &args->tensors[i];
+    const uint64_t *row = 0;
+    if (args->struct_size >= PTOJIT_ARGS_SIZE_STRIDES && args->strides != 0) {
+        row = &args->strides[(uint64_t)i * PTOJIT_MAX_DIMS];
+    }
+    uint64_t s = 1;
+    for (uint32_t k = 0; k <= d && k < PTOJIT_MAX_DIMS; k++) {
+        if (k > 0) {
+            s *= t->shape[k - 1];
+        }
+        if (row != 0 && row[k] != 0) {
+            s = row[k];
+        }
+    }
+    return s;
+}
 
 /* Finds the kernel registered for func_id, or NULL. */
 static inline ptojit_kernel_fn ptojit_find_kernel(const ptojit_runtime *rt, int32_t func_id)
