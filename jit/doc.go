@@ -137,7 +137,8 @@
 // whose bytes may legitimately differ between two compiles are named in
 // code (verifyMayDiffer, with the reason; none today) and are compared all
 // the same, a difference being a warning. A remote hit is stored locally
-// before it is compared, as without verify. Without verify a hit runs no
+// only once its fresh compile agreed with it, so a remote entry that fails
+// verification never reaches the local store. Without verify a hit runs no
 // compiler.
 //
 // # Remote tier

@@ -255,6 +255,9 @@ func (d *Driver) build(ctx context.Context, req *api.Request, resp *api.Response
 		if err := d.verifyHit(ctx, req, id, r, began, resp, ph); err != nil {
 			return err
 		}
+		if r.storeVerified != nil {
+			r.storeVerified(ctx)
+		}
 	}
 	t = time.Now()
 	err = d.answer(req, r.outs, r.data, resp)
@@ -370,6 +373,9 @@ type flightResult struct {
 	// remote tier's failures).
 	warnings             []string
 	compileMS, publishMS float64
+	// storeVerified, set on a remote hit in verify mode, stores the hit
+	// locally; a build calls it once its fresh compile agreed.
+	storeVerified func(context.Context)
 }
 
 // compileAndPublish looks the key up once more (a flight that just ended

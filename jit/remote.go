@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/ptojit/ptojit/cache"
@@ -71,8 +72,17 @@ func (d *Driver) remoteLookup(ctx context.Context, id *identity) (*flightResult,
 	if err != nil || sha256.Sum256(e.Record) != [32]byte(rk) || !slices.Equal(e.Record, want) {
 		return nil, "" // a result of another key or header set
 	}
+	r := &flightResult{outs: e.Outputs, data: data, hit: true, tier: TierRemote, result: rk, remoteMS: ms(time.Since(start))}
+	if d.opt.Verify {
+		// In verify mode the hit is stored only once a fresh compile
+		// agreed with it: a remote entry that fails verification never
+		// reaches the local store.
+		var once sync.Once
+		r.storeVerified = func(ctx context.Context) { once.Do(func() { d.storeRemoteHit(ctx, id, e, data, v) }) }
+		return r, ""
+	}
 	d.storeRemoteHit(ctx, id, e, data, v)
-	return &flightResult{outs: e.Outputs, data: data, hit: true, tier: TierRemote, result: rk, remoteMS: ms(time.Since(start))}, ""
+	return r, ""
 }
 
 // remoteWarning is what a build says of an error of the remote tier's

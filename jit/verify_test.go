@@ -251,4 +251,11 @@ func TestVerifyRemoteHit(t *testing.T) {
 	if st, _ := local.Stats(context.Background()); st.VerifyMismatch != 1 {
 		t.Errorf("%d mismatches counted, want 1", st.VerifyMismatch)
 	}
+	// The planted entry never reached the local store: without verify,
+	// the same machine compiles (a miss), it does not hit locally.
+	getenv, environ := env("CC=" + cc)
+	plain := New(Options{Store: local, Identities: identities, Getenv: getenv, Environ: environ, TempDir: t.TempDir()})
+	if r := build(t, plain, checkout(t, filepath.Join(root, "d")), api.StatusMiss); r.Hashid == "" {
+		t.Errorf("no hashid from the local rebuild")
+	}
 }
