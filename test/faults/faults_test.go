@@ -177,7 +177,12 @@ func findEntries(t *testing.T, dir string) []located {
 	}
 	var keys []cache.Key
 	err = store.List(context.Background(), func(e *cache.Entry) error {
-		keys = append(keys, e.Key)
+		// A latest-build record is a few hundred bytes, below Badger's
+		// value threshold, so it lives in the LSM tree, not a value log:
+		// its damage is jit's TestDamagedLatestRecord.
+		if e.Meta["kind"] != "latest" {
+			keys = append(keys, e.Key)
+		}
 		return nil
 	})
 	store.Close()
