@@ -201,6 +201,9 @@ func (d *Driver) identify(ctx context.Context, req *api.Request, ph *phases) (*i
 		CannRoot:    tc.CannRoot,
 		Environ:     d.environ(),
 		Getenv:      getenv,
+		// The resolution memo is keyed by the variables that can change
+		// tool resolution: a new semantic value (an epoch) reuses it.
+		ToolResolutionVar: d.toolResolutionVar,
 	}
 	inputs, err := d.opt.Identities.Resolve(ctx, cfg)
 	if err != nil {
@@ -260,6 +263,15 @@ func allSourcesRead(ss []source) bool {
 		}
 	}
 	return true
+}
+
+// toolResolutionVar reports whether the registry classifies name
+// tool_resolution or not at all (a variable pass_env passes to the tools):
+// what else the tools see cannot change which tools and files a resolution
+// finds.
+func (d *Driver) toolResolutionVar(name string) bool {
+	cat, ok := d.opt.Registry.Category(name)
+	return !ok || cat == envreg.ToolResolution
 }
 
 // environ is the tools' environment.
