@@ -188,9 +188,35 @@ func (d *Driver) identify(ctx context.Context, req *api.Request, ph *phases) (*i
 
 	ph.mark("request")
 	// Toolchain: resolved once, used for the identity and the compile.
+	if err := d.identifyToolchain(ctx, req, id); err != nil {
+		return nil, err
+	}
+	ph.mark("toolchain")
+	id.includes = includeDirs(req, getenv)
+
+	// Sources: one root each, so that the key names the one that changed.
+	id.identifySources(req, extra)
+	ph.mark("sources")
+
+	id.record = d.keyRecord(req, id, options)
+	id.encoded, err = inventory.Encode(id.record)
+	ph.mark("record")
+	if err != nil {
+		return nil, fmt.Errorf("key record: %w", err)
+	}
+	id.usable = len(id.unavailable) == 0
+	if id.usable {
+		id.key = sha256.Sum256(id.encoded) // the digest of the record
+	}
+	return id, nil
+}
+
+// identifyToolchain resolves and identifies the toolchain of req (into
+// id.inputs and id.toolchain) and adds the reasons it is unavailable.
+func (d *Driver) identifyToolchain(ctx context.Context, req *api.Request, id *identity) error {
 	tc := req.Toolchain
 	cfg := toolchain.Config{
-		Policy:      policy,
+		Policy:      id.policy,
 		Platform:    req.Platform,
 		PyptoRoot:   tc.PyptoRoot,
 		RuntimeRoot: tc.RuntimeRoot,
@@ -200,28 +226,34 @@ func (d *Driver) identify(ctx context.Context, req *api.Request, ph *phases) (*i
 		PtoasRoot:   tc.PtoasRoot,
 		CannRoot:    tc.CannRoot,
 		Environ:     d.environ(),
-		Getenv:      getenv,
+		Getenv:      d.opt.Getenv,
+		// The resolution memo is keyed by the variables that can change
+		// tool resolution: a new semantic value (an epoch) reuses it.
+		ToolResolutionVar: d.toolResolutionVar,
 	}
 	inputs, err := d.opt.Identities.Resolve(ctx, cfg)
 	if err != nil {
-		return nil, fmt.Errorf("toolchain: %w", err)
+		return fmt.Errorf("toolchain: %w", err)
 	}
 	id.inputs = inputs
 	tid, err := d.opt.Identities.Capture(ctx, inputs)
 	if err != nil {
-		return nil, fmt.Errorf("toolchain identity: %w", err)
+		return fmt.Errorf("toolchain identity: %w", err)
 	}
 	id.toolchain = tid
 	id.unavailable = append(id.unavailable, tid.Reasons()...)
 	for _, v := range d.opt.Registry.Variables(envreg.ToolResolution) {
-		if getenv(v) != "" && !accountedFor[v] {
+		if d.opt.Getenv(v) != "" && !accountedFor[v] {
 			id.unavailable = append(id.unavailable, v+" is set: no toolchain adapter identifies what it selects (tool_resolution)")
 		}
 	}
-	ph.mark("toolchain")
-	id.includes = includeDirs(req, getenv)
+	return nil
+}
 
-	// Sources: one root each, so that the key names the one that changed.
+// identifySources fingerprints the sources of req and its extra sources
+// (into id.sources, id.sourcesDigest and id.extraDigest) and adds the
+// reasons they have no identity.
+func (id *identity) identifySources(req *api.Request, extra inventory.Value) {
 	id.sources = sourceRoots(req)
 	id.unavailable = append(id.unavailable, fingerprintSources(id.sources)...)
 	var all inventory.List
@@ -238,19 +270,6 @@ func (d *Driver) identify(ctx context.Context, req *api.Request, ph *phases) (*i
 	} else {
 		id.extraDigest = sum
 	}
-	ph.mark("sources")
-
-	id.record = d.keyRecord(req, id, options)
-	id.encoded, err = inventory.Encode(id.record)
-	ph.mark("record")
-	if err != nil {
-		return nil, fmt.Errorf("key record: %w", err)
-	}
-	id.usable = len(id.unavailable) == 0
-	if id.usable {
-		id.key = sha256.Sum256(id.encoded) // the digest of the record
-	}
-	return id, nil
 }
 
 func allSourcesRead(ss []source) bool {
@@ -260,6 +279,15 @@ func allSourcesRead(ss []source) bool {
 		}
 	}
 	return true
+}
+
+// toolResolutionVar reports whether the registry classifies name
+// tool_resolution or not at all (a variable pass_env passes to the tools):
+// what else the tools see cannot change which tools and files a resolution
+// finds.
+func (d *Driver) toolResolutionVar(name string) bool {
+	cat, ok := d.opt.Registry.Category(name)
+	return !ok || cat == envreg.ToolResolution
 }
 
 // environ is the tools' environment.
@@ -433,14 +461,6 @@ func (d *Driver) keyRecord(req *api.Request, id *identity, options inventory.Val
 		}
 		return l
 	}
-	env := inventory.Dict{}
-	for _, v := range d.opt.Registry.Variables(envreg.Semantic) {
-		if val := d.opt.Getenv(v); val != "" {
-			env[inventory.Str(v)] = inventory.StrFromOSBytes(val)
-		} else {
-			env[inventory.Str(v)] = inventory.None{}
-		}
-	}
 	var epoch inventory.Value = inventory.None{}
 	if e := d.opt.Getenv(EpochVariable); e != "" {
 		epoch = inventory.StrFromOSBytes(e)
@@ -455,7 +475,21 @@ func (d *Driver) keyRecord(req *api.Request, id *identity, options inventory.Val
 		"extra_sources": sumOrNone(id.extraDigest),
 		"toolchain":     components,
 		"options":       options,
-		"environment":   env,
+		"environment":   d.semanticEnv(),
 		"epoch":         epoch,
 	})
+}
+
+// semanticEnv is the key record's "environment": each semantic variable of
+// the registry with its value, None when unset or empty.
+func (d *Driver) semanticEnv() inventory.Dict {
+	env := inventory.Dict{}
+	for _, v := range d.opt.Registry.Variables(envreg.Semantic) {
+		if val := d.opt.Getenv(v); val != "" {
+			env[inventory.Str(v)] = inventory.StrFromOSBytes(val)
+		} else {
+			env[inventory.Str(v)] = inventory.None{}
+		}
+	}
+	return env
 }

@@ -25,6 +25,9 @@ type Options struct {
 	BeforeDir func(resolvedDir string) error
 	// Workers is passed to inventory.FingerprintWith (0: its default).
 	Workers int
+	// Resolving, when set, is called at the start of every resolution
+	// that Resolve's memo does not answer (tests count them).
+	Resolving func()
 }
 
 // InstallationIdentityCache computes component identities and memoizes the
@@ -374,8 +377,10 @@ type resolvedEntry struct {
 }
 
 // Resolve is the package's Resolve, memoized by the complete Config and
-// environment the probes see (a changed selection, PATH or CC is a new
-// key). A resolution is memoized only when every component is available;
+// the environment the probes see (a changed selection, PATH or CC is a new
+// key), but for the variables Config.ToolResolutionVar leaves out, and for
+// the epoch and policy variables when the resolution does not read them
+// (resolveKey). A resolution is memoized only when every component is available;
 // Forget drops it when anything under its roots, the PTO-ISA worktree or
 // .git directory, the ptoas launcher directory or the CANN root changes.
 // Options.BeforeDir is called for each of those directories. The
@@ -396,6 +401,9 @@ func (c *InstallationIdentityCache) Resolve(ctx context.Context, cfg Config) (*T
 		c.mu.Unlock()
 		if done != nil {
 			return done.in, nil
+		}
+		if c.opt.Resolving != nil {
+			c.opt.Resolving()
 		}
 		e := &resolvedEntry{memoEntry: memoEntry{dirs: map[string]struct{}{}}}
 		in, err := resolve(context.WithoutCancel(ctx), cfg, c.recordDirs(e.dirs))
@@ -426,7 +434,12 @@ func (c *InstallationIdentityCache) Resolve(ctx context.Context, cfg Config) (*T
 	}
 }
 
-// resolveKey is the digest of everything a resolution depends on.
+// resolveKey is the digest of everything a resolution depends on: the
+// Config, the variables of the environment that Config.ToolResolutionVar
+// admits, and those the adapters read by name. The policy variable counts
+// only when Config.Policy is empty, and the epoch only under the build
+// policy (the only one that records it in the inputs): both are semantic,
+// and otherwise resolve does not read them.
 func resolveKey(cfg *Config) inventory.Sum {
 	strs := func(xs []string) inventory.List {
 		l := make(inventory.List, len(xs))
@@ -436,12 +449,26 @@ func resolveKey(cfg *Config) inventory.Sum {
 		return l
 	}
 	env := slices.Clone(cfg.environ())
+	if cfg.ToolResolutionVar != nil {
+		env = slices.DeleteFunc(env, func(kv string) bool {
+			name, _, _ := strings.Cut(kv, "=")
+			return !cfg.ToolResolutionVar(name)
+		})
+	}
 	slices.Sort(env)
-	names := []string{PolicyEnv, EpochEnv, PtoasRootEnv, CannRootEnv, PtoIsaRootEnv, "PATH", "CC", "CXX"}
+	policy := cfg.Policy
+	names := []string{PtoasRootEnv, CannRootEnv, PtoIsaRootEnv, "PATH", "CC", "CXX"}
+	if policy == "" {
+		names = append(names, PolicyEnv)
+		policy, _ = ParsePolicy(cfg.getenv(PolicyEnv))
+	}
+	if policy == PolicyBuild {
+		names = append(names, EpochEnv)
+	}
 	names = append(names, ToolResolutionVars...)
 	read := make([]string, len(names))
 	for i, n := range names {
-		read[i] = cfg.getenv(n)
+		read[i] = n + "=" + cfg.getenv(n)
 	}
 	return inventory.MustDigest(inventory.T(
 		inventory.Str("ptojit.toolchain.resolve"), inventory.IntOf(1),

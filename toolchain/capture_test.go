@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -420,5 +421,61 @@ func TestWatchRootPaths(t *testing.T) {
 	// A file root replaced.
 	if n := c.Forget(filepath.Join(dir, "tools", "as")); n != 1 {
 		t.Fatalf("replaced file root forgot %d memos", n)
+	}
+}
+
+// TestResolveMemoKeyedByToolResolution: with Config.ToolResolutionVar
+// set, a new value of a variable it leaves out (a semantic one: the epoch
+// under the content policy) reuses the memoized resolution, a new value of
+// one it admits or of a variable the adapters read resolves again, the
+// epoch counts under the build policy, and a resolution under another
+// environment leaves the first one's memo in place.
+func TestResolveMemoKeyedByToolResolution(t *testing.T) {
+	dir := t.TempDir()
+	writeFiles(t, dir, map[string]string{"pypto/x.py": "", "runtime/r.cpp": ""})
+	isa, pin := newIsaRepo(t)
+	var resolutions atomic.Int64
+	c := NewInstallationIdentityCache(Options{Resolving: func() { resolutions.Add(1) }})
+	ctx := context.Background()
+	base := []string{"PATH=/usr/bin:/bin", "LC_ALL=C"}
+	cann, ptoas := makeCann(t, cannInfo), makePtoas(t, "#!/bin/sh\necho ptoas 1.0\n")
+	cfgWith := func(policy Policy, vars ...string) Config {
+		environ := append(slices.Clone(base), vars...)
+		return Config{
+			Policy: policy, Platform: "a2a3", PyptoRoot: filepath.Join(dir, "pypto"), RuntimeRoot: filepath.Join(dir, "runtime"),
+			PtoIsaRoot: isa, PtoIsaPin: pin, CannRoot: cann, PtoasRoot: ptoas, Environ: environ,
+			ToolResolutionVar: func(name string) bool { return name != EpochEnv && name != "PYPTO_OPT_LEVEL" },
+		}
+	}
+	step := func(what string, cfg Config, want int64) *ToolchainInputs {
+		t.Helper()
+		before := resolutions.Load()
+		in, err := c.Resolve(ctx, cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := resolutions.Load() - before; got != want {
+			t.Errorf("%s: %d resolutions, want %d", what, got, want)
+		}
+		return in
+	}
+	a := cfgWith(PolicyContent, EpochEnv+"=1")
+	first := step("first", a, 1)
+	if first.PtoIsa.Reason() != "" || first.DeviceToolchain.Reason() != "" {
+		t.Fatalf("incomplete resolution (not memoized): %+v %+v", first.PtoIsa, first.DeviceToolchain)
+	}
+	step("the same environment", a, 0)
+	step("a new epoch (content policy)", cfgWith(PolicyContent, EpochEnv+"=2"), 0)
+	step("a new semantic variable", cfgWith(PolicyContent, EpochEnv+"=1", "PYPTO_OPT_LEVEL=3"), 0)
+	other := cfgWith(PolicyContent, EpochEnv+"=1", "LD_LIBRARY_PATH=/nonexistent")
+	step("a variable it admits", other, 1)
+	step("the first environment after another's resolution", a, 0)
+	step("the other environment again", other, 0)
+	cc := cfgWith(PolicyContent, EpochEnv+"=1", "CC=/nonexistent/cc")
+	cc.ToolResolutionVar = func(string) bool { return false }
+	step("a variable an adapter reads, whatever ToolResolutionVar says", cc, 1)
+	step("build policy", cfgWith(PolicyBuild, EpochEnv+"=1"), 1)
+	if in := step("build policy, a new epoch", cfgWith(PolicyBuild, EpochEnv+"=2"), 1); in.Epoch != "2" {
+		t.Errorf("build-policy epoch %q, want 2", in.Epoch)
 	}
 }

@@ -79,7 +79,10 @@
 //
 // InstallationIdentityCache memoizes component identities by their complete
 // resolved inventory, and (*InstallationIdentityCache).Resolve memoizes
-// resolutions by their complete Config and environment. Options.BeforeDir
+// resolutions by their complete Config and the variables of the
+// environment that can change tool resolution (Config.ToolResolutionVar:
+// a new semantic value, such as a new epoch under the content policy,
+// reuses the resolution). Options.BeforeDir
 // reports every directory whose change must drop a memo; Forget drops them.
 //
 // # Reading git

@@ -170,6 +170,14 @@ type Config struct {
 	Environ []string
 	// Getenv reads one variable; nil reads Environ.
 	Getenv func(string) string
+	// ToolResolutionVar, when set, says which variables of Environ may
+	// change what a resolution finds: the environment registry's
+	// tool_resolution variables and those it does not classify.
+	// (*InstallationIdentityCache).Resolve keys its memo by those alone
+	// (beyond the variables the adapters read by name), so that a new
+	// value of any other one, a semantic variable whose value a build's
+	// key holds anyway, reuses the resolution. Nil: every variable.
+	ToolResolutionVar func(name string) bool
 }
 
 func (c *Config) environ() []string {

@@ -144,9 +144,8 @@ func CallEnvWith(path string, req *api.DaemonRequest, environ []string, o Option
 	if o.NoAnswer == 0 && o.SettingsNoAnswer != nil {
 		o.NoAnswer = o.SettingsNoAnswer()
 	}
-	return call(path, req, o, func(conn *net.UnixConn) error {
-		pid, err := peerPID(conn)
-		if err != nil || pid != hpid {
+	return call(path, req, o, func(pid int) error {
+		if pid != hpid {
 			hello, err := CallWith(path, &api.DaemonRequest{Op: api.OpHello}, Options{NoAnswer: o.NoAnswer})
 			if err != nil {
 				return err
@@ -163,9 +162,9 @@ func CallEnvWith(path string, req *api.DaemonRequest, environ []string, o Option
 	})
 }
 
-// call is Call; prepare, when not nil, is called once the daemon is
-// trusted and before req is encoded.
-func call(path string, req *api.DaemonRequest, o Options, prepare func(*net.UnixConn) error) (*api.DaemonResponse, error) {
+// call is Call; prepare, when not nil, is called with the daemon's pid
+// once the daemon is trusted and before req is encoded.
+func call(path string, req *api.DaemonRequest, o Options, prepare func(pid int) error) (*api.DaemonResponse, error) {
 	if err := CheckDir(filepath.Dir(path)); err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
 			return nil, fmt.Errorf("%w: %w", ErrNoDaemon, err)
@@ -184,7 +183,7 @@ func call(path string, req *api.DaemonRequest, o Options, prepare func(*net.Unix
 		return nil, fmt.Errorf("%w: %w", ErrNoDaemon, err)
 	}
 	defer conn.Close()
-	uid, err := peerUID(conn)
+	uid, pid, err := peerCreds(conn)
 	if err != nil {
 		return nil, &UntrustedError{Path: path, Reason: "cannot read the daemon's uid: " + err.Error()}
 	}
@@ -192,7 +191,7 @@ func call(path string, req *api.DaemonRequest, o Options, prepare func(*net.Unix
 		return nil, &UntrustedError{Path: path, Reason: fmt.Sprintf("the daemon listening there runs as uid %d, not as this user (uid %d)", uid, os.Getuid())}
 	}
 	if prepare != nil {
-		if err := prepare(conn); err != nil {
+		if err := prepare(pid); err != nil {
 			return nil, err
 		}
 		if frame, err = api.MarshalFrame(req, api.MaxDaemonRequest); err != nil {
@@ -200,7 +199,6 @@ func call(path string, req *api.DaemonRequest, o Options, prepare func(*net.Unix
 		}
 	}
 	bound := o.noAnswer()
-	pid, _ := peerPID(conn)
 	notAnswering := &NotAnsweringError{Socket: path, PID: pid, Log: filepath.Join(filepath.Dir(path), api.LogName), Op: req.Op, Bound: bound}
 	conn.SetDeadline(time.Now().Add(bound))
 	// A daemon that refuses the peer replies before reading the request,
@@ -235,12 +233,10 @@ func call(path string, req *api.DaemonRequest, o Options, prepare func(*net.Unix
 	}
 }
 
-// peerUID returns the uid of the process at the other end of conn (for a
-// client: the process that listens). Tests replace it.
-var peerUID = PeerUID
-
-// peerPID returns the pid of the process at the other end of conn.
-var peerPID = socketPeerPID
+// peerCreds returns the uid and pid of the process at the other end of
+// conn (for a client: the process that listens), with one SO_PEERCRED.
+// Tests replace it.
+var peerCreds = socketPeer
 
 // UntrustedError refuses a daemon directory or socket that another user
 // could control. Nothing was sent to it.
@@ -272,12 +268,47 @@ func CheckDir(dir string) error {
 		return err
 	}
 	uid := os.Getuid()
-	parent, err := filepath.EvalSymlinks(filepath.Dir(dir))
+	if err := checkAbove(filepath.Dir(dir), uid); err != nil {
+		return err
+	}
+	return checkComponent(dir, uid, true)
+}
+
+// checkAbove checks every directory of the chain from the root down to
+// parent (absolute and clean) with one Lstat each. Only when a component
+// is a symbolic link does it resolve parent (filepath.EvalSymlinks) and
+// check the resolved chain instead: the walk a hit makes is one Lstat per
+// component.
+func checkAbove(parent string, uid int) error {
+	for p, rest := "/", parent; ; {
+		fi, err := lstat(p)
+		if err != nil {
+			return err
+		}
+		if fi.Mode()&fs.ModeSymlink != 0 {
+			return checkResolved(parent, uid)
+		}
+		if err := checkInfo(p, fi, uid, false); err != nil {
+			return err
+		}
+		rest = strings.TrimLeft(rest, "/")
+		if rest == "" {
+			return nil
+		}
+		name, after, _ := strings.Cut(rest, "/")
+		p, rest = filepath.Join(p, name), after
+	}
+}
+
+// checkResolved checks the chain of directories from the root down to
+// what parent resolves to.
+func checkResolved(parent string, uid int) error {
+	resolved, err := filepath.EvalSymlinks(parent)
 	if err != nil {
 		return err
 	}
 	var chain []string
-	for p := parent; ; p = filepath.Dir(p) {
+	for p := resolved; ; p = filepath.Dir(p) {
 		chain = append(chain, p)
 		if filepath.Dir(p) == p {
 			break
@@ -288,16 +319,24 @@ func CheckDir(dir string) error {
 			return err
 		}
 	}
-	return checkComponent(dir, uid, true)
+	return nil
 }
+
+// lstat is os.Lstat; tests count its calls.
+var lstat = os.Lstat
 
 // checkComponent checks one directory of CheckDir; own is set for the
 // daemon directory itself.
 func checkComponent(p string, uid int, own bool) error {
-	fi, err := os.Lstat(p)
+	fi, err := lstat(p)
 	if err != nil {
 		return err
 	}
+	return checkInfo(p, fi, uid, own)
+}
+
+// checkInfo is checkComponent of p's Lstat information fi.
+func checkInfo(p string, fi fs.FileInfo, uid int, own bool) error {
 	if fi.Mode()&fs.ModeSymlink != 0 {
 		return &UntrustedError{Path: p, Reason: "a symbolic link, not a directory"}
 	}
@@ -514,7 +553,7 @@ func StopVersion(path string, version int, o Options) error {
 		return fmt.Errorf("%w: %w", ErrNoDaemon, err)
 	}
 	defer conn.Close()
-	if uid, err := peerUID(conn); err != nil || uid != os.Getuid() {
+	if uid, _, err := peerCreds(conn); err != nil || uid != os.Getuid() {
 		return &UntrustedError{Path: path, Reason: "the daemon listening there does not run as this user"}
 	}
 	conn.SetDeadline(time.Now().Add(o.noAnswer()))

@@ -217,9 +217,9 @@ func TestHijackedTempDirRefused(t *testing.T) {
 func TestCallRefusesForeignDaemon(t *testing.T) {
 	dir := ownDir(t)
 	fake := startFake(t, api.SocketPath(dir), func([]byte) []byte { return frame(`{"protocol":2}`) })
-	old := peerUID
-	peerUID = func(*net.UnixConn) (int, error) { return os.Getuid() + 1, nil }
-	t.Cleanup(func() { peerUID = old })
+	old := peerCreds
+	peerCreds = func(*net.UnixConn) (int, int, error) { return os.Getuid() + 1, 0, nil }
+	t.Cleanup(func() { peerCreds = old })
 	_, err := Call(api.SocketPath(dir), &api.DaemonRequest{Op: api.OpRun, Env: []string{"SECRET_TOKEN=x"}})
 	untrusted(t, err, api.SocketPath(dir))
 	if !strings.Contains(err.Error(), "runs as uid") {

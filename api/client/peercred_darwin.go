@@ -26,6 +26,18 @@ func PeerUID(conn *net.UnixConn) (int, error) {
 	return int(cred.Uid), nil
 }
 
+// socketPeer returns the uid (LOCAL_PEERCRED) and pid (LOCAL_PEERPID) of
+// the process at the other end of conn.
+func socketPeer(conn *net.UnixConn) (uid, pid int, err error) {
+	if uid, err = PeerUID(conn); err != nil {
+		return -1, -1, err
+	}
+	if pid, err = socketPeerPID(conn); err != nil {
+		return -1, -1, err
+	}
+	return uid, pid, nil
+}
+
 // socketPeerPID returns the pid of the process at the other end of conn,
 // from LOCAL_PEERPID.
 func socketPeerPID(conn *net.UnixConn) (int, error) {

@@ -5,14 +5,14 @@ import (
 	"syscall"
 )
 
-// socketPeerPID returns the pid of the process at the other end of conn,
-// from SO_PEERCRED.
-func socketPeerPID(conn *net.UnixConn) (int, error) {
+// socketPeer returns the uid and pid of the process at the other end of
+// conn, from one SO_PEERCRED.
+func socketPeer(conn *net.UnixConn) (uid, pid int, err error) {
 	c, err := peerCred(conn)
 	if err != nil {
-		return -1, err
+		return -1, -1, err
 	}
-	return int(c.Pid), nil
+	return int(c.Uid), int(c.Pid), nil
 }
 
 // PeerUID returns the uid of the process at the other end of conn, from

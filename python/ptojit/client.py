@@ -13,10 +13,14 @@ The protocol (package api of ptojit, version 2): each message is a frame, a
 50 ms is preceded by ``{"frame": "accepted"}`` and then ``{"frame":
 "progress", "doing": ..., "fraction": ...}`` at least every 5 s; the reply
 (no "frame") is ``{"protocol": 2, "stdout": base64, "stderr": base64, "exit":
-n, "error": "...", "kind": "...", "data": {...}}``. This client sends one
-request per connection. A daemon that sends no frame for the no-answer bound
-(``Client(no_answer=...)``, else PTOJIT_DAEMON_TIMEOUT, else 30 s) raises
-DaemonNotAnswering naming its pid and log; with ``Client(fallback="engine")``
+n, "error": "...", "kind": "...", "data": {...}}``. A connection carries
+requests in turn: a Client keeps one and sends its requests on it, one at a
+time (a thread that finds it in use opens one of its own for its request),
+and when the daemon has closed it meanwhile (its idle bound, a restart) sends
+the request once more on a new one. ``Client.close()`` closes it. A daemon
+that sends no frame for the no-answer bound (``Client(no_answer=...)``, else
+PTOJIT_DAEMON_TIMEOUT, else the bound of the daemon's settings that its hello
+file records, else 30 s) raises DaemonNotAnswering naming its pid and log; with ``Client(fallback="engine")``
 a build or key request then runs in the engine's own process instead
 (``ptojit`` with PTOJIT_DAEMON=0: uncached, since the silent daemon holds the
 store). A daemon of protocol 1 (an older install left running) is asked to
@@ -26,7 +30,9 @@ Before it connects, the client checks the daemon directory (a directory, not
 a symbolic link, owned by this user, not writable by group or others) and
 the socket (a socket, not a symbolic link, owned by this user); after it
 connects, it checks with SO_PEERCRED that the daemon runs as this user. Any
-failed check raises DaemonSecurityError and nothing is sent.
+failed check raises DaemonSecurityError and nothing is sent. The checks are
+made for every connection; the requests a kept connection carries go to the
+daemon checked when it was made.
 
 Of the caller's environment, a request carries only the variables the
 daemon names in its hello reply (``{"op": "hello"}`` answers ``{"env_names":
@@ -151,6 +157,10 @@ class _DaemonLost(Exception):
     pass
 
 
+class _Closed(Exception):
+    """A kept connection the daemon closed before it read the request."""
+
+
 def default_cache_dir(environ: Mapping[str, str] | None = None, cwd: str | None = None) -> str:
     """The cache directory the Go client uses: PTOJIT_CACHE_DIR, else
     $XDG_CACHE_HOME/ptojit, else $HOME/.cache/ptojit (relative XDG_CACHE_HOME
@@ -203,9 +213,21 @@ def _recv_exact(sock: socket.socket, n: int) -> bytes:
     return bytes(buf)
 
 
+class _Conn:
+    """A connection to the daemon, checked when it was made: pid is the
+    daemon's (SO_PEERCRED), process the pid of the process that made it
+    (a forked child makes its own)."""
+
+    __slots__ = ("sock", "pid", "process")
+
+    def __init__(self, sock: socket.socket, pid: int) -> None:
+        self.sock, self.pid, self.process = sock, pid, os.getpid()
+
+
 class Client:
     """A client of the daemon of one cache directory; safe to share between
-    threads (every call uses its own connection).
+    threads (one request at a time uses the kept connection, others one of
+    their own).
 
     cache_dir: the cache directory (default: as ``ptojit`` chooses it).
     ptojit: the ``ptojit`` executable that starts a daemon when none
@@ -233,8 +255,11 @@ class Client:
         self.socket_path = os.path.join(self.daemon_dir, SOCKET_NAME)
         self._ptojit = os.fspath(ptojit) if ptojit is not None else None
         if self._no_answer is None:
-            self._no_answer = _no_answer_bound(env, self.cache_dir)
-        self.no_answer: float = self._no_answer
+            self._no_answer = _duration(env.get(NO_ANSWER_VARIABLE, ""))
+        # The bound of the daemon's settings, from its hello file.
+        self._hello_bound: float | None = None
+        self._conn: _Conn | None = None
+        self._conn_lock = threading.Lock()  # held by the request using _conn
         self._start_lock = threading.Lock()
         # (pid, start time) of a daemon -> the names its hello listed.
         self._names: dict[tuple[int, int], frozenset[str]] = {}
@@ -242,6 +267,31 @@ class Client:
 
     def _env(self) -> Mapping[str, str]:
         return os.environ if self._environ is None else self._environ
+
+    @property
+    def no_answer(self) -> float:
+        """The no-answer bound in seconds: Client(no_answer=...), else
+        PTOJIT_DAEMON_TIMEOUT, else the bound of the daemon's settings its
+        hello file recorded when this client last read it, else 30 s."""
+        if self._no_answer is not None:
+            return self._no_answer
+        return self._hello_bound if self._hello_bound is not None else DEFAULT_NO_ANSWER
+
+    def close(self) -> None:
+        """Close the kept connection (the next request opens another)."""
+        with self._conn_lock:
+            self._drop()
+
+    def __del__(self) -> None:
+        conn = getattr(self, "_conn", None)
+        if conn is not None:
+            conn.sock.close()
+
+    def __enter__(self) -> Client:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
     # --- the commands --------------------------------------------------
 
@@ -329,22 +379,26 @@ class Client:
         dep = h.get("depends")
         if dep and _file_stamp(dep) != h.get("depends_stamp"):
             return None, True
+        bound = h.get("no_answer")
+        self._hello_bound = _duration(bound) if isinstance(bound, str) else None
         return frozenset(names), True
 
-    def _names_for(self, pid: int) -> frozenset[str]:
+    def _names_for(self, pid: int, ask: Any) -> frozenset[str]:
         """The hello names of the daemon with this pid: from its hello file
-        when that is current, else asked on a connection of their own
-        (remembered only for a daemon that writes no hello file)."""
+        when that is current, else asked with ask(request) on the
+        connection (remembered only for a daemon that writes no hello
+        file)."""
         names, has_file = self._hello_file(pid)
         if names is not None:
             return names
         if has_file:
             # The settings changed since the daemon wrote the file: its
-            # answer rewrites the file.
-            resp = self._call_once({"op": "hello"})
+            # answer rewrites the file, which then has the settings' bound.
+            resp = ask({"op": "hello"})
             names = self._hello_names(resp)
             if resp.get("pid") != pid:
                 raise _DaemonLost(f"the daemon changed (pid {pid}, then {resp.get('pid')})")
+            self._hello_file(pid)
             return names
         key = (pid, _start_time(pid))
         if key[1] is not None:
@@ -352,10 +406,9 @@ class Client:
                 names = self._names.get(key)
             if names is not None:
                 return names
-        resp = self._call_once({"op": "hello"})
+        resp = ask({"op": "hello"})
         names = self._hello_names(resp)
         if resp.get("pid") != pid:
-            # Another daemon took over between the two connections.
             raise _DaemonLost(f"the daemon changed (pid {pid}, then {resp.get('pid')})")
         if key[1] is not None:
             with self._names_lock:
@@ -454,8 +507,42 @@ class Client:
             raise DaemonSecurityError(f"daemon socket {self.socket_path} is owned by uid {st.st_uid}, not {uid}")
 
     def _call_once(self, req: dict, with_env: bool = False) -> dict:
-        """One request on one connection; with_env adds the variables of
-        the environment that the answering daemon's hello names."""
+        """One request, on the kept connection when no other request uses
+        it (once more on a new connection when the daemon closed it
+        before reading the request), else on a connection of its own;
+        with_env adds the variables of the environment that the
+        answering daemon's hello names."""
+        if not self._conn_lock.acquire(blocking=False):
+            conn = self._connect()
+            try:
+                return self._exchange(conn, req, with_env, False)
+            finally:
+                conn.sock.close()
+        try:
+            conn = self._conn
+            if conn is not None and conn.process == os.getpid():
+                try:
+                    return self._exchange(conn, req, with_env, True)
+                except _Closed:
+                    pass
+            self._drop()
+            self._conn = self._connect()
+            return self._exchange(self._conn, req, with_env, False)
+        except BaseException:
+            self._drop()  # in an unknown state
+            raise
+        finally:
+            self._conn_lock.release()
+
+    def _drop(self) -> None:
+        """Close the kept connection (the caller holds _conn_lock)."""
+        conn, self._conn = self._conn, None
+        if conn is not None:
+            conn.sock.close()
+
+    def _connect(self) -> _Conn:
+        """A new connection to the daemon, checked: the directory and the
+        socket before, SO_PEERCRED after."""
         self._check_dir()
         sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         try:
@@ -465,34 +552,65 @@ class Client:
                 if e.errno in (errno.ENOENT, errno.ECONNREFUSED):
                     raise _NoDaemon(str(e)) from None
                 raise DaemonError(f"connecting to {self.socket_path}: {e}") from None
-            pid = _check_peer(sock)
-            if with_env:
-                req = dict(req, env=self._forwarded_env(self._names_for(pid)))
-            body = _frame(req)
-            # A daemon that refuses the peer replies before reading the
-            # request: a failed write is judged by whether a reply follows.
-            sock.settimeout(self.no_answer)
-            try:
-                sock.sendall(body)
-            except socket.timeout:
-                raise DaemonNotAnswering(pid, os.path.join(self.daemon_dir, LOG_NAME), self.no_answer) from None
-            except OSError:
-                pass
-            while True:
-                resp = self._read_frame(sock, pid)
-                if not isinstance(resp, dict) or resp.get("protocol") != PROTOCOL:
-                    got = resp.get("protocol") if isinstance(resp, dict) else None
-                    raise _OldDaemon(got, pid)
-                if not resp.get("frame"):
-                    return resp
-                # accepted or progress: the daemon works on it; the bound
-                # restarts.
-        finally:
+            return _Conn(sock, _check_peer(sock))
+        except BaseException:
             sock.close()
+            raise
 
-    def _read_frame(self, sock: socket.socket, pid: int) -> Any:
+    def _exchange(self, conn: _Conn, req: dict, with_env: bool, kept: bool) -> dict:
+        """req on conn, after the hello request it needs; kept: conn
+        carried requests before, so the daemon may have closed it (the
+        first request then raises _Closed, not _DaemonLost)."""
+        closable = [kept]
+
+        def ask(r: dict) -> dict:
+            resp = self._roundtrip(conn, r, closable[0])
+            closable[0] = False
+            return resp
+
+        if with_env:
+            req = dict(req, env=self._forwarded_env(self._names_for(conn.pid, ask)))
+        return ask(req)
+
+    def _roundtrip(self, conn: _Conn, req: dict, closable: bool) -> dict:
+        """Send req and read frames until the reply."""
+        body = _frame(req)
+        # A daemon that refuses the peer replies before reading the
+        # request: a failed write is judged by whether a reply follows.
+        conn.sock.settimeout(self.no_answer)
         try:
-            (n,) = struct.unpack("<I", _recv_exact(sock, 4))
+            conn.sock.sendall(body)
+        except socket.timeout:
+            raise DaemonNotAnswering(conn.pid, os.path.join(self.daemon_dir, LOG_NAME), self.no_answer) from None
+        except OSError:
+            if closable:
+                raise _Closed() from None
+        while True:
+            resp = self._read_frame(conn.sock, conn.pid, closable)
+            closable = False
+            if not isinstance(resp, dict) or resp.get("protocol") != PROTOCOL:
+                got = resp.get("protocol") if isinstance(resp, dict) else None
+                raise _OldDaemon(got, conn.pid)
+            if not resp.get("frame"):
+                return resp
+            # accepted or progress: the daemon works on it; the bound
+            # restarts.
+
+    def _read_frame(self, sock: socket.socket, pid: int, closable: bool = False) -> Any:
+        """One frame; closable: a connection closed before its first byte
+        is _Closed."""
+        try:
+            try:
+                head = sock.recv(4)
+            except ConnectionResetError:
+                if closable:
+                    raise _Closed() from None
+                raise
+            if not head and closable:
+                raise _Closed()
+            if len(head) < 4:
+                head += _recv_exact(sock, 4 - len(head)) if head else _recv_exact(sock, 4)
+            (n,) = struct.unpack("<I", head)
             if n > MAX_RESPONSE:
                 raise DaemonError(f"response frame of {n} bytes is over the limit of {MAX_RESPONSE}")
             frame = _recv_exact(sock, n)
@@ -593,27 +711,6 @@ def _duration(v: str) -> float | None:
     scale = {"h": 3600.0, "m": 60.0, "s": 1.0, "ms": 0.001}
     total = sum(float(n) * scale[u] for n, u in parts)
     return total if total > 0 else None
-
-
-def _no_answer_bound(env: Mapping[str, str], cache_dir: str) -> float:
-    """The no-answer bound as the Go client finds it (api.NoAnswerFor):
-    PTOJIT_DAEMON_TIMEOUT, else the daemon_timeout line of the cache's
-    settings file, else DEFAULT_NO_ANSWER."""
-    d = _duration(env.get(NO_ANSWER_VARIABLE, ""))
-    if d is not None:
-        return d
-    try:
-        with open(os.path.join(cache_dir, "ptojit.conf"), "rb") as f:
-            text = f.read(64 << 10).decode("utf-8", "replace")
-    except OSError:
-        return DEFAULT_NO_ANSWER
-    for line in text.split("\n"):
-        k, sep, v = line.partition("=")
-        if sep and k.strip() == "daemon_timeout":
-            d = _duration(v.strip())
-            if d is not None:
-                return d
-    return DEFAULT_NO_ANSWER
 
 
 def _failure_text(resp: dict) -> str:

@@ -325,16 +325,77 @@ class TestProtocol2(DaemonTest):
         for o in r["outputs"]:
             self.assertTrue(os.path.isfile(o["path"]), o)
 
-    def test_bound_from_environment_and_settings(self) -> None:
+    def test_bound_from_environment_and_hello_file(self) -> None:
         self.assertEqual(self.client(environ=dict(self.environ, PTOJIT_DAEMON_TIMEOUT="1m30s")).no_answer, 90.0)
         self.assertEqual(self.client(environ=dict(self.environ, PTOJIT_DAEMON_TIMEOUT="bad")).no_answer, 30.0)
         os.makedirs(self.cache, exist_ok=True)
         with open(os.path.join(self.cache, "ptojit.conf"), "w") as f:
             f.write("# settings\ndaemon_timeout = 45s\n")
-        self.assertEqual(self.client().no_answer, 45.0)
+        # The settings' bound comes from the daemon's hello file, read
+        # with the names a request needs; the client reads no settings
+        # file.
+        c = self.client()
+        opened = []
+        real_open = open
+
+        def record_open(path, *a, **kw):
+            opened.append(os.fspath(path))
+            return real_open(path, *a, **kw)
+
+        with mock.patch("builtins.open", record_open):
+            c.build(self.request)
+        self.assertEqual(c.no_answer, 45.0)
+        self.assertNotIn(os.path.join(self.cache, "ptojit.conf"), opened)
+        # Changed settings: the stale hello file makes the client ask, the
+        # daemon rewrites the file, and the client reads the new bound.
+        self.go("config", "set", "daemon_timeout", "50s")
+        c.build(self.request)
+        self.assertEqual(c.no_answer, 50.0)
         self.assertEqual(self.client(no_answer=2).no_answer, 2)
         with self.assertRaises(ValueError):
             self.client(fallback="other")
+
+    def test_one_connection_for_many_requests(self) -> None:
+        c = self.client()
+        self.addCleanup(c.close)
+        made = []
+        real_socket = socket.socket
+
+        def record_socket(*a, **kw):
+            s = real_socket(*a, **kw)
+            made.append(s)
+            return s
+
+        c.build(self.request)  # starts the daemon
+        with mock.patch.object(clientmod.socket, "socket", record_socket):
+            for _ in range(3):
+                self.assertEqual(c.build(self.request)["status"], "hit")
+            c.ping()
+            c.stats()
+        self.assertEqual(made, [], "requests opened connections of their own")
+
+    def test_closed_connection_is_replaced_once(self) -> None:
+        c = self.client()
+        self.addCleanup(c.close)
+        c.build(self.request)
+        kept = c._conn
+        self.assertIsNotNone(kept)
+        # The daemon closed the kept connection (its idle bound): the
+        # request goes once more on a new connection, to the same daemon.
+        mine, theirs = socket.socketpair()
+        theirs.close()
+        kept.sock.close()
+        kept.sock = mine
+        self.assertEqual(c.build(self.request)["status"], "hit")
+        self.assertIsNot(c._conn, kept)
+        self.assertEqual(c._conn.pid, kept.pid)
+        # A daemon that stopped: the kept connection is closed, nobody
+        # listens, and a new daemon is started.
+        self.stop_daemon()
+        self.assertEqual(c.build(self.request)["status"], "hit")
+        self.assertNotEqual(c._conn.pid, kept.pid)
+        c.close()
+        self.assertIsNone(c._conn)
 
     def test_daemon_of_protocol_1_is_replaced(self) -> None:
         # A fake daemon of an older install: it answers every request in
