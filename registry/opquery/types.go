@@ -227,16 +227,26 @@ type ParamSpec struct {
 
 // Param is a parameter value a query passes: the name, the version of its
 // meaning the caller speaks, and the value as text (a decimal number; its
-// type is the descriptor's).
+// type is the descriptor's). A native caller passes the value already
+// encoded instead: Type names the parameter type it is encoded as and Bits
+// holds the scalar, and Value is not read.
 type Param struct {
 	Name    string
 	Version uint32
 	Value   string
+	Type    string
+	Bits    uint64
 }
 
 // Encode returns the value as the 64-bit scalar that carries a parameter
-// of type typ.
+// of type typ. A value already encoded (Type set) must be of type typ.
 func (p Param) Encode(typ string) (uint64, error) {
+	if p.Type != "" {
+		if p.Type != typ {
+			return 0, fmt.Errorf("passed as %s, the implementation declares %s", p.Type, typ)
+		}
+		return p.Bits, nil
+	}
 	switch typ {
 	case ParamF32:
 		f, err := strconv.ParseFloat(p.Value, 32)

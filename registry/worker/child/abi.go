@@ -43,10 +43,13 @@ const (
 
 // C layouts of ptojit_op_service and ptojit_op_resolve_request.
 const (
-	sizeofOpService    = 64 // struct_size, version, user, 6 functions (describe_contract: the tail)
-	sizeofOpResolveReq = 48
-	opServiceVersion   = 1
-	opEReentry         = -2
-	opENotFound        = -3
-	opEInvalid         = -4
+	sizeofOpService       = 64 // struct_size, version, user, 6 functions (describe_contract: the tail)
+	sizeofOpResolveReq    = 48
+	sizeofOpResolveParams = 112 // with the parameters tail
+	sizeofOpParam         = 24  // ptojit_op_param: name, version, type, value
+	maxOpParams           = 16
+	opServiceVersion      = 1
+	opEReentry            = -2
+	opENotFound           = -3
+	opEInvalid            = -4
 )

@@ -242,11 +242,35 @@ typedef void (*ptojit_module_shutdown_fn)(void);
  * 64) borrows the resolved descriptor until release. execute checks that
  * args match the negotiated tensors (dtype, shape, strides, extent) and the
  * scratch, and runs the implementation's orchestration synchronously.
+ * Operation parameters (request struct_size >= PTOJIT_OP_RESOLVE_SIZE_PARAMS)
+ * are matched as the daemon matches them: every parameter the descriptor
+ * declares passed, of exactly its version and type, and no other, else
+ * the candidate is rejected (its reason starts "parameter:"). execute hands
+ * the resolved parameters to the implementation as its args' scalars, in
+ * the descriptor's order; the caller's args carry no scalars.
  */
 #define PTOJIT_OP_SERVICE_VERSION 1u
 #define PTOJIT_OP_E_REENTRY (-2)
 #define PTOJIT_OP_E_NOT_FOUND (-3)
 #define PTOJIT_OP_E_INVALID (-4)
+
+/* How an operation parameter's value travels as a 64-bit scalar (the
+ * descriptor's parameter types). */
+enum ptojit_param_type {
+    PTOJIT_PARAM_F32 = 1,             /* the float bits in the low 32 bits */
+    PTOJIT_PARAM_F64 = 2,             /* the double bits */
+    PTOJIT_PARAM_I32 = 3,             /* two's complement in the low 32 bits */
+    PTOJIT_PARAM_I64 = 4,
+};
+
+/* An operation parameter a caller passes: its name, the version of its
+ * meaning the caller speaks, its type and its value. */
+typedef struct ptojit_op_param {
+    const char *name;                 /* as the descriptor's parameters name it */
+    uint32_t version;                 /* must equal the descriptor's */
+    uint32_t type;                    /* enum ptojit_param_type, must be the descriptor's */
+    uint64_t value;                   /* encoded as type says */
+} ptojit_op_param;
 
 typedef struct ptojit_op_resolve_request {
     uint32_t struct_size;             /* sizeof(ptojit_op_resolve_request) */
@@ -264,10 +288,15 @@ typedef struct ptojit_op_resolve_request {
     uint32_t numerics_count;
     int64_t host_budget;              /* bytes of host scratch allowed; -1: no bound */
     int64_t device_budget;            /* bytes of device scratch allowed; -1: no bound */
+    /* tail (struct_size >= PTOJIT_OP_RESOLVE_SIZE_PARAMS) */
+    const ptojit_op_param *params;    /* param_count operation parameters */
+    uint32_t param_count;
+    uint32_t reserved;
 } ptojit_op_resolve_request;
 
 #define PTOJIT_OP_RESOLVE_SIZE_PREFIX 48u
 #define PTOJIT_OP_RESOLVE_SIZE_QUERY 96u
+#define PTOJIT_OP_RESOLVE_SIZE_PARAMS 112u
 
 /* What a handle resolved, borrowed from the service until release. */
 typedef struct ptojit_op_description {
