@@ -214,8 +214,20 @@ const (
 	ParamI64 = "i64"
 )
 
-// ParamTypes are the parameter types a descriptor may name.
+// ParamTypes are the parameter types a descriptor may name, in the order
+// of their C codes (enum ptojit_param_type: 1 is ParamF32).
 var ParamTypes = []string{ParamF32, ParamF64, ParamI32, ParamI64}
+
+// ParamTypeCode returns the C code of a parameter type, 0 for none.
+func ParamTypeCode(typ string) uint32 { return uint32(slices.Index(ParamTypes, typ) + 1) }
+
+// ParamTypeOf returns the parameter type of a C code, "" for none.
+func ParamTypeOf(code uint32) string {
+	if code == 0 || code > uint32(len(ParamTypes)) {
+		return ""
+	}
+	return ParamTypes[code-1]
+}
 
 // ParamSpec is one parameter an operation declares: its name, its type
 // and the version of its meaning, which a query must name exactly.

@@ -14,7 +14,8 @@ import (
 // and drives its scaled row prefix sum through the host operation
 // service, passing on its own parameter scale: resolves that pass the
 // parameter of another version, of another type, and not at all, then one
-// that passes it as declared, an execute that passes scalars itself, and
+// that passes an infinite scale, which the provider's validate refuses,
+// one that passes it as declared, an execute that passes scalars itself, and
 // the execute of the resolved handle from its input matrix into its
 // output matrix. It writes what it saw, one line per step, into its report
 // tensor.
@@ -70,6 +71,8 @@ int32_t runner_orch(const ptojit_runtime *rt, const ptojit_args *a)
     LINE("type %d %s\n", rc, msg);
     rc = resolve(ops, &a->tensors[0], 0, 1, PTOJIT_PARAM_F32, scale, &h, msg, sizeof msg);
     LINE("none %d %s\n", rc, msg);
+    rc = resolve(ops, &a->tensors[0], 1, 1, PTOJIT_PARAM_F32, 0x7f800000u, &h, msg, sizeof msg);
+    LINE("infinite %d %s\n", rc, msg);
     rc = resolve(ops, &a->tensors[0], 1, 1, PTOJIT_PARAM_F32, scale, &h, msg, sizeof msg);
     LINE("resolve %d %s\n", rc, msg);
     if (rc != 0) {
@@ -157,13 +160,14 @@ func TestHostServiceParams(t *testing.T) {
 	lines := reportLines(t, bufs[2])
 	const none = "-3 no compatible implementation of example.sequence.row_prefix_sum 1.0.0: example.scan_rows.row_prefix_sum.f32: "
 	for k, want := range map[string]string{
-		"version": none + "parameter: scale is version 1 here, the query passes version 2",
-		"type":    none + "parameter: scale: passed as i32, the implementation declares f32",
-		"none":    none + "parameter: scale (version 1, f32) is required and not passed",
-		"resolve": "0 ",
-		"scalars": "-4",
-		"execute": "0",
-		"release": "0",
+		"version":  none + "parameter: scale is version 1 here, the query passes version 2",
+		"type":     none + "parameter: scale: passed as i32, the implementation declares f32",
+		"none":     none + "parameter: scale (version 1, f32) is required and not passed",
+		"infinite": none + "validate: scale inf is not finite",
+		"resolve":  "0 ",
+		"scalars":  "-4",
+		"execute":  "0",
+		"release":  "0",
 	} {
 		if got, ok := lines[k]; !ok || got != want {
 			t.Errorf("%s: %q, want %q", k, got, want)

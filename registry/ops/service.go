@@ -11,6 +11,7 @@ import (
 
 	"github.com/ptojit/ptojit/registry"
 	"github.com/ptojit/ptojit/registry/module"
+	"github.com/ptojit/ptojit/registry/opquery"
 	"github.com/ptojit/ptojit/registry/worker"
 )
 
@@ -451,6 +452,9 @@ func (n *childNegotiator) negotiate(ch *Choice, q *Query) error {
 		return &rejectErr{kind: "parameter", reason: fmt.Sprintf("parameter: the callable takes %d scalars, the descriptor declares %d parameters", a.scalars, len(d.Params))}
 	}
 	args := worker.NegotiateArgs{Inputs: d.Inputs, SyncMode: uint32(q.SyncMode)}
+	for i, p := range d.Params {
+		args.Params = append(args.Params, worker.OpParam{Name: p.Name, Version: p.Version, Type: opquery.ParamTypeCode(p.Type), Value: ch.scalars[i]})
+	}
 	for _, t := range ch.tensors {
 		args.Tensors = append(args.Tensors, worker.OpTensor{DType: uint32(t.DType), Shape: t.Shape, Strides: t.Strides})
 	}

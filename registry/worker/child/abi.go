@@ -30,6 +30,7 @@ const (
 const (
 	opABIVersion      = 1
 	sizeofOpQuery     = 24 // abi_version, tensor_count, input_count, sync_mode, tensors
+	sizeofOpQueryV12  = 40 // and the 1.2 tail: struct_size, param_count, params
 	sizeofOpTensor    = 72 // dtype, ndim, shape[4], strides[4]
 	sizeofOpScratch   = 24 // ptojit_op_scratch_request: abi_version, reserved, host_bytes, device_bytes
 	opMessageCapacity = 512

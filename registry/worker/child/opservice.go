@@ -146,9 +146,6 @@ func cStrings(p uintptr, n uint32) []string {
 	return out
 }
 
-// paramTypes are enum ptojit_param_type's values.
-var paramTypes = map[uint32]string{1: opquery.ParamF32, 2: opquery.ParamF64, 3: opquery.ParamI32, 4: opquery.ParamI64}
-
 // readResolveTails reads the tails of the ptojit_op_resolve_request at req
 // that its struct_size covers into q: exact_impl_id, capabilities,
 // numerics and budgets, then the operation parameters. Without the first
@@ -173,13 +170,26 @@ func readResolveTails(req uintptr, size uint32, q *opquery.Query) error {
 	for i := range uintptr(n) {
 		e := cBytes(pp+sizeofOpParam*i, sizeofOpParam)
 		p := opquery.Param{Name: cString(uintptr(binary.LittleEndian.Uint64(e[0:])), 256), Version: binary.LittleEndian.Uint32(e[8:]),
-			Type: paramTypes[binary.LittleEndian.Uint32(e[12:])], Bits: binary.LittleEndian.Uint64(e[16:])}
+			Type: opquery.ParamTypeOf(binary.LittleEndian.Uint32(e[12:])), Bits: binary.LittleEndian.Uint64(e[16:])}
 		if p.Type == "" {
 			return fmt.Errorf("parameter %d (%s): type %d is not one of enum ptojit_param_type", i, p.Name, binary.LittleEndian.Uint32(e[12:]))
 		}
 		q.Params = append(q.Params, p)
 	}
 	return nil
+}
+
+// opParams pairs a descriptor's parameters with the values a fit encoded
+// for them (opquery.Fit.Scalars, in the same order), as a provider's
+// validate and scratch query see them.
+func opParams(specs []opquery.ParamSpec, values []uint64) []mailbox.OpParam {
+	var out []mailbox.OpParam
+	for i, p := range specs {
+		if i < len(values) {
+			out = append(out, mailbox.OpParam{Name: p.Name, Version: p.Version, Type: opquery.ParamTypeCode(p.Type), Value: values[i]})
+		}
+	}
+	return out
 }
 
 // opResolve is ptojit_op_service.resolve.
@@ -271,7 +281,7 @@ func opResolve(user, req, handleOut uintptr) uintptr {
 			if s.state.scalars != len(d.Params) {
 				return &opquery.Refusal{Kind: "parameter", Reason: fmt.Sprintf("parameter: the callable takes %d scalars, the descriptor declares %d parameters", s.state.scalars, len(d.Params))}
 			}
-			args := mailbox.NegotiateArgs{Inputs: d.Inputs, SyncMode: uint32(q.SyncMode)}
+			args := mailbox.NegotiateArgs{Inputs: d.Inputs, SyncMode: uint32(q.SyncMode), Params: opParams(d.Params, f.Scalars)}
 			for _, t := range f.Tensors {
 				args.Tensors = append(args.Tensors, mailbox.OpTensor{DType: uint32(t.DType), Shape: t.Shape, Strides: t.Strides})
 			}
