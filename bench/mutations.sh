@@ -53,6 +53,11 @@ param-scalars | registry/ops/handle.go | Scalars: slices.Clone(h.choice.scalars)
 service-offered-set | registry/worker/child/opservice.go | if !p.consumers[opCaller] { | if false { | ./registry/ops | TestHostServiceRunner
 service-scratch-args | registry/worker/child/opservice.go | int(nt) != want || | int(nt) < len(oh.tensors) || | ./registry/ops | TestHostServiceRunner
 service-budget | registry/worker/child/opservice.go | q.DeviceBudget = int64(binary.LittleEndian.Uint64(t[88:])) | q.DeviceBudget = -1 | ./registry/ops | TestHostServiceRunner
+service-params | registry/worker/child/opservice.go | \t\tq.Params = append(q.Params, p)\n | \n | ./registry/ops | TestHostServiceParams
+service-params-execute | registry/worker/child/opservice.go | \tif len(scalars) == 0 {\n\t\treturn args, cmem{}, nil | \tif true {\n\t\treturn args, cmem{}, nil | ./registry/ops | TestHostServiceParams
+service-params-type | registry/opquery/types.go | if p.Type != typ { | if false { | ./registry/ops | TestHostServiceParams
+query-params-tail | registry/worker/child/negotiate.go | binary.LittleEndian.PutUint32(q[28:], uint32(len(a.Params))) | binary.LittleEndian.PutUint32(q[28:], 0) | ./registry/ops | TestOperationParameters
+negotiate-params | registry/ops/service.go | args.Params = append(args.Params, | _ = append(args.Params, | ./registry/ops | TestOperationParameters
 TABLE
 )
 
