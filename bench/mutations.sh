@@ -29,6 +29,7 @@ memory-space-default | registry/opquery/match.go | \t\t\tspace = SpaceDevice\n |
 batch | registry/opquery/match.go | if b < d.Batch.Min || b > d.Batch.Max { | if b > d.Batch.Max { | ./registry/opquery | TestBatchAndSpaceBounds
 batch-inner-axis | registry/opquery/match.go | range t.Shape[1:] { | range t.Shape { | ./registry/opquery | TestBatchAndSpaceBounds
 any-dtype | registry/opquery/match.go | if dts[0] != DTypeAny && !slices.Contains(dts, t.DType) { | if !slices.Contains(dts, t.DType) { | ./registry/opquery | TestAnyDType
+any-dtype-e2e | registry/opquery/match.go | if dts[0] != DTypeAny && !slices.Contains(dts, t.DType) { | if !slices.Contains(dts, t.DType) { | ./registry/ops | TestAnyDTypeProvider
 fit-tensor-copy | registry/opquery/match.go | f.Tensors[i] = t.Clone() | f.Tensors[i] = t | ./registry/opquery | TestFitTensorsAreCopies
 resolve-copies-tensors | registry/opquery/match.go | f.Tensors[i] = t.Clone() | f.Tensors[i] = t | ./registry/ops | TestResolveCopiesQuery
 execute-alignment | registry/ops/handle.go | align > 0 && t.Offset%align != 0 { | false { | ./registry/ops | TestExecuteAlignment
