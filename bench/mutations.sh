@@ -58,7 +58,7 @@ service-params | registry/worker/child/opservice.go | \t\tq.Params = append(q.Pa
 service-params-execute | registry/worker/child/opservice.go | \tif len(scalars) == 0 {\n\t\treturn args, cmem{}, nil | \tif true {\n\t\treturn args, cmem{}, nil | ./registry/ops | TestHostServiceParams
 service-params-type | registry/opquery/types.go | if p.Type != typ { | if false { | ./registry/ops | TestHostServiceParams
 query-params-tail | registry/worker/child/negotiate.go | binary.LittleEndian.PutUint32(q[28:], uint32(len(a.Params))) | binary.LittleEndian.PutUint32(q[28:], 0) | ./registry/ops | TestOperationParameters
-negotiate-params | registry/ops/service.go | args.Params = append(args.Params, | _ = append(args.Params, | ./registry/ops | TestOperationParameters
+negotiate-params | registry/ops/service.go | Params: negotiateParams(d.Params, ch.scalars)} | } | ./registry/ops | TestOperationParameters
 TABLE
 )
 
