@@ -29,6 +29,7 @@ memory-space-default | registry/opquery/match.go | \t\t\tspace = SpaceDevice\n |
 batch | registry/opquery/match.go | if b < d.Batch.Min || b > d.Batch.Max { | if b > d.Batch.Max { | ./registry/opquery | TestBatchAndSpaceBounds
 batch-inner-axis | registry/opquery/match.go | range t.Shape[1:] { | range t.Shape { | ./registry/opquery | TestBatchAndSpaceBounds
 any-dtype | registry/opquery/match.go | if dts[0] != DTypeAny && !slices.Contains(dts, t.DType) { | if !slices.Contains(dts, t.DType) { | ./registry/opquery | TestAnyDType
+any-dtype-e2e | registry/opquery/match.go | if dts[0] != DTypeAny && !slices.Contains(dts, t.DType) { | if !slices.Contains(dts, t.DType) { | ./registry/ops | TestAnyDTypeProvider
 fit-tensor-copy | registry/opquery/match.go | f.Tensors[i] = t.Clone() | f.Tensors[i] = t | ./registry/opquery | TestFitTensorsAreCopies
 resolve-copies-tensors | registry/opquery/match.go | f.Tensors[i] = t.Clone() | f.Tensors[i] = t | ./registry/ops | TestResolveCopiesQuery
 execute-alignment | registry/ops/handle.go | align > 0 && t.Offset%align != 0 { | false { | ./registry/ops | TestExecuteAlignment
@@ -53,6 +54,11 @@ param-scalars | registry/ops/handle.go | Scalars: slices.Clone(h.choice.scalars)
 service-offered-set | registry/worker/child/opservice.go | if !p.consumers[opCaller] { | if false { | ./registry/ops | TestHostServiceRunner
 service-scratch-args | registry/worker/child/opservice.go | int(nt) != want || | int(nt) < len(oh.tensors) || | ./registry/ops | TestHostServiceRunner
 service-budget | registry/worker/child/opservice.go | q.DeviceBudget = int64(binary.LittleEndian.Uint64(t[88:])) | q.DeviceBudget = -1 | ./registry/ops | TestHostServiceRunner
+service-params | registry/worker/child/opservice.go | \t\tq.Params = append(q.Params, p)\n | \n | ./registry/ops | TestHostServiceParams
+service-params-execute | registry/worker/child/opservice.go | \tif len(scalars) == 0 {\n\t\treturn args, cmem{}, nil | \tif true {\n\t\treturn args, cmem{}, nil | ./registry/ops | TestHostServiceParams
+service-params-type | registry/opquery/types.go | if p.Type != typ { | if false { | ./registry/ops | TestHostServiceParams
+query-params-tail | registry/worker/child/negotiate.go | binary.LittleEndian.PutUint32(q[28:], uint32(len(a.Params))) | binary.LittleEndian.PutUint32(q[28:], 0) | ./registry/ops | TestOperationParameters
+negotiate-params | registry/ops/service.go | Params: negotiateParams(d.Params, ch.scalars)} | } | ./registry/ops | TestOperationParameters
 TABLE
 )
 

@@ -17,7 +17,8 @@
 // version, allowed backends, required capabilities and numerics, the sync
 // mode, the concrete tensors (inputs then outputs; or one tensor for every
 // tensor of a one-shape operation), host and device scratch budgets, the
-// operation parameters (name, version, value), and optionally ExactImplID.
+// operation parameters (name, version, and a value as text or already
+// encoded with its type), and optionally ExactImplID.
 //
 // # The rules
 //
@@ -40,8 +41,8 @@
 // (a platform the caller executes, in the caller's order, that the
 // descriptor has a callable for and the query allows; then the runtime);
 // capability; numerics; sync; parameter (every parameter the descriptor
-// declares passed, of exactly its version, with a value of its type, and no
-// other); arity (inputs and outputs against the tensors); then for each tensor rank, dims (every extent), batch (the
+// declares passed, of exactly its version, with a value of its type (or
+// encoded as that type), and no other); arity (inputs and outputs against the tensors); then for each tensor rank, dims (every extent), batch (the
 // product of the outer axes), dtype ("any" takes every one), layout
 // (contiguous: every stride packed; outer_strided: the first axis
 // contiguous and every outer stride at least the packed extent) and

@@ -525,6 +525,11 @@ func TestParams(t *testing.T) {
 		{[]Param{both[0], {Name: "scale", Version: 2, Value: "big"}}, `parameter: scale: "big" is not an f32`},
 		{[]Param{{Name: "offset", Version: 1, Value: "1.5"}, both[1]}, `parameter: offset: "1.5" is not an i64`},
 		{append(slices.Clone(both), Param{Name: "gain", Version: 1, Value: "1"}), "parameter: gain is not a parameter of this implementation (it declares scale@2 f32, offset@1 i64)"},
+		// Values a native caller encoded: taken as they are when of the
+		// declared type, with the same version check.
+		{[]Param{both[0], {Name: "scale", Version: 2, Type: ParamF32, Bits: uint64(math.Float32bits(2.5)), Value: "ignored"}}, ""},
+		{[]Param{both[0], {Name: "scale", Version: 1, Type: ParamF32, Bits: uint64(math.Float32bits(2.5))}}, "parameter: scale is version 2 here, the query passes version 1"},
+		{[]Param{both[0], {Name: "scale", Version: 2, Type: ParamI32, Bits: 2}}, "parameter: scale: passed as i32, the implementation declares f32"},
 	} {
 		d, q := desc(t, "a.impl", 0), vec(8)
 		d.Params, q.Params = specs, c.params

@@ -214,8 +214,20 @@ const (
 	ParamI64 = "i64"
 )
 
-// ParamTypes are the parameter types a descriptor may name.
+// ParamTypes are the parameter types a descriptor may name, in the order
+// of their C codes (enum ptojit_param_type: 1 is ParamF32).
 var ParamTypes = []string{ParamF32, ParamF64, ParamI32, ParamI64}
+
+// ParamTypeCode returns the C code of a parameter type, 0 for none.
+func ParamTypeCode(typ string) uint32 { return uint32(slices.Index(ParamTypes, typ) + 1) }
+
+// ParamTypeOf returns the parameter type of a C code, "" for none.
+func ParamTypeOf(code uint32) string {
+	if code == 0 || code > uint32(len(ParamTypes)) {
+		return ""
+	}
+	return ParamTypes[code-1]
+}
 
 // ParamSpec is one parameter an operation declares: its name, its type
 // and the version of its meaning, which a query must name exactly.
@@ -227,16 +239,26 @@ type ParamSpec struct {
 
 // Param is a parameter value a query passes: the name, the version of its
 // meaning the caller speaks, and the value as text (a decimal number; its
-// type is the descriptor's).
+// type is the descriptor's). A native caller passes the value already
+// encoded instead: Type names the parameter type it is encoded as and Bits
+// holds the scalar, and Value is not read.
 type Param struct {
 	Name    string
 	Version uint32
 	Value   string
+	Type    string
+	Bits    uint64
 }
 
 // Encode returns the value as the 64-bit scalar that carries a parameter
-// of type typ.
+// of type typ. A value already encoded (Type set) must be of type typ.
 func (p Param) Encode(typ string) (uint64, error) {
+	if p.Type != "" {
+		if p.Type != typ {
+			return 0, fmt.Errorf("passed as %s, the implementation declares %s", p.Type, typ)
+		}
+		return p.Bits, nil
+	}
 	switch typ {
 	case ParamF32:
 		f, err := strconv.ParseFloat(p.Value, 32)

@@ -56,7 +56,9 @@
 //
 // Each implementation's orchestration exports ptojit_op_impl_id,
 // ptojit_op_validate and ptojit_op_scratch (ptojit_sim.h). They are pure
-// negotiation: they see the concrete tensor descriptors, allocate nothing,
+// negotiation: they see the concrete tensor descriptors and (ABI 1.2, the
+// query's tail) the operation parameters with the values the query passes,
+// so validate may refuse a value it cannot take; they allocate nothing,
 // launch nothing and call back into nothing. They run only in a chip child
 // (worker.Worker.Negotiate, mailbox op NEGOTIATE), after the module's
 // package was authenticated again (Store.ReadPackage); never in the daemon or

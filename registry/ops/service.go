@@ -11,6 +11,7 @@ import (
 
 	"github.com/ptojit/ptojit/registry"
 	"github.com/ptojit/ptojit/registry/module"
+	"github.com/ptojit/ptojit/registry/opquery"
 	"github.com/ptojit/ptojit/registry/worker"
 )
 
@@ -424,6 +425,19 @@ type childNegotiator struct {
 	acts map[string]*activation // by impl_id
 }
 
+// negotiateParams pairs a descriptor's parameters with the values the
+// query's parameters were encoded to (opquery.Fit.Scalars, in the same
+// order), as the provider's validate and scratch query see them.
+func negotiateParams(specs []opquery.ParamSpec, values []uint64) []worker.OpParam {
+	var out []worker.OpParam
+	for i, p := range specs {
+		if i < len(values) {
+			out = append(out, worker.OpParam{Name: p.Name, Version: p.Version, Type: opquery.ParamTypeCode(p.Type), Value: values[i]})
+		}
+	}
+	return out
+}
+
 func (n *childNegotiator) negotiate(ch *Choice, q *Query) error {
 	s := n.s
 	a, err := s.activate(n.ctx, ch.cand, ch.Platform)
@@ -450,7 +464,7 @@ func (n *childNegotiator) negotiate(ch *Choice, q *Query) error {
 	if a.scalars != len(d.Params) {
 		return &rejectErr{kind: "parameter", reason: fmt.Sprintf("parameter: the callable takes %d scalars, the descriptor declares %d parameters", a.scalars, len(d.Params))}
 	}
-	args := worker.NegotiateArgs{Inputs: d.Inputs, SyncMode: uint32(q.SyncMode)}
+	args := worker.NegotiateArgs{Inputs: d.Inputs, SyncMode: uint32(q.SyncMode), Params: negotiateParams(d.Params, ch.scalars)}
 	for _, t := range ch.tensors {
 		args.Tensors = append(args.Tensors, worker.OpTensor{DType: uint32(t.DType), Shape: t.Shape, Strides: t.Strides})
 	}

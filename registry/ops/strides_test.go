@@ -142,10 +142,10 @@ func TestSimABIHeader(t *testing.T) {
 // this build would load it; its callables never reach a child.
 func TestKernelABIAtLoad(t *testing.T) {
 	priv, _, _ := examples(t)
-	ar := pack(t, readSource(t, "scan"), priv, func(m *module.Manifest) { m.KernelABI = &module.ABIRange{Min: "1.2", Max: "1.2"} })
+	ar := pack(t, readSource(t, "scan"), priv, func(m *module.Manifest) { m.KernelABI = &module.ABIRange{Min: "1.3", Max: "1.3"} })
 	s := newStore(t)
 	saved := module.HostKernelABI
-	module.HostKernelABI = module.ABIRange{Min: "1.0", Max: "1.2"}
+	module.HostKernelABI = module.ABIRange{Min: "1.0", Max: "1.3"}
 	_, err := s.Install(ctxT(t), ar)
 	module.HostKernelABI = saved
 	if err != nil {
@@ -154,7 +154,7 @@ func TestKernelABIAtLoad(t *testing.T) {
 	svc, _ := newService(t, s, 1)
 	_, res, err := svc.Resolve(ctxT(t), vecQuery(opPrefix, 8))
 	var nf *ops.NotFoundError
-	if !errors.As(err, &nf) || !strings.Contains(reasons(res), implScan+" [kernel_abi] kernel ABI: module example.scan@1.0.0 needs kernel ABI 1.2..1.2; this host runs 1.0..1.1") {
+	if !errors.As(err, &nf) || !strings.Contains(reasons(res), implScan+" [kernel_abi] kernel ABI: module example.scan@1.0.0 needs kernel ABI 1.3..1.3; this host runs 1.0..1.2") {
 		t.Errorf("%v\n%s", err, reasons(res))
 	}
 }
@@ -183,9 +183,16 @@ func TestOperationParameters(t *testing.T) {
 		{nil, "parameter: scale (version 1, f32) is required and not passed"},
 		{[]ops.Param{{Name: "scale", Version: 1, Value: "2"}, {Name: "bias", Version: 1, Value: "1"}}, "parameter: bias is not a parameter of this implementation (it declares scale@1 f32)"},
 		{[]ops.Param{{Name: "scale", Version: 1, Value: "x"}}, `parameter: scale: "x" is not an f32`},
+		// The provider's validate sees the parameter (the query's ABI 1.2
+		// tail) and refuses a value it cannot take.
+		{[]ops.Param{{Name: "scale", Version: 1, Value: "+Inf"}}, "[validate] validate: scale inf is not finite"},
 	} {
 		_, res, err := svc.Resolve(ctx, query(c.params...))
-		if !errors.As(err, &nf) || !strings.Contains(reasons(res), implRows+" [parameter] "+c.want) {
+		want := c.want
+		if !strings.HasPrefix(want, "[") {
+			want = "[parameter] " + want
+		}
+		if !errors.As(err, &nf) || !strings.Contains(reasons(res), implRows+" "+want) {
 			t.Errorf("%v: %v\n%s", c.params, err, reasons(res))
 		}
 	}

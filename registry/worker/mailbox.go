@@ -12,6 +12,7 @@ type (
 	Arena         = mailbox.Arena
 	Buffer        = mailbox.Buffer
 	OpTensor      = mailbox.OpTensor
+	OpParam       = mailbox.OpParam
 	NegotiateArgs = mailbox.NegotiateArgs
 	Negotiation   = mailbox.Negotiation
 	ProvidedOp    = mailbox.ProvidedOp

@@ -30,6 +30,7 @@ const (
 const (
 	opABIVersion      = 1
 	sizeofOpQuery     = 24 // abi_version, tensor_count, input_count, sync_mode, tensors
+	sizeofOpQueryV12  = 40 // and the 1.2 tail: struct_size, param_count, params
 	sizeofOpTensor    = 72 // dtype, ndim, shape[4], strides[4]
 	sizeofOpScratch   = 24 // ptojit_op_scratch_request: abi_version, reserved, host_bytes, device_bytes
 	opMessageCapacity = 512
@@ -43,10 +44,13 @@ const (
 
 // C layouts of ptojit_op_service and ptojit_op_resolve_request.
 const (
-	sizeofOpService    = 64 // struct_size, version, user, 6 functions (describe_contract: the tail)
-	sizeofOpResolveReq = 48
-	opServiceVersion   = 1
-	opEReentry         = -2
-	opENotFound        = -3
-	opEInvalid         = -4
+	sizeofOpService       = 64 // struct_size, version, user, 6 functions (describe_contract: the tail)
+	sizeofOpResolveReq    = 48
+	sizeofOpResolveParams = 112 // with the parameters tail
+	sizeofOpParam         = 24  // ptojit_op_param: name, version, type, value
+	maxOpParams           = 16
+	opServiceVersion      = 1
+	opEReentry            = -2
+	opENotFound           = -3
+	opEInvalid            = -4
 )

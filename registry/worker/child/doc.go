@@ -58,9 +58,12 @@
 // that declares the provider's module as a dependency), so a caller sees
 // only its own module's dependencies; resolution runs package opquery's
 // Match on them (the daemon's rules, exact_impl_id and the budgets of the
-// request's tail), negotiates on the provider's entry points, and lends the
-// resolved descriptor (describe_contract); execute checks the negotiated
-// tensors and the caller's scratch buffers. Handles it leaves open end with
+// request's tail, the operation parameters of its second tail, each with
+// its version and type), negotiates on the provider's entry points, and
+// lends the resolved descriptor (describe_contract); execute checks the
+// negotiated tensors and the caller's scratch buffers, and hands the
+// provider the resolved parameters as its scalars (the caller passes
+// none). Handles it leaves open end with
 // the task, and calls made while a provider negotiates are refused.
 //
 // Module hooks: prewarm also resolves the optional ptojit_module_init and

@@ -52,18 +52,33 @@ func (s *simCallable) negotiate(a mailbox.NegotiateArgs) (int32, string) {
 	if !s.isProvider() {
 		return 0, "!" + notProvider
 	}
-	m, err := newCmem(sizeofOpQuery + mailbox.MaxOpTensors*sizeofOpTensor)
+	pOff := sizeofOpQueryV12 + mailbox.MaxOpTensors*sizeofOpTensor
+	nOff := pOff + mailbox.MaxOpParams*sizeofOpParam // the parameters' names
+	m, err := newCmem(nOff + mailbox.MaxOpParams*(mailbox.MaxOpParamName+1))
 	if err != nil {
 		return 0, "!" + err.Error()
 	}
 	defer m.free()
-	tOff := sizeofOpQuery
+	tOff := sizeofOpQueryV12
 	q := m.b
 	binary.LittleEndian.PutUint32(q[0:], opABIVersion)
 	binary.LittleEndian.PutUint32(q[4:], uint32(len(a.Tensors)))
 	binary.LittleEndian.PutUint32(q[8:], uint32(a.Inputs))
 	binary.LittleEndian.PutUint32(q[12:], a.SyncMode)
 	binary.LittleEndian.PutUint64(q[16:], uint64(m.addr(tOff)))
+	// The 1.2 tail: the operation parameters.
+	binary.LittleEndian.PutUint32(q[24:], sizeofOpQueryV12)
+	binary.LittleEndian.PutUint32(q[28:], uint32(len(a.Params)))
+	binary.LittleEndian.PutUint64(q[32:], uint64(m.addr(pOff)))
+	for i, p := range a.Params {
+		e := m.b[pOff+sizeofOpParam*i:]
+		name := nOff + (mailbox.MaxOpParamName+1)*i
+		copy(m.b[name:], p.Name) // NUL-terminated: the mapping is zeroed
+		binary.LittleEndian.PutUint64(e[0:], uint64(m.addr(name)))
+		binary.LittleEndian.PutUint32(e[8:], p.Version)
+		binary.LittleEndian.PutUint32(e[12:], p.Type)
+		binary.LittleEndian.PutUint64(e[16:], p.Value)
+	}
 	for i, t := range a.Tensors {
 		e := m.b[tOff+sizeofOpTensor*i:]
 		binary.LittleEndian.PutUint32(e[0:], t.DType)

@@ -57,8 +57,9 @@ type opHandle struct {
 	hashid       registry.Hashid
 	implID       string
 	tensors      []opTensorDesc
-	host, device uint64 // the scratch negotiated
-	desc         cmem   // the ptojit_op_description describe_contract lends
+	host, device uint64   // the scratch negotiated
+	scalars      []uint64 // the parameters resolved, in the descriptor's order
+	desc         cmem     // the ptojit_op_description describe_contract lends
 }
 
 type opTensorDesc struct {
@@ -145,6 +146,52 @@ func cStrings(p uintptr, n uint32) []string {
 	return out
 }
 
+// readResolveTails reads the tails of the ptojit_op_resolve_request at req
+// that its struct_size covers into q: exact_impl_id, capabilities,
+// numerics and budgets, then the operation parameters. Without the first
+// tail the query requires no capabilities and allows no scratch.
+func readResolveTails(req uintptr, size uint32, q *opquery.Query) error {
+	if size >= sizeofOpResolveTail {
+		t := cBytes(req, sizeofOpResolveTail)
+		q.ExactImplID = cString(uintptr(binary.LittleEndian.Uint64(t[48:])), 256)
+		q.Capabilities = cStrings(uintptr(binary.LittleEndian.Uint64(t[56:])), binary.LittleEndian.Uint32(t[72:]))
+		q.Numerics = cStrings(uintptr(binary.LittleEndian.Uint64(t[64:])), binary.LittleEndian.Uint32(t[76:]))
+		q.HostBudget = int64(binary.LittleEndian.Uint64(t[80:]))
+		q.DeviceBudget = int64(binary.LittleEndian.Uint64(t[88:]))
+	}
+	if size < sizeofOpResolveParams {
+		return nil
+	}
+	t := cBytes(req, sizeofOpResolveParams)
+	pp, n := uintptr(binary.LittleEndian.Uint64(t[96:])), binary.LittleEndian.Uint32(t[104:])
+	if n > maxOpParams || (n > 0 && pp == 0) {
+		return fmt.Errorf("%d parameters (at most %d)", n, maxOpParams)
+	}
+	for i := range uintptr(n) {
+		e := cBytes(pp+sizeofOpParam*i, sizeofOpParam)
+		p := opquery.Param{Name: cString(uintptr(binary.LittleEndian.Uint64(e[0:])), 256), Version: binary.LittleEndian.Uint32(e[8:]),
+			Type: opquery.ParamTypeOf(binary.LittleEndian.Uint32(e[12:])), Bits: binary.LittleEndian.Uint64(e[16:])}
+		if p.Type == "" {
+			return fmt.Errorf("parameter %d (%s): type %d is not one of enum ptojit_param_type", i, p.Name, binary.LittleEndian.Uint32(e[12:]))
+		}
+		q.Params = append(q.Params, p)
+	}
+	return nil
+}
+
+// opParams pairs a descriptor's parameters with the values a fit encoded
+// for them (opquery.Fit.Scalars, in the same order), as a provider's
+// validate and scratch query see them.
+func opParams(specs []opquery.ParamSpec, values []uint64) []mailbox.OpParam {
+	var out []mailbox.OpParam
+	for i, p := range specs {
+		if i < len(values) {
+			out = append(out, mailbox.OpParam{Name: p.Name, Version: p.Version, Type: opquery.ParamTypeCode(p.Type), Value: values[i]})
+		}
+	}
+	return out
+}
+
 // opResolve is ptojit_op_service.resolve.
 func opResolve(user, req, handleOut uintptr) uintptr {
 	if opNegotiating {
@@ -171,13 +218,8 @@ func opResolve(user, req, handleOut uintptr) uintptr {
 		MaxVersion: cString(uintptr(binary.LittleEndian.Uint64(r[24:])), 64),
 		// Without the tail: no capabilities, and no scratch.
 	}
-	if size >= sizeofOpResolveTail {
-		t := cBytes(req, sizeofOpResolveTail)
-		q.ExactImplID = cString(uintptr(binary.LittleEndian.Uint64(t[48:])), 256)
-		q.Capabilities = cStrings(uintptr(binary.LittleEndian.Uint64(t[56:])), binary.LittleEndian.Uint32(t[72:]))
-		q.Numerics = cStrings(uintptr(binary.LittleEndian.Uint64(t[64:])), binary.LittleEndian.Uint32(t[76:]))
-		q.HostBudget = int64(binary.LittleEndian.Uint64(t[80:]))
-		q.DeviceBudget = int64(binary.LittleEndian.Uint64(t[88:]))
+	if err := readResolveTails(req, size, &q); err != nil {
+		return fail(opEInvalid, "resolve: "+err.Error())
 	}
 	qp := uintptr(binary.LittleEndian.Uint64(r[32:]))
 	if q.OpName == "" || qp == 0 {
@@ -236,7 +278,10 @@ func opResolve(user, req, handleOut uintptr) uintptr {
 					return &opquery.Refusal{Kind: "provider", Reason: "provider: " + err.Error()}
 				}
 			}
-			args := mailbox.NegotiateArgs{Inputs: d.Inputs, SyncMode: uint32(q.SyncMode)}
+			if s.state.scalars != len(d.Params) {
+				return &opquery.Refusal{Kind: "parameter", Reason: fmt.Sprintf("parameter: the callable takes %d scalars, the descriptor declares %d parameters", s.state.scalars, len(d.Params))}
+			}
+			args := mailbox.NegotiateArgs{Inputs: d.Inputs, SyncMode: uint32(q.SyncMode), Params: opParams(d.Params, f.Scalars)}
 			for _, t := range f.Tensors {
 				args.Tensors = append(args.Tensors, mailbox.OpTensor{DType: uint32(t.DType), Shape: t.Shape, Strides: t.Strides})
 			}
@@ -285,7 +330,7 @@ func opResolve(user, req, handleOut uintptr) uintptr {
 	}
 	f := fits[0]
 	p := opProvided[hashids[f.Cand]]
-	oh := &opHandle{hashid: hashids[f.Cand], implID: p.desc.ImplID, host: f.HostScratch, device: f.DeviceScratch}
+	oh := &opHandle{hashid: hashids[f.Cand], implID: p.desc.ImplID, host: f.HostScratch, device: f.DeviceScratch, scalars: f.Scalars}
 	for _, t := range f.Tensors {
 		oh.tensors = append(oh.tensors, opTensorDesc{dtype: uint32(t.DType), shape: t.Shape, strides: t.EffectiveStrides()})
 	}
@@ -419,11 +464,46 @@ func opExecute(user, h, args uintptr) uintptr {
 			return rc(opENotFound)
 		}
 	}
+	pa, m, err := withParams(args, oh.scalars)
+	if err != nil {
+		return rc(opEInvalid)
+	}
+	defer m.free()
 	caller := opCaller
 	opCaller = oh.hashid
-	r, _, _ := purego.SyscallN(s.state.entry, s.state.rt.addr(0), args)
+	r, _, _ := purego.SyscallN(s.state.entry, s.state.rt.addr(0), pa)
 	opCaller = caller
 	return r
+}
+
+// withParams returns the ptojit_args to hand the implementation: the
+// caller's at args, which pass no scalars, or, when the handle resolved
+// parameters, a copy of them (the prefix and the tail their struct_size
+// covers) whose scalars are those parameters. The copy lives in the cmem
+// returned.
+func withParams(args uintptr, scalars []uint64) (uintptr, cmem, error) {
+	a := cBytes(args, sizeofArgs)
+	if binary.LittleEndian.Uint32(a[16:]) != 0 {
+		return 0, cmem{}, errors.New("the caller passes scalars (the service passes the resolved parameters)")
+	}
+	if len(scalars) == 0 {
+		return args, cmem{}, nil
+	}
+	n := sizeofArgs
+	if binary.LittleEndian.Uint32(a[20:]) >= sizeofArgsV11 {
+		n = sizeofArgsV11
+	}
+	m, err := newCmem(n + 8*len(scalars))
+	if err != nil {
+		return 0, m, err
+	}
+	copy(m.b, cBytes(args, n))
+	for i, v := range scalars {
+		binary.LittleEndian.PutUint64(m.b[n+8*i:], v)
+	}
+	binary.LittleEndian.PutUint32(m.b[16:], uint32(len(scalars)))
+	binary.LittleEndian.PutUint64(m.b[24:], uint64(m.addr(n)))
+	return m.addr(0), m, nil
 }
 
 func checkOpArgs(arena []byte, oh *opHandle, args uintptr) error {

@@ -21,18 +21,43 @@ type OpTensor struct {
 	Strides []uint64 // empty, or one per dimension
 }
 
+// MaxOpParams bounds the operation parameters of one negotiation, and
+// MaxOpParamName the bytes of a parameter's name.
+const (
+	MaxOpParams    = 16
+	MaxOpParamName = 128
+)
+
+// OpParam is an operation parameter a provider negotiates on: its name,
+// version and type (enum ptojit_param_type) as the descriptor declares
+// them, and the query's value encoded as that type.
+type OpParam struct {
+	Name    string
+	Version uint32
+	Type    uint32
+	Value   uint64
+}
+
 // NegotiateArgs are the args of NEGOTIATE after the digest: the query's
-// tensors (inputs first), how many are inputs, and the sync mode.
+// tensors (inputs first), how many are inputs, the sync mode, and the
+// operation parameters in the descriptor's order.
 //
 //	offset     size  field
 //	0          4     u32 tensor count t (<= MaxOpTensors)
 //	4          4     u32 input count (<= t)
 //	8          4     u32 sync mode (1 blocking, 2 async)
-//	12         4     u32 reserved 0
+//	12         4     u32 parameter count p (<= MaxOpParams; before the
+//	                 parameters this field was reserved, always 0, and a
+//	                 blob without parameters is unchanged)
 //	16 + 72*i  4     tensor i: u32 dtype
 //	           4     u32 ndim (<= 4)
 //	           32    u64 shape[4]
 //	           32    u64 strides[4] (elements; 0 packed)
+//	then p parameters, each:
+//	           4     u32 version
+//	           4     u32 type (enum ptojit_param_type)
+//	           8     u64 value
+//	           2     u16 name length (1..MaxOpParamName), then the name
 //
 // A successful reply's message is "impl_id=ID host=N device=M": the
 // provider's implementation id and its scratch request in bytes
@@ -42,6 +67,7 @@ type NegotiateArgs struct {
 	Inputs   int
 	SyncMode uint32
 	Tensors  []OpTensor
+	Params   []OpParam
 }
 
 // AppendNegotiateArgs appends the negotiation blob of a to dst.
@@ -51,8 +77,11 @@ func AppendNegotiateArgs(dst []byte, a NegotiateArgs) ([]byte, error) {
 	}
 	dst = binary.LittleEndian.AppendUint32(dst, uint32(len(a.Tensors)))
 	dst = binary.LittleEndian.AppendUint32(dst, uint32(a.Inputs))
+	if len(a.Params) > MaxOpParams {
+		return dst, fmt.Errorf("negotiate: %d parameters, at most %d", len(a.Params), MaxOpParams)
+	}
 	dst = binary.LittleEndian.AppendUint32(dst, a.SyncMode)
-	dst = binary.LittleEndian.AppendUint32(dst, 0)
+	dst = binary.LittleEndian.AppendUint32(dst, uint32(len(a.Params)))
 	for i, t := range a.Tensors {
 		if len(t.Shape) > MaxDims || (len(t.Strides) != 0 && len(t.Strides) != len(t.Shape)) {
 			return dst, fmt.Errorf("negotiate: tensor %d: rank %d with %d strides", i, len(t.Shape), len(t.Strides))
@@ -69,6 +98,16 @@ func AppendNegotiateArgs(dst []byte, a NegotiateArgs) ([]byte, error) {
 			}
 		}
 	}
+	for i, p := range a.Params {
+		if len(p.Name) == 0 || len(p.Name) > MaxOpParamName {
+			return dst, fmt.Errorf("negotiate: parameter %d: a name of %d bytes", i, len(p.Name))
+		}
+		dst = binary.LittleEndian.AppendUint32(dst, p.Version)
+		dst = binary.LittleEndian.AppendUint32(dst, p.Type)
+		dst = binary.LittleEndian.AppendUint64(dst, p.Value)
+		dst = binary.LittleEndian.AppendUint16(dst, uint16(len(p.Name)))
+		dst = append(dst, p.Name...)
+	}
 	return dst, nil
 }
 
@@ -79,8 +118,13 @@ func ParseNegotiateArgs(b []byte) (NegotiateArgs, error) {
 	}
 	t := binary.LittleEndian.Uint32(b)
 	in := binary.LittleEndian.Uint32(b[4:])
-	if t > MaxOpTensors || in > t || len(b) != 16+opTensorSize*int(t) {
-		return NegotiateArgs{}, fmt.Errorf("negotiate args: %d tensors, %d inputs, %d bytes", t, in, len(b))
+	np := binary.LittleEndian.Uint32(b[12:])
+	if t > MaxOpTensors || in > t || np > MaxOpParams || len(b) < 16+opTensorSize*int(t) {
+		return NegotiateArgs{}, fmt.Errorf("negotiate args: %d tensors, %d inputs, %d parameters, %d bytes", t, in, np, len(b))
+	}
+	params, err := parseOpParams(b[16+opTensorSize*int(t):], int(np))
+	if err != nil {
+		return NegotiateArgs{}, err
 	}
 	a := NegotiateArgs{Inputs: int(in), SyncMode: binary.LittleEndian.Uint32(b[8:])}
 	for i := range int(t) {
@@ -96,7 +140,30 @@ func ParseNegotiateArgs(b []byte) (NegotiateArgs, error) {
 		}
 		a.Tensors = append(a.Tensors, ot)
 	}
+	a.Params = params
 	return a, nil
+}
+
+// parseOpParams decodes the n parameters that end a negotiation blob; b
+// must hold exactly them.
+func parseOpParams(b []byte, n int) ([]OpParam, error) {
+	var out []OpParam
+	for i := range n {
+		if len(b) < 18 {
+			return nil, fmt.Errorf("negotiate args: parameter %d is cut short", i)
+		}
+		l := int(binary.LittleEndian.Uint16(b[16:]))
+		if l == 0 || l > MaxOpParamName || len(b) < 18+l {
+			return nil, fmt.Errorf("negotiate args: parameter %d has a name of %d bytes", i, l)
+		}
+		out = append(out, OpParam{Version: binary.LittleEndian.Uint32(b), Type: binary.LittleEndian.Uint32(b[4:]),
+			Value: binary.LittleEndian.Uint64(b[8:]), Name: string(b[18 : 18+l])})
+		b = b[18+l:]
+	}
+	if len(b) != 0 {
+		return nil, fmt.Errorf("negotiate args: %d bytes after the parameters", len(b))
+	}
+	return out, nil
 }
 
 // Negotiation is a provider's answer: its implementation id and the

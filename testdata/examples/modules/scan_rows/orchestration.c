@@ -1,7 +1,11 @@
 /* orchestration.c: the row prefix sum's orchestration and provider entry
  * points. Chip signature [IN, OUT, SCALAR]: matrices of one shape [n, rows],
  * each contiguous or outer-strided, and the operation parameter scale
- * (version 1, f32); kernel 0 does the work. */
+ * (version 1, f32), which validate refuses when it is not finite; kernel 0
+ * does the work. */
+#include <math.h>
+#include <string.h>
+
 #include "rows.h"
 
 static const ptojit_config rows_config = {
@@ -35,6 +39,20 @@ int32_t ptojit_op_validate(const ptojit_op_query *q, char *msg, uint32_t cap)
     if (in->strides[0] > 1 || out->strides[0] > 1) {
         snprintf(msg, cap, "rows must be contiguous");
         return 5;
+    }
+    /* The parameters (the query's ABI 1.2 tail; this module's kernel_abi
+     * min is 1.2, so every runtime that loads it fills the tail in). */
+    if (q->struct_size < PTOJIT_OP_QUERY_SIZE_PARAMS || q->param_count != 1 || strcmp(q->params[0].name, "scale") != 0 ||
+        q->params[0].type != PTOJIT_PARAM_F32) {
+        snprintf(msg, cap, "takes one parameter, scale (f32)");
+        return 6;
+    }
+    uint32_t bits = (uint32_t)q->params[0].value;
+    float scale;
+    memcpy(&scale, &bits, sizeof scale);
+    if (!isfinite(scale)) {
+        snprintf(msg, cap, "scale %g is not finite", (double)scale);
+        return 7;
     }
     return 0;
 }

@@ -22,6 +22,8 @@
  *   1.0  the prefixes below
  *   1.1  ptojit_args.struct_size and ptojit_args.strides: the strides of
  *        every tensor argument (PTOJIT_ARGS_SIZE_STRIDES)
+ *   1.2  ptojit_op_query's tail: struct_size and the operation parameters
+ *        validate and the scratch query see (PTOJIT_OP_QUERY_SIZE_PARAMS)
  *
  * A runtime module's manifest names the range of ABI versions its binaries
  * need (module_abi {min, max}); a runtime that does not provide them is
@@ -37,7 +39,7 @@ extern "C" {
 #endif
 
 #define PTOJIT_SIM_ABI_VERSION 1u
-#define PTOJIT_SIM_ABI_MINOR 1u
+#define PTOJIT_SIM_ABI_MINOR 2u
 
 /* Element types of a tensor. */
 enum ptojit_dtype {
@@ -166,13 +168,46 @@ typedef struct ptojit_op_tensor {
     uint64_t strides[PTOJIT_MAX_DIMS];
 } ptojit_op_tensor;
 
+/* How an operation parameter's value travels as a 64-bit scalar (the
+ * descriptor's parameter types). */
+enum ptojit_param_type {
+    PTOJIT_PARAM_F32 = 1,             /* the float bits in the low 32 bits */
+    PTOJIT_PARAM_F64 = 2,             /* the double bits */
+    PTOJIT_PARAM_I32 = 3,             /* two's complement in the low 32 bits */
+    PTOJIT_PARAM_I64 = 4,
+};
+
+/* An operation parameter a caller passes: its name, the version of its
+ * meaning the caller speaks, its type and its value. */
+typedef struct ptojit_op_param {
+    const char *name;                 /* as the descriptor's parameters name it */
+    uint32_t version;                 /* must equal the descriptor's */
+    uint32_t type;                    /* enum ptojit_param_type, must be the descriptor's */
+    uint64_t value;                   /* encoded as type says */
+} ptojit_op_param;
+
+/* The query a provider negotiates on. Its tail (ABI 1.2) lists the
+ * operation parameters of the query, in the descriptor's order, each with
+ * the version and type the descriptor declares and the query's value: a
+ * provider may refuse values it cannot take. A runtime of ABI 1.2 or later
+ * always fills the tail in; a provider reads it only when its module's
+ * kernel_abi min is 1.2 or later (so no older runtime loads it) or, with an
+ * older min, never. The host service's resolve reads the prefix of a
+ * caller's query only: a caller passes parameters in the request. */
 typedef struct ptojit_op_query {
     uint32_t abi_version;             /* PTOJIT_OP_ABI_VERSION */
     uint32_t tensor_count;
     uint32_t input_count;             /* tensors[0..input_count) are inputs */
     uint32_t sync_mode;               /* enum ptojit_sync_mode */
     const ptojit_op_tensor *tensors;
+    /* tail, ABI 1.2 (struct_size >= PTOJIT_OP_QUERY_SIZE_PARAMS) */
+    uint32_t struct_size;             /* bytes of this structure the runtime filled in */
+    uint32_t param_count;
+    const struct ptojit_op_param *params;
 } ptojit_op_query;
+
+#define PTOJIT_OP_QUERY_SIZE_PREFIX 24u
+#define PTOJIT_OP_QUERY_SIZE_PARAMS 40u
 
 typedef struct ptojit_op_scratch_request {
     uint32_t abi_version;
@@ -242,6 +277,12 @@ typedef void (*ptojit_module_shutdown_fn)(void);
  * 64) borrows the resolved descriptor until release. execute checks that
  * args match the negotiated tensors (dtype, shape, strides, extent) and the
  * scratch, and runs the implementation's orchestration synchronously.
+ * Operation parameters (request struct_size >= PTOJIT_OP_RESOLVE_SIZE_PARAMS)
+ * are matched as the daemon matches them: every parameter the descriptor
+ * declares passed, of exactly its version and type, and no other, else
+ * the candidate is rejected (its reason starts "parameter:"). execute hands
+ * the resolved parameters to the implementation as its args' scalars, in
+ * the descriptor's order; the caller's args carry no scalars.
  */
 #define PTOJIT_OP_SERVICE_VERSION 1u
 #define PTOJIT_OP_E_REENTRY (-2)
@@ -264,10 +305,15 @@ typedef struct ptojit_op_resolve_request {
     uint32_t numerics_count;
     int64_t host_budget;              /* bytes of host scratch allowed; -1: no bound */
     int64_t device_budget;            /* bytes of device scratch allowed; -1: no bound */
+    /* tail (struct_size >= PTOJIT_OP_RESOLVE_SIZE_PARAMS) */
+    const ptojit_op_param *params;    /* param_count operation parameters */
+    uint32_t param_count;
+    uint32_t reserved;
 } ptojit_op_resolve_request;
 
 #define PTOJIT_OP_RESOLVE_SIZE_PREFIX 48u
 #define PTOJIT_OP_RESOLVE_SIZE_QUERY 96u
+#define PTOJIT_OP_RESOLVE_SIZE_PARAMS 112u
 
 /* What a handle resolved, borrowed from the service until release. */
 typedef struct ptojit_op_description {
