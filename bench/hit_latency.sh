@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Warm-hit latency, in one interleaved run: one Python process runs, round
-# after round, each of
+# after round, each of (in a new, seeded order each round)
 #
 #   cli       `ptojit build` of the shipped example (static client, full
 #             content-policy identity), answered by the daemon from the cache
@@ -64,7 +64,7 @@ export PYTHONPATH=$PWD/python
 
 echo "machine: $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg)"
 python3 - "$rounds" "$work" "$smoke" "$baseline" <<'PY'
-import json, os, statistics, subprocess, sys, time
+import json, os, random, statistics, subprocess, sys, time
 import ptojit
 
 rounds, work, smoke, baseline = int(sys.argv[1]), sys.argv[2], sys.argv[3] == "1", sys.argv[4]
@@ -138,8 +138,15 @@ for f in cases.values():  # untimed rounds
     f()
 daemon_ms.clear(); phases.clear(); base_ms.clear()
 times = {k: [] for k in cases}
+# Each round runs the cases in a new order (a seeded shuffle, so a run can
+# be repeated): a case that always ran first, or always right after
+# another, would carry that position's cost or benefit in its figures.
+order = random.Random(1)
 for _ in range(rounds):
-    for k, f in cases.items():
+    keys = list(cases)
+    order.shuffle(keys)
+    for k in keys:
+        f = cases[k]
         t = time.perf_counter()
         f()
         times[k].append((time.perf_counter() - t) * 1e3)
