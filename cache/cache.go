@@ -18,8 +18,8 @@
 // (see entry.go), checked before it is decoded, and Get verifies each blob's
 // size and SHA-256 before returning it; Badger's block and value checksums
 // are on as well. A missing or corrupt blob (or a damaged entry) is a miss
-// whose reason starts with "damaged: " (a *MissError with Corrupt set),
-// counted as Damaged (apart from Misses), and the entry is removed, as the go
+// whose reason starts with "damaged: " (a *MissError with Corrupt set,
+// matching ErrDamaged), counted as Damaged (apart from Misses), and the entry is removed, as the go
 // command's build cache does with missing(reason): a damaged entry is never
 // served and never crashes the caller.
 //
