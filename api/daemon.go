@@ -115,17 +115,25 @@ const (
 	FrameProgress = "progress"
 )
 
-// Kinds of failed requests (DaemonResponse.Kind). A client maps each to
-// its text and exit code; an unknown kind is treated as KindInternal.
+// Kinds of failed requests (DaemonResponse.Kind), with the Data each
+// carries. A client maps each to its text and exit code (the Go client's
+// FailureText, the Python client's _failure_text); an unknown kind is
+// treated as KindInternal.
 const (
-	KindMiss         = "miss"          // the entry asked for is not in the cache (Data: key)
-	KindDamaged      = "damaged"       // what the store holds failed verification (Data: key, path)
-	KindRefused      = "refused"       // a file or peer was refused (Data: path, owner, mode, uid)
-	KindUnavailable  = "unavailable"   // an identity could not be computed (Data: component, reason)
-	KindStoreFailure = "store_failure" // the store failed (Data: path, holder)
-	KindNotAnswering = "not_answering" // the daemon did not answer in time (Data: pid, log)
-	KindBadRequest   = "bad_request"   // the request is malformed or not served (Data: op, args)
-	KindProtocol     = "protocol"      // the peer speaks another version (Data: daemon, client)
+	KindMiss    = "miss"    // the entry asked for is not in the cache (Data: key)
+	KindDamaged = "damaged" // what the store holds failed verification (Data: key, reason)
+	// KindRefused: a connection over the limit (Data: max_connections), a
+	// peer of another user (uid), or a cache directory or file for its
+	// owner or mode (path, dir, owner, mode, and user: the uid it must be).
+	KindRefused     = "refused"
+	KindUnavailable = "unavailable" // an identity could not be computed (Data: component, reason)
+	// KindStoreFailure: the store is held by another process (Data: path,
+	// holder "daemon" with pid and since, or "in_process") or failed
+	// (path, reason).
+	KindStoreFailure = "store_failure"
+	KindNotAnswering = "not_answering" // the daemon did not answer in time (Data: pid, bound, log)
+	KindBadRequest   = "bad_request"   // the request is malformed or not served (Data: op, args or dir)
+	KindProtocol     = "protocol"      // the peer speaks another version (Data: pid, daemon, client)
 	KindShutdown     = "shutdown"      // the daemon is stopping
 	KindInternal     = "internal"      // a bug: a recovered panic, no handler
 )

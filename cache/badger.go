@@ -14,6 +14,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/dgraph-io/badger/v4"
@@ -213,7 +214,7 @@ func Open(dir string, opt Options) (*Badger, error) {
 	}
 	db, err := openBadger(bo)
 	if err != nil {
-		if strings.Contains(err.Error(), "Cannot acquire directory lock") {
+		if dirLocked(dir, opt.ReadOnly) {
 			err = ErrLocked
 		}
 		if roCause != nil {
@@ -312,6 +313,23 @@ func (b *Badger) flusher() {
 			tightenFiles(b.dir)
 		}
 	}
+}
+
+// dirLocked reports whether another process holds the lock badger takes
+// on dir (flock, shared for a read-only store, else exclusive): after a
+// failed open, it tells a held directory from other failures, which
+// badger's error says only in its text.
+func dirLocked(dir string, readOnly bool) bool {
+	f, err := os.Open(dir)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	how := syscall.LOCK_EX
+	if readOnly {
+		how = syscall.LOCK_SH
+	}
+	return errors.Is(syscall.Flock(int(f.Fd()), how|syscall.LOCK_NB), syscall.EWOULDBLOCK)
 }
 
 // openBadger is badger.Open that returns a panic as an error: a damaged

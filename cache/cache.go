@@ -18,8 +18,8 @@
 // (see entry.go), checked before it is decoded, and Get verifies each blob's
 // size and SHA-256 before returning it; Badger's block and value checksums
 // are on as well. A missing or corrupt blob (or a damaged entry) is a miss
-// whose reason starts with "damaged: " (a *MissError with Corrupt set),
-// counted as Damaged (apart from Misses), and the entry is removed, as the go
+// whose reason starts with "damaged: " (a *MissError with Corrupt set,
+// matching ErrDamaged), counted as Damaged (apart from Misses), and the entry is removed, as the go
 // command's build cache does with missing(reason): a damaged entry is never
 // served and never crashes the caller.
 //
@@ -169,10 +169,16 @@ const (
 // ReasonDamaged starts the reason of every miss on a damaged entry.
 const ReasonDamaged = "damaged: "
 
+// ErrDamaged matches every miss on an entry that existed but failed
+// verification (a *MissError with Corrupt set): callers tell a damaged
+// entry from an absent one with errors.Is, never from the reason's text.
+var ErrDamaged = errors.New("cache: damaged entry")
+
 // MissError is a miss with its reason (immutable once returned, so safe to
 // share): "no entry", or for a damaged entry "damaged: " followed by
 // "blob 3f2a... corrupt: sha256 mismatch", "blob 3f2a... missing",
-// "entry corrupt: digest mismatch", .... It matches ErrMiss.
+// "entry corrupt: digest mismatch", .... It matches ErrMiss, and ErrDamaged
+// when Corrupt is set. The reason is for people; its kind is Corrupt.
 type MissError struct {
 	Key    Key
 	Reason string
@@ -185,8 +191,11 @@ func (e *MissError) Error() string {
 	return fmt.Sprintf("cache miss for %s: %s", e.Key.String()[:12], e.Reason)
 }
 
-// Is reports whether target is ErrMiss.
-func (e *MissError) Is(target error) bool { return target == ErrMiss }
+// Is reports whether target is ErrMiss, or ErrDamaged for a damaged
+// entry.
+func (e *MissError) Is(target error) bool {
+	return target == ErrMiss || (e.Corrupt && target == ErrDamaged)
+}
 
 // DataError reports a Put whose data does not match its outputs, or whose
 // entry exceeds a limit of the entry encoding. Immutable once returned.

@@ -198,18 +198,7 @@ func (d *Driver) build(ctx context.Context, req *api.Request, resp *api.Response
 		resp.Key = id.key.String()
 	}
 	store := d.opt.Store
-	reasons := slices.Clone(id.unavailable)
-	for _, f := range id.fresh {
-		reasons = append(reasons, f+" is set (fresh_request): no lookup, no publish")
-	}
-	switch {
-	case store == nil && d.opt.StoreErr != nil:
-		reasons = append(reasons, "cache unusable: "+d.opt.StoreErr.Error())
-		resp.Warnings = append(resp.Warnings, cache.StoreWarning(d.opt.StoreDir, d.opt.StoreErr))
-	case store == nil:
-		reasons = append(reasons, "no cache store")
-	}
-	if len(reasons) > 0 {
+	if reasons := d.uncachedReasons(id, resp); len(reasons) > 0 {
 		return d.buildUncached(ctx, req, id, reasons, resp)
 	}
 
@@ -224,7 +213,7 @@ func (d *Driver) build(ctx context.Context, req *api.Request, resp *api.Response
 		}
 		resp.Warnings = append(resp.Warnings, d.storeWarning(err))
 		_ = store.Count(ctx, cache.EventError, "cache lookup failed")
-		return d.buildUncached(ctx, req, id, []string{"cache lookup failed: " + err.Error()}, resp)
+		return d.buildUncached(ctx, req, id, []reason{{"cache lookup failed", "cache lookup failed: " + err.Error()}}, resp)
 	}
 	var r *flightResult
 	if hit != nil {
@@ -275,7 +264,7 @@ func (d *Driver) build(ctx context.Context, req *api.Request, resp *api.Response
 		resp.Status = api.StatusUncached
 		if isPlainReadOnly(r.putErr) {
 			resp.Unavailable = []string{"not published: " + r.putErr.Error()}
-			_ = store.Count(ctx, cache.EventUncached, "not published")
+			_ = store.Count(ctx, cache.EventUncached, notPublishedCounter)
 		} else {
 			resp.Unavailable = []string{"cache write failed: " + r.putErr.Error()}
 			resp.Warnings = append(resp.Warnings, d.storeWarning(r.putErr))
@@ -284,7 +273,7 @@ func (d *Driver) build(ctx context.Context, req *api.Request, resp *api.Response
 	case r.notPublished != "":
 		resp.Status = api.StatusUncached
 		resp.Unavailable = []string{r.notPublished}
-		_ = store.Count(ctx, cache.EventUncached, countReason(r.notPublished))
+		_ = store.Count(ctx, cache.EventUncached, notPublishedCounter) // every notPublished says "not published: ..."
 	default:
 		resp.Status = api.StatusMiss
 		resp.MissReason = why
@@ -294,6 +283,42 @@ func (d *Driver) build(ctx context.Context, req *api.Request, resp *api.Response
 		ph.mark("latest")
 	}
 	return nil
+}
+
+// reason is why a build is not cached: text is what the response (and
+// the key report) lists, counter the name of the store's uncached counter
+// it adds to. The counter names the kind of reason (a component, a source
+// role, a variable), so that the counters do not grow one key per path.
+type reason struct{ counter, text string }
+
+// notPublishedCounter counts the builds whose outputs were not published.
+const notPublishedCounter = "not published"
+
+// reasonTexts returns the texts of rs.
+func reasonTexts(rs []reason) []string {
+	var out []string
+	for _, r := range rs {
+		out = append(out, r.text)
+	}
+	return out
+}
+
+// uncachedReasons returns why a build of id runs without the store: its
+// identity is unavailable, a fresh_request variable is set, or there is
+// no store (a store that failed to open adds its warning to resp).
+func (d *Driver) uncachedReasons(id *identity, resp *api.Response) []reason {
+	reasons := slices.Clone(id.unavailable)
+	for _, f := range id.fresh {
+		reasons = append(reasons, reason{f + " is set", f + " is set (fresh_request): no lookup, no publish"})
+	}
+	switch {
+	case d.opt.Store == nil && d.opt.StoreErr != nil:
+		reasons = append(reasons, reason{"cache unusable", "cache unusable: " + d.opt.StoreErr.Error()})
+		resp.Warnings = append(resp.Warnings, cache.StoreWarning(d.opt.StoreDir, d.opt.StoreErr))
+	case d.opt.Store == nil:
+		reasons = append(reasons, reason{"no cache store", "no cache store"})
+	}
+	return reasons
 }
 
 // isPlainReadOnly reports whether err is the refusal of a store that was
@@ -313,7 +338,7 @@ func (d *Driver) storeWarning(err error) string {
 }
 
 // buildUncached compiles req without the store, answers and counts.
-func (d *Driver) buildUncached(ctx context.Context, req *api.Request, id *identity, reasons []string, resp *api.Response) error {
+func (d *Driver) buildUncached(ctx context.Context, req *api.Request, id *identity, reasons []reason, resp *api.Response) error {
 	t := time.Now()
 	res, err := d.compile(ctx, req, id)
 	if err != nil {
@@ -331,10 +356,10 @@ func (d *Driver) buildUncached(ctx context.Context, req *api.Request, id *identi
 		return err
 	}
 	resp.Status = api.StatusUncached
-	resp.Unavailable = reasons
+	resp.Unavailable = reasonTexts(reasons)
 	if len(resp.Warnings) == 0 && d.opt.Store != nil {
 		// A store failure was counted as an error where it happened.
-		_ = d.opt.Store.Count(ctx, cache.EventUncached, countReason(reasons[0]))
+		_ = d.opt.Store.Count(ctx, cache.EventUncached, reasons[0].counter)
 	}
 	return nil
 }
@@ -418,15 +443,6 @@ func (d *Driver) compileAndPublish(ctx context.Context, req *api.Request, id *id
 	}
 	r.publishMS = ms(time.Since(t))
 	return r, nil
-}
-
-// countReason shortens a reason to its kind, so that the store's counters
-// do not grow one key per path.
-func countReason(r string) string {
-	if i := strings.IndexAny(r, ":("); i > 0 {
-		r = r[:i]
-	}
-	return strings.TrimSpace(r)
 }
 
 // manifest is the direct-mode record stored with a key: the header sets

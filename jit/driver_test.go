@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -178,6 +179,11 @@ func TestFreshRequest(t *testing.T) {
 	if r.Timings.Lookup != 0 || r.Timings.Compile == 0 {
 		t.Errorf("fresh request looked up (%v ms) or did not compile (%v ms)", r.Timings.Lookup, r.Timings.Compile)
 	}
+	// Counted under the variable, not under the reason's whole text.
+	st, _ := store.Stats(context.Background())
+	if want := map[string]int64{"PYPTO_JIT_FORCE_RECOMPILE is set": 1}; !maps.Equal(st.UncachedReasons, want) {
+		t.Errorf("uncached reasons %v, want %v", st.UncachedReasons, want)
+	}
 }
 
 func TestUnavailableIdentity(t *testing.T) {
@@ -195,6 +201,10 @@ func TestUnavailableIdentity(t *testing.T) {
 	st, _ := store.Stats(context.Background())
 	if st.Entries != 0 || st.Uncached != 2 {
 		t.Errorf("stats %+v: want no entry and two uncached builds", st)
+	}
+	// Counted under the first unavailable component's name.
+	if want := map[string]int64{"pypto": 2}; !maps.Equal(st.UncachedReasons, want) {
+		t.Errorf("uncached reasons %v, want %v (unavailable %q)", st.UncachedReasons, want, build(t, d, req, api.StatusUncached).Unavailable)
 	}
 }
 

@@ -23,7 +23,7 @@ type identity struct {
 	encoded           []byte          // its encoding
 	key               inventory.Sum
 	usable            bool
-	unavailable       []string
+	unavailable       []reason
 	fresh             []string
 	inputs            *toolchain.ToolchainInputs
 	toolchain         *toolchain.Identity
@@ -64,7 +64,7 @@ func (d *Driver) KeyOf(ctx context.Context, req *api.Request) (*KeyReport, error
 		Record:      id.record,
 		RecordWire:  string(id.encoded),
 		Inputs:      inputs,
-		Unavailable: id.unavailable,
+		Unavailable: reasonTexts(id.unavailable),
 		Fresh:       id.fresh,
 		BaseDir:     id.base.dir,
 	}
@@ -241,10 +241,10 @@ func (d *Driver) identifyToolchain(ctx context.Context, req *api.Request, id *id
 		return fmt.Errorf("toolchain identity: %w", err)
 	}
 	id.toolchain = tid
-	id.unavailable = append(id.unavailable, tid.Reasons()...)
+	id.unavailable = append(id.unavailable, componentReasons(tid)...)
 	for _, v := range d.opt.Registry.Variables(envreg.ToolResolution) {
 		if d.opt.Getenv(v) != "" && !accountedFor[v] {
-			id.unavailable = append(id.unavailable, v+" is set: no toolchain adapter identifies what it selects (tool_resolution)")
+			id.unavailable = append(id.unavailable, reason{v + " is set", v + " is set: no toolchain adapter identifies what it selects (tool_resolution)"})
 		}
 	}
 	return nil
@@ -266,7 +266,7 @@ func (id *identity) identifySources(req *api.Request, extra inventory.Value) {
 		id.sourcesDigest = inventory.MustDigest(inventory.T(inventory.Str("content"), all))
 	}
 	if sum, err := id.base.extraSourcesDigest(id.extraPaths, extra); err != nil {
-		id.unavailable = append(id.unavailable, "extra_sources: "+err.Error())
+		id.unavailable = append(id.unavailable, reason{"extra_sources", "extra_sources: " + err.Error()})
 	} else {
 		id.extraDigest = sum
 	}
@@ -340,20 +340,32 @@ func sourceRoots(req *api.Request) []source {
 	return out
 }
 
+// componentReasons returns why tid's components are unavailable (the
+// texts of tid.Reasons), each counted under its component's name.
+func componentReasons(tid *toolchain.Identity) []reason {
+	var out []reason
+	for _, c := range tid.Components {
+		if c.Unavailable != "" {
+			out = append(out, reason{c.Name, c.Name + ": " + c.Unavailable})
+		}
+	}
+	return out
+}
+
 // fingerprintSources reads every source root and returns the reasons of
 // those that are unavailable.
-func fingerprintSources(ss []source) []string {
-	var reasons []string
+func fingerprintSources(ss []source) []reason {
+	var reasons []reason
 	for i := range ss {
 		s := &ss[i]
 		if s.root.Path() == "" {
-			reasons = append(reasons, s.name+": not a usable path")
+			reasons = append(reasons, reason{s.name, s.name + ": not a usable path"})
 			continue
 		}
 		c, err := fingerprintSource(s.root)
 		if err != nil {
 			s.content = nil
-			reasons = append(reasons, s.name+": "+err.Error())
+			reasons = append(reasons, reason{s.name, s.name + ": " + err.Error()})
 			continue
 		}
 		s.content = c

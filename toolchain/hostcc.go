@@ -2,6 +2,7 @@ package toolchain
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -205,9 +206,10 @@ func sharedLibs(ctx context.Context, cfg *Config, progs []string) ([]string, err
 		wg.Go(func() {
 			sem <- struct{}{}
 			defer func() { <-sem }()
-			out, errOut, err := probeBoth(ctx, cfg, ldd, p)
-			if err != nil && strings.Contains(errOut+err.Error(), "not a dynamic executable") {
-				return
+			out, _, err := probeBoth(ctx, cfg, ldd, p)
+			var pe *ProbeError
+			if errors.As(err, &pe) && strings.Contains(pe.Stderr, "not a dynamic executable") {
+				return // what ldd says of a static binary or a script
 			}
 			outs[i], errs[i] = out, err
 		})
@@ -217,8 +219,6 @@ func sharedLibs(ctx context.Context, cfg *Config, progs []string) ([]string, err
 	seen := map[string]bool{}
 	for i, out := range outs {
 		if errs[i] != nil {
-			// probeBoth keeps only the first line of stderr in the error:
-			// enough to tell "not a dynamic executable" from a failure.
 			return nil, errs[i]
 		}
 		found, missing := ParseLdd(out)

@@ -244,6 +244,10 @@ type ProbeError struct {
 	Tool   string // base name of the program
 	Args   []string
 	Reason string
+	// Stderr is the first line of the program's standard error when it
+	// exited with a failing status ("" otherwise): what the program said,
+	// for callers that tell one outcome of the program from another.
+	Stderr string
 }
 
 func (e *ProbeError) Error() string {
@@ -288,7 +292,7 @@ func probeBoth(ctx context.Context, cfg *Config, prog string, args ...string) (s
 		var ee *exec.ExitError
 		if errors.As(err, &ee) {
 			msg := strings.TrimSpace(firstLine(stderr.String()))
-			return fail(ee.String() + optional(": ", msg))
+			return "", "", &ProbeError{Tool: filepath.Base(prog), Args: args, Reason: ee.String() + optional(": ", msg), Stderr: msg}
 		}
 		return fail(errText(err))
 	}

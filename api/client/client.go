@@ -239,15 +239,15 @@ func call(path string, req *api.DaemonRequest, o Options, prepare func(pid int) 
 var peerCreds = socketPeer
 
 // UntrustedError refuses a daemon directory or socket that another user
-// could control. Nothing was sent to it.
+// could control. Nothing was sent to it. Its message states the refusal;
+// what to do about it is the command line's to say.
 type UntrustedError struct {
 	Path   string // the directory or socket refused
 	Reason string
 }
 
 func (e *UntrustedError) Error() string {
-	return fmt.Sprintf("refusing the daemon at %s: %s; another user could serve a fake daemon there "+
-		"(remove it, or set XDG_RUNTIME_DIR to a directory of your own)", e.Path, e.Reason)
+	return fmt.Sprintf("refusing the daemon at %s: %s; another user could serve a fake daemon there", e.Path, e.Reason)
 }
 
 // CheckDir returns nil when dir may hold this user's daemon socket: dir

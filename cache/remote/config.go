@@ -155,9 +155,9 @@ func hostPort(h string) (string, error) {
 	}
 	host, port, err := net.SplitHostPort(h)
 	if err != nil {
-		if strings.Contains(err.Error(), "missing port") {
-			host, port = strings.Trim(h, "[]"), "6379"
-		} else {
+		// Without a port, the address with the default one splits.
+		var err2 error
+		if host, port, err2 = net.SplitHostPort(h + ":6379"); err2 != nil {
 			return "", &URLError{fmt.Sprintf("address %q: %v", h, err)}
 		}
 	}

@@ -48,7 +48,6 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -278,12 +277,13 @@ func (r *Remote) op(ctx context.Context, fn func(ctx context.Context) error) err
 	te := &TierError{Target: r.br.target, Err: err}
 	var reply redis.Error
 	if errors.As(err, &reply) {
-		msg := reply.Error()
-		if strings.HasPrefix(msg, "OOM ") {
+		// The server's reply names its kind (the Redis protocol's error
+		// code); the client library reads it.
+		if redis.IsOOMError(reply) {
 			r.br.success() // a full server: it answers, and reads still work
 			return te
 		}
-		te.Auth = strings.HasPrefix(msg, "NOAUTH") || strings.HasPrefix(msg, "WRONGPASS")
+		te.Auth = redis.IsAuthError(reply)
 	}
 	r.br.failure(err)
 	return te

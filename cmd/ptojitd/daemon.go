@@ -583,13 +583,15 @@ func commandKind(err error) (string, map[string]string) {
 	case errors.As(err, &miss):
 		return api.KindMiss, map[string]string{"key": miss.Key.String()}
 	case errors.As(err, &owner):
-		return api.KindRefused, map[string]string{"path": owner.Path, "owner": strconv.Itoa(owner.UID), "mode": fmt.Sprintf("%04o", owner.Mode.Perm())}
+		return api.KindRefused, map[string]string{"path": owner.Path, "dir": owner.Dir, "owner": strconv.Itoa(owner.UID),
+			"mode": fmt.Sprintf("%04o", owner.Mode.Perm()), "user": strconv.Itoa(owner.Want)}
 	case errors.As(err, &held):
-		return api.KindStoreFailure, map[string]string{"path": held.dir, "holder": held.h.String()}
+		return api.KindStoreFailure, held.h.data(held.dir)
 	case errors.As(err, &open):
-		return api.KindStoreFailure, map[string]string{"path": open.Dir}
+		return api.KindStoreFailure, map[string]string{"path": open.Dir, "reason": open.Err.Error()}
 	case errors.As(err, &space):
-		return api.KindStoreFailure, map[string]string{"path": space.Dir}
+		return api.KindStoreFailure, map[string]string{"path": space.Dir,
+			"reason": fmt.Sprintf("its file system has %s free, the store needs %s to write", cache.FormatSize(space.Free), cache.FormatSize(space.Need))}
 	}
 	return "", nil
 }

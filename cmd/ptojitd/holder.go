@@ -64,6 +64,23 @@ func (h holder) String() string {
 	return who + "; stop it with \"ptojit daemon stop\", or run without --no-daemon and PTOJIT_DAEMON=0 to use it"
 }
 
+// data is the reply data of a store_failure for the cache directory dir
+// that h holds: "holder" is "daemon" (with its "pid" and "since" when
+// known) or "in_process".
+func (h holder) data(dir string) map[string]string {
+	d := map[string]string{"path": dir, "holder": "in_process"}
+	if h.daemon {
+		d["holder"] = "daemon"
+		if h.pid > 0 {
+			d["pid"] = strconv.Itoa(h.pid)
+			if !h.since.IsZero() {
+				d["since"] = h.since.Local().Format("2006-01-02 15:04:05")
+			}
+		}
+	}
+	return d
+}
+
 // heldError is a cache directory another process holds, for a command
 // that did not ask to wait.
 type heldError struct {

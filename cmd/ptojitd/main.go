@@ -63,7 +63,7 @@ func engineMain(ctx context.Context, env *cli.Env, args []string, engine func() 
 				// Invalid input fails the same way in this process,
 				// before any side effect, and answers as the command
 				// does (--json included).
-				return program().Main(ctx, env, args)
+				return report(env, program().Run(ctx, env, args))
 			}
 			return cli.Report(env, "ptojit", err)
 		}
@@ -71,5 +71,16 @@ func engineMain(ctx context.Context, env *cli.Env, args []string, engine func() 
 			return cli.Report(env, "ptojit", err)
 		}
 	}
-	return program().Main(ctx, env, args)
+	return report(env, program().Run(ctx, env, args))
+}
+
+// report prints err and returns its exit code, as the client does for a
+// reply: a failure of a kind (commandKind) in the words FailureText
+// composes from its data, so that a command says the same whether the
+// daemon served it or this process ran it.
+func report(env *cli.Env, err error) int {
+	if kind, data := commandKind(err); kind != "" {
+		err = &cli.ExitError{Code: cli.ExitCode(err), Err: errors.New(clientcmd.FailureText(&api.DaemonResponse{Kind: kind, Data: data}))}
+	}
+	return cli.Report(env, "ptojit", clientcmd.WithRemedy(err))
 }

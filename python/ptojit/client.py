@@ -134,9 +134,7 @@ class DaemonNotAnswering(DaemonError):
     no-answer bound (it is stopped or hung): pid and log name it."""
 
     def __init__(self, pid: int, log: str, bound: float) -> None:
-        super().__init__(
-            f"the daemon (pid {pid}) sent nothing for {bound:g} s: it is not answering "
-            f"(stopped or hung; its log is {log}; {NO_ANSWER_VARIABLE} sets the bound)")
+        super().__init__(_failure_text({"kind": "not_answering", "data": {"pid": str(pid), "log": log, "bound": _go_duration(bound)}}))
         self.pid = pid
         self.log = log
         self.bound = bound
@@ -148,7 +146,7 @@ class _NoDaemon(Exception):
 
 class _OldDaemon(Exception):
     def __init__(self, version: Any, pid: int) -> None:
-        super().__init__(f"the daemon (pid {pid}) speaks protocol {version}, this client {PROTOCOL}")
+        super().__init__(_failure_text({"kind": "protocol", "data": {"pid": str(pid), "daemon": str(version), "client": str(PROTOCOL)}}))
         self.version = version
         self.pid = pid
 
@@ -439,10 +437,8 @@ class Client:
         out = base64.b64decode(resp.get("stdout") or "")
         err = base64.b64decode(resp.get("stderr") or "")
         code = int(resp.get("exit") or 0)
-        if resp.get("error") or resp.get("kind"):
-            e = BuildError("error", "daemon: " + _failure_text(resp), None, max(code, 1))
-            e.kind = resp.get("kind") or "internal"
-            e.data = resp.get("data") or {}
+        e = _reply_error(resp)
+        if e is not None:
             raise e
         return code, out, err
 
@@ -713,19 +709,135 @@ def _duration(v: str) -> float | None:
     return total if total > 0 else None
 
 
+def _reply_error(resp: dict) -> "BuildError | None":
+    """The error of a failed request's reply (one with a kind or an error),
+    else None: its message composed by _failure_text from the kind and
+    data, its exit code the command's, at least 1 (as the Go client's
+    ReplyError)."""
+    if not resp.get("error") and not resp.get("kind"):
+        return None
+    e = BuildError("error", "daemon: " + _failure_text(resp), None, max(int(resp.get("exit") or 0), 1))
+    e.kind = resp.get("kind") or "internal"
+    e.data = resp.get("data") or {}
+    return e
+
+
 def _failure_text(resp: dict) -> str:
-    """The message of a failed reply, composed from its kind and data (as
-    the Go client's FailureText)."""
-    kind, d = resp.get("kind"), resp.get("data") or {}
+    """The message of a failed reply, composed from its kind and data, never
+    parsed from its error (as the Go client's FailureText, word for word)."""
+    kind, d, err = resp.get("kind"), resp.get("data") or {}, str(resp.get("error") or "")
+    if kind == "miss":
+        return f"no entry {d.get('key', '')} in the cache"
+    if kind == "damaged":
+        return (f"the cache entry {d.get('key', '')} is damaged ({d.get('reason', '')}); "
+                "`ptojit cache verify` removes damaged entries, and a build publishes it again")
+    if kind == "refused":
+        return _refused_text(d)
+    if kind == "unavailable":
+        return (f"the identity is unavailable: {d.get('component', '')}: {d.get('reason', '')} "
+                "(the build would compile and not be cached)")
+    if kind == "store_failure":
+        return _store_failure_text(d)
+    if kind == "not_answering":
+        return (f"the daemon (pid {d.get('pid', '')}) sent nothing for {d.get('bound', '')}: it is not answering "
+                f"(stopped or hung; its log is {d.get('log', '')}; {NO_ANSWER_VARIABLE} sets the bound)")
+    if kind == "bad_request":
+        if d.get("op"):
+            return f"the daemon does not know the operation {_go_quote(d['op'])}: it is of another version; stop it with \"ptojit daemon stop\""
+        if d.get("args"):
+            return f"the daemon does not serve {_go_quote(d['args'])}"
+        if d.get("dir"):
+            return f"the request's working directory {_go_quote(d['dir'])} is not absolute"
+        return "the daemon could not read the request: " + err
     if kind == "protocol":
-        return f"the daemon (pid {d.get('pid')}) speaks protocol {d.get('daemon')}, this client {d.get('client')}"
-    if kind == "refused" and d.get("max_connections"):
-        return f"the daemon refused the connection: it has {d['max_connections']} open, its limit; try again"
-    if kind == "refused" and d.get("uid"):
-        return f"the daemon refused this client (uid {d['uid']}): it serves only its own user"
+        return f"the daemon (pid {d.get('pid', '')}) speaks protocol {d.get('daemon', '')}, this client {d.get('client', '')}"
     if kind == "shutdown":
-        return "the daemon stopped before it answered: " + str(resp.get("error") or "")
-    return str(resp.get("error") or kind)
+        return "the daemon stopped before it answered: " + err
+    return "the daemon failed: " + err + "; its log says more (ptojit daemon status names it)"
+
+
+def _refused_text(d: dict) -> str:
+    if d.get("max_connections"):
+        return f"the daemon refused the connection: it has {d['max_connections']} open, its limit; try again"
+    if d.get("uid"):
+        return f"the daemon refused this client (uid {d['uid']}): it serves only its own user"
+    path, dir = d.get("path", ""), d.get("dir", "")
+    what = "cache directory " + path
+    if not dir:
+        dir = path
+    elif dir != path:
+        what = f"file {path} of cache directory {dir}"
+    owner, user = d.get("owner", ""), d.get("user", "")
+    why = "owned by another user" if owner != user else "writable by group or others"
+    return (f"{what} is owned by uid {owner} with mode {d.get('mode', '')}: {why}, so anyone who can write it could forge a cache entry; "
+            f"ptojit uses only a cache its own user (uid {user}) owns and alone can write; make it the user's own (`chown -R {user} {dir} && chmod 700 {dir}`; "
+            "remove files other users left there), or set PTOJIT_CACHE_DIR to a directory of your own; to share a cache between users, "
+            "share it through a remote tier (PTOJIT_REMOTE), not a shared directory")
+
+
+def _store_failure_text(d: dict) -> str:
+    path = d.get("path", "")
+    if d.get("holder") == "daemon":
+        who = "the ptojit daemon"
+        if d.get("pid") and d.get("since"):
+            who += f" (pid {d['pid']}, running since {d['since']})"
+        elif d.get("pid"):
+            who += f" (pid {d['pid']})"
+        return (f"the cache {path} is in use by another process: {who}; stop it with \"ptojit daemon stop\", "
+                "or run without --no-daemon and PTOJIT_DAEMON=0 to use it; or pass --wait to wait for it")
+    if d.get("holder") == "in_process":
+        return (f"the cache {path} is in use by another process: a ptojit command running in-process (PTOJIT_DAEMON=0 or --no-daemon), "
+                "which releases it when it finishes; or pass --wait to wait for it")
+    return f"the cache {path} is unusable: {d.get('reason', '')}"
+
+
+def _go_duration(sec: float) -> str:
+    """sec seconds written as Go's time.Duration String writes them
+    ("500ms", "30s", "1m30s", "1h0m0s")."""
+    ns = round(sec * 1e9)
+    if ns == 0:
+        return "0s"
+    sign, ns = ("-", -ns) if ns < 0 else ("", ns)
+    if ns < 1_000_000_000:
+        for unit, size in (("ms", 1_000_000), ("µs", 1_000), ("ns", 1)):
+            if ns >= size or unit == "ns":
+                return sign + _trim_fraction(ns, size) + unit
+    h, rest = divmod(ns, 3_600_000_000_000)
+    m, rest = divmod(rest, 60_000_000_000)
+    text = _trim_fraction(rest, 1_000_000_000) + "s"
+    if h:
+        return f"{sign}{h}h{m}m{text}"
+    if m:
+        return f"{sign}{m}m{text}"
+    return sign + text
+
+
+def _trim_fraction(n: int, size: int) -> str:
+    whole, frac = divmod(n, size)
+    if not frac:
+        return str(whole)
+    digits = len(str(size)) - 1
+    return f"{whole}.{frac:0{digits}d}".rstrip("0")
+
+
+def _go_quote(s: str) -> str:
+    """s quoted as Go's %q quotes a printable string: in double quotes,
+    with backslashes, quotes and control characters escaped."""
+    out = []
+    for ch in s:
+        if ch in "\\\"":
+            out.append("\\" + ch)
+        elif ch == "\n":
+            out.append("\\n")
+        elif ch == "\t":
+            out.append("\\t")
+        elif ch == "\r":
+            out.append("\\r")
+        elif ord(ch) < 0x20 or ord(ch) == 0x7f:
+            out.append(f"\\x{ord(ch):02x}")
+        else:
+            out.append(ch)
+    return '"' + "".join(out) + '"'
 
 
 def _check_peer(sock: socket.socket) -> int:

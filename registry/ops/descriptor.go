@@ -2,10 +2,13 @@ package ops
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"math/bits"
+	"reflect"
 	"slices"
 	"strings"
 
@@ -92,6 +95,50 @@ type rawParam struct {
 	Version *uint32 `json:"version"`
 }
 
+// unknownField returns a field of the JSON object b that rawDescriptor
+// does not have, looking into its parameters and callables as the decoder
+// does (names match without regard to case, as encoding/json matches them).
+func unknownField(b []byte) (string, bool) {
+	var v any
+	if json.Unmarshal(b, &v) != nil {
+		return "", false
+	}
+	return unknownIn(v, reflect.TypeFor[rawDescriptor]())
+}
+
+// unknownIn returns the first key, in sorted order, of an object within v
+// that the struct type t (or its element type) has no field for.
+func unknownIn(v any, t reflect.Type) (string, bool) {
+	for t.Kind() == reflect.Pointer || t.Kind() == reflect.Slice {
+		t = t.Elem()
+	}
+	switch v := v.(type) {
+	case []any:
+		for _, e := range v {
+			if f, ok := unknownIn(e, t); ok {
+				return f, true
+			}
+		}
+	case map[string]any:
+		if t.Kind() != reflect.Struct {
+			return "", false
+		}
+		for _, k := range slices.Sorted(maps.Keys(v)) {
+			i := slices.IndexFunc(reflect.VisibleFields(t), func(f reflect.StructField) bool {
+				name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+				return f.IsExported() && strings.EqualFold(cmp.Or(name, f.Name), k)
+			})
+			if i < 0 {
+				return k, true
+			}
+			if f, ok := unknownIn(v[k], reflect.VisibleFields(t)[i].Type); ok {
+				return f, true
+			}
+		}
+	}
+	return "", false
+}
+
 // Limits of a descriptor.
 const (
 	MaxTensors  = opquery.MaxTensors // inputs + outputs
@@ -151,8 +198,8 @@ func ParseDescriptor(b []byte) (*Descriptor, error) {
 		if errors.As(err, &te) {
 			return nil, derr(te.Field, "wrong type: %s, want %s", te.Value, te.Type)
 		}
-		if f, ok := strings.CutPrefix(err.Error(), "json: unknown field "); ok {
-			return nil, derr(strings.Trim(f, `"`), "unknown field (see the operation descriptor schema)")
+		if f, ok := unknownField(b); ok {
+			return nil, derr(f, "unknown field (see the operation descriptor schema)")
 		}
 		return nil, derr("", "%v", err)
 	}

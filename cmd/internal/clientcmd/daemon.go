@@ -189,23 +189,20 @@ func ViaDaemon(env *cli.Env, args []string, engine func() (string, error)) (bool
 		case errors.Is(err, client.ErrNoDaemon) && !started:
 			// No daemon answers: start one.
 		default:
-			return true, fmt.Errorf("daemon: %w", err)
+			return true, WithRemedy(fmt.Errorf("daemon: %w", err))
 		}
 		started = true
 		if engine == nil {
 			return false, nil
 		}
 		if serr := start(); serr != nil {
-			return true, serr
+			return true, WithRemedy(serr)
 		}
 		resp, err = send()
 	}
 	env.Stdout.Write(resp.Stdout)
 	env.Stderr.Write(resp.Stderr)
-	if resp.Error != "" || resp.Kind != "" {
-		return true, &cli.ExitError{Code: max(resp.Exit, cli.ExitFailure), Err: errors.New("daemon: " + FailureText(resp))}
-	}
-	return true, cli.Exit(resp.Exit)
+	return true, ReplyError(resp)
 }
 
 // ErrInProcess is the error of a ViaDaemon that reports false because the
@@ -222,36 +219,17 @@ func inProcessFallback(args []string) bool {
 }
 
 // notAnsweringText is what the client says of a daemon that did not
-// answer.
+// answer: FailureText of the not_answering kind.
 func notAnsweringText(e *client.NotAnsweringError) string {
-	return fmt.Sprintf("the daemon (pid %d) sent nothing for %s: it is not answering (stopped or hung; its log is %s; "+
-		"%s sets the bound)", e.PID, e.Bound, e.Log, api.NoAnswerVariable)
+	return FailureText(&api.DaemonResponse{Kind: api.KindNotAnswering,
+		Data: map[string]string{"pid": strconv.Itoa(e.PID), "bound": e.Bound.String(), "log": e.Log}})
 }
 
-// versionText says which protocol versions met.
+// versionText says which protocol versions met: FailureText of the
+// protocol kind.
 func versionText(e *client.VersionError) string {
-	return fmt.Sprintf("the daemon (pid %d) speaks protocol %d, this client %d", e.PID, e.Daemon, e.Client)
-}
-
-// FailureText composes the message of a failed daemon reply from its kind
-// and data; the reply's Error is used only for kinds that carry no data
-// this client words itself.
-func FailureText(r *api.DaemonResponse) string {
-	d := r.Data
-	switch r.Kind {
-	case api.KindProtocol:
-		return fmt.Sprintf("the daemon (pid %s) speaks protocol %s, this client %s", d["pid"], d["daemon"], d["client"])
-	case api.KindRefused:
-		if d["max_connections"] != "" {
-			return fmt.Sprintf("the daemon refused the connection: it has %s open, its limit; try again", d["max_connections"])
-		}
-		if d["uid"] != "" {
-			return fmt.Sprintf("the daemon refused this client (uid %s): it serves only its own user", d["uid"])
-		}
-	case api.KindShutdown:
-		return "the daemon stopped before it answered: " + r.Error
-	}
-	return r.Error
+	return FailureText(&api.DaemonResponse{Kind: api.KindProtocol,
+		Data: map[string]string{"pid": strconv.Itoa(e.PID), "daemon": strconv.Itoa(e.Daemon), "client": strconv.Itoa(e.Client)}})
 }
 
 // awaitExit waits, at most bound (the no-answer bound when zero), for the

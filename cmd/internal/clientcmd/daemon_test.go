@@ -203,7 +203,9 @@ func TestFailureText(t *testing.T) {
 		{api.DaemonResponse{Kind: api.KindRefused, Error: "ignored", Data: map[string]string{"uid": "65534"}},
 			"the daemon refused this client (uid 65534): it serves only its own user"},
 		{api.DaemonResponse{Kind: api.KindShutdown, Error: "stopping"}, "the daemon stopped before it answered: stopping"},
-		{api.DaemonResponse{Kind: api.KindBadRequest, Error: "unknown operation \"x\""}, "unknown operation \"x\""},
+		{api.DaemonResponse{Kind: api.KindBadRequest, Error: "unknown operation \"x\"", Data: map[string]string{"op": "x"}},
+			"the daemon does not know the operation \"x\": it is of another version; stop it with \"ptojit daemon stop\""},
+		{api.DaemonResponse{Kind: api.KindBadRequest, Error: "bad request: EOF"}, "the daemon could not read the request: bad request: EOF"},
 	} {
 		if got := FailureText(&c.resp); got != c.want {
 			t.Errorf("%s: %q, want %q", c.resp.Kind, got, c.want)
