@@ -74,15 +74,27 @@ func (e *OpenError) Error() string { return fmt.Sprintf("cache: open %s: %v", e.
 
 func (e *OpenError) Unwrap() error { return e.Err }
 
-// Badger is a Store in a Badger database directory. It is safe for
-// concurrent use by multiple goroutines; only one process may open a
-// directory at a time (read-only stores share it with other read-only
-// stores, not with a writer).
+// Badger is a Store in a Badger database directory: the uncounted store
+// (badgerDB) wrapped in a Counting store whose counters it persists. It is
+// safe for concurrent use by multiple goroutines; only one process may
+// open a directory at a time (read-only stores share it with other
+// read-only stores, not with a writer).
 type Badger struct {
+	*badgerDB
+	counted *Counting
+}
+
+// badgerDB is the store in a Badger database directory without the event
+// counts of a Counting store (it counts only its own evictions); it keeps
+// the counters of the Counting store that wraps it (Counters). Safe for
+// concurrent use.
+type badgerDB struct {
 	opt   Options
 	dir   string
 	db    *badger.DB
 	stats counters // counts not yet added to the database (all counts when read-only)
+	// evicted counts evictions not yet taken by the Counting store.
+	evicted atomic.Int64
 	// flushMu serializes flushes, and a flush with the read of Stats: a
 	// flush takes the counts from stats before it commits them, so a
 	// reader between the two would see them in neither place.
@@ -134,6 +146,8 @@ var (
 	_ Store         = (*Badger)(nil)
 	_ Checker       = (*Badger)(nil)
 	_ FaultInjector = (*Badger)(nil)
+	_ Counters      = (*badgerDB)(nil)
+	_ Evicter       = (*badgerDB)(nil)
 )
 
 type badgerLogger struct{ Logger }
@@ -198,7 +212,7 @@ func Open(dir string, opt Options) (*Badger, error) {
 			opt.Logger.Errorf("%s", n)
 		}
 	}
-	b := &Badger{
+	b := &badgerDB{
 		opt:      opt,
 		dir:      dir,
 		db:       db,
@@ -217,7 +231,7 @@ func Open(dir string, opt Options) (*Badger, error) {
 		tightenFiles(dir) // what Badger created while opening
 		go b.flusher()
 	}
-	return b, nil
+	return &Badger{badgerDB: b, counted: Counted(b, b)}, nil
 }
 
 // badgerOptions are the Badger options of a store in dir (see Tuning).
@@ -313,7 +327,7 @@ func OpenWait(ctx context.Context, dir string, opt Options) (*Badger, error) {
 }
 
 // Dir returns the store's directory.
-func (b *Badger) Dir() string { return b.dir }
+func (b *badgerDB) Dir() string { return b.dir }
 
 // openBadger is badger.Open that returns a panic as an error: a damaged
 // table can make Badger panic while it opens.
@@ -372,3 +386,51 @@ func cmpFid(a, b string) int {
 	}
 	return strings.Compare(a, b)
 }
+
+// The faces of Badger are those of its Counting store.
+
+// Get implements Core.
+func (b *Badger) Get(ctx context.Context, key Key) (*Hit, error) { return b.counted.Get(ctx, key) }
+
+// Put implements Core.
+func (b *Badger) Put(ctx context.Context, e *Entry, data [][]byte) error {
+	return b.counted.Put(ctx, e, data)
+}
+
+// Entry implements Core.
+func (b *Badger) Entry(ctx context.Context, key Key) (*Entry, error) {
+	return b.counted.Entry(ctx, key)
+}
+
+// Delete implements Core.
+func (b *Badger) Delete(ctx context.Context, key Key) error { return b.counted.Delete(ctx, key) }
+
+// Close implements Core.
+func (b *Badger) Close() error { return b.counted.Close() }
+
+// List implements Maintenance.
+func (b *Badger) List(ctx context.Context, fn func(*Entry) error) error {
+	return b.counted.List(ctx, fn)
+}
+
+// Verify implements Maintenance.
+func (b *Badger) Verify(ctx context.Context) (*VerifyReport, error) { return b.counted.Verify(ctx) }
+
+// Trim implements Maintenance.
+func (b *Badger) Trim(ctx context.Context, maxBytes int64) (*TrimReport, error) {
+	return b.counted.Trim(ctx, maxBytes)
+}
+
+// Clear implements Maintenance.
+func (b *Badger) Clear(ctx context.Context) error { return b.counted.Clear(ctx) }
+
+// Stats implements Maintenance.
+func (b *Badger) Stats(ctx context.Context) (*Stats, error) { return b.counted.Stats(ctx) }
+
+// Count implements EventCounter.
+func (b *Badger) Count(ctx context.Context, event, reason string) error {
+	return b.counted.Count(ctx, event, reason)
+}
+
+// TakeEvictions implements Evicter.
+func (b *badgerDB) TakeEvictions() int64 { return b.evicted.Swap(0) }

@@ -9,7 +9,7 @@ import (
 	"github.com/dgraph-io/badger/v4"
 )
 
-func (b *Badger) flusher() {
+func (b *badgerDB) flusher() {
 	defer close(b.done)
 	t := time.NewTicker(flushInterval)
 	defer t.Stop()
@@ -26,21 +26,21 @@ func (b *Badger) flusher() {
 
 // flush writes the batched last-use times and counters. It is a no-op on a
 // read-only store. Errors leave the batch for the next flush.
-func (b *Badger) flush() error {
+func (b *badgerDB) flush() error {
 	b.flushMu.Lock()
 	defer b.flushMu.Unlock()
 	return b.flushLocked()
 }
 
 // flushLocked is flush; b.flushMu is held.
-func (b *Badger) flushLocked() error {
+func (b *badgerDB) flushLocked() error {
 	if b.opt.ReadOnly {
 		return nil
 	}
 	return errors.Join(b.flushTouches(), b.flushCounters())
 }
 
-func (b *Badger) flushTouches() error {
+func (b *badgerDB) flushTouches() error {
 	var ts map[Key]time.Time
 	func() {
 		b.touchMu.Lock()
@@ -107,7 +107,7 @@ func counterFields(s *Stats) []*int64 {
 
 const uncachedPrefix = "uncached:"
 
-func (b *Badger) flushCounters() error {
+func (b *badgerDB) flushCounters() error {
 	d := b.stats.take(true)
 	if !d.any() {
 		return nil
@@ -157,7 +157,7 @@ func (b *Badger) flushCounters() error {
 
 // update runs fn in a read-write transaction, retrying on conflicts. It
 // refuses to write when free space is short (see spaceReserve).
-func (b *Badger) update(fn func(*badger.Txn) error) error {
+func (b *badgerDB) update(fn func(*badger.Txn) error) error {
 	if err := b.checkSpace(0); err != nil {
 		return err
 	}

@@ -11,7 +11,7 @@ import (
 // readEntry reads and decodes an entry and its last use in txn. A missing
 // entry returns badger.ErrKeyNotFound; an undecodable one an error wrapping
 // errEntry.
-func (b *Badger) readEntry(txn *badger.Txn, key Key) (*Entry, error) {
+func (b *badgerDB) readEntry(txn *badger.Txn, key Key) (*Entry, error) {
 	item, err := txn.Get(dbKey(kindEntry, key[:]))
 	if err != nil {
 		return nil, err
@@ -50,7 +50,7 @@ func (b *Badger) readEntry(txn *badger.Txn, key Key) (*Entry, error) {
 }
 
 // Get implements Store.
-func (b *Badger) Get(ctx context.Context, key Key) (hit *Hit, err error) {
+func (b *badgerDB) Get(ctx context.Context, key Key) (hit *Hit, err error) {
 	err = b.op("get", func() error {
 		var err error
 		hit, err = b.get(ctx, key)
@@ -59,7 +59,7 @@ func (b *Badger) Get(ctx context.Context, key Key) (hit *Hit, err error) {
 	return hit, err
 }
 
-func (b *Badger) get(ctx context.Context, key Key) (*Hit, error) {
+func (b *badgerDB) get(ctx context.Context, key Key) (*Hit, error) {
 	var (
 		hit    *Hit
 		reason string
@@ -99,12 +99,10 @@ func (b *Badger) get(ctx context.Context, key Key) (*Hit, error) {
 	})
 	switch {
 	case errors.Is(err, badger.ErrKeyNotFound):
-		b.stats.add(func(s *Stats) { s.Misses++ })
 		return nil, &MissError{Key: key, Reason: ReasonNoEntry}
 	case err != nil:
 		return nil, fmt.Errorf("cache: get %s: %w", key.String()[:12], err)
 	case reason != "":
-		b.stats.add(func(s *Stats) { s.Damaged++; s.Corrupt++ })
 		if !b.opt.ReadOnly {
 			if err := b.removeDamaged(key, bad); err != nil && b.opt.Logger != nil {
 				// Still a miss: the damaged entry is never served, and
@@ -114,13 +112,12 @@ func (b *Badger) get(ctx context.Context, key Key) (*Hit, error) {
 		}
 		return nil, &MissError{Key: key, Reason: ReasonDamaged + reason, Corrupt: true}
 	}
-	b.stats.add(func(s *Stats) { s.Hits++ })
 	b.touch(key)
 	return hit, nil
 }
 
 // loadLocked builds the index from the database. b.mu is held.
-func (b *Badger) loadLocked() error {
+func (b *badgerDB) loadLocked() error {
 	if b.idx != nil {
 		return nil
 	}
@@ -188,7 +185,7 @@ func (b *Badger) loadLocked() error {
 }
 
 // Entry implements Store.
-func (b *Badger) Entry(ctx context.Context, key Key) (e *Entry, err error) {
+func (b *badgerDB) Entry(ctx context.Context, key Key) (e *Entry, err error) {
 	err = b.op("entry", func() error {
 		var err error
 		e, err = b.entry(ctx, key)
@@ -197,7 +194,7 @@ func (b *Badger) Entry(ctx context.Context, key Key) (e *Entry, err error) {
 	return e, err
 }
 
-func (b *Badger) entry(ctx context.Context, key Key) (*Entry, error) {
+func (b *badgerDB) entry(ctx context.Context, key Key) (*Entry, error) {
 	var e *Entry
 	err := b.db.View(func(txn *badger.Txn) error {
 		var err error
@@ -209,7 +206,6 @@ func (b *Badger) entry(ctx context.Context, key Key) (*Entry, error) {
 		return nil, &MissError{Key: key, Reason: ReasonNoEntry}
 	case errors.Is(err, errEntry):
 		reason := err.Error()
-		b.stats.add(func(s *Stats) { s.Damaged++; s.Corrupt++ })
 		if !b.opt.ReadOnly {
 			if err := b.removeDamaged(key, nil); err != nil && b.opt.Logger != nil {
 				b.opt.Logger.Warningf("cache: entry %s: %s: remove: %v", key.String()[:12], reason, err)
@@ -224,7 +220,7 @@ func (b *Badger) entry(ctx context.Context, key Key) (*Entry, error) {
 }
 
 // touch records a use of key now, to be written by the next flush.
-func (b *Badger) touch(key Key) {
+func (b *badgerDB) touch(key Key) {
 	if b.opt.ReadOnly {
 		return
 	}
@@ -240,7 +236,7 @@ func (b *Badger) touch(key Key) {
 
 // List implements Store. It reads all entries first, then calls fn without
 // holding a transaction.
-func (b *Badger) List(ctx context.Context, fn func(*Entry) error) error {
+func (b *badgerDB) List(ctx context.Context, fn func(*Entry) error) error {
 	var es []*Entry
 	if err := b.op("list", func() error {
 		var err error
@@ -261,7 +257,7 @@ func (b *Badger) List(ctx context.Context, fn func(*Entry) error) error {
 	return nil
 }
 
-func (b *Badger) list() ([]*Entry, error) {
+func (b *badgerDB) list() ([]*Entry, error) {
 	var es []*Entry
 	err := b.db.View(func(txn *badger.Txn) error {
 		var keys []Key

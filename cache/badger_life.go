@@ -11,7 +11,7 @@ import (
 // store, counts the operation in flight (Close waits for it), and turns a
 // panic into an error that marks the store unhealthy. Every lock an
 // operation takes is released by a defer, so a panic leaves none held.
-func (b *Badger) op(name string, fn func() error) (err error) {
+func (b *badgerDB) op(name string, fn func() error) (err error) {
 	b.lifeMu.Lock()
 	if b.closed {
 		b.lifeMu.Unlock()
@@ -41,7 +41,7 @@ func (b *Badger) op(name string, fn func() error) (err error) {
 
 // markBroken records a recovered panic and returns the error of the
 // operation that panicked.
-func (b *Badger) markBroken(op string, r any) error {
+func (b *badgerDB) markBroken(op string, r any) error {
 	u := &UnhealthyError{Dir: b.dir, Op: op, Cause: fmt.Sprint(r)}
 	if b.broken.CompareAndSwap(nil, u) && b.opt.Logger != nil {
 		b.opt.Logger.Errorf("cache: panic in %s: %v\n%s", op, r, debug.Stack())
@@ -51,7 +51,7 @@ func (b *Badger) markBroken(op string, r any) error {
 
 // Healthy returns nil, or the error every operation fails with since a
 // recovered panic.
-func (b *Badger) Healthy() error {
+func (b *badgerDB) Healthy() error {
 	if u := b.broken.Load(); u != nil {
 		return u
 	}
@@ -59,7 +59,7 @@ func (b *Badger) Healthy() error {
 }
 
 // locked runs fn with b.mu held, released even when fn panics.
-func (b *Badger) locked(op string, fn func() error) error {
+func (b *badgerDB) locked(op string, fn func() error) error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.testHookLocked != nil {
@@ -74,7 +74,7 @@ func (b *Badger) locked(op string, fn func() error) error {
 // It waits for the operations in flight; later ones fail with ErrClosed.
 // A store made unhealthy by a panic writes nothing more, and gives Badger
 // closeTimeout to close (a panic may have left Badger's own locks held).
-func (b *Badger) Close() error {
+func (b *badgerDB) Close() error {
 	b.lifeMu.Lock()
 	if b.closed {
 		b.lifeMu.Unlock()
@@ -133,7 +133,7 @@ const closeTimeout = 5 * time.Second
 
 // safe runs fn, turning a panic into an error that marks the store
 // unhealthy.
-func (b *Badger) safe(op string, fn func() error) (err error) {
+func (b *badgerDB) safe(op string, fn func() error) (err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			err = b.markBroken(op, r)

@@ -10,7 +10,7 @@ import (
 
 // deleteLocked removes entries and the blobs they leave unreferenced, in
 // one transaction. b.mu is held and the index loaded.
-func (b *Badger) deleteLocked(keys []Key, blobs []Digest) error {
+func (b *badgerDB) deleteLocked(keys []Key, blobs []Digest) error {
 	var orphans []Digest
 	b.garbage = true
 	err := b.update(func(txn *badger.Txn) error {
@@ -42,7 +42,7 @@ func (b *Badger) deleteLocked(keys []Key, blobs []Digest) error {
 }
 
 // deleteBlobsLocked deletes blobs. b.mu is held and the index loaded.
-func (b *Badger) deleteBlobsLocked(ds []Digest) error {
+func (b *badgerDB) deleteBlobsLocked(ds []Digest) error {
 	if len(ds) > 0 {
 		b.garbage = true
 	}
@@ -68,7 +68,7 @@ func (b *Badger) deleteBlobsLocked(ds []Digest) error {
 }
 
 // removeDamaged removes a damaged entry and, when known, its corrupt blob.
-func (b *Badger) removeDamaged(key Key, bad *Digest) error {
+func (b *badgerDB) removeDamaged(key Key, bad *Digest) error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if err := b.loadLocked(); err != nil {
@@ -82,7 +82,7 @@ func (b *Badger) removeDamaged(key Key, bad *Digest) error {
 }
 
 // Put implements Store.
-func (b *Badger) Put(ctx context.Context, e *Entry, data [][]byte) error {
+func (b *badgerDB) Put(ctx context.Context, e *Entry, data [][]byte) error {
 	if b.opt.ReadOnly {
 		if b.roCause != nil {
 			return fmt.Errorf("%w: %w", ErrReadOnly, b.roCause)
@@ -92,7 +92,7 @@ func (b *Badger) Put(ctx context.Context, e *Entry, data [][]byte) error {
 	return b.op("put", func() error { return b.put(ctx, e, data) })
 }
 
-func (b *Badger) put(ctx context.Context, e *Entry, data [][]byte) error {
+func (b *badgerDB) put(ctx context.Context, e *Entry, data [][]byte) error {
 	c, blobs, err := prepare(e, data, b.opt.now())
 	if err != nil {
 		return err
@@ -169,7 +169,7 @@ func (b *Badger) put(ctx context.Context, e *Entry, data [][]byte) error {
 
 // putBlobs writes the blobs that are not stored yet, each in its own
 // transaction, then runs the crash hook.
-func (b *Badger) putBlobs(ctx context.Context, ds []Digest, blobs map[Digest][]byte) error {
+func (b *badgerDB) putBlobs(ctx context.Context, ds []Digest, blobs map[Digest][]byte) error {
 	for _, d := range ds {
 		if err := ctx.Err(); err != nil {
 			return err
@@ -196,7 +196,7 @@ func (b *Badger) putBlobs(ctx context.Context, ds []Digest, blobs map[Digest][]b
 
 // trimLocked deletes orphans, then evicts least-recently-used entries until
 // the size fits. b.mu is held and the index loaded.
-func (b *Badger) trimLocked(maxBytes int64, r *TrimReport) error {
+func (b *badgerDB) trimLocked(maxBytes int64, r *TrimReport) error {
 	orphans := b.idx.orphans()
 	if err := b.deleteBlobsLocked(orphans); err != nil {
 		return err
@@ -209,14 +209,14 @@ func (b *Badger) trimLocked(maxBytes int64, r *TrimReport) error {
 		if err := b.deleteLocked([]Key{k}, nil); err != nil {
 			return err
 		}
-		b.stats.add(func(s *Stats) { s.Evictions++ })
+		b.evicted.Add(1)
 		r.Evicted = append(r.Evicted, k)
 	}
 	return nil
 }
 
 // Delete implements Store.
-func (b *Badger) Delete(ctx context.Context, key Key) error {
+func (b *badgerDB) Delete(ctx context.Context, key Key) error {
 	if b.opt.ReadOnly {
 		return ErrReadOnly
 	}

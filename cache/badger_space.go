@@ -22,7 +22,7 @@ func spaceReserve(vlogSize int64) int64 {
 
 // checkSpace returns a *SpaceError when fewer than need bytes beyond the
 // reserve are free in the store's directory.
-func (b *Badger) checkSpace(need int64) error {
+func (b *badgerDB) checkSpace(need int64) error {
 	free, err := freeSpace(b.dir)
 	if err != nil {
 		return fmt.Errorf("cache: free space of %s: %w", b.dir, err)

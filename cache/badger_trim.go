@@ -17,7 +17,7 @@ import (
 // value-log file whose garbage share is at least one half and deletes it,
 // returning the space to the file system. The value-log file being written
 // is never collected, so up to valueLogFileSize of garbage may remain.
-func (b *Badger) Trim(ctx context.Context, maxBytes int64) (r *TrimReport, err error) {
+func (b *badgerDB) Trim(ctx context.Context, maxBytes int64) (r *TrimReport, err error) {
 	if b.opt.ReadOnly {
 		return nil, ErrReadOnly
 	}
@@ -29,7 +29,7 @@ func (b *Badger) Trim(ctx context.Context, maxBytes int64) (r *TrimReport, err e
 	return r, err
 }
 
-func (b *Badger) trim(ctx context.Context, maxBytes int64) (*TrimReport, error) {
+func (b *badgerDB) trim(ctx context.Context, maxBytes int64) (*TrimReport, error) {
 	if err := b.flush(); err != nil {
 		return nil, err
 	}
@@ -83,7 +83,7 @@ func (b *Badger) trim(ctx context.Context, maxBytes int64) (*TrimReport, error) 
 // flushes the memtables (DropPrefix of a sentinel key does that; Badger has
 // no other exported flush) and then compacts every level into one
 // (Flatten), which drops the deleted and overwritten versions.
-func (b *Badger) compact() error {
+func (b *badgerDB) compact() error {
 	sentinel := []byte{kindFlush}
 	if err := b.update(func(txn *badger.Txn) error { return txn.Set(sentinel, nil) }); err != nil {
 		return err
@@ -98,14 +98,14 @@ func (b *Badger) compact() error {
 }
 
 // Clear implements Store.
-func (b *Badger) Clear(ctx context.Context) error {
+func (b *badgerDB) Clear(ctx context.Context) error {
 	if b.opt.ReadOnly {
 		return ErrReadOnly
 	}
 	return b.op("clear", b.clear)
 }
 
-func (b *Badger) clear() error {
+func (b *badgerDB) clear() error {
 	if err := b.checkSpace(0); err != nil {
 		return fmt.Errorf("cache: clear: %w", err)
 	}
@@ -128,19 +128,17 @@ func (b *Badger) clear() error {
 	return nil
 }
 
-// Stats implements Store.
-func (b *Badger) Stats(ctx context.Context) (s *Stats, err error) {
+// Stats implements Maintenance: the size and health, without counts (the
+// Counting store of Badger adds them from Counts).
+func (b *badgerDB) Stats(ctx context.Context) (s *Stats, err error) {
 	err = b.op("stats", func() error {
 		var err error
 		s, err = b.statsOp()
 		return err
 	})
 	if err != nil && b.Healthy() != nil {
-		// An unhealthy store still says what it is: the counters it holds
-		// in memory and why it is unusable.
+		// An unhealthy store still says what it is: why it is unusable.
 		s = &Stats{UncachedReasons: map[string]int64{}, MaxBytes: b.opt.MaxBytes}
-		d := b.stats.take(false)
-		addStats(s, &d)
 		s.Health = append(b.healthNotes(), err.Error())
 		return s, nil
 	}
@@ -148,19 +146,68 @@ func (b *Badger) Stats(ctx context.Context) (s *Stats, err error) {
 }
 
 // healthNotes returns the notes of Stats.Health other than a panic.
-func (b *Badger) healthNotes() []string {
+func (b *badgerDB) healthNotes() []string {
 	b.noteMu.Lock()
 	defer b.noteMu.Unlock()
 	return slices.Clone(b.notes)
 }
 
-func (b *Badger) statsOp() (*Stats, error) {
+func (b *badgerDB) statsOp() (*Stats, error) {
+	b.flushMu.Lock()
+	flushErr := b.flushLocked()
+	b.flushMu.Unlock()
+	s := &Stats{UncachedReasons: make(map[string]int64), MaxBytes: b.opt.MaxBytes}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if err := b.loadLocked(); err != nil {
+		return nil, err
+	}
+	s.Entries = int64(len(b.idx.entries))
+	s.Bytes = b.idx.bytes
+	s.Health = b.healthNotes()
+	if !b.opt.ReadOnly {
+		if err := b.checkSpace(0); err != nil {
+			s.Health = append(s.Health, err.Error()+": writes are refused, builds run uncached")
+		} else if flushErr != nil {
+			s.Health = append(s.Health, flushErr.Error())
+		}
+	}
+	return s, nil
+}
+
+// AddCounts implements Counters: the counts are kept in memory and added
+// to the database in batches (see flushCounters); a read-only store keeps
+// them in memory only.
+func (b *badgerDB) AddCounts(ctx context.Context, d Stats) error {
+	return b.op("count", func() error {
+		b.stats.add(func(s *Stats) { addStats(s, &d) })
+		return nil
+	})
+}
+
+// Counts implements Counters: the counts in the database plus those not
+// yet flushed. An unhealthy store answers with the counts it holds in
+// memory.
+func (b *badgerDB) Counts(ctx context.Context) (s Stats, err error) {
+	err = b.op("stats", func() error {
+		var err error
+		s, err = b.countsOp()
+		return err
+	})
+	if err != nil && b.Healthy() != nil {
+		return b.stats.take(false), nil
+	}
+	return s, err
+}
+
+func (b *badgerDB) countsOp() (Stats, error) {
+	// A flush takes the counts from b.stats before it commits them: read
+	// both sides under flushMu, so that none is seen twice or not at all.
 	b.flushMu.Lock()
 	defer b.flushMu.Unlock()
-	flushErr := b.flushLocked()
-	s := &Stats{UncachedReasons: make(map[string]int64), MaxBytes: b.opt.MaxBytes}
+	s := Stats{UncachedReasons: make(map[string]int64)}
 	err := b.db.View(func(txn *badger.Txn) error {
-		fields := counterFields(s)
+		fields := counterFields(&s)
 		return iterate(txn, kindCounter, func(id []byte, item *badger.Item) error {
 			var n int64
 			if err := item.Value(func(v []byte) error {
@@ -180,29 +227,9 @@ func (b *Badger) statsOp() (*Stats, error) {
 		})
 	})
 	if err != nil {
-		return nil, fmt.Errorf("cache: stats: %w", err)
+		return Stats{}, fmt.Errorf("cache: stats: %w", err)
 	}
 	d := b.stats.take(false)
-	addStats(s, &d)
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if err := b.loadLocked(); err != nil {
-		return nil, err
-	}
-	s.Entries = int64(len(b.idx.entries))
-	s.Bytes = b.idx.bytes
-	s.Health = b.healthNotes()
-	if !b.opt.ReadOnly {
-		if err := b.checkSpace(0); err != nil {
-			s.Health = append(s.Health, err.Error()+": writes are refused, builds run uncached")
-		} else if flushErr != nil {
-			s.Health = append(s.Health, flushErr.Error())
-		}
-	}
+	addStats(&s, &d)
 	return s, nil
-}
-
-// Count implements Store.
-func (b *Badger) Count(ctx context.Context, event, reason string) error {
-	return b.op("count", func() error { return b.stats.countEvent(event, reason) })
 }

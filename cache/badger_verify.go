@@ -13,14 +13,14 @@ import (
 
 // Verify implements Store. It holds the store's lock while it re-hashes, so
 // Puts wait; Gets do not.
-func (b *Badger) Verify(ctx context.Context) (*VerifyReport, error) {
+func (b *badgerDB) Verify(ctx context.Context) (*VerifyReport, error) {
 	return b.verifyOp(ctx, b.opt.ReadOnly)
 }
 
 // Check implements Checker.
-func (b *Badger) Check(ctx context.Context) (*VerifyReport, error) { return b.verifyOp(ctx, true) }
+func (b *badgerDB) Check(ctx context.Context) (*VerifyReport, error) { return b.verifyOp(ctx, true) }
 
-func (b *Badger) verifyOp(ctx context.Context, reportOnly bool) (r *VerifyReport, err error) {
+func (b *badgerDB) verifyOp(ctx context.Context, reportOnly bool) (r *VerifyReport, err error) {
 	err = b.op("verify", func() error {
 		var err error
 		r, err = b.verify(ctx, reportOnly)
@@ -29,7 +29,7 @@ func (b *Badger) verifyOp(ctx context.Context, reportOnly bool) (r *VerifyReport
 	return r, err
 }
 
-func (b *Badger) verify(ctx context.Context, reportOnly bool) (*VerifyReport, error) {
+func (b *badgerDB) verify(ctx context.Context, reportOnly bool) (*VerifyReport, error) {
 	_ = b.flush() // a write refused for lack of space must not stop the check
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -67,7 +67,6 @@ func (b *Badger) verify(ctx context.Context, reportOnly bool) (*VerifyReport, er
 		return nil, fmt.Errorf("cache: verify: remove damaged entries: %w", err)
 	}
 	r.Removed = removed
-	b.stats.add(func(s *Stats) { s.Corrupt += int64(len(removed)) })
 	orphans := b.idx.orphans()
 	for _, d := range orphans {
 		r.OrphanBytes += b.idx.blobs[d].size
@@ -197,7 +196,7 @@ func verifyTables(db *badger.DB) (err error) {
 
 // CorruptBlob implements FaultInjector: it rewrites the stored blob with one
 // bit flipped (an empty blob becomes one zero byte), bypassing Put's checks.
-func (b *Badger) CorruptBlob(ctx context.Context, d Digest) error {
+func (b *badgerDB) CorruptBlob(ctx context.Context, d Digest) error {
 	k := dbKey(kindBlob, d[:])
 	return b.db.Update(func(txn *badger.Txn) error {
 		item, err := txn.Get(k)
@@ -218,7 +217,7 @@ func (b *Badger) CorruptBlob(ctx context.Context, d Digest) error {
 }
 
 // RemoveBlob implements FaultInjector.
-func (b *Badger) RemoveBlob(ctx context.Context, d Digest) error {
+func (b *badgerDB) RemoveBlob(ctx context.Context, d Digest) error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if err := b.update(func(txn *badger.Txn) error { return txn.Delete(dbKey(kindBlob, d[:])) }); err != nil {

@@ -49,10 +49,16 @@
 // # Counters
 //
 // Stats reports hits, misses, uncached builds (with reasons), errors,
-// corrupt entries and evictions. Get counts hits and misses; the caller
-// counts "uncached" and "error" events with Count. Badger persists counters
+// corrupt entries and evictions. Counting is a decorator (Counting, see
+// counting.go) around an uncounted store: it counts the hits, misses and
+// damaged entries of Get and Entry, the entries Verify removes and the
+// evictions the store reports (Evicter), and the caller counts "uncached"
+// and "error" events with Count. Its counters persist through Counters:
+// Badger and Memory are each their uncounted store wrapped in a Counting
+// store that keeps its counters in that store. Badger persists counters
 // in the database in batches like LastUsed, so a process that is killed may
-// lose its last few counts.
+// lose its last few counts. Clear empties a store and keeps its counters;
+// nothing zeroes them but removing the database (Wipe).
 //
 // # Read-only stores
 //
