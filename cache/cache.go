@@ -49,10 +49,16 @@
 // # Counters
 //
 // Stats reports hits, misses, uncached builds (with reasons), errors,
-// corrupt entries and evictions. Get counts hits and misses; the caller
-// counts "uncached" and "error" events with Count. Badger persists counters
+// corrupt entries and evictions. Counting is a decorator (Counting, see
+// counting.go) around an uncounted store: it counts the hits, misses and
+// damaged entries of Get and Entry, the entries Verify removes and the
+// evictions the store reports (Evicter), and the caller counts "uncached"
+// and "error" events with Count. Its counters persist through Counters:
+// Badger and Memory are each their uncounted store wrapped in a Counting
+// store that keeps its counters in that store. Badger persists counters
 // in the database in batches like LastUsed, so a process that is killed may
-// lose its last few counts.
+// lose its last few counts. Clear empties a store and keeps its counters;
+// nothing zeroes them but removing the database (Wipe).
 //
 // # Read-only stores
 //
@@ -74,7 +80,6 @@
 package cache
 
 import (
-	"context"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -344,49 +349,6 @@ func (e *UnhealthyError) Error() string {
 // Is reports whether target is ErrUnhealthy.
 func (e *UnhealthyError) Is(target error) bool { return target == ErrUnhealthy }
 
-// Store is an artifact store. Implementations in this package are safe for
-// concurrent use by multiple goroutines.
-type Store interface {
-	// Get returns the entry and its verified data. A miss is a *MissError:
-	// "no entry", or a damaged entry (corrupt or missing blob, undecodable
-	// entry), which is counted as corrupt and removed. Get counts a hit or
-	// a miss and updates LastUsed.
-	Get(ctx context.Context, key Key) (*Hit, error)
-	// Put stores data[i] as e.Outputs[i]: it fills zero Sizes and Digests,
-	// checks the others against data (a *DataError on mismatch), writes
-	// the blobs first and the entry last. A zero Created is set to now, a
-	// zero LastUsed to Created. Putting an existing key replaces its entry.
-	// Put does not modify e.
-	Put(ctx context.Context, e *Entry, data [][]byte) error
-	// Entry returns the metadata of one entry, without reading blobs or
-	// counting anything. A lookup is a use: like Get it updates LastUsed
-	// (so that an entry read only through Entry, such as a manifest, is
-	// not evicted as unused). A missing entry is a *MissError.
-	Entry(ctx context.Context, key Key) (*Entry, error)
-	// List calls fn for every entry in key order, stopping at fn's first
-	// error, which it returns. Undecodable entries are skipped (Verify
-	// reports them).
-	List(ctx context.Context, fn func(*Entry) error) error
-	// Delete removes an entry and the blobs no other entry names. Deleting
-	// a missing key is not an error.
-	Delete(ctx context.Context, key Key) error
-	// Verify re-hashes every blob, removes the entries that name a corrupt
-	// or missing blob and deletes orphan blobs.
-	Verify(ctx context.Context) (*VerifyReport, error)
-	// Trim evicts least-recently-used entries until Bytes <= maxBytes,
-	// deletes blobs no entry names and compacts storage.
-	Trim(ctx context.Context, maxBytes int64) (*TrimReport, error)
-	// Clear removes every entry and blob. Counters are kept.
-	Clear(ctx context.Context) error
-	// Stats returns the counters and the size.
-	Stats(ctx context.Context) (*Stats, error)
-	// Count counts an event: EventUncached with its reason, EventError or
-	// EventDamaged or EventVerifyMismatch.
-	Count(ctx context.Context, event string, reason string) error
-	// Close flushes batched writes and releases the store.
-	Close() error
-}
-
 // Logger receives a Badger store's log messages. Its method set is that of
 // badger.Logger. Implementations must be safe for concurrent use: Badger
 // logs from several goroutines.
@@ -418,23 +380,6 @@ func (o *Options) now() time.Time {
 		return o.Now()
 	}
 	return time.Now()
-}
-
-// Checker is implemented by the stores of this package: Check is Verify
-// that only reports and changes nothing, for a caller that must not write
-// (PTOJIT_CACHE_READONLY) but shares a writable store (the daemon's).
-type Checker interface {
-	Check(ctx context.Context) (*VerifyReport, error)
-}
-
-// FaultInjector is implemented by the stores of this package, for tests of
-// the code that uses them: it damages a stored blob in place. The stores'
-// implementations are safe for concurrent use.
-type FaultInjector interface {
-	// CorruptBlob flips one bit of the stored blob with the given digest.
-	CorruptBlob(ctx context.Context, d Digest) error
-	// RemoveBlob deletes the stored blob, leaving its entries.
-	RemoveBlob(ctx context.Context, d Digest) error
 }
 
 // Limits of the entry encoding; Put rejects entries beyond them and the

@@ -205,35 +205,6 @@ func addStats(t, s *Stats) {
 	}
 }
 
-// countEvent validates and counts a Count call.
-func (c *counters) countEvent(event, reason string) error {
-	switch event {
-	case EventUncached:
-		if reason == "" {
-			return &CountError{Event: event, Reason: "needs a reason"}
-		}
-		if len(reason) > MaxMetaBytes {
-			return &CountError{Event: event, Reason: "reason too long"}
-		}
-		c.add(func(s *Stats) {
-			s.Uncached++
-			if s.UncachedReasons == nil {
-				s.UncachedReasons = make(map[string]int64)
-			}
-			s.UncachedReasons[reason]++
-		})
-	case EventError:
-		c.add(func(s *Stats) { s.Errors++ })
-	case EventDamaged:
-		c.add(func(s *Stats) { s.Damaged++; s.Corrupt++ })
-	case EventVerifyMismatch:
-		c.add(func(s *Stats) { s.VerifyMismatch++ })
-	default:
-		return &CountError{Event: event, Reason: "unknown event"}
-	}
-	return nil
-}
-
 // any reports whether s counts any event.
 func (s *Stats) any() bool {
 	return s.Hits|s.Misses|s.Uncached|s.Errors|s.Corrupt|s.Damaged|s.Evictions|s.VerifyMismatch != 0 || len(s.UncachedReasons) > 0

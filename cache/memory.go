@@ -8,13 +8,26 @@ import (
 	"maps"
 	"slices"
 	"sync"
+	"sync/atomic"
 )
 
 // Memory is a Store that keeps everything in memory, for tests and for
-// callers that need no persistence. It is safe for concurrent use.
+// callers that need no persistence: the uncounted store (memStore) wrapped
+// in a Counting store whose counters it keeps. It is safe for concurrent
+// use.
 type Memory struct {
+	*memStore
+	counted *Counting
+}
+
+// memStore is the in-memory store without the event counts of a Counting
+// store (it counts only its own evictions); it keeps the counters of the
+// Counting store that wraps it (Counters). Safe for concurrent use.
+type memStore struct {
 	opt   Options
 	stats counters
+	// evicted counts evictions not yet taken by the Counting store.
+	evicted atomic.Int64
 
 	mu      sync.Mutex // guards the fields below; held for whole operations
 	idx     *index
@@ -31,16 +44,19 @@ var (
 	_ Store         = (*Memory)(nil)
 	_ Checker       = (*Memory)(nil)
 	_ FaultInjector = (*Memory)(nil)
+	_ Counters      = (*memStore)(nil)
+	_ Evicter       = (*memStore)(nil)
 )
 
 // NewMemory returns an empty in-memory store.
 func NewMemory(opt Options) *Memory {
-	return &Memory{
+	m := &memStore{
 		opt:     opt,
 		idx:     newIndex(),
 		entries: make(map[Key]*Entry),
 		blobs:   make(map[Digest][]byte),
 	}
+	return &Memory{memStore: m, counted: Counted(m, m)}
 }
 
 func cloneEntry(e *Entry) *Entry {
@@ -51,7 +67,7 @@ func cloneEntry(e *Entry) *Entry {
 	return &c
 }
 
-func (m *Memory) lock() error {
+func (m *memStore) lock() error {
 	m.mu.Lock()
 	if m.closed {
 		m.mu.Unlock()
@@ -61,14 +77,13 @@ func (m *Memory) lock() error {
 }
 
 // Get implements Store.
-func (m *Memory) Get(ctx context.Context, key Key) (*Hit, error) {
+func (m *memStore) Get(ctx context.Context, key Key) (*Hit, error) {
 	if err := m.lock(); err != nil {
 		return nil, err
 	}
 	defer m.mu.Unlock()
 	e, ok := m.entries[key]
 	if !ok {
-		m.stats.add(func(s *Stats) { s.Misses++ })
 		return nil, &MissError{Key: key, Reason: ReasonNoEntry}
 	}
 	data := make([][]byte, len(e.Outputs))
@@ -81,7 +96,6 @@ func (m *Memory) Get(ctx context.Context, key Key) (*Hit, error) {
 			reason = checkBlob(o, b)
 		}
 		if reason != "" {
-			m.stats.add(func(s *Stats) { s.Damaged++; s.Corrupt++ })
 			if !m.opt.ReadOnly {
 				if ok {
 					m.removeBlobLocked(o.Digest)
@@ -92,14 +106,13 @@ func (m *Memory) Get(ctx context.Context, key Key) (*Hit, error) {
 		}
 		data[i] = bytes.Clone(b)
 	}
-	m.stats.add(func(s *Stats) { s.Hits++ })
 	hit := &Hit{Entry: cloneEntry(e), Data: data}
 	m.touchLocked(e)
 	return hit, nil
 }
 
 // Put implements Store.
-func (m *Memory) Put(ctx context.Context, e *Entry, data [][]byte) error {
+func (m *memStore) Put(ctx context.Context, e *Entry, data [][]byte) error {
 	if m.opt.ReadOnly {
 		return ErrReadOnly
 	}
@@ -139,7 +152,7 @@ func (m *Memory) Put(ctx context.Context, e *Entry, data [][]byte) error {
 }
 
 // deleteLocked removes an entry and its unreferenced blobs.
-func (m *Memory) deleteLocked(key Key) bool {
+func (m *memStore) deleteLocked(key Key) bool {
 	if _, ok := m.entries[key]; !ok {
 		return false
 	}
@@ -152,13 +165,13 @@ func (m *Memory) deleteLocked(key Key) bool {
 
 // removeBlobLocked removes a blob from the index and the blob map. m.mu
 // is held.
-func (m *Memory) removeBlobLocked(d Digest) {
+func (m *memStore) removeBlobLocked(d Digest) {
 	m.idx.removeBlob(d)
 	delete(m.blobs, d)
 }
 
 // trimLocked deletes orphans, then evicts until the size fits.
-func (m *Memory) trimLocked(maxBytes int64, r *TrimReport) {
+func (m *memStore) trimLocked(maxBytes int64, r *TrimReport) {
 	for _, d := range m.idx.orphans() {
 		m.removeBlobLocked(d)
 		if r != nil {
@@ -170,7 +183,7 @@ func (m *Memory) trimLocked(maxBytes int64, r *TrimReport) {
 			break
 		}
 		m.deleteLocked(k)
-		m.stats.add(func(s *Stats) { s.Evictions++ })
+		m.evicted.Add(1)
 		if r != nil {
 			r.Evicted = append(r.Evicted, k)
 		}
@@ -178,7 +191,7 @@ func (m *Memory) trimLocked(maxBytes int64, r *TrimReport) {
 }
 
 // Entry implements Store.
-func (m *Memory) Entry(ctx context.Context, key Key) (*Entry, error) {
+func (m *memStore) Entry(ctx context.Context, key Key) (*Entry, error) {
 	if err := m.lock(); err != nil {
 		return nil, err
 	}
@@ -193,7 +206,7 @@ func (m *Memory) Entry(ctx context.Context, key Key) (*Entry, error) {
 }
 
 // touchLocked records a use of e now. m.mu is held.
-func (m *Memory) touchLocked(e *Entry) {
+func (m *memStore) touchLocked(e *Entry) {
 	if m.opt.ReadOnly {
 		return
 	}
@@ -205,7 +218,7 @@ func (m *Memory) touchLocked(e *Entry) {
 }
 
 // List implements Store. fn runs without the store's lock held.
-func (m *Memory) List(ctx context.Context, fn func(*Entry) error) error {
+func (m *memStore) List(ctx context.Context, fn func(*Entry) error) error {
 	if err := m.lock(); err != nil {
 		return err
 	}
@@ -227,7 +240,7 @@ func (m *Memory) List(ctx context.Context, fn func(*Entry) error) error {
 }
 
 // Delete implements Store.
-func (m *Memory) Delete(ctx context.Context, key Key) error {
+func (m *memStore) Delete(ctx context.Context, key Key) error {
 	if m.opt.ReadOnly {
 		return ErrReadOnly
 	}
@@ -240,14 +253,14 @@ func (m *Memory) Delete(ctx context.Context, key Key) error {
 }
 
 // Verify implements Store.
-func (m *Memory) Verify(ctx context.Context) (*VerifyReport, error) {
+func (m *memStore) Verify(ctx context.Context) (*VerifyReport, error) {
 	return m.verify(ctx, m.opt.ReadOnly)
 }
 
 // Check implements Checker.
-func (m *Memory) Check(ctx context.Context) (*VerifyReport, error) { return m.verify(ctx, true) }
+func (m *memStore) Check(ctx context.Context) (*VerifyReport, error) { return m.verify(ctx, true) }
 
-func (m *Memory) verify(ctx context.Context, reportOnly bool) (*VerifyReport, error) {
+func (m *memStore) verify(ctx context.Context, reportOnly bool) (*VerifyReport, error) {
 	if err := m.lock(); err != nil {
 		return nil, err
 	}
@@ -311,7 +324,6 @@ func (m *Memory) verify(ctx context.Context, reportOnly bool) (*VerifyReport, er
 	for d := range bad {
 		m.removeBlobLocked(d)
 	}
-	m.stats.add(func(s *Stats) { s.Corrupt += int64(len(r.Removed)) })
 	for _, d := range m.idx.orphans() {
 		r.Orphans++
 		r.OrphanBytes += m.idx.blobs[d].size
@@ -330,7 +342,7 @@ func sortCorrupt(m map[Digest]*CorruptBlob) []CorruptBlob {
 }
 
 // Trim implements Store.
-func (m *Memory) Trim(ctx context.Context, maxBytes int64) (*TrimReport, error) {
+func (m *memStore) Trim(ctx context.Context, maxBytes int64) (*TrimReport, error) {
 	if m.opt.ReadOnly {
 		return nil, ErrReadOnly
 	}
@@ -345,7 +357,7 @@ func (m *Memory) Trim(ctx context.Context, maxBytes int64) (*TrimReport, error) 
 }
 
 // Clear implements Store.
-func (m *Memory) Clear(ctx context.Context) error {
+func (m *memStore) Clear(ctx context.Context) error {
 	if m.opt.ReadOnly {
 		return ErrReadOnly
 	}
@@ -361,26 +373,31 @@ func (m *Memory) Clear(ctx context.Context) error {
 	return nil
 }
 
-// Stats implements Store.
-func (m *Memory) Stats(ctx context.Context) (*Stats, error) {
+// Stats implements Maintenance: the size, without counts (the Counting
+// store of Memory adds them from Counts).
+func (m *memStore) Stats(ctx context.Context) (*Stats, error) {
 	if err := m.lock(); err != nil {
 		return nil, err
 	}
 	defer m.mu.Unlock()
-	s := m.stats.take(false)
+	s := Stats{UncachedReasons: make(map[string]int64)}
 	s.Entries = int64(len(m.entries))
 	s.Bytes = m.idx.bytes
 	s.MaxBytes = m.opt.MaxBytes
 	return &s, nil
 }
 
-// Count implements Store.
-func (m *Memory) Count(ctx context.Context, event, reason string) error {
-	return m.stats.countEvent(event, reason)
+// AddCounts implements Counters.
+func (m *memStore) AddCounts(ctx context.Context, d Stats) error {
+	m.stats.add(func(s *Stats) { addStats(s, &d) })
+	return nil
 }
 
+// Counts implements Counters.
+func (m *memStore) Counts(ctx context.Context) (Stats, error) { return m.stats.take(false), nil }
+
 // Close implements Store. Closing twice is not an error.
-func (m *Memory) Close() error {
+func (m *memStore) Close() error {
 	m.mu.Lock()
 	m.closed = true
 	m.mu.Unlock()
@@ -388,7 +405,7 @@ func (m *Memory) Close() error {
 }
 
 // CorruptBlob implements FaultInjector.
-func (m *Memory) CorruptBlob(ctx context.Context, d Digest) error {
+func (m *memStore) CorruptBlob(ctx context.Context, d Digest) error {
 	if err := m.lock(); err != nil {
 		return err
 	}
@@ -406,7 +423,7 @@ func (m *Memory) CorruptBlob(ctx context.Context, d Digest) error {
 }
 
 // RemoveBlob implements FaultInjector.
-func (m *Memory) RemoveBlob(ctx context.Context, d Digest) error {
+func (m *memStore) RemoveBlob(ctx context.Context, d Digest) error {
 	if err := m.lock(); err != nil {
 		return err
 	}
@@ -414,3 +431,51 @@ func (m *Memory) RemoveBlob(ctx context.Context, d Digest) error {
 	m.removeBlobLocked(d)
 	return nil
 }
+
+// The faces of Memory are those of its Counting store.
+
+// Get implements Core.
+func (m *Memory) Get(ctx context.Context, key Key) (*Hit, error) { return m.counted.Get(ctx, key) }
+
+// Put implements Core.
+func (m *Memory) Put(ctx context.Context, e *Entry, data [][]byte) error {
+	return m.counted.Put(ctx, e, data)
+}
+
+// Entry implements Core.
+func (m *Memory) Entry(ctx context.Context, key Key) (*Entry, error) {
+	return m.counted.Entry(ctx, key)
+}
+
+// Delete implements Core.
+func (m *Memory) Delete(ctx context.Context, key Key) error { return m.counted.Delete(ctx, key) }
+
+// Close implements Core.
+func (m *Memory) Close() error { return m.counted.Close() }
+
+// List implements Maintenance.
+func (m *Memory) List(ctx context.Context, fn func(*Entry) error) error {
+	return m.counted.List(ctx, fn)
+}
+
+// Verify implements Maintenance.
+func (m *Memory) Verify(ctx context.Context) (*VerifyReport, error) { return m.counted.Verify(ctx) }
+
+// Trim implements Maintenance.
+func (m *Memory) Trim(ctx context.Context, maxBytes int64) (*TrimReport, error) {
+	return m.counted.Trim(ctx, maxBytes)
+}
+
+// Clear implements Maintenance.
+func (m *Memory) Clear(ctx context.Context) error { return m.counted.Clear(ctx) }
+
+// Stats implements Maintenance.
+func (m *Memory) Stats(ctx context.Context) (*Stats, error) { return m.counted.Stats(ctx) }
+
+// Count implements EventCounter.
+func (m *Memory) Count(ctx context.Context, event, reason string) error {
+	return m.counted.Count(ctx, event, reason)
+}
+
+// TakeEvictions implements Evicter.
+func (m *memStore) TakeEvictions() int64 { return m.evicted.Swap(0) }

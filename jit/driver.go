@@ -62,8 +62,10 @@ const maxManifestVariants = 16
 
 // Options configure a Driver.
 type Options struct {
-	// Store is the artifact cache; nil makes every build uncached.
-	Store cache.Store
+	// Store is the artifact cache; nil makes every build uncached. The
+	// driver counts events (uncached, error, damaged, verify_mismatch) on
+	// it when it implements cache.EventCounter.
+	Store cache.Core
 	// StoreErr, with Store nil, is why the cache in StoreDir could not be
 	// opened: every build runs uncached and carries a warning naming the
 	// directory, the cause and the remedy.
@@ -161,7 +163,7 @@ func (d *Driver) Build(ctx context.Context, req *api.Request) (*api.Response, er
 		resp.Status = api.StatusError
 		resp.Error = err.Error()
 		if d.opt.Store != nil {
-			_ = d.opt.Store.Count(ctx, cache.EventError, errorKind(err))
+			_ = cache.Count(ctx, d.opt.Store, cache.EventError, errorKind(err))
 		}
 		return resp, err
 	}
@@ -212,7 +214,7 @@ func (d *Driver) build(ctx context.Context, req *api.Request, resp *api.Response
 			return err
 		}
 		resp.Warnings = append(resp.Warnings, d.storeWarning(err))
-		_ = store.Count(ctx, cache.EventError, "cache lookup failed")
+		_ = cache.Count(ctx, store, cache.EventError, "cache lookup failed")
 		return d.buildUncached(ctx, req, id, []reason{{"cache lookup failed", "cache lookup failed: " + err.Error()}}, resp)
 	}
 	var r *flightResult
@@ -264,16 +266,16 @@ func (d *Driver) build(ctx context.Context, req *api.Request, resp *api.Response
 		resp.Status = api.StatusUncached
 		if isPlainReadOnly(r.putErr) {
 			resp.Unavailable = []string{"not published: " + r.putErr.Error()}
-			_ = store.Count(ctx, cache.EventUncached, notPublishedCounter)
+			_ = cache.Count(ctx, store, cache.EventUncached, notPublishedCounter)
 		} else {
 			resp.Unavailable = []string{"cache write failed: " + r.putErr.Error()}
 			resp.Warnings = append(resp.Warnings, d.storeWarning(r.putErr))
-			_ = store.Count(ctx, cache.EventError, "cache write failed")
+			_ = cache.Count(ctx, store, cache.EventError, "cache write failed")
 		}
 	case r.notPublished != "":
 		resp.Status = api.StatusUncached
 		resp.Unavailable = []string{r.notPublished}
-		_ = store.Count(ctx, cache.EventUncached, notPublishedCounter) // every notPublished says "not published: ..."
+		_ = cache.Count(ctx, store, cache.EventUncached, notPublishedCounter) // every notPublished says "not published: ..."
 	default:
 		resp.Status = api.StatusMiss
 		resp.MissReason = why
@@ -359,7 +361,7 @@ func (d *Driver) buildUncached(ctx context.Context, req *api.Request, id *identi
 	resp.Unavailable = reasonTexts(reasons)
 	if len(resp.Warnings) == 0 && d.opt.Store != nil {
 		// A store failure was counted as an error where it happened.
-		_ = d.opt.Store.Count(ctx, cache.EventUncached, reasons[0].counter)
+		_ = cache.Count(ctx, d.opt.Store, cache.EventUncached, reasons[0].counter)
 	}
 	return nil
 }
@@ -588,7 +590,7 @@ func (d *Driver) resultKeyPhases(ctx context.Context, id *identity, ph *phases) 
 // Get finds; it returns the reason of the miss.
 func (d *Driver) damagedManifest(ctx context.Context, id *identity, err error) string {
 	_ = d.opt.Store.Delete(ctx, cache.Key(id.key))
-	_ = d.opt.Store.Count(ctx, cache.EventDamaged, "manifest")
+	_ = cache.Count(ctx, d.opt.Store, cache.EventDamaged, "manifest")
 	return "manifest " + cache.ReasonDamaged + "unreadable: " + err.Error()
 }
 

@@ -141,7 +141,7 @@ func parseLatest(e *cache.Entry, enc []byte) (LatestBuild, string) {
 // damagedManifest does with a manifest.
 func (d *Driver) damagedLatest(ctx context.Context, k cache.Key) {
 	_ = d.opt.Store.Delete(ctx, k)
-	_ = d.opt.Store.Count(ctx, cache.EventDamaged, "latest-build record")
+	_ = cache.Count(ctx, d.opt.Store, cache.EventDamaged, "latest-build record")
 }
 
 // recordLatest records that the latest build of req used the key of id

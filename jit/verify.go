@@ -85,7 +85,7 @@ func (d *Driver) verifyHit(ctx context.Context, req *api.Request, id *identity, 
 			id.key, strings.TrimPrefix(why, "not published: ")))
 		return nil
 	}
-	_ = d.opt.Store.Count(ctx, cache.EventVerifyMismatch, "")
+	_ = cache.Count(ctx, d.opt.Store, cache.EventVerifyMismatch, "")
 	return &VerifyError{Key: id.key.String(), Tier: r.tier, Diffs: diffs}
 }
 

@@ -17,9 +17,17 @@ import (
 	"github.com/ptojit/ptojit/cache"
 )
 
+// Tested is a store the suite runs on: the core and maintenance faces, and
+// the counts when it is also a cache.EventCounter (a Counting store). The
+// suite checks the counters only of a store that counts.
+type Tested interface {
+	cache.Core
+	cache.Maintenance
+}
+
 // NewStore returns an empty store with the given options. The suite closes
 // it.
-type NewStore func(t *testing.T, opt cache.Options) cache.Store
+type NewStore func(t *testing.T, opt cache.Options) Tested
 
 // Clock is a manual clock for Options.Now. It is safe for concurrent use.
 type Clock struct {
@@ -77,8 +85,10 @@ func NewEntry(key cache.Key, data ...[]byte) *cache.Entry {
 type harness struct {
 	t     *testing.T
 	ctx   context.Context
-	s     cache.Store
+	s     Tested
 	clock *Clock
+	// counter is s as an event counter, nil when s counts nothing.
+	counter cache.EventCounter
 }
 
 func (h *harness) put(e *cache.Entry, data ...[]byte) {
@@ -130,6 +140,10 @@ func (h *harness) stats() *cache.Stats {
 	return s
 }
 
+// counts reports whether the store counts events, so that its counters
+// are checked.
+func (h *harness) counts() bool { return h.counter != nil }
+
 func (h *harness) absent(k cache.Key) {
 	h.t.Helper()
 	if e, err := h.s.Entry(h.ctx, k); !errors.Is(err, cache.ErrMiss) {
@@ -138,484 +152,519 @@ func (h *harness) absent(k cache.Key) {
 }
 
 // RunStoreTests runs the conformance suite against stores made by
-// newStore.
+// newStore: one subtest per property (see properties), each on a new store.
 func RunStoreTests(t *testing.T, newStore NewStore) {
-	run := func(name string, opt cache.Options, f func(h *harness)) {
-		t.Run(name, func(t *testing.T) {
+	for _, p := range properties {
+		t.Run(p.name, func(t *testing.T) {
 			clock := NewClock()
+			opt := p.options
 			if opt.Now == nil {
 				opt.Now = clock.Now
 			}
 			s := newStore(t, opt)
 			t.Cleanup(func() { s.Close() })
-			f(&harness{t: t, ctx: context.Background(), s: s, clock: clock})
+			counter, _ := s.(cache.EventCounter)
+			p.test(&harness{t: t, ctx: context.Background(), s: s, clock: clock, counter: counter})
 		})
 	}
-	def := cache.Options{}
+}
 
-	run("PutGet", def, func(h *harness) {
-		a, b, empty := Blob("a", 5000), Blob("b", 70000), []byte{}
-		e := NewEntry(K("x"), a, b, a, empty)
-		e.Outputs[1].Mode = 0o755
-		h.put(e, a, b, a, empty)
-		if e.Outputs[0].Size != 0 || e.Outputs[0].Digest != ([32]byte{}) {
-			h.t.Fatalf("Put modified its argument: %+v", e.Outputs[0])
-		}
-		hit := h.hit(K("x"), a, b, a, empty)
-		g := hit.Entry
-		if g.Key != K("x") || string(g.Record) != string(e.Record) || g.CompileTime != e.CompileTime ||
-			g.Meta["hashid"] != e.Meta["hashid"] || len(g.Meta) != 2 {
-			h.t.Fatalf("entry = %+v, want fields of %+v", g, e)
-		}
-		if !g.Created.Equal(h.clock.Now()) {
-			h.t.Fatalf("Created = %v, want %v", g.Created, h.clock.Now())
-		}
-		for i, d := range [][]byte{a, b, a, empty} {
-			o := g.Outputs[i]
-			if o.Name != e.Outputs[i].Name || o.Size != int64(len(d)) || o.Digest != sha256.Sum256(d) || o.Mode != e.Outputs[i].Mode {
-				h.t.Fatalf("output %d = %+v", i, o)
-			}
-		}
-		s := h.stats()
-		if s.Hits != 1 || s.Misses != 0 || s.Entries != 1 || s.Bytes != int64(len(a)+len(b)) {
-			h.t.Fatalf("stats = %+v, want 1 hit, 1 entry, %d bytes (distinct blobs)", s, len(a)+len(b))
-		}
-	})
+// property is one property of the suite: its name (the subtest's), the
+// options of the store it runs on, and its test.
+type property struct {
+	name    string
+	options cache.Options
+	test    func(h *harness)
+}
 
-	run("Miss", def, func(h *harness) {
-		me := h.miss(K("nothing"), cache.ReasonNoEntry)
-		if me.Key != K("nothing") || me.Corrupt {
-			h.t.Fatalf("miss = %+v", me)
-		}
-		if s := h.stats(); s.Misses != 1 || s.Hits != 0 || s.Corrupt != 0 {
-			h.t.Fatalf("stats = %+v, want 1 miss", s)
-		}
-		h.absent(K("nothing"))
-		if s := h.stats(); s.Misses != 1 {
-			h.t.Fatalf("Entry counted: stats = %+v", s)
-		}
-	})
+// properties lists the suite's properties, one short test each.
+var properties = []property{
+	{"PutGet", cache.Options{}, testPutGet},
+	{"Miss", cache.Options{}, testMiss},
+	{"PutRejectsBadData", cache.Options{}, testPutRejectsBadData},
+	{"PutIdempotentAndReplace", cache.Options{}, testPutIdempotentAndReplace},
+	{"NoAliasing", cache.Options{}, testNoAliasing},
+	{"SharedBlobs", cache.Options{}, testSharedBlobs},
+	{"CorruptBlobIsMissAndRemoved", cache.Options{}, testCorruptBlobIsMissAndRemoved},
+	{"MissingBlob", cache.Options{}, testMissingBlob},
+	{"Verify", cache.Options{}, testVerify},
+	{"TrimLRU", cache.Options{}, testTrimLRU},
+	{"MaxBytes", cache.Options{MaxBytes: 250}, testMaxBytes},
+	{"Count", cache.Options{}, testCount},
+	{"List", cache.Options{}, testList},
+	{"Clear", cache.Options{}, testClear},
+	{"ReadOnly", cache.Options{ReadOnly: true}, testReadOnly},
+	{"Closed", cache.Options{}, testClosed},
+	{"Concurrent", cache.Options{}, testConcurrent},
+}
 
-	run("PutRejectsBadData", def, func(h *harness) {
-		a := Blob("a", 100)
-		cases := map[string]func() (*cache.Entry, [][]byte){
-			"count": func() (*cache.Entry, [][]byte) { return NewEntry(K("x"), a, a), [][]byte{a} },
-			"size": func() (*cache.Entry, [][]byte) {
-				e := NewEntry(K("x"), a)
-				e.Outputs[0].Size = 99
-				return e, [][]byte{a}
-			},
-			"digest": func() (*cache.Entry, [][]byte) {
-				e := NewEntry(K("x"), a)
-				e.Outputs[0].Digest = sha256.Sum256([]byte("other"))
-				return e, [][]byte{a}
-			},
-			"dup name": func() (*cache.Entry, [][]byte) {
-				e := NewEntry(K("x"), a, a)
-				e.Outputs[1].Name = e.Outputs[0].Name
-				return e, [][]byte{a, a}
-			},
-			"empty name": func() (*cache.Entry, [][]byte) {
-				e := NewEntry(K("x"), a)
-				e.Outputs[0].Name = ""
-				return e, [][]byte{a}
-			},
-			"record": func() (*cache.Entry, [][]byte) {
-				e := NewEntry(K("x"), a)
-				e.Record = make([]byte, cache.MaxRecordBytes+1)
-				return e, [][]byte{a}
-			},
-			"compile time": func() (*cache.Entry, [][]byte) {
-				e := NewEntry(K("x"), a)
-				e.CompileTime = -1
-				return e, [][]byte{a}
-			},
+func testPutGet(h *harness) {
+	a, b, empty := Blob("a", 5000), Blob("b", 70000), []byte{}
+	e := NewEntry(K("x"), a, b, a, empty)
+	e.Outputs[1].Mode = 0o755
+	h.put(e, a, b, a, empty)
+	if e.Outputs[0].Size != 0 || e.Outputs[0].Digest != ([32]byte{}) {
+		h.t.Fatalf("Put modified its argument: %+v", e.Outputs[0])
+	}
+	hit := h.hit(K("x"), a, b, a, empty)
+	g := hit.Entry
+	if g.Key != K("x") || string(g.Record) != string(e.Record) || g.CompileTime != e.CompileTime ||
+		g.Meta["hashid"] != e.Meta["hashid"] || len(g.Meta) != 2 {
+		h.t.Fatalf("entry = %+v, want fields of %+v", g, e)
+	}
+	if !g.Created.Equal(h.clock.Now()) {
+		h.t.Fatalf("Created = %v, want %v", g.Created, h.clock.Now())
+	}
+	for i, d := range [][]byte{a, b, a, empty} {
+		o := g.Outputs[i]
+		if o.Name != e.Outputs[i].Name || o.Size != int64(len(d)) || o.Digest != sha256.Sum256(d) || o.Mode != e.Outputs[i].Mode {
+			h.t.Fatalf("output %d = %+v", i, o)
 		}
-		for name, c := range cases {
-			e, data := c()
-			var de *cache.DataError
-			if err := h.s.Put(h.ctx, e, data); !errors.As(err, &de) {
-				h.t.Errorf("%s: Put = %v, want a *DataError", name, err)
-			}
-		}
-		if s := h.stats(); s.Entries != 0 || s.Bytes != 0 {
-			h.t.Fatalf("rejected Puts stored something: %+v", s)
-		}
-		// Correct Size and Digest given by the caller are accepted.
-		e := NewEntry(K("x"), a)
-		e.Outputs[0].Size, e.Outputs[0].Digest = int64(len(a)), sha256.Sum256(a)
-		h.put(e, a)
-		h.hit(K("x"), a)
-	})
+	}
+	s := h.stats()
+	if s.Entries != 1 || s.Bytes != int64(len(a)+len(b)) || h.counts() && (s.Hits != 1 || s.Misses != 0) {
+		h.t.Fatalf("stats = %+v, want 1 hit, 1 entry, %d bytes (distinct blobs)", s, len(a)+len(b))
+	}
+}
 
-	run("PutIdempotentAndReplace", def, func(h *harness) {
-		a, b := Blob("a", 3000), Blob("b", 9000)
-		h.put(NewEntry(K("x"), a), a)
-		h.put(NewEntry(K("x"), a), a)
-		if s := h.stats(); s.Entries != 1 || s.Bytes != int64(len(a)) {
-			h.t.Fatalf("after two equal Puts: %+v", s)
-		}
-		h.put(NewEntry(K("x"), b), b)
-		h.hit(K("x"), b)
-		if s := h.stats(); s.Entries != 1 || s.Bytes != int64(len(b)) {
-			h.t.Fatalf("after replacing: %+v, want the old blob gone", s)
-		}
-	})
+func testMiss(h *harness) {
+	me := h.miss(K("nothing"), cache.ReasonNoEntry)
+	if me.Key != K("nothing") || me.Corrupt {
+		h.t.Fatalf("miss = %+v", me)
+	}
+	if s := h.stats(); h.counts() && (s.Misses != 1 || s.Hits != 0 || s.Corrupt != 0) {
+		h.t.Fatalf("stats = %+v, want 1 miss", s)
+	}
+	h.absent(K("nothing"))
+	if s := h.stats(); h.counts() && s.Misses != 1 {
+		h.t.Fatalf("Entry counted: stats = %+v", s)
+	}
+}
 
-	run("NoAliasing", def, func(h *harness) {
-		a := Blob("a", 1000)
-		in := bytes.Clone(a)
-		e := NewEntry(K("x"), in)
-		h.put(e, in)
-		in[0] ^= 0xff
-		e.Meta["hashid"] = "changed"
-		hit := h.hit(K("x"), a)
-		hit.Data[0][1] ^= 0xff
-		hit.Entry.Outputs[0].Name = "changed"
-		hit = h.hit(K("x"), a)
-		if hit.Entry.Outputs[0].Name != "out0" || hit.Entry.Meta["hashid"] == "changed" {
-			h.t.Fatalf("store shares memory with its callers: %+v", hit.Entry)
+func testPutRejectsBadData(h *harness) {
+	a := Blob("a", 100)
+	cases := map[string]func() (*cache.Entry, [][]byte){
+		"count": func() (*cache.Entry, [][]byte) { return NewEntry(K("x"), a, a), [][]byte{a} },
+		"size": func() (*cache.Entry, [][]byte) {
+			e := NewEntry(K("x"), a)
+			e.Outputs[0].Size = 99
+			return e, [][]byte{a}
+		},
+		"digest": func() (*cache.Entry, [][]byte) {
+			e := NewEntry(K("x"), a)
+			e.Outputs[0].Digest = sha256.Sum256([]byte("other"))
+			return e, [][]byte{a}
+		},
+		"dup name": func() (*cache.Entry, [][]byte) {
+			e := NewEntry(K("x"), a, a)
+			e.Outputs[1].Name = e.Outputs[0].Name
+			return e, [][]byte{a, a}
+		},
+		"empty name": func() (*cache.Entry, [][]byte) {
+			e := NewEntry(K("x"), a)
+			e.Outputs[0].Name = ""
+			return e, [][]byte{a}
+		},
+		"record": func() (*cache.Entry, [][]byte) {
+			e := NewEntry(K("x"), a)
+			e.Record = make([]byte, cache.MaxRecordBytes+1)
+			return e, [][]byte{a}
+		},
+		"compile time": func() (*cache.Entry, [][]byte) {
+			e := NewEntry(K("x"), a)
+			e.CompileTime = -1
+			return e, [][]byte{a}
+		},
+	}
+	for name, c := range cases {
+		e, data := c()
+		var de *cache.DataError
+		if err := h.s.Put(h.ctx, e, data); !errors.As(err, &de) {
+			h.t.Errorf("%s: Put = %v, want a *DataError", name, err)
 		}
-	})
+	}
+	if s := h.stats(); s.Entries != 0 || s.Bytes != 0 {
+		h.t.Fatalf("rejected Puts stored something: %+v", s)
+	}
+	// Correct Size and Digest given by the caller are accepted.
+	e := NewEntry(K("x"), a)
+	e.Outputs[0].Size, e.Outputs[0].Digest = int64(len(a)), sha256.Sum256(a)
+	h.put(e, a)
+	h.hit(K("x"), a)
+}
 
-	run("SharedBlobs", def, func(h *harness) {
-		a, b := Blob("a", 4000), Blob("b", 4000)
-		h.put(NewEntry(K("x"), a, b), a, b)
-		h.put(NewEntry(K("y"), a), a)
-		if s := h.stats(); s.Bytes != 8000 || s.Entries != 2 {
-			h.t.Fatalf("stats = %+v, want 8000 bytes", s)
-		}
-		if err := h.s.Delete(h.ctx, K("x")); err != nil {
-			h.t.Fatal(err)
-		}
-		h.absent(K("x"))
-		h.hit(K("y"), a)
-		if s := h.stats(); s.Bytes != 4000 || s.Entries != 1 {
-			h.t.Fatalf("after Delete: %+v, want the unshared blob gone", s)
-		}
-		if err := h.s.Delete(h.ctx, K("x")); err != nil {
-			h.t.Fatalf("deleting a missing key: %v", err)
-		}
-	})
+func testPutIdempotentAndReplace(h *harness) {
+	a, b := Blob("a", 3000), Blob("b", 9000)
+	h.put(NewEntry(K("x"), a), a)
+	h.put(NewEntry(K("x"), a), a)
+	if s := h.stats(); s.Entries != 1 || s.Bytes != int64(len(a)) {
+		h.t.Fatalf("after two equal Puts: %+v", s)
+	}
+	h.put(NewEntry(K("x"), b), b)
+	h.hit(K("x"), b)
+	if s := h.stats(); s.Entries != 1 || s.Bytes != int64(len(b)) {
+		h.t.Fatalf("after replacing: %+v, want the old blob gone", s)
+	}
+}
 
-	run("CorruptBlobIsMissAndRemoved", def, func(h *harness) {
-		fi, ok := h.s.(cache.FaultInjector)
-		if !ok {
-			h.t.Skip("store is not a FaultInjector")
-		}
-		a, b := Blob("a", 6000), Blob("b", 6000)
-		h.put(NewEntry(K("x"), a, b), a, b)
-		h.put(NewEntry(K("y"), b), b)
-		if err := fi.CorruptBlob(h.ctx, sha256.Sum256(b)); err != nil {
-			h.t.Fatal(err)
-		}
-		me := h.miss(K("x"), "corrupt: sha256 mismatch")
-		if !me.Corrupt || !strings.HasPrefix(me.Reason, cache.ReasonDamaged) || !strings.Contains(me.Reason, fmt.Sprintf("%x", sha256.Sum256(b))[:12]) {
-			h.t.Fatalf("miss = %+v, want corrupt naming the blob", me)
-		}
-		h.absent(K("x"))
-		// The corrupt blob is gone, so the other entry naming it misses
-		// as missing, never as a hit.
-		h.miss(K("y"), "missing")
-		h.absent(K("y"))
-		h.miss(K("x"), cache.ReasonNoEntry)
-		s := h.stats()
-		if s.Corrupt != 2 || s.Damaged != 2 || s.Misses != 1 || s.Hits != 0 || s.Entries != 0 {
-			h.t.Fatalf("stats = %+v, want 2 damaged lookups and 1 miss", s)
-		}
-		// A new Put repairs.
-		h.put(NewEntry(K("x"), a, b), a, b)
-		h.hit(K("x"), a, b)
-	})
+func testNoAliasing(h *harness) {
+	a := Blob("a", 1000)
+	in := bytes.Clone(a)
+	e := NewEntry(K("x"), in)
+	h.put(e, in)
+	in[0] ^= 0xff
+	e.Meta["hashid"] = "changed"
+	hit := h.hit(K("x"), a)
+	hit.Data[0][1] ^= 0xff
+	hit.Entry.Outputs[0].Name = "changed"
+	hit = h.hit(K("x"), a)
+	if hit.Entry.Outputs[0].Name != "out0" || hit.Entry.Meta["hashid"] == "changed" {
+		h.t.Fatalf("store shares memory with its callers: %+v", hit.Entry)
+	}
+}
 
-	run("MissingBlob", def, func(h *harness) {
-		fi, ok := h.s.(cache.FaultInjector)
-		if !ok {
-			h.t.Skip("store is not a FaultInjector")
-		}
-		a := Blob("a", 100)
-		h.put(NewEntry(K("x"), a), a)
-		if err := fi.RemoveBlob(h.ctx, sha256.Sum256(a)); err != nil {
-			h.t.Fatal(err)
-		}
-		h.miss(K("x"), "missing")
-		h.absent(K("x"))
-		if s := h.stats(); s.Corrupt != 1 {
-			h.t.Fatalf("stats = %+v, want 1 corrupt", s)
-		}
-	})
+func testSharedBlobs(h *harness) {
+	a, b := Blob("a", 4000), Blob("b", 4000)
+	h.put(NewEntry(K("x"), a, b), a, b)
+	h.put(NewEntry(K("y"), a), a)
+	if s := h.stats(); s.Bytes != 8000 || s.Entries != 2 {
+		h.t.Fatalf("stats = %+v, want 8000 bytes", s)
+	}
+	if err := h.s.Delete(h.ctx, K("x")); err != nil {
+		h.t.Fatal(err)
+	}
+	h.absent(K("x"))
+	h.hit(K("y"), a)
+	if s := h.stats(); s.Bytes != 4000 || s.Entries != 1 {
+		h.t.Fatalf("after Delete: %+v, want the unshared blob gone", s)
+	}
+	if err := h.s.Delete(h.ctx, K("x")); err != nil {
+		h.t.Fatalf("deleting a missing key: %v", err)
+	}
+}
 
-	run("Verify", def, func(h *harness) {
-		fi, ok := h.s.(cache.FaultInjector)
-		if !ok {
-			h.t.Skip("store is not a FaultInjector")
-		}
-		a, b, c := Blob("a", 5000), Blob("b", 5000), Blob("c", 50)
-		h.put(NewEntry(K("x"), a), a)
-		h.put(NewEntry(K("y"), b, c), b, c)
-		h.put(NewEntry(K("z"), c), c)
-		r, err := h.s.Verify(h.ctx)
-		if err != nil || !r.OK() || r.Entries != 3 || r.Blobs != 3 || r.Bytes != 10050 || len(r.Removed) != 0 {
-			h.t.Fatalf("Verify of an intact store = %+v, %v", r, err)
-		}
-		if err := fi.CorruptBlob(h.ctx, sha256.Sum256(b)); err != nil {
-			h.t.Fatal(err)
-		}
-		if c, ok := h.s.(cache.Checker); ok {
-			r, err := c.Check(h.ctx)
-			if err != nil || r.OK() || len(r.Corrupt) != 1 || len(r.Removed) != 0 {
-				h.t.Fatalf("Check = %+v, %v; want the damage reported, nothing removed", r, err)
-			}
-			if _, err := h.s.Entry(h.ctx, K("y")); err != nil {
-				h.t.Fatalf("Check removed an entry: %v", err)
-			}
-		}
-		r, err = h.s.Verify(h.ctx)
-		if err != nil {
-			h.t.Fatal(err)
-		}
-		if r.OK() || len(r.Corrupt) != 1 || r.Corrupt[0].Digest != sha256.Sum256(b) ||
-			!strings.Contains(r.Corrupt[0].Reason, "sha256 mismatch") ||
-			len(r.Corrupt[0].Entries) != 1 || r.Corrupt[0].Entries[0] != K("y") ||
-			len(r.Removed) != 1 || r.Removed[0] != K("y") {
-			h.t.Fatalf("Verify = %+v, want blob b corrupt and entry y removed", r)
-		}
-		h.absent(K("y"))
-		h.hit(K("x"), a)
-		h.hit(K("z"), c)
-		if s := h.stats(); s.Corrupt != 1 || s.Entries != 2 || s.Bytes != 5050 {
-			h.t.Fatalf("stats = %+v", s)
-		}
-		r, err = h.s.Verify(h.ctx)
-		if err != nil || !r.OK() {
-			h.t.Fatalf("second Verify = %+v, %v", r, err)
-		}
-	})
+func testCorruptBlobIsMissAndRemoved(h *harness) {
+	fi, ok := h.s.(cache.FaultInjector)
+	if !ok {
+		h.t.Skip("store is not a FaultInjector")
+	}
+	a, b := Blob("a", 6000), Blob("b", 6000)
+	h.put(NewEntry(K("x"), a, b), a, b)
+	h.put(NewEntry(K("y"), b), b)
+	if err := fi.CorruptBlob(h.ctx, sha256.Sum256(b)); err != nil {
+		h.t.Fatal(err)
+	}
+	me := h.miss(K("x"), "corrupt: sha256 mismatch")
+	if !me.Corrupt || !strings.HasPrefix(me.Reason, cache.ReasonDamaged) || !strings.Contains(me.Reason, fmt.Sprintf("%x", sha256.Sum256(b))[:12]) {
+		h.t.Fatalf("miss = %+v, want corrupt naming the blob", me)
+	}
+	h.absent(K("x"))
+	// The corrupt blob is gone, so the other entry naming it misses
+	// as missing, never as a hit.
+	h.miss(K("y"), "missing")
+	h.absent(K("y"))
+	h.miss(K("x"), cache.ReasonNoEntry)
+	s := h.stats()
+	if s.Entries != 0 || h.counts() && (s.Corrupt != 2 || s.Damaged != 2 || s.Misses != 1 || s.Hits != 0) {
+		h.t.Fatalf("stats = %+v, want 2 damaged lookups and 1 miss", s)
+	}
+	// A new Put repairs.
+	h.put(NewEntry(K("x"), a, b), a, b)
+	h.hit(K("x"), a, b)
+}
 
-	run("TrimLRU", def, func(h *harness) {
-		for _, n := range []string{"a", "b", "c"} {
-			h.clock.Advance(time.Minute)
-			d := Blob(n, 100)
-			h.put(NewEntry(K(n), d), d)
+func testMissingBlob(h *harness) {
+	fi, ok := h.s.(cache.FaultInjector)
+	if !ok {
+		h.t.Skip("store is not a FaultInjector")
+	}
+	a := Blob("a", 100)
+	h.put(NewEntry(K("x"), a), a)
+	if err := fi.RemoveBlob(h.ctx, sha256.Sum256(a)); err != nil {
+		h.t.Fatal(err)
+	}
+	h.miss(K("x"), "missing")
+	h.absent(K("x"))
+	if s := h.stats(); h.counts() && s.Corrupt != 1 {
+		h.t.Fatalf("stats = %+v, want 1 corrupt", s)
+	}
+}
+
+func testVerify(h *harness) {
+	fi, ok := h.s.(cache.FaultInjector)
+	if !ok {
+		h.t.Skip("store is not a FaultInjector")
+	}
+	a, b, c := Blob("a", 5000), Blob("b", 5000), Blob("c", 50)
+	h.put(NewEntry(K("x"), a), a)
+	h.put(NewEntry(K("y"), b, c), b, c)
+	h.put(NewEntry(K("z"), c), c)
+	r, err := h.s.Verify(h.ctx)
+	if err != nil || !r.OK() || r.Entries != 3 || r.Blobs != 3 || r.Bytes != 10050 || len(r.Removed) != 0 {
+		h.t.Fatalf("Verify of an intact store = %+v, %v", r, err)
+	}
+	if err := fi.CorruptBlob(h.ctx, sha256.Sum256(b)); err != nil {
+		h.t.Fatal(err)
+	}
+	if c, ok := h.s.(cache.Checker); ok {
+		r, err := c.Check(h.ctx)
+		if err != nil || r.OK() || len(r.Corrupt) != 1 || len(r.Removed) != 0 {
+			h.t.Fatalf("Check = %+v, %v; want the damage reported, nothing removed", r, err)
 		}
+		if _, err := h.s.Entry(h.ctx, K("y")); err != nil {
+			h.t.Fatalf("Check removed an entry: %v", err)
+		}
+	}
+	r, err = h.s.Verify(h.ctx)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	if r.OK() || len(r.Corrupt) != 1 || r.Corrupt[0].Digest != sha256.Sum256(b) ||
+		!strings.Contains(r.Corrupt[0].Reason, "sha256 mismatch") ||
+		len(r.Corrupt[0].Entries) != 1 || r.Corrupt[0].Entries[0] != K("y") ||
+		len(r.Removed) != 1 || r.Removed[0] != K("y") {
+		h.t.Fatalf("Verify = %+v, want blob b corrupt and entry y removed", r)
+	}
+	h.absent(K("y"))
+	h.hit(K("x"), a)
+	h.hit(K("z"), c)
+	if s := h.stats(); s.Entries != 2 || s.Bytes != 5050 || h.counts() && s.Corrupt != 1 {
+		h.t.Fatalf("stats = %+v", s)
+	}
+	r, err = h.s.Verify(h.ctx)
+	if err != nil || !r.OK() {
+		h.t.Fatalf("second Verify = %+v, %v", r, err)
+	}
+}
+
+func testTrimLRU(h *harness) {
+	for _, n := range []string{"a", "b", "c"} {
 		h.clock.Advance(time.Minute)
-		h.hit(K("a"), Blob("a", 100)) // a is now the most recently used
-		used := h.clock.Now()
-		if e, err := h.s.Entry(h.ctx, K("a")); err != nil || !e.LastUsed.Equal(used) {
-			h.t.Fatalf("Entry(a).LastUsed = %v, %v; want %v", e, err, used)
-		}
-		r, err := h.s.Trim(h.ctx, 250)
-		if err != nil {
-			h.t.Fatal(err)
-		}
-		if len(r.Evicted) != 1 || r.Evicted[0] != K("b") || r.BytesBefore != 300 || r.BytesAfter != 200 {
-			h.t.Fatalf("Trim(250) = %+v, want b evicted", r)
-		}
-		// A metadata lookup is a use too: c becomes more recent than a.
+		d := Blob(n, 100)
+		h.put(NewEntry(K(n), d), d)
+	}
+	h.clock.Advance(time.Minute)
+	h.hit(K("a"), Blob("a", 100)) // a is now the most recently used
+	used := h.clock.Now()
+	if e, err := h.s.Entry(h.ctx, K("a")); err != nil || !e.LastUsed.Equal(used) {
+		h.t.Fatalf("Entry(a).LastUsed = %v, %v; want %v", e, err, used)
+	}
+	r, err := h.s.Trim(h.ctx, 250)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	if len(r.Evicted) != 1 || r.Evicted[0] != K("b") || r.BytesBefore != 300 || r.BytesAfter != 200 {
+		h.t.Fatalf("Trim(250) = %+v, want b evicted", r)
+	}
+	// A metadata lookup is a use too: c becomes more recent than a.
+	h.clock.Advance(time.Minute)
+	if _, err := h.s.Entry(h.ctx, K("c")); err != nil {
+		h.t.Fatal(err)
+	}
+	if r, err = h.s.Trim(h.ctx, 150); err != nil || len(r.Evicted) != 1 || r.Evicted[0] != K("a") {
+		h.t.Fatalf("Trim(150) = %+v, %v; want a evicted", r, err)
+	}
+	h.hit(K("c"), Blob("c", 100))
+	h.absent(K("b"))
+	h.absent(K("a"))
+	if s := h.stats(); s.Bytes != 100 || h.counts() && s.Evictions != 2 {
+		h.t.Fatalf("stats = %+v", s)
+	}
+	r, err = h.s.Trim(h.ctx, 0)
+	if err != nil || len(r.Evicted) != 1 || r.BytesAfter != 0 {
+		h.t.Fatalf("Trim(0) = %+v, %v", r, err)
+	}
+}
+
+func testMaxBytes(h *harness) {
+	for _, n := range []string{"a", "b", "c"} {
 		h.clock.Advance(time.Minute)
-		if _, err := h.s.Entry(h.ctx, K("c")); err != nil {
+		d := Blob(n, 100)
+		h.put(NewEntry(K(n), d), d)
+	}
+	h.absent(K("a"))
+	h.hit(K("b"), Blob("b", 100))
+	h.hit(K("c"), Blob("c", 100))
+	s := h.stats()
+	if s.Bytes != 200 || s.MaxBytes != 250 || h.counts() && s.Evictions != 1 {
+		h.t.Fatalf("stats = %+v", s)
+	}
+	big := Blob("big", 251)
+	err := h.s.Put(h.ctx, NewEntry(K("big"), big), [][]byte{big})
+	if !errors.Is(err, cache.ErrTooLarge) {
+		h.t.Fatalf("Put of 251 bytes under a 250-byte limit = %v, want ErrTooLarge", err)
+	}
+	if s := h.stats(); s.Entries != 2 {
+		h.t.Fatalf("a rejected Put evicted: %+v", s)
+	}
+}
+
+func testCount(h *harness) {
+	if !h.counts() {
+		h.t.Skip("the store counts nothing")
+	}
+	for _, r := range []string{"ptoas: not found", "ptoas: not found", "cann: unreadable"} {
+		if err := h.counter.Count(h.ctx, cache.EventUncached, r); err != nil {
 			h.t.Fatal(err)
 		}
-		if r, err = h.s.Trim(h.ctx, 150); err != nil || len(r.Evicted) != 1 || r.Evicted[0] != K("a") {
-			h.t.Fatalf("Trim(150) = %+v, %v; want a evicted", r, err)
+	}
+	if err := h.counter.Count(h.ctx, cache.EventError, "cc exited 1"); err != nil {
+		h.t.Fatal(err)
+	}
+	for _, c := range [][2]string{{"uncached", ""}, {"bogus", "x"}} {
+		var ce *cache.CountError
+		if err := h.counter.Count(h.ctx, c[0], c[1]); !errors.As(err, &ce) {
+			h.t.Errorf("Count(%q, %q) = %v, want a *CountError", c[0], c[1], err)
 		}
-		h.hit(K("c"), Blob("c", 100))
-		h.absent(K("b"))
-		h.absent(K("a"))
-		if s := h.stats(); s.Evictions != 2 || s.Bytes != 100 {
-			h.t.Fatalf("stats = %+v", s)
-		}
-		r, err = h.s.Trim(h.ctx, 0)
-		if err != nil || len(r.Evicted) != 1 || r.BytesAfter != 0 {
-			h.t.Fatalf("Trim(0) = %+v, %v", r, err)
-		}
-	})
+	}
+	s := h.stats()
+	if s.Uncached != 3 || s.Errors != 1 || len(s.UncachedReasons) != 2 ||
+		s.UncachedReasons["ptoas: not found"] != 2 || s.UncachedReasons["cann: unreadable"] != 1 {
+		h.t.Fatalf("stats = %+v", s)
+	}
+}
 
-	run("MaxBytes", cache.Options{MaxBytes: 250}, func(h *harness) {
-		for _, n := range []string{"a", "b", "c"} {
-			h.clock.Advance(time.Minute)
-			d := Blob(n, 100)
-			h.put(NewEntry(K(n), d), d)
+func testList(h *harness) {
+	names := []string{"a", "b", "c", "d"}
+	for _, n := range names {
+		d := Blob(n, 10)
+		h.put(NewEntry(K(n), d), d)
+	}
+	var got []cache.Key
+	if err := h.s.List(h.ctx, func(e *cache.Entry) error {
+		got = append(got, e.Key)
+		if len(e.Outputs) != 1 || e.Outputs[0].Size != 10 {
+			return fmt.Errorf("entry %s: outputs %+v", e.Key, e.Outputs)
 		}
-		h.absent(K("a"))
-		h.hit(K("b"), Blob("b", 100))
-		h.hit(K("c"), Blob("c", 100))
-		s := h.stats()
-		if s.Bytes != 200 || s.Evictions != 1 || s.MaxBytes != 250 {
-			h.t.Fatalf("stats = %+v", s)
+		return nil
+	}); err != nil {
+		h.t.Fatal(err)
+	}
+	if len(got) != len(names) {
+		h.t.Fatalf("List gave %d entries, want %d", len(got), len(names))
+	}
+	for i := 1; i < len(got); i++ {
+		if bytes.Compare(got[i-1][:], got[i][:]) >= 0 {
+			h.t.Fatalf("List not in key order: %v", got)
 		}
-		big := Blob("big", 251)
-		err := h.s.Put(h.ctx, NewEntry(K("big"), big), [][]byte{big})
-		if !errors.Is(err, cache.ErrTooLarge) {
-			h.t.Fatalf("Put of 251 bytes under a 250-byte limit = %v, want ErrTooLarge", err)
-		}
-		if s := h.stats(); s.Entries != 2 {
-			h.t.Fatalf("a rejected Put evicted: %+v", s)
-		}
-	})
+	}
+	stop := errors.New("stop")
+	n := 0
+	if err := h.s.List(h.ctx, func(*cache.Entry) error { n++; return stop }); err != stop || n != 1 {
+		h.t.Fatalf("List did not stop at fn's error: %v after %d calls", err, n)
+	}
+}
 
-	run("Count", def, func(h *harness) {
-		for _, r := range []string{"ptoas: not found", "ptoas: not found", "cann: unreadable"} {
-			if err := h.s.Count(h.ctx, cache.EventUncached, r); err != nil {
-				h.t.Fatal(err)
-			}
-		}
-		if err := h.s.Count(h.ctx, cache.EventError, "cc exited 1"); err != nil {
-			h.t.Fatal(err)
-		}
-		for _, c := range [][2]string{{"uncached", ""}, {"bogus", "x"}} {
-			var ce *cache.CountError
-			if err := h.s.Count(h.ctx, c[0], c[1]); !errors.As(err, &ce) {
-				h.t.Errorf("Count(%q, %q) = %v, want a *CountError", c[0], c[1], err)
-			}
-		}
-		s := h.stats()
-		if s.Uncached != 3 || s.Errors != 1 || len(s.UncachedReasons) != 2 ||
-			s.UncachedReasons["ptoas: not found"] != 2 || s.UncachedReasons["cann: unreadable"] != 1 {
-			h.t.Fatalf("stats = %+v", s)
-		}
-	})
+func testClear(h *harness) {
+	a := Blob("a", 10)
+	h.put(NewEntry(K("a"), a), a)
+	h.hit(K("a"), a)
+	if err := h.s.Clear(h.ctx); err != nil {
+		h.t.Fatal(err)
+	}
+	h.absent(K("a"))
+	if s := h.stats(); s.Entries != 0 || s.Bytes != 0 || h.counts() && s.Hits != 1 {
+		h.t.Fatalf("after Clear: %+v, want empty with counters kept", s)
+	}
+	h.put(NewEntry(K("a"), a), a)
+	h.hit(K("a"), a)
+}
 
-	run("List", def, func(h *harness) {
-		names := []string{"a", "b", "c", "d"}
-		for _, n := range names {
-			d := Blob(n, 10)
-			h.put(NewEntry(K(n), d), d)
-		}
-		var got []cache.Key
-		if err := h.s.List(h.ctx, func(e *cache.Entry) error {
-			got = append(got, e.Key)
-			if len(e.Outputs) != 1 || e.Outputs[0].Size != 10 {
-				return fmt.Errorf("entry %s: outputs %+v", e.Key, e.Outputs)
-			}
-			return nil
-		}); err != nil {
-			h.t.Fatal(err)
-		}
-		if len(got) != len(names) {
-			h.t.Fatalf("List gave %d entries, want %d", len(got), len(names))
-		}
-		for i := 1; i < len(got); i++ {
-			if bytes.Compare(got[i-1][:], got[i][:]) >= 0 {
-				h.t.Fatalf("List not in key order: %v", got)
-			}
-		}
-		stop := errors.New("stop")
-		n := 0
-		if err := h.s.List(h.ctx, func(*cache.Entry) error { n++; return stop }); err != stop || n != 1 {
-			h.t.Fatalf("List did not stop at fn's error: %v after %d calls", err, n)
-		}
-	})
-
-	run("Clear", def, func(h *harness) {
-		a := Blob("a", 10)
-		h.put(NewEntry(K("a"), a), a)
-		h.hit(K("a"), a)
-		if err := h.s.Clear(h.ctx); err != nil {
-			h.t.Fatal(err)
-		}
-		h.absent(K("a"))
-		if s := h.stats(); s.Entries != 0 || s.Bytes != 0 || s.Hits != 1 {
-			h.t.Fatalf("after Clear: %+v, want empty with counters kept", s)
-		}
-		h.put(NewEntry(K("a"), a), a)
-		h.hit(K("a"), a)
-	})
-
-	run("ReadOnly", cache.Options{ReadOnly: true}, func(h *harness) {
-		a := Blob("a", 10)
-		if err := h.s.Put(h.ctx, NewEntry(K("a"), a), [][]byte{a}); !errors.Is(err, cache.ErrReadOnly) {
-			h.t.Fatalf("Put = %v, want ErrReadOnly", err)
-		}
-		if err := h.s.Delete(h.ctx, K("a")); !errors.Is(err, cache.ErrReadOnly) {
-			h.t.Fatalf("Delete = %v, want ErrReadOnly", err)
-		}
-		if _, err := h.s.Trim(h.ctx, 0); !errors.Is(err, cache.ErrReadOnly) {
-			h.t.Fatalf("Trim = %v, want ErrReadOnly", err)
-		}
-		if err := h.s.Clear(h.ctx); !errors.Is(err, cache.ErrReadOnly) {
-			h.t.Fatalf("Clear = %v, want ErrReadOnly", err)
-		}
-		h.miss(K("a"), cache.ReasonNoEntry)
-		if err := h.s.Count(h.ctx, cache.EventUncached, "r"); err != nil {
+func testReadOnly(h *harness) {
+	a := Blob("a", 10)
+	if err := h.s.Put(h.ctx, NewEntry(K("a"), a), [][]byte{a}); !errors.Is(err, cache.ErrReadOnly) {
+		h.t.Fatalf("Put = %v, want ErrReadOnly", err)
+	}
+	if err := h.s.Delete(h.ctx, K("a")); !errors.Is(err, cache.ErrReadOnly) {
+		h.t.Fatalf("Delete = %v, want ErrReadOnly", err)
+	}
+	if _, err := h.s.Trim(h.ctx, 0); !errors.Is(err, cache.ErrReadOnly) {
+		h.t.Fatalf("Trim = %v, want ErrReadOnly", err)
+	}
+	if err := h.s.Clear(h.ctx); !errors.Is(err, cache.ErrReadOnly) {
+		h.t.Fatalf("Clear = %v, want ErrReadOnly", err)
+	}
+	h.miss(K("a"), cache.ReasonNoEntry)
+	if h.counts() {
+		if err := h.counter.Count(h.ctx, cache.EventUncached, "r"); err != nil {
 			h.t.Fatal(err)
 		}
 		if s := h.stats(); s.Misses != 1 || s.Uncached != 1 {
 			h.t.Fatalf("read-only counters = %+v", s)
 		}
-		if r, err := h.s.Verify(h.ctx); err != nil || !r.OK() {
-			h.t.Fatalf("Verify = %+v, %v", r, err)
-		}
-	})
+	}
+	if r, err := h.s.Verify(h.ctx); err != nil || !r.OK() {
+		h.t.Fatalf("Verify = %+v, %v", r, err)
+	}
+}
 
-	run("Closed", def, func(h *harness) {
-		if err := h.s.Close(); err != nil {
-			h.t.Fatal(err)
-		}
-		if err := h.s.Close(); err != nil {
-			h.t.Fatalf("second Close: %v", err)
-		}
-		a := Blob("a", 10)
-		if _, err := h.s.Get(h.ctx, K("a")); !errors.Is(err, cache.ErrClosed) {
-			h.t.Fatalf("Get after Close = %v", err)
-		}
-		if err := h.s.Put(h.ctx, NewEntry(K("a"), a), [][]byte{a}); !errors.Is(err, cache.ErrClosed) {
-			h.t.Fatalf("Put after Close = %v", err)
-		}
-	})
+func testClosed(h *harness) {
+	if err := h.s.Close(); err != nil {
+		h.t.Fatal(err)
+	}
+	if err := h.s.Close(); err != nil {
+		h.t.Fatalf("second Close: %v", err)
+	}
+	a := Blob("a", 10)
+	if _, err := h.s.Get(h.ctx, K("a")); !errors.Is(err, cache.ErrClosed) {
+		h.t.Fatalf("Get after Close = %v", err)
+	}
+	if err := h.s.Put(h.ctx, NewEntry(K("a"), a), [][]byte{a}); !errors.Is(err, cache.ErrClosed) {
+		h.t.Fatalf("Put after Close = %v", err)
+	}
+}
 
-	run("Concurrent", def, func(h *harness) {
-		// Writers, readers and deleters share keys and blobs. Every Get
-		// is a hit with the right data or a miss, never an error or
-		// wrong data.
-		const workers, rounds, keys = 8, 40, 6
-		blob := func(i int) []byte { return Blob(fmt.Sprint("shared", i%3), 3000+i%3) }
-		var wg sync.WaitGroup
-		errs := make(chan error, workers*rounds)
-		for w := range workers {
-			wg.Go(func() {
-				for r := range rounds {
-					i := (w + r) % keys
-					k := K(fmt.Sprint(i))
-					switch (w + r) % 4 {
-					case 0, 1:
-						d0, d1 := blob(i), blob(i+1)
-						if err := h.s.Put(h.ctx, NewEntry(k, d0, d1), [][]byte{d0, d1}); err != nil {
-							errs <- err
-						}
-					case 2:
-						hit, err := h.s.Get(h.ctx, k)
-						if err == nil && (!bytes.Equal(hit.Data[0], blob(i)) || !bytes.Equal(hit.Data[1], blob(i+1))) {
-							errs <- fmt.Errorf("key %d: wrong data", i)
-						} else if err != nil && !errors.Is(err, cache.ErrMiss) {
-							errs <- err
-						} else if me := (*cache.MissError)(nil); errors.As(err, &me) && me.Corrupt {
-							errs <- fmt.Errorf("key %d: a whole entry was damaged: %v", i, err)
-						}
-					case 3:
-						if err := h.s.Delete(h.ctx, k); err != nil {
-							errs <- err
-						}
+func testConcurrent(h *harness) {
+	// Writers, readers and deleters share keys and blobs. Every Get
+	// is a hit with the right data or a miss, never an error or
+	// wrong data.
+	const workers, rounds, keys = 8, 40, 6
+	blob := func(i int) []byte { return Blob(fmt.Sprint("shared", i%3), 3000+i%3) }
+	var wg sync.WaitGroup
+	errs := make(chan error, workers*rounds)
+	for w := range workers {
+		wg.Go(func() {
+			for r := range rounds {
+				i := (w + r) % keys
+				k := K(fmt.Sprint(i))
+				switch (w + r) % 4 {
+				case 0, 1:
+					d0, d1 := blob(i), blob(i+1)
+					if err := h.s.Put(h.ctx, NewEntry(k, d0, d1), [][]byte{d0, d1}); err != nil {
+						errs <- err
+					}
+				case 2:
+					hit, err := h.s.Get(h.ctx, k)
+					if err == nil && (!bytes.Equal(hit.Data[0], blob(i)) || !bytes.Equal(hit.Data[1], blob(i+1))) {
+						errs <- fmt.Errorf("key %d: wrong data", i)
+					} else if err != nil && !errors.Is(err, cache.ErrMiss) {
+						errs <- err
+					} else if me := (*cache.MissError)(nil); errors.As(err, &me) && me.Corrupt {
+						errs <- fmt.Errorf("key %d: a whole entry was damaged: %v", i, err)
+					}
+				case 3:
+					if err := h.s.Delete(h.ctx, k); err != nil {
+						errs <- err
 					}
 				}
-			})
-		}
-		wg.Wait()
-		close(errs)
-		for err := range errs {
-			h.t.Error(err)
-		}
-		// Every remaining entry is whole.
-		var ks []cache.Key
-		h.s.List(h.ctx, func(e *cache.Entry) error { ks = append(ks, e.Key); return nil })
-		for _, k := range ks {
-			if _, err := h.s.Get(h.ctx, k); err != nil {
-				h.t.Errorf("after the storm: %v", err)
 			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		h.t.Error(err)
+	}
+	// Every remaining entry is whole.
+	var ks []cache.Key
+	h.s.List(h.ctx, func(e *cache.Entry) error { ks = append(ks, e.Key); return nil })
+	for _, k := range ks {
+		if _, err := h.s.Get(h.ctx, k); err != nil {
+			h.t.Errorf("after the storm: %v", err)
 		}
-		r, err := h.s.Verify(h.ctx)
-		if err != nil || !r.OK() || len(r.Removed) != 0 {
-			h.t.Fatalf("Verify after the storm = %+v, %v", r, err)
-		}
-	})
+	}
+	r, err := h.s.Verify(h.ctx)
+	if err != nil || !r.OK() || len(r.Removed) != 0 {
+		h.t.Fatalf("Verify after the storm = %+v, %v", r, err)
+	}
 }

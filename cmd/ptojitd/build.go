@@ -306,7 +306,7 @@ func identities() *toolchain.InstallationIdentityCache {
 // when there is one, reading env's variables and running the tools with
 // env's environment as a daemon of cacheDir ("" for the default) keeps it
 // (toolEnv), verifying every hit with verify (storeFor).
-func driverFor(env *cli.Env, cacheDir string, store cache.Store, storeErr error, rt *remote.Remote, verify bool) *jit.Driver {
+func driverFor(env *cli.Env, cacheDir string, store cache.Core, storeErr error, rt *remote.Remote, verify bool) *jit.Driver {
 	o := jit.Options{Store: store, Getenv: env.Getenv, Environ: toolEnv(env, cacheDir), Identities: identities(), Verify: verify, Listings: engine.listings}
 	if store == nil && storeErr != nil {
 		var oe *cache.OpenError

@@ -99,10 +99,10 @@ entry, counted apart), damaged items removed, uncached builds with their
 reasons, errors (failed builds, failed cache reads and writes),
 verify_mismatch (hits that a fresh compile in the verify mode,
 PTOJIT_CACHE_VERIFY=1, contradicted) and evictions; then what is wrong with the store, if anything (a truncated value
-log, too little free space, a recovered panic).`, 0, false, runCacheStats, nil),
+log, too little free space, a recovered panic).`, 0, false, maintaining(runCacheStats), nil),
 			sub("ls", "ls [--json]", "list entries, most recently used first", `
 Lists every entry: key prefix, size, last use, creation time, compile time,
-output count, hashid and platform. --json prints every field.`, 0, false, runCacheLs, nil),
+output count, hashid and platform. --json prints every field.`, 0, false, maintaining(runCacheLs), nil),
 			sub("show", "show KEY [--json]", "print one entry", `
 Prints one entry. KEY is the full 64-hex key or a unique prefix of it (at
 least 4 hex digits), like a git object name. The key record is printed as its
@@ -112,7 +112,7 @@ Checks every entry (results and manifests) against its own SHA-256 and
 re-hashes every blob against its digest, reports each damaged item,
 removes the entries that are damaged or name a corrupt or missing blob,
 and deletes blobs that no entry names. Exits 1 when it found damage.
-With PTOJIT_CACHE_READONLY=1 it only reports.`, 0, true, runCacheVerify, nil),
+With PTOJIT_CACHE_READONLY=1 it only reports.`, 0, true, maintaining(runCacheVerify), nil),
 			sub("trim", "trim [--max-size S] [--json]", "evict least-recently-used entries down to the size limit", `
 Evicts least-recently-used entries until the blobs fit in the size limit
 (--max-size, else PTOJIT_CACHE_MAX_SIZE, else max_size of ptojit config,
@@ -120,12 +120,12 @@ else 5G; 0 means no limit: only
 orphan blobs are deleted; "ptojit cache clear" empties the cache),
 deletes blobs that no entry names, then compacts the database and runs
 Badger's value-log garbage collection, which returns the space of deleted
-blobs to the file system (except in the value-log file being written).`, 0, true, runCacheTrim, nil),
+blobs to the file system (except in the value-log file being written).`, 0, true, maintaining(runCacheTrim), nil),
 			sub("clear", "clear [--json]", "remove every entry and blob (counters are kept)", `
 Removes every entry and blob. The counters that "ptojit cache stats" shows
 are kept. A cache that cannot be opened (damaged tables) or cleared is
 emptied by removing its database files (Badger's files only; other files in
-the directory stay), unless another process holds it.`, 0, true, runCacheClear, nil),
+the directory stay), unless another process holds it.`, 0, true, maintaining(runCacheClear), nil),
 		},
 	})
 }
@@ -177,6 +177,14 @@ func checkKeyPrefix(cmd, arg string) error {
 		return cli.Usagef("%s: %q is not a key or a key prefix of at least %d hex digits", cmd, arg, minKeyPrefix)
 	}
 	return nil
+}
+
+// maintaining adapts a command that uses only the maintenance face of the
+// store to the signature of sub.
+func maintaining(run func(ctx context.Context, env *cli.Env, o *cacheOptions, s cache.Maintenance, args []string) error) func(context.Context, *cli.Env, *cacheOptions, cache.Store, []string) error {
+	return func(ctx context.Context, env *cli.Env, o *cacheOptions, s cache.Store, args []string) error {
+		return run(ctx, env, o, s, args)
+	}
 }
 
 // openCache returns the store and the function that releases it: the
@@ -314,7 +322,7 @@ type statsJSON struct {
 	Remote *remote.Stats `json:"remote,omitempty"`
 }
 
-func runCacheStats(ctx context.Context, env *cli.Env, o *cacheOptions, s cache.Store, args []string) error {
+func runCacheStats(ctx context.Context, env *cli.Env, o *cacheOptions, s cache.Maintenance, args []string) error {
 	if len(args) != 0 {
 		return cli.Usagef("cache stats: unexpected arguments")
 	}
@@ -367,13 +375,13 @@ func remoteSummary(s *remote.Stats) string {
 	return line
 }
 
-func listEntries(ctx context.Context, s cache.Store) ([]*cache.Entry, error) {
+func listEntries(ctx context.Context, s cache.Maintenance) ([]*cache.Entry, error) {
 	var es []*cache.Entry
 	err := s.List(ctx, func(e *cache.Entry) error { es = append(es, e); return nil })
 	return es, err
 }
 
-func runCacheLs(ctx context.Context, env *cli.Env, o *cacheOptions, s cache.Store, args []string) error {
+func runCacheLs(ctx context.Context, env *cli.Env, o *cacheOptions, s cache.Maintenance, args []string) error {
 	if len(args) != 0 {
 		return cli.Usagef("cache ls: unexpected arguments")
 	}
@@ -577,7 +585,7 @@ func keyStrings(ks []cache.Key) []string {
 	return out
 }
 
-func runCacheVerify(ctx context.Context, env *cli.Env, o *cacheOptions, s cache.Store, args []string) error {
+func runCacheVerify(ctx context.Context, env *cli.Env, o *cacheOptions, s cache.Maintenance, args []string) error {
 	if len(args) != 0 {
 		return cli.Usagef("cache verify: unexpected arguments")
 	}
@@ -663,7 +671,7 @@ type trimJSON struct {
 	ValueLogGC  int      `json:"value_log_gc"`
 }
 
-func runCacheTrim(ctx context.Context, env *cli.Env, o *cacheOptions, s cache.Store, args []string) error {
+func runCacheTrim(ctx context.Context, env *cli.Env, o *cacheOptions, s cache.Maintenance, args []string) error {
 	if len(args) != 0 {
 		return cli.Usagef("cache trim: unexpected arguments")
 	}
@@ -694,7 +702,7 @@ func runCacheTrim(ctx context.Context, env *cli.Env, o *cacheOptions, s cache.St
 	return nil
 }
 
-func runCacheClear(ctx context.Context, env *cli.Env, o *cacheOptions, s cache.Store, args []string) error {
+func runCacheClear(ctx context.Context, env *cli.Env, o *cacheOptions, s cache.Maintenance, args []string) error {
 	if len(args) != 0 {
 		return cli.Usagef("cache clear: unexpected arguments")
 	}

@@ -599,7 +599,7 @@ func commandKind(err error) (string, map[string]string) {
 // maintenance trims the cache to its limit (with value-log GC) once the
 // daemon has been idle for a while after serving requests.
 type maintenance struct {
-	store    cache.Store
+	store    cache.Maintenance
 	maxBytes int64
 	// limit, when set, returns the cap and read-only setting in force at
 	// each trim instead of maxBytes (the settings file may change).

@@ -74,7 +74,7 @@ type variantJSON struct {
 }
 
 // variantsOf reads the result entries a build key's manifest names.
-func variantsOf(ctx context.Context, s cache.Store, m *buildManifest) []variantJSON {
+func variantsOf(ctx context.Context, s cache.Core, m *buildManifest) []variantJSON {
 	out := []variantJSON{}
 	for _, v := range m.Variants {
 		j := variantJSON{Result: v.Result, Headers: v.Headers, Absent: v.Absent, Outputs: []outputJSON{}}

@@ -1,0 +1,231 @@
+package cache
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"slices"
+
+	"github.com/dgraph-io/badger/v4"
+)
+
+// Verify implements Store. It holds the store's lock while it re-hashes, so
+// Puts wait; Gets do not.
+func (b *badgerDB) Verify(ctx context.Context) (*VerifyReport, error) {
+	return b.verifyOp(ctx, b.opt.ReadOnly)
+}
+
+// Check implements Checker.
+func (b *badgerDB) Check(ctx context.Context) (*VerifyReport, error) { return b.verifyOp(ctx, true) }
+
+func (b *badgerDB) verifyOp(ctx context.Context, reportOnly bool) (r *VerifyReport, err error) {
+	err = b.op("verify", func() error {
+		var err error
+		r, err = b.verify(ctx, reportOnly)
+		return err
+	})
+	return r, err
+}
+
+func (b *badgerDB) verify(ctx context.Context, reportOnly bool) (*VerifyReport, error) {
+	_ = b.flush() // a write refused for lack of space must not stop the check
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.testHookLocked != nil {
+		b.testHookLocked("verify")
+	}
+	if err := b.loadLocked(); err != nil {
+		return nil, err
+	}
+	r := &VerifyReport{}
+	// Badger's iterators skip a block that fails its checksum without an
+	// error, so the tables are checked first, as a whole.
+	if err := verifyTables(b.db); err != nil {
+		r.Tables = err.Error()
+	}
+	sc := &verifyScan{r: r, bad: make(map[Digest]string), sizes: make(map[Digest]int64), entries: make(map[Key]*Entry)}
+	err := b.db.View(func(txn *badger.Txn) error {
+		if err := iterate(txn, kindBlob, func(id []byte, item *badger.Item) error { return sc.blob(ctx, id, item) }); err != nil {
+			return err
+		}
+		return iterate(txn, kindEntry, sc.entry)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("cache: verify: %w", err)
+	}
+	removed := sc.damaged()
+	if reportOnly {
+		return r, nil
+	}
+	var badBlobs []Digest
+	for d := range sc.bad {
+		badBlobs = append(badBlobs, d)
+	}
+	if err := b.deleteLocked(removed, badBlobs); err != nil {
+		return nil, fmt.Errorf("cache: verify: remove damaged entries: %w", err)
+	}
+	r.Removed = removed
+	orphans := b.idx.orphans()
+	for _, d := range orphans {
+		r.OrphanBytes += b.idx.blobs[d].size
+	}
+	if err := b.deleteBlobsLocked(orphans); err != nil {
+		return nil, fmt.Errorf("cache: verify: delete orphan blobs: %w", err)
+	}
+	r.Orphans = len(orphans)
+	return r, nil
+}
+
+// verifyScan is what one Verify of a Badger store found: the report it
+// fills, the damaged blobs with their reasons, the size of every blob (-1:
+// unreadable) and the decodable entries. Used by one goroutine.
+type verifyScan struct {
+	r       *VerifyReport
+	bad     map[Digest]string
+	sizes   map[Digest]int64
+	entries map[Key]*Entry
+}
+
+// blob re-hashes one stored blob.
+func (sc *verifyScan) blob(ctx context.Context, id []byte, item *badger.Item) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	d := Digest(id)
+	err := item.Value(func(v []byte) error {
+		sc.r.Blobs++
+		sc.r.Bytes += int64(len(v))
+		sc.sizes[d] = int64(len(v))
+		if sha256.Sum256(v) != d {
+			sc.bad[d] = fmt.Sprintf("blob %s corrupt: sha256 mismatch", shortHex(d[:]))
+		}
+		return nil
+	})
+	if err != nil {
+		sc.r.Blobs++
+		sc.sizes[d] = -1
+		sc.bad[d] = fmt.Sprintf("blob %s unreadable: %v", shortHex(d[:]), err)
+	}
+	return nil
+}
+
+// entry decodes one stored entry; an undecodable or unreadable one
+// (Badger's checksum of the value failed) goes to BadEntries.
+func (sc *verifyScan) entry(id []byte, item *badger.Item) error {
+	k := Key(id)
+	sc.r.Entries++
+	err := item.Value(func(v []byte) error {
+		e, err := decodeEntry(k, v)
+		if err == nil {
+			if why := badManifest(e); why != "" {
+				return errors.New(why)
+			}
+			sc.entries[k] = e
+		}
+		return err
+	})
+	if err != nil {
+		if sc.r.BadEntries == nil {
+			sc.r.BadEntries = make(map[Key]string)
+		}
+		sc.r.BadEntries[k] = err.Error()
+	}
+	return nil
+}
+
+// damaged fills the report's Corrupt list and returns the entries to
+// remove, in key order: the bad entries and those that name a damaged,
+// missing or wrongly sized blob.
+func (sc *verifyScan) damaged() []Key {
+	byDigest := make(map[Digest]*CorruptBlob)
+	var removed []Key
+	for k := range sc.r.BadEntries {
+		removed = append(removed, k)
+	}
+	for k, e := range sc.entries {
+		for _, o := range e.Outputs {
+			reason, isBad := sc.bad[o.Digest]
+			if size, ok := sc.sizes[o.Digest]; !ok {
+				reason, isBad = missingReason(o.Digest), true
+			} else if !isBad && size != o.Size {
+				reason, isBad = fmt.Sprintf("blob %s corrupt: size %d, want %d", shortHex(o.Digest[:]), size, o.Size), true
+			}
+			if !isBad {
+				continue
+			}
+			cb := byDigest[o.Digest]
+			if cb == nil {
+				cb = &CorruptBlob{Digest: o.Digest, Reason: reason}
+				byDigest[o.Digest] = cb
+			}
+			if !slices.Contains(cb.Entries, k) {
+				cb.Entries = append(cb.Entries, k)
+			}
+			if !slices.Contains(removed, k) {
+				removed = append(removed, k)
+			}
+		}
+	}
+	for d, reason := range sc.bad {
+		if byDigest[d] == nil {
+			byDigest[d] = &CorruptBlob{Digest: d, Reason: reason}
+		}
+	}
+	for _, cb := range byDigest {
+		slices.SortFunc(cb.Entries, func(a, b Key) int { return bytes.Compare(a[:], b[:]) })
+	}
+	sc.r.Corrupt = sortCorrupt(byDigest)
+	slices.SortFunc(removed, func(a, b Key) int { return bytes.Compare(a[:], b[:]) })
+	return removed
+}
+
+// verifyTables runs Badger's checksum check of every table. Badger's check
+// dereferences a nil block when a block fails its checksum (v4.9.6,
+// table.VerifyChecksum) while it holds no lock: that panic is the damage
+// being reported, and is returned as an error.
+func verifyTables(db *badger.DB) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("a table block failed its checksum (%v)", r)
+		}
+	}()
+	return db.VerifyChecksum()
+}
+
+// CorruptBlob implements FaultInjector: it rewrites the stored blob with one
+// bit flipped (an empty blob becomes one zero byte), bypassing Put's checks.
+func (b *badgerDB) CorruptBlob(ctx context.Context, d Digest) error {
+	k := dbKey(kindBlob, d[:])
+	return b.db.Update(func(txn *badger.Txn) error {
+		item, err := txn.Get(k)
+		if err != nil {
+			return fmt.Errorf("cache: corrupt blob %s: %w", shortHex(d[:]), err)
+		}
+		v, err := item.ValueCopy(nil)
+		if err != nil {
+			return err
+		}
+		if len(v) == 0 {
+			v = []byte{0}
+		} else {
+			v[len(v)/2] ^= 1
+		}
+		return txn.Set(k, v)
+	})
+}
+
+// RemoveBlob implements FaultInjector.
+func (b *badgerDB) RemoveBlob(ctx context.Context, d Digest) error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if err := b.update(func(txn *badger.Txn) error { return txn.Delete(dbKey(kindBlob, d[:])) }); err != nil {
+		return err
+	}
+	b.garbage = true
+	if b.idx != nil {
+		b.idx.removeBlob(d)
+	}
+	return nil
+}

@@ -1,0 +1,18 @@
+package cache
+
+// Uncounted returns the store under b's Counting store, for the suite's
+// run without the decorator.
+func (b *Badger) Uncounted() interface {
+	Core
+	Maintenance
+} {
+	return b.badgerDB
+}
+
+// Uncounted returns the store under m's Counting store.
+func (m *Memory) Uncounted() interface {
+	Core
+	Maintenance
+} {
+	return m.memStore
+}
