@@ -69,6 +69,7 @@ import (
 
 	"github.com/ptojit/ptojit/api"
 	"github.com/ptojit/ptojit/api/client"
+	"github.com/ptojit/ptojit/filesys/durable"
 )
 
 // Handler answers one request. It must honour ctx: when the daemon shuts
@@ -382,8 +383,8 @@ func noAnswerOf(cfg Config) time.Duration {
 }
 
 // writeHello writes the OpHello reply of this daemon to api.HelloName in
-// dir, through a temporary file and a rename, with the settings' no-answer
-// bound (none when 0).
+// dir, through durable.WriteFile (a reader sees the old reply or the new
+// one, never a part), with the settings' no-answer bound (none when 0).
 func writeHello(dir string, names []string, noAnswer time.Duration, depends, stamp string) error {
 	r := &api.DaemonResponse{Protocol: api.DaemonProtocol, PID: os.Getpid(), EnvNames: names}
 	if noAnswer > 0 {
@@ -396,24 +397,7 @@ func writeHello(dir string, names []string, noAnswer time.Duration, depends, sta
 	if err != nil {
 		return err
 	}
-	f, err := os.CreateTemp(dir, "."+api.HelloName+".tmp-*")
-	if err != nil {
-		return err
-	}
-	if _, err := f.Write(b); err != nil {
-		f.Close()
-		os.Remove(f.Name())
-		return err
-	}
-	if err := f.Close(); err != nil {
-		os.Remove(f.Name())
-		return err
-	}
-	if err := os.Rename(f.Name(), filepath.Join(dir, api.HelloName)); err != nil {
-		os.Remove(f.Name())
-		return err
-	}
-	return nil
+	return durable.WriteFile(filepath.Join(dir, api.HelloName), b, 0o600)
 }
 
 // hello returns the variable names clients send, and rewrites
