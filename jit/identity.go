@@ -187,57 +187,13 @@ func (d *Driver) identify(ctx context.Context, req *api.Request, ph *phases) (*i
 	id.extraPaths = req.ExtraSources
 
 	ph.mark("request")
-	// Toolchain: resolved once, used for the identity and the compile.
-	tc := req.Toolchain
-	cfg := toolchain.Config{
-		Policy:      policy,
-		Platform:    req.Platform,
-		PyptoRoot:   tc.PyptoRoot,
-		RuntimeRoot: tc.RuntimeRoot,
-		PtoIsaRoot:  tc.PtoIsaRoot,
-		PtoIsaPin:   tc.PtoIsaPin,
-		PtoIsaURL:   tc.PtoIsaURL,
-		PtoasRoot:   tc.PtoasRoot,
-		CannRoot:    tc.CannRoot,
-		Environ:     d.environ(),
-		Getenv:      getenv,
-	}
-	inputs, err := d.opt.Identities.Resolve(ctx, cfg)
-	if err != nil {
-		return nil, fmt.Errorf("toolchain: %w", err)
-	}
-	id.inputs = inputs
-	tid, err := d.opt.Identities.Capture(ctx, inputs)
-	if err != nil {
-		return nil, fmt.Errorf("toolchain identity: %w", err)
-	}
-	id.toolchain = tid
-	id.unavailable = append(id.unavailable, tid.Reasons()...)
-	for _, v := range d.opt.Registry.Variables(envreg.ToolResolution) {
-		if getenv(v) != "" && !accountedFor[v] {
-			id.unavailable = append(id.unavailable, v+" is set: no toolchain adapter identifies what it selects (tool_resolution)")
-		}
+	if err := d.identifyToolchain(ctx, req, id); err != nil {
+		return nil, err
 	}
 	ph.mark("toolchain")
 	id.includes = includeDirs(req, getenv)
 
-	// Sources: one root each, so that the key names the one that changed.
-	id.sources = sourceRoots(req)
-	id.unavailable = append(id.unavailable, fingerprintSources(id.sources)...)
-	var all inventory.List
-	for _, s := range id.sources {
-		if s.content != nil {
-			all = append(all, s.content.Roots...)
-		}
-	}
-	if len(id.unavailable) == 0 || allSourcesRead(id.sources) {
-		id.sourcesDigest = inventory.MustDigest(inventory.T(inventory.Str("content"), all))
-	}
-	if sum, err := id.base.extraSourcesDigest(id.extraPaths, extra); err != nil {
-		id.unavailable = append(id.unavailable, "extra_sources: "+err.Error())
-	} else {
-		id.extraDigest = sum
-	}
+	id.identifySources(req)
 	ph.mark("sources")
 
 	id.record = d.keyRecord(req, id, options)
@@ -251,6 +207,65 @@ func (d *Driver) identify(ctx context.Context, req *api.Request, ph *phases) (*i
 		id.key = sha256.Sum256(id.encoded) // the digest of the record
 	}
 	return id, nil
+}
+
+// identifyToolchain resolves the toolchain of req under id's policy (once:
+// the identity and the compile use it), captures its identity into id and
+// adds the reasons it is unavailable, a set tool_resolution variable among
+// them.
+func (d *Driver) identifyToolchain(ctx context.Context, req *api.Request, id *identity) error {
+	tc := req.Toolchain
+	cfg := toolchain.Config{
+		Policy:      id.policy,
+		Platform:    req.Platform,
+		PyptoRoot:   tc.PyptoRoot,
+		RuntimeRoot: tc.RuntimeRoot,
+		PtoIsaRoot:  tc.PtoIsaRoot,
+		PtoIsaPin:   tc.PtoIsaPin,
+		PtoIsaURL:   tc.PtoIsaURL,
+		PtoasRoot:   tc.PtoasRoot,
+		CannRoot:    tc.CannRoot,
+		Environ:     d.environ(),
+		Getenv:      d.opt.Getenv,
+	}
+	inputs, err := d.opt.Identities.Resolve(ctx, cfg)
+	if err != nil {
+		return fmt.Errorf("toolchain: %w", err)
+	}
+	id.inputs = inputs
+	tid, err := d.opt.Identities.Capture(ctx, inputs)
+	if err != nil {
+		return fmt.Errorf("toolchain identity: %w", err)
+	}
+	id.toolchain = tid
+	id.unavailable = append(id.unavailable, tid.Reasons()...)
+	for _, v := range d.opt.Registry.Variables(envreg.ToolResolution) {
+		if d.opt.Getenv(v) != "" && !accountedFor[v] {
+			id.unavailable = append(id.unavailable, v+" is set: no toolchain adapter identifies what it selects (tool_resolution)")
+		}
+	}
+	return nil
+}
+
+// identifySources fingerprints req's sources, one root each so that the
+// key names the one that changed, and its extra sources, into id.
+func (id *identity) identifySources(req *api.Request) {
+	id.sources = sourceRoots(req)
+	id.unavailable = append(id.unavailable, fingerprintSources(id.sources)...)
+	var all inventory.List
+	for _, s := range id.sources {
+		if s.content != nil {
+			all = append(all, s.content.Roots...)
+		}
+	}
+	if len(id.unavailable) == 0 || allSourcesRead(id.sources) {
+		id.sourcesDigest = inventory.MustDigest(inventory.T(inventory.Str("content"), all))
+	}
+	if sum, err := id.base.extraSourcesDigest(id.extraPaths, id.extraFingerprint); err != nil {
+		id.unavailable = append(id.unavailable, "extra_sources: "+err.Error())
+	} else {
+		id.extraDigest = sum
+	}
 }
 
 func allSourcesRead(ss []source) bool {
@@ -433,14 +448,7 @@ func (d *Driver) keyRecord(req *api.Request, id *identity, options inventory.Val
 		}
 		return l
 	}
-	env := inventory.Dict{}
-	for _, v := range d.opt.Registry.Variables(envreg.Semantic) {
-		if val := d.opt.Getenv(v); val != "" {
-			env[inventory.Str(v)] = inventory.StrFromOSBytes(val)
-		} else {
-			env[inventory.Str(v)] = inventory.None{}
-		}
-	}
+	env := d.semanticEnvironment()
 	var epoch inventory.Value = inventory.None{}
 	if e := d.opt.Getenv(EpochVariable); e != "" {
 		epoch = inventory.StrFromOSBytes(e)
@@ -458,4 +466,18 @@ func (d *Driver) keyRecord(req *api.Request, id *identity, options inventory.Val
 		"environment":   env,
 		"epoch":         epoch,
 	})
+}
+
+// semanticEnvironment is the environment part of a key record: the value
+// of every semantic variable of the registry, None when it is unset.
+func (d *Driver) semanticEnvironment() inventory.Dict {
+	env := inventory.Dict{}
+	for _, v := range d.opt.Registry.Variables(envreg.Semantic) {
+		if val := d.opt.Getenv(v); val != "" {
+			env[inventory.Str(v)] = inventory.StrFromOSBytes(val)
+		} else {
+			env[inventory.Str(v)] = inventory.None{}
+		}
+	}
+	return env
 }
