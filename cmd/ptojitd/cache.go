@@ -24,7 +24,8 @@ import (
 type cacheRunFunc func(ctx context.Context, env *cli.Env, o *cacheOptions, s cache.Store, args []string) error
 
 // cacheSubcommand is the cache subcommand name: the flags every cache
-// subcommand takes, extra's own, and runCacheSubcommand around run.
+// subcommand takes and extra's own, and a RunFunc that opens the store
+// (or forwards to the daemon) and runs run on it.
 func cacheSubcommand(name, usage, summary, long string, nargs int, writes bool, run cacheRunFunc, extra func(fs *pflag.FlagSet, o *cacheOptions)) *cli.Command {
 	return &cli.Command{
 		Name:    name,

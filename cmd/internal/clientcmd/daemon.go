@@ -189,8 +189,8 @@ type daemonRetry struct {
 // retry answers the failure err of the first send of a call: it starts a
 // daemon when none answers, replaces one of an older version, sends the
 // request again once after a lost daemon, and returns the response once
-// a send succeeds. Without a response it returns what ViaDaemon returns:
-// whether the command was served, and the error.
+// a send succeeds. Without a response it returns whether the command was
+// served (false: the caller runs it another way), and the error.
 func (r *daemonRetry) retry(env *cli.Env, args []string, err error) (*api.DaemonResponse, bool, error) {
 	var resp *api.DaemonResponse
 	for started, resent, replaced := false, false, false; err != nil; {
