@@ -28,7 +28,7 @@ var arrows = map[string][]string{
 	"filesys/durable":         {},
 	"filesys/flock":           {},                  // the lock helper of the daemon, the module store and its pins
 	"internal/config":         {"filesys/durable"}, // imported by cmd/ptojitd only
-	"internal/daemon":         {"api", "api/client"},
+	"internal/daemon":         {"api", "api/client", "filesys/durable"},
 	"envaudit/envreg":         {},
 	"envaudit":                {"envaudit/envreg"},
 	"toolchain":               {"inventory", "registry"},

@@ -1,6 +1,8 @@
-// Package api defines the JSON build request and response of ptojit (docs/design.md
-// "Build request and response"). It imports only the standard library, so the
-// thin client can read and write these types without linking the engine.
+// Package api defines the JSON build request and response of ptojit and the
+// frames of the daemon's socket protocol (docs/design.md "Build requests and
+// keys"). Of ptojit it imports only package registry, which itself imports
+// only the standard library, so the thin client can read and write these
+// types without linking the engine.
 //
 // A request names the platform, the runtime, the orchestration source and its
 // entry and config symbols, the kernels (func_id, source, signature), the chip

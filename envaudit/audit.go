@@ -222,6 +222,32 @@ func Audit(ctx context.Context, cfg Config) (*Report, error) {
 		return nil, err
 	}
 	units := makeUnits(files)
+	results, err := scanUnits(ctx, cfg, root, units)
+	if err != nil {
+		return nil, err
+	}
+	rep := &Report{Files: len(files), Findings: []Finding{}, UnusedExceptions: []UnusedException{}}
+	used, err := addFindings(rep, cfg, results)
+	if err != nil {
+		return nil, err
+	}
+	sortFindings(rep.Findings, cfg.Order, scans)
+	if cfg.Files == nil {
+		for _, e := range cfg.Registry.Exceptions() {
+			if !used[envreg.Exception{Path: e.Path, Function: e.Function}] {
+				rep.UnusedExceptions = append(rep.UnusedExceptions, UnusedException{e.Path, e.Function})
+			}
+		}
+		slices.SortFunc(rep.UnusedExceptions, func(a, b UnusedException) int {
+			return cmp.Or(strings.Compare(a.Path, b.Path), strings.Compare(a.Function, b.Function))
+		})
+	}
+	return rep, nil
+}
+
+// scanUnits scans the units of the files under root, cfg.Jobs at a time
+// (GOMAXPROCS by default), and returns each unit's results.
+func scanUnits(ctx context.Context, cfg Config, root string, units []unit) ([][]fileResult, error) {
 	imp := &goImporter{root: root, module: goModule(root), pkgs: map[string]*importedPackage{}}
 	results := make([][]fileResult, len(units))
 	jobs := cfg.Jobs
@@ -264,7 +290,13 @@ feed:
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	rep := &Report{Files: len(files), Findings: []Finding{}, UnusedExceptions: []UnusedException{}}
+	return results, nil
+}
+
+// addFindings adds to rep the findings of the scanned files: syntax
+// errors, unclassified reads and dynamic reads no exception allows. It
+// returns the exceptions that allowed a read, by Path and Function.
+func addFindings(rep *Report, cfg Config, results [][]fileResult) (map[envreg.Exception]bool, error) {
 	used := map[envreg.Exception]bool{} // by Path and Function
 	for _, rs := range results {
 		for _, r := range rs {
@@ -298,29 +330,24 @@ feed:
 			}
 		}
 	}
-	if cfg.Order == OrderPath {
-		slices.SortFunc(rep.Findings, func(a, b Finding) int {
+	return used, nil
+}
+
+// sortFindings sorts findings by path and line (OrderPath) or in the
+// order of the upstream tool (OrderUpstream).
+func sortFindings(findings []Finding, order Order, scans []Scan) {
+	if order == OrderPath {
+		slices.SortFunc(findings, func(a, b Finding) int {
 			return cmp.Or(strings.Compare(a.Path, b.Path), cmp.Compare(a.Line, b.Line), strings.Compare(a.Message, b.Message))
 		})
 	} else {
 		// Files by scan root, then path component by component (as
 		// Python sorts Paths); a file's findings keep their order.
-		slices.SortStableFunc(rep.Findings, func(a, b Finding) int {
+		slices.SortStableFunc(findings, func(a, b Finding) int {
 			return cmp.Or(cmp.Compare(scanIndex(scans, a.Path), scanIndex(scans, b.Path)),
 				slices.Compare(strings.Split(a.Path, "/"), strings.Split(b.Path, "/")))
 		})
 	}
-	if cfg.Files == nil {
-		for _, e := range cfg.Registry.Exceptions() {
-			if !used[envreg.Exception{Path: e.Path, Function: e.Function}] {
-				rep.UnusedExceptions = append(rep.UnusedExceptions, UnusedException{e.Path, e.Function})
-			}
-		}
-		slices.SortFunc(rep.UnusedExceptions, func(a, b UnusedException) int {
-			return cmp.Or(strings.Compare(a.Path, b.Path), strings.Compare(a.Function, b.Function))
-		})
-	}
-	return rep, nil
 }
 
 func makeUnits(files []string) []unit {

@@ -289,41 +289,17 @@ func decodePyEscapes(b []byte, isBytes, raw, isF bool) (out []byte, msg string) 
 				out = append(out, '\\', c)
 				continue
 			}
-			j := i + 1
-			for j < len(b) && j < i+1+n && isHex(b[j]) {
-				j++
+			if out, i, msg = appendHexEscape(out, b, i, n, isBytes); msg != "" {
+				return nil, msg
 			}
-			if j != i+1+n {
-				if isBytes {
-					return nil, fmt.Sprintf("(value error) invalid \\x escape at position %d", i-1)
-				}
-				return nil, fmt.Sprintf("(unicode error) 'unicodeescape' codec can't decode bytes: truncated \\%c%s escape", c, strings.Repeat("X", n))
-			}
-			v, _ := strconv.ParseUint(string(b[i+1:j]), 16, 32)
-			if v > utf8.MaxRune {
-				return nil, "(unicode error) 'unicodeescape' codec can't decode bytes: illegal Unicode character"
-			}
-			if isBytes {
-				out = append(out, byte(v))
-			} else {
-				out = appendPyRune(out, rune(v))
-			}
-			i = j - 1
 		case 'N':
 			if isBytes {
 				out = append(out, '\\', c)
 				continue
 			}
-			end := bytes.IndexByte(b[i:], '}')
-			if i+1 >= len(b) || b[i+1] != '{' || end < 0 || end == 2 {
-				return nil, "(unicode error) 'unicodeescape' codec can't decode bytes: malformed \\N character escape"
+			if out, i, msg = appendNamedEscape(out, b, i); msg != "" {
+				return nil, msg
 			}
-			r, ok := lookupName(string(b[i+2 : i+end]))
-			if !ok {
-				return nil, "(unicode error) 'unicodeescape' codec can't decode bytes: unknown Unicode character name"
-			}
-			out = appendPyRune(out, r)
-			i += end
 		default:
 			if c >= '0' && c <= '7' {
 				j := i
@@ -343,6 +319,48 @@ func decodePyEscapes(b []byte, isBytes, raw, isF bool) (out []byte, msg string) 
 		}
 	}
 	return out, ""
+}
+
+// appendHexEscape appends the character of the escape \x, \u or \U of n
+// hex digits whose letter is b[i], and returns the index of its last
+// digit; or Python's message for a truncated or illegal escape.
+func appendHexEscape(out, b []byte, i, n int, isBytes bool) ([]byte, int, string) {
+	c := b[i]
+	j := i + 1
+	for j < len(b) && j < i+1+n && isHex(b[j]) {
+		j++
+	}
+	if j != i+1+n {
+		if isBytes {
+			return nil, i, fmt.Sprintf("(value error) invalid \\x escape at position %d", i-1)
+		}
+		return nil, i, fmt.Sprintf("(unicode error) 'unicodeescape' codec can't decode bytes: truncated \\%c%s escape", c, strings.Repeat("X", n))
+	}
+	v, _ := strconv.ParseUint(string(b[i+1:j]), 16, 32)
+	if v > utf8.MaxRune {
+		return nil, i, "(unicode error) 'unicodeescape' codec can't decode bytes: illegal Unicode character"
+	}
+	if isBytes {
+		out = append(out, byte(v))
+	} else {
+		out = appendPyRune(out, rune(v))
+	}
+	return out, j - 1, ""
+}
+
+// appendNamedEscape appends the character of the escape \N{NAME} whose
+// N is b[i], and returns the index of its '}'; or Python's message for a
+// malformed escape or an unknown name.
+func appendNamedEscape(out, b []byte, i int) ([]byte, int, string) {
+	end := bytes.IndexByte(b[i:], '}')
+	if i+1 >= len(b) || b[i+1] != '{' || end < 0 || end == 2 {
+		return nil, i, "(unicode error) 'unicodeescape' codec can't decode bytes: malformed \\N character escape"
+	}
+	r, ok := lookupName(string(b[i+2 : i+end]))
+	if !ok {
+		return nil, i, "(unicode error) 'unicodeescape' codec can't decode bytes: unknown Unicode character name"
+	}
+	return appendPyRune(out, r), i + end, ""
 }
 
 // appendPyRune appends r as UTF-8, and a lone surrogate (which a Python str

@@ -590,57 +590,7 @@ func (t *pyTree) scope(s int32) *pyScope {
 			}
 		}
 	}
-	add := func(name string, q ...string) {
-		cur := sc.aliases[name]
-		for _, x := range q {
-			if !slices.Contains(cur, x) {
-				cur = append(cur[:len(cur):len(cur)], x)
-			}
-		}
-		sc.aliases[name] = cur
-	}
-	for _, i := range sc.nodes {
-		nd := &t.nodes[i]
-		switch nd.kind {
-		case pyImport:
-			for c := nd.first; c >= 0; c = t.nodes[c].next {
-				switch t.nodes[c].kind {
-				case pyDottedName:
-					full := t.text(c)
-					head, _, _ := strings.Cut(full, ".")
-					add(head, head)
-				case pyAliasedImport:
-					if a, m := t.child(c, fAlias), t.child(c, fName); a >= 0 && m >= 0 {
-						add(t.text(a), t.text(m))
-					}
-				}
-			}
-		case pyImportFrom:
-			m := t.child(i, fModuleName)
-			if m < 0 || t.nodes[m].kind != pyDottedName || t.text(m) != "os" {
-				continue
-			}
-			for c := nd.first; c >= 0; c = t.nodes[c].next {
-				if t.nodes[c].kind == pyWildcardImport {
-					for _, name := range osStarNames {
-						add(name, "os."+name)
-					}
-					continue
-				}
-				if t.nodes[c].field != fName {
-					continue
-				}
-				switch t.nodes[c].kind {
-				case pyDottedName:
-					add(t.text(c), "os."+t.text(c))
-				case pyAliasedImport:
-					if a, n := t.child(c, fAlias), t.child(c, fName); a >= 0 && n >= 0 {
-						add(t.text(a), "os."+t.text(n))
-					}
-				}
-			}
-		}
-	}
+	t.addImportAliases(sc)
 	for _, i := range sc.nodes {
 		if t.nodes[i].kind != pyAssignment {
 			continue
@@ -661,13 +611,73 @@ func (t *pyTree) scope(s int32) *pyScope {
 		// Only the first target of a chain: the inner assignments of
 		// a chain are scope nodes themselves.
 		if l := lefts[0]; t.nodes[l].kind == pyIdentifier {
-			add(t.text(l), osNames...)
+			sc.addAlias(t.text(l), osNames...)
 		}
 	}
 	if k := t.nodes[s].kind; k == pyModule || k == pyClass {
 		sc.constants = t.constants(sc)
 	}
 	return sc
+}
+
+// addAlias adds the qualified names q to the names that name stands for
+// in sc.
+func (sc *pyScope) addAlias(name string, q ...string) {
+	cur := sc.aliases[name]
+	for _, x := range q {
+		if !slices.Contains(cur, x) {
+			cur = append(cur[:len(cur):len(cur)], x)
+		}
+	}
+	sc.aliases[name] = cur
+}
+
+// addImportAliases adds to sc the names its import statements bind: a
+// module's head name, an alias of a module, and the names imported from
+// os (all of osStarNames for a wildcard).
+func (t *pyTree) addImportAliases(sc *pyScope) {
+	for _, i := range sc.nodes {
+		nd := &t.nodes[i]
+		switch nd.kind {
+		case pyImport:
+			for c := nd.first; c >= 0; c = t.nodes[c].next {
+				switch t.nodes[c].kind {
+				case pyDottedName:
+					full := t.text(c)
+					head, _, _ := strings.Cut(full, ".")
+					sc.addAlias(head, head)
+				case pyAliasedImport:
+					if a, m := t.child(c, fAlias), t.child(c, fName); a >= 0 && m >= 0 {
+						sc.addAlias(t.text(a), t.text(m))
+					}
+				}
+			}
+		case pyImportFrom:
+			m := t.child(i, fModuleName)
+			if m < 0 || t.nodes[m].kind != pyDottedName || t.text(m) != "os" {
+				continue
+			}
+			for c := nd.first; c >= 0; c = t.nodes[c].next {
+				if t.nodes[c].kind == pyWildcardImport {
+					for _, name := range osStarNames {
+						sc.addAlias(name, "os."+name)
+					}
+					continue
+				}
+				if t.nodes[c].field != fName {
+					continue
+				}
+				switch t.nodes[c].kind {
+				case pyDottedName:
+					sc.addAlias(t.text(c), "os."+t.text(c))
+				case pyAliasedImport:
+					if a, n := t.child(c, fAlias), t.child(c, fName); a >= 0 && n >= 0 {
+						sc.addAlias(t.text(a), "os."+t.text(n))
+					}
+				}
+			}
+		}
+	}
 }
 
 // identifierTargets reports whether every target of the assignment chain
@@ -786,77 +796,11 @@ func (t *pyTree) reads() []Read {
 		matched, arg := false, int32(-1)
 		switch nd.kind {
 		case pyCall:
-			f := t.child(i, fFunction)
-			if f < 0 {
-				continue
-			}
-			names := t.qualified(f, t.scope(t.scopeOf[i]).aliases)
-			for _, q := range names {
-				if slices.Contains(pyGetenvFuncs, q) {
-					matched, arg = true, t.firstArgument(i)
-					break
-				}
-			}
-			if !matched {
-				for _, q := range names {
-					if strings.HasPrefix(q, "os.environ.") || strings.HasPrefix(q, "os.environb.") {
-						matched = true
-					}
-				}
-			}
+			matched, arg = t.callRead(i)
 		case pySubscript:
-			if t.target[i] && !t.augmentedTarget(i) {
-				continue
-			}
-			v := t.child(i, fValue)
-			if v >= 0 && t.isEnviron(v) {
-				matched = true
-				if s := t.child(i, fSubscript); s >= 0 && (t.nodes[s].next < 0 || t.nodes[t.nodes[s].next].field != fSubscript) {
-					arg = s
-				}
-			}
+			matched, arg = t.subscriptRead(i)
 		case pyIdentifier, pyAttribute:
-			if (nd.kind == pyIdentifier && !t.isLoad(i) || nd.kind == pyAttribute && t.target[i]) && !t.augmentedTarget(i) {
-				continue
-			}
-			environ, reader := t.environOrReader(i)
-			if !environ && !reader {
-				continue
-			}
-			p, f := t.parentOf(i)
-			if p >= 0 {
-				switch t.nodes[p].kind {
-				case pyCall:
-					// os.getenv(...) itself is the call's read.
-					if reader && f == fFunction {
-						continue
-					}
-				case pyAttribute:
-					if f == fObject {
-						continue
-					}
-				case pySubscript:
-					if f == fValue {
-						continue
-					}
-				case pyComparison:
-					// `K in os.environ`, `K not in os.environ`: a
-					// read of K, as os.environ.__contains__(K) is.
-					if l := t.nodes[p].first; l != i && t.nodes[l].next == i && t.nodes[i].next < 0 {
-						if op := strings.Join(strings.Fields(string(t.src[t.nodes[l].stop:nd.start])), " "); op == "in" || op == "not in" {
-							arg = l
-						}
-					}
-				case pyAssignment:
-					// Stored in names: an alias, whose uses are
-					// reads. Stored anywhere else (an attribute, an
-					// item, an unpacking): the uses escape the scan.
-					if f == fRight && t.identifierTargets(p) {
-						continue
-					}
-				}
-			}
-			matched = true
+			matched, arg = t.nameRead(i)
 		}
 		if !matched {
 			continue
@@ -870,6 +814,101 @@ func (t *pyTree) reads() []Read {
 		out = append(out, r)
 	}
 	return out
+}
+
+// callRead reports whether the call node i reads the environment (a
+// getenv function, or a method of os.environ), and its argument node
+// naming the variable (-1 when none).
+func (t *pyTree) callRead(i int32) (matched bool, arg int32) {
+	arg = -1
+	f := t.child(i, fFunction)
+	if f < 0 {
+		return false, -1
+	}
+	names := t.qualified(f, t.scope(t.scopeOf[i]).aliases)
+	for _, q := range names {
+		if slices.Contains(pyGetenvFuncs, q) {
+			matched, arg = true, t.firstArgument(i)
+			break
+		}
+	}
+	if !matched {
+		for _, q := range names {
+			if strings.HasPrefix(q, "os.environ.") || strings.HasPrefix(q, "os.environb.") {
+				matched = true
+			}
+		}
+	}
+	return matched, arg
+}
+
+// subscriptRead reports whether the subscript node i reads os.environ
+// (not as a plain assignment target), and its single subscript node (-1
+// when none).
+func (t *pyTree) subscriptRead(i int32) (matched bool, arg int32) {
+	arg = -1
+	if t.target[i] && !t.augmentedTarget(i) {
+		return false, -1
+	}
+	v := t.child(i, fValue)
+	if v >= 0 && t.isEnviron(v) {
+		matched = true
+		if s := t.child(i, fSubscript); s >= 0 && (t.nodes[s].next < 0 || t.nodes[t.nodes[s].next].field != fSubscript) {
+			arg = s
+		}
+	}
+	return matched, arg
+}
+
+// nameRead reports whether the name or attribute node i is a read of its
+// own (os.environ or a reader used other than by a call, an attribute, a
+// subscript or an alias), and for `K in os.environ` the node of K (-1
+// otherwise).
+func (t *pyTree) nameRead(i int32) (matched bool, arg int32) {
+	arg = -1
+	nd := &t.nodes[i]
+	if (nd.kind == pyIdentifier && !t.isLoad(i) || nd.kind == pyAttribute && t.target[i]) && !t.augmentedTarget(i) {
+		return false, -1
+	}
+	environ, reader := t.environOrReader(i)
+	if !environ && !reader {
+		return false, -1
+	}
+	p, f := t.parentOf(i)
+	if p >= 0 {
+		switch t.nodes[p].kind {
+		case pyCall:
+			// os.getenv(...) itself is the call's read.
+			if reader && f == fFunction {
+				return false, -1
+			}
+		case pyAttribute:
+			if f == fObject {
+				return false, -1
+			}
+		case pySubscript:
+			if f == fValue {
+				return false, -1
+			}
+		case pyComparison:
+			// `K in os.environ`, `K not in os.environ`: a
+			// read of K, as os.environ.__contains__(K) is.
+			if l := t.nodes[p].first; l != i && t.nodes[l].next == i && t.nodes[i].next < 0 {
+				if op := strings.Join(strings.Fields(string(t.src[t.nodes[l].stop:nd.start])), " "); op == "in" || op == "not in" {
+					arg = l
+				}
+			}
+		case pyAssignment:
+			// Stored in names: an alias, whose uses are
+			// reads. Stored anywhere else (an attribute, an
+			// item, an unpacking): the uses escape the scan.
+			if f == fRight && t.identifierTargets(p) {
+				return false, -1
+			}
+		}
+	}
+	matched = true
+	return matched, arg
 }
 
 // augmentedTarget reports whether expression i is the target of an

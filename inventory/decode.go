@@ -174,24 +174,7 @@ func (d *decoder) value(depth int, isKey bool) (Value, error) {
 		}
 		return None{}, nil
 	case "bool":
-		if err := d.lit(","); err != nil {
-			return nil, err
-		}
-		var v Bool
-		switch {
-		case d.pos < len(d.b) && d.b[d.pos] == 't':
-			if err := d.lit("true]"); err != nil {
-				return nil, err
-			}
-			v = true
-		case d.pos < len(d.b) && d.b[d.pos] == 'f':
-			if err := d.lit("false]"); err != nil {
-				return nil, err
-			}
-		default:
-			return nil, d.unexpected("true or false")
-		}
-		return v, nil
+		return d.boolValue()
 	case "int":
 		return d.intValue()
 	case "float64":
@@ -228,6 +211,29 @@ func (d *decoder) value(depth int, isKey bool) (Value, error) {
 		return Tuple(items), nil
 	}
 	return nil, d.fail(tagStart, "unknown tag %q", tag)
+}
+
+// boolValue reads the rest of a bool after its tag: `,true]` or
+// `,false]`.
+func (d *decoder) boolValue() (Value, error) {
+	if err := d.lit(","); err != nil {
+		return nil, err
+	}
+	var v Bool
+	switch {
+	case d.pos < len(d.b) && d.b[d.pos] == 't':
+		if err := d.lit("true]"); err != nil {
+			return nil, err
+		}
+		v = true
+	case d.pos < len(d.b) && d.b[d.pos] == 'f':
+		if err := d.lit("false]"); err != nil {
+			return nil, err
+		}
+	default:
+		return nil, d.unexpected("true or false")
+	}
+	return v, nil
 }
 
 // items reads the elements of a list or tuple after its "[" and the "]]"

@@ -312,9 +312,6 @@ var (
 )
 
 func (c *converter) convert(rv reflect.Value, at *pathStep) (Value, error) {
-	fail := func(format string, args ...any) error {
-		return &EncodeError{Path: at.String(), Reason: fmt.Sprintf(format, args...)}
-	}
 	if !rv.IsValid() {
 		return None{}, nil
 	}
@@ -325,7 +322,7 @@ func (c *converter) convert(rv reflect.Value, at *pathStep) (Value, error) {
 	}
 	if rv.Type() == bigIntType {
 		if rv.IsNil() {
-			return nil, fail("nil *big.Int")
+			return nil, encodeFail(at, "nil *big.Int")
 		}
 		return BigInt(rv.Interface().(*big.Int)), nil
 	}
@@ -335,7 +332,7 @@ func (c *converter) convert(rv reflect.Value, at *pathStep) (Value, error) {
 			return None{}, nil
 		}
 		if rv.Kind() == reflect.Pointer {
-			return nil, fail("unsupported type %s", rv.Type())
+			return nil, encodeFail(at, "unsupported type %s", rv.Type())
 		}
 		return c.convert(rv.Elem(), at)
 	case reflect.Bool:
@@ -349,62 +346,79 @@ func (c *converter) convert(rv reflect.Value, at *pathStep) (Value, error) {
 	case reflect.String:
 		s := rv.String()
 		if !ValidStr(s) {
-			return nil, fail("string is not valid UTF-8")
+			return nil, encodeFail(at, "string is not valid UTF-8")
 		}
 		return Str(s), nil
 	case reflect.Slice, reflect.Array:
-		if rv.Type().Elem().Kind() == reflect.Uint8 {
-			if rv.Kind() == reflect.Array {
-				b := make([]byte, rv.Len())
-				reflect.Copy(reflect.ValueOf(b), rv)
-				return Bytes(b), nil
-			}
-			return Bytes(slices.Clone(rv.Bytes())), nil
-		}
-		if rv.Kind() == reflect.Slice && rv.Len() > 0 {
-			p := uintptr(rv.UnsafePointer())
-			if slices.Contains(c.open, p) {
-				return nil, fail("cycle: a container contains itself")
-			}
-			c.open = append(c.open, p)
-			defer func() { c.open = c.open[:len(c.open)-1] }()
-		}
-		out := make(List, rv.Len())
-		for i := range out {
-			v, err := c.convert(rv.Index(i), &pathStep{parent: at, index: i})
-			if err != nil {
-				return nil, err
-			}
-			out[i] = v
-		}
-		return out, nil
+		return c.convertList(rv, at)
 	case reflect.Map:
-		if rv.Type().Key().Kind() != reflect.String {
-			return nil, fail("dict key type %s is not str", rv.Type().Key())
+		return c.convertDict(rv, at)
+	}
+	return nil, encodeFail(at, "unsupported type %s", rv.Type())
+}
+
+// encodeFail makes the EncodeError of the value at at.
+func encodeFail(at *pathStep, format string, args ...any) error {
+	return &EncodeError{Path: at.String(), Reason: fmt.Sprintf(format, args...)}
+}
+
+// convertList converts a slice or an array: of bytes to Bytes (a copy),
+// of anything else to a List, refusing a slice that contains itself.
+func (c *converter) convertList(rv reflect.Value, at *pathStep) (Value, error) {
+	if rv.Type().Elem().Kind() == reflect.Uint8 {
+		if rv.Kind() == reflect.Array {
+			b := make([]byte, rv.Len())
+			reflect.Copy(reflect.ValueOf(b), rv)
+			return Bytes(b), nil
 		}
-		if rv.IsNil() {
-			return Dict{}, nil
-		}
+		return Bytes(slices.Clone(rv.Bytes())), nil
+	}
+	if rv.Kind() == reflect.Slice && rv.Len() > 0 {
 		p := uintptr(rv.UnsafePointer())
 		if slices.Contains(c.open, p) {
-			return nil, fail("cycle: a container contains itself")
+			return nil, encodeFail(at, "cycle: a container contains itself")
 		}
 		c.open = append(c.open, p)
 		defer func() { c.open = c.open[:len(c.open)-1] }()
-		out := make(Dict, rv.Len())
-		it := rv.MapRange()
-		for it.Next() {
-			k := it.Key().String()
-			if !ValidStr(k) {
-				return nil, fail("dict key is not valid UTF-8")
-			}
-			v, err := c.convert(it.Value(), &pathStep{parent: at, key: Str(k), isKey: true})
-			if err != nil {
-				return nil, err
-			}
-			out[Str(k)] = v
-		}
-		return out, nil
 	}
-	return nil, fail("unsupported type %s", rv.Type())
+	out := make(List, rv.Len())
+	for i := range out {
+		v, err := c.convert(rv.Index(i), &pathStep{parent: at, index: i})
+		if err != nil {
+			return nil, err
+		}
+		out[i] = v
+	}
+	return out, nil
+}
+
+// convertDict converts a map with string keys to a Dict, refusing one
+// that contains itself.
+func (c *converter) convertDict(rv reflect.Value, at *pathStep) (Value, error) {
+	if rv.Type().Key().Kind() != reflect.String {
+		return nil, encodeFail(at, "dict key type %s is not str", rv.Type().Key())
+	}
+	if rv.IsNil() {
+		return Dict{}, nil
+	}
+	p := uintptr(rv.UnsafePointer())
+	if slices.Contains(c.open, p) {
+		return nil, encodeFail(at, "cycle: a container contains itself")
+	}
+	c.open = append(c.open, p)
+	defer func() { c.open = c.open[:len(c.open)-1] }()
+	out := make(Dict, rv.Len())
+	it := rv.MapRange()
+	for it.Next() {
+		k := it.Key().String()
+		if !ValidStr(k) {
+			return nil, encodeFail(at, "dict key is not valid UTF-8")
+		}
+		v, err := c.convert(it.Value(), &pathStep{parent: at, key: Str(k), isKey: true})
+		if err != nil {
+			return nil, err
+		}
+		out[Str(k)] = v
+	}
+	return out, nil
 }

@@ -283,9 +283,29 @@ func (w *walker) walkDir(n *node) {
 	n.listing = recheckFilter(ents, pythonOnly)
 	n.listed = true
 
-	// Classify the children, up to the first problem; the regular files
-	// named here are read through the directory descriptor below. The
-	// listing already leaves out the names that never contribute.
+	local := w.classifyChildren(n)
+
+	// Read the small files, batchSize at a time on separate goroutines
+	// so a large directory still uses every worker.
+	for len(local) > batchSize {
+		batch := local[len(local)-batchSize:]
+		local = local[:len(local)-batchSize]
+		dir.refs.Add(1)
+		w.spawn(func() {
+			defer dir.release()
+			w.hashLocal(dir.fd, batch)
+		})
+	}
+	w.hashLocal(fd, local)
+}
+
+// classifyChildren makes the children of the listed directory n, up to
+// the first problem, and starts the walk of its subdirectories and the
+// reads of its files reached through a link. It returns the other regular
+// files, which the caller reads through the directory's descriptor. The
+// listing already leaves out the names that never contribute.
+func (w *walker) classifyChildren(n *node) []*node {
+	pythonOnly := n.root.pythonOnly
 	n.children = make([]*node, 0, len(n.listing))
 	var local []*node
 classify:
@@ -335,19 +355,7 @@ classify:
 			break classify
 		}
 	}
-
-	// Read the small files, batchSize at a time on separate goroutines
-	// so a large directory still uses every worker.
-	for len(local) > batchSize {
-		batch := local[len(local)-batchSize:]
-		local = local[:len(local)-batchSize]
-		dir.refs.Add(1)
-		w.spawn(func() {
-			defer dir.release()
-			w.hashLocal(dir.fd, batch)
-		})
-	}
-	w.hashLocal(fd, local)
+	return local
 }
 
 // hashLocal reads the files of one directory through its descriptor; a

@@ -202,8 +202,6 @@ func (p *jsonParser) array(depth int) (Value, error) {
 	}
 }
 
-// object reads an object after its '{' at depth (the number of containers
-// around it): a Dict, or the value of a tag.
 // listNext reads what follows an element of a list: ',' (more follow) or
 // ']' (end is true).
 func (p *jsonParser) listNext() (end bool, err error) {
@@ -221,6 +219,8 @@ func (p *jsonParser) listNext() (end bool, err error) {
 	return false, p.unexpected(`',' or ']'`)
 }
 
+// object reads an object after its '{' at depth (the number of containers
+// around it): a Dict, or the value of a tag.
 func (p *jsonParser) object(depth int) (Value, error) {
 	open := p.pos - 1
 	tooDeep := func() error {

@@ -11,8 +11,8 @@ import (
 	"github.com/ptojit/ptojit/api"
 )
 
-// Tests of the request extras against the rules of seed 003 (issue 18).
-// Each names the rule it checks.
+// Tests of the request extras against the rules of issue 18.
+// Each states the rule it checks.
 
 func keyOf(t *testing.T, d *Driver, req *api.Request) *KeyReport {
 	t.Helper()
@@ -33,7 +33,7 @@ func write(t *testing.T, path, body string) {
 	}
 }
 
-// Seed 003: "Additional application sources are reread for each request."
+// Rule: "Additional application sources are reread for each request."
 // and "fingerprint_extra_sources() filters directory inputs to Python
 // sources; directly supplied files contribute regardless of extension.
 // Empty additional-source lists are valid."
@@ -76,7 +76,7 @@ func TestSeed003ExtraSourcesRereadEachRequest(t *testing.T) {
 	}
 }
 
-// Seed 003: "fingerprint_content() hashes the bytes of each supplied file
+// Rule: "fingerprint_content() hashes the bytes of each supplied file
 // and recursively enumerates directory inputs" and "Errors are not silently
 // treated as empty files or omitted dependencies": each extra root is a
 // named input of the key, read whole.
@@ -109,7 +109,7 @@ func TestSeed003ExtraRootsAreContent(t *testing.T) {
 	}
 }
 
-// Seed 003: "An application's extra fingerprint supplements those inputs;
+// Rule: "An application's extra fingerprint supplements those inputs;
 // it cannot replace missing files or toolchain evidence." and "An extra
 // application fingerprint cannot turn this result into a usable toolchain
 // identity."

@@ -134,8 +134,7 @@ func buildRoot(root string, before func(string) error) (inventory.Value, int, st
 		return nil, 0, "root " + root + ": " + errText(err)
 	}
 	if len(entries) == 0 {
-		// Seed 003: an empty required installation inventory is
-		// unavailable.
+		// An empty required installation inventory is unavailable.
 		return nil, 0, "empty inventory: root " + root + " holds no file"
 	}
 	return inventory.T(inventory.Str("tree"), inventory.StrFromOSBytes(root), entries), files, ""

@@ -248,8 +248,7 @@ func contentIdentity(name string, ci ComponentInputs, opt inventory.FingerprintO
 			return out
 		}
 		if content.Files == 0 {
-			// Seed 003: "an empty required installation inventory is
-			// unavailable".
+			// An empty required installation inventory is unavailable.
 			out.Unavailable = "empty inventory: its roots hold no file"
 			return out
 		}

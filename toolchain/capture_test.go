@@ -32,7 +32,7 @@ func fiveRoots(t *testing.T) (string, *ToolchainInputs) {
 	for _, n := range Names {
 		p := filepath.Join(dir, n)
 		writeFiles(t, p, map[string]string{"a.txt": n, "sub/b.h": "// " + n})
-		// Proven as an adapter would (seed 003: inputs start unavailable).
+		// Proven as an adapter would (inputs start unavailable).
 		*in.Component(n) = proven(ComponentInputs{Roots: []inventory.ContentRoot{mustRoot(t, p)}})
 	}
 	return dir, in

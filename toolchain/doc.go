@@ -13,8 +13,8 @@
 // NotProven until the adapter that has accounted for the whole component
 // marks it complete, and Capture gives an unproven component no digest. An
 // existing empty directory as a required root is unavailable, and so is a
-// component whose roots hold no file once read (seed 003: an empty required
-// installation inventory is unavailable).
+// component whose roots hold no file once read: an empty required
+// installation inventory is unavailable.
 //
 //   - pypto: the PyPTO root, every file (not python-only: the package ships
 //     its native extension beside its Python sources, and both are imported

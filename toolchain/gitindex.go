@@ -82,55 +82,9 @@ func parseIndex(b []byte) (*gitIndex, error) {
 	prev := ""
 	for i := range idx.entries {
 		e := &idx.entries[i]
-		start := off
-		if len(body)-off < entryFixedLen {
-			return nil, indexErrorf("entry %d truncated", i)
-		}
-		p := body[off:]
-		u := func(k int) uint32 { return binary.BigEndian.Uint32(p[4*k:]) }
-		e.ctimeSec, e.ctimeNsec, e.mtimeSec, e.mtimeNsec = u(0), u(1), u(2), u(3)
-		e.dev, e.ino, e.mode, e.uid, e.gid, e.size = u(4), u(5), u(6), u(7), u(8), u(9)
-		copy(e.hash[:], p[40:60])
-		flags := binary.BigEndian.Uint16(p[60:62])
-		e.stage = uint8(flags >> 12 & 3)
-		off += entryFixedLen
-		if flags&0x4000 != 0 {
-			if idx.version < 3 {
-				return nil, indexErrorf("entry %d: extended flags in version 2", i)
-			}
-			if len(body)-off < 2 {
-				return nil, indexErrorf("entry %d truncated", i)
-			}
-			ext := binary.BigEndian.Uint16(body[off:])
-			e.skipWorktree, e.intent = ext&0x4000 != 0, ext&0x2000 != 0
-			off += 2
-		}
-		if idx.version == 4 {
-			strip, k := binary.Uvarint(body[off:])
-			if k <= 0 {
-				return nil, indexErrorf("entry %d: bad path prefix length", i)
-			}
-			off += k
-			if strip > uint64(len(prev)) {
-				return nil, indexErrorf("entry %d: path prefix longer than the previous path", i)
-			}
-			end := bytes.IndexByte(body[off:], 0)
-			if end < 0 {
-				return nil, indexErrorf("entry %d: unterminated path", i)
-			}
-			e.name = prev[:len(prev)-int(strip)] + string(body[off:off+end])
-			off += end + 1
-		} else {
-			end := bytes.IndexByte(body[off:], 0)
-			if end < 0 {
-				return nil, indexErrorf("entry %d: unterminated path", i)
-			}
-			e.name = string(body[off : off+end])
-			// 1 to 8 NULs pad the entry to a multiple of 8 bytes.
-			off = start + (off+end-start+8)&^7
-			if off > len(body) {
-				return nil, indexErrorf("entry %d: padding runs past the end", i)
-			}
+		var err error
+		if off, err = parseIndexEntry(body, off, i, idx.version, prev, e); err != nil {
+			return nil, err
 		}
 		if e.name == "" {
 			return nil, indexErrorf("entry %d: empty path", i)
@@ -157,6 +111,63 @@ func parseIndex(b []byte) (*gitIndex, error) {
 		off += int(size)
 	}
 	return idx, nil
+}
+
+// parseIndexEntry parses entry i of an index of version into e: the entry
+// at off of body, after the previous entry, whose path is prev. It returns
+// the offset of the next entry.
+func parseIndexEntry(body []byte, off, i int, version uint32, prev string, e *indexEntry) (int, error) {
+	start := off
+	if len(body)-off < entryFixedLen {
+		return off, indexErrorf("entry %d truncated", i)
+	}
+	p := body[off:]
+	u := func(k int) uint32 { return binary.BigEndian.Uint32(p[4*k:]) }
+	e.ctimeSec, e.ctimeNsec, e.mtimeSec, e.mtimeNsec = u(0), u(1), u(2), u(3)
+	e.dev, e.ino, e.mode, e.uid, e.gid, e.size = u(4), u(5), u(6), u(7), u(8), u(9)
+	copy(e.hash[:], p[40:60])
+	flags := binary.BigEndian.Uint16(p[60:62])
+	e.stage = uint8(flags >> 12 & 3)
+	off += entryFixedLen
+	if flags&0x4000 != 0 {
+		if version < 3 {
+			return off, indexErrorf("entry %d: extended flags in version 2", i)
+		}
+		if len(body)-off < 2 {
+			return off, indexErrorf("entry %d truncated", i)
+		}
+		ext := binary.BigEndian.Uint16(body[off:])
+		e.skipWorktree, e.intent = ext&0x4000 != 0, ext&0x2000 != 0
+		off += 2
+	}
+	if version == 4 {
+		strip, k := binary.Uvarint(body[off:])
+		if k <= 0 {
+			return off, indexErrorf("entry %d: bad path prefix length", i)
+		}
+		off += k
+		if strip > uint64(len(prev)) {
+			return off, indexErrorf("entry %d: path prefix longer than the previous path", i)
+		}
+		end := bytes.IndexByte(body[off:], 0)
+		if end < 0 {
+			return off, indexErrorf("entry %d: unterminated path", i)
+		}
+		e.name = prev[:len(prev)-int(strip)] + string(body[off:off+end])
+		off += end + 1
+	} else {
+		end := bytes.IndexByte(body[off:], 0)
+		if end < 0 {
+			return off, indexErrorf("entry %d: unterminated path", i)
+		}
+		e.name = string(body[off : off+end])
+		// 1 to 8 NULs pad the entry to a multiple of 8 bytes.
+		off = start + (off+end-start+8)&^7
+		if off > len(body) {
+			return off, indexErrorf("entry %d: padding runs past the end", i)
+		}
+	}
+	return off, nil
 }
 
 // indexOrdered reports whether (a, sa) sorts strictly before (b, sb) as

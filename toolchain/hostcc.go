@@ -96,12 +96,6 @@ func selectCompiler(cfg *Config, env, def string) (string, string) {
 // programs and directories they use, and their include search lists.
 func ProbeHostCompiler(ctx context.Context, cfg *Config, cc, cxx string) (*HostCompiler, error) {
 	hc := &HostCompiler{CC: cc, CXX: cxx}
-	type job struct {
-		prog string
-		args []string
-		out  *string
-		both bool
-	}
 	var (
 		versions  [2]string
 		progs     [4]string
@@ -109,7 +103,7 @@ func ProbeHostCompiler(ctx context.Context, cfg *Config, cc, cxx string) (*HostC
 		vOut      [2]string
 		linkFound = make([]string, len(cLinkInputs)+len(cxxLinkInputs))
 	)
-	jobs := []job{
+	jobs := []hostProbe{
 		{cc, []string{"--version"}, &versions[0], false},
 		{cxx, []string{"--version"}, &versions[1], false},
 		{cc, []string{"-print-prog-name=cc1"}, &progs[0], false},
@@ -121,37 +115,13 @@ func ProbeHostCompiler(ctx context.Context, cfg *Config, cc, cxx string) (*HostC
 		{cxx, []string{"-E", "-v", "-x", "c++", os.DevNull}, &vOut[1], true},
 	}
 	for i, f := range cLinkInputs {
-		jobs = append(jobs, job{cc, []string{"-print-file-name=" + f}, &linkFound[i], false})
+		jobs = append(jobs, hostProbe{cc, []string{"-print-file-name=" + f}, &linkFound[i], false})
 	}
 	for i, f := range cxxLinkInputs {
-		jobs = append(jobs, job{cxx, []string{"-print-file-name=" + f}, &linkFound[len(cLinkInputs)+i], false})
+		jobs = append(jobs, hostProbe{cxx, []string{"-print-file-name=" + f}, &linkFound[len(cLinkInputs)+i], false})
 	}
-	sem := make(chan struct{}, maxParallelProbes)
-	var wg sync.WaitGroup
-	var mu sync.Mutex
-	var first error
-	for _, j := range jobs {
-		wg.Go(func() {
-			sem <- struct{}{}
-			defer func() { <-sem }()
-			var out string
-			var err error
-			if j.both {
-				_, out, err = probeBoth(ctx, cfg, j.prog, j.args...)
-			} else {
-				out, _, err = probeBoth(ctx, cfg, j.prog, j.args...)
-			}
-			mu.Lock()
-			defer mu.Unlock()
-			if err != nil && first == nil {
-				first = err
-			}
-			*j.out = out
-		})
-	}
-	wg.Wait()
-	if first != nil {
-		return nil, first
+	if err := runHostProbes(ctx, cfg, jobs); err != nil {
+		return nil, err
 	}
 	hc.CCVersion, hc.CXXVersion = versions[0], versions[1]
 	for _, p := range progs {
@@ -186,6 +156,45 @@ func ProbeHostCompiler(ctx context.Context, cfg *Config, cc, cxx string) (*HostC
 	}
 	hc.SharedLibs = libs
 	return hc, nil
+}
+
+// hostProbe is one run of a compiler driver: prog with args, whose
+// standard output (standard error when both) goes to out.
+type hostProbe struct {
+	prog string
+	args []string
+	out  *string
+	both bool
+}
+
+// runHostProbes runs probes, maxParallelProbes at a time, and returns the
+// first error.
+func runHostProbes(ctx context.Context, cfg *Config, jobs []hostProbe) error {
+	sem := make(chan struct{}, maxParallelProbes)
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var first error
+	for _, j := range jobs {
+		wg.Go(func() {
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			var out string
+			var err error
+			if j.both {
+				_, out, err = probeBoth(ctx, cfg, j.prog, j.args...)
+			} else {
+				out, _, err = probeBoth(ctx, cfg, j.prog, j.args...)
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			if err != nil && first == nil {
+				first = err
+			}
+			*j.out = out
+		})
+	}
+	wg.Wait()
+	return first
 }
 
 // sharedLibs lists, without duplicates, the shared libraries the dynamic

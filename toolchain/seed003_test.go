@@ -12,10 +12,10 @@ import (
 	"github.com/ptojit/ptojit/inventory"
 )
 
-// Tests of the seed 003 rules issue 18 found partial. Each names the rule
-// it checks.
+// Tests of the component-input rules that issue 18 found partial. Each
+// states the rule it checks.
 
-// Seed 003: "A ComponentInputs inventory starts unavailable, even when some
+// Rule: "A ComponentInputs inventory starts unavailable, even when some
 // file paths are known. A dependency-aware adapter must establish
 // completeness before clearing unavailable_reason."
 func TestSeed003ComponentInputsStartUnavailable(t *testing.T) {
@@ -55,7 +55,7 @@ func TestSeed003ComponentInputsStartUnavailable(t *testing.T) {
 	}
 }
 
-// Seed 003: "Empty additional-source lists are valid, but an empty required
+// Rule: "Empty additional-source lists are valid, but an empty required
 // installation inventory is unavailable."
 func TestSeed003EmptyRequiredInventoryUnavailable(t *testing.T) {
 	dir := t.TempDir()
@@ -109,7 +109,7 @@ func buildShared(t *testing.T, out, src string, args ...string) {
 	}
 }
 
-// Seed 003: "The adapter must account for actual imported code, native
+// Rule: "The adapter must account for actual imported code, native
 // libraries, compiler resources, dynamic dependencies ... It must share
 // resolution with the compilation path": the PyPTO and runtime adapters
 // find the shared objects they contain (by content, whatever their names)
@@ -164,7 +164,7 @@ func TestSeed003NativeLibraryDiscovery(t *testing.T) {
 	}
 }
 
-// Seed 003: "A component may carry a version and contents. The device
+// Rule: "A component may carry a version and contents. The device
 // toolchain does: its compiler runs on the host, so its inputs come from
 // the CANN installation, which states its own build, and from files the
 // host OS provides, which state nothing. Each part is covered by the

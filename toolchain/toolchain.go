@@ -51,8 +51,7 @@ const (
 var Names = [5]string{Pypto, Runtime, PtoIsa, Ptoas, DeviceToolchain}
 
 // ComponentInputs is the resolved inventory of one component. It starts
-// unavailable, even when roots are known (seed 003, "A ComponentInputs
-// inventory starts unavailable, even when some file paths are known"): only
+// unavailable, even when roots or some of its file paths are known: only
 // the adapter that has established the component's complete dependency set
 // marks it complete, and Reason reports NotProven until then. Values are
 // plain data: safe for concurrent reads, not for concurrent writes.

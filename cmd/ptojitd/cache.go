@@ -20,65 +20,81 @@ import (
 	"github.com/ptojit/ptojit/jit"
 )
 
-func init() {
-	sub := func(name, usage, summary, long string, nargs int, writes bool, run func(ctx context.Context, env *cli.Env, o *cacheOptions, s cache.Store, args []string) error, extra func(fs *pflag.FlagSet, o *cacheOptions)) *cli.Command {
-		return &cli.Command{
-			Name:    name,
-			Usage:   "cache " + usage,
-			Summary: summary,
-			Long:    strings.TrimSpace(long + "\n\n" + cacheFlagsHelp),
-			Setup: func(fs *pflag.FlagSet) cli.RunFunc {
-				o := &cacheOptions{}
-				fs.StringVar(&o.dir, "cache-dir", "", "the cache directory (default: PTOJIT_CACHE_DIR, $XDG_CACHE_HOME/ptojit or ~/.cache/ptojit)")
-				fs.StringVar(&o.maxSize, "max-size", "", "the size limit, e.g. 500M or 5G (default: PTOJIT_CACHE_MAX_SIZE, else max_size of ptojit config, else 5G)")
-				fs.BoolVar(&o.json, "json", false, "print JSON")
-				fs.BoolVar(&o.wait, "wait", false, "in this process: wait while another process holds the cache")
-				if extra != nil {
-					extra(fs, o)
-				}
-				return func(ctx context.Context, env *cli.Env, args []string) error {
-					if err := checkCacheArgs(env, name, nargs, o, args); err != nil || env.Checked() {
-						return err
-					}
-					s, release, err := openCache(ctx, env, o, !writes)
-					var held *heldError
-					if errors.As(err, &held) && held.h.daemon && (!writes || !o.opt.ReadOnly) {
-						// A live daemon serves the command with the
-						// store it holds.
-						fwd := append([]string{"cache", name, "--cache-dir", o.resolvedDir}, args...)
-						if o.json {
-							fwd = append(fwd, "--json")
-						}
-						if o.maxSize != "" {
-							fwd = append(fwd, "--max-size", o.maxSize)
-						}
-						if ok, ferr := forwardToDaemon(env, fwd); ok {
-							return ferr
-						}
-					}
-					if err != nil {
-						if name == "clear" && len(args) == 0 && canWipe(ctx, err) && !o.opt.ReadOnly {
-							return wipeCache(env, o, err, false)
-						}
-						var oe *cache.OpenError
-						if errors.As(err, &oe) && ctx.Err() == nil {
-							return fmt.Errorf("%w; remedy: %s", err, cache.Remedy(err))
-						}
-						return err
-					}
-					err = run(ctx, env, o, s, args)
-					if cerr := release(); err == nil {
-						err = cerr
-					}
-					var nw *needWipe
-					if errors.As(err, &nw) {
-						return wipeCache(env, o, nw.err, engine.wiped != nil)
-					}
-					return err
-				}
-			},
+// cacheRunFunc is what one cache subcommand does with the store it opened.
+type cacheRunFunc func(ctx context.Context, env *cli.Env, o *cacheOptions, s cache.Store, args []string) error
+
+// cacheSubcommand is the cache subcommand name: the flags every cache
+// subcommand takes and extra's own, and a RunFunc that opens the store
+// (or forwards to the daemon) and runs run on it.
+func cacheSubcommand(name, usage, summary, long string, nargs int, writes bool, run cacheRunFunc, extra func(fs *pflag.FlagSet, o *cacheOptions)) *cli.Command {
+	return &cli.Command{
+		Name:    name,
+		Usage:   "cache " + usage,
+		Summary: summary,
+		Long:    strings.TrimSpace(long + "\n\n" + cacheFlagsHelp),
+		Setup: func(fs *pflag.FlagSet) cli.RunFunc {
+			o := &cacheOptions{}
+			fs.StringVar(&o.dir, "cache-dir", "", "the cache directory (default: PTOJIT_CACHE_DIR, $XDG_CACHE_HOME/ptojit or ~/.cache/ptojit)")
+			fs.StringVar(&o.maxSize, "max-size", "", "the size limit, e.g. 500M or 5G (default: PTOJIT_CACHE_MAX_SIZE, else max_size of ptojit config, else 5G)")
+			fs.BoolVar(&o.json, "json", false, "print JSON")
+			fs.BoolVar(&o.wait, "wait", false, "in this process: wait while another process holds the cache")
+			if extra != nil {
+				extra(fs, o)
+			}
+			return func(ctx context.Context, env *cli.Env, args []string) error {
+				return runCacheSubcommand(ctx, env, name, nargs, writes, o, args, run)
+			}
+		},
+	}
+}
+
+// runCacheSubcommand checks the arguments of the cache subcommand name,
+// opens the store (or forwards the command to the daemon that holds it,
+// or wipes a store that cannot be opened when the command is clear) and
+// runs run on it.
+func runCacheSubcommand(ctx context.Context, env *cli.Env, name string, nargs int, writes bool, o *cacheOptions, args []string, run cacheRunFunc) error {
+	if err := checkCacheArgs(env, name, nargs, o, args); err != nil || env.Checked() {
+		return err
+	}
+	s, release, err := openCache(ctx, env, o, !writes)
+	var held *heldError
+	if errors.As(err, &held) && held.h.daemon && (!writes || !o.opt.ReadOnly) {
+		// A live daemon serves the command with the
+		// store it holds.
+		fwd := append([]string{"cache", name, "--cache-dir", o.resolvedDir}, args...)
+		if o.json {
+			fwd = append(fwd, "--json")
+		}
+		if o.maxSize != "" {
+			fwd = append(fwd, "--max-size", o.maxSize)
+		}
+		if ok, ferr := forwardToDaemon(env, fwd); ok {
+			return ferr
 		}
 	}
+	if err != nil {
+		if name == "clear" && len(args) == 0 && canWipe(ctx, err) && !o.opt.ReadOnly {
+			return wipeCache(env, o, err, false)
+		}
+		var oe *cache.OpenError
+		if errors.As(err, &oe) && ctx.Err() == nil {
+			return fmt.Errorf("%w; remedy: %s", err, cache.Remedy(err))
+		}
+		return err
+	}
+	err = run(ctx, env, o, s, args)
+	if cerr := release(); err == nil {
+		err = cerr
+	}
+	var nw *needWipe
+	if errors.As(err, &nw) {
+		return wipeCache(env, o, nw.err, engine.wiped != nil)
+	}
+	return err
+}
+
+func init() {
+	sub := cacheSubcommand
 	register(&cli.Command{
 		Name:    "cache",
 		Usage:   "cache stats|ls|show KEY|verify|trim|clear [--json]",

@@ -53,6 +53,44 @@ func daemonFlags(fs *pflag.FlagSet, o *daemonOptions, lifetime bool) {
 	}
 }
 
+// runDaemonStart starts the daemon of the cache directory unless one
+// runs, and prints its pid.
+func runDaemonStart(env *cli.Env, o daemonOptions) error {
+	dir, err := cacheDirOf(env, o.cacheDir)
+	if err != nil {
+		return err
+	}
+	ddir := api.DaemonDir(dir, env.Getenv)
+	if err := ensureDaemon(env, dir, o.idle, o.maxSize); err != nil {
+		return err
+	}
+	resp, err := client.Call(api.SocketPath(ddir), &api.DaemonRequest{Op: api.OpPing})
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(env.Stdout, "daemon running, pid %d\n", resp.PID)
+	return nil
+}
+
+// setupDaemonRun declares the flags of "daemon run", the hidden ones the
+// starting client passes among them, and returns its RunFunc.
+func setupDaemonRun(fs *pflag.FlagSet) cli.RunFunc {
+	var o daemonOptions
+	daemonFlags(fs, &o, true)
+	fs.IntVar(&o.readyFD, "ready-fd", -1, "write \"ready\" to this file descriptor once serving")
+	fs.MarkHidden("ready-fd")
+	fs.IntVar(&o.lockFD, "start-lock-fd", -1, "the start lock, shared by the starting client; closed once serving")
+	fs.MarkHidden("start-lock-fd")
+	fs.DurationVar(&o.progressEvery, "progress-every", api.ProgressEvery, "the longest gap between two frames of a request in flight")
+	fs.MarkHidden("progress-every")
+	return func(ctx context.Context, env *cli.Env, args []string) error {
+		if len(args) > 0 {
+			return cli.Usagef("daemon run: unexpected argument %q", args[0])
+		}
+		return runDaemon(ctx, env, o)
+	}
+}
+
 func init() {
 	register(&cli.Command{
 		Name:    "daemon",
@@ -84,20 +122,7 @@ a connection that sends nothing delays neither.`,
 						if len(args) > 0 {
 							return cli.Usagef("daemon start: unexpected argument %q", args[0])
 						}
-						dir, err := cacheDirOf(env, o.cacheDir)
-						if err != nil {
-							return err
-						}
-						ddir := api.DaemonDir(dir, env.Getenv)
-						if err := ensureDaemon(env, dir, o.idle, o.maxSize); err != nil {
-							return err
-						}
-						resp, err := client.Call(api.SocketPath(ddir), &api.DaemonRequest{Op: api.OpPing})
-						if err != nil {
-							return err
-						}
-						fmt.Fprintf(env.Stdout, "daemon running, pid %d\n", resp.PID)
-						return nil
+						return runDaemonStart(env, o)
 					}
 				},
 			},
@@ -134,22 +159,7 @@ a connection that sends nothing delays neither.`,
 			{
 				Name: "run", Usage: "daemon run [--cache-dir D] [--idle D] [--max-size S]",
 				Summary: "run the daemon in the foreground (what start runs)",
-				Setup: func(fs *pflag.FlagSet) cli.RunFunc {
-					var o daemonOptions
-					daemonFlags(fs, &o, true)
-					fs.IntVar(&o.readyFD, "ready-fd", -1, "write \"ready\" to this file descriptor once serving")
-					fs.MarkHidden("ready-fd")
-					fs.IntVar(&o.lockFD, "start-lock-fd", -1, "the start lock, shared by the starting client; closed once serving")
-					fs.MarkHidden("start-lock-fd")
-					fs.DurationVar(&o.progressEvery, "progress-every", api.ProgressEvery, "the longest gap between two frames of a request in flight")
-					fs.MarkHidden("progress-every")
-					return func(ctx context.Context, env *cli.Env, args []string) error {
-						if len(args) > 0 {
-							return cli.Usagef("daemon run: unexpected argument %q", args[0])
-						}
-						return runDaemon(ctx, env, o)
-					}
-				},
+				Setup:   setupDaemonRun,
 			},
 		},
 	})
@@ -326,41 +336,20 @@ func (f *forgetter) Forget(p string) int { return f.ids.Forget(p) }
 func (f *forgetter) ForgetAll()          { f.ids.ForgetAll() }
 
 func runDaemon(ctx context.Context, env *cli.Env, o daemonOptions) error {
-	// The descriptors the starting client gave: never passed on to the
-	// compilers and probes this daemon runs.
-	var ready, startLock *os.File
-	if o.readyFD >= 0 {
-		syscall.CloseOnExec(o.readyFD)
-		ready = os.NewFile(uintptr(o.readyFD), "ready")
-	}
-	if o.lockFD >= 0 {
-		syscall.CloseOnExec(o.lockFD)
-		startLock = os.NewFile(uintptr(o.lockFD), api.StartLockName)
-	}
+	ready, startLock := startingClientFiles(o)
 	dir, err := cacheDirOf(env, o.cacheDir)
 	if err != nil {
 		return err
 	}
-	if o.maxSize != "" {
-		if _, err := cache.ParseSize(o.maxSize); err != nil {
-			return cli.Usagef("daemon: --max-size: %v", err)
-		}
-		daemonMaxSize = o.maxSize
-	}
-	// The settings in force without a request's environment: refuse a
-	// broken settings file before serving.
-	if _, err := resolveSettings(dir, func(string) string { return "" }); err != nil {
+	if err := checkDaemonSettings(dir, o); err != nil {
 		return err
 	}
+	logf := daemonLogf(env)
 	// The shared store has no cap and is writable: each request applies
 	// its own settings (sharedStore), and the idle trim the daemon's.
-	opt := cache.Options{}
-	logf := func(format string, args ...any) {
-		fmt.Fprintf(env.Stderr, "%s ptojitd: %s\n", time.Now().Format(time.RFC3339), fmt.Sprintf(format, args...))
-	}
 	// Badger's errors and warnings (a damaged value log, a failed read)
 	// go to the daemon log.
-	opt.Logger = storeLogger{logf}
+	opt := cache.Options{Logger: storeLogger{logf}}
 	ddir := api.DaemonDir(dir, env.Getenv)
 	srv, err := daemon.Listen(daemon.Config{
 		Dir: ddir, Idle: o.idle, Ready: ready, StartLock: startLock, WaitLock: true, Logf: logf, EnvNames: clientEnvNames(),
@@ -383,18 +372,7 @@ func runDaemon(ctx context.Context, env *cli.Env, o daemonOptions) error {
 		<-served
 		return err
 	}
-	var store *cache.Badger
-	// A cache that is not the user's own is refused before any process
-	// opens a file of it (Open checks again).
-	err = cache.CheckOwned(dir)
-	if err == nil {
-		err = probeCache(ctx, dir)
-	}
-	if err == nil {
-		octx, cancel := context.WithTimeout(ctx, openStoreWait)
-		store, err = cache.OpenWait(octx, dir, opt)
-		cancel()
-	}
+	store, err := openDaemonStore(ctx, dir, opt)
 	if err != nil && ctx.Err() != nil {
 		return stopServing(fmt.Errorf("daemon: opening the cache: %w", err))
 	}
@@ -432,18 +410,85 @@ func runDaemon(ctx context.Context, env *cli.Env, o daemonOptions) error {
 		srv.Shutdown("cache cleared")
 	}
 	if storeErr != nil {
-		shareBrokenEngine(dir, storeErr, fwd.ids, wiped)
-		srv.SetHandler(func(ctx context.Context, req *api.DaemonRequest) *api.DaemonResponse {
-			watcher.Sync()
-			return serveCommand(ctx, req)
-		})
-		srv.SetStatus(func() any {
-			info := srv.Info()
-			return daemonStatus{Running: true, CacheDir: dir, Server: &info, Memoized: fwd.ids.Len(), Watch: watcher.Status(),
-				CacheError: storeErr.Error()}
-		})
+		serveUncached(srv, dir, storeErr, fwd, watcher, wiped)
 		return <-served
 	}
+	return serveStore(ctx, srv, served, dir, store, fwd, watcher, wiped, logf)
+}
+
+// checkDaemonSettings takes the daemon's --max-size and refuses a broken
+// settings file (the settings in force without a request's environment)
+// before the daemon serves.
+func checkDaemonSettings(dir string, o daemonOptions) error {
+	if o.maxSize != "" {
+		if _, err := cache.ParseSize(o.maxSize); err != nil {
+			return cli.Usagef("daemon: --max-size: %v", err)
+		}
+		daemonMaxSize = o.maxSize
+	}
+	_, err := resolveSettings(dir, func(string) string { return "" })
+	return err
+}
+
+// daemonLogf returns the daemon's log function: a time-stamped line on
+// env's standard error.
+func daemonLogf(env *cli.Env) func(format string, args ...any) {
+	return func(format string, args ...any) {
+		fmt.Fprintf(env.Stderr, "%s ptojitd: %s\n", time.Now().Format(time.RFC3339), fmt.Sprintf(format, args...))
+	}
+}
+
+// startingClientFiles opens the descriptors the starting client gave (the
+// readiness pipe and the start lock, nil when not given), marked so that
+// they are never passed on to the compilers and probes this daemon runs.
+func startingClientFiles(o daemonOptions) (ready, startLock *os.File) {
+	if o.readyFD >= 0 {
+		syscall.CloseOnExec(o.readyFD)
+		ready = os.NewFile(uintptr(o.readyFD), "ready")
+	}
+	if o.lockFD >= 0 {
+		syscall.CloseOnExec(o.lockFD)
+		startLock = os.NewFile(uintptr(o.lockFD), api.StartLockName)
+	}
+	return ready, startLock
+}
+
+// openDaemonStore opens the daemon's store of dir, waiting up to
+// openStoreWait for another process that holds it. A cache that is not
+// the user's own is refused before any process opens a file of it (Open
+// checks again).
+func openDaemonStore(ctx context.Context, dir string, opt cache.Options) (*cache.Badger, error) {
+	err := cache.CheckOwned(dir)
+	if err == nil {
+		err = probeCache(ctx, dir)
+	}
+	if err != nil {
+		return nil, err
+	}
+	octx, cancel := context.WithTimeout(ctx, openStoreWait)
+	defer cancel()
+	return cache.OpenWait(octx, dir, opt)
+}
+
+// serveUncached sets the handler and status of a daemon whose store could
+// not be opened: builds run uncached, and the status says why.
+func serveUncached(srv *daemon.Server, dir string, storeErr error, fwd *forgetter, watcher *jit.Watcher, wiped func(atExit bool)) {
+	shareBrokenEngine(dir, storeErr, fwd.ids, wiped)
+	srv.SetHandler(func(ctx context.Context, req *api.DaemonRequest) *api.DaemonResponse {
+		watcher.Sync()
+		return serveCommand(ctx, req)
+	})
+	srv.SetStatus(func() any {
+		info := srv.Info()
+		return daemonStatus{Running: true, CacheDir: dir, Server: &info, Memoized: fwd.ids.Len(), Watch: watcher.Status(),
+			CacheError: storeErr.Error()}
+	})
+}
+
+// serveStore shares store with the engine, sets the daemon's handler and
+// status, runs its maintenance and returns when served says the server
+// stopped.
+func serveStore(ctx context.Context, srv *daemon.Server, served <-chan error, dir string, store *cache.Badger, fwd *forgetter, watcher *jit.Watcher, wiped func(atExit bool), logf func(format string, args ...any)) error {
 	ShareEngine(store, fwd.ids)
 	// The remote tiers follow the settings of each request (the file's,
 	// or a client's PTOJIT_REMOTE*), not the environment the daemon

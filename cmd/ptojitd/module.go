@@ -92,6 +92,47 @@ nothing is written. Platforms without a host execution engine here (a2a3,
 a5) are reported as not activation-checked. enable and rollback activate
 the version they enable in the same way.`
 
+// setupTrustRevoke declares the flags of "module trust revoke" and returns
+// its RunFunc, which revokes the one publisher, key or package digest given.
+func setupTrustRevoke(fs *pflag.FlagSet) cli.RunFunc {
+	var o moduleOptions
+	fs.StringVar(&o.moduleDir, "module-dir", "", "the module store (default: PTOJIT_MODULE_DIR or the user data directory)")
+	p := fs.String("publisher", "", "revoke a publisher")
+	k := fs.String("key", "", "revoke a key")
+	d := fs.String("package", "", "revoke a package by its manifest digest (module show)")
+	return func(ctx context.Context, env *cli.Env, args []string) error {
+		n := 0
+		for _, s := range []string{*p, *k, *d} {
+			if s != "" {
+				n++
+			}
+		}
+		if len(args) > 0 || n != 1 {
+			return cli.Usagef("module trust revoke: give exactly one of --publisher, --key and --package")
+		}
+		var r module.Revocation
+		r.Publisher, r.Package = *p, *d
+		if *k != "" {
+			key, err := module.ParsePublicKey(*k)
+			if err != nil {
+				return cli.Usagef("module trust revoke: %v", err)
+			}
+			r.Key = key
+		}
+		return withStore(ctx, env, o, func(ctx context.Context, s *module.Store) error {
+			disabled, err := s.TrustRevoke(ctx, r)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(env.Stdout, "revoked %s\n", strings.TrimSpace(*p+" "+*k+" "+*d))
+			for _, m := range disabled {
+				fmt.Fprintf(env.Stdout, "disabled %s\n", m.ID())
+			}
+			return nil
+		})
+	}
+}
+
 func init() {
 	register(&cli.Command{
 		Name:    "module",
@@ -156,44 +197,7 @@ afterwards, never into DIR.`,
 					{
 						Name: "revoke", Usage: "module trust revoke --publisher P | --key PUBKEY | --package DIGEST",
 						Summary: "revoke a publisher, a key or a package digest",
-						Setup: func(fs *pflag.FlagSet) cli.RunFunc {
-							var o moduleOptions
-							fs.StringVar(&o.moduleDir, "module-dir", "", "the module store (default: PTOJIT_MODULE_DIR or the user data directory)")
-							p := fs.String("publisher", "", "revoke a publisher")
-							k := fs.String("key", "", "revoke a key")
-							d := fs.String("package", "", "revoke a package by its manifest digest (module show)")
-							return func(ctx context.Context, env *cli.Env, args []string) error {
-								n := 0
-								for _, s := range []string{*p, *k, *d} {
-									if s != "" {
-										n++
-									}
-								}
-								if len(args) > 0 || n != 1 {
-									return cli.Usagef("module trust revoke: give exactly one of --publisher, --key and --package")
-								}
-								var r module.Revocation
-								r.Publisher, r.Package = *p, *d
-								if *k != "" {
-									key, err := module.ParsePublicKey(*k)
-									if err != nil {
-										return cli.Usagef("module trust revoke: %v", err)
-									}
-									r.Key = key
-								}
-								return withStore(ctx, env, o, func(ctx context.Context, s *module.Store) error {
-									disabled, err := s.TrustRevoke(ctx, r)
-									if err != nil {
-										return err
-									}
-									fmt.Fprintf(env.Stdout, "revoked %s\n", strings.TrimSpace(*p+" "+*k+" "+*d))
-									for _, m := range disabled {
-										fmt.Fprintf(env.Stdout, "disabled %s\n", m.ID())
-									}
-									return nil
-								})
-							}
-						},
+						Setup:   setupTrustRevoke,
 					},
 					storeCommand("ls", "module trust ls [--json]", "list trusted keys and revocations", 0, runTrustLs),
 				},
@@ -344,41 +348,11 @@ func runPack(ctx context.Context, env *cli.Env, o packOptions) error {
 		}
 	}
 	for _, name := range reqs {
-		req, err := readRequest(env, filepath.Join(dir, name))
+		art, blob, err := packCallable(ctx, env, o, m, dir, outDir, name)
 		if err != nil {
-			return fmt.Errorf("module pack: %s: %w", name, err)
+			return err
 		}
-		// The request as read (every path absolute, its base directory
-		// named), with its outputs under outDir: the build leaves DIR alone.
-		req.OutputDir = filepath.Join(outDir, strings.TrimSuffix(name, ".request.json"))
-		rb, err := json.Marshal(req)
-		if err != nil {
-			return fmt.Errorf("module pack: %s: %w", name, err)
-		}
-		rp := filepath.Join(outDir, name)
-		if err := os.WriteFile(rp, rb, 0o644); err != nil {
-			return fmt.Errorf("module pack: %w", err)
-		}
-		if req.Runtime != m.Runtime {
-			return fmt.Errorf("module pack: %s: runtime %s, but the manifest's runtime is %s", name, req.Runtime, m.Runtime)
-		}
-		if !slices.Contains(m.Platforms, req.Platform) {
-			return fmt.Errorf("module pack: %s: platform %s is not in the manifest's platforms %v", name, req.Platform, m.Platforms)
-		}
-		resp, err := buildForRun(ctx, env, runOptions{request: rp, cacheDir: o.cacheDir}, req)
-		if err != nil {
-			return fmt.Errorf("module pack: building %s: %w", name, err)
-		}
-		blob, err := os.ReadFile(resp.Callable)
-		if err != nil {
-			return fmt.Errorf("module pack: %s: %w", name, err)
-		}
-		if h, err := registry.ChipHashid(req.Platform, req.Runtime, blob); err != nil || h.String() != resp.Hashid {
-			return fmt.Errorf("module pack: %s: the built callable's hashid %v differs from the build's %s", name, h, resp.Hashid)
-		}
-		art := path.Join("callables", strings.TrimSuffix(name, ".request.json")+"."+req.Platform+".bin")
 		artifacts[art] = blob
-		fmt.Fprintf(env.Stderr, "built %s: %s %s (%s)\n", name, art, resp.Hashid, resp.Status)
 	}
 	ar, p, err := module.Pack(m, artifacts, priv)
 	if err != nil {
@@ -389,6 +363,47 @@ func runPack(ctx context.Context, env *cli.Env, o packOptions) error {
 	}
 	fmt.Fprintf(env.Stdout, "packed %s: %d artifacts, %d bytes\ndigest %s\nkey    %s\n", p.Manifest.ID(), len(p.Manifest.Artifacts), len(ar), p.Digest, p.Key)
 	return nil
+}
+
+// packCallable builds the request name of the module source dir, with
+// its outputs under outDir, checks it against the manifest m and returns
+// the callable's artifact name and bytes.
+func packCallable(ctx context.Context, env *cli.Env, o packOptions, m *module.Manifest, dir, outDir, name string) (string, []byte, error) {
+	req, err := readRequest(env, filepath.Join(dir, name))
+	if err != nil {
+		return "", nil, fmt.Errorf("module pack: %s: %w", name, err)
+	}
+	// The request as read (every path absolute, its base directory
+	// named), with its outputs under outDir: the build leaves DIR alone.
+	req.OutputDir = filepath.Join(outDir, strings.TrimSuffix(name, ".request.json"))
+	rb, err := json.Marshal(req)
+	if err != nil {
+		return "", nil, fmt.Errorf("module pack: %s: %w", name, err)
+	}
+	rp := filepath.Join(outDir, name)
+	if err := os.WriteFile(rp, rb, 0o644); err != nil {
+		return "", nil, fmt.Errorf("module pack: %w", err)
+	}
+	if req.Runtime != m.Runtime {
+		return "", nil, fmt.Errorf("module pack: %s: runtime %s, but the manifest's runtime is %s", name, req.Runtime, m.Runtime)
+	}
+	if !slices.Contains(m.Platforms, req.Platform) {
+		return "", nil, fmt.Errorf("module pack: %s: platform %s is not in the manifest's platforms %v", name, req.Platform, m.Platforms)
+	}
+	resp, err := buildForRun(ctx, env, runOptions{request: rp, cacheDir: o.cacheDir}, req)
+	if err != nil {
+		return "", nil, fmt.Errorf("module pack: building %s: %w", name, err)
+	}
+	blob, err := os.ReadFile(resp.Callable)
+	if err != nil {
+		return "", nil, fmt.Errorf("module pack: %s: %w", name, err)
+	}
+	if h, err := registry.ChipHashid(req.Platform, req.Runtime, blob); err != nil || h.String() != resp.Hashid {
+		return "", nil, fmt.Errorf("module pack: %s: the built callable's hashid %v differs from the build's %s", name, h, resp.Hashid)
+	}
+	art := path.Join("callables", strings.TrimSuffix(name, ".request.json")+"."+req.Platform+".bin")
+	fmt.Fprintf(env.Stderr, "built %s: %s %s (%s)\n", name, art, resp.Hashid, resp.Status)
+	return art, blob, nil
 }
 
 func runInstall(ctx context.Context, env *cli.Env, s *module.Store, o moduleOptions, args []string) error {

@@ -44,7 +44,7 @@ func TestModuleScripts(t *testing.T) {
 	})
 }
 
-// variant SRC DST FIELD=JSON...: copies the module source directory SRC
+// cmdVariant is the script command variant SRC DST FIELD=JSON...: it copies the module source directory SRC
 // (its regular files) to DST and sets top-level fields of its module.json.
 func cmdVariant(ts *testscript.TestScript, neg bool, args []string) {
 	if neg || len(args) < 2 {

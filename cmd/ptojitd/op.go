@@ -478,58 +478,14 @@ func runOpRun(ctx context.Context, env *cli.Env, o *opOptions) error {
 		}
 		defer h.Release(ctx)
 		d := h.Describe()
-		var args ops.Args
-		var bufs []worker.Buffer
+		args, bufs, err := opRunArgs(w, d, input, o.input)
 		defer func() {
 			for _, b := range bufs {
 				b.Free()
 			}
 		}()
-		alloc := func(n uint64) (worker.Buffer, error) {
-			b, err := w.Arena().Alloc(max(n, 1))
-			if err == nil {
-				bufs = append(bufs, b)
-			}
-			return b, err
-		}
-		off := 0
-		for i, t := range d.Tensors {
-			n, _ := t.Bytes()
-			b, err := alloc(n)
-			if err != nil {
-				return fmt.Errorf("op run: tensor %d: %w", i, err)
-			}
-			dt, ok := execDType(t.DType)
-			if !ok {
-				return fmt.Errorf("op run: tensor %d: dtype %s cannot be executed on the sim workers (f32, i32, f16)", i, t.DType)
-			}
-			if i < d.Inputs {
-				if off+int(n) > len(input) {
-					return fmt.Errorf("op run: %s holds %d bytes; the inputs need %d or more", o.input, len(input), off+int(n))
-				}
-				copy(bufBytes(b), input[off:off+int(n)])
-				off += int(n)
-			}
-			// The bytes it spans by its strides: the input file holds them,
-			// rows at their outer strides, as the output file will.
-			tt := b.Tensor(dt, t.Shape...)
-			tt.Nbytes, tt.Strides = n, t.Strides
-			args.Tensors = append(args.Tensors, tt)
-		}
-		if off != len(input) {
-			return fmt.Errorf("op run: %s holds %d bytes; the inputs take exactly %d", o.input, len(input), off)
-		}
-		for _, sc := range []struct {
-			n   uint64
-			dst **worker.Buffer
-		}{{d.DeviceScratch, &args.DeviceScratch}, {d.HostScratch, &args.HostScratch}} {
-			if sc.n > 0 {
-				b, err := alloc(sc.n)
-				if err != nil {
-					return fmt.Errorf("op run: scratch: %w", err)
-				}
-				*sc.dst = &b
-			}
+		if err != nil {
+			return err
 		}
 		ectx := ctx
 		if o.timeout > 0 {
@@ -551,6 +507,60 @@ func runOpRun(ctx context.Context, env *cli.Env, o *opOptions) error {
 		fmt.Fprintf(env.Stdout, "ran %s (%s, module %s@%s): %d output bytes\n", d.OpName, d.ImplID, d.Module, d.ModuleVersion, len(out))
 		return nil
 	})
+}
+
+// opRunArgs allocates in w's arena the tensors and scratch buffers of the
+// operation d describes and copies input, the bytes of the input tensors
+// in order (read from the file inputName), into them. It returns the
+// buffers it allocated even with an error: the caller frees them.
+func opRunArgs(w *worker.Worker, d ops.Description, input []byte, inputName string) (args ops.Args, bufs []worker.Buffer, err error) {
+	alloc := func(n uint64) (worker.Buffer, error) {
+		b, err := w.Arena().Alloc(max(n, 1))
+		if err == nil {
+			bufs = append(bufs, b)
+		}
+		return b, err
+	}
+	off := 0
+	for i, t := range d.Tensors {
+		n, _ := t.Bytes()
+		b, err := alloc(n)
+		if err != nil {
+			return args, bufs, fmt.Errorf("op run: tensor %d: %w", i, err)
+		}
+		dt, ok := execDType(t.DType)
+		if !ok {
+			return args, bufs, fmt.Errorf("op run: tensor %d: dtype %s cannot be executed on the sim workers (f32, i32, f16)", i, t.DType)
+		}
+		if i < d.Inputs {
+			if off+int(n) > len(input) {
+				return args, bufs, fmt.Errorf("op run: %s holds %d bytes; the inputs need %d or more", inputName, len(input), off+int(n))
+			}
+			copy(bufBytes(b), input[off:off+int(n)])
+			off += int(n)
+		}
+		// The bytes it spans by its strides: the input file holds them,
+		// rows at their outer strides, as the output file will.
+		tt := b.Tensor(dt, t.Shape...)
+		tt.Nbytes, tt.Strides = n, t.Strides
+		args.Tensors = append(args.Tensors, tt)
+	}
+	if off != len(input) {
+		return args, bufs, fmt.Errorf("op run: %s holds %d bytes; the inputs take exactly %d", inputName, len(input), off)
+	}
+	for _, sc := range []struct {
+		n   uint64
+		dst **worker.Buffer
+	}{{d.DeviceScratch, &args.DeviceScratch}, {d.HostScratch, &args.HostScratch}} {
+		if sc.n > 0 {
+			b, err := alloc(sc.n)
+			if err != nil {
+				return args, bufs, fmt.Errorf("op run: scratch: %w", err)
+			}
+			*sc.dst = &b
+		}
+	}
+	return args, bufs, nil
 }
 
 func execDType(d ops.DType) (worker.DType, bool) {

@@ -228,27 +228,10 @@ func runRun(ctx context.Context, env *cli.Env, o runOptions) (err error) {
 	if !slices.Equal(c.Signature, want) {
 		return fmt.Errorf("run: the callable's signature is %v; the example needs %v", c.Signature, want)
 	}
-	exe, err := os.Executable()
-	if err != nil {
-		return fmt.Errorf("run: locating this program to start children: %w", err)
-	}
 	vec := uint64(4 * o.length)
-	per := 3 * ((vec + 63) &^ 63)
-	page := uint64(os.Getpagesize())
-	arena := (per*uint64(o.tasks) + page - 1) / page * page
-	if arena > 4<<30 {
-		return cli.Usagef("run: %d tasks of %d elements need %d MiB of arena; use fewer --tasks or a smaller --len", o.tasks, o.length, arena>>20)
-	}
-	w, err := worker.New(worker.Config{
-		ChildCommand: []string{exe, workerChildCommand},
-		ChipWorkers:  o.workers,
-		Platform:     res.Platform,
-		Runtime:      res.Runtime,
-		ArenaSize:    int64(arena),
-		Stderr:       env.Stderr,
-	})
+	w, err := newRunWorker(env, o, res, vec)
 	if err != nil {
-		return fmt.Errorf("run: %w", err)
+		return err
 	}
 	defer w.Close()
 	t0 := time.Now()
@@ -264,21 +247,9 @@ func runRun(ctx context.Context, env *cli.Env, o runOptions) (err error) {
 	res.Hashid, res.Workers, res.Tasks, res.Elements = h.Hashid.String(), o.workers, o.tasks, o.length
 	res.StartMs, res.RegisterMs = float64(t1.Sub(t0).Microseconds())/1e3, float64(t2.Sub(t1).Microseconds())/1e3
 
-	type job struct {
-		a, b, out worker.Buffer
-		s         float32
-		task      *worker.Task
-	}
-	jobs := make([]job, o.tasks)
-	for k := range jobs {
-		j := &jobs[k]
-		for _, p := range []*worker.Buffer{&j.a, &j.b, &j.out} {
-			if *p, err = w.Arena().Alloc(vec); err != nil {
-				return fmt.Errorf("run: %w", err)
-			}
-		}
-		j.s = vaddInputs(k, j.a.Float32s(), j.b.Float32s())
-		clear(j.out.Float32s())
+	jobs, err := newVaddJobs(w, o.tasks, vec)
+	if err != nil {
+		return fmt.Errorf("run: %w", err)
 	}
 	n := uint64(o.length)
 	runCtx := ctx
@@ -307,9 +278,84 @@ func runRun(ctx context.Context, env *cli.Env, o runOptions) (err error) {
 	}
 	res.Seconds = elapsed.Seconds()
 	res.TasksPerSec = float64(o.tasks) / elapsed.Seconds()
+	first := checkVaddJobs(jobs, &res)
+	if err := w.Unregister(ctx, h); err != nil {
+		return fmt.Errorf("run: %w", err)
+	}
+	if o.json {
+		if err := cli.WriteJSON(env.Stdout, res); err != nil {
+			return err
+		}
+	} else if err := writeRunSummary(env.Stdout, res); err != nil {
+		return err
+	}
+	if res.Mismatches > 0 {
+		fmt.Fprintf(env.Stderr, "run: %d of %d output elements are wrong; first: %s\n", res.Mismatches, res.Mismatches+res.Verified, first)
+		return cli.Exit(cli.ExitFailure)
+	}
+	return nil
+}
+
+// newRunWorker makes the Worker of a run: o.workers chip children of this
+// program, for res's platform and runtime, with an arena that holds
+// o.tasks tasks of three vectors of vec bytes.
+func newRunWorker(env *cli.Env, o runOptions, res runResult, vec uint64) (*worker.Worker, error) {
+	exe, err := os.Executable()
+	if err != nil {
+		return nil, fmt.Errorf("run: locating this program to start children: %w", err)
+	}
+	per := 3 * ((vec + 63) &^ 63)
+	page := uint64(os.Getpagesize())
+	arena := (per*uint64(o.tasks) + page - 1) / page * page
+	if arena > 4<<30 {
+		return nil, cli.Usagef("run: %d tasks of %d elements need %d MiB of arena; use fewer --tasks or a smaller --len", o.tasks, o.length, arena>>20)
+	}
+	w, err := worker.New(worker.Config{
+		ChildCommand: []string{exe, workerChildCommand},
+		ChipWorkers:  o.workers,
+		Platform:     res.Platform,
+		Runtime:      res.Runtime,
+		ArenaSize:    int64(arena),
+		Stderr:       env.Stderr,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("run: %w", err)
+	}
+	return w, nil
+}
+
+// vaddJob is one task of the vadd example: its buffers, its scalar and,
+// once submitted, the task.
+type vaddJob struct {
+	a, b, out worker.Buffer
+	s         float32
+	task      *worker.Task
+}
+
+// newVaddJobs allocates the buffers of n tasks of vec bytes each in w's
+// arena and fills their inputs.
+func newVaddJobs(w *worker.Worker, n int, vec uint64) ([]vaddJob, error) {
+	jobs := make([]vaddJob, n)
+	for k := range jobs {
+		j := &jobs[k]
+		for _, p := range []*worker.Buffer{&j.a, &j.b, &j.out} {
+			var err error
+			if *p, err = w.Arena().Alloc(vec); err != nil {
+				return nil, err
+			}
+		}
+		j.s = vaddInputs(k, j.a.Float32s(), j.b.Float32s())
+		clear(j.out.Float32s())
+	}
+	return jobs, nil
+}
+
+// checkVaddJobs compares the outputs of the finished jobs with (a + b) * s,
+// counts the verified and wrong elements, the tasks per chip and the
+// latencies into res, and returns a description of the first wrong element.
+func checkVaddJobs(jobs []vaddJob, res *runResult) (first string) {
 	res.TasksPerChip = map[int]int{}
 	lat := make([]time.Duration, 0, len(jobs))
-	var first string
 	for k := range jobs {
 		j := &jobs[k]
 		lat = append(lat, j.task.Latency())
@@ -328,21 +374,7 @@ func runRun(ctx context.Context, env *cli.Env, o runOptions) (err error) {
 	}
 	slices.Sort(lat)
 	res.LatencyUs = latencySummary{P50: us(percentile(lat, 50)), P90: us(percentile(lat, 90)), P99: us(percentile(lat, 99)), Max: us(lat[len(lat)-1])}
-	if err := w.Unregister(ctx, h); err != nil {
-		return fmt.Errorf("run: %w", err)
-	}
-	if o.json {
-		if err := cli.WriteJSON(env.Stdout, res); err != nil {
-			return err
-		}
-	} else if err := writeRunSummary(env.Stdout, res); err != nil {
-		return err
-	}
-	if res.Mismatches > 0 {
-		fmt.Fprintf(env.Stderr, "run: %d of %d output elements are wrong; first: %s\n", res.Mismatches, res.Mismatches+res.Verified, first)
-		return cli.Exit(cli.ExitFailure)
-	}
-	return nil
+	return first
 }
 
 func writeRunSummary(out io.Writer, r runResult) error {

@@ -69,6 +69,7 @@ import (
 
 	"github.com/ptojit/ptojit/api"
 	"github.com/ptojit/ptojit/api/client"
+	"github.com/ptojit/ptojit/filesys/durable"
 )
 
 // Handler answers one request. It must honour ctx: when the daemon shuts
@@ -242,37 +243,7 @@ func PrepareDir(dir string) error {
 // Listen takes the daemon lock and binds the socket. It returns ErrRunning
 // when another live daemon holds the lock.
 func Listen(cfg Config) (*Server, error) {
-	if cfg.Grace == 0 {
-		cfg.Grace = DefaultGrace
-	}
-	if cfg.ReadTimeout == 0 {
-		cfg.ReadTimeout = DefaultReadTimeout
-	}
-	if cfg.WriteTimeout == 0 {
-		cfg.WriteTimeout = DefaultWriteTimeout
-	}
-	if cfg.IdleTimeout == 0 {
-		cfg.IdleTimeout = DefaultIdleTimeout
-	}
-	if cfg.MaxConns == 0 {
-		cfg.MaxConns = DefaultMaxConns
-	}
-	if cfg.ReplyWait == 0 {
-		cfg.ReplyWait = api.ReplyWait
-	}
-	if cfg.ProgressEvery == 0 {
-		cfg.ProgressEvery = api.ProgressEvery
-	}
-	if cfg.FrameBudget == 0 {
-		cfg.FrameBudget = DefaultFrameBudget
-	}
-	cfg.FrameBudget = max(cfg.FrameBudget, api.MaxDaemonRequest)
-	if cfg.Logf == nil {
-		cfg.Logf = func(string, ...any) {}
-	}
-	if cfg.LockWait == 0 {
-		cfg.LockWait = DefaultLockWait
-	}
+	cfg = withDefaults(cfg)
 	startLock := cfg.StartLock
 	defer func() {
 		if startLock != nil {
@@ -373,6 +344,43 @@ func takeLock(cfg Config) (*os.File, error) {
 	return lock, nil
 }
 
+// withDefaults returns cfg with the default of each bound it leaves 0 and
+// a Logf that discards when it has none.
+func withDefaults(cfg Config) Config {
+	if cfg.Grace == 0 {
+		cfg.Grace = DefaultGrace
+	}
+	if cfg.ReadTimeout == 0 {
+		cfg.ReadTimeout = DefaultReadTimeout
+	}
+	if cfg.WriteTimeout == 0 {
+		cfg.WriteTimeout = DefaultWriteTimeout
+	}
+	if cfg.IdleTimeout == 0 {
+		cfg.IdleTimeout = DefaultIdleTimeout
+	}
+	if cfg.MaxConns == 0 {
+		cfg.MaxConns = DefaultMaxConns
+	}
+	if cfg.ReplyWait == 0 {
+		cfg.ReplyWait = api.ReplyWait
+	}
+	if cfg.ProgressEvery == 0 {
+		cfg.ProgressEvery = api.ProgressEvery
+	}
+	if cfg.FrameBudget == 0 {
+		cfg.FrameBudget = DefaultFrameBudget
+	}
+	cfg.FrameBudget = max(cfg.FrameBudget, api.MaxDaemonRequest)
+	if cfg.Logf == nil {
+		cfg.Logf = func(string, ...any) {}
+	}
+	if cfg.LockWait == 0 {
+		cfg.LockWait = DefaultLockWait
+	}
+	return cfg
+}
+
 // noAnswerOf is the bound cfg.NoAnswerFunc gives, 0 without one.
 func noAnswerOf(cfg Config) time.Duration {
 	if cfg.NoAnswerFunc == nil {
@@ -382,8 +390,8 @@ func noAnswerOf(cfg Config) time.Duration {
 }
 
 // writeHello writes the OpHello reply of this daemon to api.HelloName in
-// dir, through a temporary file and a rename, with the settings' no-answer
-// bound (none when 0).
+// dir, through durable.WriteFile (a reader sees the old reply or the new
+// one, never a part), with the settings' no-answer bound (none when 0).
 func writeHello(dir string, names []string, noAnswer time.Duration, depends, stamp string) error {
 	r := &api.DaemonResponse{Protocol: api.DaemonProtocol, PID: os.Getpid(), EnvNames: names}
 	if noAnswer > 0 {
@@ -396,24 +404,7 @@ func writeHello(dir string, names []string, noAnswer time.Duration, depends, sta
 	if err != nil {
 		return err
 	}
-	f, err := os.CreateTemp(dir, "."+api.HelloName+".tmp-*")
-	if err != nil {
-		return err
-	}
-	if _, err := f.Write(b); err != nil {
-		f.Close()
-		os.Remove(f.Name())
-		return err
-	}
-	if err := f.Close(); err != nil {
-		os.Remove(f.Name())
-		return err
-	}
-	if err := os.Rename(f.Name(), filepath.Join(dir, api.HelloName)); err != nil {
-		os.Remove(f.Name())
-		return err
-	}
-	return nil
+	return durable.WriteFile(filepath.Join(dir, api.HelloName), b, 0o600)
 }
 
 // hello returns the variable names clients send, and rewrites
@@ -521,24 +512,7 @@ func (s *Server) Serve(ctx context.Context) error {
 	}
 	s.cfg.Logf("daemon %d listening", os.Getpid())
 
-	go func() {
-		tick := time.NewTicker(s.tickEvery())
-		defer tick.Stop()
-		for {
-			select {
-			case <-s.stop:
-				return
-			case sig := <-sigs:
-				s.Shutdown("signal " + sig.String())
-			case <-ctx.Done():
-				s.Shutdown("context canceled")
-			case <-tick.C:
-				if s.idleFor() >= s.cfg.Idle && s.cfg.Idle > 0 {
-					s.Shutdown("idle")
-				}
-			}
-		}
-	}()
+	go s.shutDownWhen(ctx, sigs)
 	go func() {
 		<-s.stop
 		s.beginClosing()
@@ -569,8 +543,35 @@ func (s *Server) Serve(ctx context.Context) error {
 		go s.serveConn(ctx, conn)
 	}
 
-	// Let in-flight requests finish, then cancel the stragglers and give
-	// them a moment to reply.
+	s.drain(cancel)
+	return nil
+}
+
+// shutDownWhen shuts s down on a signal of sigs, when ctx ends or when s
+// has been idle for its Idle bound, until s stops.
+func (s *Server) shutDownWhen(ctx context.Context, sigs <-chan os.Signal) {
+	tick := time.NewTicker(s.tickEvery())
+	defer tick.Stop()
+	for {
+		select {
+		case <-s.stop:
+			return
+		case sig := <-sigs:
+			s.Shutdown("signal " + sig.String())
+		case <-ctx.Done():
+			s.Shutdown("context canceled")
+		case <-tick.C:
+			if s.idleFor() >= s.cfg.Idle && s.cfg.Idle > 0 {
+				s.Shutdown("idle")
+			}
+		}
+	}
+}
+
+// drain lets the in-flight requests of a stopped s finish, then cancels
+// the stragglers (cancel) and gives them a moment to reply, and closes
+// whatever connections are left.
+func (s *Server) drain(cancel context.CancelFunc) {
 	done := waitChan(&s.wg)
 	select {
 	case <-done:
@@ -591,7 +592,6 @@ func (s *Server) Serve(ctx context.Context) error {
 	case <-time.After(afterCancel):
 	}
 	s.cfg.Logf("daemon %d exiting: %s", os.Getpid(), s.reason)
-	return nil
 }
 
 // waitChan returns a channel closed once wg's count is zero.

@@ -54,39 +54,8 @@ func validateGraph(st *state) ([]*Installed, error) {
 	for _, id := range ids {
 		m := enabled[id]
 		for _, d := range m.Manifest.Dependencies {
-			t := enabled[d.ModuleID]
-			fail := func(format string, args ...any) error {
-				to := d.ModuleID
-				if t != nil {
-					to = t.ID()
-				}
-				return &GraphError{From: m.ID(), To: to, Edge: d.String(), Reason: fmt.Sprintf(format, args...)}
-			}
-			if t == nil {
-				var vs []string
-				for _, x := range st.versions(d.ModuleID) {
-					vs = append(vs, x.Version)
-				}
-				if len(vs) > 0 {
-					return nil, fail("the dependency is disabled (installed: %s; none enabled)", strings.Join(vs, ", "))
-				}
-				return nil, fail("the dependency is missing (not installed)")
-			}
-			v := t.Manifest.version
-			if v.Compare(d.lo) < 0 {
-				return nil, fail("version %s is below min_version %s", t.Version, d.MinVersion)
-			}
-			if d.MaxVersion != "" && v.Compare(d.hi) > 0 {
-				return nil, fail("version %s is above max_version %s", t.Version, d.MaxVersion)
-			}
-			if t.Manifest.ModuleABI != ModuleABI {
-				return nil, fail("the dependency has module_abi %d, not %d", t.Manifest.ModuleABI, ModuleABI)
-			}
-			if d.PublisherID != "" && d.PublisherID != t.Manifest.Publisher {
-				return nil, fail("publisher pin %s, but the dependency's publisher is %s", d.PublisherID, t.Manifest.Publisher)
-			}
-			if d.SHA256 != "" && d.SHA256 != t.Digest {
-				return nil, fail("digest pin %s, but the dependency's manifest digest is %s", d.SHA256, t.Digest)
+			if err := checkDependency(st, m, d, enabled[d.ModuleID]); err != nil {
+				return nil, err
 			}
 		}
 		for _, op := range m.Manifest.ProvidedOps {
@@ -129,6 +98,46 @@ func validateGraph(st *state) ([]*Installed, error) {
 		return nil, cycleError(enabled, ids, indeg)
 	}
 	return order, nil
+}
+
+// checkDependency checks the edge d of the enabled module m against t,
+// the enabled module it names (nil when none is): it must exist, and its
+// version, module ABI, publisher and digest must meet d.
+func checkDependency(st *state, m *Installed, d Dependency, t *Installed) error {
+	fail := func(format string, args ...any) error {
+		to := d.ModuleID
+		if t != nil {
+			to = t.ID()
+		}
+		return &GraphError{From: m.ID(), To: to, Edge: d.String(), Reason: fmt.Sprintf(format, args...)}
+	}
+	if t == nil {
+		var vs []string
+		for _, x := range st.versions(d.ModuleID) {
+			vs = append(vs, x.Version)
+		}
+		if len(vs) > 0 {
+			return fail("the dependency is disabled (installed: %s; none enabled)", strings.Join(vs, ", "))
+		}
+		return fail("the dependency is missing (not installed)")
+	}
+	v := t.Manifest.version
+	if v.Compare(d.lo) < 0 {
+		return fail("version %s is below min_version %s", t.Version, d.MinVersion)
+	}
+	if d.MaxVersion != "" && v.Compare(d.hi) > 0 {
+		return fail("version %s is above max_version %s", t.Version, d.MaxVersion)
+	}
+	if t.Manifest.ModuleABI != ModuleABI {
+		return fail("the dependency has module_abi %d, not %d", t.Manifest.ModuleABI, ModuleABI)
+	}
+	if d.PublisherID != "" && d.PublisherID != t.Manifest.Publisher {
+		return fail("publisher pin %s, but the dependency's publisher is %s", d.PublisherID, t.Manifest.Publisher)
+	}
+	if d.SHA256 != "" && d.SHA256 != t.Digest {
+		return fail("digest pin %s, but the dependency's manifest digest is %s", d.SHA256, t.Digest)
+	}
+	return nil
 }
 
 // cycleError finds one cycle among the modules left with dependencies and

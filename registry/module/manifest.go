@@ -380,52 +380,24 @@ func parseManifest(b []byte, validate bool) (*Manifest, error) {
 		}
 	}
 	if raw, ok := top["kernel_abi"]; ok {
-		f, err := object(raw, "kernel_abi", "min!", "max!")
-		if err != nil {
+		if m.KernelABI, err = parseABIRange(raw); err != nil {
 			return nil, err
 		}
-		r := &ABIRange{}
-		if err := decodeField(f["min"], "kernel_abi.min", &r.Min); err != nil {
-			return nil, err
-		}
-		if err := decodeField(f["max"], "kernel_abi.max", &r.Max); err != nil {
-			return nil, err
-		}
-		m.KernelABI = r
 	}
 	var arts []json.RawMessage
 	if err := decodeField(top["artifacts"], "artifacts", &arts); err != nil {
 		return nil, err
 	}
 	for i, raw := range arts {
-		w := fmt.Sprintf("artifacts[%d]", i)
-		f, err := object(raw, w, "path!", "size!", "sha256!")
+		a, err := parseArtifact(raw, fmt.Sprintf("artifacts[%d]", i))
 		if err != nil {
-			return nil, err
-		}
-		var a Artifact
-		if err := decodeField(f["path"], w+".path", &a.Path); err != nil {
-			return nil, err
-		}
-		if err := decodeField(f["size"], w+".size", &a.Size); err != nil {
-			return nil, err
-		}
-		if err := decodeField(f["sha256"], w+".sha256", &a.SHA256); err != nil {
 			return nil, err
 		}
 		m.Artifacts = append(m.Artifacts, a)
 	}
 	if raw, ok := top["operations"]; ok {
-		var ops []json.RawMessage
-		if err := decodeField(raw, "operations", &ops); err != nil {
+		if m.Operations, err = parseOperations(raw); err != nil {
 			return nil, err
-		}
-		for i, raw := range ops {
-			op, err := parseOperation(raw, fmt.Sprintf("operations[%d]", i))
-			if err != nil {
-				return nil, err
-			}
-			m.Operations = append(m.Operations, op)
 		}
 	}
 	if raw, ok := top["module_dependencies"]; ok {
@@ -434,22 +406,9 @@ func parseManifest(b []byte, validate bool) (*Manifest, error) {
 			return nil, err
 		}
 		for i, raw := range deps {
-			w := fmt.Sprintf("module_dependencies[%d]", i)
-			f, err := object(raw, w, "module_id!", "min_version!", "max_version", "abi_tag!", "publisher_id", "sha256")
+			d, err := parseDependency(raw, fmt.Sprintf("module_dependencies[%d]", i))
 			if err != nil {
 				return nil, err
-			}
-			var d Dependency
-			for _, x := range []struct {
-				name string
-				v    *string
-			}{{"module_id", &d.ModuleID}, {"min_version", &d.MinVersion}, {"max_version", &d.MaxVersion},
-				{"abi_tag", &d.ABITag}, {"publisher_id", &d.PublisherID}, {"sha256", &d.SHA256}} {
-				if raw, ok := f[x.name]; ok {
-					if err := decodeField(raw, w+"."+x.name, x.v); err != nil {
-						return nil, err
-					}
-				}
 			}
 			m.Dependencies = append(m.Dependencies, d)
 		}
@@ -460,6 +419,80 @@ func parseManifest(b []byte, validate bool) (*Manifest, error) {
 		}
 	}
 	return m, nil
+}
+
+// parseABIRange decodes the manifest's kernel_abi field raw.
+func parseABIRange(raw json.RawMessage) (*ABIRange, error) {
+	f, err := object(raw, "kernel_abi", "min!", "max!")
+	if err != nil {
+		return nil, err
+	}
+	r := &ABIRange{}
+	if err := decodeField(f["min"], "kernel_abi.min", &r.Min); err != nil {
+		return nil, err
+	}
+	if err := decodeField(f["max"], "kernel_abi.max", &r.Max); err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+// parseOperations decodes the manifest's operations field raw.
+func parseOperations(raw json.RawMessage) ([]Operation, error) {
+	var ops []json.RawMessage
+	if err := decodeField(raw, "operations", &ops); err != nil {
+		return nil, err
+	}
+	var out []Operation
+	for i, raw := range ops {
+		op, err := parseOperation(raw, fmt.Sprintf("operations[%d]", i))
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, op)
+	}
+	return out, nil
+}
+
+// parseArtifact decodes the artifact raw, the manifest's field w.
+func parseArtifact(raw json.RawMessage, w string) (Artifact, error) {
+	var a Artifact
+	f, err := object(raw, w, "path!", "size!", "sha256!")
+	if err != nil {
+		return a, err
+	}
+	if err := decodeField(f["path"], w+".path", &a.Path); err != nil {
+		return a, err
+	}
+	if err := decodeField(f["size"], w+".size", &a.Size); err != nil {
+		return a, err
+	}
+	if err := decodeField(f["sha256"], w+".sha256", &a.SHA256); err != nil {
+		return a, err
+	}
+	return a, nil
+}
+
+// parseDependency decodes the module dependency raw, the manifest's field
+// w.
+func parseDependency(raw json.RawMessage, w string) (Dependency, error) {
+	var d Dependency
+	f, err := object(raw, w, "module_id!", "min_version!", "max_version", "abi_tag!", "publisher_id", "sha256")
+	if err != nil {
+		return d, err
+	}
+	for _, x := range []struct {
+		name string
+		v    *string
+	}{{"module_id", &d.ModuleID}, {"min_version", &d.MinVersion}, {"max_version", &d.MaxVersion},
+		{"abi_tag", &d.ABITag}, {"publisher_id", &d.PublisherID}, {"sha256", &d.SHA256}} {
+		if raw, ok := f[x.name]; ok {
+			if err := decodeField(raw, w+"."+x.name, x.v); err != nil {
+				return d, err
+			}
+		}
+	}
+	return d, nil
 }
 
 // operationSchema checks a whole descriptor (SetOperationSchema); nil
@@ -559,6 +592,23 @@ func validSHA256(s string) bool {
 // Validate checks the rules of the schema that are not types (see the
 // package doc).
 func (m *Manifest) Validate() error {
+	if err := m.validateHeader(); err != nil {
+		return err
+	}
+	artifacts, err := m.validateArtifacts()
+	if err != nil {
+		return err
+	}
+	if err := m.validateOperations(artifacts); err != nil {
+		return err
+	}
+	return m.validateDependencies()
+}
+
+// validateHeader checks the fields of m that are not lists of records:
+// identity, version, ABIs, runtime, platforms, os and arch, and the
+// lengths of the lists.
+func (m *Manifest) validateHeader() error {
 	if !validID(m.PackageID) {
 		return fieldErr("package_id", "%q is not a dotted identifier ([a-z0-9_-] components separated by dots, at most %d bytes)", m.PackageID, maxIDLen)
 	}
@@ -609,26 +659,39 @@ func (m *Manifest) Validate() error {
 	if len(m.Artifacts) > maxListLen || len(m.ProvidedOps) > maxListLen || len(m.Operations) > maxListLen || len(m.Dependencies) > maxListLen {
 		return &FieldError{File: ManifestName, Reason: fmt.Sprintf("a list has more than %d entries", maxListLen)}
 	}
+	return nil
+}
+
+// validateArtifacts checks m's artifacts (paths, sizes, digests) and
+// returns the set of their paths.
+func (m *Manifest) validateArtifacts() (map[string]bool, error) {
 	seen := map[string]bool{}
 	for i, a := range m.Artifacts {
 		w := fmt.Sprintf("artifacts[%d]", i)
 		if err := checkName(a.Path); err != nil {
-			return fieldErr(w+".path", "%v", err)
+			return nil, fieldErr(w+".path", "%v", err)
 		}
 		if a.Path == ManifestName || a.Path == SignatureName {
-			return fieldErr(w+".path", "%q is reserved for the package's own files", a.Path)
+			return nil, fieldErr(w+".path", "%q is reserved for the package's own files", a.Path)
 		}
 		if seen[a.Path] {
-			return fieldErr(w+".path", "%q is listed twice", a.Path)
+			return nil, fieldErr(w+".path", "%q is listed twice", a.Path)
 		}
 		seen[a.Path] = true
 		if a.Size < 0 || a.Size > MaxFileSize {
-			return fieldErr(w+".size", "%d is outside 0..%d", a.Size, MaxFileSize)
+			return nil, fieldErr(w+".size", "%d is outside 0..%d", a.Size, MaxFileSize)
 		}
 		if !validSHA256(a.SHA256) {
-			return fieldErr(w+".sha256", "%q is not 64 lowercase hex digits", a.SHA256)
+			return nil, fieldErr(w+".sha256", "%q is not 64 lowercase hex digits", a.SHA256)
 		}
 	}
+	return seen, nil
+}
+
+// validateOperations checks m's provided_ops and operations against each
+// other, and each callable of an operation against the platforms and the
+// artifact paths seen.
+func (m *Manifest) validateOperations(seen map[string]bool) error {
 	provided := map[string]bool{}
 	for i, id := range m.ProvidedOps {
 		w := fmt.Sprintf("provided_ops[%d]", i)
@@ -670,6 +733,12 @@ func (m *Manifest) Validate() error {
 			return fieldErr(fmt.Sprintf("provided_ops[%d]", i), "%q is declared by no operation (provided_ops must equal the implementation ids the operations declare)", id)
 		}
 	}
+	return nil
+}
+
+// validateDependencies checks m's module dependencies and parses their
+// version bounds.
+func (m *Manifest) validateDependencies() error {
 	deps := map[string]bool{}
 	for i := range m.Dependencies {
 		d := &m.Dependencies[i]

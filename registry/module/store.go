@@ -450,65 +450,16 @@ func (s *Store) change(ctx context.Context, fn func(*tx) error) error {
 			}
 		}
 	}
-	var written []string
 	crashed := false
-	fail := func(err error) error {
-		if !crashed {
-			for _, p := range written {
-				os.Remove(p)
-			}
-		}
+	seamFS := s.seamFS(&crashed)
+	if err := s.writeTx(t, seamFS, &crashed); err != nil {
 		return err
-	}
-	// A seam error is a simulated crash: nothing after it runs.
-	seamFS := durable.FS{Seam: func(path, step string) error {
-		if s.fs.Seam == nil {
-			return nil
-		}
-		if err := s.fs.Seam(path, step); err != nil {
-			crashed = true
-			return err
-		}
-		return nil
-	}}
-	names := make([]string, 0, len(t.stage))
-	for n := range t.stage {
-		names = append(names, n)
-	}
-	slices.Sort(names)
-	for _, n := range names {
-		p := filepath.Join(s.dir, n)
-		if err := seamFS.WriteFile(p, t.stage[n], 0o644); err != nil {
-			return fail(err)
-		}
-		written = append(written, p)
-	}
-	if t.writeTr {
-		if err := seamFS.WriteFile(filepath.Join(s.dir, trustFile), t.trust.marshal(), 0o644); err != nil {
-			return fail(err)
-		}
-	}
-	if t.writeSt {
-		b, err := t.st.marshal()
-		if err != nil {
-			return fail(err)
-		}
-		if err := seamFS.WriteFile(filepath.Join(s.dir, stateFile), b, 0o644); err != nil {
-			return fail(err)
-		}
 	}
 	// Committed: from here on the new state is the state on disk.
 	if err := s.step(StepExpose); err != nil {
 		return err
 	}
-	s.mu.Lock()
-	if t.writeSt {
-		s.st, s.stamps[0] = t.st, stampOf(filepath.Join(s.dir, stateFile))
-	}
-	if t.writeTr {
-		s.trust, s.stamps[1] = t.trust, stampOf(filepath.Join(s.dir, trustFile))
-	}
-	s.mu.Unlock()
+	s.expose(t)
 	if len(t.drop) > 0 {
 		if err := s.step(StepCleanup); err != nil {
 			return err
@@ -520,6 +471,77 @@ func (s *Store) change(ctx context.Context, fn func(*tx) error) error {
 		}
 	}
 	return nil
+}
+
+// seamFS is the durable.FS of a change: s's seam, where an error is a
+// simulated crash that sets *crashed (nothing after it runs, not even the
+// removal of the files already written).
+func (s *Store) seamFS(crashed *bool) durable.FS {
+	return durable.FS{Seam: func(path, step string) error {
+		if s.fs.Seam == nil {
+			return nil
+		}
+		if err := s.fs.Seam(path, step); err != nil {
+			*crashed = true
+			return err
+		}
+		return nil
+	}}
+}
+
+// writeTx writes the staged files of t in name order, then the trust
+// file and the state file when t changed them, through fsys. A failure
+// removes the files written, unless the seam simulated a crash.
+func (s *Store) writeTx(t *tx, fsys durable.FS, crashed *bool) error {
+	var written []string
+	fail := func(err error) error {
+		if !*crashed {
+			for _, p := range written {
+				os.Remove(p)
+			}
+		}
+		return err
+	}
+	names := make([]string, 0, len(t.stage))
+	for n := range t.stage {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	for _, n := range names {
+		p := filepath.Join(s.dir, n)
+		if err := fsys.WriteFile(p, t.stage[n], 0o644); err != nil {
+			return fail(err)
+		}
+		written = append(written, p)
+	}
+	if t.writeTr {
+		if err := fsys.WriteFile(filepath.Join(s.dir, trustFile), t.trust.marshal(), 0o644); err != nil {
+			return fail(err)
+		}
+	}
+	if t.writeSt {
+		b, err := t.st.marshal()
+		if err != nil {
+			return fail(err)
+		}
+		if err := fsys.WriteFile(filepath.Join(s.dir, stateFile), b, 0o644); err != nil {
+			return fail(err)
+		}
+	}
+	return nil
+}
+
+// expose makes the state and trust that t wrote s's own, with the stamps
+// of their files.
+func (s *Store) expose(t *tx) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if t.writeSt {
+		s.st, s.stamps[0] = t.st, stampOf(filepath.Join(s.dir, stateFile))
+	}
+	if t.writeTr {
+		s.trust, s.stamps[1] = t.trust, stampOf(filepath.Join(s.dir, trustFile))
+	}
 }
 
 // snapshot returns the current committed state (re-read when another

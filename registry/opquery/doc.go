@@ -6,7 +6,7 @@
 //
 // # What is matched
 //
-// A Descriptor holds the fields of an operation descriptor (seed 002's GOP1
+// A Descriptor holds the fields of an operation descriptor (a GOP1
 // descriptor) that the rules read, as plain data: what parses it (package
 // registry/ops, from a module's manifest) fills it in, including the
 // version as parsed by the caller's semantic version parser and the

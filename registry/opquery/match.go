@@ -118,39 +118,8 @@ type Env struct {
 // descending priority, then ascending impl_id, and the rejected ones in
 // ascending impl_id. A zero q.SyncMode is set to SyncBlocking.
 func Match(cands []Candidate, q *Query, env Env) (fits []Fit, rejected []Rejection, err error) {
-	if !ValidName(q.OpName, 2) {
-		return nil, nil, fmt.Errorf("operation name %q is not a namespaced name", q.OpName)
-	}
-	if q.SyncMode == 0 {
-		q.SyncMode = SyncBlocking
-	}
-	if len(q.Tensors) == 0 {
-		return nil, nil, errors.New("the query describes no tensors")
-	}
-	if q.Uniform && len(q.Tensors) != 1 {
-		return nil, nil, errors.New("a uniform query describes exactly one tensor")
-	}
-	for i, t := range q.Tensors {
-		if t.DType == DTypeAny || t.DType.Size() == 0 {
-			return nil, nil, fmt.Errorf("tensor %d: a concrete dtype is needed", i)
-		}
-		if len(t.Shape) > MaxRank || (len(t.Strides) != 0 && len(t.Strides) != len(t.Shape)) {
-			return nil, nil, fmt.Errorf("tensor %d: %d dimensions (at most %d) with %d strides", i, len(t.Shape), MaxRank, len(t.Strides))
-		}
-		if _, ok := t.Bytes(); !ok {
-			return nil, nil, fmt.Errorf("tensor %d: its extent overflows 64 bits", i)
-		}
-		if t.MemorySpace != "" && t.MemorySpace != SpaceDevice && t.MemorySpace != SpaceHost {
-			return nil, nil, fmt.Errorf("tensor %d: memory space %q (device or host)", i, t.MemorySpace)
-		}
-	}
-	for i, p := range q.Params {
-		if !ValidName(p.Name, 1) {
-			return nil, nil, fmt.Errorf("parameter %d: %q is not a dotted identifier", i, p.Name)
-		}
-		if slices.IndexFunc(q.Params, func(o Param) bool { return o.Name == p.Name }) != i {
-			return nil, nil, fmt.Errorf("parameter %s is passed twice", p.Name)
-		}
+	if err := checkQuery(q); err != nil {
+		return nil, nil, err
 	}
 	var mine []int
 	for i, c := range cands {
@@ -211,6 +180,47 @@ func Match(cands []Candidate, q *Query, env Env) (fits []Fit, rejected []Rejecti
 		}
 	}
 	return fits, rejected, nil
+}
+
+// checkQuery checks that q names a namespaced operation, describes its
+// tensors (concrete dtypes, ranks, strides, extents, memory spaces) and
+// passes each parameter once, and sets its default sync mode.
+func checkQuery(q *Query) error {
+	if !ValidName(q.OpName, 2) {
+		return fmt.Errorf("operation name %q is not a namespaced name", q.OpName)
+	}
+	if q.SyncMode == 0 {
+		q.SyncMode = SyncBlocking
+	}
+	if len(q.Tensors) == 0 {
+		return errors.New("the query describes no tensors")
+	}
+	if q.Uniform && len(q.Tensors) != 1 {
+		return errors.New("a uniform query describes exactly one tensor")
+	}
+	for i, t := range q.Tensors {
+		if t.DType == DTypeAny || t.DType.Size() == 0 {
+			return fmt.Errorf("tensor %d: a concrete dtype is needed", i)
+		}
+		if len(t.Shape) > MaxRank || (len(t.Strides) != 0 && len(t.Strides) != len(t.Shape)) {
+			return fmt.Errorf("tensor %d: %d dimensions (at most %d) with %d strides", i, len(t.Shape), MaxRank, len(t.Strides))
+		}
+		if _, ok := t.Bytes(); !ok {
+			return fmt.Errorf("tensor %d: its extent overflows 64 bits", i)
+		}
+		if t.MemorySpace != "" && t.MemorySpace != SpaceDevice && t.MemorySpace != SpaceHost {
+			return fmt.Errorf("tensor %d: memory space %q (device or host)", i, t.MemorySpace)
+		}
+	}
+	for i, p := range q.Params {
+		if !ValidName(p.Name, 1) {
+			return fmt.Errorf("parameter %d: %q is not a dotted identifier", i, p.Name)
+		}
+		if slices.IndexFunc(q.Params, func(o Param) bool { return o.Name == p.Name }) != i {
+			return fmt.Errorf("parameter %s is passed twice", p.Name)
+		}
+	}
+	return nil
 }
 
 // versionRange returns the query's interval; for an empty MinVersion, the
@@ -305,51 +315,62 @@ func check(d *Descriptor, q *Query, lo, hi Version, loose bool, platforms []stri
 		return "arity", fmt.Sprintf("arity: takes %d inputs and %d outputs, the query has %d tensors", d.Inputs, d.Outputs, len(tensors))
 	}
 	for i, t := range tensors {
-		role, dts := fmt.Sprintf("input %d", i), d.InputDTypes
-		if i >= d.Inputs {
-			role, dts = fmt.Sprintf("output %d", i-d.Inputs), d.OutputDTypes
-		}
-		if r := uint64(len(t.Shape)); r < d.Rank.Min || r > d.Rank.Max {
-			return "rank", fmt.Sprintf("rank: %s has rank %d, the implementation takes %d..%d", role, r, d.Rank.Min, d.Rank.Max)
-		}
-		if d.Dims != nil {
-			for k, e := range t.Shape {
-				if e < d.Dims.Min || e > d.Dims.Max {
-					return "dims", fmt.Sprintf("dims: %s dimension %d is %d, outside %d..%d", role, k, e, d.Dims.Min, d.Dims.Max)
-				}
-			}
-		}
-		if d.Batch != nil && len(t.Shape) > 0 {
-			b := uint64(1)
-			for _, e := range t.Shape[1:] {
-				b *= e
-			}
-			if b < d.Batch.Min || b > d.Batch.Max {
-				return "batch", fmt.Sprintf("batch: %s has a batch of %d, outside %d..%d", role, b, d.Batch.Min, d.Batch.Max)
-			}
-		}
-		if dts[0] != DTypeAny && !slices.Contains(dts, t.DType) {
-			return "dtype", fmt.Sprintf("dtype: %s is %s, the implementation takes %s", role, t.DType, dtypeList(dts))
-		}
-		packed, outer := t.layout()
-		if !(packed && slices.Contains(d.Layouts, LayoutContiguous) || outer && slices.Contains(d.Layouts, LayoutOuterStrided)) {
-			what := "not outer-strided (the first axis must be contiguous)"
-			if outer {
-				what = "outer-strided"
-			}
-			return "layout", fmt.Sprintf("layout: %s is %s, the implementation takes %s", role, what, strings.Join(d.Layouts, ", "))
-		}
-		space := t.MemorySpace
-		if space == "" {
-			space = SpaceDevice
-		}
-		if !slices.Contains(d.MemorySpaces, space) {
-			return "memory_space", fmt.Sprintf("memory space: %s is in %s memory, the implementation takes %s", role, space, strings.Join(d.MemorySpaces, ", "))
+		if kind, reason := checkTensor(d, i, t); kind != "" {
+			return kind, reason
 		}
 	}
 	f.Tensors = make([]Tensor, len(tensors))
 	for i, t := range tensors {
 		f.Tensors[i] = t.Clone()
+	}
+	return "", ""
+}
+
+// checkTensor checks the query's tensor t, the i-th of the operation's
+// inputs and then outputs, against d: rank, dims, batch, dtype, layout
+// and memory space. It returns the kind and reason of the first mismatch,
+// or "", "".
+func checkTensor(d *Descriptor, i int, t Tensor) (string, string) {
+	role, dts := fmt.Sprintf("input %d", i), d.InputDTypes
+	if i >= d.Inputs {
+		role, dts = fmt.Sprintf("output %d", i-d.Inputs), d.OutputDTypes
+	}
+	if r := uint64(len(t.Shape)); r < d.Rank.Min || r > d.Rank.Max {
+		return "rank", fmt.Sprintf("rank: %s has rank %d, the implementation takes %d..%d", role, r, d.Rank.Min, d.Rank.Max)
+	}
+	if d.Dims != nil {
+		for k, e := range t.Shape {
+			if e < d.Dims.Min || e > d.Dims.Max {
+				return "dims", fmt.Sprintf("dims: %s dimension %d is %d, outside %d..%d", role, k, e, d.Dims.Min, d.Dims.Max)
+			}
+		}
+	}
+	if d.Batch != nil && len(t.Shape) > 0 {
+		b := uint64(1)
+		for _, e := range t.Shape[1:] {
+			b *= e
+		}
+		if b < d.Batch.Min || b > d.Batch.Max {
+			return "batch", fmt.Sprintf("batch: %s has a batch of %d, outside %d..%d", role, b, d.Batch.Min, d.Batch.Max)
+		}
+	}
+	if dts[0] != DTypeAny && !slices.Contains(dts, t.DType) {
+		return "dtype", fmt.Sprintf("dtype: %s is %s, the implementation takes %s", role, t.DType, dtypeList(dts))
+	}
+	packed, outer := t.layout()
+	if !(packed && slices.Contains(d.Layouts, LayoutContiguous) || outer && slices.Contains(d.Layouts, LayoutOuterStrided)) {
+		what := "not outer-strided (the first axis must be contiguous)"
+		if outer {
+			what = "outer-strided"
+		}
+		return "layout", fmt.Sprintf("layout: %s is %s, the implementation takes %s", role, what, strings.Join(d.Layouts, ", "))
+	}
+	space := t.MemorySpace
+	if space == "" {
+		space = SpaceDevice
+	}
+	if !slices.Contains(d.MemorySpaces, space) {
+		return "memory_space", fmt.Sprintf("memory space: %s is in %s memory, the implementation takes %s", role, space, strings.Join(d.MemorySpaces, ", "))
 	}
 	return "", ""
 }

@@ -103,9 +103,7 @@ func ActivateModule(ctx context.Context, w *worker.Worker, children []int, p *mo
 			c.ops = append(c.ops, op.ImplID)
 		}
 	}
-	fail := func(c, reason string, cause error) error {
-		return &ActivationError{Module: a.Module, Platform: platform, Callable: c, Reason: reason, Err: cause}
-	}
+	fail := a.failure
 	if len(a.cs) == 0 {
 		return nil, fail("-", "the module has no callable for this platform", nil)
 	}
@@ -152,31 +150,47 @@ func ActivateModule(ctx context.Context, w *worker.Worker, children []int, p *mo
 			c.reports = append(c.reports, r)
 		}
 	}
+	if err := a.checkReports(len(live), expected, taken); err != nil {
+		return a, err
+	}
+	return a, nil
+}
+
+// failure is the ActivationError of a's callable c.
+func (a *ModuleActivation) failure(c, reason string, cause error) error {
+	return &ActivationError{Module: a.Module, Platform: a.Platform, Callable: c, Reason: reason, Err: cause}
+}
+
+// checkReports checks what each of the first live children of a (in the
+// order they were activated) reported for each callable of a: one implementation id per callable, its own,
+// expected (in provided_ops), not taken by an enabled module, and every
+// expected id reported.
+func (a *ModuleActivation) checkReports(live int, expected map[string]bool, taken map[string]string) error {
 	for i := range live {
 		by := map[string]string{} // reported id -> the callable reporting it
 		for _, c := range a.cs {
 			r := c.reports[i]
 			switch {
 			case !r.HasImplID || r.ImplID == "":
-				return a, fail(c.artifact, fmt.Sprintf("its orchestration reports no implementation id (it exports no %s), so %s is missing from what the module registers", "ptojit_op_impl_id", strings.Join(c.ops, ", ")), nil)
+				return a.failure(c.artifact, fmt.Sprintf("its orchestration reports no implementation id (it exports no %s), so %s is missing from what the module registers", "ptojit_op_impl_id", strings.Join(c.ops, ", ")), nil)
 			case by[r.ImplID] != "":
-				return a, fail(c.artifact, fmt.Sprintf("implementation id %s is reported twice: callable %s reports it too (duplicate registration)", r.ImplID, by[r.ImplID]), nil)
+				return a.failure(c.artifact, fmt.Sprintf("implementation id %s is reported twice: callable %s reports it too (duplicate registration)", r.ImplID, by[r.ImplID]), nil)
 			case taken[r.ImplID] != "":
-				return a, fail(c.artifact, fmt.Sprintf("implementation id %s is already provided by enabled module %s", r.ImplID, taken[r.ImplID]), nil)
+				return a.failure(c.artifact, fmt.Sprintf("implementation id %s is already provided by enabled module %s", r.ImplID, taken[r.ImplID]), nil)
 			case !expected[r.ImplID]:
-				return a, fail(c.artifact, fmt.Sprintf("its orchestration reports implementation id %s, which is not in provided_ops [%s]", r.ImplID, strings.Join(sortedKeys(expected), ", ")), nil)
+				return a.failure(c.artifact, fmt.Sprintf("its orchestration reports implementation id %s, which is not in provided_ops [%s]", r.ImplID, strings.Join(sortedKeys(expected), ", ")), nil)
 			case !slices.Contains(c.ops, r.ImplID):
-				return a, fail(c.artifact, fmt.Sprintf("its orchestration reports implementation id %s, but it is the callable of %s", r.ImplID, strings.Join(c.ops, ", ")), nil)
+				return a.failure(c.artifact, fmt.Sprintf("its orchestration reports implementation id %s, but it is the callable of %s", r.ImplID, strings.Join(c.ops, ", ")), nil)
 			}
 			by[r.ImplID] = c.artifact
 		}
 		for _, want := range sortedKeys(expected) {
 			if by[want] == "" {
-				return a, fail("-", fmt.Sprintf("provided_ops %s is reported by no callable", want), nil)
+				return a.failure("-", fmt.Sprintf("provided_ops %s is reported by no callable", want), nil)
 			}
 		}
 	}
-	return a, nil
+	return nil
 }
 
 func sortedKeys(m map[string]bool) []string {

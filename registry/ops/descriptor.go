@@ -190,10 +190,33 @@ func parseVersion(s string) (opquery.Version, error) {
 // ParseDescriptor parses and validates one descriptor. Errors are
 // *DescriptorError naming the field.
 func ParseDescriptor(b []byte) (*Descriptor, error) {
+	r, err := decodeDescriptor(b)
+	if err != nil {
+		return nil, err
+	}
+	d := &Descriptor{Descriptor: opquery.Descriptor{Inputs: 1, Outputs: 1, Layouts: []string{LayoutContiguous}, MemorySpaces: []string{SpaceDevice}}}
+	for _, part := range []func(*rawDescriptor) error{d.parseIdentity, d.parseTensors, d.parseShape, d.parseExecution} {
+		if err := part(r); err != nil {
+			return nil, err
+		}
+	}
+	if len(r.Callables) == 0 {
+		return nil, derr("callables", "empty: one callable per platform")
+	}
+	d.Callables = slices.Clone(r.Callables)
+	for _, c := range d.Callables {
+		d.Platforms = append(d.Platforms, c.Platform)
+	}
+	return d, nil
+}
+
+// decodeDescriptor decodes the JSON of a descriptor, refusing unknown
+// fields and missing required ones.
+func decodeDescriptor(b []byte) (*rawDescriptor, error) {
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.DisallowUnknownFields()
-	var r rawDescriptor
-	if err := dec.Decode(&r); err != nil {
+	r := &rawDescriptor{}
+	if err := dec.Decode(r); err != nil {
 		var te *json.UnmarshalTypeError
 		if errors.As(err, &te) {
 			return nil, derr(te.Field, "wrong type: %s, want %s", te.Value, te.Type)
@@ -203,7 +226,6 @@ func ParseDescriptor(b []byte) (*Descriptor, error) {
 		}
 		return nil, derr("", "%v", err)
 	}
-	d := &Descriptor{Descriptor: opquery.Descriptor{Inputs: 1, Outputs: 1, Layouts: []string{LayoutContiguous}, MemorySpaces: []string{SpaceDevice}}}
 	for _, req := range []struct {
 		name string
 		ok   bool
@@ -214,21 +236,27 @@ func ParseDescriptor(b []byte) (*Descriptor, error) {
 			return nil, derr(req.name, "missing (required)")
 		}
 	}
+	return r, nil
+}
+
+// parseIdentity takes the implementation id, the operation's name and
+// version, the priority, the capabilities and the numerics of r.
+func (d *Descriptor) parseIdentity(r *rawDescriptor) error {
 	d.ImplID, d.OpName = *r.ImplID, *r.OpName
 	if !validName(d.ImplID, 1) {
-		return nil, derr("impl_id", "%q is not a dotted identifier", d.ImplID)
+		return derr("impl_id", "%q is not a dotted identifier", d.ImplID)
 	}
 	if !validName(d.OpName, 2) {
-		return nil, derr("op_name", "%q is not a namespaced name (dotted [a-z0-9_-] components, at least two, e.g. example.sequence.prefix_sum)", d.OpName)
+		return derr("op_name", "%q is not a namespaced name (dotted [a-z0-9_-] components, at least two, e.g. example.sequence.prefix_sum)", d.OpName)
 	}
 	v, err := parseVersion(*r.OpVersion)
 	if err != nil {
-		return nil, derr("op_version", "%v", err)
+		return derr("op_version", "%v", err)
 	}
 	d.OpVersion = v
 	if r.Priority != nil {
 		if *r.Priority < -maxPriority || *r.Priority > maxPriority {
-			return nil, derr("priority", "%d is outside ±%d", *r.Priority, maxPriority)
+			return derr("priority", "%d is outside ±%d", *r.Priority, maxPriority)
 		}
 		d.Priority = *r.Priority
 	}
@@ -243,10 +271,16 @@ func ParseDescriptor(b []byte) (*Descriptor, error) {
 			}
 			return nil
 		}); err != nil {
-			return nil, err
+			return err
 		}
 		*f.out = slices.Clone(f.in)
 	}
+	return nil
+}
+
+// parseTensors takes the tensor counts, dtypes, layouts, memory spaces and
+// alignment of r.
+func (d *Descriptor) parseTensors(r *rawDescriptor) error {
 	if r.Inputs != nil {
 		d.Inputs = *r.Inputs
 	}
@@ -254,7 +288,7 @@ func ParseDescriptor(b []byte) (*Descriptor, error) {
 		d.Outputs = *r.Outputs
 	}
 	if d.Inputs < 0 || d.Outputs < 0 || d.Inputs+d.Outputs == 0 || d.Inputs+d.Outputs > MaxTensors {
-		return nil, derr("inputs", "%d inputs and %d outputs: between 1 and %d tensors in all", d.Inputs, d.Outputs, MaxTensors)
+		return derr("inputs", "%d inputs and %d outputs: between 1 and %d tensors in all", d.Inputs, d.Outputs, MaxTensors)
 	}
 	for _, f := range []struct {
 		name string
@@ -262,105 +296,108 @@ func ParseDescriptor(b []byte) (*Descriptor, error) {
 		out  *[]DType
 	}{{"input_dtypes", r.InputDTypes, &d.InputDTypes}, {"output_dtypes", r.OutputDTypes, &d.OutputDTypes}} {
 		if len(f.in) == 0 {
-			return nil, derr(f.name, "empty: name dtypes, or \"any\"")
+			return derr(f.name, "empty: name dtypes, or \"any\"")
 		}
 		if err := checkSet(f.name, f.in, func(s string) error { _, err := ParseDType(s); return err }); err != nil {
-			return nil, err
+			return err
 		}
 		for _, s := range f.in {
 			t, _ := ParseDType(s)
 			*f.out = append(*f.out, t)
 		}
 		if len(*f.out) > 1 && slices.Contains(*f.out, DTypeAny) {
-			return nil, derr(f.name, "\"any\" stands alone")
+			return derr(f.name, "\"any\" stands alone")
 		}
 	}
 	if r.Layouts != nil {
 		if len(r.Layouts) == 0 {
-			return nil, derr("layouts", "empty")
+			return derr("layouts", "empty")
 		}
 		if err := checkSet("layouts", r.Layouts, oneOf(LayoutContiguous, LayoutOuterStrided)); err != nil {
-			return nil, err
+			return err
 		}
 		d.Layouts = slices.Clone(r.Layouts)
 	}
 	if r.MemorySpaces != nil {
 		if len(r.MemorySpaces) == 0 {
-			return nil, derr("memory_spaces", "empty")
+			return derr("memory_spaces", "empty")
 		}
 		if err := checkSet("memory_spaces", r.MemorySpaces, oneOf(SpaceDevice, SpaceHost)); err != nil {
-			return nil, err
+			return err
 		}
 		d.MemorySpaces = slices.Clone(r.MemorySpaces)
 	}
 	if r.Alignment != nil {
 		if a := *r.Alignment; a != 0 && (bits.OnesCount64(a) != 1 || a > 1<<20) {
-			return nil, derr("alignment", "%d is not a power of two up to 1 MiB (bytes; 0 for the element size)", a)
+			return derr("alignment", "%d is not a power of two up to 1 MiB (bytes; 0 for the element size)", a)
 		}
 		d.Alignment = *r.Alignment
 	}
+	return nil
+}
+
+// parseShape takes the rank, dims and batch bounds of r.
+func (d *Descriptor) parseShape(r *rawDescriptor) error {
 	rank, err := bounds("rank", r.Rank)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	if rank.Max > MaxRank {
-		return nil, derr("rank", "[%d, %d]: at most %d dimensions", rank.Min, rank.Max, MaxRank)
+		return derr("rank", "[%d, %d]: at most %d dimensions", rank.Min, rank.Max, MaxRank)
 	}
 	d.Rank = rank
 	if r.Dims != nil {
 		b, err := bounds("dims", r.Dims)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		d.Dims = &b
 	}
 	if r.Batch != nil {
 		b, err := bounds("batch", r.Batch)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		d.Batch = &b
 	}
+	return nil
+}
+
+// parseExecution takes the sync modes and the parameters of r.
+func (d *Descriptor) parseExecution(r *rawDescriptor) error {
 	if len(r.SyncModes) == 0 {
-		return nil, derr("sync_modes", "empty: name blocking and/or async")
+		return derr("sync_modes", "empty: name blocking and/or async")
 	}
 	if err := checkSet("sync_modes", r.SyncModes, func(s string) error { _, err := ParseSyncMode(s); return err }); err != nil {
-		return nil, err
+		return err
 	}
 	for _, s := range r.SyncModes {
 		m, _ := ParseSyncMode(s)
 		d.SyncModes = append(d.SyncModes, m)
 	}
 	if len(r.Parameters) > maxParams {
-		return nil, derr("parameters", "more than %d entries", maxParams)
+		return derr("parameters", "more than %d entries", maxParams)
 	}
 	for i, p := range r.Parameters {
 		w := fmt.Sprintf("parameters[%d]", i)
 		if p.Name == nil || p.Type == nil || p.Version == nil {
-			return nil, derr(w, "name, type and version are required")
+			return derr(w, "name, type and version are required")
 		}
 		if !validName(*p.Name, 1) {
-			return nil, derr(w+".name", "%q is not a dotted identifier", *p.Name)
+			return derr(w+".name", "%q is not a dotted identifier", *p.Name)
 		}
 		if slices.ContainsFunc(d.Params, func(s opquery.ParamSpec) bool { return s.Name == *p.Name }) {
-			return nil, derr(w+".name", "%q is declared twice", *p.Name)
+			return derr(w+".name", "%q is declared twice", *p.Name)
 		}
 		if !slices.Contains(opquery.ParamTypes, *p.Type) {
-			return nil, derr(w+".type", "%q is not one of %s", *p.Type, strings.Join(opquery.ParamTypes, ", "))
+			return derr(w+".type", "%q is not one of %s", *p.Type, strings.Join(opquery.ParamTypes, ", "))
 		}
 		if *p.Version == 0 {
-			return nil, derr(w+".version", "0: versions start at 1")
+			return derr(w+".version", "0: versions start at 1")
 		}
 		d.Params = append(d.Params, opquery.ParamSpec{Name: *p.Name, Type: *p.Type, Version: *p.Version})
 	}
-	if len(r.Callables) == 0 {
-		return nil, derr("callables", "empty: one callable per platform")
-	}
-	d.Callables = slices.Clone(r.Callables)
-	for _, c := range d.Callables {
-		d.Platforms = append(d.Platforms, c.Platform)
-	}
-	return d, nil
+	return nil
 }
 
 func oneOf(names ...string) func(string) error {

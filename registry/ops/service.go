@@ -209,38 +209,13 @@ func (s *Service) rejectRevoked(res *Result, op string) {
 // are the enabled modules the resolution saw. Called with s.mu held.
 func (s *Service) bind(ctx context.Context, ch Choice, act *activation, cands []*Candidate, mods []*module.Installed) (*Handle, error) {
 	c := ch.cand
-	op := c.Desc.OpName
-	var pins []*module.Pin
+	pins, err := s.pinModules(c, mods)
+	if err != nil {
+		return nil, err
+	}
 	unpin := func() {
 		for _, p := range pins {
 			p.Release()
-		}
-	}
-	for _, id := range append([]string{c.Module}, c.Deps...) {
-		p, err := s.store.Pin(id, op)
-		if err != nil {
-			unpin()
-			return nil, err
-		}
-		pins = append(pins, p)
-	}
-	// Pinned: no change can replace the module or its dependencies now.
-	// Check that the versions resolved are still the enabled ones, and
-	// still loadable (a revocation disables without waiting for pins).
-	seen := map[string]*module.Installed{}
-	for _, m := range mods {
-		seen[m.PackageID] = m
-	}
-	for _, id := range append([]string{c.Module}, c.Deps...) {
-		was := seen[id]
-		m, err := s.store.Lookup(id)
-		if err != nil || was == nil || !m.Enabled || m.Digest != was.Digest {
-			unpin()
-			return nil, fmt.Errorf("ops: module %s changed while %s was resolved; resolve again", id, op)
-		}
-		if err := s.store.CheckLoad(m); err != nil {
-			unpin()
-			return nil, fmt.Errorf("ops: %s: %w", op, err)
 		}
 	}
 	var deps []*activation
@@ -293,6 +268,48 @@ func (s *Service) bind(ctx context.Context, ch Choice, act *activation, cands []
 	h := &Handle{s: s, choice: ch, desc: *c.Desc, act: act, deps: deps, pins: pins, workerID: s.pickWorker()}
 	s.handles[h] = struct{}{}
 	return h, nil
+}
+
+// pinModules pins the module of c and its dependencies for c's operation,
+// then checks that the versions resolved (mods) are still the enabled
+// ones and still loadable: a revocation disables without waiting for
+// pins. On failure it releases the pins it took.
+func (s *Service) pinModules(c *Candidate, mods []*module.Installed) ([]*module.Pin, error) {
+	op := c.Desc.OpName
+	var pins []*module.Pin
+	unpin := func() {
+		for _, p := range pins {
+			p.Release()
+		}
+	}
+	for _, id := range append([]string{c.Module}, c.Deps...) {
+		p, err := s.store.Pin(id, op)
+		if err != nil {
+			unpin()
+			return nil, err
+		}
+		pins = append(pins, p)
+	}
+	// Pinned: no change can replace the module or its dependencies now.
+	// Check that the versions resolved are still the enabled ones, and
+	// still loadable (a revocation disables without waiting for pins).
+	seen := map[string]*module.Installed{}
+	for _, m := range mods {
+		seen[m.PackageID] = m
+	}
+	for _, id := range append([]string{c.Module}, c.Deps...) {
+		was := seen[id]
+		m, err := s.store.Lookup(id)
+		if err != nil || was == nil || !m.Enabled || m.Digest != was.Digest {
+			unpin()
+			return nil, fmt.Errorf("ops: module %s changed while %s was resolved; resolve again", id, op)
+		}
+		if err := s.store.CheckLoad(m); err != nil {
+			unpin()
+			return nil, fmt.Errorf("ops: %s: %w", op, err)
+		}
+	}
+	return pins, nil
 }
 
 // declares reports whether c's module declares a dependency on the module

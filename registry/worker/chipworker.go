@@ -8,7 +8,7 @@ import (
 	"github.com/ptojit/ptojit/registry/worker/mailbox"
 )
 
-// ChipWorker is the L2 path of seed 000: one chip child that runs a
+// ChipWorker is the L2 path: one chip child that runs a
 // registered handle directly, with no L3 orchestrator (no Run, no task
 // queues, no SUB children). It is a Worker of one chip child; Register,
 // Unregister and Call share the Worker's registration table and its

@@ -76,7 +76,7 @@ func startEndpoint(id int, role uint32, argv []string, env []string, arena *os.F
 	}
 	// The resolver domain follows the child path: chip child loops
 	// resolve against LOCAL_CHIP; SUB children and next-level Worker-child
-	// loops against LOCAL_PYTHON (seed 000).
+	// loops against LOCAL_PYTHON.
 	ns := registry.LocalChip
 	if role != mailbox.RoleChip {
 		ns = registry.LocalPython

@@ -22,8 +22,8 @@ type CallConfig struct {
 
 // Task is one submitted task. Safe for concurrent use.
 //
-// A task record carries the callable's digest, kind and namespace only
-// (seed 000), never the handle and its private registration id: the handle
+// A task record carries the callable's digest, kind and namespace only,
+// never the handle and its private registration id: the handle
 // is validated when the task is submitted, and the child resolves the
 // digest immediately before executing.
 type Task struct {

@@ -114,28 +114,10 @@ func (w *Worker) replace(ctx context.Context, id int) (*endpoint, error) {
 	// process holds the child's end of the mailbox open.
 	old.abort()
 	cause := old.failure()
-	w.mu.Lock()
-	c.lastFailure = cause
-	if w.cfg.MaxRestarts < 0 {
-		w.mu.Unlock()
-		return nil, cause
-	}
-	now := time.Now()
-	c.restarts = slices.DeleteFunc(c.restarts, func(t time.Time) bool { return now.Sub(t) >= w.cfg.RestartWindow })
-	if len(c.restarts) >= w.cfg.MaxRestarts {
-		c.givenUp = &EndpointError{WorkerID: id, Op: "replace", Err: fmt.Errorf("%w after %d replacements within %v (the bound); last failure: %v",
-			ErrChildGivenUp, len(c.restarts), w.cfg.RestartWindow, cause)}
-		err := c.givenUp
-		w.mu.Unlock()
-		fmt.Fprintf(w.cfg.Stderr, "ptojit worker: worker %d: %v\n", id, err)
+	gen, err := w.countRestart(c, id, cause)
+	if err != nil {
 		return nil, err
 	}
-	c.restarts = append(c.restarts, now)
-	c.replacements++
-	c.gen++
-	gen := c.gen
-	w.replacing.Add(1)
-	w.mu.Unlock()
 	defer w.replacing.Done()
 
 	// The old process is gone (killed or exited, and waited for) and its
@@ -175,6 +157,37 @@ func (w *Worker) replace(ctx context.Context, id int) (*endpoint, error) {
 		return nil, err
 	}
 	return e, nil
+}
+
+// countRestart records cause as the last failure of child id (c) and
+// counts its replacement against the restart bound. It returns the
+// generation the replacement starts, with w.replacing counting it (the
+// caller marks it done), or the error that ends the replacement: cause
+// without restarts, or the child given up past the bound.
+func (w *Worker) countRestart(c *childState, id int, cause error) (int, error) {
+	w.mu.Lock()
+	c.lastFailure = cause
+	if w.cfg.MaxRestarts < 0 {
+		w.mu.Unlock()
+		return 0, cause
+	}
+	now := time.Now()
+	c.restarts = slices.DeleteFunc(c.restarts, func(t time.Time) bool { return now.Sub(t) >= w.cfg.RestartWindow })
+	if len(c.restarts) >= w.cfg.MaxRestarts {
+		c.givenUp = &EndpointError{WorkerID: id, Op: "replace", Err: fmt.Errorf("%w after %d replacements within %v (the bound); last failure: %v",
+			ErrChildGivenUp, len(c.restarts), w.cfg.RestartWindow, cause)}
+		err := c.givenUp
+		w.mu.Unlock()
+		fmt.Fprintf(w.cfg.Stderr, "ptojit worker: worker %d: %v\n", id, err)
+		return 0, err
+	}
+	c.restarts = append(c.restarts, now)
+	c.replacements++
+	c.gen++
+	gen := c.gen
+	w.replacing.Add(1)
+	w.mu.Unlock()
+	return gen, nil
 }
 
 // installed asks a child how many hashids it has installed (READY reply).

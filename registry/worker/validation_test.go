@@ -801,7 +801,7 @@ func TestRegisterDuringStart(t *testing.T) {
 	}
 }
 
-// Seed 000: prewarm resolves symbols only and runs no orchestration code.
+// Prewarm resolves symbols only and runs no orchestration code.
 // The callable's config symbol is orchestration code here (empty_orch,
 // which returns 0, a NULL configuration): registration succeeds, because
 // prewarm only resolves the symbol, and the first task runs it and fails.
@@ -840,7 +840,7 @@ func TestSeed000PrewarmResolvesSymbolsOnly(t *testing.T) {
 	}
 }
 
-// Seed 000: a task record carries the callable's digest, kind and namespace
+// A task record carries the callable's digest, kind and namespace
 // only, never the handle with its private registration id.
 func TestSeed000TaskRecordCarriesDigestKindNamespace(t *testing.T) {
 	handle := reflect.TypeFor[CallableHandle]()
@@ -880,7 +880,7 @@ func TestSeed000TaskRecordCarriesDigestKindNamespace(t *testing.T) {
 	}
 }
 
-// Seed 000: the L2 path runs a registered handle on one chip worker with no
+// The L2 path runs a registered handle on one chip worker with no
 // L3 orchestrator (no Run, no queues).
 func TestSeed000L2ChipWorkerRunsHandleDirectly(t *testing.T) {
 	vadd, _, _ := testBlobs(t)
@@ -917,10 +917,10 @@ func TestSeed000L2ChipWorkerRunsHandleDirectly(t *testing.T) {
 	}
 }
 
-// Seed 000: "LOCAL_PYTHON is used for Python-capable child loops owned by
-// this Worker: SUB children and next-level Worker-child dispatch loops", and
-// "submit_next_level on an L4 Worker child path requires a Python dispatch
-// handle". An L4 Worker's Worker children are LOCAL_PYTHON targets: a
+// LOCAL_PYTHON is used for the Python-capable child loops a Worker owns
+// (SUB children and next-level Worker-child dispatch loops), and
+// SubmitNextLevel on an L4 Worker child path requires a Python dispatch
+// handle. An L4 Worker's Worker children are LOCAL_PYTHON targets: a
 // Python handle registered once installs on them and on its SUB children,
 // and SubmitNextLevel reaches the Worker children only.
 func TestSeed000WorkerChildLoopsServeLocalPython(t *testing.T) {

@@ -14,7 +14,7 @@ import (
 	"github.com/spf13/pflag"
 )
 
-// testProgram has a command with a flag and an argument, a group with two
+// frameworkProgram has a command with a flag and an argument, a group with two
 // subcommands, a hidden command, and a fallback serving "far".
 func frameworkProgram(ran *[]string) *Program {
 	return &Program{

@@ -92,24 +92,11 @@ func ViaDaemon(env *cli.Env, args []string, engine func() (string, error)) (bool
 			return false, nil // help needs no daemon
 		}
 	}
-	cacheDir := flagValue(args, "cache-dir")
-	if cacheDir == "" {
-		d, err := api.CacheDir(env.Getenv)
-		if err != nil {
-			return true, err
-		}
-		cacheDir = d
+	cacheDir, dir, err := daemonCallDirs(env, args)
+	if err != nil {
+		return true, err
 	}
-	cacheDir = filepath.Clean(env.Abs(cacheDir))
 	ddir := api.DaemonDir(cacheDir, env.Getenv)
-	dir := env.Dir
-	if dir == "" {
-		wd, err := os.Getwd()
-		if err != nil {
-			return true, err
-		}
-		dir = wd
-	}
 	environ := env.Environ
 	if environ == nil {
 		environ = os.Environ()
@@ -153,6 +140,56 @@ func ViaDaemon(env *cli.Env, args []string, engine func() (string, error)) (bool
 	if err != nil && engine == nil && errors.Is(err, client.ErrNoDaemon) {
 		return false, nil // nobody listens: the engine starts one
 	}
+	if err != nil {
+		r := daemonRetry{engine: engine, start: start, send: send, opts: &opts, settingsBound: settingsBound, sock: sock, ddir: ddir}
+		var served bool
+		if resp, served, err = r.retry(env, args, err); resp == nil {
+			return served, err
+		}
+	}
+	env.Stdout.Write(resp.Stdout)
+	env.Stderr.Write(resp.Stderr)
+	return true, ReplyError(resp)
+}
+
+// daemonCallDirs returns the cache directory of a command served by the
+// daemon (its --cache-dir, else the default) and the directory it runs in.
+func daemonCallDirs(env *cli.Env, args []string) (cacheDir, dir string, err error) {
+	cacheDir = flagValue(args, "cache-dir")
+	if cacheDir == "" {
+		if cacheDir, err = api.CacheDir(env.Getenv); err != nil {
+			return "", "", err
+		}
+	}
+	cacheDir = filepath.Clean(env.Abs(cacheDir))
+	dir = env.Dir
+	if dir == "" {
+		if dir, err = os.Getwd(); err != nil {
+			return "", "", err
+		}
+	}
+	return cacheDir, dir, nil
+}
+
+// daemonRetry is what retry needs of a call to the daemon: the engine
+// that starts one (nil: use a running daemon only), the start and the
+// send of the call, and the options and directories of the daemon.
+type daemonRetry struct {
+	engine        func() (string, error)
+	start         func() error
+	send          func() (*api.DaemonResponse, error)
+	opts          *client.Options
+	settingsBound func() time.Duration
+	sock, ddir    string
+}
+
+// retry answers the failure err of the first send of a call: it starts a
+// daemon when none answers, replaces one of an older version, sends the
+// request again once after a lost daemon, and returns the response once
+// a send succeeds. Without a response it returns whether the command was
+// served (false: the caller runs it another way), and the error.
+func (r *daemonRetry) retry(env *cli.Env, args []string, err error) (*api.DaemonResponse, bool, error) {
+	var resp *api.DaemonResponse
 	for started, resent, replaced := false, false, false; err != nil; {
 		var lost *client.DaemonLostError
 		var silent *client.NotAnsweringError
@@ -160,28 +197,28 @@ func ViaDaemon(env *cli.Env, args []string, engine func() (string, error)) (bool
 		switch {
 		case errors.As(err, &silent):
 			if !inProcessFallback(args) {
-				return true, &cli.ExitError{Code: cli.ExitFailure, Err: errors.New(notAnsweringText(silent))}
+				return nil, true, &cli.ExitError{Code: cli.ExitFailure, Err: errors.New(notAnsweringText(silent))}
 			}
 			fmt.Fprintf(env.Stderr, "%s: %s; running the %s in this process, uncached\n", env.Prog, notAnsweringText(silent), args[0])
-			return false, ErrInProcess
+			return nil, false, ErrInProcess
 		case errors.As(err, &version) && version.Daemon < version.Client && !replaced:
 			// A daemon of an older install: stop it and start ours.
-			if engine == nil {
-				return false, nil // the engine replaces it
+			if r.engine == nil {
+				return nil, false, nil // the engine replaces it
 			}
 			fmt.Fprintf(env.Stderr, "%s: %s; stopping it and starting a daemon of this version\n", env.Prog, versionText(version))
-			if opts.NoAnswer == 0 {
-				opts.NoAnswer = settingsBound()
+			if r.opts.NoAnswer == 0 {
+				r.opts.NoAnswer = r.settingsBound()
 			}
-			if serr := client.StopVersion(sock, version.Daemon, opts); serr != nil {
-				return true, fmt.Errorf("daemon: %s, and stopping it failed: %w; stop it with kill %d", versionText(version), serr, version.PID)
+			if serr := client.StopVersion(r.sock, version.Daemon, *r.opts); serr != nil {
+				return nil, true, fmt.Errorf("daemon: %s, and stopping it failed: %w; stop it with kill %d", versionText(version), serr, version.PID)
 			}
-			if werr := awaitExit(ddir, opts.NoAnswer); werr != nil {
-				return true, werr
+			if werr := awaitExit(r.ddir, r.opts.NoAnswer); werr != nil {
+				return nil, true, werr
 			}
 			replaced = true
 		case errors.As(err, &version):
-			return true, &cli.ExitError{Code: cli.ExitFailure, Err: errors.New(versionText(version) +
+			return nil, true, &cli.ExitError{Code: cli.ExitFailure, Err: errors.New(versionText(version) +
 				"; this ptojit is older than the daemon: run the ptojit of the daemon's install, or stop the daemon (kill " + strconv.Itoa(version.PID) + ")")}
 		case errors.As(err, &lost) && !resent:
 			fmt.Fprintf(env.Stderr, "%s: %v; starting a new daemon and sending the request again\n", env.Prog, err)
@@ -189,20 +226,18 @@ func ViaDaemon(env *cli.Env, args []string, engine func() (string, error)) (bool
 		case errors.Is(err, client.ErrNoDaemon) && !started:
 			// No daemon answers: start one.
 		default:
-			return true, WithRemedy(fmt.Errorf("daemon: %w", err))
+			return nil, true, WithRemedy(fmt.Errorf("daemon: %w", err))
 		}
 		started = true
-		if engine == nil {
-			return false, nil
+		if r.engine == nil {
+			return nil, false, nil
 		}
-		if serr := start(); serr != nil {
-			return true, WithRemedy(serr)
+		if serr := r.start(); serr != nil {
+			return nil, true, WithRemedy(serr)
 		}
-		resp, err = send()
+		resp, err = r.send()
 	}
-	env.Stdout.Write(resp.Stdout)
-	env.Stderr.Write(resp.Stderr)
-	return true, ReplyError(resp)
+	return resp, true, nil
 }
 
 // ErrInProcess is the error of a ViaDaemon that reports false because the

@@ -85,26 +85,15 @@ func runFingerprint(env *cli.Env, o fingerprintOptions, args []string) error {
 	// command need not collect them as eagerly as a long-lived process.
 	defer debug.SetGCPercent(debug.SetGCPercent(400))
 	start := time.Now()
-	roots := make([]inventory.ContentRoot, 0, len(args))
-	for _, a := range args {
-		if a == "" {
-			return cli.Usagef("fingerprint: empty PATH")
-		}
-		if env.Dir != "" && !strings.HasPrefix(a, "/") {
-			a = env.Dir + "/" + a // joined, not cleaned: ".." stays for the filesystem
-		}
-		r, err := inventory.NewContentRoot(a, o.pythonOnly || o.extra)
-		if err != nil {
-			return cli.Usagef("fingerprint: %v", err)
-		}
-		roots = append(roots, r)
+	roots, err := fingerprintRoots(env, o, args)
+	if err != nil {
+		return err
 	}
 
 	var (
 		res     fingerprintResult
 		records []inventory.Value
 		digest  inventory.Sum
-		err     error
 	)
 	var content *inventory.Content
 	if len(roots) > 0 || !o.extra {
@@ -149,7 +138,41 @@ func runFingerprint(env *cli.Env, o fingerprintOptions, args []string) error {
 		res.Digest = &d
 	}
 
-	if o.records && unavailable == nil {
+	if err := writeFingerprint(env, o, &res, records, unavailable == nil); err != nil {
+		return err
+	}
+	if unavailable != nil {
+		fmt.Fprintf(env.Stderr, "%s: %s\n", progName(env), *res.Unavailable)
+		return cli.Exit(cli.ExitFailure)
+	}
+	return nil
+}
+
+// fingerprintRoots makes the content roots of the PATH arguments, a
+// relative one joined to env.Dir.
+func fingerprintRoots(env *cli.Env, o fingerprintOptions, args []string) ([]inventory.ContentRoot, error) {
+	roots := make([]inventory.ContentRoot, 0, len(args))
+	for _, a := range args {
+		if a == "" {
+			return nil, cli.Usagef("fingerprint: empty PATH")
+		}
+		if env.Dir != "" && !strings.HasPrefix(a, "/") {
+			a = env.Dir + "/" + a // joined, not cleaned: ".." stays for the filesystem
+		}
+		r, err := inventory.NewContentRoot(a, o.pythonOnly || o.extra)
+		if err != nil {
+			return nil, cli.Usagef("fingerprint: %v", err)
+		}
+		roots = append(roots, r)
+	}
+	return roots, nil
+}
+
+// writeFingerprint prints res: the records first with --records (when
+// withRecords: the digest is available), then res as JSON with --json,
+// else the digest alone.
+func writeFingerprint(env *cli.Env, o fingerprintOptions, res *fingerprintResult, records []inventory.Value, withRecords bool) error {
+	if o.records && withRecords {
 		for _, r := range records {
 			b, err := inventory.Encode(r)
 			if err != nil {
@@ -163,17 +186,12 @@ func runFingerprint(env *cli.Env, o fingerprintOptions, args []string) error {
 		}
 	}
 	if o.json {
-		if err := cli.WriteJSON(env.Stdout, res); err != nil {
-			return err
-		}
-	} else if res.Digest != nil {
+		return cli.WriteJSON(env.Stdout, *res)
+	}
+	if res.Digest != nil {
 		if _, err := fmt.Fprintln(env.Stdout, *res.Digest); err != nil {
 			return err
 		}
-	}
-	if unavailable != nil {
-		fmt.Fprintf(env.Stderr, "%s: %s\n", progName(env), *res.Unavailable)
-		return cli.Exit(cli.ExitFailure)
 	}
 	return nil
 }

@@ -23,7 +23,7 @@
 // temporary file, dlopens it, resolves the entry and config symbols, loads
 // every kernel shared object likewise (ptojit_kernel), and marks the slot
 // loaded only after all of that succeeded. Prewarm resolves symbols only
-// and runs no orchestration code (seed 000): the config symbol runs before
+// and runs no orchestration code: the config symbol runs before
 // the slot's first task. A failed prewarm rolls the install back. A task
 // that finds its slot installed but not loaded prepares it first and logs
 // a warning.

@@ -225,93 +225,12 @@ func opResolve(user, req, handleOut uintptr) uintptr {
 	if q.OpName == "" || qp == 0 {
 		return fail(opEInvalid, "resolve: no operation name or query")
 	}
-	qb := cBytes(qp, sizeofOpQuery)
-	nt := binary.LittleEndian.Uint32(qb[4:])
-	tp := uintptr(binary.LittleEndian.Uint64(qb[16:]))
-	if binary.LittleEndian.Uint32(qb[0:]) != opABIVersion || nt > mailbox.MaxOpTensors || (nt > 0 && tp == 0) {
-		return fail(opEInvalid, "resolve: malformed query")
+	if msg := readQueryTensors(qp, &q); msg != "" {
+		return fail(opEInvalid, msg)
 	}
-	q.SyncMode = opquery.SyncMode(binary.LittleEndian.Uint32(qb[12:]))
-	for i := range int(nt) {
-		e := cBytes(tp+uintptr(sizeofOpTensor*i), sizeofOpTensor)
-		nd := binary.LittleEndian.Uint32(e[4:])
-		if nd > mailbox.MaxDims {
-			return fail(opEInvalid, fmt.Sprintf("resolve: tensor %d has %d dimensions", i, nd))
-		}
-		t := opquery.Tensor{DType: opquery.DType(binary.LittleEndian.Uint32(e[0:]))}
-		strided := false
-		for d := range int(nd) {
-			t.Shape = append(t.Shape, binary.LittleEndian.Uint64(e[8+8*d:]))
-			t.Strides = append(t.Strides, binary.LittleEndian.Uint64(e[40+8*d:]))
-			strided = strided || t.Strides[d] != 0
-		}
-		if !strided {
-			t.Strides = nil
-		}
-		q.Tensors = append(q.Tensors, t)
-	}
-	// The operations offered to the caller: those of the modules its
-	// module declares as dependencies.
-	var cands []opquery.Candidate
-	var hashids []registry.Hashid
-	for h, p := range opProvided {
-		if !p.consumers[opCaller] {
-			continue
-		}
-		if _, err := c.table.Resolve(h); err != nil {
-			delete(opProvided, h) // unregistered since
-			continue
-		}
-		cands = append(cands, opquery.Candidate{Desc: &p.desc, Module: p.op.Module})
-		hashids = append(hashids, h)
-	}
+	cands, hashids := offeredCandidates(c)
 	fits, rejected, err := opquery.Match(cands, &q, opquery.Env{Platforms: []string{c.init.Platform}, ParseVersion: parseSemver,
-		Negotiate: func(f *opquery.Fit) error {
-			d := cands[f.Cand].Desc
-			slot, err := c.table.Resolve(hashids[f.Cand])
-			if err != nil {
-				return &opquery.Refusal{Kind: "provider", Reason: "provider: " + err.Error()}
-			}
-			s := &c.slots[slot]
-			if !s.loaded {
-				if err := c.prewarm(slot); err != nil {
-					return &opquery.Refusal{Kind: "provider", Reason: "provider: " + err.Error()}
-				}
-			}
-			if s.state.scalars != len(d.Params) {
-				return &opquery.Refusal{Kind: "parameter", Reason: fmt.Sprintf("parameter: the callable takes %d scalars, the descriptor declares %d parameters", s.state.scalars, len(d.Params))}
-			}
-			args := mailbox.NegotiateArgs{Inputs: d.Inputs, SyncMode: uint32(q.SyncMode), Params: opParams(d.Params, f.Scalars)}
-			for _, t := range f.Tensors {
-				args.Tensors = append(args.Tensors, mailbox.OpTensor{DType: uint32(t.DType), Shape: t.Shape, Strides: t.Strides})
-			}
-			code, msg := s.state.negotiate(args)
-			switch {
-			case strings.HasPrefix(msg, "!"):
-				return &opquery.Refusal{Kind: "provider", Reason: "provider: " + msg[1:]}
-			case code != 0:
-				return &opquery.Refusal{Kind: "validate", Reason: "validate: " + msg}
-			}
-			n, err := mailbox.ParseNegotiation(msg)
-			if err != nil {
-				return &opquery.Refusal{Kind: "provider", Reason: "provider: " + err.Error()}
-			}
-			if n.ImplID != d.ImplID {
-				return &opquery.Refusal{Kind: "impl_id", Reason: fmt.Sprintf("impl_id: the orchestration reports %q", n.ImplID)}
-			}
-			want := d.Inputs + d.Outputs
-			if n.DeviceScratch > 0 {
-				want++
-			}
-			if n.HostScratch > 0 {
-				want++
-			}
-			if s.state.tensors != want {
-				return &opquery.Refusal{Kind: "scratch", Reason: fmt.Sprintf("scratch: the callable takes %d tensors, the scratch asked for needs %d", s.state.tensors, want)}
-			}
-			f.HostScratch, f.DeviceScratch = n.HostScratch, n.DeviceScratch
-			return nil
-		}})
+		Negotiate: c.negotiator(cands, hashids, &q)})
 	if err != nil {
 		return fail(opEInvalid, "resolve: "+err.Error())
 	}
@@ -341,6 +260,112 @@ func opResolve(user, req, handleOut uintptr) uintptr {
 	opHandles[opNextHandle] = oh
 	binary.LittleEndian.PutUint64(cBytes(handleOut, 8), opNextHandle)
 	return 0
+}
+
+// readQueryTensors reads the tensors of the query struct at qp into q,
+// with its sync mode. It returns the failure message of a malformed
+// query, "" when it is well formed.
+func readQueryTensors(qp uintptr, q *opquery.Query) string {
+	qb := cBytes(qp, sizeofOpQuery)
+	nt := binary.LittleEndian.Uint32(qb[4:])
+	tp := uintptr(binary.LittleEndian.Uint64(qb[16:]))
+	if binary.LittleEndian.Uint32(qb[0:]) != opABIVersion || nt > mailbox.MaxOpTensors || (nt > 0 && tp == 0) {
+		return "resolve: malformed query"
+	}
+	q.SyncMode = opquery.SyncMode(binary.LittleEndian.Uint32(qb[12:]))
+	for i := range int(nt) {
+		e := cBytes(tp+uintptr(sizeofOpTensor*i), sizeofOpTensor)
+		nd := binary.LittleEndian.Uint32(e[4:])
+		if nd > mailbox.MaxDims {
+			return fmt.Sprintf("resolve: tensor %d has %d dimensions", i, nd)
+		}
+		t := opquery.Tensor{DType: opquery.DType(binary.LittleEndian.Uint32(e[0:]))}
+		strided := false
+		for d := range int(nd) {
+			t.Shape = append(t.Shape, binary.LittleEndian.Uint64(e[8+8*d:]))
+			t.Strides = append(t.Strides, binary.LittleEndian.Uint64(e[40+8*d:]))
+			strided = strided || t.Strides[d] != 0
+		}
+		if !strided {
+			t.Strides = nil
+		}
+		q.Tensors = append(q.Tensors, t)
+	}
+	return ""
+}
+
+// offeredCandidates returns the operations offered to the caller, those
+// of the modules its module declares as dependencies, with the hashids
+// of their callables; it forgets the ones unregistered since.
+func offeredCandidates(c *child) ([]opquery.Candidate, []registry.Hashid) {
+	var cands []opquery.Candidate
+	var hashids []registry.Hashid
+	for h, p := range opProvided {
+		if !p.consumers[opCaller] {
+			continue
+		}
+		if _, err := c.table.Resolve(h); err != nil {
+			delete(opProvided, h) // unregistered since
+			continue
+		}
+		cands = append(cands, opquery.Candidate{Desc: &p.desc, Module: p.op.Module})
+		hashids = append(hashids, h)
+	}
+	return cands, hashids
+}
+
+// negotiator returns the Negotiate function of a match among cands: it
+// prewarms a fit's callable and asks its orchestration to validate the
+// query's tensors in q's sync mode (read when the match negotiates, after
+// it set the default), refusing the fit as the answer says, and takes the
+// scratch sizes it asks for.
+func (c *child) negotiator(cands []opquery.Candidate, hashids []registry.Hashid, q *opquery.Query) func(f *opquery.Fit) error {
+	return func(f *opquery.Fit) error {
+		d := cands[f.Cand].Desc
+		slot, err := c.table.Resolve(hashids[f.Cand])
+		if err != nil {
+			return &opquery.Refusal{Kind: "provider", Reason: "provider: " + err.Error()}
+		}
+		s := &c.slots[slot]
+		if !s.loaded {
+			if err := c.prewarm(slot); err != nil {
+				return &opquery.Refusal{Kind: "provider", Reason: "provider: " + err.Error()}
+			}
+		}
+		if s.state.scalars != len(d.Params) {
+			return &opquery.Refusal{Kind: "parameter", Reason: fmt.Sprintf("parameter: the callable takes %d scalars, the descriptor declares %d parameters", s.state.scalars, len(d.Params))}
+		}
+		args := mailbox.NegotiateArgs{Inputs: d.Inputs, SyncMode: uint32(q.SyncMode), Params: opParams(d.Params, f.Scalars)}
+		for _, t := range f.Tensors {
+			args.Tensors = append(args.Tensors, mailbox.OpTensor{DType: uint32(t.DType), Shape: t.Shape, Strides: t.Strides})
+		}
+		code, msg := s.state.negotiate(args)
+		switch {
+		case strings.HasPrefix(msg, "!"):
+			return &opquery.Refusal{Kind: "provider", Reason: "provider: " + msg[1:]}
+		case code != 0:
+			return &opquery.Refusal{Kind: "validate", Reason: "validate: " + msg}
+		}
+		n, err := mailbox.ParseNegotiation(msg)
+		if err != nil {
+			return &opquery.Refusal{Kind: "provider", Reason: "provider: " + err.Error()}
+		}
+		if n.ImplID != d.ImplID {
+			return &opquery.Refusal{Kind: "impl_id", Reason: fmt.Sprintf("impl_id: the orchestration reports %q", n.ImplID)}
+		}
+		want := d.Inputs + d.Outputs
+		if n.DeviceScratch > 0 {
+			want++
+		}
+		if n.HostScratch > 0 {
+			want++
+		}
+		if s.state.tensors != want {
+			return &opquery.Refusal{Kind: "scratch", Reason: fmt.Sprintf("scratch: the callable takes %d tensors, the scratch asked for needs %d", s.state.tensors, want)}
+		}
+		f.HostScratch, f.DeviceScratch = n.HostScratch, n.DeviceScratch
+		return nil
+	}
 }
 
 // describeMem builds the ptojit_op_description of a resolved fit outside

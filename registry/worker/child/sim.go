@@ -86,7 +86,7 @@ func (l *simLoader) load(what string, bin []byte) (uintptr, error) {
 
 // prepare loads a chip callable: the orchestration shared object, its entry
 // and config symbols, and every child kernel's ptojit_kernel. It resolves
-// symbols only: no code of the orchestration runs during prewarm (seed 000),
+// symbols only: no code of the orchestration runs during prewarm,
 // not even the config symbol, which the first task calls (configure).
 func (l *simLoader) prepare(c *registry.ChipCallable) (_ *simCallable, err error) {
 	s := &simCallable{}
