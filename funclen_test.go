@@ -21,16 +21,6 @@ import (
 // be, counted from its func keyword to its closing brace.
 const maxFuncLines = 80
 
-// splitElsewhere lists files whose long functions are being split in a
-// concurrent change: their violations are logged, not failed. Remove an
-// entry when its file is split.
-var splitElsewhere = []string{
-	"cache/badger.go",              // being split in a concurrent change
-	"cache/remote/remote.go",       // being split in a concurrent change
-	"cache/storetest/storetest.go", // being split in a concurrent change
-	"jit/driver.go",                // being split in a concurrent change
-}
-
 // goDirs parses the Go files of every package directory under root (not
 // testdata, not hidden or underscore directories) and returns them by
 // directory, with the file set that positions them.
@@ -155,10 +145,6 @@ func TestFunctionLength(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, l := range long {
-		if slices.Contains(splitElsewhere, l.file) {
-			t.Logf("%v (allowed while it is being split in a concurrent change)", l)
-			continue
-		}
 		t.Errorf("%v: split it into parts named for what each does", l)
 	}
 }

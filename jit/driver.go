@@ -220,27 +220,8 @@ func (d *Driver) build(ctx context.Context, req *api.Request, resp *api.Response
 	var r *flightResult
 	if hit != nil {
 		r = &flightResult{outs: hit.Entry.Outputs, data: hit.Data, hit: true, tier: TierLocal, result: hit.Entry.Key}
-	} else {
-		// One compile per key at a time: concurrent builds of the key
-		// share it (flightGroup).
-		var shared bool
-		r, err, shared = compileFlight.do(ctx, d.flightKey(id), func(fctx context.Context) (*flightResult, error) {
-			return d.compileAndPublish(fctx, req, id, began)
-		})
-		if err != nil {
-			if r != nil {
-				// A failed compile still reports what the flight met.
-				resp.Warnings = append(resp.Warnings, r.warnings...)
-			}
-			return err
-		}
-		if shared && !r.hit {
-			why = "compiled by a concurrent build of the same key"
-		}
-		resp.Timings.Compile = r.compileMS
-		resp.Timings.Lookup += r.remoteMS
-		resp.Warnings = append(resp.Warnings, r.warnings...)
-		ph.mark("compile")
+	} else if r, why, err = d.compileShared(ctx, req, id, began, why, resp, ph); err != nil {
+		return err
 	}
 	if r.hit && d.opt.Verify {
 		if err := d.verifyHit(ctx, req, id, r, began, resp, ph); err != nil {
@@ -257,6 +238,45 @@ func (d *Driver) build(ctx context.Context, req *api.Request, resp *api.Response
 	if err != nil {
 		return err
 	}
+	d.setStatus(ctx, r, why, resp)
+	if resp.Status == api.StatusHit || resp.Status == api.StatusMiss {
+		d.recordLatest(ctx, req, id, r.result)
+		ph.mark("latest")
+	}
+	return nil
+}
+
+// compileShared compiles id's outputs and publishes them, one compile per
+// key at a time: concurrent builds of the key share it (flightGroup). It
+// returns the flight's result and the miss reason, why unless the
+// compile was another build's; the flight's timings and warnings go into
+// resp, a failed one's warnings too.
+func (d *Driver) compileShared(ctx context.Context, req *api.Request, id *identity, began time.Time, why string, resp *api.Response, ph *phases) (*flightResult, string, error) {
+	r, err, shared := compileFlight.do(ctx, d.flightKey(id), func(fctx context.Context) (*flightResult, error) {
+		return d.compileAndPublish(fctx, req, id, began)
+	})
+	if err != nil {
+		if r != nil {
+			// A failed compile still reports what the flight met.
+			resp.Warnings = append(resp.Warnings, r.warnings...)
+		}
+		return nil, "", err
+	}
+	if shared && !r.hit {
+		why = "compiled by a concurrent build of the same key"
+	}
+	resp.Timings.Compile = r.compileMS
+	resp.Timings.Lookup += r.remoteMS
+	resp.Warnings = append(resp.Warnings, r.warnings...)
+	ph.mark("compile")
+	return r, why, nil
+}
+
+// setStatus sets resp's status from the flight's result r (a hit, a miss
+// with reason why, or uncached when the store did not keep the outputs)
+// and counts what the store's counters take of it.
+func (d *Driver) setStatus(ctx context.Context, r *flightResult, why string, resp *api.Response) {
+	store := d.opt.Store
 	switch {
 	case r.hit:
 		resp.Status = api.StatusHit
@@ -280,11 +300,6 @@ func (d *Driver) build(ctx context.Context, req *api.Request, resp *api.Response
 		resp.Status = api.StatusMiss
 		resp.MissReason = why
 	}
-	if resp.Status == api.StatusHit || resp.Status == api.StatusMiss {
-		d.recordLatest(ctx, req, id, r.result)
-		ph.mark("latest")
-	}
-	return nil
 }
 
 // reason is why a build is not cached: text is what the response (and

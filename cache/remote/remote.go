@@ -388,11 +388,6 @@ func (r *Remote) blobs(ctx context.Context, e *cache.Entry) ([][]byte, error) {
 		return nil, err
 	}
 	data := make([][]byte, len(e.Outputs))
-	type chunked struct {
-		i    int
-		h    blobHeader
-		cmds []*redis.StringCmd
-	}
 	var pending []chunked
 	pipe = r.client.Pipeline()
 	for i, o := range e.Outputs {
@@ -428,28 +423,8 @@ func (r *Remote) blobs(ctx context.Context, e *cache.Entry) ([][]byte, error) {
 		if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
 			return nil, err
 		}
-		for _, c := range pending {
-			o := e.Outputs[c.i]
-			buf := make([]byte, 0, c.h.size)
-			for j, cmd := range c.cmds {
-				b, err := cmd.Bytes()
-				if errors.Is(err, redis.Nil) {
-					return nil, &MissError{Reason: fmt.Sprintf("chunk %d of blob %x missing", j, o.Digest[:6])}
-				}
-				if err != nil {
-					return nil, err
-				}
-				r.down.Add(int64(len(b)))
-				want := c.h.chunk
-				if j == len(c.cmds)-1 {
-					want = c.h.size - int64(j)*c.h.chunk
-				}
-				if int64(len(b)) != want {
-					return nil, r.damagedBlob(ctx, o, &c.h, fmt.Sprintf("chunk %d has %d bytes, want %d", j, len(b), want))
-				}
-				buf = append(buf, b...)
-			}
-			data[c.i] = buf
+		if err := r.joinChunks(ctx, e, pending, data); err != nil {
+			return nil, err
 		}
 	}
 	for i, o := range e.Outputs {
@@ -461,6 +436,43 @@ func (r *Remote) blobs(ctx context.Context, e *cache.Entry) ([][]byte, error) {
 		}
 	}
 	return data, nil
+}
+
+// chunked is a blob of a Get stored in chunks: its output's index, its
+// header and the pipelined reads of its chunks.
+type chunked struct {
+	i    int
+	h    blobHeader
+	cmds []*redis.StringCmd
+}
+
+// joinChunks puts each chunked blob of pending together into data from its
+// chunks' replies, checking that each chunk is there and of its size.
+func (r *Remote) joinChunks(ctx context.Context, e *cache.Entry, pending []chunked, data [][]byte) error {
+	for _, c := range pending {
+		o := e.Outputs[c.i]
+		buf := make([]byte, 0, c.h.size)
+		for j, cmd := range c.cmds {
+			b, err := cmd.Bytes()
+			if errors.Is(err, redis.Nil) {
+				return &MissError{Reason: fmt.Sprintf("chunk %d of blob %x missing", j, o.Digest[:6])}
+			}
+			if err != nil {
+				return err
+			}
+			r.down.Add(int64(len(b)))
+			want := c.h.chunk
+			if j == len(c.cmds)-1 {
+				want = c.h.size - int64(j)*c.h.chunk
+			}
+			if int64(len(b)) != want {
+				return r.damagedBlob(ctx, o, &c.h, fmt.Sprintf("chunk %d has %d bytes, want %d", j, len(b), want))
+			}
+			buf = append(buf, b...)
+		}
+		data[c.i] = buf
+	}
+	return nil
 }
 
 // damagedBlob deletes a damaged blob (when writable) and returns its
