@@ -106,23 +106,29 @@ func startReplyDaemon(t *testing.T, sock string, replies []api.DaemonResponse) *
 	return d
 }
 
+// serve answers the requests of one connection, several as protocol 2
+// allows, until the client closes it.
 func (d *replyDaemon) serve(c net.Conn) {
 	defer c.Close()
 	c.SetDeadline(time.Now().Add(30 * time.Second))
-	var req api.DaemonRequest
-	if api.ReadFrame(c, api.MaxDaemonRequest, &req) != nil {
-		return
+	for {
+		var req api.DaemonRequest
+		if api.ReadFrame(c, api.MaxDaemonRequest, &req) != nil {
+			return
+		}
+		if req.Op == api.OpHello {
+			api.WriteFrame(c, &api.DaemonResponse{Protocol: api.DaemonProtocol, PID: os.Getpid(), EnvNames: []string{"PATH"}})
+			continue
+		}
+		d.mu.Lock()
+		r := d.replies[d.next%len(d.replies)]
+		d.next++
+		d.mu.Unlock()
+		r.Protocol = api.DaemonProtocol
+		if api.WriteFrame(c, &r) != nil {
+			return
+		}
 	}
-	if req.Op == api.OpHello {
-		api.WriteFrame(c, &api.DaemonResponse{Protocol: api.DaemonProtocol, PID: os.Getpid(), EnvNames: []string{"PATH"}})
-		return
-	}
-	d.mu.Lock()
-	r := d.replies[d.next%len(d.replies)]
-	d.next++
-	d.mu.Unlock()
-	r.Protocol = api.DaemonProtocol
-	api.WriteFrame(c, &r)
 }
 
 func (d *replyDaemon) rewind() {
