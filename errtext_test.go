@@ -34,29 +34,41 @@ var textFields = map[string]bool{"Reason": true, "Message": true, "Msg": true, "
 // or ...Err, a variable assigned such an expression, or a textFields
 // field of a variable that errors.As filled.
 func errorTextSearches(fset *token.FileSet, f *ast.File) []token.Position {
-	derived := map[*ast.Object]bool{} // variables holding an error's text
-	asTargets := map[*ast.Object]bool{}
-	ast.Inspect(f, func(n ast.Node) bool {
+	var found []token.Position
+	for _, d := range f.Decls {
+		found = append(found, declTextSearches(fset, d)...)
+	}
+	return found
+}
+
+// declTextSearches is errorTextSearches of one top-level declaration. A
+// variable is known by its name within the declaration (the check has no
+// type information), so two variables of one name in one function count
+// as one: the check errs toward finding a search.
+func declTextSearches(fset *token.FileSet, decl ast.Decl) []token.Position {
+	derived := map[string]bool{} // variables holding an error's text
+	asTargets := map[string]bool{}
+	ast.Inspect(decl, func(n ast.Node) bool {
 		switch n := n.(type) {
 		case *ast.AssignStmt:
 			if len(n.Lhs) == len(n.Rhs) {
 				for i, l := range n.Lhs {
-					if id, ok := l.(*ast.Ident); ok && id.Obj != nil && holdsErrorText(n.Rhs[i], nil, nil) {
-						derived[id.Obj] = true
+					if id, ok := l.(*ast.Ident); ok && holdsErrorText(n.Rhs[i], nil, nil) {
+						derived[id.Name] = true
 					}
 				}
 			}
 		case *ast.ValueSpec:
 			for i, id := range n.Names {
-				if i < len(n.Values) && id.Obj != nil && holdsErrorText(n.Values[i], nil, nil) {
-					derived[id.Obj] = true
+				if i < len(n.Values) && holdsErrorText(n.Values[i], nil, nil) {
+					derived[id.Name] = true
 				}
 			}
 		case *ast.CallExpr:
 			if isPkgCall(n, "errors", "As") && len(n.Args) == 2 {
 				if u, ok := n.Args[1].(*ast.UnaryExpr); ok && u.Op == token.AND {
-					if id, ok := u.X.(*ast.Ident); ok && id.Obj != nil {
-						asTargets[id.Obj] = true
+					if id, ok := u.X.(*ast.Ident); ok {
+						asTargets[id.Name] = true
 					}
 				}
 			}
@@ -64,7 +76,7 @@ func errorTextSearches(fset *token.FileSet, f *ast.File) []token.Position {
 		return true
 	})
 	var found []token.Position
-	ast.Inspect(f, func(n ast.Node) bool {
+	ast.Inspect(decl, func(n ast.Node) bool {
 		c, ok := n.(*ast.CallExpr)
 		if !ok {
 			return true
@@ -83,7 +95,7 @@ func errorTextSearches(fset *token.FileSet, f *ast.File) []token.Position {
 
 // holdsErrorText reports whether e computes with an error's text (see
 // errorTextSearches).
-func holdsErrorText(e ast.Expr, derived, asTargets map[*ast.Object]bool) bool {
+func holdsErrorText(e ast.Expr, derived, asTargets map[string]bool) bool {
 	hit := false
 	ast.Inspect(e, func(n ast.Node) bool {
 		switch n := n.(type) {
@@ -96,11 +108,11 @@ func holdsErrorText(e ast.Expr, derived, asTargets map[*ast.Object]bool) bool {
 				hit = true
 			}
 		case *ast.Ident:
-			if n.Obj != nil && derived[n.Obj] {
+			if derived[n.Name] {
 				hit = true
 			}
 		case *ast.SelectorExpr:
-			if id, ok := n.X.(*ast.Ident); ok && id.Obj != nil && asTargets[id.Obj] && textFields[n.Sel.Name] {
+			if id, ok := n.X.(*ast.Ident); ok && asTargets[id.Name] && textFields[n.Sel.Name] {
 				hit = true
 			}
 		}
@@ -115,14 +127,15 @@ func isErrName(e ast.Expr) bool {
 	return ok && (id.Name == "err" || strings.HasSuffix(id.Name, "Err"))
 }
 
-// isPkgCall reports whether c calls pkg.name (pkg as the file names it).
+// isPkgCall reports whether c calls pkg.name (pkg as the file names it;
+// a local variable of the package's name would be taken for it).
 func isPkgCall(c *ast.CallExpr, pkg, name string) bool {
 	sel, ok := c.Fun.(*ast.SelectorExpr)
 	if !ok || sel.Sel.Name != name {
 		return false
 	}
 	id, ok := sel.X.(*ast.Ident)
-	return ok && id.Name == pkg && id.Obj == nil
+	return ok && id.Name == pkg
 }
 
 // textSearchesLeft are the searches of an error's text not yet replaced,
