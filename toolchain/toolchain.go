@@ -69,6 +69,10 @@ type ComponentInputs struct {
 	// by nothing (ptoas --version, CANN innerversion, compiler --version).
 	ReportedVersion string
 
+	// build is the build-policy record resolution found, nil when the
+	// component is identified by its contents under that policy too.
+	build *buildSpec
+
 	// complete is set only by the adapters of this package, once they
 	// have accounted for the whole component.
 	complete bool
@@ -120,8 +124,11 @@ type ToolchainInputs struct {
 	PtoasLauncher string
 	// Policy is the identity policy the inputs were resolved for.
 	Policy Policy
-	// Epoch is PYPTO_CACHE_EPOCH at resolution (build policy only).
-	Epoch string
+	// Epoch is PYPTO_CACHE_EPOCH at resolution (build policy only), and
+	// EpochSet whether it was set at all: PyPTO records an unset epoch as
+	// None and an empty one as "".
+	Epoch    string
+	EpochSet bool
 }
 
 // Component returns the inputs of the component called name, or nil.
