@@ -199,6 +199,7 @@ func (d *Driver) build(ctx context.Context, req *api.Request, resp *api.Response
 	}
 	store := d.opt.Store
 	reasons := slices.Clone(id.unavailable)
+	resp.Warnings = append(resp.Warnings, id.warnings...)
 	for _, f := range id.fresh {
 		reasons = append(reasons, f+" is set (fresh_request): no lookup, no publish")
 	}

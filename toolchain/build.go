@@ -40,6 +40,17 @@ func buildIdentity(name string, ci ComponentInputs, in *ToolchainInputs, before 
 	if before == nil {
 		before = func(string) error { return nil }
 	}
+	// Each root directory is watched itself, so that renaming it away
+	// drops what was read under it (the records read below watch the
+	// directories they list).
+	for _, r := range ci.Roots {
+		if fi, err := os.Stat(r.Path()); err == nil && fi.IsDir() {
+			if err := before(r.Path()); err != nil {
+				out.Unavailable = "cannot watch " + r.Path() + ": " + err.Error()
+				return out
+			}
+		}
+	}
 	var value inventory.Value
 	if ci.build != nil {
 		v, reason := ci.build.read(before)
@@ -64,10 +75,18 @@ func buildIdentity(name string, ci ComponentInputs, in *ToolchainInputs, before 
 	return finish(out, inventory.Dict{"reported_version": inventory.Str(rv)})
 }
 
-// contentFallback is ("ptojit-content", hex of the roots' fingerprint).
+// contentFallback is ("ptojit-content", hex of the roots' fingerprint or
+// None, the reported version or None).
 func contentFallback(ci ComponentInputs, before func(string) error) (inventory.Value, int, string) {
+	var version inventory.Value = inventory.None{}
+	if ci.ReportedVersion != "" {
+		version = inventory.StrFromOSBytes(ci.ReportedVersion)
+	}
 	if len(ci.Roots) == 0 {
-		return nil, 0, "no evidence: no content inputs, revision or version"
+		if ci.ReportedVersion == "" {
+			return nil, 0, "no evidence: no content inputs, revision or version"
+		}
+		return inventory.T(inventory.Str("ptojit-content"), inventory.None{}, version), 0, ""
 	}
 	content, err := inventory.FingerprintWith(ci.Roots, inventory.FingerprintOptions{BeforeDir: before})
 	if err != nil {
@@ -76,11 +95,7 @@ func contentFallback(ci ComponentInputs, before func(string) error) (inventory.V
 	if content.Files == 0 {
 		return nil, 0, "empty inventory: its roots hold no file"
 	}
-	var v inventory.Value = inventory.T(inventory.Str("ptojit-content"), inventory.Str(content.Digest.String()))
-	if ci.ReportedVersion != "" {
-		v = inventory.T(inventory.Str("ptojit-content"), inventory.Str(content.Digest.String()), inventory.StrFromOSBytes(ci.ReportedVersion))
-	}
-	return v, content.Files, ""
+	return inventory.T(inventory.Str("ptojit-content"), inventory.Str(content.Digest.String()), version), content.Files, ""
 }
 
 // fileRecord is NativeBuildID(path) as a value, after before(dir).

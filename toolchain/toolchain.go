@@ -13,9 +13,12 @@ import (
 type Policy string
 
 const (
-	// PolicyContent reads every file of every installation (the default).
+	// PolicyContent reads every file of every installation: proofs of
+	// contents.
 	PolicyContent Policy = "content"
-	// PolicyBuild uses GNU build-ids, source revisions and reported versions.
+	// PolicyBuild uses PyPTO's build records: GNU build-ids, source
+	// revisions, pins and versions, claims a build makes about itself
+	// (the default, as in PyPTO).
 	PolicyBuild Policy = "build"
 )
 
@@ -27,10 +30,15 @@ const PolicyEnv = "PYPTO_CACHE_IDENTITY"
 // build-policy identity, so that changing it forces new keys.
 const EpochEnv = "PYPTO_CACHE_EPOCH"
 
-// ParsePolicy returns the policy named s; "" is PolicyContent.
+// DefaultPolicy is the policy when nothing names one: PyPTO's default.
+const DefaultPolicy = PolicyBuild
+
+// ParsePolicy returns the policy named s; "" is DefaultPolicy.
 func ParsePolicy(s string) (Policy, error) {
 	switch Policy(s) {
-	case "", PolicyContent:
+	case "":
+		return DefaultPolicy, nil
+	case PolicyContent:
 		return PolicyContent, nil
 	case PolicyBuild:
 		return PolicyBuild, nil
@@ -152,7 +160,7 @@ func (t *ToolchainInputs) Component(name string) *ComponentInputs {
 // to the environment (PTOAS_ROOT, ASCEND_HOME_PATH, PTO_ISA_ROOT). Safe for
 // concurrent reads.
 type Config struct {
-	// Policy; "" reads PYPTO_CACHE_IDENTITY, whose default is content.
+	// Policy; "" reads PYPTO_CACHE_IDENTITY, whose default is build.
 	Policy Policy
 	// Platform is a2a3sim, a5sim, a2a3 or a5.
 	Platform string
