@@ -106,14 +106,17 @@ type Kernel struct {
 // Toolchain selects the identity policy and the installation roots. Empty
 // roots are resolved by the toolchain package from the environment.
 type Toolchain struct {
-	Policy      string `json:"policy,omitempty"`
-	PyptoRoot   string `json:"pypto_root,omitempty"`
-	RuntimeRoot string `json:"runtime_root,omitempty"`
-	PtoIsaRoot  string `json:"pto_isa_root,omitempty"`
-	PtoIsaPin   string `json:"pto_isa_pin,omitempty"`
-	PtoIsaURL   string `json:"pto_isa_url,omitempty"`
-	PtoasRoot   string `json:"ptoas_root,omitempty"`
-	CannRoot    string `json:"cann_root,omitempty"`
+	Policy string `json:"policy,omitempty"`
+	// PolicySource says where Policy came from when something other than
+	// the request set it (the settings file); never in the request's JSON.
+	PolicySource string `json:"-"`
+	PyptoRoot    string `json:"pypto_root,omitempty"`
+	RuntimeRoot  string `json:"runtime_root,omitempty"`
+	PtoIsaRoot   string `json:"pto_isa_root,omitempty"`
+	PtoIsaPin    string `json:"pto_isa_pin,omitempty"`
+	PtoIsaURL    string `json:"pto_isa_url,omitempty"`
+	PtoasRoot    string `json:"ptoas_root,omitempty"`
+	CannRoot     string `json:"cann_root,omitempty"`
 }
 
 // Request is a build request.

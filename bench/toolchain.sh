@@ -13,3 +13,8 @@ set -eu
 cd "$(dirname "$0")/.."
 go test -run '^$' -bench 'SideBySide|Capture/warm' \
 	-count "${COUNT:-3}" -benchtime "${BENCHTIME:-15x}" ./toolchain
+
+# BenchmarkFirstIdentity: the first identity of the example toolchain (its
+# host compiler included) under the build and the content policy, side by
+# side in each iteration, and the median ratio content/build.
+go test -run '^$' -bench 'FirstIdentity' -count 1 -benchtime "${FIRST_BENCHTIME:-10x}" ./toolchain

@@ -200,6 +200,7 @@ func (d *Driver) build(ctx context.Context, req *api.Request, resp *api.Response
 		resp.Key = id.key.String()
 	}
 	store := d.opt.Store
+	resp.Warnings = append(resp.Warnings, id.warnings...)
 	if reasons := d.uncachedReasons(id, resp); len(reasons) > 0 {
 		return d.buildUncached(ctx, req, id, reasons, resp)
 	}

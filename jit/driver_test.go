@@ -44,6 +44,13 @@ func loadRequest(t testing.TB, path string) *api.Request {
 	if err := req.Resolve(filepath.Dir(path)); err != nil {
 		t.Fatal(err)
 	}
+	// These tests were written for the content policy, and many run a
+	// shell wrapper as CC, which the build policy (the default, as
+	// PyPTO's) refuses: the example's request names no policy, so name it
+	// here (policy_test.go tests the default).
+	if req.Toolchain.Policy == "" {
+		req.Toolchain.Policy = "content"
+	}
 	return req
 }
 

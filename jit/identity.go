@@ -25,6 +25,8 @@ type identity struct {
 	usable            bool
 	unavailable       []reason
 	fresh             []string
+	warnings          []string // what the build reports beside its outcome
+	policySource      string
 	inputs            *toolchain.ToolchainInputs
 	toolchain         *toolchain.Identity
 	sources           []source
@@ -59,14 +61,15 @@ func (d *Driver) KeyOf(ctx context.Context, req *api.Request) (*KeyReport, error
 		return nil, err
 	}
 	r := &KeyReport{
-		Usable:      id.usable,
-		Policy:      string(id.policy),
-		Record:      id.record,
-		RecordWire:  string(id.encoded),
-		Inputs:      inputs,
-		Unavailable: reasonTexts(id.unavailable),
-		Fresh:       id.fresh,
-		BaseDir:     id.base.dir,
+		Usable:       id.usable,
+		Policy:       string(id.policy),
+		PolicySource: id.policySource,
+		Record:       id.record,
+		RecordWire:   string(id.encoded),
+		Inputs:       inputs,
+		Unavailable:  reasonTexts(id.unavailable),
+		Fresh:        id.fresh,
+		BaseDir:      id.base.dir,
 	}
 	if id.usable {
 		r.Key = id.key.String()
@@ -159,12 +162,16 @@ func (d *Driver) identify(ctx context.Context, req *api.Request, ph *phases) (*i
 		}
 	}
 
-	policy, err := toolchain.ParsePolicy(req.Toolchain.Policy)
-	if req.Toolchain.Policy == "" {
-		policy, err = toolchain.ParsePolicy(getenv(PolicyVariable))
+	policy, source, warning := choosePolicy(req.Toolchain.Policy, getenv(PolicyVariable))
+	if req.Toolchain.PolicySource != "" {
+		source = req.Toolchain.PolicySource
 	}
-	if err != nil {
-		return nil, &api.FieldError{Field: "toolchain.policy", Msg: err.Error()}
+	id.policySource = source
+	if warning != "" {
+		// As PyPTO: the value is refused, the identity unusable, and the
+		// build still runs (uncached).
+		id.unavailable = append(id.unavailable, reason{source + " invalid", warning})
+		id.warnings = append(id.warnings, warning)
 	}
 	id.policy = policy
 
@@ -504,4 +511,23 @@ func (d *Driver) semanticEnv() inventory.Dict {
 		}
 	}
 	return env
+}
+
+// choosePolicy returns the policy the request's field names, else the
+// variable, else the default; an unknown value gives the default (to
+// resolve the tools the build runs) and a warning naming where the value
+// came from.
+func choosePolicy(field, variable string) (p toolchain.Policy, where, warning string) {
+	where, value := "toolchain.policy", field
+	switch {
+	case field == "" && variable == "":
+		where = "default"
+	case field == "":
+		where, value = PolicyVariable, variable
+	}
+	p, err := toolchain.ParsePolicy(value)
+	if err != nil {
+		return toolchain.DefaultPolicy, where, where + ": " + err.Error() + ": the toolchain identity is unusable and the build runs uncached"
+	}
+	return p, where, ""
 }

@@ -31,6 +31,9 @@ type KeyReport struct {
 	// component, source or extra source.
 	Usable bool   `json:"usable"`
 	Policy string `json:"policy"`
+	// PolicySource says what chose Policy: toolchain.policy,
+	// PYPTO_CACHE_IDENTITY, ptojit.conf policy or default.
+	PolicySource string `json:"policy_source"`
 	// Record is the key record; components that are unavailable hold None.
 	Record inventory.Value `json:"-"`
 	// RecordWire is the canonical encoding of Record.
@@ -247,6 +250,9 @@ func (r *KeyReport) WriteTree(w io.Writer) error {
 	}
 	if r.BaseDir != "" {
 		fmt.Fprintf(&b, "base %s (paths under it are relative)\n", r.BaseDir)
+	}
+	if r.Policy != "" {
+		fmt.Fprintf(&b, "policy %s (%s)\n", r.Policy, r.PolicySource)
 	}
 	d, headers, err := keyFields(r.Record)
 	if err != nil {

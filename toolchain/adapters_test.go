@@ -208,6 +208,7 @@ func TestResolveMissingPtoas(t *testing.T) {
 	isa, pin := newIsaRepo(t)
 	cann := makeCann(t, cannInfo)
 	cfg := Config{
+		Policy:   PolicyContent,
 		Platform: "a2a3", PyptoRoot: filepath.Join(dir, "pypto"), RuntimeRoot: filepath.Join(dir, "runtime"),
 		PtoIsaRoot: isa, PtoIsaPin: pin, CannRoot: cann,
 		Getenv: func(k string) string {
@@ -260,8 +261,18 @@ func TestResolveMissingPtoas(t *testing.T) {
 	}
 	env := map[string]string{PolicyEnv: "build", EpochEnv: "7"}
 	in, err = Resolve(context.Background(), Config{Platform: "a5", Getenv: func(k string) string { return env[k] }})
-	if err != nil || in.Policy != PolicyBuild || in.Epoch != "7" {
+	if err != nil || in.Policy != PolicyBuild || in.Epoch != "7" || !in.EpochSet {
 		t.Fatalf("PYPTO_CACHE_IDENTITY: %v %+v", err, in)
+	}
+	// Nothing names a policy: build, PyPTO's default; content one setting
+	// away.
+	env = map[string]string{}
+	if in, err = Resolve(context.Background(), Config{Platform: "a5", Environ: []string{}, Getenv: func(k string) string { return env[k] }}); err != nil || in.Policy != PolicyBuild || in.EpochSet {
+		t.Fatalf("default policy: %v %+v", err, in)
+	}
+	env[PolicyEnv] = "content"
+	if in, err = Resolve(context.Background(), Config{Platform: "a5", Getenv: func(k string) string { return env[k] }}); err != nil || in.Policy != PolicyContent {
+		t.Fatalf("PYPTO_CACHE_IDENTITY=content: %v %+v", err, in)
 	}
 }
 

@@ -1,287 +1,184 @@
 package toolchain
 
 import (
-	"bytes"
-	"crypto/sha256"
-	"debug/elf"
-	"encoding/binary"
-	"encoding/hex"
 	"errors"
-	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
-	"slices"
-	"strings"
-	"sync"
-
-	git "github.com/go-git/go-git/v5"
 
 	"github.com/ptojit/ptojit/inventory"
 )
 
 // Build policy
 //
-// Under PolicyBuild a component's evidence is {"build": B}, B a Dict with
+// Under PolicyBuild a component's evidence is PyPTO's:
 //
-//	"epoch"     Str   PYPTO_CACHE_EPOCH ("" when unset), always present
-//	"revision"  Str   the verified revision, when there is one (roots unread)
-//	"version"   Str   the reported version, when there is one
-//	"roots"     List  one record per root, unless a revision covers them:
-//	    ("git", path, head, [extra...])   a clean git checkout at HEAD head;
-//	                                       extra lists its untracked ELF files
-//	    ("tree", path, [entry...])         any other root
-//	  entry = ("elf", rel, build_id_hex)   an ELF file with a GNU build-id
-//	        | ("file", rel, size, sha256)  any other file
-//	        | ("symlink", rel, target)     a symlink (not followed)
+//	{"reported_version": digest(("build-identity-v1", epoch, value))}
 //
-// A git checkout is dirty, and the component unavailable, when HEAD's tree,
-// the index and the worktree's tracked files disagree, or when an untracked
-// file is anything but an ELF file with a build-id or Python bytecode
-// (__pycache__, .pyc, .pyo). Build-ids, revisions and versions are claims a
-// build makes about itself; the policy trusts them to avoid reading large
-// binaries and source trees.
+// epoch None when PYPTO_CACHE_EPOCH is unset, else its value, and value
+// the component's record as PyPTO's _build_identity builds it (see
+// doc.go). A component for which PyPTO would have no identity because
+// ptojit's installation lacks what PyPTO reads (no native extension, no
+// runtime revision, an unverified PTO-ISA pin, a ptoas launcher that is
+// neither an ELF file nor a console script, a CANN platform) is identified
+// by its contents instead: value ("ptojit-content", content digest).
 
 // ntGNUBuildID is the note type of a GNU build-id.
 const ntGNUBuildID = 3
 
-// maxNoteBytes bounds the ELF note data read for a build-id.
-const maxNoteBytes = 1 << 16
-
-// buildIdentity is the build-policy identity of one component.
-func buildIdentity(name string, ci ComponentInputs, epoch string, before func(string) error) ComponentIdentity {
-	out := ComponentIdentity{Name: name}
-	b := inventory.Dict{"epoch": inventory.StrFromOSBytes(epoch)}
-	if ci.VerifiedRevision != "" {
-		b["revision"] = inventory.Str(ci.VerifiedRevision)
-	}
-	if ci.ReportedVersion != "" {
-		b["version"] = inventory.StrFromOSBytes(ci.ReportedVersion)
-	}
-	if ci.VerifiedRevision == "" && len(ci.Roots) > 0 {
-		var roots inventory.List
-		for _, r := range ci.Roots {
-			rec, files, reason := buildRoot(r.Path(), before)
-			if reason != "" {
-				out.Unavailable = reason
-				return out
-			}
-			out.Files += files
-			roots = append(roots, rec)
-		}
-		b["roots"] = roots
-	}
-	if len(b) == 1 {
-		out.Unavailable = "no evidence: no content inputs, revision or version"
-		return out
-	}
-	return finish(out, inventory.Dict{"build": b})
+// buildSpec is what resolution found for the build policy: key describes
+// the selection (for the memo), read computes the value from the files,
+// calling before with each directory it reads from.
+type buildSpec struct {
+	key  inventory.Value
+	read func(before func(string) error) (inventory.Value, string)
 }
 
-// buildRoot returns the build-policy record of one root.
-func buildRoot(root string, before func(string) error) (inventory.Value, int, string) {
-	if fi, err := os.Stat(filepath.Join(root, ".git")); err == nil && fi.IsDir() {
-		return sourceCheckout(root, before)
+// buildIdentity is the build-policy identity of one component.
+func buildIdentity(name string, ci ComponentInputs, in *ToolchainInputs, before func(string) error) ComponentIdentity {
+	out := ComponentIdentity{Name: name}
+	if before == nil {
+		before = func(string) error { return nil }
 	}
-	var entries inventory.List
-	files := 0
-	fi, err := os.Stat(root)
-	if err != nil {
-		return nil, 0, "root " + root + ": " + errText(err)
-	}
-	if !fi.IsDir() {
-		e, reason := buildFile(root, "")
-		if reason != "" {
-			return nil, 0, reason
+	// Each root directory is watched itself, so that renaming it away
+	// drops what was read under it (the records read below watch the
+	// directories they list).
+	for _, r := range ci.Roots {
+		if fi, err := os.Stat(r.Path()); err == nil && fi.IsDir() {
+			if err := before(r.Path()); err != nil {
+				out.Unavailable = "cannot watch " + r.Path() + ": " + err.Error()
+				return out
+			}
 		}
-		return inventory.T(inventory.Str("tree"), inventory.StrFromOSBytes(root), inventory.List{e}), 1, ""
 	}
-	err = filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+	var value inventory.Value
+	if ci.build != nil {
+		v, reason := ci.build.read(before)
+		if reason != "" {
+			out.Unavailable = reason
+			return out
+		}
+		value = v
+	} else {
+		v, files, reason := contentFallback(ci, before)
+		if reason != "" {
+			out.Unavailable = reason
+			return out
+		}
+		value, out.Files = v, files
+	}
+	rv, err := ReportedBuild(in.Epoch, in.EpochSet, value)
+	if err != nil {
+		out.Unavailable = "build record has no identity: " + err.Error()
+		return out
+	}
+	return finish(out, inventory.Dict{"reported_version": inventory.Str(rv)})
+}
+
+// contentFallback is ("ptojit-content", hex of the roots' fingerprint or
+// None, the reported version or None).
+func contentFallback(ci ComponentInputs, before func(string) error) (inventory.Value, int, string) {
+	var version inventory.Value = inventory.None{}
+	if ci.ReportedVersion != "" {
+		version = inventory.StrFromOSBytes(ci.ReportedVersion)
+	}
+	if len(ci.Roots) == 0 {
+		if ci.ReportedVersion == "" {
+			return nil, 0, "no evidence: no content inputs, revision or version"
+		}
+		return inventory.T(inventory.Str("ptojit-content"), inventory.None{}, version), 0, ""
+	}
+	content, err := inventory.FingerprintWith(ci.Roots, inventory.FingerprintOptions{BeforeDir: before})
+	if err != nil {
+		return nil, 0, readFailure(err)
+	}
+	if content.Files == 0 {
+		return nil, 0, "empty inventory: its roots hold no file"
+	}
+	return inventory.T(inventory.Str("ptojit-content"), inventory.Str(content.Digest.String()), version), content.Files, ""
+}
+
+// fileRecord is NativeBuildID(path) as a value, after before(dir).
+func fileRecord(path string, before func(string) error) (inventory.Value, error) {
+	if err := before(filepath.Dir(path)); err != nil {
+		return nil, err
+	}
+	e, err := NativeBuildID(path)
+	if err != nil {
+		return nil, err
+	}
+	return e.Value(), nil
+}
+
+// optionalFile is fileRecord, or (None, None) for path "" (the pair
+// PyPTO's records hold for a native file: its path and its evidence).
+func optionalFile(path string, before func(string) error) (inventory.Value, inventory.Value, error) {
+	if path == "" {
+		return inventory.None{}, inventory.None{}, nil
+	}
+	rec, err := fileRecord(path, before)
+	if err != nil {
+		return nil, nil, err
+	}
+	return inventory.StrFromOSBytes(path), rec, nil
+}
+
+// sourcePackages is PyPTO's _python_package list [(root, digest)] for one
+// package directory, or None when dir is "".
+func sourcePackages(dir string, before func(string) error) (inventory.Value, error) {
+	if dir == "" {
+		return inventory.None{}, nil
+	}
+	if err := watchDirs(dir, before); err != nil {
+		return nil, err
+	}
+	d, err := PythonSources(dir)
+	if err != nil {
+		return nil, err
+	}
+	return inventory.List{inventory.T(inventory.StrFromOSBytes(dir), inventory.Str(d))}, nil
+}
+
+// watchDirs calls before with every directory under root, .git excluded.
+func watchDirs(root string, before func(string) error) error {
+	return filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
 		}
-		rel := relSlash(root, p)
-		switch {
-		case d.IsDir():
-			if rel != "" && (d.Name() == ".git" || d.Name() == "__pycache__") {
-				return filepath.SkipDir
-			}
-			if before != nil {
-				return before(p)
-			}
+		if !d.IsDir() {
 			return nil
-		case d.Type()&fs.ModeSymlink != 0:
-			target, err := os.Readlink(p)
-			if err != nil {
-				return err
-			}
-			entries = append(entries, inventory.T(inventory.Str("symlink"), inventory.StrFromOSBytes(rel), inventory.StrFromOSBytes(target)))
-			return nil
-		case isBytecode(d.Name()):
-			return nil
-		case !d.Type().IsRegular():
-			return errors.New(rel + " is not a regular file")
 		}
-		e, reason := buildFile(p, rel)
-		if reason != "" {
-			return errors.New(reason)
+		if d.Name() == ".git" && p != root {
+			return filepath.SkipDir
 		}
-		entries = append(entries, e)
-		files++
-		return nil
+		return before(p)
 	})
-	if err != nil {
-		return nil, 0, "root " + root + ": " + errText(err)
-	}
-	if len(entries) == 0 {
-		// An empty required installation inventory is unavailable.
-		return nil, 0, "empty inventory: root " + root + " holds no file"
-	}
-	return inventory.T(inventory.Str("tree"), inventory.StrFromOSBytes(root), entries), files, ""
 }
 
-// buildFile identifies one file by its build-id, else its content.
-func buildFile(p, rel string) (inventory.Value, string) {
-	f, err := os.Open(p)
-	if err != nil {
-		return nil, "cannot read " + rel + ": " + errText(err)
-	}
-	defer f.Close()
-	if id := BuildID(f); id != nil {
-		return inventory.T(inventory.Str("elf"), inventory.StrFromOSBytes(rel), inventory.Str(hex.EncodeToString(id))), ""
-	}
-	if _, err := f.Seek(0, io.SeekStart); err != nil {
-		return nil, "cannot read " + rel + ": " + errText(err)
-	}
-	h := sha256.New()
-	n, err := io.Copy(h, f)
-	if err != nil {
-		return nil, "cannot read " + rel + ": " + errText(err)
-	}
-	return inventory.T(inventory.Str("file"), inventory.StrFromOSBytes(rel), inventory.IntOf(n), inventory.Str(hex.EncodeToString(h.Sum(nil)))), ""
-}
-
-// BuildID returns the GNU build-id of the ELF file r, or nil when r is not
-// an ELF file or has none. It reads the note sections (else the PT_NOTE
-// segments), not the whole file.
-func BuildID(r io.ReaderAt) []byte {
-	var magic [4]byte
-	if _, err := r.ReadAt(magic[:], 0); err != nil || string(magic[:]) != elf.ELFMAG {
-		return nil
-	}
-	f, err := elf.NewFile(r)
-	if err != nil {
-		return nil
-	}
-	var readers []io.Reader
-	for _, s := range f.Sections {
-		if s.Type == elf.SHT_NOTE && s.Size <= maxNoteBytes {
-			readers = append(readers, s.Open())
-		}
-	}
-	if len(readers) == 0 {
-		for _, p := range f.Progs {
-			if p.Type == elf.PT_NOTE && p.Filesz <= maxNoteBytes {
-				readers = append(readers, p.Open())
-			}
-		}
-	}
-	for _, rd := range readers {
-		data, err := io.ReadAll(io.LimitReader(rd, maxNoteBytes))
+// firstMatch returns the first sorted match of pattern under dir whose
+// real path is a regular file, resolved as PyPTO's
+// Path.resolve(strict=True); "" when none.
+func firstMatch(dir, pattern string) string {
+	ms, _ := filepath.Glob(filepath.Join(dir, pattern))
+	for _, m := range ms {
+		real, err := filepath.EvalSymlinks(m)
 		if err != nil {
 			continue
 		}
-		if id := gnuBuildID(data, f.ByteOrder); id != nil {
-			return id
+		if fi, err := os.Stat(real); err == nil && fi.Mode().IsRegular() {
+			abs, err := filepath.Abs(real)
+			if err == nil {
+				return abs
+			}
 		}
 	}
-	return nil
+	return ""
 }
 
-// gnuBuildID finds the NT_GNU_BUILD_ID note with owner "GNU" in note data.
-func gnuBuildID(data []byte, order binary.ByteOrder) []byte {
-	for len(data) >= 12 {
-		namesz, descsz, typ := order.Uint32(data), order.Uint32(data[4:]), order.Uint32(data[8:])
-		data = data[12:]
-		nlen, dlen := align4(uint64(namesz)), align4(uint64(descsz))
-		if nlen > uint64(len(data)) || dlen > uint64(len(data))-nlen {
-			return nil
-		}
-		name := data[:namesz]
-		desc := data[nlen : nlen+uint64(descsz)]
-		if typ == ntGNUBuildID && bytes.Equal(name, []byte("GNU\x00")) && len(desc) > 0 {
-			return bytes.Clone(desc)
-		}
-		data = data[nlen+dlen:]
+func errReason(err error) string {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return pe.Path + ": " + errText(pe.Err)
 	}
-	return nil
-}
-
-func align4(n uint64) uint64 { return (n + 3) &^ 3 }
-
-func relSlash(root, p string) string {
-	rel, err := filepath.Rel(root, p)
-	if err != nil || rel == "." {
-		return ""
-	}
-	return filepath.ToSlash(rel)
-}
-
-// sourceCheckout identifies a git checkout by its HEAD when it is clean in
-// the build policy's sense (see the comment above).
-func sourceCheckout(root string, before func(string) error) (inventory.Value, int, string) {
-	repo, err := git.PlainOpen(root)
-	if err != nil {
-		return nil, 0, "source checkout " + root + ": " + err.Error()
-	}
-	head, err := repo.Head()
-	if err != nil {
-		return nil, 0, "source checkout " + root + ": cannot read HEAD: " + err.Error()
-	}
-	var extra inventory.List
-	var mu sync.Mutex
-	files := 0
-	allow := func(rel, full string) string {
-		base := rel[strings.LastIndexByte(rel, '/')+1:]
-		if isBytecode(base) || strings.Contains("/"+rel, "/__pycache__/") {
-			return ""
-		}
-		f, err := os.Open(full)
-		if err != nil {
-			return "cannot read " + rel + ": " + errText(err)
-		}
-		defer f.Close()
-		id := BuildID(f)
-		if id == nil {
-			return "untracked file " + rel + " is not an ELF file with a build-id"
-		}
-		mu.Lock()
-		extra = append(extra, inventory.T(inventory.Str("elf"), inventory.StrFromOSBytes(rel), inventory.Str(hex.EncodeToString(id))))
-		files++
-		mu.Unlock()
-		return ""
-	}
-	check, err := checkWorktree(root, head.Hash().String(), before, allow)
-	if err != nil {
-		return nil, 0, err.Error()
-	}
-	if !check.Verified {
-		return nil, 0, "dirty source checkout " + root + ": " + check.Reason
-	}
-	sortByRel(extra)
-	return inventory.T(inventory.Str("git"), inventory.StrFromOSBytes(root), inventory.Str(head.Hash().String()), extra), files, ""
-}
-
-// sortByRel sorts ("elf", rel, id) records by rel: the parallel walk finds
-// them in no particular order.
-func sortByRel(l inventory.List) {
-	rel := func(v inventory.Value) string { return string(v.(inventory.Tuple)[1].(inventory.Str)) }
-	slices.SortFunc(l, func(a, b inventory.Value) int { return strings.Compare(rel(a), rel(b)) })
-}
-
-// isBytecode reports a file named as Python bytecode, by pathlib's suffix
-// (inventory.Suffix): a file named ".pyc" is not bytecode.
-func isBytecode(name string) bool {
-	s := inventory.Suffix(name)
-	return s == ".pyc" || s == ".pyo"
+	return err.Error()
 }

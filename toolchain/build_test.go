@@ -1,9 +1,7 @@
 package toolchain
 
 import (
-	"bytes"
 	"context"
-	"encoding/hex"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -33,104 +31,192 @@ func compileELF(t *testing.T, dir, name, buildID string) string {
 	return out
 }
 
-func TestBuildID(t *testing.T) {
+func TestNativeBuildIDOfLinkedFile(t *testing.T) {
 	p := compileELF(t, t.TempDir(), "libk.so", knownBuildID)
+	if e, err := NativeBuildID(p); err != nil || e != (FileEvidence{"gnu-build-id", knownBuildID}) {
+		t.Fatalf("%v %v", e, err)
+	}
 	b, _ := os.ReadFile(p)
-	if got := hex.EncodeToString(BuildID(bytes.NewReader(b))); got != knownBuildID {
-		t.Fatalf("build-id %q", got)
-	}
-	if BuildID(bytes.NewReader([]byte("#!/bin/sh\n"))) != nil {
-		t.Fatal("build-id of a script")
-	}
-	if BuildID(bytes.NewReader(b[:64])) != nil {
-		t.Fatal("build-id of a truncated ELF file")
+	trunc := filepath.Join(t.TempDir(), "t.so")
+	os.WriteFile(trunc, b[:64], 0o644)
+	if e, _ := NativeBuildID(trunc); e.Kind != "sha256" {
+		t.Fatalf("truncated ELF file: %v", e)
 	}
 }
 
-func buildDigest(t *testing.T, name string, ci ComponentInputs, epoch string) ComponentIdentity {
+// runGit runs git in dir, failing the test on error.
+func runGit(t *testing.T, dir string, args ...string) string {
 	t.Helper()
-	return buildIdentity(name, ci, epoch, nil)
+	cmd := exec.Command("git", append([]string{"-C", dir, "-c", "user.name=t", "-c", "user.email=t@example.invalid"}, args...)...)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("git %v: %v\n%s", args, err, out)
+	}
+	return strings.TrimSpace(string(out))
 }
 
-func TestBuildPolicyTree(t *testing.T) {
-	dir := t.TempDir()
-	compileELF(t, dir, "lib/libk.so", knownBuildID)
-	writeFiles(t, dir, map[string]string{"include/k.h": "int kernel(int);\n", "lib/current": "->libk.so", "mod/__pycache__/m.pyc": "x", "mod/m.pyc": "x", "mod/.pyc": "x"})
-	ci := ComponentInputs{Roots: []inventory.ContentRoot{mustRoot(t, dir)}}
-	a := buildDigest(t, Runtime, ci, "")
-	if a.Unavailable != "" {
-		t.Fatal(a.Unavailable)
+// runtimeCheckout is a committed runtime checkout with a pin file and a
+// .gitignore that ignores build/.
+func runtimeCheckout(t *testing.T) string {
+	t.Helper()
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Skip("no git")
 	}
-	rec := a.Evidence["build"].(inventory.Dict)["roots"].(inventory.List)[0].(inventory.Tuple)
-	entries := rec[2].(inventory.List)
-	kinds := map[string]string{}
-	for _, e := range entries {
-		et := e.(inventory.Tuple)
-		kinds[string(et[1].(inventory.Str))] = string(et[0].(inventory.Str))
-	}
-	// "mod/.pyc" has no pathlib suffix: it is not bytecode and contributes.
-	if kinds["lib/libk.so"] != "elf" || kinds["include/k.h"] != "file" || kinds["lib/current"] != "symlink" || kinds["mod/.pyc"] != "file" || len(kinds) != 4 {
-		t.Fatalf("entries %v", kinds)
-	}
-	// The epoch forces a new digest; a rebuilt library with a new build-id
-	// too; the content policy never shares a digest with the build policy.
-	if b := buildDigest(t, Runtime, ci, "2"); b.Digest == a.Digest {
-		t.Fatal("epoch ignored")
-	}
-	compileELF(t, dir, "lib/libk.so", "ffffffffffffffff0011223344556677")
-	if b := buildDigest(t, Runtime, ci, ""); b.Digest == a.Digest {
-		t.Fatal("build-id ignored")
-	}
-	if c := contentIdentity(Runtime, ci, inventory.FingerprintOptions{}); c.Digest == a.Digest || c.Unavailable != "" {
-		t.Fatal("policies share a digest")
-	}
-	// Revisions and versions.
-	v := buildDigest(t, Ptoas, ComponentInputs{ReportedVersion: "ptoas 1"}, "")
-	if v.Evidence["build"].(inventory.Dict)["version"] != inventory.Str("ptoas 1") {
-		t.Fatalf("%v", v.Evidence)
-	}
-	if cv := contentIdentity(Ptoas, ComponentInputs{ReportedVersion: "ptoas 1"}, inventory.FingerprintOptions{}); cv.Digest == v.Digest {
-		t.Fatal("policies share a version digest")
-	}
+	dir := filepath.Join(t.TempDir(), "runtime")
+	writeFiles(t, dir, map[string]string{"include/rt.h": "int rt;\n", "pto_isa.pin": strings.Repeat("a", 40) + "\n", ".gitignore": "build/\n"})
+	runGit(t, dir, "init", "-q")
+	runGit(t, dir, "add", ".")
+	runGit(t, dir, "commit", "-qm", "fixture")
+	return dir
 }
 
-func TestBuildPolicyCheckout(t *testing.T) {
-	dir, pin := newIsaRepo(t)
-	ci := ComponentInputs{Roots: []inventory.ContentRoot{mustRoot(t, dir)}}
-	clean := buildDigest(t, Pypto, ci, "")
+func runtimeIdentity(t *testing.T, root string) ComponentIdentity {
+	t.Helper()
+	cfg := Config{Environ: os.Environ()}
+	spec := runtimeBuild(&cfg, root)
+	if spec == nil {
+		t.Fatal("a checkout has no build record")
+	}
+	ci := proven(ComponentInputs{Roots: []inventory.ContentRoot{mustRoot(t, root)}})
+	ci.build = spec
+	return buildIdentity(Runtime, ci, &ToolchainInputs{}, nil)
+}
+
+// TestBuildPolicyDirtyRuntime: PyPTO's rule. Ignored build outputs leave
+// the checkout clean (and pto_isa_build.json is part of the record); an
+// untracked file or a modified tracked file, in a checkout or in a worktree
+// whose .git is a file, makes it unavailable.
+func TestBuildPolicyDirtyRuntime(t *testing.T) {
+	root := runtimeCheckout(t)
+	clean := runtimeIdentity(t, root)
 	if clean.Unavailable != "" {
 		t.Fatal(clean.Unavailable)
 	}
-	rec := clean.Evidence["build"].(inventory.Dict)["roots"].(inventory.List)[0].(inventory.Tuple)
-	if rec[0] != inventory.Str("git") || rec[2] != inventory.Str(pin) {
-		t.Fatalf("record %v", rec)
+	writeFiles(t, root, map[string]string{"build/lib/pto_isa_build.json": "{}", "build/CMakeCache.txt": "x"})
+	built := runtimeIdentity(t, root)
+	if built.Unavailable != "" || built.Digest == clean.Digest {
+		t.Fatalf("ignored build outputs: %q (digest changed: %v)", built.Unavailable, built.Digest != clean.Digest)
 	}
-	// Python bytecode and an untracked ELF file with a build-id are
-	// accounted for; the ELF file's build-id is part of the identity.
-	writeFiles(t, dir, map[string]string{"python/pto_isa/__pycache__/x.pyc": "x"})
-	if d := buildDigest(t, Pypto, ci, ""); d.Unavailable != "" || d.Digest != clean.Digest {
-		t.Fatalf("bytecode: %+v", d.Unavailable)
+	writeFiles(t, root, map[string]string{"new_helper.py": "pass\n"})
+	if d := runtimeIdentity(t, root); !strings.Contains(d.Unavailable, "uncommitted changes") {
+		t.Fatalf("untracked file: %q", d.Unavailable)
 	}
-	compileELF(t, dir, "build/lib/libpto.so", knownBuildID)
-	withLib := buildDigest(t, Pypto, ci, "")
-	if withLib.Unavailable != "" || withLib.Digest == clean.Digest {
-		t.Fatalf("build output: %q", withLib.Unavailable)
+	os.Remove(filepath.Join(root, "new_helper.py"))
+	wt := filepath.Join(t.TempDir(), "wt")
+	runGit(t, root, "worktree", "add", "-q", wt)
+	if fi, err := os.Lstat(filepath.Join(wt, ".git")); err != nil || fi.IsDir() {
+		t.Fatalf("worktree .git: %v", err)
 	}
-	// Anything else untracked, or a modified file, is a dirty checkout.
-	writeFiles(t, dir, map[string]string{"build/CMakeCache.txt": "x"})
-	if d := buildDigest(t, Pypto, ci, ""); !strings.Contains(d.Unavailable, "dirty source checkout") {
-		t.Fatalf("untracked text file: %q", d.Unavailable)
+	if d := runtimeIdentity(t, wt); d.Unavailable != "" {
+		t.Fatalf("clean worktree: %q", d.Unavailable)
 	}
-	os.RemoveAll(filepath.Join(dir, "build"))
-	appendFile(t, filepath.Join(dir, "README.md"), "local change\n")
-	if d := buildDigest(t, Pypto, ci, ""); !strings.Contains(d.Unavailable, "dirty source checkout") {
-		t.Fatalf("modified file: %q", d.Unavailable)
+	appendFile(t, filepath.Join(wt, "include/rt.h"), "int edit;\n")
+	if d := runtimeIdentity(t, wt); !strings.Contains(d.Unavailable, "uncommitted changes") {
+		t.Fatalf("edited worktree: %q", d.Unavailable)
 	}
-	// A verified revision stands for the roots.
-	r := buildDigest(t, PtoIsa, ComponentInputs{Roots: ci.Roots, VerifiedRevision: pin}, "")
-	if r.Unavailable != "" || r.Evidence["build"].(inventory.Dict)["roots"] != nil {
-		t.Fatalf("%+v", r)
+	if runtimePin(root) != strings.Repeat("a", 40) {
+		t.Fatalf("pin %q", runtimePin(root))
 	}
+}
+
+// TestBuildPolicyEpoch: an unset epoch (None) and an empty one ("") are
+// different records, as in PyPTO.
+func TestBuildPolicyEpoch(t *testing.T) {
+	v := inventory.Str("v")
+	unset, _ := ReportedBuild("", false, v)
+	empty, _ := ReportedBuild("", true, v)
+	one, _ := ReportedBuild("1", true, v)
+	if unset == empty || empty == one || unset == one {
+		t.Fatal("epochs collide")
+	}
+	cfg := Config{Environ: []string{"PYPTO_CACHE_EPOCH="}}
+	if e, set := cfg.lookupEpoch(); e != "" || !set {
+		t.Fatal("an empty epoch reads as unset")
+	}
+	cfg = Config{Environ: []string{}}
+	if _, set := cfg.lookupEpoch(); set {
+		t.Fatal("no epoch reads as set")
+	}
+}
+
+// TestBuildPolicyRecords: the records resolution builds have PyPTO's
+// shapes, computed from the files as PyPTO computes them.
+func TestBuildPolicyRecords(t *testing.T) {
+	dir := t.TempDir()
+	writeFiles(t, dir, map[string]string{"pypto/pypto/__init__.py": "pass\n", "pypto/pypto/jit.py": "x = 1\n"})
+	native := compileELF(t, dir, "pypto/pypto/pypto_core.cpython-311.so", knownBuildID)
+	cfg := Config{Environ: os.Environ()}
+	spec := pyptoBuild(context.Background(), &cfg, filepath.Join(dir, "pypto"))
+	v, reason := spec.read(func(string) error { return nil })
+	if reason != "" {
+		t.Fatal(reason)
+	}
+	pkg := filepath.Join(dir, "pypto", "pypto")
+	srcs, _ := PythonSources(pkg)
+	tu := v.(inventory.Tuple)
+	wantSrcs := inventory.List{inventory.T(inventory.Str(pkg), inventory.Str(srcs))}
+	if len(tu) != 5 || !sameValue(tu[0], wantSrcs) || tu[1] != inventory.Str(native) ||
+		!sameValue(tu[2], inventory.T(inventory.Str("gnu-build-id"), inventory.Str(knownBuildID))) {
+		t.Fatalf("pypto record %v", v)
+	}
+	if _, err := exec.LookPath("python3"); err == nil && (tu[3] == inventory.None{} || !strings.HasPrefix(string(tu[4].(inventory.Str)), "cpython-")) {
+		t.Fatalf("python version and tag %v %v", tu[3], tu[4])
+	}
+	// A standalone ELF ptoas: (real path, evidence).
+	p := ptoasBuild(native)
+	pv, reason := p.read(func(string) error { return nil })
+	if reason != "" || !sameValue(pv, inventory.T(inventory.Str(native), tu[2])) {
+		t.Fatalf("ptoas record %v %q", pv, reason)
+	}
+	script := filepath.Join(dir, "ptoas.sh")
+	writeFiles(t, dir, map[string]string{"ptoas.sh": "#!/bin/sh\n"})
+	if ptoasBuild(script) != nil {
+		t.Fatal("a shell launcher has an ELF record")
+	}
+}
+
+// TestBuildPolicyHostCompiler: each selected compiler is (invoked,
+// version, invoked evidence, driver evidence, [cc1plus, collect2, as, ld]).
+func TestBuildPolicyHostCompiler(t *testing.T) {
+	cc, err1 := exec.LookPath("cc")
+	cxx, err2 := exec.LookPath("c++")
+	if err1 != nil || err2 != nil {
+		t.Skip("no host compilers")
+	}
+	cfg := Config{Environ: os.Environ()}
+	v, reason := deviceBuild(&cfg, cc, cxx).read(func(string) error { return nil })
+	if reason != "" {
+		t.Skipf("compiler not identifiable here: %s", reason)
+	}
+	l := v.(inventory.List)
+	if len(l) != 2 {
+		t.Fatalf("%v", v)
+	}
+	for i, c := range []string{cc, cxx} {
+		tu := l[i].(inventory.Tuple)
+		progs := tu[4].(inventory.List)
+		if tu[0] != inventory.Str(c) || len(tu) != 5 || len(progs) != 4 || progs[0].(inventory.Tuple)[0] != inventory.Str("cc1plus") {
+			t.Fatalf("compiler record %v", tu)
+		}
+		real, _ := filepath.EvalSymlinks(c)
+		if e, _ := NativeBuildID(real); !sameValue(tu[2], e.Value()) || !sameValue(tu[3], e.Value()) {
+			t.Fatalf("driver evidence %v %v", tu[2], tu[3])
+		}
+	}
+	// A wrapper whose COLLECT_GCC names another driver is refused.
+	if _, reason := driverExecuted(&cfg, "COLLECT_GCC="+cxx+"\n", cc); reason == "" {
+		if r1, _ := filepath.EvalSymlinks(cc); r1 != mustReal(t, cxx) {
+			t.Fatal("an untracked wrapper was accepted")
+		}
+	}
+}
+
+func mustReal(t *testing.T, p string) string {
+	r, err := filepath.EvalSymlinks(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
 }
 
 // TestPoliciesNeverShareToolchainDigests: the same inputs under the two
@@ -150,10 +236,21 @@ func TestPoliciesNeverShareToolchainDigests(t *testing.T) {
 			t.Errorf("%s shares a digest", Names[i])
 		}
 	}
-	// The epoch is part of the memo key.
-	bin.Epoch = "1"
-	e, _ := c.Capture(context.Background(), &bin)
-	if e.Digest == build.Digest {
-		t.Fatal("epoch ignored by the memo")
+	// The epoch is part of the memo key, and set-but-empty is not unset.
+	for _, e := range []struct {
+		v   string
+		set bool
+	}{{"", true}, {"1", true}} {
+		bin.Epoch, bin.EpochSet = e.v, e.set
+		if got, _ := c.Capture(context.Background(), &bin); got.Digest == build.Digest {
+			t.Fatalf("epoch %+v ignored by the memo", e)
+		}
 	}
+}
+
+// sameValue compares two records by their encoding.
+func sameValue(a, b inventory.Value) bool {
+	da, errA := inventory.Digest(a)
+	db, errB := inventory.Digest(b)
+	return errA == nil && errB == nil && da == db
 }

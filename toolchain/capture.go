@@ -93,7 +93,7 @@ func (c *InstallationIdentityCache) Capture(ctx context.Context, in *ToolchainIn
 			id.Components[i] = ComponentIdentity{Name: name, Unavailable: reason}
 			continue
 		}
-		key := memoKey(policy, in.Epoch, name, ci)
+		key := memoKey(policy, in, name, ci)
 		c.mu.Lock()
 		m, gen := c.memo[key], c.gen
 		c.mu.Unlock()
@@ -104,7 +104,7 @@ func (c *InstallationIdentityCache) Capture(ctx context.Context, in *ToolchainIn
 		inputs := *ci
 		fk := key.String() + "@" + strconv.FormatUint(gen, 10)
 		ch := c.flight.DoChan(fk, func() (any, error) {
-			return c.read(policy, in.Epoch, name, inputs, key, gen), nil
+			return c.read(policy, in, name, inputs, key, gen), nil
 		})
 		waits = append(waits, pending{i, ch})
 	}
@@ -132,7 +132,7 @@ func (c *InstallationIdentityCache) Capture(ctx context.Context, in *ToolchainIn
 
 // read computes one component's identity and memoizes it when it has a
 // digest and no Forget ran meanwhile.
-func (c *InstallationIdentityCache) read(policy Policy, epoch, name string, ci ComponentInputs, key inventory.Sum, gen uint64) ComponentIdentity {
+func (c *InstallationIdentityCache) read(policy Policy, in *ToolchainInputs, name string, ci ComponentInputs, key inventory.Sum, gen uint64) ComponentIdentity {
 	// A flight that finished between the caller's memo lookup and its
 	// joining the group has memoized the answer already.
 	c.mu.Lock()
@@ -156,7 +156,7 @@ func (c *InstallationIdentityCache) read(policy Policy, epoch, name string, ci C
 	var out ComponentIdentity
 	switch policy {
 	case PolicyBuild:
-		out = buildIdentity(name, ci, epoch, before)
+		out = buildIdentity(name, ci, in, before)
 	default:
 		out = contentIdentity(name, ci, inventory.FingerprintOptions{Workers: c.opt.Workers, BeforeDir: before})
 	}
@@ -286,17 +286,23 @@ func readFailure(err error) string {
 }
 
 // memoKey is the digest of the complete resolved inventory of a component.
-func memoKey(policy Policy, epoch, name string, ci *ComponentInputs) inventory.Sum {
+func memoKey(policy Policy, in *ToolchainInputs, name string, ci *ComponentInputs) inventory.Sum {
 	roots := make(inventory.List, len(ci.Roots))
 	for i, r := range ci.Roots {
 		roots[i] = inventory.T(inventory.StrFromOSBytes(r.Path()), inventory.Bool(rootPythonOnly(r)))
 	}
-	if policy != PolicyBuild {
-		epoch = ""
+	var epoch, build inventory.Value = inventory.None{}, inventory.None{}
+	if policy == PolicyBuild {
+		if in.EpochSet {
+			epoch = inventory.StrFromOSBytes(in.Epoch)
+		}
+		if ci.build != nil {
+			build = ci.build.key
+		}
 	}
 	return inventory.MustDigest(inventory.T(
-		inventory.Str("ptojit.toolchain.memo"), inventory.IntOf(1),
-		inventory.Str(string(policy)), inventory.StrFromOSBytes(epoch), inventory.Str(name), roots,
+		inventory.Str("ptojit.toolchain.memo"), inventory.IntOf(2),
+		inventory.Str(string(policy)), epoch, build, inventory.Str(name), roots,
 		inventory.StrFromOSBytes(ci.UnavailableReason),
 		inventory.StrFromOSBytes(ci.VerifiedRevision),
 		inventory.StrFromOSBytes(ci.ReportedVersion),

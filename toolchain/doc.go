@@ -66,14 +66,44 @@
 // and exists only when all five components have one.
 //
 // Under the build policy (PYPTO_CACHE_IDENTITY=build) the evidence is
-// {"build": Dict} instead, with "epoch" (PYPTO_CACHE_EPOCH) and any of
-// "revision" (a verified revision), "version" (a reported version) and
-// "roots" (per root: a clean git checkout by its HEAD plus the build-ids of
-// its untracked ELF files, any other tree by the GNU build-ids of its ELF
-// files and the contents of the rest; see build.go). A dirty source
-// checkout makes the component unavailable. No content-policy evidence has
-// a "build" key, so the two policies never share a component digest, and
-// so never a toolchain digest.
+// PyPTO's: {"reported_version": digest(("build-identity-v1", epoch, value))},
+// epoch None when PYPTO_CACHE_EPOCH is unset and its value, "" included,
+// when set. A file in a value is NativeBuildID's ("gnu-build-id", hex) or
+// ("sha256", hex); the values are PyPTO's _build_identity records:
+//
+//   - pypto: ([(package dir, PythonSources)], pypto_core*.so path,
+//     evidence, sys.version, cache tag), the interpreter python3 on the
+//     compilation path's PATH (None, None without one; None, None for a
+//     package without a native extension, which PyPTO cannot import).
+//   - runtime, for a git checkout (.git a directory or a file): (HEAD, root,
+//     simpler sources, simpler_setup sources, _task_interface*.so path,
+//     evidence, build/lib/pto_isa_build.json bytes or None). The checkout
+//     must be clean as PyPTO asks git: git status --porcelain=v1
+//     --untracked-files=all prints nothing (ignored files do not count, an
+//     untracked one does), else "Runtime source checkout has uncommitted
+//     changes".
+//   - pto_isa: the pin (Config.PtoIsaPin, else the runtime's pto_isa.pin),
+//     when the checkout is verified at it.
+//   - ptoas: a standalone ELF launcher is (real path, evidence).
+//   - device_toolchain on sim platforms: [record(cc), record(c++)], a
+//     compiler's record (invoked path, --version text, the invoked file's
+//     evidence, the evidence of the driver COLLECT_GCC names in -E -x c++
+//     -v, [(program, path, evidence)] for -print-prog-name=cc1plus,
+//     collect2, as, ld). A driver other than the invoked file is accepted
+//     behind ccache only.
+//
+// Where PyPTO would have no identity because the installation lacks what
+// it reads (a runtime that is not a checkout, an unverified pin, a ptoas
+// launcher that is not an ELF file, a CANN platform, whose records are not
+// implemented), the value is ("ptojit-content", content digest[, reported
+// version]): the component's contents, a proof rather than a claim. No
+// content-policy evidence has that tag, so the two policies never share a
+// component digest, and so never a toolchain digest.
+//
+// NativeBuildID reads exactly what PyPTO reads: the PT_NOTE program
+// headers of a 64-bit ELF file. It deliberately does not read more (note
+// sections, 32-bit files, broken section tables are read PyPTO's way), so
+// that every build-policy file record equals PyPTO's.
 //
 // # Memoization
 //

@@ -166,11 +166,15 @@ func FuzzParseIncludeDirs(f *testing.F) {
 	})
 }
 
-// FuzzBuildID: arbitrary bytes never panic the ELF note reader.
+// FuzzBuildID: arbitrary bytes never panic the ELF note reader, and an id
+// it finds lies within the file.
 func FuzzBuildID(f *testing.F) {
 	f.Fuzz(func(t *testing.T, b []byte) {
-		BuildID(bytes.NewReader(b))
-		gnuBuildID(b, binary.LittleEndian)
+		if id := segmentBuildID(bytes.NewReader(b), int64(len(b))); id != nil && !bytes.Contains(b, id) {
+			t.Fatalf("build-id %x is not in the file", id)
+		}
+		firstGNUNote(b, binary.LittleEndian)
+		firstGNUNote(b, binary.BigEndian)
 	})
 }
 

@@ -65,7 +65,10 @@ func resolve(ctx context.Context, cfg Config, watch func(string) error) (*Toolch
 	}
 	in := &ToolchainInputs{Policy: policy}
 	if policy == PolicyBuild {
-		in.Epoch = cfg.getenv(EpochEnv)
+		in.Epoch, in.EpochSet = cfg.lookupEpoch()
+		if cfg.PtoIsaPin == "" {
+			cfg.PtoIsaPin = runtimePin(cfg.RuntimeRoot)
+		}
 	}
 	var wg sync.WaitGroup
 	wg.Go(func() { in.Pypto = resolvePackage(ctx, &cfg, cfg.PyptoRoot, "PyPTO", "--pypto-root") })
@@ -113,6 +116,9 @@ func resolve(ctx context.Context, cfg Config, watch func(string) error) (*Toolch
 		}
 	})
 	wg.Wait()
+	if policy == PolicyBuild {
+		attachBuild(ctx, &cfg, in)
+	}
 	if watchErr != nil {
 		return in, watchErr
 	}

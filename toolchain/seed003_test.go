@@ -83,7 +83,7 @@ func TestSeed003EmptyRequiredInventoryUnavailable(t *testing.T) {
 	}
 	writeFiles(t, dir, map[string]string{"bc/m.pyc": "x"})
 	bc := proven(ComponentInputs{Roots: []inventory.ContentRoot{mustRoot(t, filepath.Join(dir, "bc"))}})
-	if got := buildIdentity(Runtime, bc, "", nil); !strings.Contains(got.Unavailable, "empty inventory") {
+	if got := buildIdentity(Runtime, bc, &ToolchainInputs{}, nil); !strings.Contains(got.Unavailable, "empty inventory") {
 		t.Errorf("build policy: %+v", got)
 	}
 }

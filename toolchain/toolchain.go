@@ -13,9 +13,12 @@ import (
 type Policy string
 
 const (
-	// PolicyContent reads every file of every installation (the default).
+	// PolicyContent reads every file of every installation: proofs of
+	// contents.
 	PolicyContent Policy = "content"
-	// PolicyBuild uses GNU build-ids, source revisions and reported versions.
+	// PolicyBuild uses PyPTO's build records: GNU build-ids, source
+	// revisions, pins and versions, claims a build makes about itself
+	// (the default, as in PyPTO).
 	PolicyBuild Policy = "build"
 )
 
@@ -27,10 +30,15 @@ const PolicyEnv = "PYPTO_CACHE_IDENTITY"
 // build-policy identity, so that changing it forces new keys.
 const EpochEnv = "PYPTO_CACHE_EPOCH"
 
-// ParsePolicy returns the policy named s; "" is PolicyContent.
+// DefaultPolicy is the policy when nothing names one: PyPTO's default.
+const DefaultPolicy = PolicyBuild
+
+// ParsePolicy returns the policy named s; "" is DefaultPolicy.
 func ParsePolicy(s string) (Policy, error) {
 	switch Policy(s) {
-	case "", PolicyContent:
+	case "":
+		return DefaultPolicy, nil
+	case PolicyContent:
 		return PolicyContent, nil
 	case PolicyBuild:
 		return PolicyBuild, nil
@@ -67,6 +75,10 @@ type ComponentInputs struct {
 	// ReportedVersion is what the installation says about itself, verified
 	// by nothing (ptoas --version, CANN innerversion, compiler --version).
 	ReportedVersion string
+
+	// build is the build-policy record resolution found, nil when the
+	// component is identified by its contents under that policy too.
+	build *buildSpec
 
 	// complete is set only by the adapters of this package, once they
 	// have accounted for the whole component.
@@ -119,8 +131,11 @@ type ToolchainInputs struct {
 	PtoasLauncher string
 	// Policy is the identity policy the inputs were resolved for.
 	Policy Policy
-	// Epoch is PYPTO_CACHE_EPOCH at resolution (build policy only).
-	Epoch string
+	// Epoch is PYPTO_CACHE_EPOCH at resolution (build policy only), and
+	// EpochSet whether it was set at all: PyPTO records an unset epoch as
+	// None and an empty one as "".
+	Epoch    string
+	EpochSet bool
 }
 
 // Component returns the inputs of the component called name, or nil.
@@ -144,7 +159,7 @@ func (t *ToolchainInputs) Component(name string) *ComponentInputs {
 // to the environment (PTOAS_ROOT, ASCEND_HOME_PATH, PTO_ISA_ROOT). Safe for
 // concurrent reads.
 type Config struct {
-	// Policy; "" reads PYPTO_CACHE_IDENTITY, whose default is content.
+	// Policy; "" reads PYPTO_CACHE_IDENTITY, whose default is build.
 	Policy Policy
 	// Platform is a2a3sim, a5sim, a2a3 or a5.
 	Platform string

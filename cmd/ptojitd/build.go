@@ -162,6 +162,18 @@ func readRequestIn(env *cli.Env, name, cacheDir string) (*api.Request, error) {
 	if err := req.Resolve(dir); err != nil {
 		return nil, err
 	}
+	if req.Toolchain.Policy == "" && env.Getenv(jit.PolicyVariable) == "" {
+		// The request's toolchain.policy, else PYPTO_CACHE_IDENTITY,
+		// else the settings file's policy, else the default (build).
+		p, err := fileSetting(env, cacheDir, "policy")
+		if err != nil {
+			return nil, err
+		}
+		req.Toolchain.Policy = p
+		if p != "" {
+			req.Toolchain.PolicySource = "ptojit.conf policy"
+		}
+	}
 	if req.BaseDir == "" {
 		// The request's base_dir, else PTOJIT_BASE_DIR, else the
 		// settings file's base_dir, else the project root of the
@@ -203,6 +215,29 @@ func baseDirSetting(env *cli.Env, cacheDir string) (string, error) {
 				return "", cli.Usagef("%s:%d: base_dir: %q is not an absolute path", f.Path, s.Line, s.Value)
 			}
 			return filepath.Clean(s.Value), nil
+		}
+	}
+	return "", nil
+}
+
+// fileSetting returns the value of the settings file's key name for a
+// command using cacheDir, "" when the file does not set it or there is no
+// cache directory.
+func fileSetting(env *cli.Env, cacheDir, name string) (string, error) {
+	if cacheDir == "" {
+		cacheDir = engine.dir
+	}
+	cacheDir, err := cacheDirOf(env, cacheDir)
+	if err != nil {
+		return "", nil
+	}
+	f, err := loadConfig(cacheDir)
+	if err != nil {
+		return "", err
+	}
+	for _, s := range config.Resolve(f, func(string) string { return "" }) {
+		if s.Key.Name == name && s.Source != config.FromDefault {
+			return s.Value, nil
 		}
 	}
 	return "", nil

@@ -97,6 +97,10 @@ func newDaemonWorld(t *testing.T) *daemonWorld {
 		"PTOJIT_CACHE_DIR="+filepath.Join(w.root, "cache"),
 		"XDG_RUNTIME_DIR="+filepath.Join(w.root, "run"),
 		"CC="+cc,
+		// CC is a shell wrapper that logs compiles: the content policy
+		// identifies it by its bytes, the build policy (the default, as
+		// PyPTO's) refuses a wrapper that runs another driver.
+		"PYPTO_CACHE_IDENTITY=content",
 		"PTOJIT_DAEMON=",
 	)
 	return w

@@ -228,6 +228,10 @@ func (w *userWorld) run(uid int, home, cacheDir, argv0 string, args ...string) u
 		"TMPDIR=" + filepath.Join(home, "tmp"),
 		"PTOJIT_CACHE_DIR=" + cacheDir,
 		"PTOJIT_DAEMON=0",
+		// The homes' copies of the example share a key only under the
+		// content policy: build-policy records hold absolute paths, as
+		// PyPTO's do.
+		"PYPTO_CACHE_IDENTITY=content",
 	}
 	if uid != os.Getuid() {
 		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uint32(uid), Gid: uint32(uid)}}

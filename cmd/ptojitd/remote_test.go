@@ -40,6 +40,10 @@ func TestBuildRemoteTier(t *testing.T) {
 			"PTOJIT_CACHE_DIR": filepath.Join(root, "cache-"+filepath.Base(name)),
 			"PTOJIT_DAEMON":    "0",
 			"PTOJIT_REMOTE":    "redis-cluster://" + strings.Join(addrs, ","),
+			// Copies at different paths share a key only under the
+			// content policy: build-policy records hold absolute
+			// paths, as PyPTO's do.
+			"PYPTO_CACHE_IDENTITY": "content",
 		}
 		for k, v := range extra {
 			env[k] = v

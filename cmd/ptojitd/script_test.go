@@ -61,6 +61,9 @@ func setupExamples(env *testscript.Env) error {
 	}
 	env.Setenv("PTOJIT_CACHE_DIR", filepath.Join(env.WorkDir, "cache"))
 	env.Setenv("PTOJIT_DAEMON", "0")
+	// The scripts' keys are base-relative, which only the content policy's
+	// are (build-policy records hold absolute paths, as PyPTO's do).
+	env.Setenv("PYPTO_CACHE_IDENTITY", "content")
 	return nil
 }
 

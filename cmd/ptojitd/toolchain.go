@@ -62,7 +62,7 @@ Roots default to PTOAS_ROOT, ASCEND_HOME_PATH and PTO_ISA_ROOT. --json prints
 		Setup: func(fs *pflag.FlagSet) cli.RunFunc {
 			var o toolchainOptions
 			fs.BoolVar(&o.json, "json", false, "print a JSON object")
-			fs.StringVar(&o.policy, "policy", "", "identity policy: content or build (default: PYPTO_CACHE_IDENTITY, else content)")
+			fs.StringVar(&o.policy, "policy", "", "identity policy: build or content (default: PYPTO_CACHE_IDENTITY, else build)")
 			fs.StringVar(&o.cfg.Platform, "platform", "a2a3sim", "platform: "+strings.Join(registry.Platforms, ", "))
 			fs.StringVar(&o.cfg.PyptoRoot, "pypto-root", "", "PyPTO installation root")
 			fs.StringVar(&o.cfg.RuntimeRoot, "runtime-root", "", "runtime root")

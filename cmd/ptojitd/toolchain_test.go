@@ -100,7 +100,7 @@ type toolchainOut struct {
 
 func TestToolchainCommand(t *testing.T) {
 	dir, flags := toolchainFixture(t)
-	stdout, stderr, code := runEngine(t, dir, nil, append([]string{"toolchain", "--json"}, flags...)...)
+	stdout, stderr, code := runEngine(t, dir, nil, append([]string{"toolchain", "--json", "--policy", "content"}, flags...)...)
 	if code != 0 || stderr != "" {
 		t.Fatalf("exit %d\n%s%s", code, stdout, stderr)
 	}
@@ -129,7 +129,7 @@ func TestToolchainCommand(t *testing.T) {
 	}
 
 	// Text output: one line per component, then the toolchain digest.
-	text, _, code := runEngine(t, dir, nil, append([]string{"toolchain"}, flags...)...)
+	text, _, code := runEngine(t, dir, nil, append([]string{"toolchain", "--policy", "content"}, flags...)...)
 	if code != 0 || !strings.Contains(text, "toolchain         "+*res.Digest) || !strings.Contains(text, "verified_revision: "+pin) {
 		t.Fatalf("text output (exit %d):\n%s", code, text)
 	}
@@ -138,13 +138,15 @@ func TestToolchainCommand(t *testing.T) {
 		t.Errorf("text output lacks %q:\n%s", want, text)
 	}
 
-	// The build policy, selected by flag or by PYPTO_CACHE_IDENTITY, never
-	// shares the digest.
-	build, _, _ := runEngine(t, dir, map[string]string{"PYPTO_CACHE_IDENTITY": "build"}, append([]string{"toolchain", "--json"}, flags...)...)
-	var b toolchainOut
-	json.Unmarshal([]byte(build), &b)
-	if b.Policy != "build" || !b.Usable || *b.Digest == *res.Digest {
-		t.Fatalf("build policy: %s", build)
+	// The build policy, the default (and PYPTO_CACHE_IDENTITY=build),
+	// never shares the digest.
+	for _, env := range []map[string]string{nil, {"PYPTO_CACHE_IDENTITY": "build"}} {
+		build, _, _ := runEngine(t, dir, env, append([]string{"toolchain", "--json"}, flags...)...)
+		var b toolchainOut
+		json.Unmarshal([]byte(build), &b)
+		if b.Policy != "build" || !b.Usable || *b.Digest == *res.Digest {
+			t.Fatalf("build policy (%v): %s", env, build)
+		}
 	}
 }
 
@@ -179,12 +181,12 @@ func TestToolchainCommandUnavailable(t *testing.T) {
 		}
 	}
 	// PTOAS_ROOT is the default root.
-	if _, _, code := runEngine(t, dir, map[string]string{"PTOAS_ROOT": filepath.Join(dir, "ptoas")}, append([]string{"toolchain"}, noPtoas...)...); code != 0 {
-		t.Fatalf("PTOAS_ROOT: exit %d", code)
+	if out, errOut, code := runEngine(t, dir, map[string]string{"PTOAS_ROOT": filepath.Join(dir, "ptoas")}, append([]string{"toolchain"}, noPtoas...)...); code != 0 {
+		t.Fatalf("PTOAS_ROOT: exit %d\n%s%s", code, out, errOut)
 	}
 	// A dirty PTO-ISA checkout is read by content.
 	os.WriteFile(filepath.Join(dir, "isa", "generated.h"), nil, 0o644)
-	stdout, _, _ = runEngine(t, dir, nil, append([]string{"toolchain", "--json"}, flags...)...)
+	stdout, _, _ = runEngine(t, dir, nil, append([]string{"toolchain", "--json", "--policy", "content"}, flags...)...)
 	json.Unmarshal([]byte(stdout), &res)
 	if ev := res.Components["pto_isa"].Evidence; ev["verified_revision"] != nil || ev["content"] == nil {
 		t.Errorf("dirty checkout: %v", ev)

@@ -89,6 +89,8 @@ var Known = []Key{
 		Doc: "how long a client waits for a daemon that sends nothing before it names it and builds in-process, uncached"},
 	{Name: "base_dir", Env: "PTOJIT_BASE_DIR", Kind: Text, Default: "",
 		Doc: "paths under this absolute directory enter keys relative to it (default: the project root)"},
+	{Name: "policy", Env: "PYPTO_CACHE_IDENTITY", Kind: Text, Default: "build",
+		Doc: "the toolchain identity policy: build (PyPTO's build records: version claims) or content (every file read: proofs of contents)"},
 	{Name: "pass_env", Env: "PTOJIT_PASS_ENV", Kind: Text, Default: "",
 		Doc: "extra environment variables (comma-separated names) clients send and tools see; never in the key"},
 }

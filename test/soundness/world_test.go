@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"flag"
 	"fmt"
 	"os"
 	"os/exec"
@@ -73,6 +74,10 @@ func binaries(t *testing.T) string {
 	return dir
 }
 
+// policy is the identity policy the example's request names: "" leaves it
+// to the default (build); run the suite with -args -policy=content too.
+var policy = flag.String("policy", "", "the identity policy of the example's request (default: none named, so build)")
+
 // newWorld copies the example, adds what the changes need (a tag in a
 // source and in a header, a header found in the later of the two -I
 // directories), makes the PTO-ISA root a git checkout and pins it.
@@ -124,6 +129,9 @@ func newWorld(t *testing.T) *world {
 		t.Fatal(err)
 	}
 	req["toolchain"].(map[string]any)["pto_isa_pin"] = w.pin
+	if *policy != "" {
+		req["toolchain"].(map[string]any)["policy"] = *policy
+	}
 	out, err := json.MarshalIndent(req, "", "  ")
 	if err != nil {
 		t.Fatal(err)

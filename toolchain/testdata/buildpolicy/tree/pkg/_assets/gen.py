@@ -1,0 +1,1 @@
+ignored = 1
