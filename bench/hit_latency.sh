@@ -2,8 +2,8 @@
 # Warm-hit latency, in one interleaved run: one Python process runs, round
 # after round, each of (in a new, seeded order each round)
 #
-#   cli       `ptojit build` of the shipped example (static client, full
-#             content-policy identity), answered by the daemon from the cache
+#   cli       `ptojit build` of the shipped example (static client, the default
+#             build-policy identity), answered by the daemon from the cache
 #   ccache    `ccache gcc -c` of one of its kernels, a direct-mode hit
 #             (both started with os.posix_spawn, as a shell or make would)
 #   client    ptojit.Client.build of the same request (the daemon socket,
