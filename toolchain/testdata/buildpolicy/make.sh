@@ -12,7 +12,8 @@ cc -O1 -o elf/sha1 -Wl,--build-id=sha1 "$tmp/main.c"
 cc -O1 -o elf/md5 -Wl,--build-id=md5 "$tmp/main.c"
 cc -O1 -o elf/none -Wl,--build-id=none "$tmp/main.c"
 cc -O1 -o elf/hex -Wl,--build-id=0x0123456789abcdef "$tmp/main.c"
-cc -O1 -g -o elf/debug -Wl,--build-id=sha1 "$tmp/main.c"
+# The debug information names no directory of the machine that built it.
+cc -O1 -g -ffile-prefix-map="$tmp"=/src -fdebug-prefix-map="$(pwd)"=. -o elf/debug -Wl,--build-id=sha1 "$tmp/main.c"
 cp elf/sha1 elf/stripped && strip elf/stripped
 cc -O1 -shared -fPIC -o elf/lib.so -Wl,--build-id=sha1 "$tmp/lib.c"
 # A note only in a section no segment loads: a relocatable object.
