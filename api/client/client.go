@@ -171,12 +171,16 @@ func call(path string, req *api.DaemonRequest, o Options, prepare func(pid int) 
 		}
 		return nil, err
 	}
-	// A request too large to send is refused before connecting; the
-	// environment prepare adds is small.
+	// Without prepare, a request too large to send is refused before
+	// connecting; with it, the request is encoded once, when prepare has
+	// completed it (a hit's path encodes nothing twice).
 	req.Protocol = api.DaemonProtocol
-	frame, err := api.MarshalFrame(req, api.MaxDaemonRequest)
-	if err != nil {
-		return nil, fmt.Errorf("daemon request: %w", err)
+	var frame []byte
+	if prepare == nil {
+		var err error
+		if frame, err = api.MarshalFrame(req, api.MaxDaemonRequest); err != nil {
+			return nil, fmt.Errorf("daemon request: %w", err)
+		}
 	}
 	conn, err := net.DialUnix("unix", nil, &net.UnixAddr{Name: path, Net: "unix"})
 	if err != nil {
