@@ -20,7 +20,8 @@
 #   bash bench/hit_latency.sh --baseline BIN_DIR [ROUNDS]
 #                                         also runs BIN_DIR's ptojit and ptojitd
 #                                         (built from another commit), with
-#                                         their own cache, interleaved in the
+#                                         their own cache and their own copy of
+#                                         the example, interleaved in the
 #                                         same rounds, and prints the ratios
 #                                         of the cli and daemon medians (the
 #                                         baseline's daemon timings come from
@@ -54,6 +55,10 @@ CGO_ENABLED=0 go build -o "$work/bin/" ./cmd/ptojit
 go build -o "$work/bin/" ./cmd/ptojitd
 cp -r testdata/examples "$work/examples"
 rm -rf "$work/examples/vadd/out"
+# The baseline builds its own copy (as another checkout would): sharing one
+# output directory, each would find the files the other just rewrote, and
+# neither hit would be what it is on its own.
+cp -r "$work/examples" "$work/examples.base"
 
 export PTOJIT_CACHE_DIR=$work/cache
 export XDG_RUNTIME_DIR=$work/run
@@ -108,7 +113,7 @@ if baseline:
     # The baseline's binaries, with their own cache and daemon.
     benv = dict(os.environ, PTOJIT_CACHE_DIR=f"{work}/cache.base", XDG_RUNTIME_DIR=f"{work}/run.base",
                 PATH=f"{baseline}:" + os.environ["PATH"])
-    bcli = [f"{baseline}/ptojit", "build", "--request", req]
+    bcli = [f"{baseline}/ptojit", "build", "--request", f"{work}/examples.base/vadd/request.json"]
     # The baseline may speak another daemon protocol than this checkout's
     # Python client, so its daemon's timings come from its own CLI (--json).
     bjson = bcli + ["--json"]

@@ -896,42 +896,75 @@ func Progress(ctx context.Context, doing string, fraction float64) {
 	}
 }
 
-// runReporting runs req's handler. A reply ready within ReplyWait is
-// returned with no frame before it; otherwise an accepted frame is sent
-// at once and a progress frame every ProgressEvery until the reply.
+// runReporting runs req's handler on the calling goroutine. A reply
+// ready within ReplyWait is returned with no frame before it; otherwise a
+// timer sends an accepted frame, then a progress frame every
+// ProgressEvery until the reply. A hit thus costs no goroutine and no
+// hand-off between goroutines: the timer's function runs only for a
+// request that outlasts ReplyWait.
 func (s *Server) runReporting(ctx context.Context, c *conn, req *api.DaemonRequest) *api.DaemonResponse {
-	var mu sync.Mutex // guards doing, fraction
-	doing, fraction := "running "+strings.Join(req.Args, " "), -1.0
-	ctx = context.WithValue(ctx, progressKey{}, ProgressFunc(func(d string, f float64) {
-		mu.Lock()
-		doing, fraction = d, f
-		mu.Unlock()
-	}))
-	done := make(chan *api.DaemonResponse, 1)
-	go func() { done <- s.run(ctx, req) }()
-	t := time.NewTimer(s.cfg.ReplyWait)
-	defer t.Stop()
-	frame := api.FrameAccepted
-	for {
-		select {
-		case r := <-done:
-			return r
-		case <-t.C:
-		}
-		mu.Lock()
-		p := &api.DaemonResponse{Frame: frame, PID: os.Getpid(), Doing: doing}
-		if fraction >= 0 {
-			f := fraction
-			p.Fraction = &f
-		}
-		mu.Unlock()
-		if !s.ready() {
-			p.Doing = opening
-		}
-		s.send(c, p) // a failed write is the client gone: the watch cancels ctx
-		frame = api.FrameProgress
-		t.Reset(s.cfg.ProgressEvery)
+	p := &reporter{s: s, c: c, doing: "running " + strings.Join(req.Args, " "), fraction: -1, frame: api.FrameAccepted}
+	ctx = context.WithValue(ctx, progressKey{}, ProgressFunc(p.set))
+	p.smu.Lock()
+	p.t = time.AfterFunc(s.cfg.ReplyWait, p.tick)
+	p.smu.Unlock()
+	r := s.run(ctx, req)
+	p.finish()
+	return r
+}
+
+// reporter sends the interim frames of one request.
+type reporter struct {
+	s *Server
+	c *conn
+
+	mu       sync.Mutex // guards doing, fraction
+	doing    string
+	fraction float64
+
+	smu   sync.Mutex // guards the rest; held while a frame is sent
+	frame string     // the kind of the next interim frame
+	done  bool       // the reply is due: no more interim frames
+	t     *time.Timer
+}
+
+// set records what the handler reports it does.
+func (p *reporter) set(doing string, fraction float64) {
+	p.mu.Lock()
+	p.doing, p.fraction = doing, fraction
+	p.mu.Unlock()
+}
+
+// tick sends one interim frame, unless the reply is due, and sets the
+// timer for the next.
+func (p *reporter) tick() {
+	p.smu.Lock()
+	defer p.smu.Unlock()
+	if p.done {
+		return
 	}
+	p.mu.Lock()
+	f := &api.DaemonResponse{Frame: p.frame, PID: os.Getpid(), Doing: p.doing}
+	if p.fraction >= 0 {
+		fr := p.fraction
+		f.Fraction = &fr
+	}
+	p.mu.Unlock()
+	if !p.s.ready() {
+		f.Doing = opening
+	}
+	p.s.send(p.c, f) // a failed write is the client gone: the watch cancels ctx
+	p.frame = api.FrameProgress
+	p.t.Reset(p.s.cfg.ProgressEvery)
+}
+
+// finish stops the interim frames; a frame being sent completes first,
+// so the reply follows every interim frame.
+func (p *reporter) finish() {
+	p.smu.Lock()
+	p.done = true
+	p.t.Stop()
+	p.smu.Unlock()
 }
 
 // ErrClientGone is the cause of a request's context canceled because its
