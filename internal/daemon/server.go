@@ -469,16 +469,26 @@ func (s *Server) ready() bool {
 // handler returns the handler once it is set, or an error when ctx ends
 // or shutdown begins first.
 func (s *Server) handler(ctx context.Context) (Handler, error) {
-	select {
-	case <-s.readyCh:
-	case <-ctx.Done():
-		return nil, context.Cause(ctx)
-	case <-s.stop:
-		return nil, errors.New("the daemon stopped before its store was open")
+	if !s.ready() { // a set handler wins over a shutdown begun meanwhile
+		if err := s.awaitHandler(ctx); err != nil {
+			return nil, err
+		}
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.cfg.Handler, nil
+}
+
+// awaitHandler waits until the handler is set, ctx ends or shutdown begins.
+func (s *Server) awaitHandler(ctx context.Context) error {
+	select {
+	case <-s.readyCh:
+		return nil
+	case <-ctx.Done():
+		return context.Cause(ctx)
+	case <-s.stop:
+		return errors.New("the daemon stopped before its store was open")
+	}
 }
 
 // Done is closed when shutdown begins.
