@@ -50,6 +50,7 @@ from __future__ import annotations
 
 import base64
 import errno
+import functools
 import hashlib
 import json
 import os
@@ -61,8 +62,9 @@ import struct
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Mapping
-from typing import Any, Union
+from typing import Any, NamedTuple, Union
 
 __all__ = [
     "Client",
@@ -222,6 +224,17 @@ class _Conn:
         self.sock, self.pid, self.process = sock, pid, os.getpid()
 
 
+class _EnvPayload(NamedTuple):
+    """The environment a request carried: the names, sorted (and as
+    os.environ's bytes), their values as looked up, and the payload."""
+
+    names: frozenset[str]
+    keys: tuple[str, ...]
+    raw: tuple[bytes, ...]
+    values: tuple
+    payload: list[str]
+
+
 class Client:
     """A client of the daemon of one cache directory; safe to share between
     threads (one request at a time uses the kept connection, others one of
@@ -262,6 +275,11 @@ class Client:
         # (pid, start time) of a daemon -> the names its hello listed.
         self._names: dict[tuple[int, int], frozenset[str]] = {}
         self._names_lock = threading.Lock()
+        # The hello file last parsed: (its stat signature, its fields).
+        self._hello_seen: tuple[tuple[int, ...], Any] | None = None
+        # The environment payload last sent: (the names, their values,
+        # the payload); a request whose values are the same reuses it.
+        self._env_seen: _EnvPayload | None = None
 
     def _env(self) -> Mapping[str, str]:
         return os.environ if self._environ is None else self._environ
@@ -364,22 +382,45 @@ class Client:
         daemon with this pid and still current (the settings file it
         depends on has the stamp it recorded), and whether the file was
         that daemon's at all."""
+        h = self._hello_fields()
+        if h is None or h[0] != pid:
+            return None, False
+        _, names, dep, dep_stamp, bound = h
+        if dep and _file_stamp(dep) != dep_stamp:
+            return None, True
+        self._hello_bound = bound
+        return names, True
+
+    def _hello_fields(self) -> tuple[Any, frozenset[str], Any, Any, float | None] | None:
+        """The hello file's pid, names, settings file, its stamp and the
+        bound (None when the file is missing or not of this protocol). The
+        file is parsed again only when its stat signature changed: the
+        daemon replaces it (a new inode), and one written in the last
+        second is parsed every time, as its times may not tell a rewrite
+        within their resolution."""
+        path = os.path.join(self.daemon_dir, HELLO_NAME)
         try:
-            with open(os.path.join(self.daemon_dir, HELLO_NAME), "rb") as f:
+            st = os.stat(path)
+        except OSError:
+            return None
+        sig = (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+        seen = self._hello_seen
+        if seen is not None and seen[0] == sig:
+            return seen[1]
+        try:
+            with open(path, "rb") as f:
                 h = json.loads(f.read(1 << 20))
         except (OSError, ValueError):
-            return None, False
-        if not isinstance(h, dict) or h.get("protocol") != PROTOCOL or h.get("pid") != pid:
-            return None, False
-        names = h.get("env_names")
-        if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
-            return None, False
-        dep = h.get("depends")
-        if dep and _file_stamp(dep) != h.get("depends_stamp"):
-            return None, True
-        bound = h.get("no_answer")
-        self._hello_bound = _duration(bound) if isinstance(bound, str) else None
-        return frozenset(names), True
+            return None
+        fields = None
+        names = h.get("env_names") if isinstance(h, dict) else None
+        if isinstance(h, dict) and h.get("protocol") == PROTOCOL and isinstance(names, list) and all(isinstance(n, str) for n in names):
+            bound = h.get("no_answer")
+            fields = (h.get("pid"), frozenset(names), h.get("depends"), h.get("depends_stamp"),
+                      _duration(bound) if isinstance(bound, str) else None)
+        if time.time_ns() - st.st_mtime_ns > 1_000_000_000:
+            self._hello_seen = (sig, fields)
+        return fields
 
     def _names_for(self, pid: int, ask: Any) -> frozenset[str]:
         """The hello names of the daemon with this pid: from its hello file
@@ -416,10 +457,27 @@ class Client:
     def _forwarded_env(self, names: frozenset[str]) -> list[str]:
         # The daemon's names, plus those this client's PTOJIT_PASS_ENV
         # adds (api.PassEnvFrom). Looked up by name: iterating os.environ
-        # decodes every variable.
+        # decodes every variable. The payload is built again only when a
+        # name or a value changed since the last request.
         env = self._env()
         names = names | _pass_env_names(env.get(PASS_ENV_VARIABLE, ""))
-        return [f"{k}={env[k]}" for k in sorted(names) if k in env]
+        seen = self._env_seen
+        if seen is not None and seen.names == names:
+            keys, raw = seen.keys, seen.raw
+        else:
+            keys = tuple(sorted(names))
+            raw = tuple(os.fsencode(k) for k in keys)
+        data = getattr(env, "_data", None) if env is os.environ else None
+        if isinstance(data, dict):
+            # os.environ's own bytes: nothing decoded to compare.
+            values = tuple(map(data.get, raw))
+        else:
+            values = tuple(map(env.get, keys))
+        if seen is not None and seen.names == names and seen.values == values:
+            return seen.payload
+        payload = [f"{k}={env[k]}" for k, v in zip(keys, values) if v is not None]
+        self._env_seen = _EnvPayload(names, keys, raw, values, payload)
+        return payload
 
     # --- the protocol --------------------------------------------------
 
@@ -850,6 +908,7 @@ def _check_peer(sock: socket.socket) -> int:
     return pid
 
 
+@functools.lru_cache(maxsize=64)
 def _pass_env_names(v: str) -> frozenset[str]:
     """api.PassEnvNames: variable names separated by commas or white
     space; none at all when one is not a variable name."""

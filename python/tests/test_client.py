@@ -208,6 +208,70 @@ class TestClient(DaemonTest):
         self.assertEqual(asked, 1, hellos)
         self.assertEqual(len(hellos), 1, hellos)
 
+    def test_changed_value_is_sent(self) -> None:
+        # The payload is reused while the values stay; a changed value, a
+        # new variable and a removed one are each in the next request,
+        # whether the client reads a mapping or os.environ itself.
+        for own in (False, True):
+            with self.subTest(os_environ=own), mock.patch.dict(os.environ, self.environ, clear=True):
+                environ = os.environ if own else dict(self.environ)
+                c = ptojit.Client(self.cache, ptojit=self.exe) if own else self.client(environ=environ)
+                sent = []
+                frame = clientmod._frame
+
+                def record(req: dict) -> bytes:
+                    if req.get("op") == "run":
+                        sent.append(req["env"])
+                    return frame(req)
+
+                with mock.patch.object(clientmod, "_frame", record):
+                    environ["CC"] = "gcc"
+                    c.build(self.request)
+                    c.build(self.request)
+                    environ["CC"] = "cc"
+                    environ["CXX"] = "g++"
+                    c.build(self.request)
+                    del environ["CC"]
+                    c.build(self.request)
+                self.assertIn("CC=gcc", sent[0])
+                self.assertEqual(sent[0], sent[1])
+                self.assertIn("CC=cc", sent[2])
+                self.assertIn("CXX=g++", sent[2])
+                self.assertNotIn("CC=gcc", sent[2])
+                self.assertFalse(any(kv.startswith("CC=") for kv in sent[3]), sent[3])
+                self.assertIn("CXX=g++", sent[3])
+                c.close()
+
+    def test_replaced_hello_file_is_read(self) -> None:
+        # A hello file parsed once is not parsed again while its stat
+        # data stay; the daemon replaces it, and the replacement is read.
+        c = self.client(environ=dict(self.environ, CC="gcc"))
+        c.build(self.request)
+        hello = Path(c.daemon_dir) / clientmod.HELLO_NAME
+        old = time.time() - 60
+        os.utime(hello, (old, old))  # not written within the last second
+        sent = []
+        frame = clientmod._frame
+
+        def record(req: dict) -> bytes:
+            if req.get("op") == "run":
+                sent.append(req["env"])
+            return frame(req)
+
+        with mock.patch.object(clientmod, "_frame", record):
+            c.build(self.request)
+            c.build(self.request)
+            h = json.loads(hello.read_text())
+            h["env_names"] = [n for n in h["env_names"] if n != "CC"]
+            tmp = hello.with_name(hello.name + ".tmp")
+            tmp.write_text(json.dumps(h))
+            os.utime(tmp, (old, old))
+            os.replace(tmp, hello)
+            c.build(self.request)
+        self.assertIn("CC=gcc", sent[0])
+        self.assertIn("CC=gcc", sent[1])
+        self.assertNotIn("CC=gcc", sent[2])
+
     def test_concurrent_threads(self) -> None:
         c = self.client()
         results, errors = [], []
