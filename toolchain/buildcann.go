@@ -14,7 +14,8 @@ import (
 // root/bin/ccec and the linker root/bin/ld.lld (else both under
 // root/tools/bisheng_compiler/bin), as the runtime's CCEC toolchain
 // selects them; the orchestration compiler is the host C++ compiler (CXX,
-// else c++). nil when root is "".
+// else c++). nil when root is "" or holds ccec in neither place: such an
+// installation is identified by its contents.
 func cannBuild(cfg *Config, root string) *buildSpec {
 	if root == "" {
 		return nil
@@ -26,6 +27,9 @@ func cannBuild(cfg *Config, root string) *buildSpec {
 	bin := filepath.Join(abs, "bin")
 	if _, err := os.Stat(filepath.Join(bin, "ccec")); err != nil {
 		bin = filepath.Join(abs, "tools", "bisheng_compiler", "bin")
+		if _, err := os.Stat(filepath.Join(bin, "ccec")); err != nil {
+			return nil // not a layout the runtime selects ccec from
+		}
 	}
 	ccec, linker := filepath.Join(bin, "ccec"), filepath.Join(bin, "ld.lld")
 	cxx, reason := selectCompiler(cfg, "CXX", "c++")

@@ -109,7 +109,8 @@
 //     <root>/tools/bisheng_compiler/bin), the build the innerversion (else
 //     version) of the one <cann>/*/ascend_toolkit_install.info when ccec
 //     lies at <cann>/tools/bisheng_compiler/bin/ccec, else unavailable
-//     ("CANN installation build version is unavailable"). Which compiler
+//     ("CANN installation build version is unavailable"); a root with ccec
+//     in neither place is read by its contents. Which compiler
 //     PyPTO's runtime selects for orchestration there is its own choice;
 //     ptojit records the host C++ compiler (CXX, else c++).
 //
