@@ -49,3 +49,29 @@ func TestInvalidPolicyBuildsUncached(t *testing.T) {
 		t.Fatalf("policy %q from %q", k.Policy, k.PolicySource)
 	}
 }
+
+// TestPolicyNamedOrDefaultSameKey: a request that names no policy and one
+// that names build are under the same policy and get the same key (only
+// the reported source differs), and a build of one is a hit for the
+// other. An empty PYPTO_CACHE_EPOCH is not an unset one (PyPTO's
+// os.environ.get gives "" and None), so their keys differ.
+func TestPolicyNamedOrDefaultSameKey(t *testing.T) {
+	_, req := copyExamples(t)
+	store := cache.NewMemory(cache.Options{})
+	req.Toolchain.Policy = ""
+	byDefault := keyOf(t, newDriver(t, store), req)
+	first := build(t, newDriver(t, store), req, api.StatusMiss)
+	named := *req
+	named.Toolchain.Policy = "build"
+	explicit := keyOf(t, newDriver(t, store), &named)
+	if !byDefault.Usable || byDefault.Key != explicit.Key || explicit.PolicySource != "toolchain.policy" || byDefault.PolicySource != "default" {
+		t.Fatalf("default %s (%s), named %s (%s)", byDefault.Key, byDefault.PolicySource, explicit.Key, explicit.PolicySource)
+	}
+	if r := build(t, newDriver(t, store), &named, api.StatusHit); r.Key != first.Key {
+		t.Fatalf("named build: key %s, want %s", r.Key, first.Key)
+	}
+	empty := keyOf(t, newDriver(t, store, "PYPTO_CACHE_EPOCH="), req)
+	if !empty.Usable || empty.Key == byDefault.Key {
+		t.Fatalf("empty epoch key %s, unset %s", empty.Key, byDefault.Key)
+	}
+}

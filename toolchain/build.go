@@ -20,8 +20,8 @@ import (
 // doc.go). A component for which PyPTO would have no identity because
 // ptojit's installation lacks what PyPTO reads (no native extension, no
 // runtime revision, an unverified PTO-ISA pin, a ptoas launcher that is
-// neither an ELF file nor a console script, a CANN platform) is identified
-// by its contents instead: value ("ptojit-content", content digest).
+// a shell script) is identified by its contents instead: value
+// ("ptojit-content", content digest).
 
 // ntGNUBuildID is the note type of a GNU build-id.
 const ntGNUBuildID = 3

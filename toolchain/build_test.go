@@ -82,41 +82,51 @@ func runtimeIdentity(t *testing.T, root string) ComponentIdentity {
 	return buildIdentity(Runtime, ci, &ToolchainInputs{}, nil)
 }
 
-// TestBuildPolicyDirtyRuntime: PyPTO's rule. Ignored build outputs leave
-// the checkout clean (and pto_isa_build.json is part of the record); an
-// untracked file or a modified tracked file, in a checkout or in a worktree
-// whose .git is a file, makes it unavailable.
+// TestBuildPolicyDirtyRuntime: PyPTO's rule, git status
+// --porcelain=v1 --untracked-files=all, one case each.
 func TestBuildPolicyDirtyRuntime(t *testing.T) {
-	root := runtimeCheckout(t)
-	clean := runtimeIdentity(t, root)
-	if clean.Unavailable != "" {
-		t.Fatal(clean.Unavailable)
-	}
-	writeFiles(t, root, map[string]string{"build/lib/pto_isa_build.json": "{}", "build/CMakeCache.txt": "x"})
-	built := runtimeIdentity(t, root)
-	if built.Unavailable != "" || built.Digest == clean.Digest {
-		t.Fatalf("ignored build outputs: %q (digest changed: %v)", built.Unavailable, built.Digest != clean.Digest)
-	}
-	writeFiles(t, root, map[string]string{"new_helper.py": "pass\n"})
-	if d := runtimeIdentity(t, root); !strings.Contains(d.Unavailable, "uncommitted changes") {
-		t.Fatalf("untracked file: %q", d.Unavailable)
-	}
-	os.Remove(filepath.Join(root, "new_helper.py"))
-	wt := filepath.Join(t.TempDir(), "wt")
-	runGit(t, root, "worktree", "add", "-q", wt)
-	if fi, err := os.Lstat(filepath.Join(wt, ".git")); err != nil || fi.IsDir() {
-		t.Fatalf("worktree .git: %v", err)
-	}
-	if d := runtimeIdentity(t, wt); d.Unavailable != "" {
-		t.Fatalf("clean worktree: %q", d.Unavailable)
-	}
-	appendFile(t, filepath.Join(wt, "include/rt.h"), "int edit;\n")
-	if d := runtimeIdentity(t, wt); !strings.Contains(d.Unavailable, "uncommitted changes") {
-		t.Fatalf("edited worktree: %q", d.Unavailable)
-	}
-	if runtimePin(root) != strings.Repeat("a", 40) {
-		t.Fatalf("pin %q", runtimePin(root))
-	}
+	// Ignored build outputs leave the checkout clean, and
+	// build/lib/pto_isa_build.json is part of the record.
+	t.Run("ignored build outputs: clean", func(t *testing.T) {
+		root := runtimeCheckout(t)
+		clean := runtimeIdentity(t, root)
+		if clean.Unavailable != "" {
+			t.Fatal(clean.Unavailable)
+		}
+		writeFiles(t, root, map[string]string{"build/lib/pto_isa_build.json": "{}", "build/CMakeCache.txt": "x", "build/lib/x.so": "\x7fELF"})
+		built := runtimeIdentity(t, root)
+		if built.Unavailable != "" || built.Digest == clean.Digest {
+			t.Fatalf("ignored build outputs: %q (digest changed: %v)", built.Unavailable, built.Digest != clean.Digest)
+		}
+		if runtimePin(root) != strings.Repeat("a", 40) {
+			t.Fatalf("pin %q", runtimePin(root))
+		}
+	})
+	t.Run("an untracked file: bypass", func(t *testing.T) {
+		root := runtimeCheckout(t)
+		for _, name := range []string{"new_helper.py", "lib/untracked.so"} {
+			writeFiles(t, root, map[string]string{name: "pass\n"})
+			if d := runtimeIdentity(t, root); !strings.Contains(d.Unavailable, "Runtime source checkout has uncommitted changes") {
+				t.Fatalf("untracked %s: %q", name, d.Unavailable)
+			}
+			os.Remove(filepath.Join(root, name))
+		}
+	})
+	t.Run("a worktree whose .git is a file, with an edit: bypass", func(t *testing.T) {
+		root := runtimeCheckout(t)
+		wt := filepath.Join(t.TempDir(), "wt")
+		runGit(t, root, "worktree", "add", "-q", wt)
+		if fi, err := os.Lstat(filepath.Join(wt, ".git")); err != nil || fi.IsDir() {
+			t.Fatalf("worktree .git: %v", err)
+		}
+		if d := runtimeIdentity(t, wt); d.Unavailable != "" {
+			t.Fatalf("clean worktree: %q", d.Unavailable)
+		}
+		appendFile(t, filepath.Join(wt, "include/rt.h"), "int edit;\n")
+		if d := runtimeIdentity(t, wt); !strings.Contains(d.Unavailable, "Runtime source checkout has uncommitted changes") {
+			t.Fatalf("edited worktree: %q", d.Unavailable)
+		}
+	})
 }
 
 // TestBuildPolicyEpoch: an unset epoch (None) and an empty one ("") are

@@ -28,8 +28,12 @@ func attachBuild(ctx context.Context, cfg *Config, in *ToolchainInputs) {
 	}
 	if in.Ptoas.Reason() == "" {
 		in.Ptoas.build = ptoasBuild(in.PtoasLauncher)
+		if in.Ptoas.build == nil && in.PtoasLauncher != "" {
+			in.Ptoas.build = consolePtoasBuild(cfg, in.PtoasLauncher)
+		}
 		if in.Ptoas.build == nil && len(in.Ptoas.Roots) == 0 {
-			// Not an ELF file: its root's contents, with the version.
+			// Neither an ELF file nor a Python launcher: its root's
+			// contents, with the version.
 			root := cfg.PtoasRoot
 			if root == "" {
 				root = cfg.getenv(PtoasRootEnv)
@@ -40,6 +44,12 @@ func attachBuild(ctx context.Context, cfg *Config, in *ToolchainInputs) {
 	}
 	if in.DeviceToolchain.Reason() == "" && registry.IsSim(cfg.Platform) {
 		in.DeviceToolchain.build = deviceBuild(cfg, in.HostCC, in.HostCXX)
+	} else if in.DeviceToolchain.Reason() == "" {
+		root := cfg.CannRoot
+		if root == "" {
+			root = cfg.getenv(CannRootEnv)
+		}
+		in.DeviceToolchain.build = cannBuild(cfg, root)
 	}
 }
 

@@ -475,6 +475,12 @@ func resolveKey(cfg *Config) inventory.Sum {
 	for i, n := range names {
 		read[i] = n + "=" + cfg.getenv(n)
 	}
+	if policy == PolicyBuild {
+		// An epoch set empty is not an unset one (PyPTO's "" and None).
+		if _, set := cfg.lookupEpoch(); set {
+			read = append(read, EpochEnv+" set")
+		}
+	}
 	return inventory.MustDigest(inventory.T(
 		inventory.Str("ptojit.toolchain.resolve"), inventory.IntOf(1),
 		strs([]string{string(cfg.Policy), cfg.Platform, cfg.PyptoRoot, cfg.RuntimeRoot, cfg.PtoIsaRoot,

@@ -84,21 +84,44 @@
 //     changes".
 //   - pto_isa: the pin (Config.PtoIsaPin, else the runtime's pto_isa.pin),
 //     when the checkout is verified at it.
-//   - ptoas: a standalone ELF launcher is (real path, evidence).
+//   - ptoas: a standalone ELF launcher is (real path, evidence). A pip or
+//     uv console script ("#!/.../python..." and an installer's shim for
+//     ptoas._cli:main) is (launcher, its sha256, interpreter, sha256 of the
+//     ptoas-*.dist-info/METADATA, [(path, evidence)] of the package's
+//     _core*.so, (numpy package, sha256 of its dist-info's METADATA, WHEEL
+//     and RECORD), (startup .pth hooks, [(module, path)] loaded at startup
+//     from outside the standard library, sys.path, [(path, sha256)] of
+//     hooks and modules)), the package, NumPy and startup evidence as the
+//     launcher's interpreter reports them without importing ptoas. A
+//     launcher naming a Python interpreter that is not such a script is
+//     unavailable ("Unsupported PTOAS launcher for build identity").
 //   - device_toolchain on sim platforms: [record(cc), record(c++)], a
 //     compiler's record (invoked path, --version text, the invoked file's
-//     evidence, the evidence of the driver COLLECT_GCC names in -E -x c++
-//     -v, [(program, path, evidence)] for -print-prog-name=cc1plus,
-//     collect2, as, ld). A driver other than the invoked file is accepted
-//     behind ccache only.
+//     evidence, the evidence of the driver the first COLLECT_GCC names in
+//     -E -x c++ -v, [(program, real path, evidence)] for
+//     -print-prog-name=cc1plus, collect2, as, ld). The invoked file and
+//     the programs must be ELF files. A driver other than the invoked file
+//     is accepted behind ccache only, and only when ccache --show-config
+//     sets none of compiler, path, prefix_command, prefix_command_cpp.
+//   - device_toolchain on a2a3/a5: [record(the host C++ compiler), (ccec's
+//     real path, the build its installation states), (ld.lld's real path,
+//     evidence)], ccec and ld.lld from <root>/bin (else
+//     <root>/tools/bisheng_compiler/bin), the build the innerversion (else
+//     version) of the one <cann>/*/ascend_toolkit_install.info when ccec
+//     lies at <cann>/tools/bisheng_compiler/bin/ccec, else unavailable
+//     ("CANN installation build version is unavailable"); a root with ccec
+//     in neither place is read by its contents. Which compiler
+//     PyPTO's runtime selects for orchestration there is its own choice;
+//     ptojit records the host C++ compiler (CXX, else c++).
 //
 // Where PyPTO would have no identity because the installation lacks what
-// it reads (a runtime that is not a checkout, an unverified pin, a ptoas
-// launcher that is not an ELF file, a CANN platform, whose records are not
-// implemented), the value is ("ptojit-content", content digest[, reported
-// version]): the component's contents, a proof rather than a claim. No
-// content-policy evidence has that tag, so the two policies never share a
-// component digest, and so never a toolchain digest.
+// it reads (a runtime that is not a checkout, an unverified pin), or
+// where it would refuse an installation ptojit can still read (a ptoas
+// launcher that is a shell script, such as the example's), the value is
+// ("ptojit-content", content digest[, reported version]): the component's
+// contents, a proof rather than a claim. No content-policy evidence has
+// that tag, so the two policies never share a component digest, and so
+// never a toolchain digest.
 //
 // NativeBuildID reads exactly what PyPTO reads: the PT_NOTE program
 // headers of a 64-bit ELF file. It deliberately does not read more (note

@@ -47,3 +47,26 @@ open("elf/odd", "wb").write(elf64(bytes([1, 2, 3, 4, 5])))
 open("elf/elf32", "wb").write(elf32(bytes(range(20))))
 open("elf/synthetic", "wb").write(elf64(bytes(range(20))))
 PY
+# A stand-in GCC driver for the compiler records: --version, the
+# -print-prog-name answers (../libexec/NAME beside the real file), and
+# COLLECT_GCC in -v output (FAKEGCC_DRIVER, else the name it was invoked
+# by); --show-config prints nothing, as a ccache without redirects.
+cat >"$tmp/fakegcc.c" <<'C'
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <libgen.h>
+int main(int argc, char **argv) {
+	char self[PATH_MAX];
+	if (!realpath("/proc/self/exe", self)) return 2;
+	for (int i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "--version")) { printf("fakegcc (vectors) 1.0\nnot a compiler\n"); return 0; }
+		if (!strncmp(argv[i], "-print-prog-name=", 17)) { printf("%s/../libexec/%s\n", dirname(self), argv[i] + 17); return 0; }
+		if (!strcmp(argv[i], "-v")) { const char *d = getenv("FAKEGCC_DRIVER"); fprintf(stderr, "COLLECT_GCC=%s\n", d ? d : argv[0]); return 0; }
+		if (!strcmp(argv[i], "--show-config")) return 0;
+	}
+	return 1;
+}
+C
+cc -O1 -o elf/fakegcc -Wl,--build-id=0xfa4ec0ffee "$tmp/fakegcc.c"
