@@ -12,8 +12,8 @@ import (
 const (
 	// LayoutVersion is the mailbox layout version. Parent and child must
 	// agree; there is no migration path. Version 2 added the strides of
-	// the task-args tensor reference.
-	LayoutVersion = 2
+	// the task-args tensor reference, version 3 the stage of a reply.
+	LayoutVersion = 3
 
 	// MailboxSize is the largest frame, header included.
 	MailboxSize = 4096
@@ -419,8 +419,13 @@ func SplitTaskArgs(b []byte) ([DigestSize]byte, []byte, error) {
 type Reply struct {
 	Digest  [DigestSize]byte // the request's digest; zero for ops without one
 	Detail  uint32           // TASK: the orchestration's return code; READY: installed identities
+	Stage   NegotiateStage   // NEGOTIATE (REJECTED): the step that refused; 0 elsewhere
 	Message string           // why a request failed; empty on success
 }
+
+// replyHeader is the fixed part of a reply's args: digest, detail, stage
+// and the message length.
+const replyHeader = DigestSize + 12
 
 // Append appends the encoding of r to dst, truncating the message to
 // MaxReplyMessage bytes.
@@ -431,23 +436,29 @@ func (r Reply) Append(dst []byte) []byte {
 	}
 	dst = append(dst, r.Digest[:]...)
 	dst = binary.LittleEndian.AppendUint32(dst, r.Detail)
+	dst = binary.LittleEndian.AppendUint32(dst, uint32(r.Stage))
 	dst = binary.LittleEndian.AppendUint32(dst, uint32(len(msg)))
 	return append(dst, msg...)
 }
 
 // ParseReply decodes the args area of a reply.
 func ParseReply(b []byte) (Reply, error) {
-	if len(b) < DigestSize+8 {
-		return Reply{}, frameErr("reply args of %d bytes, shorter than %d", len(b), DigestSize+8)
+	if len(b) < replyHeader {
+		return Reply{}, frameErr("reply args of %d bytes, shorter than %d", len(b), replyHeader)
 	}
-	n := binary.LittleEndian.Uint32(b[DigestSize+4:])
-	if n > MaxReplyMessage || int(n) != len(b)-DigestSize-8 {
-		return Reply{}, frameErr("reply message length %d, frame carries %d", n, len(b)-DigestSize-8)
+	n := binary.LittleEndian.Uint32(b[DigestSize+8:])
+	if n > MaxReplyMessage || int(n) != len(b)-replyHeader {
+		return Reply{}, frameErr("reply message length %d, frame carries %d", n, len(b)-replyHeader)
+	}
+	st := NegotiateStage(binary.LittleEndian.Uint32(b[DigestSize+4:]))
+	if st > StageMax {
+		return Reply{}, frameErr("reply stage %d, at most %d", st, StageMax)
 	}
 	return Reply{
 		Digest:  [DigestSize]byte(b[:DigestSize]),
 		Detail:  binary.LittleEndian.Uint32(b[DigestSize:]),
-		Message: string(b[DigestSize+8:]),
+		Stage:   st,
+		Message: string(b[replyHeader:]),
 	}, nil
 }
 

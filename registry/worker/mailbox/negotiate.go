@@ -61,8 +61,9 @@ type OpParam struct {
 //
 // A successful reply's message is "impl_id=ID host=N device=M": the
 // provider's implementation id and its scratch request in bytes
-// (Negotiation). A refusal (status REJECTED) carries validate's return code
-// as detail and its message.
+// (Negotiation). A refusal (status REJECTED) carries the step that refused
+// as its stage (NegotiateStage), that step's return code as detail, and
+// the provider's message.
 type NegotiateArgs struct {
 	Inputs   int
 	SyncMode uint32
@@ -164,6 +165,38 @@ func parseOpParams(b []byte, n int) ([]OpParam, error) {
 		return nil, fmt.Errorf("negotiate args: %d bytes after the parameters", len(b))
 	}
 	return out, nil
+}
+
+// NegotiateStage is the step of a negotiation that refused: the stage of
+// a REJECTED NEGOTIATE reply, so that no reader classifies the refusal by
+// its message.
+type NegotiateStage uint32
+
+// Negotiation stages.
+const (
+	StageNone NegotiateStage = 0 // every reply but a refused NEGOTIATE
+	// StageProvider: the orchestration exports no provider entry points,
+	// or the child could not call them; detail is 0.
+	StageProvider NegotiateStage = 1
+	StageValidate NegotiateStage = 2 // validate refused the tensors; detail is its code
+	StageScratch  NegotiateStage = 3 // the scratch query failed; detail is its code
+	StageMax                     = StageScratch
+)
+
+// String names the stage as refusal kinds do: "provider", "validate",
+// "scratch".
+func (s NegotiateStage) String() string {
+	switch s {
+	case StageNone:
+		return "none"
+	case StageProvider:
+		return "provider"
+	case StageValidate:
+		return "validate"
+	case StageScratch:
+		return "scratch"
+	}
+	return fmt.Sprintf("stage(%d)", uint32(s))
 }
 
 // Negotiation is a provider's answer: its implementation id and the
