@@ -120,6 +120,54 @@ func (s Status) String() string {
 	return fmt.Sprintf("status(%d)", uint32(s))
 }
 
+// statusCodes is the one table between reply statuses and the error
+// codes they stand for (the values of registry.ErrorCode and of the
+// worker's codes, by name, since this package imports nothing of
+// ptojit). A status's first row is the code it stands for; a later row
+// maps one more code to it.
+var statusCodes = [...]struct {
+	status Status
+	code   string
+}{
+	{StatusBadFrame, "MAILBOX_FRAME_INVALID"},
+	{StatusDescriptorMismatch, "HASHID_DESCRIPTOR_MISMATCH"},
+	{StatusKindUnsupported, "CALLABLE_KIND_UNSUPPORTED"},
+	{StatusSlotExhausted, "LOCAL_SLOT_EXHAUSTED"},
+	{StatusNotInstalled, "HASHID_NOT_INSTALLED"},
+	{StatusPayloadInvalid, "CALLABLE_BLOB_INVALID"},
+	{StatusPayloadInvalid, "SPYC_PAYLOAD_INVALID"},
+	{StatusPlatformMismatch, "PLATFORM_UNSUPPORTED"},
+	{StatusPrewarmFailed, "PREWARM_FAILED"},
+	{StatusExecFailed, "TASK_FAILED"},
+	{StatusArgsInvalid, "TASK_ARGS_INVALID"},
+	{StatusRejected, "NEGOTIATION_REJECTED"},
+}
+
+// Code returns the error code a failed reply's status stands for: "" for
+// StatusOK, MAILBOX_FRAME_INVALID for a status this layout does not have.
+func (s Status) Code() string {
+	if s == StatusOK {
+		return ""
+	}
+	for _, r := range statusCodes {
+		if r.status == s {
+			return r.code
+		}
+	}
+	return "MAILBOX_FRAME_INVALID"
+}
+
+// StatusOfCode returns the status that stands for error code c, and
+// false when no status does.
+func StatusOfCode(c string) (Status, bool) {
+	for _, r := range statusCodes {
+		if r.code == c {
+			return r.status, true
+		}
+	}
+	return StatusOK, false
+}
+
 // FrameError is a malformed frame. Safe to share.
 type FrameError struct{ Msg string }
 
