@@ -312,10 +312,14 @@ func (w *walker) walkDir(n *node) {
 func (w *walker) classifyChildren(n *node) []*node {
 	pythonOnly := n.root.pythonOnly
 	n.children = make([]*node, 0, len(n.listing))
+	// One allocation for the children's nodes, not one each: most of the
+	// walk's nodes are files in small directories.
+	slab := make([]node, len(n.listing))
 	var local []*node
 classify:
-	for _, d := range n.listing {
-		c := &node{parent: n, idx: len(n.children), depth: n.depth + 1, root: n.root,
+	for i, d := range n.listing {
+		c := &slab[i]
+		*c = node{parent: n, idx: len(n.children), depth: n.depth + 1, root: n.root,
 			rel: joinRel(n.rel, d.name), name: d.name, resolved: joinPath(n.resolved, d.name)}
 		kind := d.kind
 		if kind == kindUnknown {
