@@ -463,6 +463,38 @@ func SplitTaskArgs(b []byte) ([DigestSize]byte, []byte, error) {
 	return [DigestSize]byte(b[:DigestSize]), b[DigestSize:], nil
 }
 
+// NegotiateStage is the step of a negotiation that refused: the stage of
+// a REJECTED NEGOTIATE reply, so that no reader classifies the refusal by
+// its message.
+type NegotiateStage uint32
+
+// Negotiation stages.
+const (
+	StageNone NegotiateStage = 0 // every reply but a refused NEGOTIATE
+	// StageProvider: the orchestration exports no provider entry points,
+	// or the child could not call them; detail is 0.
+	StageProvider NegotiateStage = 1
+	StageValidate NegotiateStage = 2 // validate refused the tensors; detail is its code
+	StageScratch  NegotiateStage = 3 // the scratch query failed; detail is its code
+	StageMax                     = StageScratch
+)
+
+// String names the stage as refusal kinds do: "provider", "validate",
+// "scratch".
+func (s NegotiateStage) String() string {
+	switch s {
+	case StageNone:
+		return "none"
+	case StageProvider:
+		return "provider"
+	case StageValidate:
+		return "validate"
+	case StageScratch:
+		return "scratch"
+	}
+	return fmt.Sprintf("stage(%d)", uint32(s))
+}
+
 // Reply is the args area of a reply. A plain value.
 type Reply struct {
 	Digest  [DigestSize]byte // the request's digest; zero for ops without one

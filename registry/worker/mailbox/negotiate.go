@@ -167,38 +167,6 @@ func parseOpParams(b []byte, n int) ([]OpParam, error) {
 	return out, nil
 }
 
-// NegotiateStage is the step of a negotiation that refused: the stage of
-// a REJECTED NEGOTIATE reply, so that no reader classifies the refusal by
-// its message.
-type NegotiateStage uint32
-
-// Negotiation stages.
-const (
-	StageNone NegotiateStage = 0 // every reply but a refused NEGOTIATE
-	// StageProvider: the orchestration exports no provider entry points,
-	// or the child could not call them; detail is 0.
-	StageProvider NegotiateStage = 1
-	StageValidate NegotiateStage = 2 // validate refused the tensors; detail is its code
-	StageScratch  NegotiateStage = 3 // the scratch query failed; detail is its code
-	StageMax                     = StageScratch
-)
-
-// String names the stage as refusal kinds do: "provider", "validate",
-// "scratch".
-func (s NegotiateStage) String() string {
-	switch s {
-	case StageNone:
-		return "none"
-	case StageProvider:
-		return "provider"
-	case StageValidate:
-		return "validate"
-	case StageScratch:
-		return "scratch"
-	}
-	return fmt.Sprintf("stage(%d)", uint32(s))
-}
-
 // Negotiation is a provider's answer: its implementation id and the
 // scratch it needs for the negotiated tensors. A successful NEGOTIATE
 // reply carries it as its message (Message).
