@@ -13,7 +13,12 @@
 #
 # Warm page cache; each command runs RUNS times (default 7), interleaved,
 # and the median wall time and CPU time (user+sys, steadier than wall
-# time on a shared machine) are reported. Usage: bench/fingerprint.sh [RUNS]
+# time on a shared machine) are reported. With COLD=1 the page cache of
+# the files a command reads is dropped before each run (floor evict:
+# posix_fadvise DONTNEED on those files only; dentries and inodes stay
+# cached). FILES and TREE_BYTES shape the tree (100,000 small files:
+# FILES=100000 TREE_BYTES=200000000), BIG_BYTES the big file.
+# Usage: bench/fingerprint.sh [RUNS]
 set -euo pipefail
 
 runs=${1:-7}
@@ -40,6 +45,9 @@ tree_total=$(xargs -d '\n' stat -L -c %s < "$work/tree.list" | awk '{s += $1} EN
 timeit() {
 	local name=$1
 	shift
+	if [[ ${COLD:-} == 1 ]]; then
+		"$work/bin/floor" evict < "$work/${name##*_}.list"
+	fi
 	local TIMEFORMAT='%3R %3U %3S' t
 	t=$({ time "$@" > "$work/out.$name"; } 2>&1)
 	echo "$t" | awk '{print $1}' >> "$work/times.$name"
@@ -71,7 +79,9 @@ m() { median "times.$1"; }
 c() { median "cpu.$1"; }
 
 echo "machine: $(nproc) cores, $(uname -sr), $(go env GOVERSION); load average $(cut -d' ' -f1-3 /proc/loadavg) (shared)"
-echo "$runs runs each, interleaved; median wall and CPU (user+sys) seconds; warm page cache"
+cache="warm page cache"
+[[ ${COLD:-} == 1 ]] && cache="cold page cache (the files' pages dropped before each run)"
+echo "$runs runs each, interleaved; median wall and CPU (user+sys) seconds; $cache"
 report() { # TITLE BYTES NAME LABEL...
 	local bytes=$2
 	echo "$1"

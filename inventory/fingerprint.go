@@ -106,9 +106,16 @@ type FingerprintOptions struct {
 // inputs are unavailable, the one reported is the first in walk order, as
 // a sequential walk would meet it, however the work was spread.
 //
-// Each file is opened without following a final symlink, stat'ed, read to
-// exactly its size and stat'ed again: size, mtime and ctime must not move
-// and the file must keep its name. When all files are read, every root
+// Each file is opened without following a final symlink, its first chunk
+// (up to 1 MiB) read, and stat'ed. A file whose ctime and mtime are older
+// than the start of the walk less recentWindow is racily clean (git's
+// rule): nothing has changed it since before it was opened, since ctime
+// moves with every change, so the chunk is its content, and when the
+// chunk is the whole file it is done. Any other file is read to exactly
+// the size that stat found (from the start again unless racily clean) and
+// stat'ed again: size, mtime and ctime must not move and the file must
+// keep its name. A non-regular file that took a listed file's name is
+// refused after its first read. When all files are read, every root
 // and symlink is resolved again and every directory is stat'ed again; a
 // directory whose mtime or ctime moved, or whose timestamps were less than
 // recentWindow old when it was listed (a change within the filesystem's
@@ -337,7 +344,9 @@ const (
 
 // recentWindow: a directory whose mtime or ctime is less than this older
 // than the start of the walk is listed a second time to verify it, rather
-// than trusted when its timestamps did not move. Filesystem timestamps
+// than trusted when its timestamps did not move; a file whose mtime or
+// ctime is that recent is read and stat'ed again, rather than taken as racily clean
+// from its first chunk. Filesystem timestamps
 // follow a coarse clock (a few milliseconds) on kernels without
 // fine-grained timestamps, and a server's clock on network filesystems.
 // Tests set it.
@@ -345,6 +354,9 @@ var recentWindow = 2 * time.Second
 
 // Test hooks, set only by tests to inject races at exact points.
 var (
+	// testHookFirstRead runs after a file's first chunk is read, before
+	// the stat that decides whether it is racily clean.
+	testHookFirstRead func(resolved string)
 	// testHookFileRead runs after a file's bytes are read, before its
 	// metadata is checked again.
 	testHookFileRead func(resolved string)

@@ -240,17 +240,53 @@ func parseDirents(b []byte, ents []dirent) []dirent {
 // (atFDCWD with an absolute name for a path), into h, writing the SHA-256
 // to sum, and returns the file's size, or a reason why the content is
 // unavailable. path is the file's full path, for the test hooks. A file
-// larger than maxSize is not read: large says so.
-//
-// The file is opened without following a final symlink and read to
-// exactly its size; then its size, mtime and ctime must be as before and
-// it must still have a name: renaming another file over it or removing it
-// changes its link count and ctime. That its name still leads to it is
-// checked when the directory is verified.
-func hashFileAt(dirfd int, name, path string, buf []byte, h hash.Hash, sum *Sum, maxSize int64) (size int64, large bool, reason string) {
+// larger than maxSize is not finished: the caller gets it open (large,
+// see openedFile) and finishes it with finish, on another goroutine if
+// it likes. Files whose ctime and mtime are before cleanBefore are
+// racily clean (see openFile).
+func hashFileAt(dirfd int, name, path string, buf []byte, h hash.Hash, sum *Sum, maxSize, cleanBefore int64) (size int64, large *openedFile, reason string) {
+	f, reason := openFile(dirfd, name, path, buf, h, cleanBefore)
+	if reason != "" {
+		return 0, nil, reason
+	}
+	if f.done {
+		syscall.Close(f.fd)
+		h.Sum(sum[:0])
+		return f.st.size, nil, ""
+	}
+	if f.st.size > maxSize {
+		return 0, f, ""
+	}
+	size, reason = f.finish(buf, h, sum)
+	return size, nil, reason
+}
+
+// openedFile is a regular file opened and read up to its first chunk.
+type openedFile struct {
+	fd, dirfd  int
+	name, path string
+	st         fileStat // the metadata after the first chunk was read
+	read       int64    // bytes of the first chunk, hashed when clean
+	clean      bool     // st's ctime and mtime are before the walk's cleanBefore
+	done       bool     // clean, and the first chunk was the whole file
+}
+
+// openFile opens the file name in dirfd without following a final
+// symlink, reads its first chunk of up to len(buf) bytes and stats it.
+// When the file's ctime and mtime are both before cleanBefore (the start
+// of the walk less recentWindow), nothing changed it since before it was
+// opened: ctime moves with every change, on the same clock. Such a file
+// is racily clean: the chunk is its content as of the stat, hashed into
+// h, and when the chunk is the whole file (its size per the stat) the
+// file is done in four system calls (openat, read, fstat, close), the
+// least that reads a file. Otherwise finish reads the rest, or all of it
+// again, and stats the file once more. A non-regular file that took the
+// name after it was listed is refused after its first read (opened
+// O_NONBLOCK, so that read does not wait).
+func openFile(dirfd int, name, path string, buf []byte, h hash.Hash, cleanBefore int64) (*openedFile, string) {
 	if testHookOpen != nil {
 		if err := testHookOpen(path); err != nil {
-			return 0, false, errReason(err)
+			return nil, errReason(err)
 		}
 	}
 	var fd int
@@ -264,37 +300,73 @@ func hashFileAt(dirfd int, name, path string, buf []byte, h hash.Hash, sum *Sum,
 	if err != nil {
 		switch err {
 		case syscall.ELOOP:
-			return 0, false, "file replaced by a symlink while read"
+			return nil, "file replaced by a symlink while read"
 		case syscall.ENOENT:
-			return 0, false, "file removed while read"
+			return nil, "file removed while read"
 		}
-		return 0, false, errReason(err)
+		return nil, errReason(err)
 	}
-	defer syscall.Close(fd)
+	n, rerr := syscall.Read(fd, buf)
+	for rerr == syscall.EINTR {
+		n, rerr = syscall.Read(fd, buf)
+	}
+	if testHookFirstRead != nil {
+		testHookFirstRead(path)
+	}
 	var st syscall.Stat_t
 	if err := syscall.Fstat(fd, &st); err != nil {
-		return 0, false, errReason(err)
+		syscall.Close(fd)
+		return nil, errReason(err)
 	}
-	before := toFileStat(&st)
-	if before.kind != kindReg {
-		return 0, false, "not a regular file or directory (" + before.kind.String() + ")"
+	f := &openedFile{fd: fd, dirfd: dirfd, name: name, path: path, st: toFileStat(&st)}
+	if f.st.kind != kindReg {
+		syscall.Close(fd)
+		return nil, "not a regular file or directory (" + f.st.kind.String() + ")"
 	}
-	if before.size > maxSize {
-		return 0, true, ""
+	if rerr != nil {
+		syscall.Close(fd)
+		return nil, errReason(rerr)
 	}
 	h.Reset()
+	f.clean = f.st.nlink > 0 && max(f.st.ctime, f.st.mtime) < cleanBefore && int64(n) <= f.st.size
+	if f.clean {
+		h.Write(buf[:n])
+		f.read = int64(n)
+		f.done = f.read == f.st.size
+	}
+	return f, ""
+}
+
+// finish reads the rest of f into h (all of it again, from the start,
+// when f is not clean), writes the SHA-256 to sum, closes f and returns
+// its size. The file's size, mtime and ctime must be as openFile found
+// them, and it must still have a name: renaming another file over it or
+// removing it changes its link count and ctime. That its name still
+// leads to it is checked when the directory is verified.
+func (f *openedFile) finish(buf []byte, h hash.Hash, sum *Sum) (int64, string) {
+	defer syscall.Close(f.fd)
+	if !f.clean {
+		if _, err := syscall.Seek(f.fd, 0, 0); err != nil {
+			return 0, errReason(err)
+		}
+		h.Reset()
+		f.read = 0
+	}
+	before := f.st
+	rest := before.size - f.read
 	read := readAll
-	if before.size >= pipelineMin {
+	if rest >= pipelineMin {
 		read = readPipelined
 	}
-	if why := read(fd, before.size, buf, h); why != "" {
-		return 0, false, why
+	if why := read(f.fd, rest, buf, h); why != "" {
+		return 0, why
 	}
 	if testHookFileRead != nil {
-		testHookFileRead(path)
+		testHookFileRead(f.path)
 	}
-	if err := syscall.Fstat(fd, &st); err != nil {
-		return 0, false, errReason(err)
+	var st syscall.Stat_t
+	if err := syscall.Fstat(f.fd, &st); err != nil {
+		return 0, errReason(err)
 	}
 	after := toFileStat(&st)
 	switch {
@@ -302,19 +374,19 @@ func hashFileAt(dirfd int, name, path string, buf []byte, h hash.Hash, sum *Sum,
 		// Unlinked while read: gone, or another file took its name. (A
 		// name given to another inode later is caught when the directory
 		// is verified.)
-		if fstatatNoFollow(dirfd, name, path, &st) == nil {
-			return 0, false, "file replaced while read"
+		if fstatatNoFollow(f.dirfd, f.name, f.path, &st) == nil {
+			return 0, "file replaced while read"
 		}
-		return 0, false, "file removed while read"
+		return 0, "file removed while read"
 	case after.size != before.size:
-		return 0, false, "file changed while read (size)"
+		return 0, "file changed while read (size)"
 	case after.mtime != before.mtime:
-		return 0, false, "file changed while read (mtime)"
+		return 0, "file changed while read (mtime)"
 	case after.ctime != before.ctime:
-		return 0, false, "file changed while read (ctime)"
+		return 0, "file changed while read (ctime)"
 	}
 	h.Sum(sum[:0])
-	return before.size, false, ""
+	return before.size, ""
 }
 
 // readAll reads exactly size bytes of fd into h.

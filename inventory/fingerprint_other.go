@@ -27,6 +27,14 @@ func closeFD(int)                                        {}
 func readDir(int, []byte) ([]dirent, error)              { return nil, errUnsupported }
 func listDir(string, []byte) (fileStat, []dirent, error) { return fileStat{}, nil, errUnsupported }
 
-func hashFileAt(int, string, string, []byte, hash.Hash, *Sum, int64) (int64, bool, string) {
-	return 0, false, errUnsupported.Error()
+// openedFile is a file opened and started; there are none here.
+type openedFile struct {
+	fd, dirfd int
+	name      string
 }
+
+func hashFileAt(int, string, string, []byte, hash.Hash, *Sum, int64, int64) (int64, *openedFile, string) {
+	return 0, nil, errUnsupported.Error()
+}
+
+func (*openedFile) finish([]byte, hash.Hash, *Sum) (int64, string) { return 0, errUnsupported.Error() }

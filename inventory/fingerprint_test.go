@@ -144,10 +144,13 @@ func wantUnavailable(t *testing.T, roots []ContentRoot, opt FingerprintOptions, 
 	return ue
 }
 
+// setHook sets *hook to f for the rest of the test, then back to what it
+// was.
 func setHook[F any](t *testing.T, hook *F, f F) {
 	t.Helper()
+	old := *hook
 	*hook = f
-	t.Cleanup(func() { var zero F; *hook = zero })
+	t.Cleanup(func() { *hook = old })
 }
 
 func TestContentRootPath(t *testing.T) {
@@ -442,6 +445,59 @@ func TestFingerprintSequentialEqualsParallel(t *testing.T) {
 	want := rootRec(root, false, entries...)
 	for _, w := range []int{1, 2, 3, 16} {
 		checkContent(t, []ContentRoot{mustRoot(t, root, false)}, FingerprintOptions{Workers: w}, want)
+	}
+	// Every file racily clean: files of up to readChunk bytes are done
+	// from their first chunk, the larger ones finished from where it
+	// ended; only those are read on (testHookFileRead runs for them
+	// alone).
+	setHook(t, &recentWindow, -time.Hour)
+	var mu sync.Mutex
+	readOn := map[string]bool{}
+	setHook(t, &testHookFileRead, func(p string) { mu.Lock(); readOn[filepath.Base(p)] = true; mu.Unlock() })
+	for _, w := range []int{1, 2} {
+		checkContent(t, []ContentRoot{mustRoot(t, root, false)}, FingerprintOptions{Workers: w}, want)
+	}
+	if len(readOn) != 2 || !readOn["f077.dat"] || !readOn["f078.dat"] {
+		t.Errorf("read beyond the first chunk: %v, want the two files larger than it", readOn)
+	}
+}
+
+// TestFingerprintRacilyClean: a file that was racily clean when the walk
+// started but changes between its first read and its stat is read again,
+// whole, so the fingerprint has its new content and never a mix.
+func TestFingerprintRacilyClean(t *testing.T) {
+	setHook(t, &recentWindow, 0)
+	d := realTemp(t) + "/r"
+	writeFile(t, d+"/a.txt", "aaaa")
+	writeFile(t, d+"/b.txt", "bbbb")
+	r := mustRoot(t, d, false)
+	old, err := Fingerprint([]ContentRoot{r})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var once sync.Once
+	setHook(t, &testHookFirstRead, func(p string) {
+		if p != d+"/a.txt" {
+			return
+		}
+		once.Do(func() {
+			// Write until the file's ctime is no older than now (after the
+			// walk's start): the coarse clock may lag. A handful of calls.
+			now := time.Now().UnixNano()
+			for i := 0; ; i++ {
+				if err := os.WriteFile(d+"/a.txt", []byte("AAAAAAAA"), 0o644); err != nil {
+					t.Error(err)
+					return
+				}
+				if st, _ := lstat(d + "/a.txt"); st.ctime >= now || i > 1e6 {
+					return
+				}
+			}
+		})
+	})
+	checkContent(t, []ContentRoot{r}, FingerprintOptions{}, rootRec(d, false, dirRec("", d), fileRec("a.txt", d+"/a.txt", "AAAAAAAA"), fileRec("b.txt", d+"/b.txt", "bbbb")))
+	if got, _ := Fingerprint([]ContentRoot{r}); got == nil || got.Digest == old.Digest {
+		t.Error("the changed file kept its old content")
 	}
 }
 

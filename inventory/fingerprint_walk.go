@@ -20,9 +20,10 @@ import (
 //     entry is classified here), and read files: a directory's own
 //     regular files of up to smallFile bytes through its descriptor
 //     (openat resolves one name, not a whole path), batchSize files a
-//     task; larger files, and those reached through symlinks or given as
-//     roots, by path, one a task. The tree is then flattened into walk
-//     order.
+//     task, the rest of a larger one by a task of its own; files reached
+//     through symlinks or given as roots by path, one a task. A racily clean file read in
+//     one chunk costs openat, read, fstat and close (openFile). The tree
+//     is then flattened into walk order.
 //  2. Verify: every symlink and root is resolved again, every file reached
 //     by resolution stat'ed again, and every directory stat'ed again, in
 //     parallel, and compared. A directory whose mtime or ctime moved, or
@@ -104,6 +105,9 @@ type walker struct {
 	opt     FingerprintOptions
 	workers int
 	start   int64 // wall clock (ns) when the walk started
+	// cleanBefore is start less recentWindow: a file whose ctime and
+	// mtime are older is racily clean (openFile).
+	cleanBefore int64
 
 	queue scheduler // directories to list and batches of files to read
 
@@ -132,7 +136,8 @@ func newWalker(opt FingerprintOptions, workers int, sched scheduler) *walker {
 	if sched == nil {
 		sched = newGroupScheduler(workers)
 	}
-	return &walker{opt: opt, workers: workers, start: time.Now().UnixNano(), queue: sched}
+	start := time.Now().UnixNano()
+	return &walker{opt: opt, workers: workers, start: start, cleanBefore: start - int64(recentWindow), queue: sched}
 }
 
 // problem records err at n.
@@ -307,10 +312,14 @@ func (w *walker) walkDir(n *node) {
 func (w *walker) classifyChildren(n *node) []*node {
 	pythonOnly := n.root.pythonOnly
 	n.children = make([]*node, 0, len(n.listing))
+	// One allocation for the children's nodes, not one each: most of the
+	// walk's nodes are files in small directories.
+	slab := make([]node, len(n.listing))
 	var local []*node
 classify:
-	for _, d := range n.listing {
-		c := &node{parent: n, idx: len(n.children), depth: n.depth + 1, root: n.root,
+	for i, d := range n.listing {
+		c := &slab[i]
+		*c = node{parent: n, idx: len(n.children), depth: n.depth + 1, root: n.root,
 			rel: joinRel(n.rel, d.name), name: d.name, resolved: joinPath(n.resolved, d.name)}
 		kind := d.kind
 		if kind == kindUnknown {
@@ -359,7 +368,8 @@ classify:
 }
 
 // hashLocal reads the files of one directory through its descriptor; a
-// file larger than smallFile is queued to be read by itself.
+// file larger than smallFile is finished by a task of its own, reopened
+// by its path (the directory's descriptor may be closed by then).
 func (w *walker) hashLocal(dirfd int, files []*node) {
 	if len(files) == 0 {
 		return
@@ -371,17 +381,37 @@ func (w *walker) hashLocal(dirfd int, files []*node) {
 		if w.skip(c) {
 			return
 		}
-		size, large, reason := hashFileAt(dirfd, c.name, c.resolved, *bp, h, &c.sum, smallFile)
+		size, large, reason := hashFileAt(dirfd, c.name, c.resolved, *bp, h, &c.sum, smallFile, w.cleanBefore)
 		if reason != "" {
 			w.problem(c, reason)
 			return
 		}
-		if large {
-			w.spawn(func() { w.hashPath(c) })
+		if large != nil {
+			large.dirfd, large.name = atFDCWD, c.resolved
+			lh := h
+			h = hashers.Get().(hash.Hash)
+			w.spawn(func() { w.finishLarge(c, large, lh) })
 			continue
 		}
 		c.size, c.hashed = size, true
 	}
+}
+
+// finishLarge finishes the large file c, opened and started in h by
+// hashLocal.
+func (w *walker) finishLarge(c *node, f *openedFile, h hash.Hash) {
+	bp := readBufs.Get().(*[]byte)
+	defer func() { readBufs.Put(bp); hashers.Put(h) }()
+	if w.skip(c) {
+		closeFD(f.fd)
+		return
+	}
+	size, reason := f.finish(*bp, h, &c.sum)
+	if reason != "" {
+		w.problem(c, reason)
+		return
+	}
+	c.size, c.hashed = size, true
 }
 
 // hashPath reads the file n by its resolved path.
@@ -392,7 +422,7 @@ func (w *walker) hashPath(n *node) {
 	bp := readBufs.Get().(*[]byte)
 	h := hashers.Get().(hash.Hash)
 	defer func() { readBufs.Put(bp); hashers.Put(h) }()
-	size, _, reason := hashFileAt(atFDCWD, n.resolved, n.resolved, *bp, h, &n.sum, math.MaxInt64)
+	size, _, reason := hashFileAt(atFDCWD, n.resolved, n.resolved, *bp, h, &n.sum, math.MaxInt64, w.cleanBefore)
 	if reason != "" {
 		w.problem(n, reason)
 		return

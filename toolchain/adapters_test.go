@@ -31,7 +31,7 @@ func makeCann(t *testing.T, info string) string {
 // exists here): a script that answers the probes the adapter sends as
 // clang does, naming its own files under dir and host-side files under
 // host (host/include, host/bin, host/lib/crti.o), which it creates.
-func makeCcec(t *testing.T, dir, root, host string) string {
+func makeCcec(t testing.TB, dir, root, host string) string {
 	t.Helper()
 	writeFiles(t, host, map[string]string{
 		"include/stdio.h": "int printf(const char *, ...);\n",

@@ -54,6 +54,9 @@ func benchFixture(b *testing.B) (string, string) {
 			"bin/ptoas": "#!/bin/sh\necho 'ptoas 0.9.1'\n",
 		})
 		os.Chmod(filepath.Join(dir, "install", "ptoas", "bin", "ptoas"), 0o755)
+		// The CANN adapter probes ccec for the host files it loads.
+		cann := filepath.Join(dir, "install", "cann")
+		makeCcec(b, filepath.Join(cann, "compiler", "ccec_compiler"), cann, filepath.Join(dir, "cann-host"))
 		if _, err := exec.LookPath("git"); err == nil {
 			// Let git refresh the index once, as any git user's checkout has.
 			cmd := exec.Command("git", "status", "--porcelain", "--ignored")

@@ -9,6 +9,7 @@
 //	floor [-j N] < LIST
 //	floor gen-tree DIR FILES BYTES   make a tree like a runtime installation
 //	floor gen-file PATH BYTES        make one file of pseudo-random bytes
+//	floor evict < LIST               drop the page cache of the listed files
 package main
 
 import (
@@ -30,6 +31,9 @@ func main() {
 			return
 		case "gen-file":
 			genFile(os.Args[2:])
+			return
+		case "evict":
+			evict()
 			return
 		}
 	}

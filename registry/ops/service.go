@@ -492,19 +492,9 @@ func (n *childNegotiator) negotiate(ch *Choice, q *Query) error {
 			return errors.New("no live child to negotiate on")
 		}
 		res, err := s.w.Negotiate(id, a.h, args)
-		if registry.CodeOf(err) == worker.NegotiationRejected {
-			var re *registry.Error
-			msg := err.Error()
-			if errors.As(err, &re) && re.Err != nil {
-				msg = re.Err.Error()
-			}
-			if strings.HasPrefix(msg, "the orchestration does not export") {
-				return &rejectErr{kind: "provider", reason: "provider: " + msg}
-			}
-			if strings.HasPrefix(msg, "scratch query returned") {
-				return &rejectErr{kind: "scratch", reason: "scratch: " + msg}
-			}
-			return &rejectErr{kind: "validate", reason: "validate: " + msg}
+		var nr *worker.NegotiationRefusal
+		if registry.CodeOf(err) == worker.NegotiationRejected && errors.As(err, &nr) {
+			return &rejectErr{kind: nr.Stage.String(), reason: nr.Stage.String() + ": " + nr.Message}
 		}
 		if err != nil {
 			last = err

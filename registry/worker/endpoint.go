@@ -224,7 +224,7 @@ func (e *endpoint) recv(timeout time.Duration) (int, error) {
 
 // statusErr turns a non-OK reply into a *registry.Error (a definite refusal
 // in the sense of Target).
-func (e *endpoint) statusErr(op string, h registry.Hashid, st mailbox.Status, r mailbox.Reply) error {
+func (e *endpoint) statusErr(op string, h registry.Hashid, st mailbox.Status, r mailbox.Reply) *registry.Error {
 	return &registry.Error{Code: codeOf(st), WorkerID: e.id, Namespace: e.ns, Hashid: h.String(), Op: op, Err: errors.New(r.Message)}
 }
 

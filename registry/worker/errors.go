@@ -31,31 +31,9 @@ const NegotiationRejected registry.ErrorCode = "NEGOTIATION_REJECTED"
 // ACTIVATE; the child ran its ptojit_module_shutdown before replying.
 const ModuleInitFailed registry.ErrorCode = "MODULE_INIT_FAILED"
 
-// codeOf maps a reply status to an error code.
+// codeOf maps a reply status to an error code (package mailbox's table).
 func codeOf(s mailbox.Status) registry.ErrorCode {
-	switch s {
-	case mailbox.StatusDescriptorMismatch:
-		return registry.HashidDescriptorMismatch
-	case mailbox.StatusKindUnsupported:
-		return registry.CallableKindUnsupported
-	case mailbox.StatusSlotExhausted:
-		return registry.LocalSlotExhausted
-	case mailbox.StatusNotInstalled:
-		return registry.HashidNotInstalled
-	case mailbox.StatusPayloadInvalid:
-		return registry.CallableBlobInvalid
-	case mailbox.StatusPlatformMismatch:
-		return registry.PlatformUnsupported
-	case mailbox.StatusPrewarmFailed:
-		return PrewarmFailed
-	case mailbox.StatusExecFailed:
-		return TaskFailed
-	case mailbox.StatusArgsInvalid:
-		return TaskArgsInvalid
-	case mailbox.StatusRejected:
-		return NegotiationRejected
-	}
-	return FrameInvalid
+	return registry.ErrorCode(s.Code())
 }
 
 // EndpointError is a failure of the mailbox itself: the child died, timed

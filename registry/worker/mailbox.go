@@ -16,6 +16,15 @@ type (
 	NegotiateArgs = mailbox.NegotiateArgs
 	Negotiation   = mailbox.Negotiation
 	ProvidedOp    = mailbox.ProvidedOp
+	// NegotiateStage is the step of a negotiation that refused.
+	NegotiateStage = mailbox.NegotiateStage
+)
+
+// The steps of a negotiation that can refuse (NegotiationRefusal.Stage).
+const (
+	StageProvider = mailbox.StageProvider
+	StageValidate = mailbox.StageValidate
+	StageScratch  = mailbox.StageScratch
 )
 
 // Element types of a Tensor.

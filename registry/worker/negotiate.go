@@ -2,6 +2,7 @@ package worker
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/ptojit/ptojit/registry"
@@ -12,7 +13,8 @@ import (
 // id: its implementation id, validate on the tensors and, when validate
 // accepts them, the scratch query. They are pure negotiation: the child
 // calls nothing else of the callable. A refusal is a *registry.Error with
-// code NEGOTIATION_REJECTED whose message is the provider's.
+// code NEGOTIATION_REJECTED whose cause is a *NegotiationRefusal: the
+// step that refused, its code and the provider's message.
 func (w *Worker) Negotiate(id int, h CallableHandle, a mailbox.NegotiateArgs) (mailbox.Negotiation, error) {
 	e, err := w.live(context.Background(), id)
 	if err != nil {
@@ -33,9 +35,17 @@ func (w *Worker) Negotiate(id int, h CallableHandle, a mailbox.NegotiateArgs) (m
 	if err == nil && r.Digest != d {
 		err = e.fail("negotiate", fmt.Errorf("%w: reply names %v", registry.ReplyHashidMismatch, registry.Hashid(r.Digest)))
 	}
+	if err == nil && st == mailbox.StatusRejected && r.Stage == mailbox.StageNone {
+		err = e.fail("negotiate", errors.New("protocol violation: a refused negotiation names no stage"))
+	}
 	e.mu.Unlock()
 	if err != nil {
 		return mailbox.Negotiation{}, err
+	}
+	if st == mailbox.StatusRejected {
+		re := e.statusErr("negotiate", h.Hashid, st, r)
+		re.Err = &NegotiationRefusal{Stage: r.Stage, Code: int32(r.Detail), Message: r.Message}
+		return mailbox.Negotiation{}, re
 	}
 	if st != mailbox.StatusOK {
 		return mailbox.Negotiation{}, e.statusErr("negotiate", h.Hashid, st, r)
@@ -55,3 +65,16 @@ func (w *Worker) Alive(id int) bool {
 	_, err := w.live(context.Background(), id)
 	return err == nil
 }
+
+// NegotiationRefusal is why a provider refused a negotiation: the step
+// that refused (StageProvider, StageValidate, StageScratch), that step's
+// return code, and the message of the provider or the child. It is the
+// cause of a NEGOTIATION_REJECTED error. A plain value.
+type NegotiationRefusal struct {
+	Stage   NegotiateStage
+	Code    int32
+	Message string
+}
+
+// Error returns the message.
+func (e *NegotiationRefusal) Error() string { return e.Message }

@@ -14,7 +14,7 @@ import sys
 
 MAGIC = b"PJMB"
 HDR = struct.Struct("<4sHHIIQ")
-LAYOUT = 2  # the mailbox layout version (package mailbox's LayoutVersion)
+LAYOUT = 3  # the mailbox layout version (package mailbox's LayoutVersion)
 TENSOR_REF = 88  # one tensor reference of the task-args blob
 MAILBOX = 4096
 REPLY = 0x8000
@@ -54,7 +54,7 @@ def recv():
 
 def reply(op, status, digest=ZERO, detail=0, msg=""):
     m = msg.encode("utf-8", "replace")[:1024]
-    args = digest + struct.pack("<II", detail, len(m)) + m
+    args = digest + struct.pack("<III", detail, 0, len(m)) + m  # detail, stage, length
     sock.send(HDR.pack(MAGIC, LAYOUT, op | REPLY, status, len(args), 0) + args)
 
 

@@ -27,41 +27,48 @@ type fakeDaemon struct {
 }
 
 func startFake(t *testing.T, sock string, reply []byte) *fakeDaemon {
+	f := &fakeDaemon{reply: reply}
+	serveSocket(t, sock, func(c net.Conn) {
+		defer c.Close()
+		c.SetDeadline(time.Now().Add(10 * time.Second))
+		f.mu.Lock()
+		f.accepts++
+		f.mu.Unlock()
+		var req api.DaemonRequest
+		if api.ReadFrame(c, api.MaxDaemonRequest, &req) != nil {
+			return
+		}
+		if req.Op == api.OpHello {
+			api.WriteFrame(c, &api.DaemonResponse{Protocol: api.DaemonProtocol, EnvNames: []string{"PATH", "PTOJIT_CACHE_DIR"}})
+			return
+		}
+		f.mu.Lock()
+		f.runs = append(f.runs, req)
+		f.mu.Unlock()
+		c.Write(f.reply)
+	})
+	return f
+}
+
+// serveSocket listens on the unix socket sock until the test ends and
+// serves each connection with serve, on a goroutine of its own: the
+// scaffolding of the tests' fake daemons.
+func serveSocket(t *testing.T, sock string, serve func(net.Conn)) {
 	t.Helper()
 	ln, err := net.Listen("unix", sock)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { ln.Close() })
-	f := &fakeDaemon{reply: reply}
 	go func() {
 		for {
 			c, err := ln.Accept()
 			if err != nil {
 				return
 			}
-			f.mu.Lock()
-			f.accepts++
-			f.mu.Unlock()
-			go func() {
-				defer c.Close()
-				c.SetDeadline(time.Now().Add(10 * time.Second))
-				var req api.DaemonRequest
-				if api.ReadFrame(c, api.MaxDaemonRequest, &req) != nil {
-					return
-				}
-				if req.Op == api.OpHello {
-					api.WriteFrame(c, &api.DaemonResponse{Protocol: api.DaemonProtocol, EnvNames: []string{"PATH", "PTOJIT_CACHE_DIR"}})
-					return
-				}
-				f.mu.Lock()
-				f.runs = append(f.runs, req)
-				f.mu.Unlock()
-				c.Write(f.reply)
-			}()
+			go serve(c)
 		}
 	}()
-	return f
 }
 
 func (f *fakeDaemon) seen() (int, []api.DaemonRequest) {

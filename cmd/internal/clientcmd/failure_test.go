@@ -87,22 +87,8 @@ type replyDaemon struct {
 }
 
 func startReplyDaemon(t *testing.T, sock string, replies []api.DaemonResponse) *replyDaemon {
-	t.Helper()
-	ln, err := net.Listen("unix", sock)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ln.Close() })
 	d := &replyDaemon{replies: replies}
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			go d.serve(c)
-		}
-	}()
+	serveSocket(t, sock, d.serve)
 	return d
 }
 

@@ -8,21 +8,11 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// statusOf maps a registry error to a reply status.
+// statusOf maps a registry error to a reply status (package mailbox's
+// table), or otherwise when its code has none.
 func statusOf(err error, otherwise mailbox.Status) mailbox.Status {
-	switch registry.CodeOf(err) {
-	case registry.HashidDescriptorMismatch:
-		return mailbox.StatusDescriptorMismatch
-	case registry.CallableKindUnsupported:
-		return mailbox.StatusKindUnsupported
-	case registry.LocalSlotExhausted:
-		return mailbox.StatusSlotExhausted
-	case registry.HashidNotInstalled:
-		return mailbox.StatusNotInstalled
-	case registry.CallableBlobInvalid, registry.SPYCPayloadInvalid:
-		return mailbox.StatusPayloadInvalid
-	case registry.PlatformUnsupported:
-		return mailbox.StatusPlatformMismatch
+	if st, ok := mailbox.StatusOfCode(string(registry.CodeOf(err))); ok {
+		return st
 	}
 	return otherwise
 }

@@ -3,7 +3,6 @@ package child
 import (
 	"encoding/binary"
 	"fmt"
-	"strings"
 
 	"github.com/ebitengine/purego"
 
@@ -35,28 +34,34 @@ func (c *child) negotiate(args []byte) (mailbox.Status, mailbox.Reply) {
 			return mailbox.StatusPrewarmFailed, rep
 		}
 	}
-	code, msg := s.state.negotiate(a)
-	rep.Detail, rep.Message = uint32(code), msg
-	if code != 0 || strings.HasPrefix(msg, "!") {
-		rep.Message = strings.TrimPrefix(msg, "!")
+	n, ref := s.state.negotiate(a)
+	if ref != nil {
+		rep.Stage, rep.Detail, rep.Message = ref.stage, uint32(ref.code), ref.msg
 		return mailbox.StatusRejected, rep
 	}
+	rep.Message = n.Message()
 	return mailbox.StatusOK, rep
 }
 
-// negotiate calls the provider's entry points. It returns validate's or
-// the scratch query's non-zero code with the provider's message, or 0 and
-// the success message of NEGOTIATE. A message starting with "!" is a
-// refusal with code 0 (a missing entry point).
-func (s *simCallable) negotiate(a mailbox.NegotiateArgs) (int32, string) {
+// refusal is a negotiation refused: the step that refused, its return
+// code (0 for StageProvider) and the provider's or the child's message.
+type refusal struct {
+	stage mailbox.NegotiateStage
+	code  int32
+	msg   string
+}
+
+// negotiate calls the provider's entry points. It returns the provider's
+// answer, or the refusal of the step that refused.
+func (s *simCallable) negotiate(a mailbox.NegotiateArgs) (mailbox.Negotiation, *refusal) {
 	if !s.isProvider() {
-		return 0, "!" + notProvider
+		return mailbox.Negotiation{}, &refusal{stage: mailbox.StageProvider, msg: notProvider}
 	}
 	pOff := sizeofOpQueryV12 + mailbox.MaxOpTensors*sizeofOpTensor
 	nOff := pOff + mailbox.MaxOpParams*sizeofOpParam // the parameters' names
 	m, err := newCmem(nOff + mailbox.MaxOpParams*(mailbox.MaxOpParamName+1))
 	if err != nil {
-		return 0, "!" + err.Error()
+		return mailbox.Negotiation{}, &refusal{stage: mailbox.StageProvider, msg: err.Error()}
 	}
 	defer m.free()
 	tOff := sizeofOpQueryV12
@@ -90,14 +95,7 @@ func (s *simCallable) negotiate(a mailbox.NegotiateArgs) (int32, string) {
 			}
 		}
 	}
-	r := s.negotiateAt(m.addr(0))
-	if r.err != "" {
-		return 0, "!" + r.err
-	}
-	if r.code != 0 {
-		return r.code, r.msg
-	}
-	return 0, mailbox.Negotiation{ImplID: r.implID, HostScratch: r.host, DeviceScratch: r.device}.Message()
+	return s.negotiateAt(m.addr(0))
 }
 
 const notProvider = "the orchestration does not export " + opImplIDSymbol + ", " + opValidateSymbol + " and " + opScratchSymbol + " (ptojit_sim.h): it is no operation provider"
@@ -106,20 +104,12 @@ func (s *simCallable) isProvider() bool {
 	return s.opImplID != 0 && s.opValidate != 0 && s.opScratch != 0
 }
 
-// negotiated is what a provider's entry points answered.
-type negotiated struct {
-	code         int32
-	msg, err     string // the provider's refusal; a failure of the runtime
-	implID       string
-	host, device uint64
-}
-
 // negotiateAt calls the provider's entry points on the ptojit_op_query at
 // q. Calls into the host operation service are refused meanwhile.
-func (s *simCallable) negotiateAt(q uintptr) negotiated {
+func (s *simCallable) negotiateAt(q uintptr) (mailbox.Negotiation, *refusal) {
 	m, err := newCmem(sizeofOpScratch + opMessageCapacity)
 	if err != nil {
-		return negotiated{msg: err.Error(), err: err.Error()}
+		return mailbox.Negotiation{}, &refusal{stage: mailbox.StageProvider, msg: err.Error()}
 	}
 	defer m.free()
 	opNegotiating = true
@@ -133,12 +123,12 @@ func (s *simCallable) negotiateAt(q uintptr) negotiated {
 		if msg == "" {
 			msg = fmt.Sprintf("validate returned %d", code)
 		}
-		return negotiated{code: code, msg: msg, implID: id}
+		return mailbox.Negotiation{}, &refusal{stage: mailbox.StageValidate, code: code, msg: msg}
 	}
 	binary.LittleEndian.PutUint32(m.b[0:], opABIVersion)
 	r, _, _ = purego.SyscallN(s.opScratch, q, m.addr(0))
 	if code := int32(uint32(r)); code != 0 {
-		return negotiated{code: code, msg: fmt.Sprintf("scratch query returned %d", code), implID: id}
+		return mailbox.Negotiation{}, &refusal{stage: mailbox.StageScratch, code: code, msg: fmt.Sprintf("scratch query returned %d", code)}
 	}
-	return negotiated{implID: id, host: binary.LittleEndian.Uint64(m.b[8:]), device: binary.LittleEndian.Uint64(m.b[16:])}
+	return mailbox.Negotiation{ImplID: id, HostScratch: binary.LittleEndian.Uint64(m.b[8:]), DeviceScratch: binary.LittleEndian.Uint64(m.b[16:])}, nil
 }

@@ -339,16 +339,9 @@ func (c *child) negotiator(cands []opquery.Candidate, hashids []registry.Hashid,
 		for _, t := range f.Tensors {
 			args.Tensors = append(args.Tensors, mailbox.OpTensor{DType: uint32(t.DType), Shape: t.Shape, Strides: t.Strides})
 		}
-		code, msg := s.state.negotiate(args)
-		switch {
-		case strings.HasPrefix(msg, "!"):
-			return &opquery.Refusal{Kind: "provider", Reason: "provider: " + msg[1:]}
-		case code != 0:
-			return &opquery.Refusal{Kind: "validate", Reason: "validate: " + msg}
-		}
-		n, err := mailbox.ParseNegotiation(msg)
-		if err != nil {
-			return &opquery.Refusal{Kind: "provider", Reason: "provider: " + err.Error()}
+		n, ref := s.state.negotiate(args)
+		if ref != nil {
+			return &opquery.Refusal{Kind: ref.stage.String(), Reason: ref.stage.String() + ": " + ref.msg}
 		}
 		if n.ImplID != d.ImplID {
 			return &opquery.Refusal{Kind: "impl_id", Reason: fmt.Sprintf("impl_id: the orchestration reports %q", n.ImplID)}

@@ -27,14 +27,14 @@
 // Linux: elsewhere the package builds (so that `GOOS=darwin go vet` checks
 // it) and refuses to create one.
 //
-// # Frames (mailbox layout version 2)
+// # Frames (mailbox layout version 3)
 //
 // All integers are little-endian. One frame is one SEQPACKET message of at
 // most MailboxSize (4096) bytes:
 //
 //	offset  size  field
 //	0       4     magic "PJMB"
-//	4       2     layout version, 2
+//	4       2     layout version, 3
 //	6       2     op; a reply sets bit 15 (0x8000) of the request's op
 //	8       4     status: 0 in requests; a reply's Status
 //	12      4     args length n; the frame is exactly 24+n bytes
@@ -99,11 +99,15 @@
 //	              ACTIVATE flags (1 impl id exported, 2 init ran, 4 shutdown
 //	              exported) or (REJECTED) init's code; DEACTIVATE 1 when
 //	              shutdown ran
-//	36      4     u32 message length m (<= 1024)
-//	40      m     UTF-8 message: why the request failed; empty on success
+//	36      4     u32 stage: NEGOTIATE (REJECTED) the step that refused (1 the
+//	              provider's entry points are missing or could not be called,
+//	              2 validate, 3 the scratch query); 0 in every other reply
+//	40      4     u32 message length m (<= 1024)
+//	44      m     UTF-8 message: why the request failed; empty on success
 //	              (NEGOTIATE: "impl_id=ID host=N device=M" on success;
 //	              ACTIVATE: the impl id on success)
 //
+// Layout version 2 had no stage (the message length at 36).
 // A reply whose digest differs from the request's is invalid
 // (REPLY_HASHID_MISMATCH) and retires the endpoint. Statuses: 0 OK,
 // 1 BAD_FRAME, 2 HASHID_DESCRIPTOR_MISMATCH, 3 CALLABLE_KIND_UNSUPPORTED,

@@ -12,8 +12,8 @@ import (
 const (
 	// LayoutVersion is the mailbox layout version. Parent and child must
 	// agree; there is no migration path. Version 2 added the strides of
-	// the task-args tensor reference.
-	LayoutVersion = 2
+	// the task-args tensor reference, version 3 the stage of a reply.
+	LayoutVersion = 3
 
 	// MailboxSize is the largest frame, header included.
 	MailboxSize = 4096
@@ -118,6 +118,54 @@ func (s Status) String() string {
 		return names[s]
 	}
 	return fmt.Sprintf("status(%d)", uint32(s))
+}
+
+// statusCodes is the one table between reply statuses and the error
+// codes they stand for (the values of registry.ErrorCode and of the
+// worker's codes, by name, since this package imports nothing of
+// ptojit). A status's first row is the code it stands for; a later row
+// maps one more code to it.
+var statusCodes = [...]struct {
+	status Status
+	code   string
+}{
+	{StatusBadFrame, "MAILBOX_FRAME_INVALID"},
+	{StatusDescriptorMismatch, "HASHID_DESCRIPTOR_MISMATCH"},
+	{StatusKindUnsupported, "CALLABLE_KIND_UNSUPPORTED"},
+	{StatusSlotExhausted, "LOCAL_SLOT_EXHAUSTED"},
+	{StatusNotInstalled, "HASHID_NOT_INSTALLED"},
+	{StatusPayloadInvalid, "CALLABLE_BLOB_INVALID"},
+	{StatusPayloadInvalid, "SPYC_PAYLOAD_INVALID"},
+	{StatusPlatformMismatch, "PLATFORM_UNSUPPORTED"},
+	{StatusPrewarmFailed, "PREWARM_FAILED"},
+	{StatusExecFailed, "TASK_FAILED"},
+	{StatusArgsInvalid, "TASK_ARGS_INVALID"},
+	{StatusRejected, "NEGOTIATION_REJECTED"},
+}
+
+// Code returns the error code a failed reply's status stands for: "" for
+// StatusOK, MAILBOX_FRAME_INVALID for a status this layout does not have.
+func (s Status) Code() string {
+	if s == StatusOK {
+		return ""
+	}
+	for _, r := range statusCodes {
+		if r.status == s {
+			return r.code
+		}
+	}
+	return "MAILBOX_FRAME_INVALID"
+}
+
+// StatusOfCode returns the status that stands for error code c, and
+// false when no status does.
+func StatusOfCode(c string) (Status, bool) {
+	for _, r := range statusCodes {
+		if r.code == c {
+			return r.status, true
+		}
+	}
+	return StatusOK, false
 }
 
 // FrameError is a malformed frame. Safe to share.
@@ -415,12 +463,49 @@ func SplitTaskArgs(b []byte) ([DigestSize]byte, []byte, error) {
 	return [DigestSize]byte(b[:DigestSize]), b[DigestSize:], nil
 }
 
+// NegotiateStage is the step of a negotiation that refused: the stage of
+// a REJECTED NEGOTIATE reply, so that no reader classifies the refusal by
+// its message.
+type NegotiateStage uint32
+
+// Negotiation stages.
+const (
+	StageNone NegotiateStage = 0 // every reply but a refused NEGOTIATE
+	// StageProvider: the orchestration exports no provider entry points,
+	// or the child could not call them; detail is 0.
+	StageProvider NegotiateStage = 1
+	StageValidate NegotiateStage = 2 // validate refused the tensors; detail is its code
+	StageScratch  NegotiateStage = 3 // the scratch query failed; detail is its code
+	StageMax                     = StageScratch
+)
+
+// String names the stage as refusal kinds do: "provider", "validate",
+// "scratch".
+func (s NegotiateStage) String() string {
+	switch s {
+	case StageNone:
+		return "none"
+	case StageProvider:
+		return "provider"
+	case StageValidate:
+		return "validate"
+	case StageScratch:
+		return "scratch"
+	}
+	return fmt.Sprintf("stage(%d)", uint32(s))
+}
+
 // Reply is the args area of a reply. A plain value.
 type Reply struct {
 	Digest  [DigestSize]byte // the request's digest; zero for ops without one
 	Detail  uint32           // TASK: the orchestration's return code; READY: installed identities
+	Stage   NegotiateStage   // NEGOTIATE (REJECTED): the step that refused; 0 elsewhere
 	Message string           // why a request failed; empty on success
 }
+
+// replyHeader is the fixed part of a reply's args: digest, detail, stage
+// and the message length.
+const replyHeader = DigestSize + 12
 
 // Append appends the encoding of r to dst, truncating the message to
 // MaxReplyMessage bytes.
@@ -431,23 +516,29 @@ func (r Reply) Append(dst []byte) []byte {
 	}
 	dst = append(dst, r.Digest[:]...)
 	dst = binary.LittleEndian.AppendUint32(dst, r.Detail)
+	dst = binary.LittleEndian.AppendUint32(dst, uint32(r.Stage))
 	dst = binary.LittleEndian.AppendUint32(dst, uint32(len(msg)))
 	return append(dst, msg...)
 }
 
 // ParseReply decodes the args area of a reply.
 func ParseReply(b []byte) (Reply, error) {
-	if len(b) < DigestSize+8 {
-		return Reply{}, frameErr("reply args of %d bytes, shorter than %d", len(b), DigestSize+8)
+	if len(b) < replyHeader {
+		return Reply{}, frameErr("reply args of %d bytes, shorter than %d", len(b), replyHeader)
 	}
-	n := binary.LittleEndian.Uint32(b[DigestSize+4:])
-	if n > MaxReplyMessage || int(n) != len(b)-DigestSize-8 {
-		return Reply{}, frameErr("reply message length %d, frame carries %d", n, len(b)-DigestSize-8)
+	n := binary.LittleEndian.Uint32(b[DigestSize+8:])
+	if n > MaxReplyMessage || int(n) != len(b)-replyHeader {
+		return Reply{}, frameErr("reply message length %d, frame carries %d", n, len(b)-replyHeader)
+	}
+	st := NegotiateStage(binary.LittleEndian.Uint32(b[DigestSize+4:]))
+	if st > StageMax {
+		return Reply{}, frameErr("reply stage %d, at most %d", st, StageMax)
 	}
 	return Reply{
 		Digest:  [DigestSize]byte(b[:DigestSize]),
 		Detail:  binary.LittleEndian.Uint32(b[DigestSize:]),
-		Message: string(b[DigestSize+8:]),
+		Stage:   st,
+		Message: string(b[replyHeader:]),
 	}, nil
 }
 

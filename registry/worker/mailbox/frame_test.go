@@ -41,3 +41,22 @@ func TestTaskArgsStrides(t *testing.T) {
 		t.Error("one stride for two dimensions was encoded")
 	}
 }
+
+// TestReplyStage: a refused negotiation's stage travels at offset 36 of the
+// reply args, the message length after it; a stage beyond StageMax is
+// refused.
+func TestReplyStage(t *testing.T) {
+	r := Reply{Digest: [DigestSize]byte{9}, Detail: 4, Stage: StageScratch, Message: "scratch query returned 4"}
+	b := r.Append(nil)
+	if len(b) != 44+len(r.Message) || b[36] != byte(StageScratch) || b[40] != byte(len(r.Message)) {
+		t.Fatalf("reply args % x", b[:44])
+	}
+	got, err := ParseReply(b)
+	if err != nil || got != r {
+		t.Fatalf("ParseReply = %+v, %v; want %+v", got, err, r)
+	}
+	b[36] = byte(StageMax + 1)
+	if _, err := ParseReply(b); err == nil {
+		t.Error("a reply with an unknown stage was parsed")
+	}
+}

@@ -14,7 +14,8 @@ func frameSeeds() [][]byte {
 	rep, _ := AppendFrame(nil, OpTask|ReplyBit, StatusNotInstalled, Reply{Digest: d, Detail: 3, Message: "missing"}.Append(nil))
 	ini, _ := AppendFrame(nil, OpInit, StatusOK, InitArgs{WorkerID: 2, Role: RoleChip, Slots: 8, ArenaSize: 1 << 20, Platform: "a2a3sim", Runtime: "host_build_graph"}.Append(nil))
 	nop, _ := AppendFrame(nil, OpNop, StatusOK, nil)
-	return [][]byte{task, reg, unreg, rep, ini, nop, []byte("PJMB"), {}}
+	rej, _ := AppendFrame(nil, OpNegotiate|ReplyBit, StatusRejected, Reply{Digest: d, Detail: 7, Stage: StageScratch, Message: "scratch query returned 7"}.Append(nil))
+	return [][]byte{task, reg, unreg, rep, ini, nop, []byte("PJMB"), {}, rej}
 }
 
 // FuzzParseFrame: a frame that parses re-encodes to the same bytes, and its

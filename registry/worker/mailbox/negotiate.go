@@ -61,8 +61,9 @@ type OpParam struct {
 //
 // A successful reply's message is "impl_id=ID host=N device=M": the
 // provider's implementation id and its scratch request in bytes
-// (Negotiation). A refusal (status REJECTED) carries validate's return code
-// as detail and its message.
+// (Negotiation). A refusal (status REJECTED) carries the step that refused
+// as its stage (NegotiateStage), that step's return code as detail, and
+// the provider's message.
 type NegotiateArgs struct {
 	Inputs   int
 	SyncMode uint32
