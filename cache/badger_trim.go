@@ -111,7 +111,7 @@ func (b *badgerDB) clear() error {
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if err := b.db.DropPrefix([]byte{kindEntry}, []byte{kindLastUsed}, []byte{kindBlob}); err != nil {
+	if err := b.db.DropPrefix([]byte{kindEntry}, []byte{kindLastUsed}, []byte{kindBlob}, []byte{kindChunked}, []byte{kindChunk}); err != nil {
 		return fmt.Errorf("cache: clear: %w", err)
 	}
 	x := newIndex()

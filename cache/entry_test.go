@@ -193,7 +193,7 @@ func TestEntryShape(t *testing.T) {
 		for i := range data {
 			data[i] = []byte("d")
 		}
-		if _, _, err := prepare(e, data, time.Unix(1, 0)); err == nil {
+		if _, err := prepare(e, len(data), time.Unix(1, 0)); err == nil {
 			t.Errorf("%+v prepared for Put", o)
 		}
 	}

@@ -17,6 +17,10 @@ type index struct {
 	// pins counts the in-flight Puts that are writing or have written a
 	// blob whose entry is not yet stored: such a blob is not an orphan.
 	pins map[Digest]int
+	// strays are uploads whose chunks no chunk list names, with their
+	// chunk counts (a Put that did not finish), found when the index was
+	// loaded.
+	strays map[uploadID]int
 }
 
 type indexEntry struct {
@@ -27,6 +31,14 @@ type indexEntry struct {
 type indexBlob struct {
 	size int64
 	refs int // entries naming the blob
+	// chunks, for a chunked blob, names its chunks (nil: stored whole).
+	chunks *chunkRef
+}
+
+// chunkRef names the chunks of a chunked blob: its upload and their count.
+type chunkRef struct {
+	upload uploadID
+	n      int
 }
 
 func newIndex() *index {
@@ -34,6 +46,7 @@ func newIndex() *index {
 		entries: make(map[Key]*indexEntry),
 		blobs:   make(map[Digest]*indexBlob),
 		pins:    make(map[Digest]int),
+		strays:  make(map[uploadID]int),
 	}
 }
 
@@ -54,6 +67,37 @@ func (x *index) addBlob(d Digest, size int64) {
 	}
 	x.blobs[d] = &indexBlob{size: size}
 	x.bytes += size
+}
+
+// addChunked records a stored chunked blob; it is a no-op for a known
+// blob.
+func (x *index) addChunked(d Digest, size int64, l *chunkList) {
+	if _, ok := x.blobs[d]; ok {
+		return
+	}
+	x.blobs[d] = &indexBlob{size: size, chunks: &chunkRef{upload: l.upload, n: len(l.sums)}}
+	x.bytes += size
+}
+
+// chunksOf returns the chunks of the blobs ds that are chunked.
+func (x *index) chunksOf(ds []Digest) []chunkRef {
+	var cs []chunkRef
+	for _, d := range ds {
+		if b := x.blobs[d]; b != nil && b.chunks != nil {
+			cs = append(cs, *b.chunks)
+		}
+	}
+	return cs
+}
+
+// takeStrays returns the stray uploads and forgets them.
+func (x *index) takeStrays() []chunkRef {
+	var cs []chunkRef
+	for up, n := range x.strays {
+		cs = append(cs, chunkRef{upload: up, n: n})
+	}
+	clear(x.strays)
+	return cs
 }
 
 // removeBlob forgets a blob, whatever its references.

@@ -2,9 +2,9 @@ package main
 
 import (
 	"context"
-	"crypto/sha256"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -352,32 +352,58 @@ type requestStore struct {
 	readOnly bool
 }
 
+// capped returns data read under the cap c for the entry e: a reader
+// fails with cache.ErrTooLarge once the bytes read, counting an output
+// whose digest an earlier output gave once, exceed it.
+func capped(e *cache.Entry, data []io.Reader, c *sizeCap) []io.Reader {
+	seen := map[cache.Digest]bool{}
+	out := make([]io.Reader, len(data))
+	for i, o := range e.Outputs {
+		out[i] = data[i]
+		if d := o.Digest; d != (cache.Digest{}) && seen[d] {
+			continue
+		} else if d != (cache.Digest{}) {
+			seen[d] = true
+		}
+		out[i] = &cappedReader{r: data[i], c: c}
+	}
+	return out
+}
+
+// sizeCap is the bytes a Put may still read. Used by one goroutine.
+type sizeCap struct {
+	key       cache.Key
+	left, max int64
+}
+
+// cappedReader reads through a sizeCap.
+type cappedReader struct {
+	r io.Reader
+	c *sizeCap
+}
+
+// Read implements io.Reader.
+func (r *cappedReader) Read(p []byte) (int, error) {
+	n, err := r.r.Read(p)
+	if r.c.left -= int64(n); r.c.left < 0 {
+		return n, &cache.DataError{Key: r.c.key, Reason: fmt.Sprintf("more bytes than the limit of %d", r.c.max), Err: cache.ErrTooLarge}
+	}
+	return n, err
+}
+
 // trimTarget is the share of the cap a trim after Put leaves, as ccache's
 // limit_multiple: trims are rare instead of one per stored build.
 const trimTarget = 0.9
 
 var _ cache.Checker = (*requestStore)(nil)
 
-func (s *requestStore) Put(ctx context.Context, e *cache.Entry, data [][]byte) error {
+func (s *requestStore) Put(ctx context.Context, e *cache.Entry, data []io.Reader) error {
 	if s.readOnly {
 		return cache.ErrReadOnly
 	}
-	var size int64 // distinct bytes, as the store counts them
+	c := &sizeCap{key: e.Key, left: s.maxBytes, max: s.maxBytes}
 	if s.maxBytes > 0 && len(data) == len(e.Outputs) {
-		seen := map[cache.Digest]bool{}
-		for i, o := range e.Outputs {
-			d := o.Digest
-			if d == (cache.Digest{}) {
-				d = sha256.Sum256(data[i])
-			}
-			if !seen[d] {
-				seen[d] = true
-				size += int64(len(data[i]))
-			}
-		}
-		if size > s.maxBytes {
-			return &cache.DataError{Key: e.Key, Reason: fmt.Sprintf("%d bytes exceed the limit of %d", size, s.maxBytes), Err: cache.ErrTooLarge}
-		}
+		data = capped(e, data, c)
 	}
 	if err := s.Store.Put(ctx, e, data); err != nil {
 		return err
@@ -388,7 +414,7 @@ func (s *requestStore) Put(ctx context.Context, e *cache.Entry, data [][]byte) e
 	st, err := s.Store.Stats(ctx)
 	if err == nil && st.Bytes > s.maxBytes {
 		target := int64(float64(s.maxBytes) * trimTarget)
-		if size > target {
+		if size := c.max - c.left; size > target {
 			target = s.maxBytes // never evict the entry just stored
 		}
 		_, err = s.Store.Trim(ctx, target)

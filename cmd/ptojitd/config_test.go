@@ -102,7 +102,7 @@ func TestRequestStoreAppliesTheRequestsCap(t *testing.T) {
 	shared := cache.NewMemory(cache.Options{})
 	put := func(s cache.Store, k byte, n int) error {
 		e := &cache.Entry{Key: cache.Key{k}, Outputs: []cache.Output{{Name: "out"}}}
-		return s.Put(ctx, e, [][]byte{bytes.Repeat([]byte{k}, n)})
+		return s.Put(ctx, e, cache.Readers(bytes.Repeat([]byte{k}, n)))
 	}
 	big := &requestStore{Store: shared, maxBytes: 1 << 20}
 	for k := range byte(7) {
