@@ -29,6 +29,7 @@ import (
 //	                   uncached, errors, corrupt, evictions, damaged and
 //	                   "uncached:" + reason
 //	'z'             -> nothing; written and dropped by Trim
+//	'g'             -> nothing; present while deleted values await compaction
 //
 // An entry and its last use are written in one transaction, after the blobs.
 const (
@@ -39,6 +40,7 @@ const (
 	kindChunk    = 'c'
 	kindCounter  = 's'
 	kindFlush    = 'z' // a sentinel key, see compact
+	kindGarbage  = 'g' // the garbage mark, see noteGarbage
 )
 
 // Tuning. Values of valueThreshold bytes or more (blobs: shared objects,
@@ -136,7 +138,7 @@ type badgerDB struct {
 	mu  sync.Mutex // guards idx and every deletion of blobs
 	idx *index     // nil until first needed
 	// garbage is set when values were deleted since Trim last compacted
-	// (and at Open: an earlier process may have deleted), so that Trim
+	// (at Open: when the garbage mark is stored), so that Trim
 	// skips the compaction and value-log GC when there is nothing to win.
 	garbage bool
 
@@ -228,7 +230,7 @@ func Open(dir string, opt Options) (*Badger, error) {
 		stop:     make(chan struct{}),
 		done:     make(chan struct{}),
 		touches:  make(map[Key]time.Time),
-		garbage:  true,
+		garbage:  hasGarbageMark(db),
 		notes:    notes,
 		vlogSize: testValueLogFileSize,
 		roCause:  roCause,

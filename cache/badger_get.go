@@ -264,6 +264,7 @@ func (b *badgerDB) loadLocked() error {
 		}
 	}()
 	b.idx = x
+	pageOut(b.mapDir) // the tables the scan read
 	return nil
 }
 

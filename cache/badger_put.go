@@ -15,7 +15,9 @@ import (
 // one transaction. b.mu is held and the index loaded.
 func (b *badgerDB) deleteLocked(keys []Key, blobs []Digest) error {
 	var orphans []Digest
-	b.garbage = true
+	if err := b.noteGarbage(); err != nil {
+		return err
+	}
 	err := b.update(func(txn *badger.Txn) error {
 		for _, k := range keys {
 			if err := txn.Delete(dbKey(kindEntry, k[:])); err != nil {
@@ -62,7 +64,9 @@ func (b *badgerDB) deleteBlobKeys(txn *badger.Txn, ds []Digest) error {
 // deleteBlobsLocked deletes blobs. b.mu is held and the index loaded.
 func (b *badgerDB) deleteBlobsLocked(ds []Digest) error {
 	if len(ds) > 0 {
-		b.garbage = true
+		if err := b.noteGarbage(); err != nil {
+			return err
+		}
 	}
 	for len(ds) > 0 {
 		n := min(len(ds), 1000)
@@ -157,7 +161,11 @@ func (b *badgerDB) endPut(ps *putState) {
 		b.locked("put", func() error { b.idx.unpin(ps.pinned); return nil })
 	}
 	if len(ps.uploads) > 0 {
-		if err := b.deleteChunks(ps.uploads); err != nil && b.opt.Logger != nil {
+		err := b.locked("put", b.noteGarbage)
+		if err == nil {
+			err = b.deleteChunks(ps.uploads)
+		}
+		if err != nil && b.opt.Logger != nil {
 			b.opt.Logger.Warningf("cache: put: delete unused chunks: %v (Verify deletes them)", err)
 		}
 	}
@@ -326,6 +334,9 @@ func (b *badgerDB) trimLocked(maxBytes int64, r *TrimReport) error {
 		return err
 	}
 	r.Orphans += len(orphans)
+	if b.idx.bytes <= maxBytes {
+		return nil
+	}
 	for _, k := range b.idx.lru() {
 		if b.idx.bytes <= maxBytes {
 			break

@@ -58,6 +58,7 @@ func (b *badgerDB) verify(ctx context.Context, reportOnly bool) (*VerifyReport, 
 	if err != nil {
 		return nil, fmt.Errorf("cache: verify: %w", err)
 	}
+	pageOut(b.mapDir) // what the scan read
 	removed := sc.damaged()
 	if reportOnly {
 		return r, nil
@@ -303,7 +304,9 @@ func (b *badgerDB) RemoveBlob(ctx context.Context, d Digest) error {
 	}); err != nil {
 		return err
 	}
-	b.garbage = true
+	if err := b.noteGarbage(); err != nil {
+		return err
+	}
 	if b.idx != nil {
 		b.idx.removeBlob(d)
 	}

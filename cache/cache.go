@@ -16,8 +16,10 @@
 // orphan blobs, which Trim and Verify collect. Every byte served is
 // verified: an entry ends with the SHA-256 of its key and its other bytes
 // (see entry.go), checked before it is decoded, and Get verifies each blob's
-// size and SHA-256 before returning it; Badger's block and value checksums
-// are on as well. A missing or corrupt blob (or a damaged entry) is a miss
+// size and SHA-256 before returning it; a blob larger than a chunk is
+// stored as chunks (see chunk.go) and verified chunk by chunk as its
+// reader streams it, and as a whole at its end. Badger's block and value
+// checksums are on as well. A missing or corrupt blob (or a damaged entry) is a miss
 // whose reason starts with "damaged: " (a *MissError with Corrupt set,
 // matching ErrDamaged), counted as Damaged (apart from Misses), and the entry is removed, as the go
 // command's build cache does with missing(reason): a damaged entry is never
@@ -41,7 +43,11 @@
 // Bytes counts each distinct blob once. When Options.MaxBytes is positive, a
 // Put that leaves Bytes above it evicts least-recently-used entries (by
 // LastUsed) until it fits; Trim does the same for any limit, deletes orphan
-// blobs and then compacts and runs Badger's value-log garbage collection.
+// blobs and then, when values were deleted since the last compaction (a
+// mark in the database says so across processes), compacts and runs
+// Badger's value-log garbage collection. Stats and a Trim with nothing to
+// evict read only the in-memory index, whose size and orphan set are kept
+// as entries come and go; ListRecent lists in order of last use from it.
 // Badger's Get updates LastUsed in memory and writes the new times in
 // batches (on Trim, Stats, Verify, Close and every flushInterval, 2 s), so
 // a hit costs no write.

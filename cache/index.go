@@ -21,6 +21,9 @@ type index struct {
 	// chunk counts (a Put that did not finish), found when the index was
 	// loaded.
 	strays map[uploadID]int
+	// unnamed holds the blobs no entry names (refs <= 0), kept as refs
+	// change, so that finding orphans does not scan every blob.
+	unnamed map[Digest]struct{}
 }
 
 type indexEntry struct {
@@ -47,6 +50,7 @@ func newIndex() *index {
 		blobs:   make(map[Digest]*indexBlob),
 		pins:    make(map[Digest]int),
 		strays:  make(map[uploadID]int),
+		unnamed: make(map[Digest]struct{}),
 	}
 }
 
@@ -67,6 +71,7 @@ func (x *index) addBlob(d Digest, size int64) {
 	}
 	x.blobs[d] = &indexBlob{size: size}
 	x.bytes += size
+	x.unnamed[d] = struct{}{}
 }
 
 // addChunked records a stored chunked blob; it is a no-op for a known
@@ -77,6 +82,7 @@ func (x *index) addChunked(d Digest, size int64, l *chunkList) {
 	}
 	x.blobs[d] = &indexBlob{size: size, chunks: &chunkRef{upload: l.upload, n: len(l.sums)}}
 	x.bytes += size
+	x.unnamed[d] = struct{}{}
 }
 
 // chunksOf returns the chunks of the blobs ds that are chunked.
@@ -105,6 +111,7 @@ func (x *index) removeBlob(d Digest) {
 	if b, ok := x.blobs[d]; ok {
 		x.bytes -= b.size
 		delete(x.blobs, d)
+		delete(x.unnamed, d)
 	}
 }
 
@@ -122,6 +129,7 @@ func (x *index) addEntry(e *Entry) []Digest {
 	}
 	for _, d := range ds {
 		x.blobs[d].refs++
+		delete(x.unnamed, d)
 	}
 	x.entries[e.Key] = &indexEntry{lastUsed: e.LastUsed, digests: ds}
 	return slices.DeleteFunc(orphans, func(d Digest) bool { return x.blobs[d] != nil && x.blobs[d].refs > 0 })
@@ -139,8 +147,11 @@ func (x *index) removeEntry(k Key) []Digest {
 	for _, d := range ie.digests {
 		if b := x.blobs[d]; b != nil {
 			b.refs--
-			if b.refs <= 0 && x.pins[d] == 0 {
-				orphans = append(orphans, d)
+			if b.refs <= 0 {
+				x.unnamed[d] = struct{}{}
+				if x.pins[d] == 0 {
+					orphans = append(orphans, d)
+				}
 			}
 		}
 	}
@@ -161,11 +172,12 @@ func (x *index) unpin(ds []Digest) {
 	}
 }
 
-// orphans returns the blobs no entry names and no Put has pinned.
+// orphans returns the blobs no entry names and no Put has pinned, in
+// digest order; its cost is in the blobs no entry names, not in all.
 func (x *index) orphans() []Digest {
 	var ds []Digest
-	for d, b := range x.blobs {
-		if b.refs <= 0 && x.pins[d] == 0 {
+	for d := range x.unnamed {
+		if x.pins[d] == 0 {
 			ds = append(ds, d)
 		}
 	}
@@ -178,6 +190,39 @@ func (x *index) touch(k Key, t time.Time) {
 	if ie, ok := x.entries[k]; ok && t.After(ie.lastUsed) {
 		ie.lastUsed = t
 	}
+}
+
+// recent returns up to limit entries (every entry when limit <= 0), most
+// recently used first, ties broken by key. With a limit it keeps only the
+// limit most recent as it goes: O(entries * log limit).
+func (x *index) recent(limit int) []Key {
+	newer := func(a, b Key) int {
+		if c := x.entries[b].lastUsed.Compare(x.entries[a].lastUsed); c != 0 {
+			return c
+		}
+		return bytes.Compare(a[:], b[:])
+	}
+	if limit <= 0 || limit >= len(x.entries) {
+		keys := make([]Key, 0, len(x.entries))
+		for k := range x.entries {
+			keys = append(keys, k)
+		}
+		slices.SortFunc(keys, newer)
+		return keys
+	}
+	// keys is a sorted window of the limit most recent so far.
+	keys := make([]Key, 0, limit+1)
+	for k := range x.entries {
+		if len(keys) == limit && newer(k, keys[limit-1]) >= 0 {
+			continue
+		}
+		i, _ := slices.BinarySearchFunc(keys, k, newer)
+		keys = slices.Insert(keys, i, k)
+		if len(keys) > limit {
+			keys = keys[:limit]
+		}
+	}
+	return keys
 }
 
 // lru returns the entries in least-recently-used order, ties broken by key.

@@ -278,6 +278,9 @@ func (m *memStore) trimLocked(maxBytes int64, r *TrimReport) {
 			r.Orphans++
 		}
 	}
+	if m.idx.bytes <= maxBytes {
+		return
+	}
 	for _, k := range m.idx.lru() {
 		if m.idx.bytes <= maxBytes {
 			break

@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -219,6 +220,7 @@ var properties = []property{
 	{"ReadOnly", cache.Options{ReadOnly: true}, testReadOnly},
 	{"Closed", cache.Options{}, testClosed},
 	{"Concurrent", cache.Options{}, testConcurrent},
+	{"ListRecent", cache.Options{}, testListRecent},
 	{"ChunkedPutGet", cache.Options{ChunkBytes: cache.MinChunkBytes}, testChunkedPutGet},
 	{"ChunkedRejectsBadData", cache.Options{ChunkBytes: cache.MinChunkBytes}, testChunkedRejectsBadData},
 	{"DamagedChunkIsMissAndRemoved", cache.Options{ChunkBytes: cache.MinChunkBytes}, testDamagedChunk},
@@ -851,4 +853,33 @@ func testChunkedMaxBytes(h *harness) {
 	fits := Blob("fits", 4000)
 	h.put(NewEntry(K("fits"), fits), fits)
 	h.hit(K("fits"), fits)
+}
+
+func testListRecent(h *harness) {
+	for _, n := range []string{"a", "b", "c", "d", "e"} {
+		h.clock.Advance(time.Minute)
+		d := Blob(n, 10)
+		h.put(NewEntry(K(n), d), d)
+	}
+	h.clock.Advance(time.Minute)
+	h.hit(K("b"), Blob("b", 10)) // b is the most recent now
+	list := func(limit int) []cache.Key {
+		var got []cache.Key
+		if err := cache.ListRecent(h.ctx, h.s, limit, func(e *cache.Entry) error { got = append(got, e.Key); return nil }); err != nil {
+			h.t.Fatal(err)
+		}
+		return got
+	}
+	want := []cache.Key{K("b"), K("e"), K("d"), K("c"), K("a")}
+	if got := list(0); !slices.Equal(got, want) {
+		h.t.Fatalf("ListRecent(0) = %v, want most recently used first %v", got, want)
+	}
+	if got := list(2); !slices.Equal(got, want[:2]) {
+		h.t.Fatalf("ListRecent(2) = %v, want %v", got, want[:2])
+	}
+	stop := errors.New("stop")
+	n := 0
+	if err := cache.ListRecent(h.ctx, h.s, 0, func(*cache.Entry) error { n++; return stop }); err != stop || n != 1 {
+		h.t.Fatalf("ListRecent did not stop at fn's error: %v after %d calls", err, n)
+	}
 }
