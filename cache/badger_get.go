@@ -264,7 +264,6 @@ func (b *badgerDB) loadLocked() error {
 		}
 	}()
 	b.idx = x
-	pageOut(b.mapDir) // the tables the scan read
 	return nil
 }
 

@@ -219,7 +219,8 @@ func (b *badgerDB) putEntry(c *Entry, ps *putState, wrap func(error) error) erro
 // chunk list. Each digest is pinned before its blob is looked up, so that
 // no Trim deletes it before the entry names it.
 func (b *badgerDB) putBlobs(ctx context.Context, c *Entry, data []io.Reader, ps *putState) error {
-	buf := make([]byte, chunkSize(&b.opt))
+	buf, done := getChunkBuffer(chunkSize(&b.opt))
+	defer done()
 	pg := &pager{dir: b.mapDir}
 	put := func(up uploadID, j int, chunk []byte) error {
 		pg.moved(len(chunk))

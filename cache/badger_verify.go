@@ -45,7 +45,7 @@ func (b *badgerDB) verify(ctx context.Context, reportOnly bool) (*VerifyReport, 
 	if err := verifyTables(b.db); err != nil {
 		r.Tables = err.Error()
 	}
-	sc := &verifyScan{r: r, bad: make(map[Digest]string), sizes: make(map[Digest]int64), entries: make(map[Key]*Entry), pg: &pager{dir: b.mapDir}}
+	sc := &verifyScan{r: r, bad: make(map[Digest]string), sizes: make(map[Digest]int64), entries: make(map[Key][]Output), pg: &pager{dir: b.mapDir}}
 	err := b.db.View(func(txn *badger.Txn) error {
 		if err := iterate(txn, kindBlob, func(id []byte, item *badger.Item) error { return sc.blob(ctx, id, item) }); err != nil {
 			return err
@@ -58,7 +58,6 @@ func (b *badgerDB) verify(ctx context.Context, reportOnly bool) (*VerifyReport, 
 	if err != nil {
 		return nil, fmt.Errorf("cache: verify: %w", err)
 	}
-	pageOut(b.mapDir) // what the scan read
 	removed := sc.damaged()
 	if reportOnly {
 		return r, nil
@@ -87,12 +86,12 @@ func (b *badgerDB) verify(ctx context.Context, reportOnly bool) (*VerifyReport, 
 
 // verifyScan is what one Verify of a Badger store found: the report it
 // fills, the damaged blobs with their reasons, the size of every blob (-1:
-// unreadable) and the decodable entries. Used by one goroutine.
+// unreadable) and the outputs of the decodable entries. Used by one goroutine.
 type verifyScan struct {
 	r       *VerifyReport
 	bad     map[Digest]string
 	sizes   map[Digest]int64
-	entries map[Key]*Entry
+	entries map[Key][]Output
 	pg      *pager
 }
 
@@ -174,7 +173,7 @@ func (sc *verifyScan) entry(id []byte, item *badger.Item) error {
 			if why := badManifest(e); why != "" {
 				return errors.New(why)
 			}
-			sc.entries[k] = e
+			sc.entries[k] = e.Outputs
 		}
 		return err
 	})
@@ -196,8 +195,8 @@ func (sc *verifyScan) damaged() []Key {
 	for k := range sc.r.BadEntries {
 		removed = append(removed, k)
 	}
-	for k, e := range sc.entries {
-		for _, o := range e.Outputs {
+	for k, outs := range sc.entries {
+		for _, o := range outs {
 			reason, isBad := sc.bad[o.Digest]
 			if size, ok := sc.sizes[o.Digest]; !ok {
 				reason, isBad = missingReason(o.Digest), true

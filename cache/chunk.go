@@ -1,7 +1,6 @@
 package cache
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"crypto/rand"
@@ -11,6 +10,7 @@ import (
 	"fmt"
 	"hash"
 	"io"
+	"sync"
 )
 
 // A blob larger than the store's chunk size (Options.ChunkBytes) is stored
@@ -157,6 +157,19 @@ type streamed struct {
 	list   *chunkList
 }
 
+// chunkBuffers are the chunk buffers of Puts, by size, reused: a Put of a
+// small output reads it into one without allocating a chunk.
+var chunkBuffers sync.Map // int64 -> *sync.Pool of *[]byte
+
+// getChunkBuffer returns a buffer of size bytes and the function that
+// gives it back.
+func getChunkBuffer(size int64) ([]byte, func()) {
+	p, _ := chunkBuffers.LoadOrStore(size, &sync.Pool{New: func() any { b := make([]byte, size); return &b }})
+	pool := p.(*sync.Pool)
+	b := pool.Get().(*[]byte)
+	return *b, func() { pool.Put(b) }
+}
+
 // chunkWriter stores chunk j of upload up; b is reused after it returns.
 type chunkWriter func(up uploadID, j int, b []byte) error
 
@@ -166,15 +179,18 @@ type chunkWriter func(up uploadID, j int, b []byte) error
 // and its list returned. Reading stops with an error once more than limit
 // bytes arrive (limit < 0: no limit); tooBig words that error.
 func streamBlob(ctx context.Context, r io.Reader, buf []byte, limit int64, put chunkWriter, tooBig func(n int64) error) (*streamed, error) {
-	br := bufio.NewReaderSize(r, 64<<10)
 	h := sha256.New()
 	var l *chunkList
 	var n int64
+	var ahead [1]byte // the byte read past a full chunk, if any
+	carry := 0
 	for j := 0; ; j++ {
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		k, err := io.ReadFull(br, buf)
+		buf[0] = ahead[0]
+		k, err := io.ReadFull(r, buf[carry:])
+		k += carry
 		if err != nil && err != io.ErrUnexpectedEOF && err != io.EOF {
 			return nil, fmt.Errorf("read output: %w", err)
 		}
@@ -183,10 +199,15 @@ func streamBlob(ctx context.Context, r io.Reader, buf []byte, limit int64, put c
 			return nil, tooBig(n)
 		}
 		last := k < len(buf)
-		if !last {
-			if _, err := br.Peek(1); err == io.EOF {
+		if carry = 0; !last {
+			// Whether more follows: one byte read ahead.
+			m, err := io.ReadFull(r, ahead[:])
+			switch {
+			case m == 1:
+				carry = 1
+			case err == io.EOF:
 				last = true
-			} else if err != nil {
+			default:
 				return nil, fmt.Errorf("read output: %w", err)
 			}
 		}

@@ -2,6 +2,7 @@ package cache
 
 import (
 	"bytes"
+	"cmp"
 	"slices"
 	"sync"
 	"time"
@@ -27,7 +28,7 @@ type index struct {
 }
 
 type indexEntry struct {
-	lastUsed time.Time
+	lastUsed int64    // Unix nanoseconds
 	digests  []Digest // distinct
 }
 
@@ -131,7 +132,7 @@ func (x *index) addEntry(e *Entry) []Digest {
 		x.blobs[d].refs++
 		delete(x.unnamed, d)
 	}
-	x.entries[e.Key] = &indexEntry{lastUsed: e.LastUsed, digests: ds}
+	x.entries[e.Key] = &indexEntry{lastUsed: e.LastUsed.UnixNano(), digests: ds}
 	return slices.DeleteFunc(orphans, func(d Digest) bool { return x.blobs[d] != nil && x.blobs[d].refs > 0 })
 }
 
@@ -187,8 +188,8 @@ func (x *index) orphans() []Digest {
 
 // touch sets an entry's last use if t is later.
 func (x *index) touch(k Key, t time.Time) {
-	if ie, ok := x.entries[k]; ok && t.After(ie.lastUsed) {
-		ie.lastUsed = t
+	if ie, ok := x.entries[k]; ok && t.UnixNano() > ie.lastUsed {
+		ie.lastUsed = t.UnixNano()
 	}
 }
 
@@ -197,7 +198,7 @@ func (x *index) touch(k Key, t time.Time) {
 // limit most recent as it goes: O(entries * log limit).
 func (x *index) recent(limit int) []Key {
 	newer := func(a, b Key) int {
-		if c := x.entries[b].lastUsed.Compare(x.entries[a].lastUsed); c != 0 {
+		if c := cmp.Compare(x.entries[b].lastUsed, x.entries[a].lastUsed); c != 0 {
 			return c
 		}
 		return bytes.Compare(a[:], b[:])
@@ -210,9 +211,14 @@ func (x *index) recent(limit int) []Key {
 		slices.SortFunc(keys, newer)
 		return keys
 	}
-	// keys is a sorted window of the limit most recent so far.
+	// keys is a sorted window of the limit most recent so far; oldest
+	// is the last use of its last.
 	keys := make([]Key, 0, limit+1)
-	for k := range x.entries {
+	var oldest int64
+	for k, ie := range x.entries {
+		if len(keys) == limit && ie.lastUsed < oldest {
+			continue
+		}
 		if len(keys) == limit && newer(k, keys[limit-1]) >= 0 {
 			continue
 		}
@@ -221,6 +227,7 @@ func (x *index) recent(limit int) []Key {
 		if len(keys) > limit {
 			keys = keys[:limit]
 		}
+		oldest = x.entries[keys[len(keys)-1]].lastUsed
 	}
 	return keys
 }
@@ -232,7 +239,7 @@ func (x *index) lru() []Key {
 		keys = append(keys, k)
 	}
 	slices.SortFunc(keys, func(a, b Key) int {
-		if c := x.entries[a].lastUsed.Compare(x.entries[b].lastUsed); c != 0 {
+		if c := cmp.Compare(x.entries[a].lastUsed, x.entries[b].lastUsed); c != 0 {
 			return c
 		}
 		return bytes.Compare(a[:], b[:])

@@ -211,7 +211,8 @@ type memBlob struct {
 // readOutputs reads every output of c from data, filling or checking its
 // size and digest, and returns the distinct blobs.
 func (m *memStore) readOutputs(ctx context.Context, c *Entry, data []io.Reader) (map[Digest]*memBlob, error) {
-	buf := make([]byte, chunkSize(&m.opt))
+	buf, done := getChunkBuffer(chunkSize(&m.opt))
+	defer done()
 	blobs := make(map[Digest]*memBlob, len(data))
 	for i := range c.Outputs {
 		o := &c.Outputs[i]

@@ -10,11 +10,12 @@ import (
 )
 
 // pageOut asks the kernel to reclaim the pages of dir's value-log files
-// and tables that this process maps (madvise MADV_PAGEOUT over each mapping that
+// that this process maps (madvise MADV_PAGEOUT over each mapping that
 // /proc/self/maps lists). Badger reads and writes its value log through
 // mmap and keeps every file mapped, so without it each byte of a chunked
-// blob written or read, and each table a scan of the store read, would
-// stay in the process's resident set until memory is short. The advice moves no data and is harmless on a range
+// blob written or read would stay in the process's resident set until
+// memory is short. (Tables are left alone: their pages serve every
+// lookup, and reclaiming them would make hits read the disk.) The advice moves no data and is harmless on a range
 // that was unmapped or remapped meanwhile; dirty pages stay until written
 // back. Errors are ignored: it is an optimization of memory, not of
 // correctness.
@@ -25,7 +26,7 @@ func pageOut(dir string) {
 	}
 	for line := range bytes.Lines(maps) {
 		f := bytes.Fields(line)
-		if len(f) < 6 || !(bytes.HasSuffix(f[5], []byte(".vlog")) || bytes.HasSuffix(f[5], []byte(".sst"))) || filepath.Dir(string(f[5])) != dir {
+		if len(f) < 6 || !bytes.HasSuffix(f[5], []byte(".vlog")) || filepath.Dir(string(f[5])) != dir {
 			continue
 		}
 		lo, hi, ok := bytes.Cut(f[0], []byte("-"))

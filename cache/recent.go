@@ -91,9 +91,6 @@ func (b *badgerDB) ListRecent(ctx context.Context, limit int, fn func(*Entry) er
 			return err
 		}
 	}
-	if len(keys) > 1000 {
-		pageOut(b.mapDir) // the tables the listing read
-	}
 	return nil
 }
 

@@ -267,9 +267,9 @@ func TestCacheCommandSharedStore(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	saved := engine.store
-	engine.store = m
-	defer func() { engine.store = saved }()
+	saved, savedM := engine.store, engine.maintenance
+	engine.store, engine.maintenance = m, m
+	defer func() { engine.store, engine.maintenance = saved, savedM }()
 	dir := filepath.Join(t.TempDir(), "never-created")
 	env := map[string]string{"PTOJIT_CACHE_DIR": dir}
 	ro := map[string]string{"PTOJIT_CACHE_DIR": dir, "PTOJIT_CACHE_READONLY": "1"}
