@@ -205,7 +205,7 @@ func (b *badgerDB) loadLocked() error {
 			var e *Entry
 			err := item.Value(func(v []byte) error {
 				var err error
-				e, err = decodeEntry(k, v)
+				e, err = decodeIndexed(k, v)
 				return err
 			})
 			if errors.Is(err, errEntry) {

@@ -240,6 +240,50 @@ func decodeEntry(key Key, b []byte) (*Entry, error) {
 	return decodeEntryBody(key, body)
 }
 
+// decodeIndexed decodes what the in-memory index needs of an entry stored
+// under key (its outputs' sizes and digests, its creation time), checking
+// its digest first as decodeEntry does, and allocating neither its record,
+// its names nor its meta: the load of a large index makes little garbage.
+// An entry whose digest holds was written by the encoder; an undecodable
+// one is an error wrapping errEntry, and Get and Verify say more.
+func decodeIndexed(key Key, b []byte) (*Entry, error) {
+	if len(b) > maxEntryBytes || len(b) < len(entryMagic)+entrySumSize {
+		return nil, fmt.Errorf("%w: %d bytes", errEntry, len(b))
+	}
+	body, sum := b[:len(b)-entrySumSize], b[len(b)-entrySumSize:]
+	if want := entrySum(key, body); !bytes.Equal(sum, want[:]) || !bytes.HasPrefix(body, []byte(entryMagic)) {
+		return nil, fmt.Errorf("%w: digest mismatch", errEntry)
+	}
+	d := &entryDecoder{b: body[len(entryMagic):]}
+	d.bytes("record", MaxRecordBytes)
+	n := d.uvarint("output count", MaxOutputs)
+	outs := make([]Output, 0, min(n, 64))
+	for i := uint64(0); i < n && d.err == nil; i++ {
+		var o Output
+		d.bytes("output name", MaxNameBytes)
+		o.Size = int64(d.uvarint("output size", 1<<62))
+		if d.err == nil && len(d.b) < len(o.Digest) {
+			d.fail("output digest truncated")
+		}
+		if d.err == nil {
+			copy(o.Digest[:], d.b)
+			d.b = d.b[len(o.Digest):]
+		}
+		d.uvarint("output mode", 1<<32-1)
+		outs = append(outs, o)
+	}
+	n = d.uvarint("meta count", MaxMetaPairs)
+	for i := uint64(0); i < n && d.err == nil; i++ {
+		d.bytes("meta key", MaxMetaBytes)
+		d.bytes("meta value", MaxMetaBytes)
+	}
+	created := time.Unix(0, d.varint("created"))
+	if d.err != nil {
+		return nil, d.err
+	}
+	return &Entry{Key: key, Outputs: outs, Created: created, LastUsed: created}, nil
+}
+
 // decodeEntryBody decodes the bytes of an entry before its digest.
 func decodeEntryBody(key Key, b []byte) (*Entry, error) {
 	if !bytes.HasPrefix(b, []byte(entryMagic)) {
