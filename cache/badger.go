@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -21,19 +22,25 @@ import (
 //
 //	'e' key(32)     -> entry (see entry.go)
 //	'u' key(32)     -> last use, 8 bytes big-endian Unix nanoseconds
-//	'b' digest(32)  -> blob bytes
+//	'b' digest(32)  -> blob bytes, for a blob of at most one chunk
+//	'l' digest(32)  -> chunk list of a larger blob (see chunk.go)
+//	'c' upload(16) index(4, big-endian) -> one chunk of a chunked blob
 //	's' name        -> counter, 8 bytes big-endian; names are hits, misses,
 //	                   uncached, errors, corrupt, evictions, damaged and
 //	                   "uncached:" + reason
 //	'z'             -> nothing; written and dropped by Trim
+//	'g'             -> nothing; present while deleted values await compaction
 //
 // An entry and its last use are written in one transaction, after the blobs.
 const (
 	kindEntry    = 'e'
 	kindLastUsed = 'u'
 	kindBlob     = 'b'
+	kindChunked  = 'l'
+	kindChunk    = 'c'
 	kindCounter  = 's'
 	kindFlush    = 'z' // a sentinel key, see compact
+	kindGarbage  = 'g' // the garbage mark, see noteGarbage
 )
 
 // Tuning. Values of valueThreshold bytes or more (blobs: shared objects,
@@ -90,10 +97,13 @@ type Badger struct {
 // the counters of the Counting store that wraps it (Counters). Safe for
 // concurrent use.
 type badgerDB struct {
-	opt   Options
-	dir   string
-	db    *badger.DB
-	stats counters // counts not yet added to the database (all counts when read-only)
+	opt Options
+	dir string
+	db  *badger.DB
+	// mapDir is dir as /proc/self/maps names it (absolute, no symbolic
+	// links), for pageOut.
+	mapDir string
+	stats  counters // counts not yet added to the database (all counts when read-only)
 	// evicted counts evictions not yet taken by the Counting store.
 	evicted atomic.Int64
 	// flushMu serializes flushes, and a flush with the read of Stats: a
@@ -128,7 +138,7 @@ type badgerDB struct {
 	mu  sync.Mutex // guards idx and every deletion of blobs
 	idx *index     // nil until first needed
 	// garbage is set when values were deleted since Trim last compacted
-	// (and at Open: an earlier process may have deleted), so that Trim
+	// (at Open: when the garbage mark is stored), so that Trim
 	// skips the compaction and value-log GC when there is nothing to win.
 	garbage bool
 
@@ -220,12 +230,13 @@ func Open(dir string, opt Options) (*Badger, error) {
 		stop:     make(chan struct{}),
 		done:     make(chan struct{}),
 		touches:  make(map[Key]time.Time),
-		garbage:  true,
+		garbage:  hasGarbageMark(db),
 		notes:    notes,
 		vlogSize: testValueLogFileSize,
 		roCause:  roCause,
 	}
 	b.lifeCond = sync.NewCond(&b.lifeMu)
+	b.mapDir = mappedDir(dir)
 	if opt.ReadOnly {
 		close(b.done)
 	} else {
@@ -233,6 +244,36 @@ func Open(dir string, opt Options) (*Badger, error) {
 		go b.flusher()
 	}
 	return &Badger{badgerDB: b, counted: Counted(b, b)}, nil
+}
+
+// mappedDir returns dir as the kernel names the files mapped from it.
+func mappedDir(dir string) string {
+	if d, err := filepath.Abs(dir); err == nil {
+		dir = d
+	}
+	if d, err := filepath.EvalSymlinks(dir); err == nil {
+		dir = d
+	}
+	return dir
+}
+
+// pageOutEvery is how many bytes of chunks a Put, a reader or Verify
+// moves between two calls of pageOut: about one value-log file.
+const pageOutEvery = valueLogFileSize
+
+// pager calls pageOut for a store once every pageOutEvery bytes it is
+// told of. Used by one goroutine.
+type pager struct {
+	dir   string
+	since int64
+}
+
+// moved counts n bytes moved through the value log.
+func (p *pager) moved(n int) {
+	if p.since += int64(n); p.since >= pageOutEvery {
+		p.since = 0
+		pageOut(p.dir)
+	}
 }
 
 // badgerOptions are the Badger options of a store in dir (see Tuning).
@@ -411,7 +452,7 @@ func cmpFid(a, b string) int {
 func (b *Badger) Get(ctx context.Context, key Key) (*Hit, error) { return b.counted.Get(ctx, key) }
 
 // Put implements Core.
-func (b *Badger) Put(ctx context.Context, e *Entry, data [][]byte) error {
+func (b *Badger) Put(ctx context.Context, e *Entry, data []io.Reader) error {
 	return b.counted.Put(ctx, e, data)
 }
 

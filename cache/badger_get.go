@@ -2,6 +2,7 @@ package cache
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 
@@ -74,27 +75,21 @@ func (b *badgerDB) get(ctx context.Context, key Key) (*Hit, error) {
 		if err != nil {
 			return err
 		}
-		data := make([][]byte, len(e.Outputs))
+		hit = &Hit{Entry: e, srcs: make([]*source, len(e.Outputs))}
 		for i, o := range e.Outputs {
-			item, err := txn.Get(dbKey(kindBlob, o.Digest[:]))
-			if errors.Is(err, badger.ErrKeyNotFound) {
-				reason = missingReason(o.Digest)
+			src, why, err := b.readSource(txn, o)
+			switch {
+			case why != "":
+				reason, hit = why, nil
+				if !errors.Is(err, badger.ErrKeyNotFound) {
+					bad = &o.Digest
+				}
 				return nil
-			}
-			if err != nil {
+			case err != nil:
 				return err
 			}
-			if data[i], err = item.ValueCopy(nil); err != nil {
-				// A value pointer into a damaged value log.
-				reason, bad = fmt.Sprintf("blob %s unreadable: %v", shortHex(o.Digest[:]), err), &o.Digest
-				return nil
-			}
-			if reason = checkBlob(o, data[i]); reason != "" {
-				bad = &o.Digest
-				return nil
-			}
+			hit.srcs[i] = src
 		}
-		hit = &Hit{Entry: e, Data: data}
 		return nil
 	})
 	switch {
@@ -103,17 +98,99 @@ func (b *badgerDB) get(ctx context.Context, key Key) (*Hit, error) {
 	case err != nil:
 		return nil, fmt.Errorf("cache: get %s: %w", key.String()[:12], err)
 	case reason != "":
-		if !b.opt.ReadOnly {
-			if err := b.removeDamaged(key, bad); err != nil && b.opt.Logger != nil {
-				// Still a miss: the damaged entry is never served, and
-				// the next lookup or Verify removes it.
-				b.opt.Logger.Warningf("cache: get %s: %s: remove: %v", key.String()[:12], reason, err)
-			}
-		}
+		b.removeDamagedLogged("get", key, reason, bad)
 		return nil, &MissError{Key: key, Reason: ReasonDamaged + reason, Corrupt: true}
 	}
+	hit.whenDamaged(func(me *MissError) { b.removeDamagedLogged("get", key, me.Reason, me.blob) })
 	b.touch(key)
 	return hit, nil
+}
+
+// removeDamagedLogged removes a damaged entry (and its damaged blob when
+// known) unless the store is read-only; a failure is logged: the entry is
+// still a miss, never served, and the next lookup or Verify removes it.
+func (b *badgerDB) removeDamagedLogged(op string, key Key, reason string, bad *Digest) {
+	if b.opt.ReadOnly {
+		return
+	}
+	if err := b.removeDamaged(key, bad); err != nil && b.opt.Logger != nil {
+		b.opt.Logger.Warningf("cache: %s %s: %s: remove: %v", op, key.String()[:12], reason, err)
+	}
+}
+
+// readSource reads output o's blob in txn: a whole blob is read and
+// verified; a chunked one's list is read and verified, its chunks are
+// fetched and verified as a reader streams them. A damaged or missing blob
+// returns the reason (with badger.ErrKeyNotFound when it is missing).
+func (b *badgerDB) readSource(txn *badger.Txn, o Output) (*source, string, error) {
+	item, err := txn.Get(dbKey(kindBlob, o.Digest[:]))
+	if errors.Is(err, badger.ErrKeyNotFound) {
+		return b.readChunked(txn, o)
+	}
+	if err != nil {
+		return nil, "", err
+	}
+	data, err := item.ValueCopy(nil)
+	if err != nil {
+		// A value pointer into a damaged value log.
+		return nil, fmt.Sprintf("blob %s unreadable: %v", shortHex(o.Digest[:]), err), nil
+	}
+	if reason := checkBlob(o, data); reason != "" {
+		return nil, reason, nil
+	}
+	return &source{out: o, data: data}, "", nil
+}
+
+// readChunked reads and checks the chunk list of output o.
+func (b *badgerDB) readChunked(txn *badger.Txn, o Output) (*source, string, error) {
+	item, err := txn.Get(dbKey(kindChunked, o.Digest[:]))
+	if errors.Is(err, badger.ErrKeyNotFound) {
+		return nil, missingReason(o.Digest), err
+	}
+	if err != nil {
+		return nil, "", err
+	}
+	var l *chunkList
+	err = item.Value(func(v []byte) error {
+		var err error
+		l, err = decodeChunkList(o.Digest, v)
+		return err
+	})
+	if err == nil && l.size != o.Size {
+		err = fmt.Errorf("%w: blob of %d bytes, want %d", errChunkList, l.size, o.Size)
+	}
+	if err != nil {
+		return nil, fmt.Sprintf("blob %s corrupt: %v", shortHex(o.Digest[:]), err), nil
+	}
+	return &source{out: o, list: l, fetch: b.chunkFetcher(l.upload)}, "", nil
+}
+
+// chunkFetcher reads the chunks of upload up, each in a transaction of its
+// own, as a store operation (so that Close waits for it).
+func (b *badgerDB) chunkFetcher(up uploadID) chunkFetcher {
+	pg := &pager{dir: b.mapDir}
+	return func(j int, buf []byte) (out []byte, err error) {
+		defer func() { pg.moved(len(out)) }()
+		err = b.op("get", func() error {
+			return b.db.View(func(txn *badger.Txn) error {
+				item, err := txn.Get(chunkKey(up, j))
+				if errors.Is(err, badger.ErrKeyNotFound) {
+					return errChunkMissing
+				}
+				if err != nil {
+					return err
+				}
+				out, err = item.ValueCopy(buf[:0])
+				if err != nil {
+					// A value pointer into a damaged value log: what
+					// it yields must fail the chunk's check.
+					out = nil
+				}
+				return nil
+			})
+		})
+		return out, err
+	}
 }
 
 // loadLocked builds the index from the database. b.mu is held.
@@ -128,7 +205,7 @@ func (b *badgerDB) loadLocked() error {
 			var e *Entry
 			err := item.Value(func(v []byte) error {
 				var err error
-				e, err = decodeEntry(k, v)
+				e, err = decodeIndexed(k, v)
 				return err
 			})
 			if errors.Is(err, errEntry) {
@@ -163,12 +240,18 @@ func (b *badgerDB) loadLocked() error {
 			x.addBlob(d, item.ValueSize()) // approximate for blobs no entry names
 			return nil
 		})
+		if err != nil {
+			return err
+		}
+		if err := loadChunked(txn, x, seen); err != nil {
+			return err
+		}
 		for d := range x.blobs {
 			if !seen[d] {
 				x.removeBlob(d)
 			}
 		}
-		return err
+		return nil
 	})
 	if err != nil {
 		return fmt.Errorf("cache: read index: %w", err)
@@ -181,6 +264,48 @@ func (b *badgerDB) loadLocked() error {
 		}
 	}()
 	b.idx = x
+	return nil
+}
+
+// loadChunked adds the chunked blobs to x, marking them seen, and records
+// the uploads whose chunks no list names (a Put that did not finish) as
+// strays, for Trim and Verify to delete.
+func loadChunked(txn *badger.Txn, x *index, seen map[Digest]bool) error {
+	named := make(map[uploadID]bool)
+	err := iterate(txn, kindChunked, func(id []byte, item *badger.Item) error {
+		d := Digest(id)
+		return item.Value(func(v []byte) error {
+			l, err := decodeChunkList(d, v)
+			if err != nil {
+				return nil // not seen: Get and Verify report it missing
+			}
+			// An entry may have recorded the blob, as whole.
+			x.removeBlob(d)
+			x.addChunked(d, l.size, l)
+			seen[d] = true
+			named[l.upload] = true
+			return nil
+		})
+	})
+	if err != nil {
+		return err
+	}
+	it := txn.NewIterator(badger.IteratorOptions{Prefix: []byte{kindChunk}})
+	defer it.Close()
+	for it.Rewind(); it.Valid(); it.Next() {
+		k := it.Item().Key()
+		if len(k) != 1+len(uploadID{})+4 {
+			continue
+		}
+		up := uploadID(k[1 : 1+len(uploadID{})])
+		if named[up] {
+			continue
+		}
+		n := int(binary.BigEndian.Uint32(k[1+len(up):])) + 1
+		if n > x.strays[up] {
+			x.strays[up] = n
+		}
+	}
 	return nil
 }
 

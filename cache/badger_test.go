@@ -55,7 +55,7 @@ func TestBadgerPersists(t *testing.T) {
 	small, large := blob("s", 100), blob("l", 3<<20) // large lives in the value log
 	e := entry(key("a"), 2)
 	e.CompileTime = 3 * time.Second
-	if err := b.Put(ctx, e, [][]byte{small, large}); err != nil {
+	if err := b.Put(ctx, e, Readers(small, large)); err != nil {
 		t.Fatal(err)
 	}
 	now = now.Add(time.Hour)
@@ -80,7 +80,7 @@ func TestBadgerPersists(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !bytes.Equal(hit.Data[1], large) || hit.Entry.CompileTime != 3*time.Second ||
+	if !bytes.Equal(hitData(hit)[1], large) || hit.Entry.CompileTime != 3*time.Second ||
 		string(hit.Entry.Record) != string(e.Record) || hit.Entry.Outputs[1].Mode != 0o755 {
 		t.Fatalf("reopened entry differs: %+v", hit.Entry)
 	}
@@ -103,7 +103,7 @@ func TestBadgerCrashBetweenBlobsAndEntry(t *testing.T) {
 	crash := errors.New("crash")
 	b.testHookAfterBlobs = func() error { return crash }
 	d0, d1 := blob("0", 10000), blob("1", 20)
-	if err := b.Put(ctx, entry(key("a"), 2), [][]byte{d0, d1}); !errors.Is(err, crash) {
+	if err := b.Put(ctx, entry(key("a"), 2), Readers(d0, d1)); !errors.Is(err, crash) {
 		t.Fatalf("Put = %v, want the injected crash", err)
 	}
 	if _, err := b.Get(ctx, key("a")); !errors.Is(err, ErrMiss) {
@@ -138,7 +138,7 @@ func TestBadgerCrashBetweenBlobsAndEntry(t *testing.T) {
 
 	// Verify collects orphans too.
 	b.testHookAfterBlobs = func() error { return crash }
-	b.Put(ctx, entry(key("b"), 1), [][]byte{d0})
+	b.Put(ctx, entry(key("b"), 1), Readers(d0))
 	b.testHookAfterBlobs = nil
 	vr, err := b.Verify(ctx)
 	if err != nil || !vr.OK() || vr.Orphans != 1 || vr.OrphanBytes != int64(len(d0)) {
@@ -172,7 +172,7 @@ func rawSet(t *testing.T, b *Badger, k, v []byte) {
 func TestBadgerFlippedByte(t *testing.T) {
 	b := open(t, t.TempDir(), Options{})
 	d := blob("x", 50000)
-	if err := b.Put(ctx, entry(key("a"), 1), [][]byte{d}); err != nil {
+	if err := b.Put(ctx, entry(key("a"), 1), Readers(d)); err != nil {
 		t.Fatal(err)
 	}
 	bad := bytes.Clone(d)
@@ -196,7 +196,7 @@ func TestBadgerFlippedByte(t *testing.T) {
 	}
 
 	// A truncated blob is caught by its size.
-	if err := b.Put(ctx, entry(key("a"), 1), [][]byte{d}); err != nil {
+	if err := b.Put(ctx, entry(key("a"), 1), Readers(d)); err != nil {
 		t.Fatal(err)
 	}
 	rawSet(t, b, dbKey(kindBlob, digest[:]), d[:100])
@@ -221,7 +221,7 @@ func TestBadgerFlippedByteOnDisk(t *testing.T) {
 	dir := t.TempDir()
 	b := open(t, dir, Options{})
 	d := blob("ondisk", 1<<20)
-	if err := b.Put(ctx, entry(key("a"), 1), [][]byte{d}); err != nil {
+	if err := b.Put(ctx, entry(key("a"), 1), Readers(d)); err != nil {
 		t.Fatal(err)
 	}
 	b.Close()
@@ -258,7 +258,7 @@ func TestBadgerVerifyFindsRawDamage(t *testing.T) {
 	b := open(t, t.TempDir(), Options{})
 	d := blob("v", 9000)
 	for _, n := range []string{"a", "b"} {
-		if err := b.Put(ctx, entry(key(n), 1), [][]byte{d}); err != nil {
+		if err := b.Put(ctx, entry(key(n), 1), Readers(d)); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -336,7 +336,7 @@ func TestOpenReadOnly(t *testing.T) {
 	dir := t.TempDir()
 	w := open(t, dir, Options{})
 	d := blob("r", 100)
-	if err := w.Put(ctx, entry(key("a"), 1), [][]byte{d}); err != nil {
+	if err := w.Put(ctx, entry(key("a"), 1), Readers(d)); err != nil {
 		t.Fatal(err)
 	}
 	w.Get(ctx, key("a"))
@@ -346,11 +346,11 @@ func TestOpenReadOnly(t *testing.T) {
 	r = open(t, dir, Options{ReadOnly: true, Now: func() time.Time { return then }})
 	r2 := open(t, dir, Options{ReadOnly: true}) // readers share
 	hit, err := r.Get(ctx, key("a"))
-	if err != nil || !bytes.Equal(hit.Data[0], d) {
+	if err != nil || !bytes.Equal(hitData(hit)[0], d) {
 		t.Fatalf("read-only Get = %v", err)
 	}
 	r2.Close()
-	if err := r.Put(ctx, entry(key("b"), 1), [][]byte{d}); !errors.Is(err, ErrReadOnly) {
+	if err := r.Put(ctx, entry(key("b"), 1), Readers(d)); !errors.Is(err, ErrReadOnly) {
 		t.Fatalf("read-only Put = %v", err)
 	}
 	s, _ := r.Stats(ctx)
@@ -392,7 +392,7 @@ func TestBadgerTrimReclaims(t *testing.T) {
 	for i := range 8 {
 		now = now.Add(time.Minute)
 		d := blob(fmt.Sprint(i), 1<<20)
-		if err := b.Put(ctx, entry(key(fmt.Sprint(i)), 1), [][]byte{d}); err != nil {
+		if err := b.Put(ctx, entry(key(fmt.Sprint(i)), 1), Readers(d)); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -438,7 +438,7 @@ func TestBadgerTrimReturnsSpace(t *testing.T) {
 	const n, size = 24, 400 << 10
 	for i := range n {
 		now = now.Add(time.Minute)
-		if err := b.Put(ctx, entry(key(fmt.Sprint(i)), 1), [][]byte{blob(fmt.Sprint(i), size)}); err != nil {
+		if err := b.Put(ctx, entry(key(fmt.Sprint(i)), 1), Readers(blob(fmt.Sprint(i), size))); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -453,7 +453,7 @@ func TestBadgerTrimReturnsSpace(t *testing.T) {
 	}
 	for i := n - 4; i < n; i++ {
 		hit, err := b.Get(ctx, key(fmt.Sprint(i)))
-		if err != nil || !bytes.Equal(hit.Data[0], blob(fmt.Sprint(i), size)) {
+		if err != nil || !bytes.Equal(hitData(hit)[0], blob(fmt.Sprint(i), size)) {
 			t.Fatalf("entry %d after value-log GC: %v", i, err)
 		}
 	}
@@ -465,7 +465,7 @@ func TestBadgerTrimReturnsSpace(t *testing.T) {
 func TestBadgerTrimSkipsCompactionWithoutGarbage(t *testing.T) {
 	b := open(t, t.TempDir(), Options{})
 	d := blob("g", 10000)
-	if err := b.Put(ctx, entry(key("a"), 1), [][]byte{d}); err != nil {
+	if err := b.Put(ctx, entry(key("a"), 1), Readers(d)); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := b.Trim(ctx, DefaultMaxBytes); err != nil { // compacts: first Trim of this store

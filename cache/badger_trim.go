@@ -59,6 +59,9 @@ func (b *badgerDB) trim(ctx context.Context, maxBytes int64) (*TrimReport, error
 		b.locked("trim", func() error { b.garbage = true; return nil })
 		return r, fmt.Errorf("cache: trim: %w", err)
 	}
+	if err := b.locked("trim", b.clearGarbageMark); err != nil {
+		return r, fmt.Errorf("cache: trim: %w", err)
+	}
 	for ctx.Err() == nil {
 		// The GC rewrites the live part of a value-log file into the
 		// mapped file being written.
@@ -75,6 +78,42 @@ func (b *badgerDB) trim(ctx context.Context, maxBytes int64) (*TrimReport, error
 		r.ValueLogGC++
 	}
 	return r, b.flush()
+}
+
+// The garbage mark is a key (kindGarbage) present while values were
+// deleted that no compaction has dropped yet, so that a Trim of a store
+// opened later compacts only when there is something to win, and a Trim
+// with nothing to evict or compact costs no scan of the database.
+
+// noteGarbage records that values are about to be deleted: it writes the
+// garbage mark the first time since the last compaction. b.mu is held.
+func (b *badgerDB) noteGarbage() error {
+	if b.garbage {
+		return nil
+	}
+	if err := b.update(func(txn *badger.Txn) error { return txn.Set([]byte{kindGarbage}, nil) }); err != nil {
+		return err
+	}
+	b.garbage = true
+	return nil
+}
+
+// clearGarbageMark deletes the garbage mark after a compaction, unless
+// values were deleted meanwhile. b.mu is held.
+func (b *badgerDB) clearGarbageMark() error {
+	if b.garbage {
+		return nil
+	}
+	return b.update(func(txn *badger.Txn) error { return txn.Delete([]byte{kindGarbage}) })
+}
+
+// hasGarbageMark reports whether db holds the garbage mark.
+func hasGarbageMark(db *badger.DB) bool {
+	err := db.View(func(txn *badger.Txn) error {
+		_, err := txn.Get([]byte{kindGarbage})
+		return err
+	})
+	return err == nil
 }
 
 // compact makes deleted values visible to the value-log GC. Badger learns
@@ -111,7 +150,7 @@ func (b *badgerDB) clear() error {
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if err := b.db.DropPrefix([]byte{kindEntry}, []byte{kindLastUsed}, []byte{kindBlob}); err != nil {
+	if err := b.db.DropPrefix([]byte{kindEntry}, []byte{kindLastUsed}, []byte{kindBlob}, []byte{kindChunked}, []byte{kindChunk}); err != nil {
 		return fmt.Errorf("cache: clear: %w", err)
 	}
 	x := newIndex()
@@ -119,7 +158,10 @@ func (b *badgerDB) clear() error {
 		x.pins = b.idx.pins
 	}
 	b.idx = x
-	b.garbage = true
+	b.garbage = false
+	if err := b.noteGarbage(); err != nil {
+		return fmt.Errorf("cache: clear: %w", err)
+	}
 	func() {
 		b.touchMu.Lock()
 		defer b.touchMu.Unlock()

@@ -45,9 +45,12 @@ func (b *badgerDB) verify(ctx context.Context, reportOnly bool) (*VerifyReport, 
 	if err := verifyTables(b.db); err != nil {
 		r.Tables = err.Error()
 	}
-	sc := &verifyScan{r: r, bad: make(map[Digest]string), sizes: make(map[Digest]int64), entries: make(map[Key]*Entry)}
+	sc := &verifyScan{r: r, bad: make(map[Digest]string), sizes: make(map[Digest]int64), entries: make(map[Key][]Output), pg: &pager{dir: b.mapDir}}
 	err := b.db.View(func(txn *badger.Txn) error {
 		if err := iterate(txn, kindBlob, func(id []byte, item *badger.Item) error { return sc.blob(ctx, id, item) }); err != nil {
+			return err
+		}
+		if err := iterate(txn, kindChunked, func(id []byte, item *badger.Item) error { return sc.chunked(ctx, txn, id, item) }); err != nil {
 			return err
 		}
 		return iterate(txn, kindEntry, sc.entry)
@@ -67,6 +70,9 @@ func (b *badgerDB) verify(ctx context.Context, reportOnly bool) (*VerifyReport, 
 		return nil, fmt.Errorf("cache: verify: remove damaged entries: %w", err)
 	}
 	r.Removed = removed
+	if err := b.deleteChunks(b.idx.takeStrays()); err != nil {
+		return nil, fmt.Errorf("cache: verify: delete unused chunks: %w", err)
+	}
 	orphans := b.idx.orphans()
 	for _, d := range orphans {
 		r.OrphanBytes += b.idx.blobs[d].size
@@ -80,12 +86,13 @@ func (b *badgerDB) verify(ctx context.Context, reportOnly bool) (*VerifyReport, 
 
 // verifyScan is what one Verify of a Badger store found: the report it
 // fills, the damaged blobs with their reasons, the size of every blob (-1:
-// unreadable) and the decodable entries. Used by one goroutine.
+// unreadable) and the outputs of the decodable entries. Used by one goroutine.
 type verifyScan struct {
 	r       *VerifyReport
 	bad     map[Digest]string
 	sizes   map[Digest]int64
-	entries map[Key]*Entry
+	entries map[Key][]Output
+	pg      *pager
 }
 
 // blob re-hashes one stored blob.
@@ -111,6 +118,50 @@ func (sc *verifyScan) blob(ctx context.Context, id []byte, item *badger.Item) er
 	return nil
 }
 
+// chunked re-hashes one chunked blob: its list, each chunk and the whole.
+func (sc *verifyScan) chunked(ctx context.Context, txn *badger.Txn, id []byte, item *badger.Item) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	d := Digest(id)
+	sc.r.Blobs++
+	var l *chunkList
+	err := item.Value(func(v []byte) error {
+		var err error
+		l, err = decodeChunkList(d, v)
+		return err
+	})
+	if err != nil {
+		sc.sizes[d] = -1
+		sc.bad[d] = fmt.Sprintf("blob %s corrupt: %v", shortHex(d[:]), err)
+		return nil
+	}
+	sc.sizes[d] = l.size
+	n, reason, err := checkChunks(d, l, func(j int, buf []byte) ([]byte, error) {
+		item, err := txn.Get(chunkKey(l.upload, j))
+		if errors.Is(err, badger.ErrKeyNotFound) {
+			return nil, errChunkMissing
+		}
+		if err != nil {
+			return nil, err
+		}
+		b, err := item.ValueCopy(buf[:0])
+		if err != nil {
+			return nil, nil // unreadable: fails the chunk's size check
+		}
+		sc.pg.moved(len(b))
+		return b, nil
+	})
+	sc.r.Bytes += n
+	if err != nil {
+		return err
+	}
+	if reason != "" {
+		sc.bad[d] = reason
+	}
+	return nil
+}
+
 // entry decodes one stored entry; an undecodable or unreadable one
 // (Badger's checksum of the value failed) goes to BadEntries.
 func (sc *verifyScan) entry(id []byte, item *badger.Item) error {
@@ -122,7 +173,7 @@ func (sc *verifyScan) entry(id []byte, item *badger.Item) error {
 			if why := badManifest(e); why != "" {
 				return errors.New(why)
 			}
-			sc.entries[k] = e
+			sc.entries[k] = e.Outputs
 		}
 		return err
 	})
@@ -144,8 +195,8 @@ func (sc *verifyScan) damaged() []Key {
 	for k := range sc.r.BadEntries {
 		removed = append(removed, k)
 	}
-	for k, e := range sc.entries {
-		for _, o := range e.Outputs {
+	for k, outs := range sc.entries {
+		for _, o := range outs {
 			reason, isBad := sc.bad[o.Digest]
 			if size, ok := sc.sizes[o.Digest]; !ok {
 				reason, isBad = missingReason(o.Digest), true
@@ -200,6 +251,13 @@ func (b *badgerDB) CorruptBlob(ctx context.Context, d Digest) error {
 	k := dbKey(kindBlob, d[:])
 	return b.db.Update(func(txn *badger.Txn) error {
 		item, err := txn.Get(k)
+		if errors.Is(err, badger.ErrKeyNotFound) {
+			// A chunked blob: one bit of its middle chunk.
+			k, err = middleChunk(txn, d)
+			if err == nil {
+				item, err = txn.Get(k)
+			}
+		}
 		if err != nil {
 			return fmt.Errorf("cache: corrupt blob %s: %w", shortHex(d[:]), err)
 		}
@@ -216,14 +274,38 @@ func (b *badgerDB) CorruptBlob(ctx context.Context, d Digest) error {
 	})
 }
 
+// middleChunk returns the key of the middle chunk of the chunked blob d.
+func middleChunk(txn *badger.Txn, d Digest) ([]byte, error) {
+	item, err := txn.Get(dbKey(kindChunked, d[:]))
+	if err != nil {
+		return nil, fmt.Errorf("cache: corrupt blob %s: %w", shortHex(d[:]), err)
+	}
+	v, err := item.ValueCopy(nil)
+	if err != nil {
+		return nil, err
+	}
+	l, err := decodeChunkList(d, v)
+	if err != nil {
+		return nil, err
+	}
+	return chunkKey(l.upload, len(l.sums)/2), nil
+}
+
 // RemoveBlob implements FaultInjector.
 func (b *badgerDB) RemoveBlob(ctx context.Context, d Digest) error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if err := b.update(func(txn *badger.Txn) error { return txn.Delete(dbKey(kindBlob, d[:])) }); err != nil {
+	if err := b.update(func(txn *badger.Txn) error {
+		if err := txn.Delete(dbKey(kindChunked, d[:])); err != nil {
+			return err
+		}
+		return txn.Delete(dbKey(kindBlob, d[:]))
+	}); err != nil {
 		return err
 	}
-	b.garbage = true
+	if err := b.noteGarbage(); err != nil {
+		return err
+	}
 	if b.idx != nil {
 		b.idx.removeBlob(d)
 	}

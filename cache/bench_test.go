@@ -30,7 +30,7 @@ func BenchmarkGet(b *testing.B) {
 		b.Run(fmt.Sprintf("size=%s", FormatSize(int64(size))), func(b *testing.B) {
 			benchStores(b, func(b *testing.B, s Store) {
 				d := blob("get", size)
-				if err := s.Put(ctx, entry(key("get"), 1), [][]byte{d}); err != nil {
+				if err := s.Put(ctx, entry(key("get"), 1), Readers(d)); err != nil {
 					b.Fatal(err)
 				}
 				b.SetBytes(int64(size))
@@ -57,7 +57,7 @@ func BenchmarkPut(b *testing.B) {
 					binary.LittleEndian.PutUint64(d, i)
 					var k Key
 					binary.LittleEndian.PutUint64(k[:], i)
-					if err := s.Put(ctx, entry(k, 1), [][]byte{d}); err != nil {
+					if err := s.Put(ctx, entry(k, 1), Readers(d)); err != nil {
 						b.Fatal(err)
 					}
 				}
@@ -75,7 +75,7 @@ func BenchmarkOpenGetClose(b *testing.B) {
 		b.Fatal(err)
 	}
 	d := blob("ogc", 64<<10)
-	if err := s.Put(ctx, entry(key("ogc"), 1), [][]byte{d}); err != nil {
+	if err := s.Put(ctx, entry(key("ogc"), 1), Readers(d)); err != nil {
 		b.Fatal(err)
 	}
 	s.Close()
@@ -108,7 +108,7 @@ func BenchmarkPaired(b *testing.B) {
 				stores := []Store{NewMemory(Options{}), bs}
 				d := blob("paired", size)
 				for _, s := range stores {
-					if err := s.Put(ctx, entry(key("get"), 1), [][]byte{d}); err != nil {
+					if err := s.Put(ctx, entry(key("get"), 1), Readers(d)); err != nil {
 						b.Fatal(err)
 					}
 				}
@@ -126,7 +126,7 @@ func BenchmarkPaired(b *testing.B) {
 						if op == "Get" {
 							_, err = s.Get(ctx, key("get"))
 						} else {
-							err = s.Put(ctx, entry(k, 1), [][]byte{d})
+							err = s.Put(ctx, entry(k, 1), Readers(d))
 						}
 						took[j] += time.Since(t0)
 						if err != nil {

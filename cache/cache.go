@@ -16,8 +16,10 @@
 // orphan blobs, which Trim and Verify collect. Every byte served is
 // verified: an entry ends with the SHA-256 of its key and its other bytes
 // (see entry.go), checked before it is decoded, and Get verifies each blob's
-// size and SHA-256 before returning it; Badger's block and value checksums
-// are on as well. A missing or corrupt blob (or a damaged entry) is a miss
+// size and SHA-256 before returning it; a blob larger than a chunk is
+// stored as chunks (see chunk.go) and verified chunk by chunk as its
+// reader streams it, and as a whole at its end. Badger's block and value
+// checksums are on as well. A missing or corrupt blob (or a damaged entry) is a miss
 // whose reason starts with "damaged: " (a *MissError with Corrupt set,
 // matching ErrDamaged), counted as Damaged (apart from Misses), and the entry is removed, as the go
 // command's build cache does with missing(reason): a damaged entry is never
@@ -41,7 +43,11 @@
 // Bytes counts each distinct blob once. When Options.MaxBytes is positive, a
 // Put that leaves Bytes above it evicts least-recently-used entries (by
 // LastUsed) until it fits; Trim does the same for any limit, deletes orphan
-// blobs and then compacts and runs Badger's value-log garbage collection.
+// blobs and then, when values were deleted since the last compaction (a
+// mark in the database says so across processes), compacts and runs
+// Badger's value-log garbage collection. Stats and a Trim with nothing to
+// evict read only the in-memory index, whose size and orphan set are kept
+// as entries come and go; ListRecent lists in order of last use from it.
 // Badger's Get updates LastUsed in memory and writes the new times in
 // batches (on Trim, Stats, Verify, Close and every flushInterval, 2 s), so
 // a hit costs no write.
@@ -80,9 +86,13 @@
 package cache
 
 import (
+	"bytes"
+	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
+	"sync"
 	"time"
 )
 
@@ -143,13 +153,77 @@ func (e *Entry) Size() int64 {
 	return n
 }
 
-// Hit is the result of a successful Get. Data[i] holds Outputs[i] of Entry,
-// verified against its size and digest. Entry.LastUsed is the last use
-// before this one. The Hit belongs to the caller (it shares no memory with
-// the store); it is safe for concurrent reads.
+// Hit is the result of a successful Get: the entry and a reader of each
+// output. Entry.LastUsed is the last use before this one. Every byte a
+// reader yields is verified: an output of at most one chunk was read and
+// checked against its size and digest by Get; a chunked one is checked
+// chunk by chunk as it streams and as a whole at its end, and a reader
+// that meets damage returns a *MissError matching ErrDamaged (the entry
+// is then removed and counted as damaged, as Get's own damage is) instead
+// of the bytes. A reader is io.EOF only once its output verified. The Hit
+// belongs to the caller (it shares no memory with the store); its readers
+// must be used before the store is closed. Safe for concurrent use: each
+// Open returns a reader of its own, used by one goroutine.
 type Hit struct {
 	Entry *Entry
-	Data  [][]byte
+	srcs  []*source
+	// onDamage run, in order and once, when a reader finds damage:
+	// the store removes the entry, a Counting store counts it.
+	mu       sync.Mutex // guards onDamage and damage
+	onDamage []func(*MissError)
+	damage   *MissError
+}
+
+// Open returns a reader of output i, verified as it streams (see Hit).
+func (h *Hit) Open(i int) io.ReadCloser {
+	s := h.srcs[i]
+	if s.list == nil {
+		return io.NopCloser(bytes.NewReader(s.data))
+	}
+	return &chunkReader{h: h, src: s, sum: sha256.New()}
+}
+
+// ReadAll reads every output into memory, verified: for callers whose
+// outputs are small. Damage is a *MissError matching ErrDamaged. The
+// slices of outputs of at most one chunk are shared with the hit.
+func (h *Hit) ReadAll() ([][]byte, error) {
+	data := make([][]byte, len(h.srcs))
+	for i, s := range h.srcs {
+		if s.list == nil {
+			data[i] = s.data
+			continue
+		}
+		r := h.Open(i)
+		b := bytes.NewBuffer(make([]byte, 0, s.out.Size))
+		_, err := b.ReadFrom(r)
+		r.Close()
+		if err != nil {
+			return nil, err
+		}
+		data[i] = b.Bytes()
+	}
+	return data, nil
+}
+
+// whenDamaged adds fn to what runs when a reader finds damage.
+func (h *Hit) whenDamaged(fn func(*MissError)) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.onDamage = append(h.onDamage, fn)
+}
+
+// damaged returns the miss of a reader that found the blob d damaged,
+// running the damage hooks the first time.
+func (h *Hit) damaged(reason string, d Digest) error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.damage == nil {
+		h.damage = &MissError{Key: h.Entry.Key, Reason: ReasonDamaged + reason, Corrupt: true, blob: &d}
+		for _, fn := range h.onDamage {
+			fn(h.damage)
+		}
+	}
+	return h.damage
 }
 
 // ErrMiss matches every miss (errors.Is(err, ErrMiss)).
@@ -190,6 +264,9 @@ type MissError struct {
 	// Corrupt is set when the entry existed but was damaged (and removed,
 	// unless the store is read-only).
 	Corrupt bool
+	// blob is the damaged blob a hit's reader found, to remove with the
+	// entry.
+	blob *Digest
 }
 
 func (e *MissError) Error() string {
@@ -373,6 +450,10 @@ type Options struct {
 	Logger Logger
 	// Now returns the current time; nil means time.Now.
 	Now func() time.Time
+	// ChunkBytes is the chunk size: a blob larger than it is stored as
+	// chunks of this size (see chunk.go). 0 means DefaultChunkBytes;
+	// values are clamped to [MinChunkBytes, MaxChunkBytes].
+	ChunkBytes int64
 }
 
 func (o *Options) now() time.Time {

@@ -3,6 +3,7 @@ package cache
 import (
 	"context"
 	"errors"
+	"io"
 )
 
 // Counters keep the event counts of a store: the fields of Stats that
@@ -74,11 +75,18 @@ func (c *Counting) countLookup(ctx context.Context, err error, get bool) {
 func (c *Counting) Get(ctx context.Context, key Key) (*Hit, error) {
 	hit, err := c.s.Get(ctx, key)
 	c.countLookup(ctx, err, true)
+	if err == nil {
+		// A reader that finds damage later turns the hit into a
+		// damaged lookup.
+		hit.whenDamaged(func(*MissError) {
+			_ = c.c.AddCounts(context.WithoutCancel(ctx), Stats{Hits: -1, Damaged: 1, Corrupt: 1})
+		})
+	}
 	return hit, err
 }
 
 // Put implements Core.
-func (c *Counting) Put(ctx context.Context, e *Entry, data [][]byte) error {
+func (c *Counting) Put(ctx context.Context, e *Entry, data []io.Reader) error {
 	err := c.s.Put(ctx, e, data)
 	c.countEvictions(ctx)
 	return err

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"maps"
 	"slices"
 	"strings"
@@ -239,6 +240,50 @@ func decodeEntry(key Key, b []byte) (*Entry, error) {
 	return decodeEntryBody(key, body)
 }
 
+// decodeIndexed decodes what the in-memory index needs of an entry stored
+// under key (its outputs' sizes and digests, its creation time), checking
+// its digest first as decodeEntry does, and allocating neither its record,
+// its names nor its meta: the load of a large index makes little garbage.
+// An entry whose digest holds was written by the encoder; an undecodable
+// one is an error wrapping errEntry, and Get and Verify say more.
+func decodeIndexed(key Key, b []byte) (*Entry, error) {
+	if len(b) > maxEntryBytes || len(b) < len(entryMagic)+entrySumSize {
+		return nil, fmt.Errorf("%w: %d bytes", errEntry, len(b))
+	}
+	body, sum := b[:len(b)-entrySumSize], b[len(b)-entrySumSize:]
+	if want := entrySum(key, body); !bytes.Equal(sum, want[:]) || !bytes.HasPrefix(body, []byte(entryMagic)) {
+		return nil, fmt.Errorf("%w: digest mismatch", errEntry)
+	}
+	d := &entryDecoder{b: body[len(entryMagic):]}
+	d.bytes("record", MaxRecordBytes)
+	n := d.uvarint("output count", MaxOutputs)
+	outs := make([]Output, 0, min(n, 64))
+	for i := uint64(0); i < n && d.err == nil; i++ {
+		var o Output
+		d.bytes("output name", MaxNameBytes)
+		o.Size = int64(d.uvarint("output size", 1<<62))
+		if d.err == nil && len(d.b) < len(o.Digest) {
+			d.fail("output digest truncated")
+		}
+		if d.err == nil {
+			copy(o.Digest[:], d.b)
+			d.b = d.b[len(o.Digest):]
+		}
+		d.uvarint("output mode", 1<<32-1)
+		outs = append(outs, o)
+	}
+	n = d.uvarint("meta count", MaxMetaPairs)
+	for i := uint64(0); i < n && d.err == nil; i++ {
+		d.bytes("meta key", MaxMetaBytes)
+		d.bytes("meta value", MaxMetaBytes)
+	}
+	created := time.Unix(0, d.varint("created"))
+	if d.err != nil {
+		return nil, d.err
+	}
+	return &Entry{Key: key, Outputs: outs, Created: created, LastUsed: created}, nil
+}
+
 // decodeEntryBody decodes the bytes of an entry before its digest.
 func decodeEntryBody(key Key, b []byte) (*Entry, error) {
 	if !bytes.HasPrefix(b, []byte(entryMagic)) {
@@ -307,29 +352,29 @@ func decodeEntryBody(key Key, b []byte) (*Entry, error) {
 	return e, nil
 }
 
-// prepare checks e and data for Put and returns a copy of e with Sizes and
-// Digests filled, Created and LastUsed set, and the distinct digests with
-// their data.
-func prepare(e *Entry, data [][]byte, now time.Time) (*Entry, map[Digest][]byte, error) {
+// prepare checks e for a Put of n outputs and returns a copy of e with
+// Created and LastUsed set; Sizes and Digests are filled or checked as the
+// outputs stream (see checkStreamed).
+func prepare(e *Entry, n int, now time.Time) (*Entry, error) {
 	bad := func(out, format string, args ...any) error {
 		return &DataError{Key: e.Key, Output: out, Reason: fmt.Sprintf(format, args...)}
 	}
-	if len(data) != len(e.Outputs) {
-		return nil, nil, bad("", "%d outputs but %d data", len(e.Outputs), len(data))
+	if n != len(e.Outputs) {
+		return nil, bad("", "%d outputs but %d data", len(e.Outputs), n)
 	}
 	switch {
 	case len(e.Record) > MaxRecordBytes:
-		return nil, nil, bad("", "record of %d bytes exceeds %d", len(e.Record), MaxRecordBytes)
+		return nil, bad("", "record of %d bytes exceeds %d", len(e.Record), MaxRecordBytes)
 	case len(e.Outputs) > MaxOutputs:
-		return nil, nil, bad("", "%d outputs exceed %d", len(e.Outputs), MaxOutputs)
+		return nil, bad("", "%d outputs exceed %d", len(e.Outputs), MaxOutputs)
 	case len(e.Meta) > MaxMetaPairs:
-		return nil, nil, bad("", "%d meta pairs exceed %d", len(e.Meta), MaxMetaPairs)
+		return nil, bad("", "%d meta pairs exceed %d", len(e.Meta), MaxMetaPairs)
 	case e.CompileTime < 0:
-		return nil, nil, bad("", "negative compile time")
+		return nil, bad("", "negative compile time")
 	}
 	for k, v := range e.Meta {
 		if len(k) > MaxMetaBytes || len(v) > MaxMetaBytes {
-			return nil, nil, bad("", "meta %.40q exceeds %d bytes", k, MaxMetaBytes)
+			return nil, bad("", "meta %.40q exceeds %d bytes", k, MaxMetaBytes)
 		}
 	}
 	c := &Entry{
@@ -347,32 +392,74 @@ func prepare(e *Entry, data [][]byte, now time.Time) (*Entry, map[Digest][]byte,
 	if c.LastUsed.IsZero() {
 		c.LastUsed = c.Created
 	}
-	blobs := make(map[Digest][]byte, len(data))
-	names := make(map[string]bool, len(data))
-	for i := range c.Outputs {
-		o := &c.Outputs[i]
-		if msg := checkOutput(*o); msg != "" {
-			return nil, nil, bad(o.Name, "%s", msg)
+	names := make(map[string]bool, n)
+	for _, o := range c.Outputs {
+		if msg := checkOutput(o); msg != "" {
+			return nil, bad(o.Name, "%s", msg)
 		}
 		if names[o.Name] {
-			return nil, nil, bad(o.Name, "duplicate output name")
+			return nil, bad(o.Name, "duplicate output name")
 		}
 		names[o.Name] = true
-		d := data[i]
-		if o.Size == 0 {
-			o.Size = int64(len(d))
-		} else if o.Size != int64(len(d)) {
-			return nil, nil, bad(o.Name, "size %d but %d bytes of data", o.Size, len(d))
-		}
-		sum := sha256.Sum256(d)
-		if o.Digest == (Digest{}) {
-			o.Digest = sum
-		} else if o.Digest != sum {
-			return nil, nil, bad(o.Name, "digest %s but data hashes to %s", shortHex(o.Digest[:]), shortHex(sum[:]))
-		}
-		blobs[o.Digest] = d
 	}
-	return c, blobs, nil
+	return c, nil
+}
+
+// givenSize returns the bytes of the distinct blobs of c whose size and
+// digest the caller gave: a lower bound of the entry's size before its
+// outputs are read.
+func givenSize(c *Entry) int64 {
+	seen := make(map[Digest]bool, len(c.Outputs))
+	var n int64
+	for _, o := range c.Outputs {
+		if o.Digest != (Digest{}) && !seen[o.Digest] {
+			seen[o.Digest] = true
+			n += o.Size
+		}
+	}
+	return n
+}
+
+// outputLimit returns how many bytes output o of a Put into a store capped
+// at maxBytes (0: no cap) may have, and the error of more.
+func outputLimit(key Key, o Output, maxBytes int64) (int64, func(int64) error) {
+	limit := int64(-1)
+	if maxBytes > 0 {
+		limit = maxBytes
+	}
+	if o.Size > 0 && (limit < 0 || o.Size < limit) {
+		limit = o.Size
+	}
+	return limit, func(n int64) error {
+		if o.Size > 0 && n > o.Size {
+			return &DataError{Key: key, Output: o.Name, Reason: fmt.Sprintf("size %d but more bytes of data", o.Size)}
+		}
+		return &DataError{Key: key, Output: o.Name, Reason: fmt.Sprintf("more than the limit of %d bytes", maxBytes), Err: ErrTooLarge}
+	}
+}
+
+// checkStreamed fills o's zero Size and Digest from what Put read, or
+// checks them against it.
+func checkStreamed(key Key, o *Output, st *streamed) error {
+	if o.Size != 0 && o.Size != st.size {
+		return &DataError{Key: key, Output: o.Name, Reason: fmt.Sprintf("size %d but %d bytes of data", o.Size, st.size)}
+	}
+	o.Size = st.size
+	if o.Digest == (Digest{}) {
+		o.Digest = st.digest
+	} else if o.Digest != st.digest {
+		return &DataError{Key: key, Output: o.Name, Reason: fmt.Sprintf("digest %s but data hashes to %s", shortHex(o.Digest[:]), shortHex(st.digest[:]))}
+	}
+	return nil
+}
+
+// Readers returns a reader of each of data, for Put.
+func Readers(data ...[]byte) []io.Reader {
+	rs := make([]io.Reader, len(data))
+	for i, d := range data {
+		rs[i] = bytes.NewReader(d)
+	}
+	return rs
 }
 
 // blobSize returns the bytes of the distinct blobs of e.

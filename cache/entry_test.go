@@ -193,7 +193,7 @@ func TestEntryShape(t *testing.T) {
 		for i := range data {
 			data[i] = []byte("d")
 		}
-		if _, _, err := prepare(e, data, time.Unix(1, 0)); err == nil {
+		if _, err := prepare(e, len(data), time.Unix(1, 0)); err == nil {
 			t.Errorf("%+v prepared for Put", o)
 		}
 	}
@@ -207,5 +207,37 @@ func TestEntryShape(t *testing.T) {
 	}
 	if _, err := DecodeEntry(Key{4}, b); !errors.Is(err, ErrEntryCorrupt) {
 		t.Errorf("decoded under another key: %v", err)
+	}
+}
+
+// TestDecodeIndexed: what the index reads of an entry is what the full
+// decoder reads, and a damaged entry is refused by both.
+func TestDecodeIndexed(t *testing.T) {
+	e := &Entry{Key: Key{9}, Record: []byte("rec"), Created: time.Unix(5, 6),
+		Outputs: []Output{{Name: "a", Size: 3, Digest: Digest{1}, Mode: 0o644}, {Name: "b", Size: 70000, Digest: Digest{2}}},
+		Meta:    map[string]string{"kind": "result", "hashid": "h"}}
+	b := encodeEntry(e)
+	full, err := decodeEntry(e.Key, b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := decodeIndexed(e.Key, b)
+	if err != nil || len(got.Outputs) != 2 || !got.Created.Equal(full.Created) || !got.LastUsed.Equal(full.LastUsed) {
+		t.Fatalf("decodeIndexed = %+v, %v", got, err)
+	}
+	for i, o := range got.Outputs {
+		if o.Size != full.Outputs[i].Size || o.Digest != full.Outputs[i].Digest {
+			t.Fatalf("output %d = %+v, want %+v", i, o, full.Outputs[i])
+		}
+	}
+	for i := range b {
+		c := bytes.Clone(b)
+		c[i] ^= 1
+		if _, err := decodeIndexed(e.Key, c); !errors.Is(err, errEntry) {
+			t.Fatalf("byte %d flipped: %v", i, err)
+		}
+	}
+	if _, err := decodeIndexed(Key{8}, b); !errors.Is(err, errEntry) {
+		t.Fatalf("under another key: %v", err)
 	}
 }

@@ -16,3 +16,12 @@ func (m *Memory) Uncounted() interface {
 } {
 	return m.memStore
 }
+
+// hitData reads every output of h, nil when a reader fails.
+func hitData(h *Hit) [][]byte {
+	d, err := h.ReadAll()
+	if err != nil {
+		return nil
+	}
+	return d
+}

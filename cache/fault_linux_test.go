@@ -26,7 +26,7 @@ func TestReadOnlyFileSystem(t *testing.T) {
 		t.Fatal(err)
 	}
 	d := blob("a", 100)
-	if err := b.Put(ctx, entry(key("a"), 1), [][]byte{d}); err != nil {
+	if err := b.Put(ctx, entry(key("a"), 1), Readers(d)); err != nil {
 		t.Fatal(err)
 	}
 	b.Close()
@@ -37,7 +37,7 @@ func TestReadOnlyFileSystem(t *testing.T) {
 	if _, err := b.Get(ctx, key("a")); err != nil {
 		t.Fatalf("Get = %v", err)
 	}
-	err = b.Put(ctx, entry(key("b"), 1), [][]byte{d})
+	err = b.Put(ctx, entry(key("b"), 1), Readers(d))
 	if !errors.Is(err, ErrReadOnly) || !errors.Is(err, syscall.EROFS) {
 		t.Fatalf("Put = %v, want ErrReadOnly and EROFS", err)
 	}

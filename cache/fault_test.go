@@ -142,7 +142,7 @@ func TestPanicInPut(t *testing.T) {
 	var logs bytes.Buffer
 	b := open(t, t.TempDir(), Options{Logger: &testLogger{w: &logs}})
 	d := blob("p", 100)
-	if err := b.Put(ctx, entry(key("ok"), 1), [][]byte{d}); err != nil {
+	if err := b.Put(ctx, entry(key("ok"), 1), Readers(d)); err != nil {
 		t.Fatal(err)
 	}
 	b.testHookLocked = func(op string) {
@@ -150,7 +150,7 @@ func TestPanicInPut(t *testing.T) {
 			panic("injected")
 		}
 	}
-	err := b.Put(ctx, entry(key("boom"), 1), [][]byte{blob("q", 100)})
+	err := b.Put(ctx, entry(key("boom"), 1), Readers(blob("q", 100)))
 	if !errors.Is(err, ErrUnhealthy) || !strings.Contains(err.Error(), "injected") {
 		t.Fatalf("Put = %v, want an unhealthy-store error naming the panic", err)
 	}
@@ -162,7 +162,7 @@ func TestPanicInPut(t *testing.T) {
 	if _, err := b.Get(ctx, key("ok")); !errors.Is(err, ErrUnhealthy) {
 		t.Fatalf("Get after the panic = %v, want ErrUnhealthy", err)
 	}
-	if err := b.Put(ctx, entry(key("ok"), 1), [][]byte{d}); !errors.Is(err, ErrUnhealthy) {
+	if err := b.Put(ctx, entry(key("ok"), 1), Readers(d)); !errors.Is(err, ErrUnhealthy) {
 		t.Fatalf("Put after the panic = %v, want ErrUnhealthy", err)
 	}
 	s, err := b.Stats(ctx)
@@ -216,7 +216,7 @@ func TestCloseWaitsForOperations(t *testing.T) {
 		}
 	}
 	putDone := make(chan error, 1)
-	go func() { putDone <- b.Put(ctx, entry(key("a"), 1), [][]byte{blob("a", 10)}) }()
+	go func() { putDone <- b.Put(ctx, entry(key("a"), 1), Readers(blob("a", 10))) }()
 	deadline := time.After(10 * time.Second)
 	select {
 	case <-entered:
@@ -270,11 +270,11 @@ func TestNoSpace(t *testing.T) {
 	t.Cleanup(func() { testFreeSpace = nil })
 	b := open(t, dir, Options{})
 	d := blob("a", 10000)
-	if err := b.Put(ctx, entry(key("a"), 1), [][]byte{d}); err != nil {
+	if err := b.Put(ctx, entry(key("a"), 1), Readers(d)); err != nil {
 		t.Fatal(err)
 	}
 	free = spaceReserve(b.vlogSize) + 5000 // less than the blob needs
-	err := b.Put(ctx, entry(key("b"), 1), [][]byte{d})
+	err := b.Put(ctx, entry(key("b"), 1), Readers(d))
 	var se *SpaceError
 	if !errors.As(err, &se) || !errors.Is(err, ErrNoSpace) {
 		t.Fatalf("Put = %v, want ErrNoSpace", err)
@@ -296,7 +296,7 @@ func TestNoSpace(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer ro.Close()
-	if err := ro.Put(ctx, entry(key("c"), 1), [][]byte{d}); !errors.Is(err, ErrReadOnly) || !errors.Is(err, ErrNoSpace) {
+	if err := ro.Put(ctx, entry(key("c"), 1), Readers(d)); !errors.Is(err, ErrReadOnly) || !errors.Is(err, ErrNoSpace) {
 		t.Fatalf("Put on a store opened without space = %v, want ErrReadOnly", err)
 	}
 	if _, err := ro.Get(ctx, key("a")); err != nil {
@@ -316,7 +316,7 @@ func TestValueLogTruncationReported(t *testing.T) {
 		t.Fatal(err)
 	}
 	d := blob("v", 200000)
-	if err := b.Put(ctx, entry(key("a"), 1), [][]byte{d}); err != nil {
+	if err := b.Put(ctx, entry(key("a"), 1), Readers(d)); err != nil {
 		t.Fatal(err)
 	}
 	b.Close()
@@ -371,7 +371,7 @@ func TestWipe(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := b.Put(ctx, entry(key("a"), 1), [][]byte{blob("a", 100000)}); err != nil {
+	if err := b.Put(ctx, entry(key("a"), 1), Readers(blob("a", 100000))); err != nil {
 		t.Fatal(err)
 	}
 	if _, _, err := Wipe(dir); !errors.Is(err, ErrLocked) {
@@ -424,7 +424,7 @@ func TestFlipInTable(t *testing.T) {
 	const n = 20
 	data := func(i int) []byte { return blob(fmt.Sprint("t", i), 100) }
 	for i := range n {
-		if err := b.Put(ctx, entry(key(fmt.Sprint("t", i)), 1), [][]byte{data(i)}); err != nil {
+		if err := b.Put(ctx, entry(key(fmt.Sprint("t", i)), 1), Readers(data(i))); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -451,7 +451,7 @@ func TestFlipInTable(t *testing.T) {
 		}
 		for i := range n {
 			h, err := ro.Get(ctx, key(fmt.Sprint("t", i)))
-			if err == nil && !bytes.Equal(h.Data[0], data(i)) {
+			if err == nil && !bytes.Equal(hitData(h)[0], data(i)) {
 				ro.Close()
 				t.Fatalf("byte %d flipped: a hit with wrong bytes", pos)
 			}

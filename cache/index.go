@@ -2,6 +2,7 @@ package cache
 
 import (
 	"bytes"
+	"cmp"
 	"slices"
 	"sync"
 	"time"
@@ -17,16 +18,31 @@ type index struct {
 	// pins counts the in-flight Puts that are writing or have written a
 	// blob whose entry is not yet stored: such a blob is not an orphan.
 	pins map[Digest]int
+	// strays are uploads whose chunks no chunk list names, with their
+	// chunk counts (a Put that did not finish), found when the index was
+	// loaded.
+	strays map[uploadID]int
+	// unnamed holds the blobs no entry names (refs <= 0), kept as refs
+	// change, so that finding orphans does not scan every blob.
+	unnamed map[Digest]struct{}
 }
 
 type indexEntry struct {
-	lastUsed time.Time
+	lastUsed int64    // Unix nanoseconds
 	digests  []Digest // distinct
 }
 
 type indexBlob struct {
 	size int64
 	refs int // entries naming the blob
+	// chunks, for a chunked blob, names its chunks (nil: stored whole).
+	chunks *chunkRef
+}
+
+// chunkRef names the chunks of a chunked blob: its upload and their count.
+type chunkRef struct {
+	upload uploadID
+	n      int
 }
 
 func newIndex() *index {
@@ -34,6 +50,8 @@ func newIndex() *index {
 		entries: make(map[Key]*indexEntry),
 		blobs:   make(map[Digest]*indexBlob),
 		pins:    make(map[Digest]int),
+		strays:  make(map[uploadID]int),
+		unnamed: make(map[Digest]struct{}),
 	}
 }
 
@@ -54,6 +72,39 @@ func (x *index) addBlob(d Digest, size int64) {
 	}
 	x.blobs[d] = &indexBlob{size: size}
 	x.bytes += size
+	x.unnamed[d] = struct{}{}
+}
+
+// addChunked records a stored chunked blob; it is a no-op for a known
+// blob.
+func (x *index) addChunked(d Digest, size int64, l *chunkList) {
+	if _, ok := x.blobs[d]; ok {
+		return
+	}
+	x.blobs[d] = &indexBlob{size: size, chunks: &chunkRef{upload: l.upload, n: len(l.sums)}}
+	x.bytes += size
+	x.unnamed[d] = struct{}{}
+}
+
+// chunksOf returns the chunks of the blobs ds that are chunked.
+func (x *index) chunksOf(ds []Digest) []chunkRef {
+	var cs []chunkRef
+	for _, d := range ds {
+		if b := x.blobs[d]; b != nil && b.chunks != nil {
+			cs = append(cs, *b.chunks)
+		}
+	}
+	return cs
+}
+
+// takeStrays returns the stray uploads and forgets them.
+func (x *index) takeStrays() []chunkRef {
+	var cs []chunkRef
+	for up, n := range x.strays {
+		cs = append(cs, chunkRef{upload: up, n: n})
+	}
+	clear(x.strays)
+	return cs
 }
 
 // removeBlob forgets a blob, whatever its references.
@@ -61,6 +112,7 @@ func (x *index) removeBlob(d Digest) {
 	if b, ok := x.blobs[d]; ok {
 		x.bytes -= b.size
 		delete(x.blobs, d)
+		delete(x.unnamed, d)
 	}
 }
 
@@ -78,8 +130,9 @@ func (x *index) addEntry(e *Entry) []Digest {
 	}
 	for _, d := range ds {
 		x.blobs[d].refs++
+		delete(x.unnamed, d)
 	}
-	x.entries[e.Key] = &indexEntry{lastUsed: e.LastUsed, digests: ds}
+	x.entries[e.Key] = &indexEntry{lastUsed: e.LastUsed.UnixNano(), digests: ds}
 	return slices.DeleteFunc(orphans, func(d Digest) bool { return x.blobs[d] != nil && x.blobs[d].refs > 0 })
 }
 
@@ -95,8 +148,11 @@ func (x *index) removeEntry(k Key) []Digest {
 	for _, d := range ie.digests {
 		if b := x.blobs[d]; b != nil {
 			b.refs--
-			if b.refs <= 0 && x.pins[d] == 0 {
-				orphans = append(orphans, d)
+			if b.refs <= 0 {
+				x.unnamed[d] = struct{}{}
+				if x.pins[d] == 0 {
+					orphans = append(orphans, d)
+				}
 			}
 		}
 	}
@@ -117,11 +173,12 @@ func (x *index) unpin(ds []Digest) {
 	}
 }
 
-// orphans returns the blobs no entry names and no Put has pinned.
+// orphans returns the blobs no entry names and no Put has pinned, in
+// digest order; its cost is in the blobs no entry names, not in all.
 func (x *index) orphans() []Digest {
 	var ds []Digest
-	for d, b := range x.blobs {
-		if b.refs <= 0 && x.pins[d] == 0 {
+	for d := range x.unnamed {
+		if x.pins[d] == 0 {
 			ds = append(ds, d)
 		}
 	}
@@ -131,9 +188,48 @@ func (x *index) orphans() []Digest {
 
 // touch sets an entry's last use if t is later.
 func (x *index) touch(k Key, t time.Time) {
-	if ie, ok := x.entries[k]; ok && t.After(ie.lastUsed) {
-		ie.lastUsed = t
+	if ie, ok := x.entries[k]; ok && t.UnixNano() > ie.lastUsed {
+		ie.lastUsed = t.UnixNano()
 	}
+}
+
+// recent returns up to limit entries (every entry when limit <= 0), most
+// recently used first, ties broken by key. With a limit it keeps only the
+// limit most recent as it goes: O(entries * log limit).
+func (x *index) recent(limit int) []Key {
+	newer := func(a, b Key) int {
+		if c := cmp.Compare(x.entries[b].lastUsed, x.entries[a].lastUsed); c != 0 {
+			return c
+		}
+		return bytes.Compare(a[:], b[:])
+	}
+	if limit <= 0 || limit >= len(x.entries) {
+		keys := make([]Key, 0, len(x.entries))
+		for k := range x.entries {
+			keys = append(keys, k)
+		}
+		slices.SortFunc(keys, newer)
+		return keys
+	}
+	// keys is a sorted window of the limit most recent so far; oldest
+	// is the last use of its last.
+	keys := make([]Key, 0, limit+1)
+	var oldest int64
+	for k, ie := range x.entries {
+		if len(keys) == limit && ie.lastUsed < oldest {
+			continue
+		}
+		if len(keys) == limit && newer(k, keys[limit-1]) >= 0 {
+			continue
+		}
+		i, _ := slices.BinarySearchFunc(keys, k, newer)
+		keys = slices.Insert(keys, i, k)
+		if len(keys) > limit {
+			keys = keys[:limit]
+		}
+		oldest = x.entries[keys[len(keys)-1]].lastUsed
+	}
+	return keys
 }
 
 // lru returns the entries in least-recently-used order, ties broken by key.
@@ -143,7 +239,7 @@ func (x *index) lru() []Key {
 		keys = append(keys, k)
 	}
 	slices.SortFunc(keys, func(a, b Key) int {
-		if c := x.entries[a].lastUsed.Compare(x.entries[b].lastUsed); c != 0 {
+		if c := cmp.Compare(x.entries[a].lastUsed, x.entries[b].lastUsed); c != 0 {
 			return c
 		}
 		return bytes.Compare(a[:], b[:])

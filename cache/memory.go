@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"fmt"
+	"io"
 	"maps"
 	"slices"
 	"sync"
@@ -33,6 +34,8 @@ type memStore struct {
 	idx     *index
 	entries map[Key]*Entry
 	blobs   map[Digest][]byte
+	// chunked holds the blobs larger than a chunk, as chunks.
+	chunked map[Digest]*memChunked
 	closed  bool
 
 	// testHookAfterBlobs, when set, runs between the blob writes and the
@@ -55,6 +58,7 @@ func NewMemory(opt Options) *Memory {
 		idx:     newIndex(),
 		entries: make(map[Key]*Entry),
 		blobs:   make(map[Digest][]byte),
+		chunked: make(map[Digest]*memChunked),
 	}
 	return &Memory{memStore: m, counted: Counted(m, m)}
 }
@@ -76,6 +80,12 @@ func (m *memStore) lock() error {
 	return nil
 }
 
+// memChunked is a chunked blob of a Memory store: its list and chunks.
+type memChunked struct {
+	list   *chunkList
+	chunks [][]byte
+}
+
 // Get implements Store.
 func (m *memStore) Get(ctx context.Context, key Key) (*Hit, error) {
 	if err := m.lock(); err != nil {
@@ -86,52 +96,93 @@ func (m *memStore) Get(ctx context.Context, key Key) (*Hit, error) {
 	if !ok {
 		return nil, &MissError{Key: key, Reason: ReasonNoEntry}
 	}
-	data := make([][]byte, len(e.Outputs))
+	hit := &Hit{Entry: cloneEntry(e), srcs: make([]*source, len(e.Outputs))}
 	for i, o := range e.Outputs {
-		b, ok := m.blobs[o.Digest]
-		reason := ""
-		if !ok {
-			reason = missingReason(o.Digest)
-		} else {
-			reason = checkBlob(o, b)
-		}
+		src, reason := m.sourceLocked(o)
 		if reason != "" {
-			if !m.opt.ReadOnly {
-				if ok {
-					m.removeBlobLocked(o.Digest)
-				}
-				m.deleteLocked(key)
-			}
+			m.removeDamagedLocked(key, &o.Digest)
 			return nil, &MissError{Key: key, Reason: ReasonDamaged + reason, Corrupt: true}
 		}
-		data[i] = bytes.Clone(b)
+		hit.srcs[i] = src
 	}
-	hit := &Hit{Entry: cloneEntry(e), Data: data}
+	hit.whenDamaged(func(me *MissError) {
+		m.mu.Lock()
+		defer m.mu.Unlock()
+		m.removeDamagedLocked(key, me.blob)
+	})
 	m.touchLocked(e)
 	return hit, nil
 }
 
+// removeDamagedLocked removes a damaged entry and its damaged blob, unless
+// the store is read-only. m.mu is held.
+func (m *memStore) removeDamagedLocked(key Key, bad *Digest) {
+	if m.opt.ReadOnly {
+		return
+	}
+	if bad != nil {
+		m.removeBlobLocked(*bad)
+	}
+	m.deleteLocked(key)
+}
+
+// sourceLocked returns the source of output o, or why its blob is damaged
+// or missing. m.mu is held.
+func (m *memStore) sourceLocked(o Output) (*source, string) {
+	if b, ok := m.blobs[o.Digest]; ok {
+		if reason := checkBlob(o, b); reason != "" {
+			return nil, reason
+		}
+		return &source{out: o, data: bytes.Clone(b)}, ""
+	}
+	c, ok := m.chunked[o.Digest]
+	if !ok {
+		return nil, missingReason(o.Digest)
+	}
+	if c.list.size != o.Size {
+		return nil, fmt.Sprintf("blob %s corrupt: size %d, want %d", shortHex(o.Digest[:]), c.list.size, o.Size)
+	}
+	fetch := func(j int, buf []byte) ([]byte, error) {
+		m.mu.Lock()
+		defer m.mu.Unlock()
+		if m.closed {
+			return nil, ErrClosed
+		}
+		// The blob's chunks as they are now: removed or damaged since
+		// Get, they fail the reader's checks.
+		if c := m.chunked[o.Digest]; c != nil && j < len(c.chunks) {
+			return append(buf[:0], c.chunks[j]...), nil
+		}
+		return nil, errChunkMissing
+	}
+	return &source{out: o, list: c.list, fetch: fetch}, ""
+}
+
 // Put implements Store.
-func (m *memStore) Put(ctx context.Context, e *Entry, data [][]byte) error {
+func (m *memStore) Put(ctx context.Context, e *Entry, data []io.Reader) error {
 	if m.opt.ReadOnly {
 		return ErrReadOnly
 	}
-	c, blobs, err := prepare(e, data, m.opt.now())
+	c, err := prepare(e, len(data), m.opt.now())
 	if err != nil {
 		return err
 	}
-	if m.opt.MaxBytes > 0 && distinctSize(c) > m.opt.MaxBytes {
-		return &DataError{Key: e.Key, Reason: fmt.Sprintf("%d bytes exceed the limit of %d", distinctSize(c), m.opt.MaxBytes), Err: ErrTooLarge}
+	if size := givenSize(c); m.opt.MaxBytes > 0 && size > m.opt.MaxBytes {
+		return &DataError{Key: e.Key, Reason: fmt.Sprintf("%d bytes exceed the limit of %d", size, m.opt.MaxBytes), Err: ErrTooLarge}
+	}
+	blobs, err := m.readOutputs(ctx, c, data)
+	if err != nil {
+		return err
+	}
+	if size := distinctSize(c); m.opt.MaxBytes > 0 && size > m.opt.MaxBytes {
+		return &DataError{Key: e.Key, Reason: fmt.Sprintf("%d bytes exceed the limit of %d", size, m.opt.MaxBytes), Err: ErrTooLarge}
 	}
 	if err := m.lock(); err != nil {
 		return err
 	}
 	defer m.mu.Unlock()
 	for d, b := range blobs {
-		if _, ok := m.blobs[d]; !ok {
-			m.blobs[d] = bytes.Clone(b)
-			m.idx.addBlob(d, int64(len(b)))
-		}
+		m.storeBlobLocked(d, b)
 	}
 	if m.testHookAfterBlobs != nil {
 		if err := m.testHookAfterBlobs(); err != nil {
@@ -151,6 +202,55 @@ func (m *memStore) Put(ctx context.Context, e *Entry, data [][]byte) error {
 	return nil
 }
 
+// memBlob is one output as a Memory store's Put read it.
+type memBlob struct {
+	st     *streamed
+	chunks [][]byte
+}
+
+// readOutputs reads every output of c from data, filling or checking its
+// size and digest, and returns the distinct blobs.
+func (m *memStore) readOutputs(ctx context.Context, c *Entry, data []io.Reader) (map[Digest]*memBlob, error) {
+	buf, done := getChunkBuffer(chunkSize(&m.opt))
+	defer done()
+	blobs := make(map[Digest]*memBlob, len(data))
+	for i := range c.Outputs {
+		o := &c.Outputs[i]
+		if data[i] == nil {
+			return nil, &DataError{Key: c.Key, Output: o.Name, Reason: "no data"}
+		}
+		var chunks [][]byte
+		put := func(_ uploadID, _ int, b []byte) error { chunks = append(chunks, bytes.Clone(b)); return nil }
+		limit, tooBig := outputLimit(c.Key, *o, m.opt.MaxBytes)
+		st, err := streamBlob(ctx, data[i], buf, limit, put, tooBig)
+		if err != nil {
+			return nil, err
+		}
+		if err := checkStreamed(c.Key, o, st); err != nil {
+			return nil, err
+		}
+		blobs[o.Digest] = &memBlob{st: st, chunks: chunks}
+	}
+	return blobs, nil
+}
+
+// storeBlobLocked stores the blob d unless it is stored. m.mu is held.
+func (m *memStore) storeBlobLocked(d Digest, b *memBlob) {
+	if _, ok := m.blobs[d]; ok {
+		return
+	}
+	if _, ok := m.chunked[d]; ok {
+		return
+	}
+	if b.st.list == nil {
+		m.blobs[d] = b.st.whole
+		m.idx.addBlob(d, b.st.size)
+		return
+	}
+	m.chunked[d] = &memChunked{list: b.st.list, chunks: b.chunks}
+	m.idx.addChunked(d, b.st.size, b.st.list)
+}
+
 // deleteLocked removes an entry and its unreferenced blobs.
 func (m *memStore) deleteLocked(key Key) bool {
 	if _, ok := m.entries[key]; !ok {
@@ -168,6 +268,7 @@ func (m *memStore) deleteLocked(key Key) bool {
 func (m *memStore) removeBlobLocked(d Digest) {
 	m.idx.removeBlob(d)
 	delete(m.blobs, d)
+	delete(m.chunked, d)
 }
 
 // trimLocked deletes orphans, then evicts until the size fits.
@@ -177,6 +278,9 @@ func (m *memStore) trimLocked(maxBytes int64, r *TrimReport) {
 		if r != nil {
 			r.Orphans++
 		}
+	}
+	if m.idx.bytes <= maxBytes {
+		return
 	}
 	for _, k := range m.idx.lru() {
 		if m.idx.bytes <= maxBytes {
@@ -267,13 +371,7 @@ func (m *memStore) verify(ctx context.Context, reportOnly bool) (*VerifyReport, 
 	defer m.mu.Unlock()
 	r := &VerifyReport{Entries: len(m.entries)}
 	bad := make(map[Digest]string)
-	for d, b := range m.blobs {
-		r.Blobs++
-		r.Bytes += int64(len(b))
-		if sha256.Sum256(b) != d {
-			bad[d] = fmt.Sprintf("blob %s corrupt: sha256 mismatch", shortHex(d[:]))
-		}
-	}
+	sizes := m.scanBlobsLocked(r, bad)
 	byDigest := make(map[Digest]*CorruptBlob)
 	keys := slices.SortedFunc(maps.Keys(m.entries), func(a, b Key) int { return bytes.Compare(a[:], b[:]) })
 	for _, k := range keys {
@@ -287,10 +385,10 @@ func (m *memStore) verify(ctx context.Context, reportOnly bool) (*VerifyReport, 
 		}
 		for _, o := range m.entries[k].Outputs {
 			reason, isBad := bad[o.Digest]
-			if b, ok := m.blobs[o.Digest]; !ok {
+			if size, ok := sizes[o.Digest]; !ok {
 				reason, isBad = missingReason(o.Digest), true
-			} else if !isBad && int64(len(b)) != o.Size {
-				reason, isBad = checkBlob(o, b), true
+			} else if !isBad && size != o.Size {
+				reason, isBad = fmt.Sprintf("blob %s corrupt: size %d, want %d", shortHex(o.Digest[:]), size, o.Size), true
 			}
 			if !isBad {
 				continue
@@ -332,6 +430,35 @@ func (m *memStore) verify(ctx context.Context, reportOnly bool) (*VerifyReport, 
 	return r, nil
 }
 
+// scanBlobsLocked re-hashes every blob into r, recording the damaged ones
+// in bad, and returns the size of each. m.mu is held.
+func (m *memStore) scanBlobsLocked(r *VerifyReport, bad map[Digest]string) map[Digest]int64 {
+	sizes := make(map[Digest]int64, len(m.blobs)+len(m.chunked))
+	for d, b := range m.blobs {
+		r.Blobs++
+		r.Bytes += int64(len(b))
+		sizes[d] = int64(len(b))
+		if sha256.Sum256(b) != d {
+			bad[d] = fmt.Sprintf("blob %s corrupt: sha256 mismatch", shortHex(d[:]))
+		}
+	}
+	for d, c := range m.chunked {
+		r.Blobs++
+		n, reason, _ := checkChunks(d, c.list, func(j int, _ []byte) ([]byte, error) {
+			if j < len(c.chunks) {
+				return c.chunks[j], nil
+			}
+			return nil, errChunkMissing
+		})
+		r.Bytes += n
+		sizes[d] = c.list.size
+		if reason != "" {
+			bad[d] = reason
+		}
+	}
+	return sizes
+}
+
 func sortCorrupt(m map[Digest]*CorruptBlob) []CorruptBlob {
 	out := make([]CorruptBlob, 0, len(m))
 	for _, cb := range m {
@@ -370,6 +497,7 @@ func (m *memStore) Clear(ctx context.Context) error {
 	m.idx.pins = pins
 	m.entries = make(map[Key]*Entry)
 	m.blobs = make(map[Digest][]byte)
+	m.chunked = make(map[Digest]*memChunked)
 	return nil
 }
 
@@ -410,6 +538,12 @@ func (m *memStore) CorruptBlob(ctx context.Context, d Digest) error {
 		return err
 	}
 	defer m.mu.Unlock()
+	if c, ok := m.chunked[d]; ok {
+		// One bit of the middle chunk.
+		b := c.chunks[len(c.chunks)/2]
+		b[len(b)/2] ^= 1
+		return nil
+	}
 	b, ok := m.blobs[d]
 	if !ok {
 		return fmt.Errorf("cache: corrupt blob %s: no such blob", shortHex(d[:]))
@@ -438,7 +572,7 @@ func (m *memStore) RemoveBlob(ctx context.Context, d Digest) error {
 func (m *Memory) Get(ctx context.Context, key Key) (*Hit, error) { return m.counted.Get(ctx, key) }
 
 // Put implements Core.
-func (m *Memory) Put(ctx context.Context, e *Entry, data [][]byte) error {
+func (m *Memory) Put(ctx context.Context, e *Entry, data []io.Reader) error {
 	return m.counted.Put(ctx, e, data)
 }
 

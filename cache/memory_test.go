@@ -10,7 +10,7 @@ func TestMemoryCrashBetweenBlobsAndEntry(t *testing.T) {
 	crash := errors.New("crash")
 	m.testHookAfterBlobs = func() error { return crash }
 	d := blob("m", 300)
-	if err := m.Put(ctx, entry(key("a"), 1), [][]byte{d}); !errors.Is(err, crash) {
+	if err := m.Put(ctx, entry(key("a"), 1), Readers(d)); !errors.Is(err, crash) {
 		t.Fatalf("Put = %v", err)
 	}
 	if _, err := m.Get(ctx, key("a")); !errors.Is(err, ErrMiss) {

@@ -20,7 +20,7 @@ func newStoreDir(t *testing.T) string {
 		t.Fatal(err)
 	}
 	e := &Entry{Key: Key{1}, Record: []byte("r"), Outputs: []Output{{Name: "kernel_0.so", Mode: 0o644}}}
-	if err := b.Put(context.Background(), e, [][]byte{[]byte("kernel")}); err != nil {
+	if err := b.Put(context.Background(), e, Readers([]byte("kernel"))); err != nil {
 		t.Fatal(err)
 	}
 	if err := b.Close(); err != nil {

@@ -13,7 +13,7 @@ func TestStatsDuringFlush(t *testing.T) {
 	b := open(t, t.TempDir(), Options{})
 	ctx := context.Background()
 	k := key("stats")
-	if err := b.Put(ctx, entry(k, 1), [][]byte{[]byte("abc")}); err != nil {
+	if err := b.Put(ctx, entry(k, 1), Readers([]byte("abc"))); err != nil {
 		t.Fatal(err)
 	}
 	var hits int64

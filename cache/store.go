@@ -1,6 +1,9 @@
 package cache
 
-import "context"
+import (
+	"context"
+	"io"
+)
 
 // The faces of a store. A build needs five operations (Core); the
 // maintenance commands need five more (Maintenance); counting the events a
@@ -15,17 +18,21 @@ import "context"
 // Core is what a build uses of a store: read an entry with its outputs,
 // write one, read an entry's metadata, remove one, release the store.
 type Core interface {
-	// Get returns the entry and its verified data. A miss is a *MissError:
-	// "no entry", or a damaged entry (corrupt or missing blob, undecodable
-	// entry), which is counted as corrupt and removed. Get counts a hit or
-	// a miss and updates LastUsed.
+	// Get returns the entry and a verified reader of each output (see
+	// Hit). A miss is a *MissError: "no entry", or a damaged entry
+	// (corrupt or missing blob, undecodable entry), which is counted as
+	// damaged and removed; a chunked output's damage is found by its
+	// reader, with the same effect. Get counts a hit or a miss and
+	// updates LastUsed.
 	Get(ctx context.Context, key Key) (*Hit, error)
-	// Put stores data[i] as e.Outputs[i]: it fills zero Sizes and Digests,
-	// checks the others against data (a *DataError on mismatch), writes
-	// the blobs first and the entry last. A zero Created is set to now, a
-	// zero LastUsed to Created. Putting an existing key replaces its entry.
-	// Put does not modify e.
-	Put(ctx context.Context, e *Entry, data [][]byte) error
+	// Put stores data[i], read to its end, as e.Outputs[i]: it fills zero
+	// Sizes and Digests, checks the others against the bytes as they
+	// stream (a *DataError on mismatch), writes the blobs first and the
+	// entry last. A blob larger than a chunk is written chunk by chunk,
+	// so Put holds at most one chunk of it in memory. A zero Created is
+	// set to now, a zero LastUsed to Created. Putting an existing key
+	// replaces its entry. Put does not modify e; Readers wraps bytes.
+	Put(ctx context.Context, e *Entry, data []io.Reader) error
 	// Entry returns the metadata of one entry, without reading blobs or
 	// counting anything. A lookup is a use: like Get it updates LastUsed
 	// (so that an entry read only through Entry, such as a manifest, is

@@ -526,7 +526,7 @@ func resultRecord(keyRecord inventory.Value, headers []headerDigest) inventory.V
 // variant the result of the empty header set is looked up, which exists
 // only for sources that include nothing. The store counts the one Get as a
 // hit or a miss.
-func (d *Driver) lookupPhases(ctx context.Context, id *identity, ph *phases) (*cache.Hit, string, error) {
+func (d *Driver) lookupPhases(ctx context.Context, id *identity, ph *phases) (*storedHit, string, error) {
 	rk, why, err := d.resultKeyPhases(ctx, id, ph)
 	if err != nil {
 		return nil, "", err
@@ -535,12 +535,23 @@ func (d *Driver) lookupPhases(ctx context.Context, id *identity, ph *phases) (*c
 	return d.get(ctx, rk, why)
 }
 
+// storedHit is a local hit with its outputs read and verified.
+type storedHit struct {
+	Entry *cache.Entry
+	Data  [][]byte
+}
+
 // get reads the result entry rk; why is the reason of a miss when rk is
 // not a matching header variant's.
-func (d *Driver) get(ctx context.Context, rk cache.Key, why string) (*cache.Hit, string, error) {
+func (d *Driver) get(ctx context.Context, rk cache.Key, why string) (*storedHit, string, error) {
 	hit, err := d.opt.Store.Get(ctx, rk)
 	if err == nil {
-		return hit, "", nil
+		// Read and verified: damage a chunked output's reader finds is
+		// a damaged miss, like the damage Get finds.
+		var data [][]byte
+		if data, err = hit.ReadAll(); err == nil {
+			return &storedHit{Entry: hit.Entry, Data: data}, "", nil
+		}
 	}
 	var me *cache.MissError
 	switch {
@@ -554,7 +565,7 @@ func (d *Driver) get(ctx context.Context, rk cache.Key, why string) (*cache.Hit,
 
 // lookupQuiet is lookup that reads (and so counts) the result only when its
 // entry exists: the second look of a build that already counted its miss.
-func (d *Driver) lookupQuiet(ctx context.Context, id *identity) (*cache.Hit, string, error) {
+func (d *Driver) lookupQuiet(ctx context.Context, id *identity) (*storedHit, string, error) {
 	rk, why, err := d.resultKey(ctx, id)
 	if err != nil || why != "" {
 		return nil, why, err
@@ -678,7 +689,7 @@ func (d *Driver) publish(ctx context.Context, id *identity, res *compileResult, 
 		Outputs:     outs,
 		Meta:        map[string]string{"kind": "result", "key": id.key.String(), "hashid": hashid.String(), "platform": id.platform, "runtime": id.runtime},
 		CompileTime: took,
-	}, data)
+	}, cache.Readers(data...))
 	if err != nil {
 		why, err := putFailure(err)
 		return none, why, err

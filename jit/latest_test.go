@@ -3,6 +3,7 @@ package jit
 import (
 	"context"
 	"crypto/sha256"
+	"io"
 	"os"
 	"path/filepath"
 	"sync/atomic"
@@ -20,7 +21,7 @@ type countingStore struct {
 	puts atomic.Int64
 }
 
-func (s *countingStore) Put(ctx context.Context, e *cache.Entry, data [][]byte) error {
+func (s *countingStore) Put(ctx context.Context, e *cache.Entry, data []io.Reader) error {
 	s.puts.Add(1)
 	return s.Store.Put(ctx, e, data)
 }

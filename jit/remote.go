@@ -103,7 +103,7 @@ func (d *Driver) storeRemoteHit(ctx context.Context, id *identity, e *cache.Entr
 	store := d.opt.Store
 	local := *e
 	local.Created, local.LastUsed = e.Created, e.Created
-	if err := store.Put(ctx, &local, data); err != nil {
+	if err := store.Put(ctx, &local, cache.Readers(data...)); err != nil {
 		return
 	}
 	var old string

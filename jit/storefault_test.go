@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"strings"
 	"testing"
 
@@ -34,7 +35,7 @@ func (f *faultyStore) Entry(ctx context.Context, k cache.Key) (*cache.Entry, err
 	return f.Store.Entry(ctx, k)
 }
 
-func (f *faultyStore) Put(ctx context.Context, e *cache.Entry, data [][]byte) error {
+func (f *faultyStore) Put(ctx context.Context, e *cache.Entry, data []io.Reader) error {
 	if f.putErr != nil {
 		return f.putErr
 	}

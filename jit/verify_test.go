@@ -32,7 +32,7 @@ func drivers(t *testing.T, store cache.Store, remote RemoteTier) (plain, verify 
 
 // resultOf returns the result entry that the newest header variant of
 // key's manifest names, with its outputs' bytes.
-func resultOf(t *testing.T, store cache.Store, key string) *cache.Hit {
+func resultOf(t *testing.T, store cache.Store, key string) *storedHit {
 	t.Helper()
 	ctx := context.Background()
 	k, err := cache.ParseKey(key)
@@ -55,14 +55,18 @@ func resultOf(t *testing.T, store cache.Store, key string) *cache.Hit {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return h
+	data, err := h.ReadAll()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &storedHit{Entry: h.Entry, Data: data}
 }
 
 // plant replaces output name of the result entry r with other bytes: a
 // well-formed entry under the same key, as the cache writes it, whose
 // outputs are not what the key's inputs compile to. It returns the new
 // bytes.
-func plant(t *testing.T, store cache.Store, r *cache.Hit, name string) []byte {
+func plant(t *testing.T, store cache.Store, r *storedHit, name string) []byte {
 	t.Helper()
 	e := *r.Entry
 	e.Outputs = slices.Clone(e.Outputs)
@@ -73,7 +77,7 @@ func plant(t *testing.T, store cache.Store, r *cache.Hit, name string) []byte {
 	}
 	data[i] = append(slices.Clone(data[i]), "planted"...)
 	e.Outputs[i].Size, e.Outputs[i].Digest = 0, cache.Digest{}
-	if err := store.Put(context.Background(), &e, data); err != nil {
+	if err := store.Put(context.Background(), &e, cache.Readers(data...)); err != nil {
 		t.Fatal(err)
 	}
 	return data[i]
@@ -207,11 +211,12 @@ func (m memoryRemote) Get(ctx context.Context, k cache.Key) (*cache.Entry, [][]b
 	if err != nil {
 		return nil, nil, err
 	}
-	return h.Entry, h.Data, nil
+	data, err := h.ReadAll()
+	return h.Entry, data, err
 }
 
 func (m memoryRemote) Publish(e *cache.Entry, data [][]byte) bool {
-	return m.s.Put(context.Background(), e, data) == nil
+	return m.s.Put(context.Background(), e, cache.Readers(data...)) == nil
 }
 
 // TestVerifyRemoteHit: a remote hit is verified like a local one: a

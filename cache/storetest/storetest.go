@@ -9,6 +9,8 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
+	"io"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -93,8 +95,26 @@ type harness struct {
 
 func (h *harness) put(e *cache.Entry, data ...[]byte) {
 	h.t.Helper()
-	if err := h.s.Put(h.ctx, e, data); err != nil {
+	if err := h.s.Put(h.ctx, e, cache.Readers(data...)); err != nil {
 		h.t.Fatalf("Put %s: %v", e.Key.String()[:8], err)
+	}
+}
+
+// Read reads output i of hit through its reader, in reads of odd sizes.
+func Read(hit *cache.Hit, i int) ([]byte, error) {
+	r := hit.Open(i)
+	defer r.Close()
+	var out []byte
+	buf := make([]byte, 1021)
+	for {
+		n, err := r.Read(buf)
+		out = append(out, buf[:n]...)
+		if err == io.EOF {
+			return out, nil
+		}
+		if err != nil {
+			return out, err
+		}
 	}
 }
 
@@ -104,11 +124,15 @@ func (h *harness) hit(k cache.Key, want ...[]byte) *cache.Hit {
 	if err != nil {
 		h.t.Fatalf("Get %s: %v", k.String()[:8], err)
 	}
-	if len(hit.Data) != len(want) {
-		h.t.Fatalf("Get %s: %d outputs, want %d", k.String()[:8], len(hit.Data), len(want))
+	if len(hit.Entry.Outputs) != len(want) {
+		h.t.Fatalf("Get %s: %d outputs, want %d", k.String()[:8], len(hit.Entry.Outputs), len(want))
 	}
 	for i := range want {
-		if !bytes.Equal(hit.Data[i], want[i]) {
+		got, err := Read(hit, i)
+		if err != nil {
+			h.t.Fatalf("Get %s: read output %d: %v", k.String()[:8], i, err)
+		}
+		if !bytes.Equal(got, want[i]) {
 			h.t.Fatalf("Get %s: output %d differs", k.String()[:8], i)
 		}
 	}
@@ -196,6 +220,13 @@ var properties = []property{
 	{"ReadOnly", cache.Options{ReadOnly: true}, testReadOnly},
 	{"Closed", cache.Options{}, testClosed},
 	{"Concurrent", cache.Options{}, testConcurrent},
+	{"ListRecent", cache.Options{}, testListRecent},
+	{"ChunkedPutGet", cache.Options{ChunkBytes: cache.MinChunkBytes}, testChunkedPutGet},
+	{"ChunkedRejectsBadData", cache.Options{ChunkBytes: cache.MinChunkBytes}, testChunkedRejectsBadData},
+	{"DamagedChunkIsMissAndRemoved", cache.Options{ChunkBytes: cache.MinChunkBytes}, testDamagedChunk},
+	{"MissingChunkedBlob", cache.Options{ChunkBytes: cache.MinChunkBytes}, testMissingChunkedBlob},
+	{"ChunkedVerifyAndTrim", cache.Options{ChunkBytes: cache.MinChunkBytes}, testChunkedVerifyAndTrim},
+	{"ChunkedMaxBytes", cache.Options{ChunkBytes: cache.MinChunkBytes, MaxBytes: 5000}, testChunkedMaxBytes},
 }
 
 func testPutGet(h *harness) {
@@ -279,7 +310,7 @@ func testPutRejectsBadData(h *harness) {
 	for name, c := range cases {
 		e, data := c()
 		var de *cache.DataError
-		if err := h.s.Put(h.ctx, e, data); !errors.As(err, &de) {
+		if err := h.s.Put(h.ctx, e, cache.Readers(data...)); !errors.As(err, &de) {
 			h.t.Errorf("%s: Put = %v, want a *DataError", name, err)
 		}
 	}
@@ -315,7 +346,11 @@ func testNoAliasing(h *harness) {
 	in[0] ^= 0xff
 	e.Meta["hashid"] = "changed"
 	hit := h.hit(K("x"), a)
-	hit.Data[0][1] ^= 0xff
+	if data, err := hit.ReadAll(); err != nil {
+		h.t.Fatal(err)
+	} else {
+		data[0][1] ^= 0xff
+	}
 	hit.Entry.Outputs[0].Name = "changed"
 	hit = h.hit(K("x"), a)
 	if hit.Entry.Outputs[0].Name != "out0" || hit.Entry.Meta["hashid"] == "changed" {
@@ -490,7 +525,7 @@ func testMaxBytes(h *harness) {
 		h.t.Fatalf("stats = %+v", s)
 	}
 	big := Blob("big", 251)
-	err := h.s.Put(h.ctx, NewEntry(K("big"), big), [][]byte{big})
+	err := h.s.Put(h.ctx, NewEntry(K("big"), big), cache.Readers(big))
 	if !errors.Is(err, cache.ErrTooLarge) {
 		h.t.Fatalf("Put of 251 bytes under a 250-byte limit = %v, want ErrTooLarge", err)
 	}
@@ -572,7 +607,7 @@ func testClear(h *harness) {
 
 func testReadOnly(h *harness) {
 	a := Blob("a", 10)
-	if err := h.s.Put(h.ctx, NewEntry(K("a"), a), [][]byte{a}); !errors.Is(err, cache.ErrReadOnly) {
+	if err := h.s.Put(h.ctx, NewEntry(K("a"), a), cache.Readers(a)); !errors.Is(err, cache.ErrReadOnly) {
 		h.t.Fatalf("Put = %v, want ErrReadOnly", err)
 	}
 	if err := h.s.Delete(h.ctx, K("a")); !errors.Is(err, cache.ErrReadOnly) {
@@ -609,7 +644,7 @@ func testClosed(h *harness) {
 	if _, err := h.s.Get(h.ctx, K("a")); !errors.Is(err, cache.ErrClosed) {
 		h.t.Fatalf("Get after Close = %v", err)
 	}
-	if err := h.s.Put(h.ctx, NewEntry(K("a"), a), [][]byte{a}); !errors.Is(err, cache.ErrClosed) {
+	if err := h.s.Put(h.ctx, NewEntry(K("a"), a), cache.Readers(a)); !errors.Is(err, cache.ErrClosed) {
 		h.t.Fatalf("Put after Close = %v", err)
 	}
 }
@@ -630,12 +665,16 @@ func testConcurrent(h *harness) {
 				switch (w + r) % 4 {
 				case 0, 1:
 					d0, d1 := blob(i), blob(i+1)
-					if err := h.s.Put(h.ctx, NewEntry(k, d0, d1), [][]byte{d0, d1}); err != nil {
+					if err := h.s.Put(h.ctx, NewEntry(k, d0, d1), cache.Readers(d0, d1)); err != nil {
 						errs <- err
 					}
 				case 2:
 					hit, err := h.s.Get(h.ctx, k)
-					if err == nil && (!bytes.Equal(hit.Data[0], blob(i)) || !bytes.Equal(hit.Data[1], blob(i+1))) {
+					var data [][]byte
+					if err == nil {
+						data, err = hit.ReadAll()
+					}
+					if err == nil && (!bytes.Equal(data[0], blob(i)) || !bytes.Equal(data[1], blob(i+1))) {
 						errs <- fmt.Errorf("key %d: wrong data", i)
 					} else if err != nil && !errors.Is(err, cache.ErrMiss) {
 						errs <- err
@@ -666,5 +705,181 @@ func testConcurrent(h *harness) {
 	r, err := h.s.Verify(h.ctx)
 	if err != nil || !r.OK() || len(r.Removed) != 0 {
 		h.t.Fatalf("Verify after the storm = %+v, %v", r, err)
+	}
+}
+
+// chunk is the chunk size of the chunked properties.
+const chunk = cache.MinChunkBytes
+
+func testChunkedPutGet(h *harness) {
+	one, two, odd, plus := Blob("one", chunk), Blob("two", 2*chunk), Blob("odd", 3*chunk+7), Blob("plus", chunk+1)
+	h.put(NewEntry(K("x"), one, two, odd, plus, odd), one, two, odd, plus, odd)
+	h.put(NewEntry(K("y"), odd), odd)
+	h.hit(K("x"), one, two, odd, plus, odd)
+	h.hit(K("y"), odd)
+	want := int64(len(one) + len(two) + len(odd) + len(plus))
+	if s := h.stats(); s.Entries != 2 || s.Bytes != want || h.counts() && s.Hits != 2 {
+		h.t.Fatalf("stats = %+v, want 2 entries of %d distinct bytes, 2 hits", s, want)
+	}
+	// A chunked blob given with its size and digest is checked as it
+	// streams and accepted.
+	e := NewEntry(K("z"), odd)
+	e.Outputs[0].Size, e.Outputs[0].Digest = int64(len(odd)), sha256.Sum256(odd)
+	h.put(e, odd)
+	h.hit(K("z"), odd)
+	for _, k := range []string{"x", "z"} {
+		if err := h.s.Delete(h.ctx, K(k)); err != nil {
+			h.t.Fatal(err)
+		}
+	}
+	h.hit(K("y"), odd) // still named by y
+	if s := h.stats(); s.Bytes != int64(len(odd)) {
+		h.t.Fatalf("after deleting x and z: %+v, want only the shared blob", s)
+	}
+	if r, err := h.s.Verify(h.ctx); err != nil || !r.OK() || r.Orphans != 0 || r.Bytes != int64(len(odd)) {
+		h.t.Fatalf("Verify = %+v, %v; want the shared blob re-hashed and nothing else", r, err)
+	}
+}
+
+func testChunkedRejectsBadData(h *harness) {
+	big := Blob("big", 4*chunk+3)
+	for name, set := range map[string]func(o *cache.Output){
+		"size short": func(o *cache.Output) { o.Size = int64(len(big)) - 1 },
+		"size long":  func(o *cache.Output) { o.Size = int64(len(big)) + 1 },
+		"digest":     func(o *cache.Output) { o.Digest = sha256.Sum256([]byte("other")) },
+	} {
+		e := NewEntry(K("x"), big)
+		set(&e.Outputs[0])
+		var de *cache.DataError
+		if err := h.s.Put(h.ctx, e, cache.Readers(big)); !errors.As(err, &de) {
+			h.t.Errorf("%s: Put = %v, want a *DataError", name, err)
+		}
+	}
+	if s := h.stats(); s.Entries != 0 || s.Bytes != 0 {
+		h.t.Fatalf("rejected Puts stored something: %+v", s)
+	}
+	if r, err := h.s.Verify(h.ctx); err != nil || r.Blobs != 0 || r.Orphans != 0 {
+		h.t.Fatalf("Verify after rejected Puts = %+v, %v; want no blob left", r, err)
+	}
+}
+
+func testDamagedChunk(h *harness) {
+	fi, ok := h.s.(cache.FaultInjector)
+	if !ok {
+		h.t.Skip("store is not a FaultInjector")
+	}
+	big, small := Blob("big", 5*chunk+1), Blob("small", 10)
+	h.put(NewEntry(K("x"), small, big), small, big)
+	if err := fi.CorruptBlob(h.ctx, sha256.Sum256(big)); err != nil {
+		h.t.Fatal(err)
+	}
+	hit, err := h.s.Get(h.ctx, K("x"))
+	if err != nil {
+		h.t.Fatalf("Get = %v, want a hit whose reader finds the damage", err)
+	}
+	got, err := Read(hit, 1)
+	var me *cache.MissError
+	if !errors.As(err, &me) || !me.Corrupt || !errors.Is(err, cache.ErrDamaged) || !strings.Contains(me.Reason, "chunk 3 corrupt") {
+		h.t.Fatalf("read of a damaged chunk = %v, want a damaged miss naming chunk 3", err)
+	}
+	if len(got) > 3*chunk {
+		h.t.Fatalf("reader yielded %d bytes, beyond the damaged chunk", len(got))
+	}
+	if _, err := hit.ReadAll(); !errors.Is(err, cache.ErrDamaged) {
+		h.t.Fatalf("ReadAll of the damaged hit = %v, want ErrDamaged", err)
+	}
+	h.absent(K("x"))
+	if s := h.stats(); s.Entries != 0 || h.counts() && (s.Damaged != 1 || s.Corrupt != 1 || s.Hits != 0) {
+		h.t.Fatalf("stats = %+v, want one damaged lookup, no hit", s)
+	}
+	h.put(NewEntry(K("x"), small, big), small, big)
+	h.hit(K("x"), small, big)
+}
+
+func testMissingChunkedBlob(h *harness) {
+	fi, ok := h.s.(cache.FaultInjector)
+	if !ok {
+		h.t.Skip("store is not a FaultInjector")
+	}
+	big := Blob("big", 3*chunk)
+	h.put(NewEntry(K("x"), big), big)
+	if err := fi.RemoveBlob(h.ctx, sha256.Sum256(big)); err != nil {
+		h.t.Fatal(err)
+	}
+	h.miss(K("x"), "missing")
+	h.absent(K("x"))
+}
+
+func testChunkedVerifyAndTrim(h *harness) {
+	fi, ok := h.s.(cache.FaultInjector)
+	if !ok {
+		h.t.Skip("store is not a FaultInjector")
+	}
+	a, b := Blob("a", 3*chunk+1), Blob("b", 2*chunk+5)
+	h.put(NewEntry(K("a"), a), a)
+	h.clock.Advance(time.Minute)
+	h.put(NewEntry(K("b"), b), b)
+	if err := fi.CorruptBlob(h.ctx, sha256.Sum256(a)); err != nil {
+		h.t.Fatal(err)
+	}
+	r, err := h.s.Verify(h.ctx)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	if len(r.Corrupt) != 1 || r.Corrupt[0].Digest != sha256.Sum256(a) || !strings.Contains(r.Corrupt[0].Reason, "chunk") ||
+		len(r.Removed) != 1 || r.Removed[0] != K("a") || r.Bytes < int64(len(b)) {
+		h.t.Fatalf("Verify = %+v, want the damaged chunk of a found and a removed", r)
+	}
+	h.absent(K("a"))
+	h.hit(K("b"), b)
+	tr, err := h.s.Trim(h.ctx, 0)
+	if err != nil || len(tr.Evicted) != 1 || tr.BytesAfter != 0 {
+		h.t.Fatalf("Trim(0) = %+v, %v; want b evicted", tr, err)
+	}
+	if r, err := h.s.Verify(h.ctx); err != nil || r.Blobs != 0 || !r.OK() {
+		h.t.Fatalf("Verify after Trim = %+v, %v; want an empty store", r, err)
+	}
+}
+
+func testChunkedMaxBytes(h *harness) {
+	big := Blob("big", 6000)
+	err := h.s.Put(h.ctx, NewEntry(K("big"), big), []io.Reader{bytes.NewReader(big)})
+	if !errors.Is(err, cache.ErrTooLarge) {
+		h.t.Fatalf("Put of 6000 streamed bytes under a 5000-byte limit = %v, want ErrTooLarge", err)
+	}
+	if s := h.stats(); s.Entries != 0 || s.Bytes != 0 {
+		h.t.Fatalf("a rejected Put stored something: %+v", s)
+	}
+	fits := Blob("fits", 4000)
+	h.put(NewEntry(K("fits"), fits), fits)
+	h.hit(K("fits"), fits)
+}
+
+func testListRecent(h *harness) {
+	for _, n := range []string{"a", "b", "c", "d", "e"} {
+		h.clock.Advance(time.Minute)
+		d := Blob(n, 10)
+		h.put(NewEntry(K(n), d), d)
+	}
+	h.clock.Advance(time.Minute)
+	h.hit(K("b"), Blob("b", 10)) // b is the most recent now
+	list := func(limit int) []cache.Key {
+		var got []cache.Key
+		if err := cache.ListRecent(h.ctx, h.s, limit, func(e *cache.Entry) error { got = append(got, e.Key); return nil }); err != nil {
+			h.t.Fatal(err)
+		}
+		return got
+	}
+	want := []cache.Key{K("b"), K("e"), K("d"), K("c"), K("a")}
+	if got := list(0); !slices.Equal(got, want) {
+		h.t.Fatalf("ListRecent(0) = %v, want most recently used first %v", got, want)
+	}
+	if got := list(2); !slices.Equal(got, want[:2]) {
+		h.t.Fatalf("ListRecent(2) = %v, want %v", got, want[:2])
+	}
+	stop := errors.New("stop")
+	n := 0
+	if err := cache.ListRecent(h.ctx, h.s, 0, func(*cache.Entry) error { n++; return stop }); err != stop || n != 1 {
+		h.t.Fatalf("ListRecent did not stop at fn's error: %v after %d calls", err, n)
 	}
 }

@@ -249,8 +249,11 @@ func fileSetting(env *cli.Env, cacheDir, name string) (string, error) {
 // command, and identities are computed afresh. Set once, before any
 // command runs (ShareEngine).
 var engine struct {
-	store      cache.Store
-	identities *toolchain.InstallationIdentityCache
+	// store is the daemon's store as builds see it; maintenance is the
+	// same store's face for the cache commands.
+	store       cache.Core
+	maintenance cache.Maintenance
+	identities  *toolchain.InstallationIdentityCache
 	// listings are the daemon's directory listings, which answer the
 	// checks of searched-and-absent paths (jit.Options.Listings).
 	listings *jit.DirListings
@@ -272,14 +275,14 @@ var engine struct {
 // them) and ids instead of opening the cache themselves. The daemon calls
 // it before serving.
 func ShareEngine(store cache.Store, ids *toolchain.InstallationIdentityCache) {
-	engine.store, engine.identities = store, ids
+	engine.store, engine.maintenance, engine.identities = store, store, ids
 }
 
 // shareBrokenEngine is ShareEngine for a daemon whose store in dir could
 // not be opened: its builds run uncached with a warning naming err, and
 // cache clear wipes dir, then calls wiped.
 func shareBrokenEngine(dir string, err error, ids *toolchain.InstallationIdentityCache, wiped func(atExit bool)) {
-	engine.store, engine.identities = nil, ids
+	engine.store, engine.maintenance, engine.identities = nil, nil, ids
 	engine.storeDir, engine.storeErr, engine.wiped = dir, err, wiped
 }
 

@@ -59,7 +59,7 @@ func cacheFixture(t *testing.T) (dir string, keys [3]cache.Key, blobs [3][]byte)
 			Meta:        map[string]string{"hashid": "sha256:" + strings.Repeat("e", 64), "platform": "a2a3sim"},
 			CompileTime: time.Duration(i+1) * time.Second,
 		}
-		if err := s.Put(context.Background(), e, [][]byte{blobs[i]}); err != nil {
+		if err := s.Put(context.Background(), e, cache.Readers(blobs[i])); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -263,13 +263,13 @@ func TestCacheCommandSharedStore(t *testing.T) {
 	d := bytes.Repeat([]byte("x"), 500)
 	for _, k := range []cache.Key{{1}, {2}} {
 		e := &cache.Entry{Key: k, Outputs: []cache.Output{{Name: "out"}}}
-		if err := m.Put(ctx, e, [][]byte{append([]byte{k[0]}, d...)}); err != nil {
+		if err := m.Put(ctx, e, cache.Readers(append([]byte{k[0]}, d...))); err != nil {
 			t.Fatal(err)
 		}
 	}
-	saved := engine.store
-	engine.store = m
-	defer func() { engine.store = saved }()
+	saved, savedM := engine.store, engine.maintenance
+	engine.store, engine.maintenance = m, m
+	defer func() { engine.store, engine.maintenance = saved, savedM }()
 	dir := filepath.Join(t.TempDir(), "never-created")
 	env := map[string]string{"PTOJIT_CACHE_DIR": dir}
 	ro := map[string]string{"PTOJIT_CACHE_DIR": dir, "PTOJIT_CACHE_READONLY": "1"}

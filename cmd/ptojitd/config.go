@@ -2,9 +2,9 @@ package main
 
 import (
 	"context"
-	"crypto/sha256"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -347,9 +347,61 @@ func runConfigList(env *cli.Env, o *configOptions, args []string) error {
 // trims it to trimTarget of the cap. Safe for concurrent use, like the
 // store it wraps.
 type requestStore struct {
-	cache.Store
+	cache.Core
+	// maint is the shared store's maintenance face, for the cache
+	// commands.
+	maint    cache.Maintenance
 	maxBytes int64 // 0: no cap
 	readOnly bool
+}
+
+// List implements cache.Maintenance.
+func (s *requestStore) List(ctx context.Context, fn func(*cache.Entry) error) error {
+	return s.maint.List(ctx, fn)
+}
+
+// Count implements cache.EventCounter.
+func (s *requestStore) Count(ctx context.Context, event, reason string) error {
+	return cache.Count(ctx, s.Core, event, reason)
+}
+
+// capped returns data read under the cap c for the entry e: a reader
+// fails with cache.ErrTooLarge once the bytes read, counting an output
+// whose digest an earlier output gave once, exceed it.
+func capped(e *cache.Entry, data []io.Reader, c *sizeCap) []io.Reader {
+	seen := map[cache.Digest]bool{}
+	out := make([]io.Reader, len(data))
+	for i, o := range e.Outputs {
+		out[i] = data[i]
+		if d := o.Digest; d != (cache.Digest{}) && seen[d] {
+			continue
+		} else if d != (cache.Digest{}) {
+			seen[d] = true
+		}
+		out[i] = &cappedReader{r: data[i], c: c}
+	}
+	return out
+}
+
+// sizeCap is the bytes a Put may still read. Used by one goroutine.
+type sizeCap struct {
+	key       cache.Key
+	left, max int64
+}
+
+// cappedReader reads through a sizeCap.
+type cappedReader struct {
+	r io.Reader
+	c *sizeCap
+}
+
+// Read implements io.Reader.
+func (r *cappedReader) Read(p []byte) (int, error) {
+	n, err := r.r.Read(p)
+	if r.c.left -= int64(n); r.c.left < 0 {
+		return n, &cache.DataError{Key: r.c.key, Reason: fmt.Sprintf("more bytes than the limit of %d", r.c.max), Err: cache.ErrTooLarge}
+	}
+	return n, err
 }
 
 // trimTarget is the share of the cap a trim after Put leaves, as ccache's
@@ -358,40 +410,27 @@ const trimTarget = 0.9
 
 var _ cache.Checker = (*requestStore)(nil)
 
-func (s *requestStore) Put(ctx context.Context, e *cache.Entry, data [][]byte) error {
+func (s *requestStore) Put(ctx context.Context, e *cache.Entry, data []io.Reader) error {
 	if s.readOnly {
 		return cache.ErrReadOnly
 	}
-	var size int64 // distinct bytes, as the store counts them
+	c := &sizeCap{key: e.Key, left: s.maxBytes, max: s.maxBytes}
 	if s.maxBytes > 0 && len(data) == len(e.Outputs) {
-		seen := map[cache.Digest]bool{}
-		for i, o := range e.Outputs {
-			d := o.Digest
-			if d == (cache.Digest{}) {
-				d = sha256.Sum256(data[i])
-			}
-			if !seen[d] {
-				seen[d] = true
-				size += int64(len(data[i]))
-			}
-		}
-		if size > s.maxBytes {
-			return &cache.DataError{Key: e.Key, Reason: fmt.Sprintf("%d bytes exceed the limit of %d", size, s.maxBytes), Err: cache.ErrTooLarge}
-		}
+		data = capped(e, data, c)
 	}
-	if err := s.Store.Put(ctx, e, data); err != nil {
+	if err := s.Core.Put(ctx, e, data); err != nil {
 		return err
 	}
 	if s.maxBytes <= 0 {
 		return nil
 	}
-	st, err := s.Store.Stats(ctx)
+	st, err := s.maint.Stats(ctx)
 	if err == nil && st.Bytes > s.maxBytes {
 		target := int64(float64(s.maxBytes) * trimTarget)
-		if size > target {
+		if size := c.max - c.left; size > target {
 			target = s.maxBytes // never evict the entry just stored
 		}
-		_, err = s.Store.Trim(ctx, target)
+		_, err = s.maint.Trim(ctx, target)
 	}
 	if err != nil {
 		return fmt.Errorf("stored, but not trimmed to the cap of %s: %w", cache.FormatSize(s.maxBytes), err)
@@ -403,41 +442,41 @@ func (s *requestStore) Delete(ctx context.Context, key cache.Key) error {
 	if s.readOnly {
 		return cache.ErrReadOnly
 	}
-	return s.Store.Delete(ctx, key)
+	return s.Core.Delete(ctx, key)
 }
 
 func (s *requestStore) Trim(ctx context.Context, maxBytes int64) (*cache.TrimReport, error) {
 	if s.readOnly {
 		return nil, cache.ErrReadOnly
 	}
-	return s.Store.Trim(ctx, maxBytes)
+	return s.maint.Trim(ctx, maxBytes)
 }
 
 func (s *requestStore) Clear(ctx context.Context) error {
 	if s.readOnly {
 		return cache.ErrReadOnly
 	}
-	return s.Store.Clear(ctx)
+	return s.maint.Clear(ctx)
 }
 
 func (s *requestStore) Verify(ctx context.Context) (*cache.VerifyReport, error) {
 	if s.readOnly {
 		return s.Check(ctx)
 	}
-	return s.Store.Verify(ctx)
+	return s.maint.Verify(ctx)
 }
 
 // Check reports like Verify without changing anything, when the shared
 // store can.
 func (s *requestStore) Check(ctx context.Context) (*cache.VerifyReport, error) {
-	if c, ok := s.Store.(cache.Checker); ok {
+	if c, ok := s.maint.(cache.Checker); ok {
 		return c.Check(ctx)
 	}
 	return nil, fmt.Errorf("cache verify: %w", cache.ErrReadOnly)
 }
 
 func (s *requestStore) Stats(ctx context.Context) (*cache.Stats, error) {
-	st, err := s.Store.Stats(ctx)
+	st, err := s.maint.Stats(ctx)
 	if err == nil {
 		st.MaxBytes = s.maxBytes
 	}
@@ -449,7 +488,7 @@ func (s *requestStore) Stats(ctx context.Context) (*cache.Stats, error) {
 // driver joins concurrent builds of one key per store value, so that 64
 // clients building the same request compile it once.
 func sharedStore(opt cache.Options) cache.Store {
-	k := requestStore{Store: engine.store, maxBytes: opt.MaxBytes, readOnly: opt.ReadOnly}
+	k := requestStore{Core: engine.store, maint: engine.maintenance, maxBytes: opt.MaxBytes, readOnly: opt.ReadOnly}
 	s, _ := requestStores.LoadOrStore(k, &k)
 	return s.(*requestStore)
 }

@@ -102,9 +102,9 @@ func TestRequestStoreAppliesTheRequestsCap(t *testing.T) {
 	shared := cache.NewMemory(cache.Options{})
 	put := func(s cache.Store, k byte, n int) error {
 		e := &cache.Entry{Key: cache.Key{k}, Outputs: []cache.Output{{Name: "out"}}}
-		return s.Put(ctx, e, [][]byte{bytes.Repeat([]byte{k}, n)})
+		return s.Put(ctx, e, cache.Readers(bytes.Repeat([]byte{k}, n)))
 	}
-	big := &requestStore{Store: shared, maxBytes: 1 << 20}
+	big := &requestStore{Core: shared, maint: shared, maxBytes: 1 << 20}
 	for k := range byte(7) {
 		if err := put(big, k+1, 100<<10); err != nil {
 			t.Fatal(err)
@@ -113,7 +113,7 @@ func TestRequestStoreAppliesTheRequestsCap(t *testing.T) {
 	if st, _ := shared.Stats(ctx); st.Bytes != 700<<10 {
 		t.Fatalf("a 1 MiB cap trimmed 700 KiB: %+v", st)
 	}
-	small := &requestStore{Store: shared, maxBytes: 200 << 10}
+	small := &requestStore{Core: shared, maint: shared, maxBytes: 200 << 10}
 	if err := put(small, 9, 100<<10); err != nil {
 		t.Fatal(err)
 	}
@@ -130,7 +130,7 @@ func TestRequestStoreAppliesTheRequestsCap(t *testing.T) {
 	if err := put(small, 10, 300<<10); !errors.Is(err, cache.ErrTooLarge) {
 		t.Fatalf("an entry over the request's cap: %v", err)
 	}
-	ro := &requestStore{Store: shared, readOnly: true}
+	ro := &requestStore{Core: shared, maint: shared, readOnly: true}
 	if err := put(ro, 11, 10); !errors.Is(err, cache.ErrReadOnly) {
 		t.Fatalf("read-only put: %v", err)
 	}

@@ -67,15 +67,19 @@ func forge(dir string) error {
 		if err != nil {
 			return err
 		}
+		data, err := hit.ReadAll()
+		if err != nil {
+			return err
+		}
 		for i, o := range hit.Entry.Outputs {
 			if filepath.Base(o.Name) == "kernel_0.so" {
-				hit.Data[i] = forgedBytes
+				data[i] = forgedBytes
 				hit.Entry.Outputs[i].Size = int64(len(forgedBytes))
 				hit.Entry.Outputs[i].Digest = sha256.Sum256(forgedBytes)
 				forged++
 			}
 		}
-		if err := s.Put(ctx, hit.Entry, hit.Data); err != nil {
+		if err := s.Put(ctx, hit.Entry, cache.Readers(data...)); err != nil {
 			return err
 		}
 	}

@@ -163,12 +163,15 @@ func plantOutput(dir, key, name string) ([]byte, error) {
 	}
 	e := *h.Entry
 	e.Outputs = append([]cache.Output(nil), e.Outputs...)
-	data := append([][]byte(nil), h.Data...)
+	data, err := h.ReadAll()
+	if err != nil {
+		return nil, err
+	}
 	for i, o := range e.Outputs {
 		if o.Name == name {
 			data[i] = append(append([]byte(nil), data[i]...), "planted"...)
 			e.Outputs[i].Size, e.Outputs[i].Digest = 0, cache.Digest{}
-			if err := store.Put(ctx, &e, data); err != nil {
+			if err := store.Put(ctx, &e, cache.Readers(data...)); err != nil {
 				return nil, err
 			}
 			return data[i], store.Close()

@@ -1,0 +1,117 @@
+package cache
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+
+	"github.com/dgraph-io/badger/v4"
+)
+
+// Recent is implemented by the stores of this package: ListRecent calls fn
+// for up to limit entries (every entry when limit <= 0), most recently
+// used first, stopping at fn's first error, which it returns. The order
+// comes from the store's in-memory index and each entry is read as it is
+// listed, so the first call of fn comes after a selection over the index,
+// not after a read of every entry. Undecodable entries are skipped (Verify
+// reports them); an entry deleted meanwhile is skipped.
+type Recent interface {
+	ListRecent(ctx context.Context, limit int, fn func(*Entry) error) error
+}
+
+// ListRecent lists the entries of m as Recent does: through m's own
+// ListRecent when m implements Recent, else by reading every entry with
+// List and sorting.
+func ListRecent(ctx context.Context, m Maintenance, limit int, fn func(*Entry) error) error {
+	if r, ok := m.(Recent); ok {
+		return r.ListRecent(ctx, limit, fn)
+	}
+	var es []*Entry
+	if err := m.List(ctx, func(e *Entry) error { es = append(es, e); return nil }); err != nil {
+		return err
+	}
+	slices.SortStableFunc(es, func(a, b *Entry) int { return cmp.Compare(b.LastUsed.UnixNano(), a.LastUsed.UnixNano()) })
+	if limit > 0 && len(es) > limit {
+		es = es[:limit]
+	}
+	for _, e := range es {
+		if err := fn(e); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// ListRecent implements Recent.
+func (c *Counting) ListRecent(ctx context.Context, limit int, fn func(*Entry) error) error {
+	m, err := c.maintenance()
+	if err != nil {
+		return err
+	}
+	return ListRecent(ctx, m, limit, fn)
+}
+
+// ListRecent implements Recent. fn runs outside any lock or transaction:
+// it may call the store.
+func (b *badgerDB) ListRecent(ctx context.Context, limit int, fn func(*Entry) error) error {
+	var keys []Key
+	if err := b.op("list", func() error {
+		_ = b.flush() // the last uses of recent hits
+		return b.locked("list", func() error {
+			if err := b.loadLocked(); err != nil {
+				return err
+			}
+			keys = b.idx.recent(limit)
+			return nil
+		})
+	}); err != nil {
+		return err
+	}
+	for _, k := range keys {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		var e *Entry
+		err := b.op("list", func() error {
+			return b.db.View(func(txn *badger.Txn) error {
+				var err error
+				e, err = b.readEntry(txn, k)
+				return err
+			})
+		})
+		switch {
+		case errors.Is(err, badger.ErrKeyNotFound), errors.Is(err, errEntry):
+			continue
+		case err != nil:
+			return fmt.Errorf("cache: list: %w", err)
+		}
+		if err := fn(e); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// ListRecent implements Recent.
+func (m *memStore) ListRecent(ctx context.Context, limit int, fn func(*Entry) error) error {
+	if err := m.lock(); err != nil {
+		return err
+	}
+	keys := m.idx.recent(limit)
+	es := make([]*Entry, 0, len(keys))
+	for _, k := range keys {
+		es = append(es, cloneEntry(m.entries[k]))
+	}
+	m.mu.Unlock()
+	for _, e := range es {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if err := fn(e); err != nil {
+			return err
+		}
+	}
+	return nil
+}
