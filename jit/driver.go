@@ -240,6 +240,9 @@ func (d *Driver) build(ctx context.Context, req *api.Request, resp *api.Response
 		return err
 	}
 	d.setStatus(ctx, r, why, resp)
+	if resp.Status == api.StatusMiss {
+		d.explainMiss(ctx, req, id, resp)
+	}
 	if resp.Status == api.StatusHit || resp.Status == api.StatusMiss {
 		d.recordLatest(ctx, req, id, r.result)
 		ph.mark("latest")

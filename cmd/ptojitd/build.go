@@ -526,6 +526,7 @@ func writeSummary(w io.Writer, r *api.Response) error {
 		}
 	case api.StatusMiss:
 		fmt.Fprintf(&b, "miss (%s): compiled and cached", r.MissReason)
+		writeChanged(&b, r)
 	case api.StatusUncached:
 		fmt.Fprintf(&b, "uncached: compiled, not cached, because:\n")
 		for _, u := range r.Unavailable {
