@@ -285,6 +285,9 @@ func (d *Driver) setStatus(ctx context.Context, r *flightResult, why string, res
 	case r.hit:
 		resp.Status = api.StatusHit
 		resp.HitTier = r.tier
+		if r.tier == TierRemote {
+			_ = cache.CountRemoteHit(ctx, store, &cache.Entry{Outputs: r.outs, CompileTime: r.storedCompile})
+		}
 	case r.putErr != nil:
 		// The outputs are right; the store failed to keep them.
 		resp.Status = api.StatusUncached
@@ -422,6 +425,9 @@ type flightResult struct {
 	// storeVerified, set on a remote hit in verify mode, stores the hit
 	// locally; a build calls it once its fresh compile agreed.
 	storeVerified func(context.Context)
+	// storedCompile is a remote hit's stored compile time (the time it
+	// saved).
+	storedCompile time.Duration
 }
 
 // compileAndPublish looks the key up once more (a flight that just ended
