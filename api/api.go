@@ -598,6 +598,9 @@ type Response struct {
 	// the order of ptojit key diff: the key's inputs, then the headers of
 	// that build's header variant that differ now ("header PATH").
 	Changed []Change `json:"changed,omitempty"`
+	// SavedMS, on a hit, is the stored compile time of the entry served:
+	// the time the hit saved, in milliseconds.
+	SavedMS float64 `json:"saved_ms,omitempty"`
 	// ChangedSince, on a miss, says what Changed is relative to.
 	ChangedSince *Predecessor `json:"changed_since,omitempty"`
 }

@@ -465,6 +465,8 @@ func runBuild(ctx context.Context, env *cli.Env, o buildOptions) error {
 	resp, buildErr := driverFor(env, o.cacheDir, store, storeErr, rt, verify).Build(ctx, req)
 	resp.Warnings = append(remoteWarnings, resp.Warnings...)
 	t = time.Now()
+	observeBuild(resp.Status, time.Since(began))
+	logBuild(env, o.cacheDir, resp)
 	endRemote()
 	if err := release(); err != nil && buildErr == nil {
 		// The outputs are written and right: a cache that failed to

@@ -53,10 +53,13 @@ func cacheSubcommand(name, usage, summary, long string, nargs int, writes bool, 
 // or wipes a store that cannot be opened when the command is clear) and
 // runs run on it.
 func runCacheSubcommand(ctx context.Context, env *cli.Env, name string, nargs int, writes bool, o *cacheOptions, args []string, run cacheRunFunc) error {
+	own, ownWrites, err := o.ownFlags()
+	if err != nil {
+		return err
+	}
 	if err := checkCacheArgs(env, name, nargs, o, args); err != nil || env.Checked() {
 		return err
 	}
-	own, ownWrites := o.ownFlags()
 	writes = writes || ownWrites
 	s, release, err := openCache(ctx, env, o, !writes)
 	var held *heldError
@@ -111,7 +114,7 @@ Flags go after the subcommand: ptojit cache stats --json.
 
 ` + cacheFlagsHelp,
 		Subcommands: []*cli.Command{
-			sub("stats", "stats [--zero] [--json]", "print counters and size", `
+			sub("stats", "stats [--zero] [--since DURATION] [--plot FILE.svg] [--json]", "print counters and size", `
 Prints the cache directory, the number of entries, the size against its
 limit, and the counters: hits (local, and remote: lookups the local store
 missed and the remote tier answered), misses, the hit rate, the time saved
@@ -125,7 +128,28 @@ count; then what is wrong with the store, if anything (a truncated value
 log, too little free space, a recovered panic).
 
 --zero zeroes the counters first (as ccache -z does; entries and size
-stay) and notes the time, which "since" shows from then on.`, 0, false, runStats, statsFlags),
+stay) and notes the time, which "since" shows from then on.
+
+--since DURATION (24h, 90m) adds up the request log instead (one record
+per build, requests.log in the cache directory, rotated beyond
+log_max_size): builds, hits, misses, the hit rate, the time saved and the
+bytes served over that period. --plot FILE.svg draws the log (over
+--since, else all of it): the hit rate, the time saved and the builds per
+minute (two hours or less), hour (two days or less) or day.`, 0, false, runStats, statsFlags),
+			sub("log", "log [--limit N] [--json]", "print the last builds of the request log", `
+Prints the last records of the request log (default 20; --limit 0 prints
+all): time, status, key prefix, total time, bytes, the time a hit saved
+and why a build missed. The log (requests.log in the cache directory, one
+JSON object per line) keeps one record per build, rotated beyond
+log_max_size (ptojit config) with one older file kept. --json prints the
+records.`, 0, false, runCacheLog, logFlags),
+			sub("metrics", "metrics", "print the counters and build durations as Prometheus metrics", `
+Prints the cache's counters and size (as "cache stats --json" has them) and,
+when the daemon serves the command, the builds it answered and their
+durations by status, in the Prometheus text format: ptojit_builds_total,
+ptojit_build_duration_seconds, ptojit_cache_hits_total{tier}, ... Counts
+and latencies only: no key, path or name. "ptojit daemon metrics" is the
+same; the metrics_listen and metrics_textfile settings serve them.`, 0, false, runCacheMetrics, nil),
 			sub("ls", "ls [--json]", "list entries, most recently used first", `
 Lists every entry: key prefix, size, last use, creation time, compile time,
 output count, hashid and platform. --json prints every field.`, 0, false, maintaining(runCacheLs), nil),

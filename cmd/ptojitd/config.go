@@ -109,6 +109,8 @@ func checkSetting(k config.Key, v string) error {
 	case "pass_env":
 		_, err := passEnvNames(v)
 		return err
+	case "log_level", "metrics_listen", "metrics_textfile":
+		return checkObservability(k.Name, v)
 	}
 	return nil
 }
@@ -149,6 +151,9 @@ type settings struct {
 	maxBytes int64
 	readOnly bool
 	verify   bool // the verify mode (jit.Options.Verify)
+	// logMaxBytes is log_max_size (the request log), logLevel log_level.
+	logMaxBytes int64
+	logLevel    string
 }
 
 // resolveSettings returns the settings in force: getenv's variables, else
@@ -184,6 +189,15 @@ func resolveSettings(cacheDir string, getenv func(string) string) (*settings, er
 			if s.verify, err = config.ParseBool(st.Value); err != nil {
 				return nil, bad(err)
 			}
+		case "log_max_size":
+			if s.logMaxBytes, err = cache.ParseSize(st.Value); err != nil {
+				return nil, bad(err)
+			}
+		case "log_level":
+			if err := checkObservability(st.Key.Name, st.Value); err != nil {
+				return nil, bad(err)
+			}
+			s.logLevel = st.Value
 		}
 	}
 	return s, nil

@@ -156,6 +156,7 @@ a connection that sends nothing delays neither.`,
 					}
 				},
 			},
+			daemonMetricsCommand(),
 			{
 				Name: "run", Usage: "daemon run [--cache-dir D] [--idle D] [--max-size S]",
 				Summary: "run the daemon in the foreground (what start runs)",
