@@ -467,6 +467,9 @@ func runBuild(ctx context.Context, env *cli.Env, o buildOptions) error {
 	t = time.Now()
 	observeBuild(resp.Status, time.Since(began))
 	logBuild(env, o.cacheDir, resp)
+	if engine.store != nil {
+		daemonLog.build(resp)
+	}
 	endRemote()
 	if err := release(); err != nil && buildErr == nil {
 		// The outputs are written and right: a cache that failed to

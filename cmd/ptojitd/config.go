@@ -154,6 +154,9 @@ type settings struct {
 	// logMaxBytes is log_max_size (the request log), logLevel log_level.
 	logMaxBytes int64
 	logLevel    string
+	// metricsListen and metricsTextfile are metrics_listen and
+	// metrics_textfile ("" when off).
+	metricsListen, metricsTextfile string
 }
 
 // resolveSettings returns the settings in force: getenv's variables, else
@@ -198,6 +201,15 @@ func resolveSettings(cacheDir string, getenv func(string) string) (*settings, er
 				return nil, bad(err)
 			}
 			s.logLevel = st.Value
+		case "metrics_listen", "metrics_textfile":
+			if err := checkObservability(st.Key.Name, st.Value); err != nil {
+				return nil, bad(err)
+			}
+			if st.Key.Name == "metrics_listen" {
+				s.metricsListen = st.Value
+			} else {
+				s.metricsTextfile = st.Value
+			}
 		}
 	}
 	return s, nil

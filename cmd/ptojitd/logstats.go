@@ -73,7 +73,7 @@ func recordsSince(recs []logRecord, from time.Time) []logRecord {
 // --plot FILE: the request log of the cache directory added up over the
 // period ending at now, and drawn.
 func runStatsOverLog(env *cli.Env, o *cacheOptions, since time.Duration, now time.Time) error {
-	recs, err := readRequestLog(o.resolvedDir)
+	recs, err := readRequestLog(logDirOf(o))
 	if err != nil {
 		return err
 	}
@@ -97,7 +97,7 @@ func runStatsOverLog(env *cli.Env, o *cacheOptions, since time.Duration, now tim
 	if o.json {
 		return cli.WriteJSON(env.Stdout, t)
 	}
-	return writeLogTotals(env.Stdout, filepath.Join(o.resolvedDir, requestLogName), &t, o.stats.plot)
+	return writeLogTotals(env.Stdout, filepath.Join(logDirOf(o), requestLogName), &t, o.stats.plot)
 }
 
 // writeLogTotals prints the totals of the request log file p for people.
@@ -127,7 +127,7 @@ func writeLogTotals(out io.Writer, p string, t *logTotals, plot string) error {
 
 // runCacheLog is cache log: the last records of the request log.
 func runCacheLog(ctx context.Context, env *cli.Env, o *cacheOptions, s cache.Store, args []string) error {
-	recs, err := readRequestLog(o.resolvedDir)
+	recs, err := readRequestLog(logDirOf(o))
 	if err != nil {
 		return err
 	}
@@ -142,7 +142,7 @@ func runCacheLog(ctx context.Context, env *cli.Env, o *cacheOptions, s cache.Sto
 	}
 	var b strings.Builder
 	if len(recs) == 0 {
-		fmt.Fprintf(&b, "no builds in the request log %s\n", filepath.Join(o.resolvedDir, requestLogName))
+		fmt.Fprintf(&b, "no builds in the request log %s\n", filepath.Join(logDirOf(o), requestLogName))
 	}
 	for _, r := range recs {
 		status := r.Status

@@ -3,6 +3,12 @@ package main
 import (
 	"bytes"
 	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -125,5 +131,79 @@ func TestObservabilitySettings(t *testing.T) {
 		if (err == nil) != c.ok {
 			t.Errorf("%s = %q: %v, want ok %v", c.name, c.v, err, c.ok)
 		}
+	}
+}
+
+// The HTTP listener serves parseable metrics on a loopback address and
+// refuses any other; the textfile is written 0644 outside the cache
+// directory only.
+func TestMetricsListenerAndTextfile(t *testing.T) {
+	s := cache.NewMemory(cache.Options{})
+	for _, addr := range []string{"0.0.0.0:0", ":0", "192.0.2.1:0"} {
+		if stop, err := serveMetricsHTTP(addr, s); err == nil {
+			stop()
+			t.Errorf("%s: served", addr)
+		}
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+	stop, err := serveMetricsHTTP(addr, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stop()
+	c := &http.Client{Timeout: 10 * time.Second}
+	resp, err := c.Get("http://" + addr + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	p := expfmt.NewTextParser(model.LegacyValidation)
+	fams, err := p.TextToMetricFamilies(resp.Body)
+	if err != nil || fams["ptojit_cache_hits_total"] == nil {
+		t.Fatalf("GET /metrics: %v, %d families", err, len(fams))
+	}
+
+	dir := t.TempDir()
+	if err := checkTextfile(dir, filepath.Join(dir, "x.prom")); err == nil {
+		t.Error("a textfile inside the cache directory was accepted")
+	}
+	out := filepath.Join(t.TempDir(), "ptojit.prom")
+	if err := checkTextfile(dir, out); err != nil {
+		t.Fatal(err)
+	}
+	if err := writeMetricsFile(out, s); err != nil {
+		t.Fatal(err)
+	}
+	fi, err := os.Stat(out)
+	if err != nil || fi.Mode().Perm() != 0o644 {
+		t.Fatalf("textfile %v, mode %v; want 0644", err, fi.Mode())
+	}
+}
+
+// The daemon log keeps the lines at its level and below: at warn a
+// build's warnings and no request lines, at debug one line per build.
+func TestDaemonLogLevels(t *testing.T) {
+	var lines []string
+	logf := func(format string, args ...any) { lines = append(lines, fmt.Sprintf(format, args...)) }
+	r := &api.Response{Status: api.StatusHit, Key: "0123456789abcdef", Warnings: []string{"remote cache: breaker open"}}
+	newLeveledLog(logf, "warn").build(r)
+	newLeveledLog(logf, "warn").info("started")
+	if len(lines) != 1 || lines[0] != "warning: remote cache: breaker open" {
+		t.Fatalf("at warn: %q", lines)
+	}
+	lines = nil
+	newLeveledLog(logf, "debug").build(r)
+	if len(lines) != 2 || !strings.HasPrefix(lines[1], "build hit 0123456789ab ") {
+		t.Fatalf("at debug: %q", lines)
+	}
+	lines = nil
+	newLeveledLog(logf, "error").build(r)
+	if len(lines) != 0 {
+		t.Fatalf("at error: %q", lines)
 	}
 }

@@ -120,9 +120,9 @@ func appendRequestLog(dir string, maxBytes int64, rec logRecord) error {
 // that cannot be written is a warning: it fails no build.
 func logBuild(env *cli.Env, cacheDir string, r *api.Response) {
 	dir, err := cacheDirOf(env, cacheDir)
-	if engine.store != nil {
+	if engine.dir != "" {
 		// The daemon's builds use its store, whatever they name.
-		dir, err = engine.storeDir, nil
+		dir, err = engine.dir, nil
 	}
 	if err != nil {
 		return
@@ -134,6 +134,15 @@ func logBuild(env *cli.Env, cacheDir string, r *api.Response) {
 	if err := appendRequestLog(dir, s.logMaxBytes, recordOf(r, time.Now())); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		r.Warnings = append(r.Warnings, fmt.Sprintf("request log: %v", err))
 	}
+}
+
+// logDirOf is the cache directory whose request log a cache command of
+// o reads: the daemon's own in the daemon.
+func logDirOf(o *cacheOptions) string {
+	if engine.dir != "" {
+		return engine.dir
+	}
+	return o.resolvedDir
 }
 
 // readRequestLog returns the records of the request log of dir, oldest
