@@ -466,7 +466,11 @@ func runBuild(ctx context.Context, env *cli.Env, o buildOptions) error {
 	resp.Warnings = append(remoteWarnings, resp.Warnings...)
 	t = time.Now()
 	observeBuild(resp.Status, time.Since(began))
-	logBuild(env, o.cacheDir, resp)
+	if store != nil {
+		// Only a cache the build could use takes its record (one
+		// another user owns is refused, and its log with it).
+		logBuild(env, o.cacheDir, resp)
+	}
 	if engine.store != nil {
 		daemonLog.build(resp)
 	}
