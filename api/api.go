@@ -593,6 +593,42 @@ type Response struct {
 	Warnings []string `json:"warnings,omitempty"`
 	Error    string   `json:"error,omitempty"`
 	Timings  Timings  `json:"timings"`
+	// Changed, on a miss, lists every input that differs from the latest
+	// earlier build of the same request (Request.Name, else its file), in
+	// the order of ptojit key diff: the key's inputs, then the headers of
+	// that build's header variant that differ now ("header PATH").
+	Changed []Change `json:"changed,omitempty"`
+	// SavedMS, on a hit, is the stored compile time of the entry served:
+	// the time the hit saved, in milliseconds.
+	SavedMS float64 `json:"saved_ms,omitempty"`
+	// ChangedSince, on a miss, says what Changed is relative to.
+	ChangedSince *Predecessor `json:"changed_since,omitempty"`
+}
+
+// Change is one input that differs between two builds: Name as ptojit
+// key diff prints it ("sources.kernel.1", "environment.PYPTO_OPT_LEVEL",
+// "header vadd.h"), Input a short form for one line ("sources[kernel_scale.c]",
+// "env PYPTO_OPT_LEVEL"), and the values before and now (empty on the side
+// that lacks the input).
+type Change struct {
+	Name  string `json:"name"`
+	Input string `json:"input"`
+	Was   string `json:"was,omitempty"`
+	Now   string `json:"now,omitempty"`
+}
+
+// Predecessor is the earlier build a miss is explained against.
+type Predecessor struct {
+	// Request names the request across its builds: its name, else its
+	// file relative to the base directory.
+	Request string `json:"request"`
+	// First is set when no earlier build of the request is recorded.
+	First bool `json:"first,omitempty"`
+	// Key is the earlier build's key.
+	Key string `json:"key,omitempty"`
+	// Note says why the changes are not known when they are not (the
+	// earlier key's record is no longer in the cache).
+	Note string `json:"note,omitempty"`
 }
 
 // timingsJSON is the JSON form of Timings.

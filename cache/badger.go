@@ -493,3 +493,11 @@ func (b *Badger) Count(ctx context.Context, event, reason string) error {
 
 // TakeEvictions implements Evicter.
 func (b *badgerDB) TakeEvictions() int64 { return b.evicted.Swap(0) }
+
+// CountRemoteHit implements EventCounter.
+func (b *Badger) CountRemoteHit(ctx context.Context, e *Entry) error {
+	return b.counted.CountRemoteHit(ctx, e)
+}
+
+// ZeroCounts implements EventCounter.
+func (b *Badger) ZeroCounts(ctx context.Context) error { return b.counted.ZeroCounts(ctx) }

@@ -339,6 +339,29 @@ type Stats struct {
 	// VerifyMismatch counts hits that a fresh compile contradicted
 	// (EventVerifyMismatch): each one a failed build, never published.
 	VerifyMismatch int64 `json:"verify_mismatch"`
+	// RemoteHits counts lookups the store missed and the remote tier
+	// answered (CountRemoteHit): hits apart from Hits, not misses.
+	RemoteHits int64 `json:"remote_hits"`
+	// TimeSaved is the stored compile time of every entry served, summed
+	// over its hits (local and remote), in nanoseconds.
+	TimeSaved int64 `json:"time_saved_ns"`
+	// BytesServed is the size of the outputs of every hit.
+	BytesServed int64 `json:"bytes_served"`
+	// ZeroedAt is when the counters were last zeroed (ZeroCounts), in
+	// Unix nanoseconds; 0 when they never were (they count since the
+	// store was created).
+	ZeroedAt int64 `json:"zeroed_at_ns"`
+}
+
+// HitRate is the share of lookups that hit, local or remote, in
+// [0, 1]: (Hits+RemoteHits) / (Hits+RemoteHits+Misses+Damaged); ok is
+// false when there was no lookup.
+func (s *Stats) HitRate() (rate float64, ok bool) {
+	n := s.Hits + s.RemoteHits + s.Misses + s.Damaged
+	if n <= 0 {
+		return 0, false
+	}
+	return float64(s.Hits+s.RemoteHits) / float64(n), true
 }
 
 // CorruptBlob is a damaged or missing blob found by Verify. Like the

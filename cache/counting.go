@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"time"
 )
 
 // Counters keep the event counts of a store: the fields of Stats that
@@ -54,13 +55,14 @@ var (
 // Counted returns s counted in c.
 func Counted(s Core, c Counters) *Counting { return &Counting{s: s, c: c} }
 
-// countLookup counts the outcome of a Get (get) or an Entry.
-func (c *Counting) countLookup(ctx context.Context, err error, get bool) {
+// countLookup counts the outcome of a Get (get, whose hit is hit) or an
+// Entry.
+func (c *Counting) countLookup(ctx context.Context, hit *Hit, err error, get bool) {
 	var d Stats
 	var me *MissError
 	switch {
 	case err == nil && get:
-		d.Hits = 1
+		d.Hits, d.TimeSaved, d.BytesServed = 1, int64(hit.Entry.CompileTime), hit.Entry.Size()
 	case errors.As(err, &me) && me.Corrupt:
 		d.Damaged, d.Corrupt = 1, 1
 	case errors.As(err, &me) && get:
@@ -74,12 +76,13 @@ func (c *Counting) countLookup(ctx context.Context, err error, get bool) {
 // Get implements Core: a hit, a miss or a damaged entry is counted.
 func (c *Counting) Get(ctx context.Context, key Key) (*Hit, error) {
 	hit, err := c.s.Get(ctx, key)
-	c.countLookup(ctx, err, true)
+	c.countLookup(ctx, hit, err, true)
 	if err == nil {
 		// A reader that finds damage later turns the hit into a
-		// damaged lookup.
+		// damaged lookup: nothing was served, no time saved.
+		saved, served := int64(hit.Entry.CompileTime), hit.Entry.Size()
 		hit.whenDamaged(func(*MissError) {
-			_ = c.c.AddCounts(context.WithoutCancel(ctx), Stats{Hits: -1, Damaged: 1, Corrupt: 1})
+			_ = c.c.AddCounts(context.WithoutCancel(ctx), Stats{Hits: -1, TimeSaved: -saved, BytesServed: -served, Damaged: 1, Corrupt: 1})
 		})
 	}
 	return hit, err
@@ -105,7 +108,7 @@ func (c *Counting) countEvictions(ctx context.Context) {
 // miss is not.
 func (c *Counting) Entry(ctx context.Context, key Key) (*Entry, error) {
 	e, err := c.s.Entry(ctx, key)
-	c.countLookup(ctx, err, false)
+	c.countLookup(ctx, nil, err, false)
 	return e, err
 }
 
@@ -201,13 +204,43 @@ func (c *Counting) Count(ctx context.Context, event, reason string) error {
 	return c.c.AddCounts(ctx, d)
 }
 
+// CountRemoteHit implements EventCounter: one miss fewer, one remote hit
+// more, with e's compile time saved and its bytes served.
+func (c *Counting) CountRemoteHit(ctx context.Context, e *Entry) error {
+	return c.c.AddCounts(ctx, Stats{Misses: -1, RemoteHits: 1, TimeSaved: int64(e.CompileTime), BytesServed: e.Size()})
+}
+
+// ZeroCounts implements EventCounter by adding the negation of the counts
+// it reads (so that counts added meanwhile are kept, in any Counters) and
+// moving ZeroedAt to now.
+func (c *Counting) ZeroCounts(ctx context.Context) error {
+	n, err := c.c.Counts(ctx)
+	if err != nil {
+		return err
+	}
+	d := Stats{
+		Hits: -n.Hits, Misses: -n.Misses, Uncached: -n.Uncached, Errors: -n.Errors,
+		Corrupt: -n.Corrupt, Damaged: -n.Damaged, Evictions: -n.Evictions, VerifyMismatch: -n.VerifyMismatch,
+		RemoteHits: -n.RemoteHits, TimeSaved: -n.TimeSaved, BytesServed: -n.BytesServed,
+		ZeroedAt:        time.Now().UnixNano() - n.ZeroedAt,
+		UncachedReasons: make(map[string]int64, len(n.UncachedReasons)),
+	}
+	for r, v := range n.UncachedReasons {
+		d.UncachedReasons[r] = -v
+	}
+	return c.c.AddCounts(ctx, d)
+}
+
 // setCounts replaces the event counts of s with those of n.
 func setCounts(s, n *Stats) {
 	s.Hits, s.Misses, s.Uncached, s.Errors = n.Hits, n.Misses, n.Uncached, n.Errors
 	s.Corrupt, s.Damaged, s.Evictions, s.VerifyMismatch = n.Corrupt, n.Damaged, n.Evictions, n.VerifyMismatch
-	s.UncachedReasons = n.UncachedReasons
-	if s.UncachedReasons == nil {
-		s.UncachedReasons = make(map[string]int64)
+	s.RemoteHits, s.TimeSaved, s.BytesServed, s.ZeroedAt = n.RemoteHits, n.TimeSaved, n.BytesServed, n.ZeroedAt
+	s.UncachedReasons = make(map[string]int64, len(n.UncachedReasons))
+	for r, v := range n.UncachedReasons {
+		if v != 0 { // a reason zeroed by ZeroCounts
+			s.UncachedReasons[r] = v
+		}
 	}
 }
 

@@ -293,6 +293,10 @@ func addStats(t, s *Stats) {
 	t.Damaged += s.Damaged
 	t.Evictions += s.Evictions
 	t.VerifyMismatch += s.VerifyMismatch
+	t.RemoteHits += s.RemoteHits
+	t.TimeSaved += s.TimeSaved
+	t.BytesServed += s.BytesServed
+	t.ZeroedAt += s.ZeroedAt
 	for k, v := range s.UncachedReasons {
 		if t.UncachedReasons == nil {
 			t.UncachedReasons = make(map[string]int64)
@@ -303,5 +307,5 @@ func addStats(t, s *Stats) {
 
 // any reports whether s counts any event.
 func (s *Stats) any() bool {
-	return s.Hits|s.Misses|s.Uncached|s.Errors|s.Corrupt|s.Damaged|s.Evictions|s.VerifyMismatch != 0 || len(s.UncachedReasons) > 0
+	return s.Hits|s.Misses|s.Uncached|s.Errors|s.Corrupt|s.Damaged|s.Evictions|s.VerifyMismatch|s.RemoteHits|s.TimeSaved|s.BytesServed|s.ZeroedAt != 0 || len(s.UncachedReasons) > 0
 }

@@ -613,3 +613,11 @@ func (m *Memory) Count(ctx context.Context, event, reason string) error {
 
 // TakeEvictions implements Evicter.
 func (m *memStore) TakeEvictions() int64 { return m.evicted.Swap(0) }
+
+// CountRemoteHit implements EventCounter.
+func (m *Memory) CountRemoteHit(ctx context.Context, e *Entry) error {
+	return m.counted.CountRemoteHit(ctx, e)
+}
+
+// ZeroCounts implements EventCounter.
+func (m *Memory) ZeroCounts(ctx context.Context) error { return m.counted.ZeroCounts(ctx) }

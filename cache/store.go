@@ -73,6 +73,13 @@ type EventCounter interface {
 	// Count counts an event: EventUncached with its reason, EventError or
 	// EventDamaged or EventVerifyMismatch.
 	Count(ctx context.Context, event string, reason string) error
+	// CountRemoteHit counts a lookup the store missed (and counted as a
+	// miss) that the remote tier answered with e: a remote hit instead of
+	// a miss, its compile time saved and its bytes served.
+	CountRemoteHit(ctx context.Context, e *Entry) error
+	// ZeroCounts zeroes every event counter and notes when (ZeroedAt),
+	// as ccache -z does; the size is not a counter and stays.
+	ZeroCounts(ctx context.Context) error
 }
 
 // Store is an artifact store with every face: Core, Maintenance and
@@ -89,6 +96,15 @@ type Store interface {
 func Count(ctx context.Context, s Core, event, reason string) error {
 	if c, ok := s.(EventCounter); ok {
 		return c.Count(ctx, event, reason)
+	}
+	return nil
+}
+
+// CountRemoteHit counts a remote hit on s when s counts events
+// (implements EventCounter), and does nothing otherwise.
+func CountRemoteHit(ctx context.Context, s Core, e *Entry) error {
+	if c, ok := s.(EventCounter); ok {
+		return c.CountRemoteHit(ctx, e)
 	}
 	return nil
 }

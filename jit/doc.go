@@ -160,7 +160,9 @@
 // path relative to the base directory (RequestIdentity); a request read
 // from standard input without a name has none and is not recorded. The
 // record is an entry without outputs, Meta {"kind": "latest", "request",
-// "key", "result"} ("result" is the key of the variant's result entry),
+// "key", "result"} ("result" is the key of the variant's result entry, and
+// "previous_key", "previous_result" those of the build before it, when one
+// is recorded),
 // stored under the digest of ("ptojit.latest", 1, "name"|"file", str),
 // which is also its record, so it survives the daemon's exit. A build
 // checks the record after answering and writes it only when the key or the

@@ -220,7 +220,7 @@ func (d *Driver) build(ctx context.Context, req *api.Request, resp *api.Response
 	}
 	var r *flightResult
 	if hit != nil {
-		r = &flightResult{outs: hit.Entry.Outputs, data: hit.Data, hit: true, tier: TierLocal, result: hit.Entry.Key}
+		r = &flightResult{outs: hit.Entry.Outputs, data: hit.Data, hit: true, tier: TierLocal, result: hit.Entry.Key, storedCompile: hit.Entry.CompileTime}
 	} else if r, why, err = d.compileShared(ctx, req, id, began, why, resp, ph); err != nil {
 		return err
 	}
@@ -240,6 +240,9 @@ func (d *Driver) build(ctx context.Context, req *api.Request, resp *api.Response
 		return err
 	}
 	d.setStatus(ctx, r, why, resp)
+	if resp.Status == api.StatusMiss {
+		d.explainMiss(ctx, req, id, resp)
+	}
 	if resp.Status == api.StatusHit || resp.Status == api.StatusMiss {
 		d.recordLatest(ctx, req, id, r.result)
 		ph.mark("latest")
@@ -282,6 +285,10 @@ func (d *Driver) setStatus(ctx context.Context, r *flightResult, why string, res
 	case r.hit:
 		resp.Status = api.StatusHit
 		resp.HitTier = r.tier
+		resp.SavedMS = ms(r.storedCompile)
+		if r.tier == TierRemote {
+			_ = cache.CountRemoteHit(ctx, store, &cache.Entry{Outputs: r.outs, CompileTime: r.storedCompile})
+		}
 	case r.putErr != nil:
 		// The outputs are right; the store failed to keep them.
 		resp.Status = api.StatusUncached
@@ -419,6 +426,8 @@ type flightResult struct {
 	// storeVerified, set on a remote hit in verify mode, stores the hit
 	// locally; a build calls it once its fresh compile agreed.
 	storeVerified func(context.Context)
+	// storedCompile is a hit's stored compile time (the time it saved).
+	storedCompile time.Duration
 }
 
 // compileAndPublish looks the key up once more (a flight that just ended
@@ -426,7 +435,7 @@ type flightResult struct {
 // when the build request arrived.
 func (d *Driver) compileAndPublish(ctx context.Context, req *api.Request, id *identity, began time.Time) (*flightResult, error) {
 	if hit, _, err := d.lookupQuiet(ctx, id); err == nil && hit != nil {
-		return &flightResult{outs: hit.Entry.Outputs, data: hit.Data, hit: true, tier: TierLocal, result: hit.Entry.Key}, nil
+		return &flightResult{outs: hit.Entry.Outputs, data: hit.Data, hit: true, tier: TierLocal, result: hit.Entry.Key, storedCompile: hit.Entry.CompileTime}, nil
 	}
 	var warnings []string
 	if d.opt.Remote != nil {

@@ -85,7 +85,15 @@ type LatestBuild struct {
 	// Since is when the record was written: the first of the builds in a
 	// row that used this key and variant.
 	Since time.Time
+	// Previous and PreviousResult are the key and result entry of the
+	// build before Since (another key, or the same key with another header
+	// variant); both zero when no earlier build is recorded.
+	Previous, PreviousResult cache.Key
 }
+
+// HasPrevious reports whether an earlier build than the latest is
+// recorded.
+func (lb LatestBuild) HasPrevious() bool { return lb.PreviousResult != (cache.Key{}) }
 
 // LatestBuild returns the latest build recorded for r in the store. ok is
 // false when there is none (or no store); a record that is damaged is
@@ -134,7 +142,14 @@ func parseLatest(e *cache.Entry, enc []byte) (LatestBuild, string) {
 	if err != nil {
 		return LatestBuild{}, err.Error()
 	}
-	return LatestBuild{Key: k, Result: rk, Since: e.Created}, ""
+	lb := LatestBuild{Key: k, Result: rk, Since: e.Created}
+	// Records written before the previous build was kept have neither.
+	if p, err := cache.ParseKey(e.Meta["previous_key"]); err == nil {
+		if pr, err := cache.ParseKey(e.Meta["previous_result"]); err == nil {
+			lb.Previous, lb.PreviousResult = p, pr
+		}
+	}
+	return lb, ""
 }
 
 // damagedLatest removes a damaged latest-build record and counts it, as
@@ -170,10 +185,14 @@ func (d *Driver) recordLatest(ctx context.Context, req *api.Request, id *identit
 		return
 	}
 	if !ok || lb.Key != key || lb.Result != result {
+		meta := map[string]string{"kind": LatestKind, "request": r.String(), "key": key.String(), "result": result.String()}
+		if ok {
+			meta["previous_key"], meta["previous_result"] = lb.Key.String(), lb.Result.String()
+		}
 		err = d.opt.Store.Put(ctx, &cache.Entry{
 			Key:    cache.Key(sha256.Sum256(enc)),
 			Record: enc,
-			Meta:   map[string]string{"kind": LatestKind, "request": r.String(), "key": key.String(), "result": result.String()},
+			Meta:   meta,
 		}, nil)
 		if err != nil {
 			return

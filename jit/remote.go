@@ -72,7 +72,7 @@ func (d *Driver) remoteLookup(ctx context.Context, id *identity) (*flightResult,
 	if err != nil || sha256.Sum256(e.Record) != [32]byte(rk) || !slices.Equal(e.Record, want) {
 		return nil, "" // a result of another key or header set
 	}
-	r := &flightResult{outs: e.Outputs, data: data, hit: true, tier: TierRemote, result: rk, remoteMS: ms(time.Since(start))}
+	r := &flightResult{outs: e.Outputs, data: data, hit: true, tier: TierRemote, result: rk, remoteMS: ms(time.Since(start)), storedCompile: e.CompileTime}
 	if d.opt.Verify {
 		// In verify mode the hit is stored only once a fresh compile
 		// agreed with it: a remote entry that fails verification never

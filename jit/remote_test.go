@@ -121,6 +121,10 @@ func TestRemoteTierAcrossMachines(t *testing.T) {
 			t.Errorf("output %s differs between the machines", o.Name)
 		}
 	}
+	// B's store counts a remote hit, not a miss.
+	if st, err := dB.opt.Store.(cache.Store).Stats(ctx); err != nil || st.RemoteHits != 1 || st.Misses != 0 || st.Hits != 0 || st.BytesServed == 0 {
+		t.Errorf("B's store counts %+v (%v), want one remote hit and no miss", st, err)
+	}
 	// The remote hit was stored locally.
 	if r := build(t, dB, reqB, api.StatusHit); r.HitTier != TierLocal {
 		t.Errorf("second build on B: tier %q, want local", r.HitTier)

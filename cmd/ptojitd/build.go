@@ -468,6 +468,15 @@ func runBuild(ctx context.Context, env *cli.Env, o buildOptions) error {
 	resp, buildErr := driverFor(env, o.cacheDir, store, storeErr, rt, verify).Build(ctx, req)
 	resp.Warnings = append(remoteWarnings, resp.Warnings...)
 	t = time.Now()
+	observeBuild(resp.Status, time.Since(began))
+	if store != nil {
+		// Only a cache the build could use takes its record (one
+		// another user owns is refused, and its log with it).
+		logBuild(env, o.cacheDir, resp)
+	}
+	if engine.store != nil {
+		daemonLog.build(resp)
+	}
 	endRemote()
 	if err := release(); err != nil && buildErr == nil {
 		// The outputs are written and right: a cache that failed to
@@ -529,6 +538,7 @@ func writeSummary(w io.Writer, r *api.Response) error {
 		}
 	case api.StatusMiss:
 		fmt.Fprintf(&b, "miss (%s): compiled and cached", r.MissReason)
+		writeChanged(&b, r)
 	case api.StatusUncached:
 		fmt.Fprintf(&b, "uncached: compiled, not cached, because:\n")
 		for _, u := range r.Unavailable {

@@ -53,9 +53,14 @@ func cacheSubcommand(name, usage, summary, long string, nargs int, writes bool, 
 // or wipes a store that cannot be opened when the command is clear) and
 // runs run on it.
 func runCacheSubcommand(ctx context.Context, env *cli.Env, name string, nargs int, writes bool, o *cacheOptions, args []string, run cacheRunFunc) error {
+	own, ownWrites, err := o.ownFlags()
+	if err != nil {
+		return err
+	}
 	if err := checkCacheArgs(env, name, nargs, o, args); err != nil || env.Checked() {
 		return err
 	}
+	writes = writes || ownWrites
 	s, release, err := openCache(ctx, env, o, !writes)
 	var held *heldError
 	if errors.As(err, &held) && held.h.daemon && (!writes || !o.opt.ReadOnly) {
@@ -68,6 +73,7 @@ func runCacheSubcommand(ctx context.Context, env *cli.Env, name string, nargs in
 		if o.maxSize != "" {
 			fwd = append(fwd, "--max-size", o.maxSize)
 		}
+		fwd = append(fwd, own...)
 		if ok, ferr := forwardToDaemon(env, fwd); ok {
 			return ferr
 		}
@@ -108,14 +114,42 @@ Flags go after the subcommand: ptojit cache stats --json.
 
 ` + cacheFlagsHelp,
 		Subcommands: []*cli.Command{
-			sub("stats", "stats [--json]", "print counters and size", `
+			sub("stats", "stats [--zero] [--since DURATION] [--plot FILE.svg] [--json]", "print counters and size", `
 Prints the cache directory, the number of entries, the size against its
-limit, and the counters: hits, misses, damaged lookups (misses on a damaged
+limit, and the counters: hits (local, and remote: lookups the local store
+missed and the remote tier answered), misses, the hit rate, the time saved
+(the stored compile time of every entry served, summed over its hits), the
+bytes served, damaged lookups (misses on a damaged
 entry, counted apart), damaged items removed, uncached builds with their
 reasons, errors (failed builds, failed cache reads and writes),
 verify_mismatch (hits that a fresh compile in the verify mode,
-PTOJIT_CACHE_VERIFY=1, contradicted) and evictions; then what is wrong with the store, if anything (a truncated value
-log, too little free space, a recovered panic).`, 0, false, maintaining(runCacheStats), nil),
+PTOJIT_CACHE_VERIFY=1, contradicted) and evictions, and since when they
+count; then what is wrong with the store, if anything (a truncated value
+log, too little free space, a recovered panic).
+
+--zero zeroes the counters first (as ccache -z does; entries and size
+stay) and notes the time, which "since" shows from then on.
+
+--since DURATION (24h, 90m) adds up the request log instead (one record
+per build, requests.log in the cache directory, rotated beyond
+log_max_size): builds, hits, misses, the hit rate, the time saved and the
+bytes served over that period. --plot FILE.svg draws the log (over
+--since, else all of it): the hit rate, the time saved and the builds per
+minute (two hours or less), hour (two days or less) or day.`, 0, false, runStats, statsFlags),
+			sub("log", "log [--limit N] [--json]", "print the last builds of the request log", `
+Prints the last records of the request log (default 20; --limit 0 prints
+all): time, status, key prefix, total time, bytes, the time a hit saved
+and why a build missed. The log (requests.log in the cache directory, one
+JSON object per line) keeps one record per build, rotated beyond
+log_max_size (ptojit config) with one older file kept. --json prints the
+records.`, 0, false, runCacheLog, logFlags),
+			sub("metrics", "metrics", "print the counters and build durations as Prometheus metrics", `
+Prints the cache's counters and size (as "cache stats --json" has them) and,
+when the daemon serves the command, the builds it answered and their
+durations by status, in the Prometheus text format: ptojit_builds_total,
+ptojit_build_duration_seconds, ptojit_cache_hits_total{tier}, ... Counts
+and latencies only: no key, path or name. "ptojit daemon metrics" is the
+same; the metrics_listen and metrics_textfile settings serve them.`, 0, false, runCacheMetrics, nil),
 			sub("ls", "ls [--json]", "list entries, most recently used first", `
 Lists every entry: key prefix, size, last use, creation time, compile time,
 output count, hashid and platform. --json prints every field.`, 0, false, maintaining(runCacheLs), nil),
@@ -155,6 +189,8 @@ type cacheOptions struct {
 	maxSize string
 	json    bool
 	wait    bool
+	// stats holds the flags of cache stats (see ownFlags).
+	stats statsOptions
 	// resolved by openCache
 	resolvedDir string
 	opt         cache.Options // opt.ReadOnly: the user asked for it
@@ -333,6 +369,7 @@ func toJSON(e *cache.Entry, withRecord bool) entryJSON {
 type statsJSON struct {
 	Dir string `json:"dir"`
 	*cache.Stats
+	statsDerived
 	// Remote holds the remote tier's counters, when the daemon serving
 	// the command has one.
 	Remote *remote.Stats `json:"remote,omitempty"`
@@ -348,7 +385,7 @@ func runCacheStats(ctx context.Context, env *cli.Env, o *cacheOptions, s cache.M
 	}
 	rs := remoteStatsFor(env, o.resolvedDir)
 	if o.json {
-		return cli.WriteJSON(env.Stdout, statsJSON{o.resolvedDir, st, rs})
+		return cli.WriteJSON(env.Stdout, statsJSON{o.resolvedDir, st, derive(st, time.Now()), rs})
 	}
 	w := tabwriter.NewWriter(env.Stdout, 0, 0, 2, ' ', 0)
 	fmt.Fprintf(w, "cache directory\t%s\n", o.resolvedDir)
@@ -358,12 +395,7 @@ func runCacheStats(ctx context.Context, env *cli.Env, o *cacheOptions, s cache.M
 	} else {
 		fmt.Fprintf(w, "size\t%s (no limit)\n", cache.FormatSize(st.Bytes))
 	}
-	fmt.Fprintf(w, "hits\t%d\n", st.Hits)
-	fmt.Fprintf(w, "misses\t%d\n", st.Misses)
-	fmt.Fprintf(w, "damaged\t%d lookups (%d damaged items removed)\n", st.Damaged, st.Corrupt)
-	if n := st.Hits + st.Misses + st.Damaged; n > 0 {
-		fmt.Fprintf(w, "hit rate\t%.1f%%\n", 100*float64(st.Hits)/float64(n))
-	}
+	writeStatsValue(w, st)
 	fmt.Fprintf(w, "uncached\t%d\n", st.Uncached)
 	for _, r := range slices.Sorted(maps.Keys(st.UncachedReasons)) {
 		fmt.Fprintf(w, "  %s\t%d\n", r, st.UncachedReasons[r])

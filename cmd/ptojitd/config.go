@@ -109,6 +109,8 @@ func checkSetting(k config.Key, v string) error {
 	case "pass_env":
 		_, err := passEnvNames(v)
 		return err
+	case "log_level", "metrics_listen", "metrics_textfile":
+		return checkObservability(k.Name, v)
 	}
 	return nil
 }
@@ -149,6 +151,12 @@ type settings struct {
 	maxBytes int64
 	readOnly bool
 	verify   bool // the verify mode (jit.Options.Verify)
+	// logMaxBytes is log_max_size (the request log), logLevel log_level.
+	logMaxBytes int64
+	logLevel    string
+	// metricsListen and metricsTextfile are metrics_listen and
+	// metrics_textfile ("" when off).
+	metricsListen, metricsTextfile string
 }
 
 // resolveSettings returns the settings in force: getenv's variables, else
@@ -183,6 +191,24 @@ func resolveSettings(cacheDir string, getenv func(string) string) (*settings, er
 		case "verify":
 			if s.verify, err = config.ParseBool(st.Value); err != nil {
 				return nil, bad(err)
+			}
+		case "log_max_size":
+			if s.logMaxBytes, err = cache.ParseSize(st.Value); err != nil {
+				return nil, bad(err)
+			}
+		case "log_level":
+			if err := checkObservability(st.Key.Name, st.Value); err != nil {
+				return nil, bad(err)
+			}
+			s.logLevel = st.Value
+		case "metrics_listen", "metrics_textfile":
+			if err := checkObservability(st.Key.Name, st.Value); err != nil {
+				return nil, bad(err)
+			}
+			if st.Key.Name == "metrics_listen" {
+				s.metricsListen = st.Value
+			} else {
+				s.metricsTextfile = st.Value
 			}
 		}
 	}
@@ -363,6 +389,19 @@ func (s *requestStore) List(ctx context.Context, fn func(*cache.Entry) error) er
 // Count implements cache.EventCounter.
 func (s *requestStore) Count(ctx context.Context, event, reason string) error {
 	return cache.Count(ctx, s.Core, event, reason)
+}
+
+// CountRemoteHit implements cache.EventCounter.
+func (s *requestStore) CountRemoteHit(ctx context.Context, e *cache.Entry) error {
+	return cache.CountRemoteHit(ctx, s.Core, e)
+}
+
+// ZeroCounts implements cache.EventCounter.
+func (s *requestStore) ZeroCounts(ctx context.Context) error {
+	if c, ok := s.Core.(cache.EventCounter); ok {
+		return c.ZeroCounts(ctx)
+	}
+	return nil
 }
 
 // capped returns data read under the cap c for the entry e: a reader

@@ -156,6 +156,7 @@ a connection that sends nothing delays neither.`,
 					}
 				},
 			},
+			daemonMetricsCommand(),
 			{
 				Name: "run", Usage: "daemon run [--cache-dir D] [--idle D] [--max-size S]",
 				Summary: "run the daemon in the foreground (what start runs)",
@@ -344,7 +345,7 @@ func runDaemon(ctx context.Context, env *cli.Env, o daemonOptions) error {
 	if err := checkDaemonSettings(dir, o); err != nil {
 		return err
 	}
-	logf := daemonLogf(env)
+	logf := startDaemonLog(env, dir)
 	// The shared store has no cap and is writable: each request applies
 	// its own settings (sharedStore), and the idle trim the daemon's.
 	// Badger's errors and warnings (a damaged value log, a failed read)
@@ -538,6 +539,7 @@ func serveStore(ctx context.Context, srv *daemon.Server, served <-chan error, di
 	})
 	// Joined before the store closes (deferred above, so run after this).
 	defer m.start(ctx, srv)()
+	defer startMetrics(ctx, dir, store, logf)()
 	return <-served
 }
 

@@ -22,7 +22,7 @@ import (
 func init() {
 	register(&cli.Command{
 		Name:    "key",
-		Usage:   "key --request FILE|- [--json] [--no-daemon] | key diff A B [--json] [--cache-dir DIR] [--no-daemon]",
+		Usage:   "key --request FILE|- [--json] [--no-daemon] | key diff A B [--json] [--cache-dir DIR] [--no-daemon] | key why [REQUEST|KEY]",
 		Summary: "show every input of a build's key, or diff two keys",
 		Long: `Computes the key of a build request without building, and prints the key
 record as an indented tree: every input with its value, each group with its
@@ -96,7 +96,7 @@ error, 2 usage error or an invalid request.`,
 					return runKeyDiff(ctx, env, o, args[0], args[1])
 				}
 			},
-		}},
+		}, keyWhyCommand()},
 	})
 }
 

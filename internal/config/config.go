@@ -93,6 +93,14 @@ var Known = []Key{
 		Doc: "the toolchain identity policy: build (PyPTO's build records: version claims) or content (every file read: proofs of contents)"},
 	{Name: "pass_env", Env: "PTOJIT_PASS_ENV", Kind: Text, Default: "",
 		Doc: "extra environment variables (comma-separated names) clients send and tools see; never in the key"},
+	{Name: "log_max_size", Env: "PTOJIT_LOG_MAX_SIZE", Kind: Size, Default: "1M",
+		Doc: "the request log (requests.log in the cache directory) is rotated beyond this size, one older file kept (0: no request log)"},
+	{Name: "log_level", Env: "PTOJIT_LOG_LEVEL", Kind: Text, Default: "info",
+		Doc: "the daemon log's level: error, warn, info or debug (debug adds one line per request)"},
+	{Name: "metrics_listen", Env: "PTOJIT_METRICS_LISTEN", Kind: Text, Default: "",
+		Doc: "a loopback address (127.0.0.1:9464, [::1]:9464) where the daemon serves its metrics over HTTP (any local user can read them); off when empty"},
+	{Name: "metrics_textfile", Env: "PTOJIT_METRICS_TEXTFILE", Kind: Text, Default: "",
+		Doc: "an absolute path outside the cache directory where the daemon writes its metrics (0644) for node_exporter's textfile collector; off when empty"},
 }
 
 // Lookup returns the known key called name.

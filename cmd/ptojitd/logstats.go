@@ -1,0 +1,163 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"path/filepath"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/ptojit/ptojit/api"
+	"github.com/ptojit/ptojit/cache"
+	"github.com/ptojit/ptojit/cmd/internal/cli"
+	"github.com/ptojit/ptojit/jit"
+)
+
+// logTotals are the request log's records added up: the figures of cache
+// stats --since, named as cache stats --json names the counters.
+type logTotals struct {
+	// Since is the start of the period (RFC 3339), absent for the whole
+	// log.
+	Since            string   `json:"since,omitempty"`
+	Builds           int64    `json:"builds"`
+	Hits             int64    `json:"hits"`
+	RemoteHits       int64    `json:"remote_hits"`
+	Misses           int64    `json:"misses"`
+	Uncached         int64    `json:"uncached"`
+	Errors           int64    `json:"errors"`
+	HitRate          *float64 `json:"hit_rate,omitempty"`
+	TimeSavedSeconds float64  `json:"time_saved_seconds"`
+	BytesServed      int64    `json:"bytes_served"`
+}
+
+// add counts one record.
+func (t *logTotals) add(r *logRecord) {
+	t.Builds++
+	switch api.Status(r.Status) {
+	case api.StatusHit:
+		if r.Tier == jit.TierRemote {
+			t.RemoteHits++
+		} else {
+			t.Hits++
+		}
+		t.TimeSavedSeconds += r.Saved / 1e3
+		t.BytesServed += r.Bytes
+	case api.StatusMiss:
+		t.Misses++
+	case api.StatusUncached:
+		t.Uncached++
+	default:
+		t.Errors++
+	}
+	if n := t.Hits + t.RemoteHits + t.Misses; n > 0 {
+		rate := float64(t.Hits+t.RemoteHits) / float64(n)
+		t.HitRate = &rate
+	}
+}
+
+// recordsSince returns the records of recs at or after from (all of them
+// for a zero from).
+func recordsSince(recs []logRecord, from time.Time) []logRecord {
+	var out []logRecord
+	for _, r := range recs {
+		if !r.Time.Before(from) {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// runStatsOverLog is cache stats --since D (D zero: the whole log) and
+// --plot FILE: the request log of the cache directory added up over the
+// period ending at now, and drawn.
+func runStatsOverLog(env *cli.Env, o *cacheOptions, since time.Duration, now time.Time) error {
+	recs, err := readRequestLog(logDirOf(o))
+	if err != nil {
+		return err
+	}
+	var from time.Time
+	if since > 0 {
+		from = now.Add(-since)
+		recs = recordsSince(recs, from)
+	}
+	var t logTotals
+	if !from.IsZero() {
+		t.Since = from.UTC().Format(time.RFC3339)
+	}
+	for i := range recs {
+		t.add(&recs[i])
+	}
+	if o.stats.plot != "" {
+		if err := plotRequestLog(env.Abs(o.stats.plot), recs); err != nil {
+			return fmt.Errorf("cache stats --plot: %w", err)
+		}
+	}
+	if o.json {
+		return cli.WriteJSON(env.Stdout, t)
+	}
+	return writeLogTotals(env.Stdout, filepath.Join(logDirOf(o), requestLogName), &t, o.stats.plot)
+}
+
+// writeLogTotals prints the totals of the request log file p for people.
+func writeLogTotals(out io.Writer, p string, t *logTotals, plot string) error {
+	w := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
+	fmt.Fprintf(w, "request log\t%s\n", p)
+	if t.Since != "" {
+		fmt.Fprintf(w, "since\t%s\n", t.Since)
+	} else {
+		fmt.Fprintf(w, "since\tthe oldest record kept\n")
+	}
+	fmt.Fprintf(w, "builds\t%d\n", t.Builds)
+	fmt.Fprintf(w, "hits\t%d (local %d, remote %d)\n", t.Hits+t.RemoteHits, t.Hits, t.RemoteHits)
+	fmt.Fprintf(w, "misses\t%d\n", t.Misses)
+	if t.HitRate != nil {
+		fmt.Fprintf(w, "hit rate\t%.1f%%\n", 100**t.HitRate)
+	}
+	fmt.Fprintf(w, "time saved\t%s\n", formatDuration(time.Duration(t.TimeSavedSeconds*float64(time.Second))))
+	fmt.Fprintf(w, "bytes served\t%s\n", cache.FormatSize(t.BytesServed))
+	fmt.Fprintf(w, "uncached\t%d\n", t.Uncached)
+	fmt.Fprintf(w, "errors\t%d\n", t.Errors)
+	if plot != "" {
+		fmt.Fprintf(w, "plot\t%s\n", plot)
+	}
+	return w.Flush()
+}
+
+// runCacheLog is cache log: the last records of the request log.
+func runCacheLog(ctx context.Context, env *cli.Env, o *cacheOptions, s cache.Store, args []string) error {
+	recs, err := readRequestLog(logDirOf(o))
+	if err != nil {
+		return err
+	}
+	if n := o.stats.limit; n > 0 && len(recs) > n {
+		recs = recs[len(recs)-n:]
+	}
+	if o.json {
+		if recs == nil {
+			recs = []logRecord{}
+		}
+		return cli.WriteJSON(env.Stdout, recs)
+	}
+	var b strings.Builder
+	if len(recs) == 0 {
+		fmt.Fprintf(&b, "no builds in the request log %s\n", filepath.Join(logDirOf(o), requestLogName))
+	}
+	for _, r := range recs {
+		status := r.Status
+		if r.Tier == jit.TierRemote {
+			status += "/remote"
+		}
+		fmt.Fprintf(&b, "%s  %-14s %-12s %9.1f ms  %9s", r.Time.Local().Format("2006-01-02 15:04:05"), status, r.Key, r.Total, cache.FormatSize(r.Bytes))
+		if r.Saved > 0 {
+			fmt.Fprintf(&b, "  saved %.1f ms", r.Saved)
+		}
+		if r.Reason != "" {
+			fmt.Fprintf(&b, "  %s", r.Reason)
+		}
+		b.WriteString("\n")
+	}
+	_, err = io.WriteString(env.Stdout, b.String())
+	return err
+}

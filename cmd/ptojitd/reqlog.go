@@ -1,0 +1,188 @@
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/ptojit/ptojit/api"
+	"github.com/ptojit/ptojit/cmd/internal/cli"
+)
+
+// The request log: one JSON object per line (a logRecord) per build, in
+// requestLogName in the cache directory. Before a record would take the
+// file beyond log_max_size it is renamed to requestLogName+".1" (replacing
+// the older one) and a new file begun, so the log holds at most twice
+// log_max_size; log_max_size 0 writes none.
+const requestLogName = "requests.log"
+
+// maxLogLine bounds one line of the request log a reader accepts.
+const maxLogLine = 64 << 10
+
+// logRecord is one build in the request log. Its fields are counts,
+// durations, a key prefix and the reason of a miss or an uncached build.
+type logRecord struct {
+	Time   time.Time `json:"time"`
+	Status string    `json:"status"`
+	// Tier is a hit's: local or remote.
+	Tier string `json:"tier,omitempty"`
+	// Key is the first 12 hex digits of the key.
+	Key string `json:"key,omitempty"`
+	// Phases are the build's phase durations in milliseconds: identity,
+	// lookup, compile, publish, total.
+	Identity float64 `json:"identity_ms"`
+	Lookup   float64 `json:"lookup_ms"`
+	Compile  float64 `json:"compile_ms"`
+	Publish  float64 `json:"publish_ms"`
+	Total    float64 `json:"total_ms"`
+	// Saved is a hit's stored compile time in milliseconds.
+	Saved float64 `json:"saved_ms,omitempty"`
+	// Bytes is the size of the outputs.
+	Bytes int64 `json:"bytes"`
+	// Reason is why a build missed or was not cached.
+	Reason string `json:"reason,omitempty"`
+}
+
+// recordOf is the log record of a build's response r, answered at t.
+func recordOf(r *api.Response, t time.Time) logRecord {
+	rec := logRecord{Time: t.UTC(), Status: string(r.Status), Key: short12(r.Key), Saved: r.SavedMS,
+		Identity: r.Timings.Identity, Lookup: r.Timings.Lookup, Compile: r.Timings.Compile, Publish: r.Timings.Publish, Total: r.Timings.Total}
+	if r.Status == api.StatusHit {
+		rec.Tier = r.HitTier
+	}
+	for _, o := range r.Outputs {
+		rec.Bytes += o.Size
+	}
+	switch r.Status {
+	case api.StatusMiss:
+		rec.Reason = r.MissReason
+		if len(r.Changed) > 0 {
+			rec.Reason += "; changed: " + r.Changed[0].Input
+		}
+	case api.StatusUncached:
+		if len(r.Unavailable) > 0 {
+			rec.Reason = r.Unavailable[0]
+		}
+	case api.StatusError:
+		rec.Reason = r.Error
+	}
+	if len(rec.Reason) > 512 {
+		rec.Reason = rec.Reason[:512]
+	}
+	return rec
+}
+
+// requestLogMu serializes this process's appends and rotations (the
+// daemon answers builds concurrently); other processes append with
+// O_APPEND, one write per record.
+var requestLogMu sync.Mutex
+
+// appendRequestLog appends rec to the request log of the cache directory
+// dir, rotating it beyond maxBytes; maxBytes 0 writes nothing.
+func appendRequestLog(dir string, maxBytes int64, rec logRecord) error {
+	if maxBytes <= 0 {
+		return nil
+	}
+	line, err := json.Marshal(rec)
+	if err != nil {
+		return err
+	}
+	line = append(line, '\n')
+	p := filepath.Join(dir, requestLogName)
+	requestLogMu.Lock()
+	defer requestLogMu.Unlock()
+	if fi, err := os.Stat(p); err == nil && fi.Size()+int64(len(line)) > maxBytes {
+		if err := os.Rename(p, p+".1"); err != nil {
+			return err
+		}
+	}
+	f, err := os.OpenFile(p, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
+	if err != nil {
+		return err
+	}
+	_, err = f.Write(line)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// logBuild appends the record of the build response r to the request log
+// of the cache directory of a build command (cacheDir its flag; the
+// daemon's own in the daemon). A log
+// that cannot be written is a warning: it fails no build.
+func logBuild(env *cli.Env, cacheDir string, r *api.Response) {
+	dir, err := cacheDirOf(env, cacheDir)
+	if engine.dir != "" {
+		// The daemon's builds use its store, whatever they name.
+		dir, err = engine.dir, nil
+	}
+	if err != nil {
+		return
+	}
+	s, err := resolveSettings(dir, env.Getenv)
+	if err != nil {
+		return
+	}
+	if err := appendRequestLog(dir, s.logMaxBytes, recordOf(r, time.Now())); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		r.Warnings = append(r.Warnings, fmt.Sprintf("request log: %v", err))
+	}
+}
+
+// logDirOf is the cache directory whose request log a cache command of
+// o reads: the daemon's own in the daemon.
+func logDirOf(o *cacheOptions) string {
+	if engine.dir != "" {
+		return engine.dir
+	}
+	return o.resolvedDir
+}
+
+// readRequestLog returns the records of the request log of dir, oldest
+// first: the rotated file's, then the current one's. A line that does
+// not parse is an error naming the file and the line.
+func readRequestLog(dir string) ([]logRecord, error) {
+	var out []logRecord
+	for _, name := range []string{requestLogName + ".1", requestLogName} {
+		p := filepath.Join(dir, name)
+		f, err := os.Open(p)
+		if errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		recs, err := parseRequestLog(p, f)
+		f.Close()
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, recs...)
+	}
+	return out, nil
+}
+
+// parseRequestLog reads the records of the log file named p from r.
+func parseRequestLog(p string, r io.Reader) ([]logRecord, error) {
+	var out []logRecord
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 4096), maxLogLine)
+	for n := 1; sc.Scan(); n++ {
+		var rec logRecord
+		if err := json.Unmarshal(sc.Bytes(), &rec); err != nil {
+			return nil, fmt.Errorf("%s:%d: not a request-log record: %v", p, n, err)
+		}
+		out = append(out, rec)
+	}
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("%s: %w", p, err)
+	}
+	return out, nil
+}

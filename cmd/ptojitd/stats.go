@@ -1,0 +1,138 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"path/filepath"
+	"time"
+
+	"github.com/spf13/pflag"
+
+	"github.com/ptojit/ptojit/cache"
+	"github.com/ptojit/ptojit/cmd/internal/cli"
+)
+
+// statsOptions are the flags of cache stats beyond those of every cache
+// subcommand.
+type statsOptions struct {
+	zero  bool
+	since string // a duration: aggregate the request log over it
+	plot  string // an SVG file to draw the request log in
+	limit int    // cache log: the records printed
+	isLog bool   // the subcommand is cache log, which has --limit
+}
+
+// statsFlags adds the flags of cache stats.
+func statsFlags(fs *pflag.FlagSet, o *cacheOptions) {
+	fs.BoolVar(&o.stats.zero, "zero", false, "zero the counters first (entries and size stay)")
+	fs.StringVar(&o.stats.since, "since", "", "also aggregate the request log over this duration back from now, e.g. 24h or 90m")
+	fs.StringVar(&o.stats.plot, "plot", "", "draw the request log's hit rate, time saved and builds per hour or day into this SVG file")
+}
+
+// logFlags adds the flags of cache log.
+func logFlags(fs *pflag.FlagSet, o *cacheOptions) {
+	fs.IntVar(&o.stats.limit, "limit", 20, "print the last N records (0: all)")
+	o.stats.isLog = true
+}
+
+// ownFlags returns the arguments of the flags of o's subcommand beyond
+// those of every cache subcommand (for the daemon that serves it) and
+// whether they make it write.
+func (o *cacheOptions) ownFlags() (args []string, writes bool, err error) {
+	if o.stats.since != "" {
+		if d, err := time.ParseDuration(o.stats.since); err != nil || d <= 0 {
+			return nil, false, cli.Usagef("cache stats: --since %q is not a positive duration such as 24h or 90m", o.stats.since)
+		}
+	}
+	if o.stats.plot != "" && filepath.Ext(o.stats.plot) != ".svg" {
+		return nil, false, cli.Usagef("cache stats: --plot %q: the file must end in .svg", o.stats.plot)
+	}
+	if o.stats.limit < 0 {
+		return nil, false, cli.Usagef("cache log: --limit %d: want 0 or more", o.stats.limit)
+	}
+	if o.stats.zero {
+		args, writes = append(args, "--zero"), true
+	}
+	if o.stats.since != "" {
+		args = append(args, "--since", o.stats.since)
+	}
+	if o.stats.plot != "" {
+		args = append(args, "--plot", o.stats.plot)
+	}
+	if o.stats.isLog {
+		args = append(args, fmt.Sprintf("--limit=%d", o.stats.limit))
+	}
+	return args, writes, nil
+}
+
+// runStats is cache stats: zero the counters when asked, then print them.
+func runStats(ctx context.Context, env *cli.Env, o *cacheOptions, s cache.Store, args []string) error {
+	if o.stats.zero {
+		if err := s.ZeroCounts(ctx); err != nil {
+			return fmt.Errorf("cache stats --zero: %w", err)
+		}
+	}
+	if o.stats.since != "" || o.stats.plot != "" {
+		since, _ := time.ParseDuration(o.stats.since) // checked by ownFlags
+		return runStatsOverLog(env, o, since, time.Now())
+	}
+	return runCacheStats(ctx, env, o, s, args)
+}
+
+// statsDerived are the figures cache stats --json computes from the
+// counters.
+type statsDerived struct {
+	// HitRate is (hits + remote hits) / lookups, absent without a lookup.
+	HitRate *float64 `json:"hit_rate,omitempty"`
+	// TimeSavedSeconds is TimeSaved in seconds.
+	TimeSavedSeconds float64 `json:"time_saved_seconds"`
+	// Since is when the counters were last zeroed (RFC 3339), absent when
+	// they never were.
+	Since string `json:"since,omitempty"`
+}
+
+// derive computes the derived figures of st.
+func derive(st *cache.Stats, now time.Time) statsDerived {
+	d := statsDerived{TimeSavedSeconds: time.Duration(st.TimeSaved).Seconds()}
+	if r, ok := st.HitRate(); ok {
+		d.HitRate = &r
+	}
+	if st.ZeroedAt != 0 {
+		d.Since = time.Unix(0, st.ZeroedAt).UTC().Format(time.RFC3339)
+	}
+	return d
+}
+
+// writeStatsValue writes the lines of cache stats about hits and what
+// they were worth: local and remote hits, misses, damaged lookups, the
+// hit rate, the time saved, the bytes served and since when the counters
+// count.
+func writeStatsValue(w io.Writer, st *cache.Stats) {
+	fmt.Fprintf(w, "hits\t%d (local %d, remote %d)\n", st.Hits+st.RemoteHits, st.Hits, st.RemoteHits)
+	fmt.Fprintf(w, "misses\t%d\n", st.Misses)
+	fmt.Fprintf(w, "damaged\t%d lookups (%d damaged items removed)\n", st.Damaged, st.Corrupt)
+	if r, ok := st.HitRate(); ok {
+		fmt.Fprintf(w, "hit rate\t%.1f%%\n", 100*r)
+	}
+	fmt.Fprintf(w, "time saved\t%s (stored compile time of the entries served, over their hits)\n", formatDuration(time.Duration(st.TimeSaved)))
+	fmt.Fprintf(w, "bytes served\t%s\n", cache.FormatSize(st.BytesServed))
+	if st.ZeroedAt != 0 {
+		at := time.Unix(0, st.ZeroedAt)
+		fmt.Fprintf(w, "since\t%s (zeroed %s ago)\n", at.Format(time.RFC3339), formatDuration(time.Since(at).Truncate(time.Second)))
+	} else {
+		fmt.Fprintf(w, "since\tthe cache was created (never zeroed; cache stats --zero zeroes)\n")
+	}
+}
+
+// formatDuration prints d for people: milliseconds below a second, else
+// to a tenth of a second below a minute, else in whole seconds.
+func formatDuration(d time.Duration) string {
+	switch {
+	case d < time.Second:
+		return fmt.Sprintf("%.1f ms", float64(d)/float64(time.Millisecond))
+	case d < time.Minute:
+		return fmt.Sprintf("%.1f s", d.Seconds())
+	}
+	return d.Round(time.Second).String()
+}

@@ -1,0 +1,222 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/spf13/pflag"
+
+	"github.com/ptojit/ptojit/api"
+	"github.com/ptojit/ptojit/cache"
+	"github.com/ptojit/ptojit/cmd/internal/cli"
+	"github.com/ptojit/ptojit/jit"
+)
+
+// changedShown is how many changed inputs the one-line summary of a miss
+// names; --json and key why list them all.
+const changedShown = 4
+
+// writeChanged writes the "changed: ..." line of a miss: the inputs that
+// differ from the latest earlier build of the request, that there was
+// none, or why they are not known. Nothing when the request has no
+// identity (standard input without a name).
+func writeChanged(b *strings.Builder, r *api.Response) {
+	p := r.ChangedSince
+	if p == nil {
+		return
+	}
+	b.WriteString("\nchanged: ")
+	switch {
+	case p.First:
+		fmt.Fprintf(b, "first build of %s (no earlier build is recorded)", p.Request)
+		return
+	case p.Note != "":
+		fmt.Fprintf(b, "unknown since the last build of %s: %s", p.Request, p.Note)
+		return
+	case len(r.Changed) == 0:
+		fmt.Fprintf(b, "no input since the last build of %s (key %s)", p.Request, short12(p.Key))
+		return
+	}
+	names := make([]string, 0, changedShown)
+	for _, c := range r.Changed[:min(len(r.Changed), changedShown)] {
+		names = append(names, c.Input)
+	}
+	b.WriteString(strings.Join(names, ", "))
+	if n := len(r.Changed) - changedShown; n > 0 {
+		fmt.Fprintf(b, " and %d more", n)
+	}
+	fmt.Fprintf(b, " (since the last build of %s, key %s; ptojit key why shows every input)", p.Request, short12(p.Key))
+}
+
+// keyWhyCommand is "key why".
+func keyWhyCommand() *cli.Command {
+	return &cli.Command{
+		Name:    "why",
+		Usage:   "key why [REQUEST|KEY] [--json] [--cache-dir DIR] [--no-daemon]",
+		Summary: "print what changed since the build before a request's or a key's",
+		Long: `Prints every input that differs between a build and the build of the same
+request before it, in the form of ptojit key diff:
+
+  NAME: BEFORE -> NOW
+
+ptojit records the latest build of every request (by its "name" field,
+else its file's path relative to the base directory) and the one before
+it. With a request file (or "-"), its key is computed now: when the
+latest recorded build of the request had another key, that build is the
+one before; when it had this key, the build recorded before it is. The
+headers of the earlier build's header variant are compared with the files
+as they are now. With a key (or a unique prefix of at least 4 hex digits),
+the latest build that had it is explained from the cache alone; without an
+argument, the latest build recorded of any request. A request with no
+earlier build says "first build".
+
+--json prints {"key", "predecessor": {"request", "first", "key", "note"},
+"changed": [{"name", "input", "was", "now"}]}.
+
+Exit status: 0 (whether or not inputs changed), 1 on error, 2 usage error.`,
+		Setup: func(fs *pflag.FlagSet) cli.RunFunc {
+			var o keyWhyOptions
+			fs.BoolVar(&o.json, "json", false, "print the explanation as JSON")
+			fs.StringVar(&o.cacheDir, "cache-dir", "", "the cache directory")
+			fs.Bool("no-daemon", false, "read the cache in this process instead of asking the daemon")
+			fs.BoolVar(&o.wait, "wait", false, "in this process: wait while another process holds the cache")
+			return func(ctx context.Context, env *cli.Env, args []string) error {
+				if len(args) > 1 {
+					return cli.Usagef("key why: want at most one argument REQUEST|KEY, got %d", len(args))
+				}
+				if len(args) == 1 {
+					o.arg = args[0]
+				}
+				if env.Checked() {
+					if o.arg == "" {
+						return nil
+					}
+					return checkWhyArg(env, o.arg)
+				}
+				return runKeyWhy(ctx, env, o)
+			}
+		},
+	}
+}
+
+type keyWhyOptions struct {
+	arg      string
+	json     bool
+	cacheDir string
+	wait     bool
+}
+
+// checkWhyArg checks the argument of key why: a request file, "-", or a
+// key or key prefix.
+func checkWhyArg(env *cli.Env, arg string) error {
+	if arg == "-" || fileExists(env.Abs(arg)) {
+		return checkRequest(env, arg)
+	}
+	if checkKeyPrefix("key why", arg) != nil {
+		return cli.Usagef("key why: %q is neither a request file nor a key (a key or a unique prefix of at least %d hex digits)", arg, minKeyPrefix)
+	}
+	return nil
+}
+
+func runKeyWhy(ctx context.Context, env *cli.Env, o keyWhyOptions) (err error) {
+	st, release, storeErr, _, err := storeFor(ctx, env, o.cacheDir, true, o.wait)
+	if err == nil && storeErr != nil {
+		err = storeErr
+	}
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if cerr := release(); cerr != nil && err == nil {
+			err = cerr
+		}
+	}()
+	w, err := keyWhy(ctx, env, o, st)
+	if err != nil {
+		return err
+	}
+	if o.json {
+		return cli.WriteJSON(env.Stdout, w)
+	}
+	return writeWhy(env.Stdout, w)
+}
+
+// keyWhy explains the build that o's argument names in the store st.
+func keyWhy(ctx context.Context, env *cli.Env, o keyWhyOptions, st cache.Store) (*jit.Why, error) {
+	drv := driverFor(env, o.cacheDir, st, nil, nil, false)
+	if o.arg == "-" || (o.arg != "" && fileExists(env.Abs(o.arg))) {
+		req, err := readRequestIn(env, o.arg, o.cacheDir)
+		if err != nil {
+			return nil, err
+		}
+		w, err := drv.Why(ctx, req)
+		if errors.Is(err, jit.ErrNoRequestIdentity) {
+			return nil, fmt.Errorf("key why: %w", err)
+		}
+		return w, err
+	}
+	var key cache.Key
+	if o.arg != "" {
+		e, err := resolveKey(ctx, st, o.arg)
+		if err != nil {
+			return nil, fmt.Errorf("key why: %w", err)
+		}
+		key = e.Key
+	}
+	latest, err := latestRecordOf(ctx, st, key, o.arg != "")
+	if err != nil {
+		return nil, err
+	}
+	return drv.WhyLatest(ctx, latest)
+}
+
+// latestRecordOf returns the latest-build record, among those in st, whose
+// key is key (any key when !byKey) and that was written last.
+func latestRecordOf(ctx context.Context, st cache.Store, key cache.Key, byKey bool) (*cache.Entry, error) {
+	var found *cache.Entry
+	err := st.List(ctx, func(e *cache.Entry) error {
+		if e.Meta["kind"] != jit.LatestKind || (byKey && e.Meta["key"] != key.String()) {
+			return nil
+		}
+		if found == nil || e.Created.After(found.Created) {
+			found = e
+		}
+		return nil
+	})
+	switch {
+	case err != nil:
+		return nil, err
+	case found == nil && byKey:
+		return nil, fmt.Errorf("key why: no recorded build has key %s (ptojit records the latest build of each request)", key.String()[:12])
+	case found == nil:
+		return nil, errors.New("key why: no build is recorded in the cache")
+	}
+	return found, nil
+}
+
+// writeWhy prints an explanation for people.
+func writeWhy(w io.Writer, y *jit.Why) error {
+	var b strings.Builder
+	p := y.Predecessor
+	switch {
+	case p.First:
+		fmt.Fprintf(&b, "first build of %s (key %s): no earlier build is recorded\n", p.Request, short12(y.Key))
+	case p.Note != "":
+		fmt.Fprintf(&b, "%s (key %s) since its build before (key %s): unknown: %s\n", p.Request, short12(y.Key), short12(p.Key), p.Note)
+	default:
+		fmt.Fprintf(&b, "%s: key %s, the build before had key %s\n", p.Request, short12(y.Key), short12(p.Key))
+		diffs := make([]jit.Difference, 0, len(y.Changed))
+		for _, c := range y.Changed {
+			diffs = append(diffs, jit.Difference{Name: c.Name, A: c.Was, B: c.Now})
+		}
+		if _, err := io.WriteString(w, b.String()); err != nil {
+			return err
+		}
+		return writeDiffs(w, diffs)
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
