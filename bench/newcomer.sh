@@ -3,7 +3,7 @@
 #
 # Clones this repository into a temporary directory, runs the README's
 # quick start there (build the binaries, build the example twice: a miss,
-# then a hit, then run it on child workers), then 36 bad inputs: usage
+# then a hit, then run it on child workers), then 42 bad inputs: usage
 # errors and invalid requests. For each bad input it checks that
 #   - it answers within a deadline (no hang),
 #   - it exits with the README's code (2 for these),
@@ -173,6 +173,14 @@ bad help 2 'unknown command "nosuch"' usage -- help nosuch
 bad completion 2 'bash, zsh, fish' usage -- completion tcsh
 bad version 2 'unexpected argument "extra"' usage -- version extra
 bad policy 2 'fast' usage -- toolchain --policy fast
+# Typos: each gets a suggestion, a flag before its subcommand says where it
+# goes, and the hint names the command's own help.
+bad typo-flag 2 'unknown flag: --requets; did you mean --request\?' usage -- build --requets $R/request.json
+bad typo-command 2 'unknown command "buidl"; did you mean build\?' usage -- buidl
+bad typo-sub 2 'unknown command "cache stat"; did you mean cache stats\?' usage -- cache stat
+bad typo-key 2 'unknown key "maxsize"; did you mean max_size\?' usage -- config set maxsize 1G
+bad flag-first 2 'flags go after the subcommand: ptojit cache stats --json' usage -- cache --json stats
+bad typo-help 2 "Run 'ptojit help cache' for usage" usage -- cache stat
 
 echo "== $total bad inputs: $failed failed; $hangs hangs, $strays left a daemon or directory, $unnamed did not name the file/field/argument, $wrongexit wrong exit codes, $hinted request errors with the usage hint; slowest ${maxms} ms"
 [ $failed -eq 0 ]

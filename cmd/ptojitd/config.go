@@ -220,7 +220,7 @@ func storeSettings(env *cli.Env, dir string) (opt cache.Options, verify bool, er
 
 func runConfigGet(env *cli.Env, o *configOptions, args []string) error {
 	if _, ok := config.Lookup(args[0]); !ok {
-		return cli.Usagef("config get: unknown key %q", args[0])
+		return unknownKey(args[0])
 	}
 	dir, err := cacheDirOf(env, o.cacheDir)
 	if err != nil {
@@ -243,7 +243,7 @@ func runConfigGet(env *cli.Env, o *configOptions, args []string) error {
 func runConfigSet(env *cli.Env, o *configOptions, args []string) error {
 	unset := len(args) == 1
 	if _, ok := config.Lookup(args[0]); !ok {
-		return cli.Usagef("config: unknown key %q", args[0])
+		return unknownKey(args[0])
 	}
 	path, err := configPath(env, o.cacheDir)
 	if err != nil {
@@ -456,3 +456,13 @@ func sharedStore(opt cache.Options) cache.Store {
 
 // requestStores holds one *requestStore per distinct requestStore value.
 var requestStores sync.Map
+
+// unknownKey is the usage error for a key config does not know: the
+// closest known keys, then all of them.
+func unknownKey(name string) error {
+	names := make([]string, len(config.Known))
+	for i, k := range config.Known {
+		names[i] = k.Name
+	}
+	return cli.Usagef("config: unknown key %q%s (keys: %s)", name, cli.DidYouMean(name, "", names), strings.Join(names, ", "))
+}

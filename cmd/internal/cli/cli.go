@@ -123,7 +123,12 @@ type Command struct {
 }
 
 // UsageError is a mistake in how a command was called: exit code 2.
-type UsageError struct{ Msg string }
+// Command is the command path whose help the message points at ("cache
+// stats"; "" for the program's).
+type UsageError struct {
+	Msg     string
+	Command string
+}
 
 func (e *UsageError) Error() string { return e.Msg }
 
@@ -285,7 +290,11 @@ func Report(env *Env, prog string, err error) int {
 		var ue *UsageError
 		var ie *InputError
 		if errors.As(err, &ue) && !errors.As(err, &ie) {
-			fmt.Fprintf(env.Stderr, "Run '%s help' for usage.\n", prog)
+			help := prog + " help"
+			if ue.Command != "" {
+				help += " " + ue.Command
+			}
+			fmt.Fprintf(env.Stderr, "Run '%s' for usage.\n", help)
 		}
 	}
 	return ExitCode(err)
@@ -339,7 +348,7 @@ func (p *Program) Run(ctx context.Context, env *Env, args []string) error {
 	switch args[0] {
 	case "-h", "--help":
 		args = append([]string{"help"}, args[1:]...)
-	case "--version":
+	case "--version", "-V":
 		args = append([]string{"version"}, args[1:]...)
 	}
 	c := p.find(args[0])
@@ -349,7 +358,10 @@ func (p *Program) Run(ctx context.Context, env *Env, args []string) error {
 				return err
 			}
 		}
-		return Usagef("unknown command %q", args[0])
+		if len(args[0]) > 0 && args[0][0] == '-' {
+			return Usagef("unknown flag %s: the program's flags are --help, --version and -V; a command's flags go after it", args[0])
+		}
+		return Usagef("unknown command %q%s", args[0], DidYouMean(args[0], "", commandNames(p.all())))
 	}
 	return p.runCommand(ctx, env, []string{p.Name}, c, args[1:])
 }
@@ -467,7 +479,7 @@ func (p *Program) help(ctx context.Context, env *Env, words []string) error {
 	}
 	c := p.find(words[0])
 	if c == nil {
-		return Usagef("help: unknown command %q", words[0])
+		return Usagef("help: unknown command %q%s", words[0], DidYouMean(words[0], "", commandNames(p.all())))
 	}
 	path := []string{p.Name, c.Name}
 	for _, w := range words[1:] {
@@ -478,7 +490,8 @@ func (p *Program) help(ctx context.Context, env *Env, words []string) error {
 			}
 		}
 		if next == nil {
-			return Usagef("help: unknown command %q", strings.Join(append(path[1:], w), " "))
+			return &UsageError{Command: strings.Join(path[1:], " "), Msg: fmt.Sprintf("help: unknown command %q%s",
+				strings.Join(append(path[1:], w), " "), DidYouMean(w, strings.Join(path[1:], " ")+" ", commandNames(c.Subcommands)))}
 		}
 		c = next
 		path = append(path, w)
@@ -524,12 +537,12 @@ func (p *Program) runCommand(ctx context.Context, env *Env, path []string, c *Co
 			}
 		}
 		if c.Setup == nil {
-			return Usagef("unknown command %q", strings.Join(append(path[1:], args[0]), " "))
+			return unknownSubcommand(path, c, args[0])
 		}
 	}
 	fs, run, help := newFlagSet(path, c)
 	if err := fs.Parse(args); err != nil {
-		return Usagef("%s: %v", strings.Join(path[1:], " "), err)
+		return flagError(path, c, fs, args, err)
 	}
 	if *help {
 		if env.Checked() {
@@ -540,12 +553,25 @@ func (p *Program) runCommand(ctx context.Context, env *Env, path []string, c *Co
 	}
 	if run == nil {
 		if len(fs.Args()) > 0 {
-			return Usagef("unknown command %q", strings.Join(append(path[1:], fs.Args()[0]), " "))
+			return unknownSubcommand(path, c, fs.Args()[0])
 		}
 		printCommandHelp(env.Stderr, path, c, fs)
 		return Exit(ExitUsage)
 	}
-	return run(ctx, env, fs.Args())
+	err := run(ctx, env, fs.Args())
+	var ue *UsageError
+	if errors.As(err, &ue) && ue.Command == "" {
+		ue.Command = strings.Join(path[1:], " ")
+	}
+	return err
+}
+
+// unknownSubcommand is the error for a word that names none of c's
+// subcommands.
+func unknownSubcommand(path []string, c *Command, word string) error {
+	where := strings.Join(path[1:], " ")
+	return &UsageError{Command: where, Msg: fmt.Sprintf("unknown command %q%s",
+		where+" "+word, DidYouMean(word, where+" ", commandNames(c.Subcommands)))}
 }
 
 func printCommandHelp(w io.Writer, path []string, c *Command, fs *pflag.FlagSet) {
