@@ -10,6 +10,9 @@
 #   - after it, no daemon runs and no directory was created for it,
 #   - its message names the file, the field or the argument at fault,
 #   - a request error does not end with the generic usage hint.
+# Then, with the example module installed, it completes command lines as
+# bash does on TAB (compgen through the script "completion bash" prints)
+# and loads the zsh and fish scripts in their shells where installed.
 # It prints one line per case and the totals; it exits 1 if any check
 # failed.
 #
@@ -182,5 +185,51 @@ bad typo-key 2 'unknown key "maxsize"; did you mean max_size\?' usage -- config 
 bad flag-first 2 'flags go after the subcommand: ptojit cache stats --json' usage -- cache --json stats
 bad typo-help 2 "Run 'ptojit help cache' for usage" usage -- cache stat
 
-echo "== $total bad inputs: $failed failed; $hangs hangs, $strays left a daemon or directory, $unnamed did not name the file/field/argument, $wrongexit wrong exit codes, $hinted request errors with the usage hint; slowest ${maxms} ms"
+# Completion: bash's compgen through the script "completion bash" prints,
+# with one module installed, as a newcomer's TAB would complete.
+echo "== completion (bash, compgen)"
+export PTOJIT_MODULE_DIR=$T/modules
+(
+	export PTOJIT_CACHE_DIR=$T/compcache PTOJIT_DAEMON=0
+	pub=$("$BIN/ptojit" module keygen --out "$T/team.key") &&
+		"$BIN/ptojit" module trust add org.example "$pub" &&
+		"$BIN/ptojit" module pack testdata/examples/modules/scan --key "$T/team.key" -o "$T/scan.ptomodule" &&
+		"$BIN/ptojit" module install "$T/scan.ptomodule"
+) >"$T/out" 2>&1 || { echo "FAIL: installing the example module"; cat "$T/out"; exit 1; }
+source <(PATH=$BIN:$PATH "$BIN/ptojit" completion bash)
+# comp WANT WORD...: the completions of the last word, given the others.
+comp() {
+	local want=$1
+	shift
+	total=$((total + 1))
+	COMP_WORDS=("$BIN/ptojit" "$@") COMP_CWORD=$#
+	COMPREPLY=()
+	_ptojit
+	if [[ " ${COMPREPLY[*]} " == *" $want "* ]]; then
+		printf 'ok   complete %-34s -> %s\n' "$*" "${COMPREPLY[*]}"
+	else
+		failed=$((failed + 1))
+		printf 'FAIL complete %-34s -> %s (want %s)\n' "$*" "${COMPREPLY[*]}" "$want"
+	fi
+}
+comp bash completion b
+comp build help bu
+comp max_size config get ma
+comp example.sequence.prefix_sum op resolve --op example.seq
+comp example.scan module show example.s
+comp stats cache st
+comp --request build --req
+for sh in zsh fish; do
+	command -v $sh >/dev/null || { echo "skip $sh: not installed"; continue; }
+	total=$((total + 1))
+	"$BIN/ptojit" completion $sh >"$T/comp.$sh"
+	case $sh in
+	zsh) timeout 60 zsh -f -c 'autoload -U compinit && compinit -u -d "$1.dump" && source "$1"' zsh "$T/comp.$sh" >"$T/out" 2>&1 ;;
+	fish) timeout 60 fish --no-config -c "source $T/comp.$sh" >"$T/out" 2>&1 ;;
+	esac
+	if [ $? -eq 0 ] && [ ! -s "$T/out" ]; then echo "ok   $sh script loads"; else failed=$((failed + 1)); echo "FAIL $sh script: $(head -1 "$T/out")"; fi
+done
+unset PTOJIT_MODULE_DIR
+
+echo "== $total cases: $failed failed; $hangs hangs, $strays left a daemon or directory, $unnamed did not name the file/field/argument, $wrongexit wrong exit codes, $hinted request errors with the usage hint; slowest ${maxms} ms"
 [ $failed -eq 0 ]

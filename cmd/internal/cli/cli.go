@@ -120,6 +120,11 @@ type Command struct {
 	Subcommands []*Command
 	// Hidden commands are not listed in help.
 	Hidden bool
+	// Values, when set, returns the words that may complete a value on
+	// the command line: of the flag named flag (its long name), or, with
+	// flag "", of the positional argument that follows args. Nil means
+	// none is known and the shell completes file names.
+	Values func(env *Env, flag string, args []string) []string
 }
 
 // UsageError is a mistake in how a command was called: exit code 2.
@@ -351,6 +356,9 @@ func (p *Program) Run(ctx context.Context, env *Env, args []string) error {
 	case "--version", "-V":
 		args = append([]string{"version"}, args[1:]...)
 	}
+	if args[0] == completeCommand {
+		return p.complete(ctx, env, args[1:])
+	}
 	c := p.find(args[0])
 	if c == nil {
 		if p.Fallback != nil {
@@ -381,6 +389,7 @@ command, the list of commands.`,
 					return p.help(ctx, env, args)
 				}
 			},
+			Values: p.helpValues,
 		},
 		{
 			Name:    "version",
@@ -414,24 +423,29 @@ and time the Go toolchain stamped, and every build setting.`,
 
   source <(ptojit completion bash)            # bash, this shell
   ptojit completion zsh > "${fpath[1]}/_ptojit" # zsh
-  ptojit completion fish > ~/.config/fish/completions/ptojit.fish`,
+  ptojit completion fish > ~/.config/fish/completions/ptojit.fish
+
+The scripts complete commands, subcommands and flags, and values: shells,
+command names after help, setting keys after config get|set|unset, the
+installed operations after --op, module ids after module show|enable|
+disable|remove, file names elsewhere.`,
 			Setup: func(fs *pflag.FlagSet) RunFunc {
 				return func(ctx context.Context, env *Env, args []string) error {
-					if len(args) != 1 || !slices.Contains([]string{"bash", "zsh", "fish"}, args[0]) {
+					if len(args) != 1 || !slices.Contains(shells, args[0]) {
 						return Usagef("completion: want one of bash, zsh, fish")
 					}
 					if env.Checked() {
 						return nil
 					}
-					if len(p.Extra) > 0 && p.Fallback != nil {
-						// The commands' flags live where they run.
-						if ok, err := p.Fallback(ctx, env, []string{"completion", args[0]}); ok {
-							return err
-						}
-					}
 					_, err := io.WriteString(env.Stdout, p.completion(args[0]))
 					return err
 				}
+			},
+			Values: func(env *Env, flag string, args []string) []string {
+				if flag == "" && len(args) == 0 {
+					return shells
+				}
+				return nil
 			},
 		},
 	}
