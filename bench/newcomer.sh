@@ -3,10 +3,12 @@
 #
 # Clones this repository into a temporary directory, runs the README's
 # quick start there (build the binaries, build the example twice: a miss,
-# then a hit, then run it on child workers), then 42 bad inputs: usage
-# errors and invalid requests. For each bad input it checks that
+# then a hit, then run it on child workers), then 58 bad inputs: usage
+# errors, invalid requests and values, and commands that only look at a
+# cache or module store that does not exist. For each it checks that
 #   - it answers within a deadline (no hang),
-#   - it exits with the README's code (2 for these),
+#   - it exits with the README's code (2; 1 for looking at a missing
+#     cache or store),
 #   - after it, no daemon runs and no directory was created for it,
 #   - its message names the file, the field or the argument at fault,
 #   - a request error does not end with the generic usage hint.
@@ -185,6 +187,53 @@ bad typo-key 2 'unknown key "maxsize"; did you mean max_size\?' usage -- config 
 bad flag-first 2 'flags go after the subcommand: ptojit cache stats --json' usage -- cache --json stats
 bad typo-help 2 "Run 'ptojit help cache' for usage" usage -- cache stat
 
+# Looking has no side effects: a missing cache directory or module store is
+# named, exit 1, nothing created, no daemon started.
+bad look-stats 1 'no cache: .*fresh-[0-9]+ does not exist' request -- cache stats
+bad look-ls 1 'fresh-[0-9]+ does not exist' request -- cache ls
+bad look-show 1 'fresh-[0-9]+ does not exist' request -- cache show abcd
+bad look-verify 1 'fresh-[0-9]+ does not exist' request -- cache verify
+bad look-dry-run 1 'fresh-[0-9]+ does not exist' request -- cache verify --dry-run --no-daemon
+bad look-modules 1 'no module store: .*X does not exist' request -- module ls --module-dir X
+bad look-module 1 'X does not exist' request -- module show example.scan --module-dir X
+bad look-graph 1 'X does not exist' request -- module graph --module-dir X
+bad look-mverify 1 'X does not exist' request -- module verify --module-dir X
+bad look-ops 1 'X does not exist' request -- op ls --module-dir X
+bad look-resolve 1 'X does not exist' request -- op resolve --op example.sequence.prefix_sum --dtype f32 --shape 8 --module-dir X
+# Values: one rule for the environment, ptojit.conf and config set.
+PTOJIT_DAEMON=banana bad daemon-var 2 'PTOJIT_DAEMON: "banana": want 1, true, yes or on, or 0, false, no or off' usage -- cache stats
+PTOJIT_CACHE_READONLY=banana bad readonly-var 2 'PTOJIT_CACHE_READONLY: "banana": want' usage -- config get readonly
+PTOJIT_REMOTE_TIMEOUT=forever bad timeout-var 2 'PTOJIT_REMOTE_TIMEOUT: "forever": want a duration' usage -- config list
+bad timeout-set 2 'remote_timeout: "5m": want a duration such as 500ms, 30s or 2m, from 1ms to 1m0s' usage -- config set remote_timeout 5m
+bad policy-set 2 'policy: "fast": want "build" or "content"' usage -- config set policy fast
+echo "== value rules (environment, ptojit.conf, config set agree)"
+inconsistent=0
+# rule KEY VARIABLE VALUE: the variable, a file line and config set
+# accept VALUE alike, or refuse it alike.
+rule() {
+	local key=$1 var=$2 v=$3 d=$T/rule-$1-$RANDOM
+	total=$((total + 1))
+	env "$var=$v" PTOJIT_CACHE_DIR=$d "$BIN/ptojit" config get "$key" >/dev/null 2>&1
+	local e=$?
+	mkdir -p "$d" && printf '%s = %s\n' "$key" "$v" >"$d/ptojit.conf"
+	PTOJIT_CACHE_DIR=$d "$BIN/ptojit" config get "$key" >/dev/null 2>&1
+	local f=$?
+	rm -rf "$d"
+	PTOJIT_CACHE_DIR=$d "$BIN/ptojit" config set "$key" "$v" >/dev/null 2>&1
+	local c=$?
+	rm -rf "$d"
+	if [ $e -eq $f ] && [ $f -eq $c ]; then
+		printf 'ok   %-22s %-10s env %d, file %d, set %d\n' "$key" "$v" $e $f $c
+	else
+		inconsistent=$((inconsistent + 1)) failed=$((failed + 1))
+		printf 'FAIL %-22s %-10s env %d, file %d, set %d\n' "$key" "$v" $e $f $c
+	fi
+}
+for v in 1 0 on OFF yes No banana 2; do rule readonly PTOJIT_CACHE_READONLY $v; done
+for v in 2s 500ms 1m forever 5m 0s; do rule remote_timeout PTOJIT_REMOTE_TIMEOUT $v; done
+for v in 30s 2m soon -1s; do rule daemon_timeout PTOJIT_DAEMON_TIMEOUT $v; done
+for v in 5G 500M lots; do rule max_size PTOJIT_CACHE_MAX_SIZE $v; done
+
 # Completion: bash's compgen through the script "completion bash" prints,
 # with one module installed, as a newcomer's TAB would complete.
 echo "== completion (bash, compgen)"
@@ -231,5 +280,5 @@ for sh in zsh fish; do
 done
 unset PTOJIT_MODULE_DIR
 
-echo "== $total cases: $failed failed; $hangs hangs, $strays left a daemon or directory, $unnamed did not name the file/field/argument, $wrongexit wrong exit codes, $hinted request errors with the usage hint; slowest ${maxms} ms"
+echo "== $total cases: $failed failed; $inconsistent inconsistent value rules, $hangs hangs, $strays left a daemon or directory, $unnamed did not name the file/field/argument, $wrongexit wrong exit codes, $hinted request errors with the usage hint; slowest ${maxms} ms"
 [ $failed -eq 0 ]

@@ -38,6 +38,10 @@ func cacheSubcommand(name, usage, summary, long string, nargs int, writes bool, 
 			fs.StringVar(&o.maxSize, "max-size", "", "the size limit, e.g. 500M or 5G (default: PTOJIT_CACHE_MAX_SIZE, else max_size of ptojit config, else 5G)")
 			fs.BoolVar(&o.json, "json", false, "print JSON")
 			fs.BoolVar(&o.wait, "wait", false, "in this process: wait while another process holds the cache")
+			fs.Bool("no-daemon", false, "open the cache in this process instead of asking the daemon")
+			if name == "verify" {
+				fs.BoolVar(&o.dryRun, "dry-run", false, "report the damage, remove nothing")
+			}
 			if extra != nil {
 				extra(fs, o)
 			}
@@ -56,6 +60,10 @@ func runCacheSubcommand(ctx context.Context, env *cli.Env, name string, nargs in
 	if err := checkCacheArgs(env, name, nargs, o, args); err != nil || env.Checked() {
 		return err
 	}
+	o.look = !writes || name == "verify"
+	if o.dryRun {
+		writes = false
+	}
 	s, release, err := openCache(ctx, env, o, !writes)
 	var held *heldError
 	if errors.As(err, &held) && held.h.daemon && (!writes || !o.opt.ReadOnly) {
@@ -67,6 +75,9 @@ func runCacheSubcommand(ctx context.Context, env *cli.Env, name string, nargs in
 		}
 		if o.maxSize != "" {
 			fwd = append(fwd, "--max-size", o.maxSize)
+		}
+		if o.dryRun {
+			fwd = append(fwd, "--dry-run")
 		}
 		if ok, ferr := forwardToDaemon(env, fwd); ok {
 			return ferr
@@ -123,12 +134,12 @@ output count, hashid and platform. --json prints every field.`, 0, false, mainta
 Prints one entry. KEY is the full 64-hex key or a unique prefix of it (at
 least 4 hex digits), like a git object name. The key record is printed as its
 raw wire text; "ptojit key diff" explains and compares records.`, 1, false, runCacheShow, nil),
-			sub("verify", "verify [--json]", "check every entry and blob; remove damaged entries", `
+			sub("verify", "verify [--dry-run] [--json]", "check every entry and blob; remove damaged entries", `
 Checks every entry (results and manifests) against its own SHA-256 and
 re-hashes every blob against its digest, reports each damaged item,
 removes the entries that are damaged or name a corrupt or missing blob,
 and deletes blobs that no entry names. Exits 1 when it found damage.
-With PTOJIT_CACHE_READONLY=1 it only reports.`, 0, true, maintaining(runCacheVerify), nil),
+With --dry-run, or PTOJIT_CACHE_READONLY=1, it only reports.`, 0, true, maintaining(runCacheVerify), nil),
 			sub("trim", "trim [--max-size S] [--json]", "evict least-recently-used entries down to the size limit", `
 Evicts least-recently-used entries until the blobs fit in the size limit
 (--max-size, else PTOJIT_CACHE_MAX_SIZE, else max_size of ptojit config,
@@ -155,6 +166,8 @@ type cacheOptions struct {
 	maxSize string
 	json    bool
 	wait    bool
+	dryRun  bool // verify: report, remove nothing
+	look    bool // the command only looks: a missing directory is an error
 	// resolved by openCache
 	resolvedDir string
 	opt         cache.Options // opt.ReadOnly: the user asked for it
@@ -230,6 +243,11 @@ func openCache(ctx context.Context, env *cli.Env, o *cacheOptions, readOnly bool
 	}
 	if engine.storeErr != nil {
 		return nil, nil, engine.storeErr
+	}
+	if o.look {
+		if err := lookable(dir); err != nil {
+			return nil, nil, err
+		}
 	}
 	opt.ReadOnly = opt.ReadOnly || readOnly
 	octx, cancel := context.WithTimeout(ctx, openStoreWait)
@@ -606,7 +624,7 @@ func runCacheVerify(ctx context.Context, env *cli.Env, o *cacheOptions, s cache.
 		return cli.Usagef("cache verify: unexpected arguments")
 	}
 	verify := s.Verify
-	if c, ok := s.(cache.Checker); ok && o.opt.ReadOnly {
+	if c, ok := s.(cache.Checker); ok && (o.opt.ReadOnly || o.dryRun) {
 		verify = c.Check // a shared writable store: report only
 	}
 	r, err := verify(ctx)
@@ -659,13 +677,19 @@ func runCacheVerify(ctx context.Context, env *cli.Env, o *cacheOptions, s cache.
 	switch {
 	case r.OK():
 		fmt.Fprintln(out, "no damage found")
+	case o.dryRun:
+		fmt.Fprintln(out, "damaged entries not removed: --dry-run")
 	case o.opt.ReadOnly:
 		fmt.Fprintln(out, "damaged entries not removed: the cache is read-only")
 	default:
 		fmt.Fprintf(out, "removed %d damaged entries\n", len(r.Removed))
 	}
 	if r.Orphans > 0 {
-		fmt.Fprintf(out, "deleted %d orphan blobs (%s)\n", r.Orphans, cache.FormatSize(r.OrphanBytes))
+		verb := "deleted"
+		if o.dryRun || o.opt.ReadOnly {
+			verb = "found (not deleted)"
+		}
+		fmt.Fprintf(out, "%s %d orphan blobs (%s)\n", verb, r.Orphans, cache.FormatSize(r.OrphanBytes))
 	}
 	return exit()
 }

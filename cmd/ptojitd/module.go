@@ -209,6 +209,9 @@ afterwards, never into DIR.`,
 type moduleOptions struct {
 	moduleDir string
 	json      bool
+	// look: the command only looks, so a store that does not exist is
+	// an error naming it and nothing is created (module.OpenExisting).
+	look bool
 }
 
 type packOptions struct {
@@ -221,7 +224,7 @@ func storeCommand(name, usage, summary string, nargs int, run func(context.Conte
 	return &cli.Command{
 		Name: name, Usage: usage, Summary: summary,
 		Setup: func(fs *pflag.FlagSet) cli.RunFunc {
-			var o moduleOptions
+			o := moduleOptions{look: looksOnly(usage)}
 			fs.StringVar(&o.moduleDir, "module-dir", "", "the module store (default: PTOJIT_MODULE_DIR or the user data directory)")
 			if strings.Contains(usage, "--json") {
 				fs.BoolVar(&o.json, "json", false, "print JSON")
@@ -261,7 +264,11 @@ func withStore(ctx context.Context, env *cli.Env, o moduleOptions, fn func(conte
 	if err != nil {
 		return err
 	}
-	s, err := module.Open(dir, module.Options{Wait: func(h module.Holder) {
+	open := module.Open
+	if o.look {
+		open = module.OpenExisting
+	}
+	s, err := open(dir, module.Options{Wait: func(h module.Holder) {
 		fmt.Fprintf(env.Stderr, "ptojit: waiting for the module store lock of %s, held by %s\n", dir, h)
 	}, Activate: func(ctx context.Context, p *module.Package, enabled []*module.Installed) ([]module.PlatformCheck, error) {
 		exe, err := os.Executable()
