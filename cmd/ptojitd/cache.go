@@ -17,6 +17,7 @@ import (
 	"github.com/ptojit/ptojit/cache"
 	"github.com/ptojit/ptojit/cache/remote"
 	"github.com/ptojit/ptojit/cmd/internal/cli"
+	"github.com/ptojit/ptojit/inventory"
 	"github.com/ptojit/ptojit/jit"
 )
 
@@ -41,6 +42,9 @@ func cacheSubcommand(name, usage, summary, long string, nargs int, writes bool, 
 			fs.Bool("no-daemon", false, "open the cache in this process instead of asking the daemon")
 			if name == "verify" {
 				fs.BoolVar(&o.dryRun, "dry-run", false, "report the damage, remove nothing")
+			}
+			if name == "show" {
+				fs.BoolVar(&o.raw, "raw", false, "print the key record's wire bytes in hex instead of its tree")
 			}
 			if extra != nil {
 				extra(fs, o)
@@ -130,10 +134,11 @@ log, too little free space, a recovered panic).`, 0, false, maintaining(runCache
 			sub("ls", "ls [--json]", "list entries, most recently used first", `
 Lists every entry: key prefix, size, last use, creation time, compile time,
 output count, hashid and platform. --json prints every field.`, 0, false, maintaining(runCacheLs), nil),
-			sub("show", "show KEY [--json]", "print one entry", `
+			sub("show", "show KEY [--raw] [--json]", "print one entry", `
 Prints one entry. KEY is the full 64-hex key or a unique prefix of it (at
-least 4 hex digits), like a git object name. The key record is printed as its
-raw wire text; "ptojit key diff" explains and compares records.`, 1, false, runCacheShow, nil),
+least 4 hex digits), like a git object name. The key record is printed as
+the indented tree "ptojit key" prints (--raw: its wire bytes in hex);
+"ptojit key diff" explains and compares records.`, 1, false, runCacheShow, nil),
 			sub("verify", "verify [--dry-run] [--json]", "check every entry and blob; remove damaged entries", `
 Checks every entry (results and manifests) against its own SHA-256 and
 re-hashes every blob against its digest, reports each damaged item,
@@ -167,6 +172,7 @@ type cacheOptions struct {
 	json    bool
 	wait    bool
 	dryRun  bool // verify: report, remove nothing
+	raw     bool // show: the key record in hex
 	look    bool // the command only looks: a missing directory is an error
 	// resolved by openCache
 	resolvedDir string
@@ -555,12 +561,15 @@ func runCacheShow(ctx context.Context, env *cli.Env, o *cacheOptions, s cache.St
 	fmt.Fprintf(w, "created\t%s\n", fmtTime(e.Created))
 	fmt.Fprintf(w, "last used\t%s\n", fmtTime(e.LastUsed))
 	fmt.Fprintf(w, "compile time\t%s\n", e.CompileTime.Round(time.Millisecond))
-	if len(e.Meta) > 0 {
+	var meta []string
+	for _, k := range slices.Sorted(maps.Keys(e.Meta)) {
+		if k != "manifest" || m == nil { // a manifest is printed as the variants below
+			meta = append(meta, k)
+		}
+	}
+	if len(meta) > 0 {
 		fmt.Fprintf(w, "meta\t\n")
-		for _, k := range slices.Sorted(maps.Keys(e.Meta)) {
-			if k == "manifest" && m != nil {
-				continue // printed as the variants below
-			}
+		for _, k := range meta {
 			fmt.Fprintf(w, "  %s\t%s\n", k, e.Meta[k])
 		}
 	}
@@ -587,8 +596,28 @@ func runCacheShow(ctx context.Context, env *cli.Env, o *cacheOptions, s cache.St
 			fmt.Fprintf(env.Stdout, "  %04o %10d  sha256:%x  %s\n", o.Mode, o.Size, o.Digest, o.Name)
 		}
 	}
-	fmt.Fprintf(env.Stdout, "record\n  %s\n", e.Record)
-	return nil
+	return writeEntryRecord(env, o, e)
+}
+
+// writeEntryRecord prints an entry's key record: the indented tree "ptojit
+// key" prints, or with --raw its wire bytes in hex (as a record that does
+// not decode is printed too).
+func writeEntryRecord(env *cli.Env, o *cacheOptions, e *cache.Entry) error {
+	if len(e.Record) == 0 {
+		return nil
+	}
+	if !o.raw {
+		rec, err := inventory.Decode(e.Record)
+		if err == nil {
+			var b strings.Builder
+			if err := jit.WriteRecordTree(&b, rec); err == nil {
+				_, err := fmt.Fprintf(env.Stdout, "record\n%s", b.String())
+				return err
+			}
+		}
+	}
+	_, err := fmt.Fprintf(env.Stdout, "record (%d bytes, hex)\n  %x\n", len(e.Record), e.Record)
+	return err
 }
 
 type verifyJSON struct {
