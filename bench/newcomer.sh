@@ -3,7 +3,7 @@
 #
 # Clones this repository into a temporary directory, runs the README's
 # quick start there (build the binaries, build the example twice: a miss,
-# then a hit, then run it on child workers), then 58 bad inputs: usage
+# then a hit, then run it on child workers), then 65 bad inputs: usage
 # errors, invalid requests and values, and commands that only look at a
 # cache or module store that does not exist. For each it checks that
 #   - it answers within a deadline (no hang),
@@ -200,6 +200,17 @@ bad look-graph 1 'X does not exist' request -- module graph --module-dir X
 bad look-mverify 1 'X does not exist' request -- module verify --module-dir X
 bad look-ops 1 'X does not exist' request -- op ls --module-dir X
 bad look-resolve 1 'X does not exist' request -- op resolve --op example.sequence.prefix_sum --dtype f32 --shape 8 --module-dir X
+# Exit codes by one rule for module, run, callable: a missing or invalid
+# input file is 2 and named, and creates nothing.
+echo '{"a":' >notapackage.ptomodule
+echo 'not a callable' >notacallable.bin
+bad install-missing 2 'module install: nonexist\.ptomodule: no such file' request -- module install nonexist.ptomodule --module-dir X
+bad install-corrupt 2 'notapackage\.ptomodule: archive' request -- module install notapackage.ptomodule --module-dir X
+bad run-callable 2 'run: --callable notacallable\.bin: parse callable' request -- run --callable notacallable.bin
+bad run-missing 2 'nonexist\.bin: no such file' request -- run --callable nonexist.bin
+bad inspect-invalid 2 'notacallable\.bin: parse callable' request -- callable inspect notacallable.bin
+bad key-missing 2 'nonexist\.json' request -- key --request $R/nonexist.json
+PTOJIT_REQUIRE_CACHED=maybe bad require-var 2 'PTOJIT_REQUIRE_CACHED: "maybe": want' request -- build --request $R/request.json
 # Values: one rule for the environment, ptojit.conf and config set.
 PTOJIT_DAEMON=banana bad daemon-var 2 'PTOJIT_DAEMON: "banana": want 1, true, yes or on, or 0, false, no or off' usage -- cache stats
 PTOJIT_CACHE_READONLY=banana bad readonly-var 2 'PTOJIT_CACHE_READONLY: "banana": want' usage -- config get readonly

@@ -233,6 +233,13 @@ func storeCommand(name, usage, summary string, nargs int, run func(context.Conte
 				if len(args) != nargs {
 					return cli.Usagef("usage: ptojit %s", usage)
 				}
+				if name == "install" {
+					// An invalid package is refused before the store is
+					// opened (or created).
+					if _, err := readPackage(env.Abs(args[0]), args[0]); err != nil {
+						return cli.Invalid(err)
+					}
+				}
 				return withStore(ctx, env, o, func(ctx context.Context, s *module.Store) error {
 					return run(ctx, env, s, o, args)
 				})
@@ -415,26 +422,10 @@ func packCallable(ctx context.Context, env *cli.Env, o packOptions, m *module.Ma
 
 func runInstall(ctx context.Context, env *cli.Env, s *module.Store, o moduleOptions, args []string) error {
 	src := env.Abs(args[0])
-	fi, err := os.Stat(src)
+	ar, err := readPackage(src, args[0])
 	if err != nil {
-		return fmt.Errorf("module install: %w", err)
-	}
-	var ar []byte
-	if fi.IsDir() {
-		files, err := module.ReadDir(src)
-		if err != nil {
-			return fmt.Errorf("module install: %s: %w", args[0], err)
-		}
-		if ar, err = module.WriteArchive(files); err != nil {
-			return fmt.Errorf("module install: %s: %w", args[0], err)
-		}
-	} else {
-		if fi.Size() > module.MaxPackageSize {
-			return fmt.Errorf("module install: %s: %d bytes exceeds the limit of %d", args[0], fi.Size(), module.MaxPackageSize)
-		}
-		if ar, err = os.ReadFile(src); err != nil {
-			return fmt.Errorf("module install: %w", err)
-		}
+		// A missing or unreadable package is invalid input (exit 2).
+		return cli.Invalid(err)
 	}
 	r, err := s.Install(ctx, ar)
 	if err != nil {
