@@ -380,13 +380,30 @@ func (p *Program) builtins() []*Command {
 	return []*Command{
 		{
 			Name:    "help",
-			Usage:   "help [COMMAND [SUBCOMMAND]]",
+			Usage:   "help [COMMAND [SUBCOMMAND]] | help --man",
 			Summary: "show help for a command",
 			Long: `Prints the help of a command, the same text as "COMMAND --help"; without a
-command, the list of commands.`,
+command, the list of commands. --man prints the manual page made of every
+command's help (ptojit help --man > ptojit.1; man ./ptojit.1).`,
 			Setup: func(fs *pflag.FlagSet) RunFunc {
+				man := fs.Bool("man", false, "print the manual page (man(7) macros) of every command")
 				return func(ctx context.Context, env *Env, args []string) error {
-					return p.help(ctx, env, args)
+					if !*man {
+						return p.help(ctx, env, args)
+					}
+					if len(args) > 0 {
+						return Usagef("help --man: unexpected argument %q", args[0])
+					}
+					if env.Checked() {
+						return nil
+					}
+					if len(p.Extra) > 0 && p.Fallback != nil {
+						// The served commands' help lives where they run.
+						if ok, err := p.Fallback(ctx, env, []string{"help", "--man"}); ok {
+							return err
+						}
+					}
+					return p.writeMan(env.Stdout)
 				}
 			},
 			Values: p.helpValues,

@@ -1,7 +1,10 @@
 package cli
 
 import (
+	"bytes"
+	"context"
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -41,5 +44,33 @@ func TestEditDistance(t *testing.T) {
 		if got := editDistance(tc.a, tc.b); got != tc.d {
 			t.Errorf("editDistance(%q, %q) = %d, want %d", tc.a, tc.b, got, tc.d)
 		}
+	}
+}
+
+// TestMan checks the manual page: made of every listed command's help,
+// hidden ones left out, roff requests escaped.
+func TestMan(t *testing.T) {
+	var ran []string
+	p := frameworkProgram(&ran)
+	p.Commands[0].Long = ".starts with a period and has a \\ backslash\n"
+	var out, errb bytes.Buffer
+	env := &Env{Stdout: &out, Stderr: &errb, Getenv: func(string) string { return "" }}
+	if code := p.Main(context.Background(), env, []string{"help", "--man"}); code != 0 {
+		t.Fatalf("help --man: exit %d: %s", code, errb.String())
+	}
+	man := out.String()
+	for _, want := range []string{
+		".TH PROG 1 ", ".SH NAME\nprog \\- a test program\n", `.SS "prog echo"`, `.SS "prog group fail"`,
+		"--verbose", "\\&.starts with a period and has a \\e backslash", `.SH "EXIT STATUS"`,
+	} {
+		if !strings.Contains(man, want) {
+			t.Errorf("man page lacks %q:\n%s", want, man)
+		}
+	}
+	if strings.Contains(man, "secret") || strings.Contains(man, `"prog hidden"`) {
+		t.Errorf("man page lists a hidden command:\n%s", man)
+	}
+	if code := p.Main(context.Background(), env, []string{"help", "--man", "echo"}); code != ExitUsage {
+		t.Errorf("help --man echo: exit %d, want %d", code, ExitUsage)
 	}
 }
