@@ -23,11 +23,12 @@ var arrows = map[string][]string{
 	"registry":                {},
 	"api":                     {"registry"},
 	"api/client":              {"api", "filesys/flock"},
-	"cache":                   {},
-	"cache/remote":            {"cache"},
+	"cache":                   {"internal/value"},
+	"cache/remote":            {"cache", "internal/value"},
 	"filesys/durable":         {},
-	"filesys/flock":           {},                  // the lock helper of the daemon, the module store and its pins
-	"internal/config":         {"filesys/durable"}, // imported by cmd/ptojitd only
+	"filesys/flock":           {},                                    // the lock helper of the daemon, the module store and its pins
+	"internal/config":         {"filesys/durable", "internal/value"}, // imported by cmd/ptojitd only
+	"internal/value":          {},
 	"internal/daemon":         {"api", "api/client", "filesys/durable"},
 	"envaudit/envreg":         {},
 	"envaudit":                {"envaudit/envreg"},
@@ -43,7 +44,7 @@ var arrows = map[string][]string{
 	"registry/ops":                        {"registry/module", "registry/opquery", "registry", "registry/worker", "inventory"},
 	"jit":                                 {"api", "api/client", "cache", "toolchain", "inventory", "registry", "envaudit/envreg", "filesys/durable", "."},
 	"cmd/internal/cli":                    {},
-	"cmd/internal/clientcmd":              {"cmd/internal/cli", "api", "api/client", "inventory", "registry"},
+	"cmd/internal/clientcmd":              {"cmd/internal/cli", "api", "api/client", "inventory", "registry", "internal/value"},
 	"cmd/ptojit":                          {"cmd/internal/cli", "cmd/internal/clientcmd", "api", "api/client", "inventory", "registry"},
 	"cmd/ptojitd":                         {"*"},
 	"bench":                               {"*"},
@@ -69,6 +70,7 @@ var stdlibOnly = map[string][]string{
 	"filesys/durable":         nil,
 	"registry/opquery":        nil,
 	"internal/config":         nil,
+	"internal/value":          nil,
 	"internal/daemon":         {"golang.org/x/sys"},
 	"cmd/internal/cli":        {"github.com/spf13/pflag"},
 	"cmd/internal/clientcmd":  {"github.com/spf13/pflag", errgroup},

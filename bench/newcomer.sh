@@ -3,13 +3,18 @@
 #
 # Clones this repository into a temporary directory, runs the README's
 # quick start there (build the binaries, build the example twice: a miss,
-# then a hit, then run it on child workers), then 36 bad inputs: usage
-# errors and invalid requests. For each bad input it checks that
+# then a hit, then run it on child workers), then 65 bad inputs: usage
+# errors, invalid requests and values, and commands that only look at a
+# cache or module store that does not exist. For each it checks that
 #   - it answers within a deadline (no hang),
-#   - it exits with the README's code (2 for these),
+#   - it exits with the README's code (2; 1 for looking at a missing
+#     cache or store),
 #   - after it, no daemon runs and no directory was created for it,
 #   - its message names the file, the field or the argument at fault,
 #   - a request error does not end with the generic usage hint.
+# Then, with the example module installed, it completes command lines as
+# bash does on TAB (compgen through the script "completion bash" prints)
+# and loads the zsh and fish scripts in their shells where installed.
 # It prints one line per case and the totals; it exits 1 if any check
 # failed.
 #
@@ -173,6 +178,118 @@ bad help 2 'unknown command "nosuch"' usage -- help nosuch
 bad completion 2 'bash, zsh, fish' usage -- completion tcsh
 bad version 2 'unexpected argument "extra"' usage -- version extra
 bad policy 2 'fast' usage -- toolchain --policy fast
+# Typos: each gets a suggestion, a flag before its subcommand says where it
+# goes, and the hint names the command's own help.
+bad typo-flag 2 'unknown flag: --requets; did you mean --request\?' usage -- build --requets $R/request.json
+bad typo-command 2 'unknown command "buidl"; did you mean build\?' usage -- buidl
+bad typo-sub 2 'unknown command "cache stat"; did you mean cache stats\?' usage -- cache stat
+bad typo-key 2 'unknown key "maxsize"; did you mean max_size\?' usage -- config set maxsize 1G
+bad flag-first 2 'flags go after the subcommand: ptojit cache stats --json' usage -- cache --json stats
+bad typo-help 2 "Run 'ptojit help cache' for usage" usage -- cache stat
 
-echo "== $total bad inputs: $failed failed; $hangs hangs, $strays left a daemon or directory, $unnamed did not name the file/field/argument, $wrongexit wrong exit codes, $hinted request errors with the usage hint; slowest ${maxms} ms"
+# Looking has no side effects: a missing cache directory or module store is
+# named, exit 1, nothing created, no daemon started.
+bad look-stats 1 'no cache: .*fresh-[0-9]+ does not exist' request -- cache stats
+bad look-ls 1 'fresh-[0-9]+ does not exist' request -- cache ls
+bad look-show 1 'fresh-[0-9]+ does not exist' request -- cache show abcd
+bad look-verify 1 'fresh-[0-9]+ does not exist' request -- cache verify
+bad look-dry-run 1 'fresh-[0-9]+ does not exist' request -- cache verify --dry-run --no-daemon
+bad look-modules 1 'no module store: .*X does not exist' request -- module ls --module-dir X
+bad look-module 1 'X does not exist' request -- module show example.scan --module-dir X
+bad look-graph 1 'X does not exist' request -- module graph --module-dir X
+bad look-mverify 1 'X does not exist' request -- module verify --module-dir X
+bad look-ops 1 'X does not exist' request -- op ls --module-dir X
+bad look-resolve 1 'X does not exist' request -- op resolve --op example.sequence.prefix_sum --dtype f32 --shape 8 --module-dir X
+# Exit codes by one rule for module, run, callable: a missing or invalid
+# input file is 2 and named, and creates nothing.
+echo '{"a":' >notapackage.ptomodule
+echo 'not a callable' >notacallable.bin
+bad install-missing 2 'module install: nonexist\.ptomodule: no such file' request -- module install nonexist.ptomodule --module-dir X
+bad install-corrupt 2 'notapackage\.ptomodule: archive' request -- module install notapackage.ptomodule --module-dir X
+bad run-callable 2 'run: --callable notacallable\.bin: parse callable' request -- run --callable notacallable.bin
+bad run-missing 2 'nonexist\.bin: no such file' request -- run --callable nonexist.bin
+bad inspect-invalid 2 'notacallable\.bin: parse callable' request -- callable inspect notacallable.bin
+bad key-missing 2 'nonexist\.json' request -- key --request $R/nonexist.json
+PTOJIT_REQUIRE_CACHED=maybe bad require-var 2 'PTOJIT_REQUIRE_CACHED: "maybe": want' request -- build --request $R/request.json
+# Values: one rule for the environment, ptojit.conf and config set.
+PTOJIT_DAEMON=banana bad daemon-var 2 'PTOJIT_DAEMON: "banana": want 1, true, yes or on, or 0, false, no or off' usage -- cache stats
+PTOJIT_CACHE_READONLY=banana bad readonly-var 2 'PTOJIT_CACHE_READONLY: "banana": want' usage -- config get readonly
+PTOJIT_REMOTE_TIMEOUT=forever bad timeout-var 2 'PTOJIT_REMOTE_TIMEOUT: "forever": want a duration' usage -- config list
+bad timeout-set 2 'remote_timeout: "5m": want a duration such as 500ms, 30s or 2m, from 1ms to 1m0s' usage -- config set remote_timeout 5m
+bad policy-set 2 'policy: "fast": want "build" or "content"' usage -- config set policy fast
+echo "== value rules (environment, ptojit.conf, config set agree)"
+inconsistent=0
+# rule KEY VARIABLE VALUE: the variable, a file line and config set
+# accept VALUE alike, or refuse it alike.
+rule() {
+	local key=$1 var=$2 v=$3 d=$T/rule-$1-$RANDOM
+	total=$((total + 1))
+	env "$var=$v" PTOJIT_CACHE_DIR=$d "$BIN/ptojit" config get "$key" >/dev/null 2>&1
+	local e=$?
+	mkdir -p "$d" && printf '%s = %s\n' "$key" "$v" >"$d/ptojit.conf"
+	PTOJIT_CACHE_DIR=$d "$BIN/ptojit" config get "$key" >/dev/null 2>&1
+	local f=$?
+	rm -rf "$d"
+	PTOJIT_CACHE_DIR=$d "$BIN/ptojit" config set "$key" "$v" >/dev/null 2>&1
+	local c=$?
+	rm -rf "$d"
+	if [ $e -eq $f ] && [ $f -eq $c ]; then
+		printf 'ok   %-22s %-10s env %d, file %d, set %d\n' "$key" "$v" $e $f $c
+	else
+		inconsistent=$((inconsistent + 1)) failed=$((failed + 1))
+		printf 'FAIL %-22s %-10s env %d, file %d, set %d\n' "$key" "$v" $e $f $c
+	fi
+}
+for v in 1 0 on OFF yes No banana 2; do rule readonly PTOJIT_CACHE_READONLY $v; done
+for v in 2s 500ms 1m forever 5m 0s; do rule remote_timeout PTOJIT_REMOTE_TIMEOUT $v; done
+for v in 30s 2m soon -1s; do rule daemon_timeout PTOJIT_DAEMON_TIMEOUT $v; done
+for v in 5G 500M lots; do rule max_size PTOJIT_CACHE_MAX_SIZE $v; done
+
+# Completion: bash's compgen through the script "completion bash" prints,
+# with one module installed, as a newcomer's TAB would complete.
+echo "== completion (bash, compgen)"
+export PTOJIT_MODULE_DIR=$T/modules
+(
+	export PTOJIT_CACHE_DIR=$T/compcache PTOJIT_DAEMON=0
+	pub=$("$BIN/ptojit" module keygen --out "$T/team.key") &&
+		"$BIN/ptojit" module trust add org.example "$pub" &&
+		"$BIN/ptojit" module pack testdata/examples/modules/scan --key "$T/team.key" -o "$T/scan.ptomodule" &&
+		"$BIN/ptojit" module install "$T/scan.ptomodule"
+) >"$T/out" 2>&1 || { echo "FAIL: installing the example module"; cat "$T/out"; exit 1; }
+source <(PATH=$BIN:$PATH "$BIN/ptojit" completion bash)
+# comp WANT WORD...: the completions of the last word, given the others.
+comp() {
+	local want=$1
+	shift
+	total=$((total + 1))
+	COMP_WORDS=("$BIN/ptojit" "$@") COMP_CWORD=$#
+	COMPREPLY=()
+	_ptojit
+	if [[ " ${COMPREPLY[*]} " == *" $want "* ]]; then
+		printf 'ok   complete %-34s -> %s\n' "$*" "${COMPREPLY[*]}"
+	else
+		failed=$((failed + 1))
+		printf 'FAIL complete %-34s -> %s (want %s)\n' "$*" "${COMPREPLY[*]}" "$want"
+	fi
+}
+comp bash completion b
+comp build help bu
+comp max_size config get ma
+comp example.sequence.prefix_sum op resolve --op example.seq
+comp example.scan module show example.s
+comp stats cache st
+comp --request build --req
+for sh in zsh fish; do
+	command -v $sh >/dev/null || { echo "skip $sh: not installed"; continue; }
+	total=$((total + 1))
+	"$BIN/ptojit" completion $sh >"$T/comp.$sh"
+	case $sh in
+	zsh) timeout 60 zsh -f -c 'autoload -U compinit && compinit -u -d "$1.dump" && source "$1"' zsh "$T/comp.$sh" >"$T/out" 2>&1 ;;
+	fish) timeout 60 fish --no-config -c "source $T/comp.$sh" >"$T/out" 2>&1 ;;
+	esac
+	if [ $? -eq 0 ] && [ ! -s "$T/out" ]; then echo "ok   $sh script loads"; else failed=$((failed + 1)); echo "FAIL $sh script: $(head -1 "$T/out")"; fi
+done
+unset PTOJIT_MODULE_DIR
+
+echo "== $total cases: $failed failed; $inconsistent inconsistent value rules, $hangs hangs, $strays left a daemon or directory, $unnamed did not name the file/field/argument, $wrongexit wrong exit codes, $hinted request errors with the usage hint; slowest ${maxms} ms"
 [ $failed -eq 0 ]

@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+
+	"github.com/ptojit/ptojit/internal/value"
 )
 
 // Environment variables read by DefaultDir and EnvOptions.
@@ -91,12 +93,12 @@ func EnvOptions(getenv func(string) string) (Options, error) {
 		}
 		opt.MaxBytes = n
 	}
-	switch strings.ToLower(getenv(EnvReadOnly)) {
-	case "", "0", "false", "no":
-	case "1", "true", "yes":
-		opt.ReadOnly = true
-	default:
-		return opt, fmt.Errorf("%s=%q: want 1 or 0", EnvReadOnly, getenv(EnvReadOnly))
+	if v := getenv(EnvReadOnly); v != "" {
+		ro, err := value.Bool(v)
+		if err != nil {
+			return opt, fmt.Errorf("%s: %w", EnvReadOnly, err)
+		}
+		opt.ReadOnly = ro
 	}
 	return opt, nil
 }

@@ -281,6 +281,26 @@ func (r *KeyReport) WriteTree(w io.Writer) error {
 	return err
 }
 
+// WriteRecordTree writes a key record (a stored entry's, decoded) as the
+// indented tree WriteTree prints: each dict with its digest, each leaf with
+// its value, then the headers.
+func WriteRecordTree(w io.Writer, record inventory.Value) error {
+	d, headers, err := keyFields(record)
+	if err != nil {
+		return err
+	}
+	var b strings.Builder
+	tree(&b, "", d, 1, nil)
+	if len(headers) > 0 {
+		fmt.Fprintf(&b, "  headers:\n")
+		for _, h := range headers {
+			fmt.Fprintf(&b, "    %s\n", Display(h))
+		}
+	}
+	_, err = io.WriteString(w, b.String())
+	return err
+}
+
 // tree writes the children of d at the given depth. extra names the
 // combined digest shown for a top-level group instead of the dict's own.
 func tree(b *strings.Builder, prefix string, d inventory.Dict, depth int, extra map[string]string) {

@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/ptojit/ptojit/internal/value"
 )
 
 // Environment variables of the remote tier. They choose where entries are
@@ -26,6 +28,8 @@ const (
 	// MaxTimeout bounds both timeouts: the remote tier may never hold a
 	// build for long.
 	MaxTimeout = 60 * time.Second
+	// MinTimeout is the shortest timeout a setting may give.
+	MinTimeout = time.Millisecond
 	// DefaultBreakerFailures consecutive failures open the circuit for
 	// DefaultBreakerCooldown.
 	DefaultBreakerFailures = 3
@@ -208,12 +212,10 @@ func ConfigFromEnv(getenv func(string) string) (cfg Config, ok bool, err error) 
 		return Config{}, false, err
 	}
 	cfg.Target = t
-	switch v := strings.ToLower(getenv(ReadOnlyVariable)); v {
-	case "", "0", "false", "no", "off":
-	case "1", "true", "yes", "on":
-		cfg.ReadOnly = true
-	default:
-		return Config{}, false, fmt.Errorf("%s: %q: want 1 or 0", ReadOnlyVariable, v)
+	if v := getenv(ReadOnlyVariable); v != "" {
+		if cfg.ReadOnly, err = value.Bool(v); err != nil {
+			return Config{}, false, fmt.Errorf("%s: %w", ReadOnlyVariable, err)
+		}
 	}
 	if cfg.Timeout, err = parseTimeout(TimeoutVariable, getenv(TimeoutVariable)); err != nil {
 		return Config{}, false, err
@@ -224,18 +226,14 @@ func ConfigFromEnv(getenv func(string) string) (cfg Config, ok bool, err error) 
 	return cfg, true, nil
 }
 
-// ParseTimeout reads the value of the timeout setting or variable name:
-// "" is 0 (the default).
-func ParseTimeout(name, v string) (time.Duration, error) { return parseTimeout(name, v) }
-
 // parseTimeout reads a timeout variable: "" is 0 (the default).
 func parseTimeout(name, v string) (time.Duration, error) {
 	if v == "" {
 		return 0, nil
 	}
-	t, err := time.ParseDuration(v)
-	if err != nil || t <= 0 || t > MaxTimeout {
-		return 0, fmt.Errorf("%s: %q: want a duration such as 500ms, at most %s", name, v, MaxTimeout)
+	t, err := value.Duration(v, MinTimeout, MaxTimeout)
+	if err != nil {
+		return 0, fmt.Errorf("%s: %w", name, err)
 	}
 	return t, nil
 }

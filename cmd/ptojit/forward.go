@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"syscall"
 	"time"
 
@@ -67,9 +68,9 @@ func lookEngine(env *cli.Env, exe string) (string, error) {
 // forward runs an engine command by executing the engine with the same
 // arguments.
 func forward(ctx context.Context, env *cli.Env, args []string) (bool, error) {
-	if args[0] == "completion" {
-		// The engine knows every command's flags; without it the
-		// client's own table does.
+	if args[0] == "__complete" || (args[0] == "help" && slices.Contains(args, "--man")) {
+		// The engine knows its commands' flags and values; without it
+		// the client completes their names only.
 		if _, err := findEngine(env); err != nil {
 			return false, nil
 		}

@@ -59,7 +59,7 @@ An invalid request is reported as FILE:LINE:COL: FIELD: what is wrong, e.g.
   request.json:10:32: kernels[0].signature[1]: unknown direction "UP": want IN, OUT, INOUT or SCALAR
 
 Exit status: 0 hit, miss or uncached; 1 error (a compile error, a verify
-mismatch); 2 usage error or invalid input (a missing or invalid request, a
+mismatch, an uncached build with --require-cached or PTOJIT_REQUIRE_CACHED=1); 2 usage error or invalid input (a missing or invalid request, a
 missing source).`,
 		Setup: func(fs *pflag.FlagSet) cli.RunFunc {
 			var o buildOptions
@@ -69,12 +69,16 @@ missing source).`,
 			fs.StringVar(&o.cacheDir, "cache-dir", "", "the cache directory (default: PTOJIT_CACHE_DIR or the user cache directory)")
 			fs.BoolVar(&o.wait, "wait", false, "in this process: wait while another process holds the cache instead of building without it")
 			fs.BoolVar(&o.trace, "trace", false, "print where the build's time went (microseconds per phase) to standard error")
+			fs.BoolVar(&o.requireCached, "require-cached", false, "exit 1 when the build runs uncached (also PTOJIT_REQUIRE_CACHED=1): for CI jobs that must cache")
 			return func(ctx context.Context, env *cli.Env, args []string) error {
 				if len(args) > 0 {
 					return cli.Usagef("build: unexpected argument %q", args[0])
 				}
 				if o.request == "" {
 					return cli.Usagef("build: --request FILE|- is required")
+				}
+				if _, err := requiresCached(env, o.requireCached); err != nil {
+					return err
 				}
 				if env.Checked() {
 					return checkRequest(env, o.request)
@@ -92,6 +96,8 @@ type buildOptions struct {
 	cacheDir string
 	wait     bool
 	trace    bool
+	// requireCached: an uncached build fails (exit 1).
+	requireCached bool
 }
 
 // checkRequest reads and validates a request, for env.CheckOnly (the
@@ -458,6 +464,10 @@ func runBuild(ctx context.Context, env *cli.Env, o buildOptions) error {
 		}
 		return err
 	}
+	mustCache, err := requiresCached(env, o.requireCached)
+	if err != nil {
+		return err
+	}
 	t := time.Now()
 	store, release, storeErr, verify, err := storeFor(ctx, env, o.cacheDir, false, o.wait)
 	if err != nil {
@@ -467,6 +477,15 @@ func runBuild(ctx context.Context, env *cli.Env, o buildOptions) error {
 	storeUS := time.Since(t).Microseconds()
 	resp, buildErr := driverFor(env, o.cacheDir, store, storeErr, rt, verify).Build(ctx, req)
 	resp.Warnings = append(remoteWarnings, resp.Warnings...)
+	if resp.Status == api.StatusUncached {
+		resp.Warnings = append(resp.Warnings, rootWarnings(req)...)
+		if mustCache && buildErr == nil {
+			buildErr = uncachedFailure(resp)
+			if o.json {
+				resp.Warnings = append(resp.Warnings, buildErr.Error())
+			}
+		}
+	}
 	t = time.Now()
 	observeBuild(resp.Status, time.Since(began))
 	if store != nil {

@@ -17,6 +17,7 @@ import (
 	"github.com/ptojit/ptojit/cache"
 	"github.com/ptojit/ptojit/cache/remote"
 	"github.com/ptojit/ptojit/cmd/internal/cli"
+	"github.com/ptojit/ptojit/inventory"
 	"github.com/ptojit/ptojit/jit"
 )
 
@@ -38,6 +39,13 @@ func cacheSubcommand(name, usage, summary, long string, nargs int, writes bool, 
 			fs.StringVar(&o.maxSize, "max-size", "", "the size limit, e.g. 500M or 5G (default: PTOJIT_CACHE_MAX_SIZE, else max_size of ptojit config, else 5G)")
 			fs.BoolVar(&o.json, "json", false, "print JSON")
 			fs.BoolVar(&o.wait, "wait", false, "in this process: wait while another process holds the cache")
+			fs.Bool("no-daemon", false, "open the cache in this process instead of asking the daemon")
+			if name == "verify" {
+				fs.BoolVar(&o.dryRun, "dry-run", false, "report the damage, remove nothing")
+			}
+			if name == "show" {
+				fs.BoolVar(&o.raw, "raw", false, "print the key record's wire bytes in hex instead of its tree")
+			}
 			if extra != nil {
 				extra(fs, o)
 			}
@@ -60,7 +68,11 @@ func runCacheSubcommand(ctx context.Context, env *cli.Env, name string, nargs in
 	if err := checkCacheArgs(env, name, nargs, o, args); err != nil || env.Checked() {
 		return err
 	}
+	o.look = !writes || name == "verify"
 	writes = writes || ownWrites
+	if o.dryRun {
+		writes = false
+	}
 	s, release, err := openCache(ctx, env, o, !writes)
 	var held *heldError
 	if errors.As(err, &held) && held.h.daemon && (!writes || !o.opt.ReadOnly) {
@@ -74,6 +86,12 @@ func runCacheSubcommand(ctx context.Context, env *cli.Env, name string, nargs in
 			fwd = append(fwd, "--max-size", o.maxSize)
 		}
 		fwd = append(fwd, own...)
+		if o.dryRun {
+			fwd = append(fwd, "--dry-run")
+		}
+		if o.raw {
+			fwd = append(fwd, "--raw")
+		}
 		if ok, ferr := forwardToDaemon(env, fwd); ok {
 			return ferr
 		}
@@ -153,16 +171,17 @@ same; the metrics_listen and metrics_textfile settings serve them.`, 0, false, r
 			sub("ls", "ls [--json]", "list entries, most recently used first", `
 Lists every entry: key prefix, size, last use, creation time, compile time,
 output count, hashid and platform. --json prints every field.`, 0, false, maintaining(runCacheLs), nil),
-			sub("show", "show KEY [--json]", "print one entry", `
+			sub("show", "show KEY [--raw] [--json]", "print one entry", `
 Prints one entry. KEY is the full 64-hex key or a unique prefix of it (at
-least 4 hex digits), like a git object name. The key record is printed as its
-raw wire text; "ptojit key diff" explains and compares records.`, 1, false, runCacheShow, nil),
-			sub("verify", "verify [--json]", "check every entry and blob; remove damaged entries", `
+least 4 hex digits), like a git object name. The key record is printed as
+the indented tree "ptojit key" prints (--raw: its wire bytes in hex);
+"ptojit key diff" explains and compares records.`, 1, false, runCacheShow, nil),
+			sub("verify", "verify [--dry-run] [--json]", "check every entry and blob; remove damaged entries", `
 Checks every entry (results and manifests) against its own SHA-256 and
 re-hashes every blob against its digest, reports each damaged item,
 removes the entries that are damaged or name a corrupt or missing blob,
 and deletes blobs that no entry names. Exits 1 when it found damage.
-With PTOJIT_CACHE_READONLY=1 it only reports.`, 0, true, maintaining(runCacheVerify), nil),
+With --dry-run, or PTOJIT_CACHE_READONLY=1, it only reports.`, 0, true, maintaining(runCacheVerify), nil),
 			sub("trim", "trim [--max-size S] [--json]", "evict least-recently-used entries down to the size limit", `
 Evicts least-recently-used entries until the blobs fit in the size limit
 (--max-size, else PTOJIT_CACHE_MAX_SIZE, else max_size of ptojit config,
@@ -189,6 +208,9 @@ type cacheOptions struct {
 	maxSize string
 	json    bool
 	wait    bool
+	dryRun  bool // verify: report, remove nothing
+	raw     bool // show: the key record in hex
+	look    bool // the command only looks: a missing directory is an error
 	// stats holds the flags of cache stats (see ownFlags).
 	stats statsOptions
 	// resolved by openCache
@@ -266,6 +288,11 @@ func openCache(ctx context.Context, env *cli.Env, o *cacheOptions, readOnly bool
 	}
 	if engine.storeErr != nil {
 		return nil, nil, engine.storeErr
+	}
+	if o.look {
+		if err := lookable(dir); err != nil {
+			return nil, nil, err
+		}
 	}
 	opt.ReadOnly = opt.ReadOnly || readOnly
 	octx, cancel := context.WithTimeout(ctx, openStoreWait)
@@ -569,12 +596,15 @@ func runCacheShow(ctx context.Context, env *cli.Env, o *cacheOptions, s cache.St
 	fmt.Fprintf(w, "created\t%s\n", fmtTime(e.Created))
 	fmt.Fprintf(w, "last used\t%s\n", fmtTime(e.LastUsed))
 	fmt.Fprintf(w, "compile time\t%s\n", e.CompileTime.Round(time.Millisecond))
-	if len(e.Meta) > 0 {
+	var meta []string
+	for _, k := range slices.Sorted(maps.Keys(e.Meta)) {
+		if k != "manifest" || m == nil { // a manifest is printed as the variants below
+			meta = append(meta, k)
+		}
+	}
+	if len(meta) > 0 {
 		fmt.Fprintf(w, "meta\t\n")
-		for _, k := range slices.Sorted(maps.Keys(e.Meta)) {
-			if k == "manifest" && m != nil {
-				continue // printed as the variants below
-			}
+		for _, k := range meta {
 			fmt.Fprintf(w, "  %s\t%s\n", k, e.Meta[k])
 		}
 	}
@@ -601,8 +631,28 @@ func runCacheShow(ctx context.Context, env *cli.Env, o *cacheOptions, s cache.St
 			fmt.Fprintf(env.Stdout, "  %04o %10d  sha256:%x  %s\n", o.Mode, o.Size, o.Digest, o.Name)
 		}
 	}
-	fmt.Fprintf(env.Stdout, "record\n  %s\n", e.Record)
-	return nil
+	return writeEntryRecord(env, o, e)
+}
+
+// writeEntryRecord prints an entry's key record: the indented tree "ptojit
+// key" prints, or with --raw its wire bytes in hex (as a record that does
+// not decode is printed too).
+func writeEntryRecord(env *cli.Env, o *cacheOptions, e *cache.Entry) error {
+	if len(e.Record) == 0 {
+		return nil
+	}
+	if !o.raw {
+		rec, err := inventory.Decode(e.Record)
+		if err == nil {
+			var b strings.Builder
+			if err := jit.WriteRecordTree(&b, rec); err == nil {
+				_, err := fmt.Fprintf(env.Stdout, "record\n%s", b.String())
+				return err
+			}
+		}
+	}
+	_, err := fmt.Fprintf(env.Stdout, "record (%d bytes, hex)\n  %x\n", len(e.Record), e.Record)
+	return err
 }
 
 type verifyJSON struct {
@@ -638,7 +688,7 @@ func runCacheVerify(ctx context.Context, env *cli.Env, o *cacheOptions, s cache.
 		return cli.Usagef("cache verify: unexpected arguments")
 	}
 	verify := s.Verify
-	if c, ok := s.(cache.Checker); ok && o.opt.ReadOnly {
+	if c, ok := s.(cache.Checker); ok && (o.opt.ReadOnly || o.dryRun) {
 		verify = c.Check // a shared writable store: report only
 	}
 	r, err := verify(ctx)
@@ -691,13 +741,19 @@ func runCacheVerify(ctx context.Context, env *cli.Env, o *cacheOptions, s cache.
 	switch {
 	case r.OK():
 		fmt.Fprintln(out, "no damage found")
+	case o.dryRun:
+		fmt.Fprintln(out, "damaged entries not removed: --dry-run")
 	case o.opt.ReadOnly:
 		fmt.Fprintln(out, "damaged entries not removed: the cache is read-only")
 	default:
 		fmt.Fprintf(out, "removed %d damaged entries\n", len(r.Removed))
 	}
 	if r.Orphans > 0 {
-		fmt.Fprintf(out, "deleted %d orphan blobs (%s)\n", r.Orphans, cache.FormatSize(r.OrphanBytes))
+		verb := "deleted"
+		if o.dryRun || o.opt.ReadOnly {
+			verb = "found (not deleted)"
+		}
+		fmt.Fprintf(out, "%s %d orphan blobs (%s)\n", verb, r.Orphans, cache.FormatSize(r.OrphanBytes))
 	}
 	return exit()
 }

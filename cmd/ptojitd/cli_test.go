@@ -62,7 +62,7 @@ func TestCLIScripts(t *testing.T) {
 }
 
 // scriptEnvVars are the variables a script may set that pj passes on.
-var scriptEnvVars = []string{"PATH", "HOME", "WORK", "TMPDIR", "PTOJIT_CACHE_DIR", "XDG_RUNTIME_DIR", "PTOJIT_DAEMON",
+var scriptEnvVars = []string{"PATH", "HOME", "WORK", "TMPDIR", "PTOJIT_CACHE_DIR", "XDG_RUNTIME_DIR", "PTOJIT_DAEMON", "PTOJIT_REQUIRE_CACHED",
 	"PTOJIT_CACHE_READONLY", "PTOJIT_CACHE_MAX_SIZE", "PTOJIT_ENGINE", "PYPTO_CACHE_EPOCH"}
 
 // scriptEnv is the environment of a command a script runs: this

@@ -20,6 +20,8 @@ import (
 	"github.com/ptojit/ptojit/cache/remote"
 	"github.com/ptojit/ptojit/cmd/internal/cli"
 	"github.com/ptojit/ptojit/internal/config"
+	"github.com/ptojit/ptojit/internal/value"
+	"github.com/ptojit/ptojit/jit"
 )
 
 func init() {
@@ -96,11 +98,15 @@ func checkSetting(k config.Key, v string) error {
 		_, err := remote.ParseURL(v)
 		return err
 	case "remote_timeout", "remote_connect_timeout":
-		_, err := remote.ParseTimeout(k.Name, v)
+		_, err := value.Duration(v, remote.MinTimeout, remote.MaxTimeout)
 		return err
 	case "daemon_timeout":
-		if d, err := time.ParseDuration(v); err != nil || d <= 0 {
-			return fmt.Errorf("%q is not a positive duration such as 30s or 2m", v)
+		_, err := value.Duration(v, minDaemonTimeout, maxDaemonTimeout)
+		return err
+	case "policy":
+		if v != "" {
+			_, err := value.Enum(v, "build", "content")
+			return err
 		}
 	case "base_dir":
 		if v != "" && !filepath.IsAbs(v) {
@@ -246,7 +252,7 @@ func storeSettings(env *cli.Env, dir string) (opt cache.Options, verify bool, er
 
 func runConfigGet(env *cli.Env, o *configOptions, args []string) error {
 	if _, ok := config.Lookup(args[0]); !ok {
-		return cli.Usagef("config get: unknown key %q", args[0])
+		return unknownKey(args[0])
 	}
 	dir, err := cacheDirOf(env, o.cacheDir)
 	if err != nil {
@@ -256,9 +262,36 @@ func runConfigGet(env *cli.Env, o *configOptions, args []string) error {
 	if err != nil {
 		return err
 	}
-	for _, s := range config.Resolve(f, env.Getenv) {
+	list := config.Resolve(f, env.Getenv)
+	if err := checkEnvSettings(list); err != nil {
+		return err
+	}
+	for _, s := range list {
 		if s.Key.Name == args[0] {
 			fmt.Fprintln(env.Stdout, s.Value)
+		}
+	}
+	return nil
+}
+
+// Bounds of daemon_timeout.
+const (
+	minDaemonTimeout = time.Millisecond
+	maxDaemonTimeout = 24 * time.Hour
+)
+
+// checkEnvSettings refuses a setting in force from the environment whose
+// value the setting does not accept, naming the variable, so that it is
+// never shown as if in force. PYPTO_CACHE_IDENTITY is PyPTO's variable:
+// an invalid value makes the toolchain identity unusable (the build runs
+// uncached with a warning) instead.
+func checkEnvSettings(list []config.Setting) error {
+	for _, s := range list {
+		if s.Source != config.FromEnv || s.Key.Env == jit.PolicyVariable {
+			continue
+		}
+		if err := config.Check(s.Key, s.Value, checkSetting); err != nil {
+			return cli.Invalid(fmt.Errorf("%s: %w", s.Key.Env, err))
 		}
 	}
 	return nil
@@ -269,7 +302,7 @@ func runConfigGet(env *cli.Env, o *configOptions, args []string) error {
 func runConfigSet(env *cli.Env, o *configOptions, args []string) error {
 	unset := len(args) == 1
 	if _, ok := config.Lookup(args[0]); !ok {
-		return cli.Usagef("config: unknown key %q", args[0])
+		return unknownKey(args[0])
 	}
 	path, err := configPath(env, o.cacheDir)
 	if err != nil {
@@ -355,7 +388,11 @@ func runConfigList(env *cli.Env, o *configOptions, args []string) error {
 	if err != nil {
 		return err
 	}
-	list := settingsJSON(config.Resolve(f, env.Getenv))
+	resolved := config.Resolve(f, env.Getenv)
+	if err := checkEnvSettings(resolved); err != nil {
+		return err
+	}
+	list := settingsJSON(resolved)
 	if o.json {
 		return cli.WriteJSON(env.Stdout, struct {
 			File     string        `json:"file"`
@@ -534,3 +571,13 @@ func sharedStore(opt cache.Options) cache.Store {
 
 // requestStores holds one *requestStore per distinct requestStore value.
 var requestStores sync.Map
+
+// unknownKey is the usage error for a key config does not know: the
+// closest known keys, then all of them.
+func unknownKey(name string) error {
+	names := make([]string, len(config.Known))
+	for i, k := range config.Known {
+		names[i] = k.Name
+	}
+	return cli.Usagef("config: unknown key %q%s (keys: %s)", name, cli.DidYouMean(name, "", names), strings.Join(names, ", "))
+}

@@ -27,6 +27,7 @@ func register(c *cli.Command) { commands = append(commands, c) }
 func program() *cli.Program {
 	all := append(clientcmd.Commands(), commands...)
 	slices.SortFunc(all, func(a, b *cli.Command) int { return strings.Compare(a.Name, b.Name) })
+	attachValues(all)
 	return &cli.Program{
 		Name:     "ptojit",
 		Summary:  "content-addressed build cache and JIT compiler driver for PTO kernels (engine)",

@@ -209,6 +209,9 @@ afterwards, never into DIR.`,
 type moduleOptions struct {
 	moduleDir string
 	json      bool
+	// look: the command only looks, so a store that does not exist is
+	// an error naming it and nothing is created (module.OpenExisting).
+	look bool
 }
 
 type packOptions struct {
@@ -221,7 +224,7 @@ func storeCommand(name, usage, summary string, nargs int, run func(context.Conte
 	return &cli.Command{
 		Name: name, Usage: usage, Summary: summary,
 		Setup: func(fs *pflag.FlagSet) cli.RunFunc {
-			var o moduleOptions
+			o := moduleOptions{look: looksOnly(usage)}
 			fs.StringVar(&o.moduleDir, "module-dir", "", "the module store (default: PTOJIT_MODULE_DIR or the user data directory)")
 			if strings.Contains(usage, "--json") {
 				fs.BoolVar(&o.json, "json", false, "print JSON")
@@ -229,6 +232,13 @@ func storeCommand(name, usage, summary string, nargs int, run func(context.Conte
 			return func(ctx context.Context, env *cli.Env, args []string) error {
 				if len(args) != nargs {
 					return cli.Usagef("usage: ptojit %s", usage)
+				}
+				if name == "install" {
+					// An invalid package is refused before the store is
+					// opened (or created).
+					if _, err := readPackage(env.Abs(args[0]), args[0]); err != nil {
+						return cli.Invalid(err)
+					}
 				}
 				return withStore(ctx, env, o, func(ctx context.Context, s *module.Store) error {
 					return run(ctx, env, s, o, args)
@@ -261,7 +271,11 @@ func withStore(ctx context.Context, env *cli.Env, o moduleOptions, fn func(conte
 	if err != nil {
 		return err
 	}
-	s, err := module.Open(dir, module.Options{Wait: func(h module.Holder) {
+	open := module.Open
+	if o.look {
+		open = module.OpenExisting
+	}
+	s, err := open(dir, module.Options{Wait: func(h module.Holder) {
 		fmt.Fprintf(env.Stderr, "ptojit: waiting for the module store lock of %s, held by %s\n", dir, h)
 	}, Activate: func(ctx context.Context, p *module.Package, enabled []*module.Installed) ([]module.PlatformCheck, error) {
 		exe, err := os.Executable()
@@ -408,26 +422,10 @@ func packCallable(ctx context.Context, env *cli.Env, o packOptions, m *module.Ma
 
 func runInstall(ctx context.Context, env *cli.Env, s *module.Store, o moduleOptions, args []string) error {
 	src := env.Abs(args[0])
-	fi, err := os.Stat(src)
+	ar, err := readPackage(src, args[0])
 	if err != nil {
-		return fmt.Errorf("module install: %w", err)
-	}
-	var ar []byte
-	if fi.IsDir() {
-		files, err := module.ReadDir(src)
-		if err != nil {
-			return fmt.Errorf("module install: %s: %w", args[0], err)
-		}
-		if ar, err = module.WriteArchive(files); err != nil {
-			return fmt.Errorf("module install: %s: %w", args[0], err)
-		}
-	} else {
-		if fi.Size() > module.MaxPackageSize {
-			return fmt.Errorf("module install: %s: %d bytes exceeds the limit of %d", args[0], fi.Size(), module.MaxPackageSize)
-		}
-		if ar, err = os.ReadFile(src); err != nil {
-			return fmt.Errorf("module install: %w", err)
-		}
+		// A missing or unreadable package is invalid input (exit 2).
+		return cli.Invalid(err)
 	}
 	r, err := s.Install(ctx, ar)
 	if err != nil {

@@ -73,6 +73,7 @@ every rejected one with its reason. --json prints {"chosen": {"impl_id",
 "rejected": [{"impl_id", "module", "kind", "reason"}]}. Exit status 1 when nothing is compatible.`,
 				Setup: func(fs *pflag.FlagSet) cli.RunFunc {
 					o := opFlags(fs)
+					o.look = true
 					fs.BoolVar(&o.json, "json", false, "print JSON")
 					return func(ctx context.Context, env *cli.Env, args []string) error {
 						if len(args) > 0 {

@@ -137,10 +137,13 @@ func loadCallable(ctx context.Context, env *cli.Env, o runOptions) (blob []byte,
 	if o.callable != "" {
 		blob, err = os.ReadFile(env.Abs(o.callable))
 		if err != nil {
-			return nil, res, fmt.Errorf("run: reading the callable: %w", errors.Unwrap(err))
+			return nil, res, cli.Invalid(fmt.Errorf("run: --callable %s: %w", o.callable, errors.Unwrap(err)))
 		}
 		if err := refuseModulePackage(o.callable, blob); err != nil {
-			return nil, res, fmt.Errorf("run: %w", err)
+			return nil, res, cli.Invalid(fmt.Errorf("run: %w", err))
+		}
+		if _, err := registry.ParseChipCallable(blob); err != nil {
+			return nil, res, cli.Invalid(fmt.Errorf("run: --callable %s: %w", o.callable, err))
 		}
 		return blob, res, nil
 	}

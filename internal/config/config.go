@@ -37,6 +37,7 @@ import (
 	"strings"
 
 	"github.com/ptojit/ptojit/filesys/durable"
+	"github.com/ptojit/ptojit/internal/value"
 )
 
 // FileName is the settings file's name in the cache directory.
@@ -52,7 +53,7 @@ const (
 	// Size is a byte count such as 500M or 5G (validated by the Check
 	// function the caller passes, which knows the size syntax).
 	Size Kind = iota
-	// Bool is 1, 0, true, false, yes or no (any case).
+	// Bool is 1, true, yes, on or 0, false, no, off (any case; value.Bool).
 	Bool
 	// Text is any single-line text.
 	Text
@@ -117,16 +118,9 @@ func Lookup(name string) (Key, bool) {
 // (its syntax for Size keys); nil accepts every value.
 type CheckFunc func(k Key, value string) error
 
-// ParseBool reads a Bool value: 1, true, yes or 0, false, no, any case.
-func ParseBool(s string) (bool, error) {
-	switch strings.ToLower(strings.TrimSpace(s)) {
-	case "1", "true", "yes":
-		return true, nil
-	case "0", "false", "no":
-		return false, nil
-	}
-	return false, fmt.Errorf("%q: want 1 or 0", s)
-}
+// ParseBool reads a Bool value, as value.Bool does: 1, true, yes, on or
+// 0, false, no, off, any case.
+func ParseBool(s string) (bool, error) { return value.Bool(s) }
 
 // ErrUnknownKey matches the error for a key that is not in Known.
 var ErrUnknownKey = errors.New("unknown key")
@@ -228,6 +222,10 @@ func knownNames() string {
 	}
 	return strings.Join(names, ", ")
 }
+
+// Check validates a value of k as the file and Set do, check included:
+// what a caller applies to a value from the environment.
+func Check(k Key, v string, check CheckFunc) error { return validate(k, v, check) }
 
 func validate(k Key, v string, check CheckFunc) error {
 	if strings.ContainsAny(v, "\n\r\x00") {

@@ -54,7 +54,7 @@ func TestParseErrorsNameTheLine(t *testing.T) {
 		{"max_size = 1G\nmax_sise = 2G\n", "c.conf:2: max_sise: unknown key"},
 		{"# x\njust words\n", "c.conf:2: want \"key = value\""},
 		{"readonly = 1\nreadonly = 0\n", "c.conf:2: readonly: set twice (first on line 1)"},
-		{"readonly = maybe\n", "c.conf:1: readonly: \"maybe\": want 1 or 0"},
+		{"readonly = maybe\n", "c.conf:1: readonly: \"maybe\": want 1, true, yes or on, or 0, false, no or off"},
 		{"max_size = lots\n", "c.conf:1: max_size: not a size"},
 		{"max_size =\n", "c.conf:1: max_size: want a size"},
 		{strings.Repeat("#", MaxFileBytes+1), "c.conf: file larger than"},

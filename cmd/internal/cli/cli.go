@@ -120,10 +120,20 @@ type Command struct {
 	Subcommands []*Command
 	// Hidden commands are not listed in help.
 	Hidden bool
+	// Values, when set, returns the words that may complete a value on
+	// the command line: of the flag named flag (its long name), or, with
+	// flag "", of the positional argument that follows args. Nil means
+	// none is known and the shell completes file names.
+	Values func(env *Env, flag string, args []string) []string
 }
 
 // UsageError is a mistake in how a command was called: exit code 2.
-type UsageError struct{ Msg string }
+// Command is the command path whose help the message points at ("cache
+// stats"; "" for the program's).
+type UsageError struct {
+	Msg     string
+	Command string
+}
 
 func (e *UsageError) Error() string { return e.Msg }
 
@@ -285,7 +295,11 @@ func Report(env *Env, prog string, err error) int {
 		var ue *UsageError
 		var ie *InputError
 		if errors.As(err, &ue) && !errors.As(err, &ie) {
-			fmt.Fprintf(env.Stderr, "Run '%s help' for usage.\n", prog)
+			help := prog + " help"
+			if ue.Command != "" {
+				help += " " + ue.Command
+			}
+			fmt.Fprintf(env.Stderr, "Run '%s' for usage.\n", help)
 		}
 	}
 	return ExitCode(err)
@@ -339,8 +353,11 @@ func (p *Program) Run(ctx context.Context, env *Env, args []string) error {
 	switch args[0] {
 	case "-h", "--help":
 		args = append([]string{"help"}, args[1:]...)
-	case "--version":
+	case "--version", "-V":
 		args = append([]string{"version"}, args[1:]...)
+	}
+	if args[0] == completeCommand {
+		return p.complete(ctx, env, args[1:])
 	}
 	c := p.find(args[0])
 	if c == nil {
@@ -349,7 +366,10 @@ func (p *Program) Run(ctx context.Context, env *Env, args []string) error {
 				return err
 			}
 		}
-		return Usagef("unknown command %q", args[0])
+		if len(args[0]) > 0 && args[0][0] == '-' {
+			return Usagef("unknown flag %s: the program's flags are --help, --version and -V; a command's flags go after it", args[0])
+		}
+		return Usagef("unknown command %q%s", args[0], DidYouMean(args[0], "", commandNames(p.all())))
 	}
 	return p.runCommand(ctx, env, []string{p.Name}, c, args[1:])
 }
@@ -360,15 +380,33 @@ func (p *Program) builtins() []*Command {
 	return []*Command{
 		{
 			Name:    "help",
-			Usage:   "help [COMMAND [SUBCOMMAND]]",
+			Usage:   "help [COMMAND [SUBCOMMAND]] | help --man",
 			Summary: "show help for a command",
 			Long: `Prints the help of a command, the same text as "COMMAND --help"; without a
-command, the list of commands.`,
+command, the list of commands. --man prints the manual page made of every
+command's help (ptojit help --man > ptojit.1; man ./ptojit.1).`,
 			Setup: func(fs *pflag.FlagSet) RunFunc {
+				man := fs.Bool("man", false, "print the manual page (man(7) macros) of every command")
 				return func(ctx context.Context, env *Env, args []string) error {
-					return p.help(ctx, env, args)
+					if !*man {
+						return p.help(ctx, env, args)
+					}
+					if len(args) > 0 {
+						return Usagef("help --man: unexpected argument %q", args[0])
+					}
+					if env.Checked() {
+						return nil
+					}
+					if len(p.Extra) > 0 && p.Fallback != nil {
+						// The served commands' help lives where they run.
+						if ok, err := p.Fallback(ctx, env, []string{"help", "--man"}); ok {
+							return err
+						}
+					}
+					return p.writeMan(env.Stdout)
 				}
 			},
+			Values: p.helpValues,
 		},
 		{
 			Name:    "version",
@@ -402,24 +440,29 @@ and time the Go toolchain stamped, and every build setting.`,
 
   source <(ptojit completion bash)            # bash, this shell
   ptojit completion zsh > "${fpath[1]}/_ptojit" # zsh
-  ptojit completion fish > ~/.config/fish/completions/ptojit.fish`,
+  ptojit completion fish > ~/.config/fish/completions/ptojit.fish
+
+The scripts complete commands, subcommands and flags, and values: shells,
+command names after help, setting keys after config get|set|unset, the
+installed operations after --op, module ids after module show|enable|
+disable|remove, file names elsewhere.`,
 			Setup: func(fs *pflag.FlagSet) RunFunc {
 				return func(ctx context.Context, env *Env, args []string) error {
-					if len(args) != 1 || !slices.Contains([]string{"bash", "zsh", "fish"}, args[0]) {
+					if len(args) != 1 || !slices.Contains(shells, args[0]) {
 						return Usagef("completion: want one of bash, zsh, fish")
 					}
 					if env.Checked() {
 						return nil
 					}
-					if len(p.Extra) > 0 && p.Fallback != nil {
-						// The commands' flags live where they run.
-						if ok, err := p.Fallback(ctx, env, []string{"completion", args[0]}); ok {
-							return err
-						}
-					}
 					_, err := io.WriteString(env.Stdout, p.completion(args[0]))
 					return err
 				}
+			},
+			Values: func(env *Env, flag string, args []string) []string {
+				if flag == "" && len(args) == 0 {
+					return shells
+				}
+				return nil
 			},
 		},
 	}
@@ -467,7 +510,7 @@ func (p *Program) help(ctx context.Context, env *Env, words []string) error {
 	}
 	c := p.find(words[0])
 	if c == nil {
-		return Usagef("help: unknown command %q", words[0])
+		return Usagef("help: unknown command %q%s", words[0], DidYouMean(words[0], "", commandNames(p.all())))
 	}
 	path := []string{p.Name, c.Name}
 	for _, w := range words[1:] {
@@ -478,7 +521,8 @@ func (p *Program) help(ctx context.Context, env *Env, words []string) error {
 			}
 		}
 		if next == nil {
-			return Usagef("help: unknown command %q", strings.Join(append(path[1:], w), " "))
+			return &UsageError{Command: strings.Join(path[1:], " "), Msg: fmt.Sprintf("help: unknown command %q%s",
+				strings.Join(append(path[1:], w), " "), DidYouMean(w, strings.Join(path[1:], " ")+" ", commandNames(c.Subcommands)))}
 		}
 		c = next
 		path = append(path, w)
@@ -524,12 +568,12 @@ func (p *Program) runCommand(ctx context.Context, env *Env, path []string, c *Co
 			}
 		}
 		if c.Setup == nil {
-			return Usagef("unknown command %q", strings.Join(append(path[1:], args[0]), " "))
+			return unknownSubcommand(path, c, args[0])
 		}
 	}
 	fs, run, help := newFlagSet(path, c)
 	if err := fs.Parse(args); err != nil {
-		return Usagef("%s: %v", strings.Join(path[1:], " "), err)
+		return flagError(path, c, fs, args, err)
 	}
 	if *help {
 		if env.Checked() {
@@ -540,12 +584,25 @@ func (p *Program) runCommand(ctx context.Context, env *Env, path []string, c *Co
 	}
 	if run == nil {
 		if len(fs.Args()) > 0 {
-			return Usagef("unknown command %q", strings.Join(append(path[1:], fs.Args()[0]), " "))
+			return unknownSubcommand(path, c, fs.Args()[0])
 		}
 		printCommandHelp(env.Stderr, path, c, fs)
 		return Exit(ExitUsage)
 	}
-	return run(ctx, env, fs.Args())
+	err := run(ctx, env, fs.Args())
+	var ue *UsageError
+	if errors.As(err, &ue) && ue.Command == "" {
+		ue.Command = strings.Join(path[1:], " ")
+	}
+	return err
+}
+
+// unknownSubcommand is the error for a word that names none of c's
+// subcommands.
+func unknownSubcommand(path []string, c *Command, word string) error {
+	where := strings.Join(path[1:], " ")
+	return &UsageError{Command: where, Msg: fmt.Sprintf("unknown command %q%s",
+		where+" "+word, DidYouMean(word, where+" ", commandNames(c.Subcommands)))}
 }
 
 func printCommandHelp(w io.Writer, path []string, c *Command, fs *pflag.FlagSet) {

@@ -116,9 +116,9 @@ func TestCompletion(t *testing.T) {
 	var ran bool
 	p := testProgram(&ran)
 	for shell, want := range map[string]string{
-		"bash": `"cmd sub") echo "--flag --help"`,
+		"bash": `complete -o default -F _p p`,
 		"zsh":  "#compdef p",
-		"fish": `complete -c p -n 'test (___p_path) = "cmd"' -a "sub"`,
+		"fish": `complete -c p -f -a '(__p_complete)'`,
 	} {
 		out, _, code := run(p, false, "completion", shell)
 		if code != 0 || !strings.Contains(out, want) {

@@ -43,6 +43,7 @@ func frameworkProgram(ran *[]string) *Program {
 				Name: "group", Summary: "a group",
 				Subcommands: []*Command{
 					{Name: "fail", Summary: "fail", Setup: func(fs *pflag.FlagSet) RunFunc {
+						fs.Bool("verbose", false, "say more")
 						return func(context.Context, *Env, []string) error { return errors.New("it broke") }
 					}},
 					{Name: "quiet", Summary: "exit 3 quietly", Setup: func(fs *pflag.FlagSet) RunFunc {
@@ -77,7 +78,7 @@ func TestProgram(t *testing.T) {
 		{args: nil, code: 2, stderr: "Commands:"},
 		{args: []string{"echo", "hi"}, code: 0, stdout: "hi\n", ran: "echo hi", quietErr: true},
 		{args: []string{"echo", "--upper", "hi"}, code: 0, stdout: "HI\n", ran: "echo HI"},
-		{args: []string{"echo"}, code: 2, stderr: "prog: echo takes one word, not 0\nRun 'prog help' for usage.\n"},
+		{args: []string{"echo"}, code: 2, stderr: "prog: echo takes one word, not 0\nRun 'prog help echo' for usage.\n"},
 		{args: []string{"echo", "--loud", "hi"}, code: 2, stderr: "prog: echo: unknown flag: --loud"},
 		{args: []string{"echo", "--help"}, code: 0, stdout: "Usage: prog echo [--upper] WORD\n\nprint a word\n\nPrints WORD.\n\nFlags:\n", quietErr: true},
 		{args: []string{"nope"}, code: 2, stderr: `prog: unknown command "nope"`},
@@ -97,6 +98,17 @@ func TestProgram(t *testing.T) {
 		{args: []string{"help", "group", "nope"}, code: 2, stderr: `unknown command "group nope"`},
 		{args: []string{"help", "nope"}, code: 2, stderr: `unknown command "nope"`},
 		{args: []string{"version"}, code: 0, stdout: "prog "},
+		{args: []string{"-V"}, code: 0, stdout: "prog "},
+		// Suggestions: commands, subcommands, flags, and a flag before
+		// its subcommand.
+		{args: []string{"ehco"}, code: 2, stderr: `prog: unknown command "ehco"; did you mean echo?` + "\nRun 'prog help' for usage.\n"},
+		{args: []string{"group", "fial"}, code: 2, stderr: `unknown command "group fial"; did you mean group fail?` + "\nRun 'prog help group' for usage.\n"},
+		{args: []string{"group", "qu"}, code: 2, stderr: `did you mean group quiet?`},
+		{args: []string{"echo", "--uper", "hi"}, code: 2, stderr: "prog: echo: unknown flag: --uper; did you mean --upper?\nRun 'prog help echo' for usage.\n"},
+		{args: []string{"help", "ech"}, code: 2, stderr: `did you mean echo?`},
+		{args: []string{"help", "group", "fai"}, code: 2, stderr: `did you mean group fail?`},
+		{args: []string{"group", "--verbose", "fail"}, code: 2, stderr: "flags go after the subcommand: prog group fail --verbose ...\nRun 'prog help group fail' for usage.\n"},
+		{args: []string{"-x"}, code: 2, stderr: "unknown flag -x"},
 	} {
 		var ran []string
 		var out, errb bytes.Buffer

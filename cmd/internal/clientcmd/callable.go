@@ -70,7 +70,7 @@ func inspectSetup(fs *pflag.FlagSet) cli.RunFunc {
 		}
 		rep, err := inspectBlob(blob, o.platform, o.runtime)
 		if err != nil {
-			return fmt.Errorf("%s: %w", callableInputName(args[0]), err)
+			return cli.Invalid(fmt.Errorf("%s: %w", callableInputName(args[0]), err))
 		}
 		if o.json {
 			return cli.WriteJSON(env.Stdout, rep)

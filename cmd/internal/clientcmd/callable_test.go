@@ -116,7 +116,7 @@ func TestCallableInspectErrors(t *testing.T) {
 		{[]string{"callable", "inspect", good, good}, 2, "exactly one BLOB"},
 		{[]string{"callable", "inspect", good, "--platform", "a5"}, 2, "go together"},
 		{[]string{"callable", "inspect", good, "--platform", "x", "--runtime", "r"}, 2, "PLATFORM_UNSUPPORTED"},
-		{[]string{"callable", "inspect", bad}, 1, "CALLABLE_BLOB_INVALID"},
+		{[]string{"callable", "inspect", bad}, 2, "bad: parse callable: CALLABLE_BLOB_INVALID"}, // invalid input, named
 		{[]string{"callable", "frobnicate"}, 2, "unknown command"},
 	}
 	for _, c := range cases {

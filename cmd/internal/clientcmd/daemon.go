@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -15,16 +16,54 @@ import (
 	"github.com/ptojit/ptojit/api"
 	"github.com/ptojit/ptojit/api/client"
 	"github.com/ptojit/ptojit/cmd/internal/cli"
+	"github.com/ptojit/ptojit/internal/value"
 )
 
 // DaemonDisabled reports whether args should run in the calling process:
-// PTOJIT_DAEMON=0 (or false/no/off), or --no-daemon among the arguments.
+// PTOJIT_DAEMON false (0, false, no, off; value.Bool), or --no-daemon
+// among the arguments. A PTOJIT_DAEMON that is no boolean does not
+// disable the daemon: ViaDaemon refuses it (daemonVariable).
 func DaemonDisabled(env *cli.Env, args []string) bool {
-	switch strings.ToLower(env.Getenv("PTOJIT_DAEMON")) {
-	case "0", "false", "no", "off":
-		return true
+	if v := env.Getenv("PTOJIT_DAEMON"); v != "" {
+		if on, err := value.Bool(v); err == nil && !on {
+			return true
+		}
 	}
 	return slices.Contains(args, "--no-daemon")
+}
+
+// daemonVariables checks the variables that choose how a command reaches
+// the daemon, PTOJIT_DAEMON and PTOJIT_CACHE_READONLY: a value that is no
+// boolean is invalid input naming the variable, refused before anything
+// starts.
+func daemonVariables(env *cli.Env) error {
+	for _, name := range []string{"PTOJIT_DAEMON", "PTOJIT_CACHE_READONLY"} {
+		if v := env.Getenv(name); v != "" {
+			if _, err := value.Bool(v); err != nil {
+				return cli.Invalid(fmt.Errorf("%s: %w", name, err))
+			}
+		}
+	}
+	return nil
+}
+
+// looks reports whether args is a daemon-served command that only looks
+// at the cache: key, key diff, cache stats|ls|show|verify.
+func looks(args []string) bool {
+	switch args[0] {
+	case "key":
+		return true
+	case "cache":
+		sub := ""
+		for _, a := range args[1:] {
+			if !strings.HasPrefix(a, "-") {
+				sub = a
+				break
+			}
+		}
+		return slices.Contains([]string{"stats", "ls", "show", "verify"}, sub)
+	}
+	return false
 }
 
 // readOnly reports whether PTOJIT_CACHE_READONLY asks for a read-only
@@ -32,11 +71,8 @@ func DaemonDisabled(env *cli.Env, args []string) bool {
 // applies the setting to that request), and starts none: without one it
 // opens the store read-only in its own process.
 func readOnly(env *cli.Env) bool {
-	switch strings.ToLower(env.Getenv("PTOJIT_CACHE_READONLY")) {
-	case "1", "true", "yes":
-		return true
-	}
-	return false
+	ro, err := value.Bool(env.Getenv("PTOJIT_CACHE_READONLY"))
+	return err == nil && ro
 }
 
 // flagValue returns the value of --name in args ("--name v" or
@@ -84,7 +120,13 @@ func readsStdin(args []string) bool {
 // and starts the daemon; standard input it had to read is then left in
 // env.Stdin.
 func ViaDaemon(env *cli.Env, args []string, engine func() (string, error)) (bool, error) {
-	if len(args) == 0 || !slices.Contains(api.DaemonServed, args[0]) || DaemonDisabled(env, args) {
+	if len(args) == 0 || !slices.Contains(api.DaemonServed, args[0]) {
+		return false, nil
+	}
+	if err := daemonVariables(env); err != nil {
+		return true, err
+	}
+	if DaemonDisabled(env, args) {
 		return false, nil
 	}
 	for _, a := range args {
@@ -95,6 +137,11 @@ func ViaDaemon(env *cli.Env, args []string, engine func() (string, error)) (bool
 	cacheDir, dir, err := daemonCallDirs(env, args)
 	if err != nil {
 		return true, err
+	}
+	if _, serr := os.Stat(cacheDir); errors.Is(serr, fs.ErrNotExist) && looks(args) {
+		// Looking starts no daemon, which would create the cache: the
+		// engine answers in its own process, creating nothing.
+		return false, nil
 	}
 	ddir := api.DaemonDir(cacheDir, env.Getenv)
 	environ := env.Environ

@@ -4,8 +4,10 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 
 	"github.com/spf13/pflag"
 
@@ -169,7 +171,11 @@ func runHashid(env *cli.Env, o hashidOptions, args []string) error {
 func readCallablePayload(env *cli.Env, name string) ([]byte, error) {
 	r, err := cli.OpenInput(env, name)
 	if err != nil {
-		return nil, err
+		var pe *fs.PathError
+		if errors.As(err, &pe) {
+			err = pe.Err // the path is named once, as typed
+		}
+		return nil, cli.Invalid(fmt.Errorf("%s: %w", callableInputName(name), err))
 	}
 	defer r.Close()
 	b, err := io.ReadAll(io.LimitReader(r, maxCallablePayload+1))
@@ -177,7 +183,7 @@ func readCallablePayload(env *cli.Env, name string) ([]byte, error) {
 		return nil, fmt.Errorf("%s: %w", callableInputName(name), err)
 	}
 	if len(b) > maxCallablePayload {
-		return nil, fmt.Errorf("%s: larger than %d bytes, the largest valid payload", callableInputName(name), maxCallablePayload)
+		return nil, cli.Invalid(fmt.Errorf("%s: larger than %d bytes, the largest valid payload", callableInputName(name), maxCallablePayload))
 	}
 	return b, nil
 }

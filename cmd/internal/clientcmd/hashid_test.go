@@ -133,7 +133,7 @@ func TestHashidCommandErrors(t *testing.T) {
 		{"python with platform", []string{"hashid", "--python", spyc, "--platform", "a5"}, 2, "--python takes no"},
 		{"invalid blob", []string{"hashid", "--platform", "a5", "--runtime", "r", truncated}, 1, "CALLABLE_BLOB_INVALID"},
 		{"invalid spyc", []string{"hashid", "--python", spyc}, 1, "SPYC_PAYLOAD_INVALID"},
-		{"missing file", []string{"hashid", "--python", filepath.Join(dir, "nope")}, 1, "no such file"},
+		{"missing file", []string{"hashid", "--python", filepath.Join(dir, "nope")}, 2, "nope: no such file"}, // a missing input
 	}
 	for _, c := range cases {
 		code, out, errOut := runCallableCLI(t, nil, c.args...)
