@@ -345,6 +345,7 @@ func runDaemon(ctx context.Context, env *cli.Env, o daemonOptions) error {
 		return err
 	}
 	logf := daemonLogf(env)
+	daemonGetenv = env.Getenv
 	// The shared store has no cap and is writable: each request applies
 	// its own settings (sharedStore), and the idle trim the daemon's.
 	// Badger's errors and warnings (a damaged value log, a failed read)
@@ -493,7 +494,7 @@ func serveStore(ctx context.Context, srv *daemon.Server, served <-chan error, di
 	// The remote tiers follow the settings of each request (the file's,
 	// or a client's PTOJIT_REMOTE*), not the environment the daemon
 	// started with.
-	engine.remotes = &remoteTiers{logf: logf}
+	engine.remotes = &remoteTiers{logf: logf, getenv: daemonGetenv}
 	defer engine.remotes.close()
 	engine.wiped = wiped
 
@@ -589,7 +590,7 @@ func serveCommand(ctx context.Context, req *api.DaemonRequest) *api.DaemonRespon
 		Stdout:  &stdout,
 		Stderr:  &stderr,
 		Getenv:  func(k string) string { return vars[k] },
-		Environ: environ,
+		Environ: withoutSecrets(environ),
 		Prog:    "ptojit",
 		Dir:     req.Dir,
 	}
