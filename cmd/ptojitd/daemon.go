@@ -345,7 +345,6 @@ func runDaemon(ctx context.Context, env *cli.Env, o daemonOptions) error {
 		return err
 	}
 	logf := daemonLogf(env)
-	daemonGetenv = env.Getenv
 	// The shared store has no cap and is writable: each request applies
 	// its own settings (sharedStore), and the idle trim the daemon's.
 	// Badger's errors and warnings (a damaged value log, a failed read)
@@ -405,7 +404,7 @@ func runDaemon(ctx context.Context, env *cli.Env, o daemonOptions) error {
 	defer watcher.Close()
 	fwd.ids = toolchain.NewInstallationIdentityCache(toolchain.Options{BeforeDir: watcher.BeforeDir})
 	engine.listings = watcher.Listings()
-	engine.dir = dir
+	engine.dir, daemonGetenv = dir, env.Getenv
 	wiped := func(atExit bool) {
 		wipeAtExit.Store(atExit)
 		srv.Shutdown("cache cleared")

@@ -131,7 +131,6 @@ func writeKey(t *testing.T, file string) string {
 	return pub.String()
 }
 
-
 // TestBuildS3WrongSecret: a build whose S3 credentials are refused (403)
 // still succeeds, with one clear warning on stderr that never shows the
 // secret.
