@@ -160,3 +160,12 @@ func TestBuildS3WrongSecret(t *testing.T) {
 		t.Errorf("the output shows the secret:\n%s%s", r.stdout, r.stderr)
 	}
 }
+
+// TestSecretsNeverReachTools: the tools' environment keeps every variable
+// but the secret ones.
+func TestSecretsNeverReachTools(t *testing.T) {
+	got := withoutSecrets([]string{"PATH=/bin", "AWS_ACCESS_KEY_ID=id", "AWS_SECRET_ACCESS_KEY=s", "AWS_SESSION_TOKEN=t", "AWS_PROFILE=team"})
+	if strings.Join(got, " ") != "PATH=/bin AWS_PROFILE=team" {
+		t.Errorf("tools' environment %q", got)
+	}
+}
