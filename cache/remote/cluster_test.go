@@ -106,11 +106,11 @@ func TestClusterTamperedBlob(t *testing.T) {
 				t.Fatal(err)
 			}
 			k := c.key(e)
-			b, err := r.client.Get(ctx, k).Bytes()
+			b, err := r.be.(*redisBackend).client.Get(ctx, k).Bytes()
 			if err != nil {
 				t.Fatal(err)
 			}
-			if err := r.client.Set(ctx, k, c.tamper(b), 0).Err(); err != nil {
+			if err := r.be.(*redisBackend).client.Set(ctx, k, c.tamper(b), 0).Err(); err != nil {
 				t.Fatal(err)
 			}
 			before := r.Stats().Damaged
@@ -270,13 +270,13 @@ func TestClusterTamperedEntryEveryByte(t *testing.T) {
 		t.Fatal(err)
 	}
 	k := entryKey(e.Key)
-	good, err := r.client.Get(ctx, k).Bytes()
+	good, err := r.be.(*redisBackend).client.Get(ctx, k).Bytes()
 	if err != nil {
 		t.Fatal(err)
 	}
 	served := 0
 	try := func(what string, b []byte) {
-		if err := r.client.Set(ctx, k, b, 0).Err(); err != nil {
+		if err := r.be.(*redisBackend).client.Set(ctx, k, b, 0).Err(); err != nil {
 			t.Fatal(err)
 		}
 		got, gdata, err := r.Get(ctx, e.Key)
@@ -296,7 +296,7 @@ func TestClusterTamperedEntryEveryByte(t *testing.T) {
 	}
 	t.Logf("%d tampered entries of %d bytes, %d served", len(good)+3, len(good), served)
 	// The intact entry is served again.
-	if err := r.client.Set(ctx, k, good, 0).Err(); err != nil {
+	if err := r.be.(*redisBackend).client.Set(ctx, k, good, 0).Err(); err != nil {
 		t.Fatal(err)
 	}
 	if got, _, err := r.Get(ctx, e.Key); err != nil || got == nil {

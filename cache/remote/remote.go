@@ -94,12 +94,14 @@ type TierError struct {
 	// Auth is set when the server refused the credentials (NOAUTH,
 	// WRONGPASS).
 	Auth bool
+	// Hint says where the credentials come from.
+	Hint string
 	Err  error
 }
 
 func (e *TierError) Error() string {
 	if e.Auth {
-		return fmt.Sprintf("remote cache %s refused authentication: %v (check the password the URL gives: redis://:PASSWORD@host:port)", e.Target, e.Err)
+		return fmt.Sprintf("remote cache %s refused authentication: %v (%s)", e.Target, e.Err, e.Hint)
 	}
 	return fmt.Sprintf("remote cache %s: %v", e.Target, e.Err)
 }
@@ -134,7 +136,10 @@ type Stats struct {
 	Hits    int64 `json:"hits"`
 	Misses  int64 `json:"misses"`
 	Damaged int64 `json:"damaged"`
-	Errors  int64 `json:"errors"`
+	// Untrusted counts entries refused for their signature (remote_trust);
+	// they are misses too.
+	Untrusted int64 `json:"untrusted"`
+	Errors    int64 `json:"errors"`
 	// Writes counts entries written.
 	Writes int64 `json:"writes"`
 	// Pending counts publications queued or being written; Dropped those
@@ -152,12 +157,14 @@ type Stats struct {
 
 // Remote is a connection to the remote tier.
 type Remote struct {
-	cfg    Config
-	client redis.UniversalClient
-	br     breaker
-	pub    *publisher
+	cfg Config
+	be  backend
+	br  breaker
+	pub *publisher
 
-	hits, misses, damaged, errs, writes, dropped, up, down atomic.Int64
+	hits, misses, damaged, untrusted, errs, writes, dropped, up, down atomic.Int64
+
+	untrustedOnce, unauthOnce sync.Once
 }
 
 // quiet discards go-redis's own log lines: the Remote counts and reports
@@ -171,19 +178,36 @@ var silenceRedis sync.Once
 // New returns a Remote for cfg. It does not connect: the first operation
 // does.
 func New(cfg Config) (*Remote, error) {
-	silenceRedis.Do(func() { redis.SetLogger(quiet{}) })
-	if cfg.Target == nil || len(cfg.Target.Addrs) == 0 {
+	if cfg.Target == nil || (len(cfg.Target.Addrs) == 0 && cfg.Target.S3 == nil) {
 		return nil, &URLError{"no target"}
 	}
 	cfg.fill()
+	var be backend
+	if cfg.Target.S3 != nil {
+		b, err := newS3Backend(cfg.Target.S3, &cfg)
+		if err != nil {
+			return nil, err
+		}
+		be = b
+	} else {
+		be = &redisBackend{client: newRedisClient(&cfg)}
+	}
+	r := &Remote{cfg: cfg, be: be}
+	r.br = breaker{threshold: cfg.BreakerFailures, cooldown: cfg.BreakerCooldown, now: cfg.Now, warn: cfg.Warn, target: cfg.Target.String()}
+	r.pub = newPublisher(r, cfg.Queue)
+	return r, nil
+}
+
+// newRedisClient returns the go-redis client of cfg's Redis target.
+func newRedisClient(cfg *Config) redis.UniversalClient {
+	silenceRedis.Do(func() { redis.SetLogger(quiet{}) })
 	t := cfg.Target
 	var tlsCfg *tls.Config
 	if t.TLS {
 		tlsCfg = &tls.Config{MinVersion: tls.VersionTLS12}
 	}
-	var client redis.UniversalClient
 	if t.Cluster {
-		client = redis.NewClusterClient(&redis.ClusterOptions{
+		return redis.NewClusterClient(&redis.ClusterOptions{
 			Addrs:                 t.Addrs,
 			Username:              t.Username,
 			Password:              t.Password,
@@ -199,28 +223,39 @@ func New(cfg Config) (*Remote, error) {
 			DisableIdentity:       true,
 			TLSConfig:             tlsCfg,
 		})
-	} else {
-		client = redis.NewClient(&redis.Options{
-			Addr:                  t.Addrs[0],
-			Username:              t.Username,
-			Password:              t.Password,
-			DB:                    t.DB,
-			Protocol:              2,
-			MaxRetries:            -1,
-			DialTimeout:           cfg.ConnectTimeout,
-			DialerRetries:         1,
-			ReadTimeout:           cfg.Timeout,
-			WriteTimeout:          cfg.Timeout,
-			ContextTimeoutEnabled: true,
-			PoolTimeout:           cfg.Timeout,
-			DisableIdentity:       true,
-			TLSConfig:             tlsCfg,
-		})
 	}
-	r := &Remote{cfg: cfg, client: client}
-	r.br = breaker{threshold: cfg.BreakerFailures, cooldown: cfg.BreakerCooldown, now: cfg.Now, warn: cfg.Warn, target: t.String()}
-	r.pub = newPublisher(r, cfg.Queue)
-	return r, nil
+	return redis.NewClient(&redis.Options{
+		Addr:                  t.Addrs[0],
+		Username:              t.Username,
+		Password:              t.Password,
+		DB:                    t.DB,
+		Protocol:              2,
+		MaxRetries:            -1,
+		DialTimeout:           cfg.ConnectTimeout,
+		DialerRetries:         1,
+		ReadTimeout:           cfg.Timeout,
+		WriteTimeout:          cfg.Timeout,
+		ContextTimeoutEnabled: true,
+		PoolTimeout:           cfg.Timeout,
+		DisableIdentity:       true,
+		TLSConfig:             tlsCfg,
+	})
+}
+
+// warnUnauthenticated warns once, when Config.WarnUnauthenticated asks
+// for it, that the tier's entries are not signed or not checked.
+func (r *Remote) warnUnauthenticated() {
+	if !r.cfg.WarnUnauthenticated {
+		return
+	}
+	r.unauthOnce.Do(func() {
+		if !r.cfg.ReadOnly && r.cfg.SigningKey == nil {
+			r.cfg.Warn("writes unsigned entries (set remote_signing_key): the tier is unauthenticated")
+		}
+		if r.cfg.Trust == nil {
+			r.cfg.Warn("accepts entries of any writer (set remote_trust): the tier is unauthenticated")
+		}
+	})
 }
 
 // ReadOnly reports whether the tier never writes.
@@ -229,7 +264,7 @@ func (r *Remote) ReadOnly() bool { return r.cfg.ReadOnly }
 // Stats returns the counters.
 func (r *Remote) Stats() Stats {
 	s := Stats{
-		Hits: r.hits.Load(), Misses: r.misses.Load(), Damaged: r.damaged.Load(), Errors: r.errs.Load(),
+		Hits: r.hits.Load(), Misses: r.misses.Load(), Damaged: r.damaged.Load(), Untrusted: r.untrusted.Load(), Errors: r.errs.Load(),
 		Writes: r.writes.Load(), Pending: r.pub.pending.Load(), Dropped: r.dropped.Load(),
 		BytesUp: r.up.Load(), BytesDown: r.down.Load(), State: "ok", Target: r.cfg.Target.String(),
 	}
@@ -249,7 +284,7 @@ func (r *Remote) Close() error {
 	cancel()
 	r.pub.drain(ctx)
 	<-r.pub.done
-	return r.client.Close()
+	return r.be.close()
 }
 
 // op runs fn under the operation timeout and accounts for its outcome:
@@ -274,16 +309,13 @@ func (r *Remote) op(ctx context.Context, fn func(ctx context.Context) error) err
 		return ctx.Err()
 	}
 	r.errs.Add(1)
-	te := &TierError{Target: r.br.target, Err: err}
-	var reply redis.Error
-	if errors.As(err, &reply) {
-		// The server's reply names its kind (the Redis protocol's error
-		// code); the client library reads it.
-		if redis.IsOOMError(reply) {
-			r.br.success() // a full server: it answers, and reads still work
-			return te
-		}
-		te.Auth = redis.IsAuthError(reply)
+	te := &TierError{Target: r.br.target, Hint: r.be.authHint(), Err: err}
+	switch r.be.kind(err) {
+	case failFull:
+		r.br.success() // a full server: it answers, and reads still work
+		return te
+	case failAuth:
+		te.Auth = true
 	}
 	r.br.failure(err)
 	return te
@@ -339,11 +371,18 @@ func (r *Remote) Get(ctx context.Context, key cache.Key) (*cache.Entry, [][]byte
 // account counts the outcome of a lookup (errors are counted by op).
 func (r *Remote) account(err error, countHit bool) {
 	var de *DamagedError
+	var ue *UntrustedError
 	switch {
 	case err == nil:
 		if countHit {
 			r.hits.Add(1)
 		}
+	case errors.As(err, &ue):
+		r.untrusted.Add(1)
+		r.misses.Add(1)
+		r.untrustedOnce.Do(func() {
+			r.cfg.Warn(fmt.Sprintf("refused %s (further untrusted entries are counted in cache stats)", ue.Error()))
+		})
 	case errors.As(err, &de):
 		r.damaged.Add(1)
 		r.misses.Add(1)
@@ -353,12 +392,18 @@ func (r *Remote) account(err error, countHit bool) {
 }
 
 func (r *Remote) entry(ctx context.Context, key cache.Key) (*cache.Entry, error) {
-	b, err := r.client.Get(ctx, entryKey(key)).Bytes()
-	if errors.Is(err, redis.Nil) {
-		return nil, ErrMiss
+	r.warnUnauthenticated()
+	keys := []string{entryKey(key)}
+	if r.cfg.Trust != nil {
+		keys = append(keys, sigKey(key))
 	}
+	vals, err := r.be.get(ctx, keys)
 	if err != nil {
 		return nil, err
+	}
+	b := vals[0]
+	if b == nil {
+		return nil, ErrMiss
 	}
 	r.down.Add(int64(len(b)))
 	e, err := decodeEntry(key, b)
@@ -366,10 +411,16 @@ func (r *Remote) entry(ctx context.Context, key cache.Key) (*cache.Entry, error)
 		r.forget(ctx, entryKey(key))
 		return nil, &DamagedError{What: "entry " + key.String(), Reason: err.Error()}
 	}
+	if r.cfg.Trust != nil {
+		r.down.Add(int64(len(vals[1])))
+		if err := checkSignature(r.cfg.Trust, key, b, vals[1]); err != nil {
+			return nil, err
+		}
+	}
 	return e, nil
 }
 
-// blobs reads the outputs of e: one pipeline for the blobs, one for the
+// blobs reads the outputs of e: one round trip for the blobs, one for the
 // chunks of chunked ones; every blob is verified.
 func (r *Remote) blobs(ctx context.Context, e *cache.Entry) ([][]byte, error) {
 	var total int64
@@ -379,24 +430,21 @@ func (r *Remote) blobs(ctx context.Context, e *cache.Entry) ([][]byte, error) {
 	if total > MaxBlobBytes {
 		return nil, &DamagedError{What: "entry " + e.Key.String(), Reason: fmt.Sprintf("outputs of %d bytes", total)}
 	}
-	pipe := r.client.Pipeline()
-	cmds := make([]*redis.StringCmd, len(e.Outputs))
+	keys := make([]string, len(e.Outputs))
 	for i, o := range e.Outputs {
-		cmds[i] = pipe.Get(ctx, blobKey(o.Digest))
+		keys[i] = blobKey(o.Digest)
 	}
-	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
+	vals, err := r.be.get(ctx, keys)
+	if err != nil {
 		return nil, err
 	}
 	data := make([][]byte, len(e.Outputs))
 	var pending []chunked
-	pipe = r.client.Pipeline()
+	var chunkKeys []string
 	for i, o := range e.Outputs {
-		b, err := cmds[i].Bytes()
-		if errors.Is(err, redis.Nil) {
+		b := vals[i]
+		if b == nil {
 			return nil, &MissError{Reason: fmt.Sprintf("blob %x of %s missing", o.Digest[:6], o.Name)}
-		}
-		if err != nil {
-			return nil, err
 		}
 		r.down.Add(int64(len(b)))
 		switch {
@@ -410,9 +458,9 @@ func (r *Remote) blobs(ctx context.Context, e *cache.Entry) ([][]byte, error) {
 			if h.size != o.Size {
 				return nil, r.damagedBlob(ctx, o, &h, fmt.Sprintf("%d bytes, the entry says %d", h.size, o.Size))
 			}
-			c := chunked{i: i, h: h}
+			c := chunked{i: i, h: h, first: len(chunkKeys)}
 			for j := range h.chunks() {
-				c.cmds = append(c.cmds, pipe.Get(ctx, chunkKey(o.Digest, j)))
+				chunkKeys = append(chunkKeys, chunkKey(o.Digest, j))
 			}
 			pending = append(pending, c)
 		default:
@@ -420,10 +468,11 @@ func (r *Remote) blobs(ctx context.Context, e *cache.Entry) ([][]byte, error) {
 		}
 	}
 	if len(pending) > 0 {
-		if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
+		parts, err := r.be.get(ctx, chunkKeys)
+		if err != nil {
 			return nil, err
 		}
-		if err := r.joinChunks(ctx, e, pending, data); err != nil {
+		if err := r.joinChunks(ctx, e, pending, parts, data); err != nil {
 			return nil, err
 		}
 	}
@@ -441,28 +490,25 @@ func (r *Remote) blobs(ctx context.Context, e *cache.Entry) ([][]byte, error) {
 // chunked is a blob of a Get stored in chunks: its output's index, its
 // header and the pipelined reads of its chunks.
 type chunked struct {
-	i    int
-	h    blobHeader
-	cmds []*redis.StringCmd
+	i, first int // first: the index of its first chunk in the read
+	h        blobHeader
 }
 
-// joinChunks puts each chunked blob of pending together into data from its
-// chunks' replies, checking that each chunk is there and of its size.
-func (r *Remote) joinChunks(ctx context.Context, e *cache.Entry, pending []chunked, data [][]byte) error {
+// joinChunks puts each chunked blob of pending together into data from
+// parts, the values of their chunks, checking that each chunk is there and
+// of its size.
+func (r *Remote) joinChunks(ctx context.Context, e *cache.Entry, pending []chunked, parts, data [][]byte) error {
 	for _, c := range pending {
 		o := e.Outputs[c.i]
 		buf := make([]byte, 0, c.h.size)
-		for j, cmd := range c.cmds {
-			b, err := cmd.Bytes()
-			if errors.Is(err, redis.Nil) {
+		n := c.h.chunks()
+		for j, b := range parts[c.first : c.first+n] {
+			if b == nil {
 				return &MissError{Reason: fmt.Sprintf("chunk %d of blob %x missing", j, o.Digest[:6])}
-			}
-			if err != nil {
-				return err
 			}
 			r.down.Add(int64(len(b)))
 			want := c.h.chunk
-			if j == len(c.cmds)-1 {
+			if j == n-1 {
 				want = c.h.size - int64(j)*c.h.chunk
 			}
 			if int64(len(b)) != want {
@@ -488,17 +534,13 @@ func (r *Remote) damagedBlob(ctx context.Context, o cache.Output, h *blobHeader,
 	return &DamagedError{What: fmt.Sprintf("blob %x (%s)", o.Digest[:6], o.Name), Reason: reason}
 }
 
-// forget deletes damaged keys, one at a time (they may live in different
-// slots), when the tier is writable; failures are ignored.
+// forget deletes damaged keys when the tier is writable; failures are
+// ignored.
 func (r *Remote) forget(ctx context.Context, keys ...string) {
 	if r.cfg.ReadOnly {
 		return
 	}
-	pipe := r.client.Pipeline()
-	for _, k := range keys {
-		pipe.Del(ctx, k)
-	}
-	_, _ = pipe.Exec(ctx)
+	r.be.del(ctx, keys)
 }
 
 // Put writes e and data[i] as e.Outputs[i] now: the blobs the tier does
@@ -529,61 +571,57 @@ func (r *Remote) Put(ctx context.Context, e *cache.Entry, data [][]byte) error {
 }
 
 func (r *Remote) put(ctx context.Context, e *cache.Entry, data [][]byte, enc []byte) error {
+	r.warnUnauthenticated()
 	// Which blobs are there already?
-	pipe := r.client.Pipeline()
-	exists := make([]*redis.IntCmd, len(e.Outputs))
+	keys := make([]string, len(e.Outputs))
 	for i, o := range e.Outputs {
-		exists[i] = pipe.Exists(ctx, blobKey(o.Digest))
+		keys[i] = blobKey(o.Digest)
 	}
-	if _, err := pipe.Exec(ctx); err != nil {
+	exists, err := r.be.exists(ctx, keys)
+	if err != nil {
 		return err
 	}
-	chunks, heads := r.client.Pipeline(), r.client.Pipeline()
-	var nChunks, nHeads int
+	var chunkKeys, headKeys []string
+	var chunkVals, headVals [][]byte
 	seen := map[cache.Digest]bool{}
 	for i, o := range e.Outputs {
-		if exists[i].Val() > 0 || seen[o.Digest] {
+		if exists[i] || seen[o.Digest] {
 			continue
 		}
 		seen[o.Digest] = true
 		b := data[i]
 		if len(b) <= r.cfg.ChunkBytes {
-			heads.Set(ctx, blobKey(o.Digest), append([]byte{blobInline}, b...), 0)
-			nHeads++
+			headKeys, headVals = append(headKeys, blobKey(o.Digest)), append(headVals, append([]byte{blobInline}, b...))
 			r.up.Add(int64(len(b) + 1))
 			continue
 		}
 		h := blobHeader{size: int64(len(b)), chunk: int64(r.cfg.ChunkBytes)}
 		for j := range h.chunks() {
 			part := b[int64(j)*h.chunk : min(int64(j+1)*h.chunk, h.size)]
-			chunks.Set(ctx, chunkKey(o.Digest, j), part, 0)
-			nChunks++
+			chunkKeys, chunkVals = append(chunkKeys, chunkKey(o.Digest, j)), append(chunkVals, part)
 			r.up.Add(int64(len(part)))
 		}
 		hb := encodeBlobHeader(h)
-		heads.Set(ctx, blobKey(o.Digest), hb, 0)
-		nHeads++
+		headKeys, headVals = append(headKeys, blobKey(o.Digest)), append(headVals, hb)
 		r.up.Add(int64(len(hb)))
 	}
-	for _, p := range []struct {
-		pipe redis.Pipeliner
-		n    int
-	}{{chunks, nChunks}, {heads, nHeads}} {
-		if p.n == 0 {
+	if r.cfg.SigningKey != nil {
+		sig := signEntry(r.cfg.SigningKey, e.Key, enc)
+		headKeys, headVals = append(headKeys, sigKey(e.Key)), append(headVals, sig)
+		r.up.Add(int64(len(sig)))
+	}
+	// Chunks before their headers, blobs and the signature before the
+	// entry: a reader never sees an entry before what it names.
+	for _, phase := range []struct {
+		keys []string
+		vals [][]byte
+	}{{chunkKeys, chunkVals}, {headKeys, headVals}, {[]string{entryKey(e.Key)}, [][]byte{enc}}} {
+		if len(phase.keys) == 0 {
 			continue
 		}
-		cmds, err := p.pipe.Exec(ctx)
-		if err != nil {
+		if err := r.be.set(ctx, phase.keys, phase.vals); err != nil {
 			return err
 		}
-		for _, c := range cmds {
-			if c.Err() != nil {
-				return c.Err()
-			}
-		}
-	}
-	if err := r.client.Set(ctx, entryKey(e.Key), enc, 0).Err(); err != nil {
-		return err
 	}
 	r.up.Add(int64(len(enc)))
 	return nil

@@ -37,6 +37,16 @@ func TestParseURL(t *testing.T) {
 		{"redis://", "error: missing host"},
 		{"redis-cluster://a:1,,b:2", "error: missing host"},
 		{"redis://h:1?x=1", "error: query"},
+		{"s3://bkt", "s3://bkt?endpoint=https%3A%2F%2Fs3.amazonaws.com"},
+		{"s3://bkt/a/b/?endpoint=http://127.0.0.1:9000&region=r1&style=path", "s3://bkt/a/b?endpoint=http%3A%2F%2F127.0.0.1%3A9000&region=r1&style=path"},
+		{"s3://bkt?endpoint=https://obs.example.com", "s3://bkt?endpoint=https%3A%2F%2Fobs.example.com"},
+		{"s3://bkt?endpoint=http://minio.lan:9000&insecure=1", "s3://bkt?endpoint=http%3A%2F%2Fminio.lan%3A9000"},
+		{"s3://bkt?endpoint=http://minio.lan:9000", "error: only on loopback"},
+		{"s3://key:secret@bkt", "error: credentials never go in the URL"},
+		{"s3://Bkt", "error: bucket"},
+		{"s3://bkt?endpoint=ftp://h", "error: endpoint"},
+		{"s3://bkt?style=odd", "error: style"},
+		{"s3://bkt?color=red", "error: unknown parameter"},
 	} {
 		got, err := ParseURL(c.in)
 		switch {
@@ -64,9 +74,19 @@ func TestConfigFromEnv(t *testing.T) {
 	if _, ok, err := ConfigFromEnv(env(nil)); ok || err != nil {
 		t.Errorf("unset: ok=%v err=%v", ok, err)
 	}
-	cfg, ok, err := ConfigFromEnv(env(map[string]string{URLVariable: "redis://h:1", ReadOnlyVariable: "1", TimeoutVariable: "250ms"}))
-	if !ok || err != nil || !cfg.ReadOnly || cfg.Timeout != 250*time.Millisecond {
-		t.Errorf("got %+v %v %v", cfg, ok, err)
+	cfgs, ok, err := ConfigFromEnv(env(map[string]string{URLVariable: "redis://h:1", ReadOnlyVariable: "1", TimeoutVariable: "250ms"}))
+	if !ok || err != nil || len(cfgs) != 1 || !cfgs[0].ReadOnly || cfgs[0].Timeout != 250*time.Millisecond {
+		t.Errorf("got %+v %v %v", cfgs, ok, err)
+	}
+	// Several tiers, separated by whitespace; a comma stays inside a
+	// cluster's URL.
+	cfgs, ok, err = ConfigFromEnv(env(map[string]string{URLVariable: " redis-cluster://a:1,b:2 \n\ts3://bkt/pre?endpoint=http://127.0.0.1:9000 ", TimeoutVariable: "1s"}))
+	if !ok || err != nil || len(cfgs) != 2 || len(cfgs[0].Target.Addrs) != 2 || cfgs[1].Target.S3 == nil || cfgs[1].Target.S3.Prefix != "pre" || cfgs[1].Timeout != time.Second {
+		t.Fatalf("two tiers: %+v %v %v", cfgs, ok, err)
+	}
+	_, _, err = ConfigFromEnv(env(map[string]string{URLVariable: "redis://a:1 s3://Bad_Bucket"}))
+	if err == nil || !strings.Contains(err.Error(), "URL 2 of 2") {
+		t.Errorf("a bad second URL: %v, want it named", err)
 	}
 	for _, bad := range []map[string]string{
 		{URLVariable: "redis://h:1", ReadOnlyVariable: "maybe"},

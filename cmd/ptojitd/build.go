@@ -350,7 +350,7 @@ func identities() *toolchain.InstallationIdentityCache {
 // when there is one, reading env's variables and running the tools with
 // env's environment as a daemon of cacheDir ("" for the default) keeps it
 // (toolEnv), verifying every hit with verify (storeFor).
-func driverFor(env *cli.Env, cacheDir string, store cache.Core, storeErr error, rt *remote.Remote, verify bool) *jit.Driver {
+func driverFor(env *cli.Env, cacheDir string, store cache.Core, storeErr error, rt *remote.Chain, verify bool) *jit.Driver {
 	o := jit.Options{Store: store, Getenv: env.Getenv, Environ: toolEnv(env, cacheDir), Identities: identities(), Verify: verify, Listings: engine.listings}
 	if store == nil && storeErr != nil {
 		var oe *cache.OpenError
@@ -383,7 +383,7 @@ const remoteDrain = 10 * time.Second
 // returned function drains (for at most remoteDrain, warning about what it
 // dropped) and closes. No tier is nil. A tier that cannot be configured (a
 // bad URL) is a warning: it can fail no build.
-func remoteFor(env *cli.Env, cacheDir string) (_ *remote.Remote, end func(), warnings []string) {
+func remoteFor(env *cli.Env, cacheDir string) (_ *remote.Chain, end func(), warnings []string) {
 	none := func() {}
 	if engine.storeErr != nil || (engine.store != nil && engine.remotes == nil) {
 		return nil, none, nil
@@ -413,12 +413,13 @@ func remoteFor(env *cli.Env, cacheDir string) (_ *remote.Remote, end func(), war
 		if err != nil {
 			return nil, none, disabled(err)
 		}
-		return r, none, nil
+		if w := credentialWarning(rs, env.Getenv, engine.remotes.getenv); w != "" {
+			warnings = append(warnings, w)
+		}
+		return r, none, warnings
 	}
 	stderr := env.Stderr
-	cfg := rs.cfg
-	cfg.Warn = func(msg string) { fmt.Fprintf(stderr, "ptojit: warning: %s\n", msg) }
-	r, err := remote.New(cfg)
+	r, err := openChain(rs, env.Getenv, false, func(_, msg string) { fmt.Fprintf(stderr, "ptojit: warning: %s\n", msg) })
 	if err != nil {
 		return nil, none, disabled(err)
 	}

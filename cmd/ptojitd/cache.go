@@ -398,8 +398,10 @@ type statsJSON struct {
 	*cache.Stats
 	statsDerived
 	// Remote holds the remote tier's counters, when the daemon serving
-	// the command has one.
-	Remote *remote.Stats `json:"remote,omitempty"`
+	// the command has one; Remotes every tier's, in lookup order, when
+	// the setting lists several.
+	Remote  *remote.Stats  `json:"remote,omitempty"`
+	Remotes []remote.Stats `json:"remotes,omitempty"`
 }
 
 func runCacheStats(ctx context.Context, env *cli.Env, o *cacheOptions, s cache.Maintenance, args []string) error {
@@ -412,7 +414,14 @@ func runCacheStats(ctx context.Context, env *cli.Env, o *cacheOptions, s cache.M
 	}
 	rs := remoteStatsFor(env, o.resolvedDir)
 	if o.json {
-		return cli.WriteJSON(env.Stdout, statsJSON{o.resolvedDir, st, derive(st, time.Now()), rs})
+		j := statsJSON{Dir: o.resolvedDir, Stats: st, statsDerived: derive(st, time.Now())}
+		if len(rs) > 0 {
+			j.Remote = &rs[0]
+		}
+		if len(rs) > 1 {
+			j.Remotes = rs
+		}
+		return cli.WriteJSON(env.Stdout, j)
 	}
 	w := tabwriter.NewWriter(env.Stdout, 0, 0, 2, ' ', 0)
 	fmt.Fprintf(w, "cache directory\t%s\n", o.resolvedDir)
@@ -433,8 +442,8 @@ func runCacheStats(ctx context.Context, env *cli.Env, o *cacheOptions, s cache.M
 	for _, h := range st.Health {
 		fmt.Fprintf(w, "health\t%s\n", h)
 	}
-	if rs != nil {
-		fmt.Fprintf(w, "%s\n", strings.Replace(remoteSummary(rs), ": ", "\t", 1))
+	for i := range rs {
+		fmt.Fprintf(w, "%s\n", strings.Replace(remoteSummary(&rs[i]), ": ", "\t", 1))
 	}
 	return w.Flush()
 }
@@ -442,8 +451,8 @@ func runCacheStats(ctx context.Context, env *cli.Env, o *cacheOptions, s cache.M
 // remoteSummary is one line about the remote tier: its target, state and
 // counters.
 func remoteSummary(s *remote.Stats) string {
-	line := fmt.Sprintf("remote: %s (%s); %d hits, %d misses (%d damaged), %d errors, %d writes, %d pending, %d dropped; %s down, %s up",
-		s.Target, s.State, s.Hits, s.Misses, s.Damaged, s.Errors, s.Writes, s.Pending, s.Dropped, cache.FormatSize(s.BytesDown), cache.FormatSize(s.BytesUp))
+	line := fmt.Sprintf("remote: %s (%s); %d hits, %d misses (%d damaged, %d untrusted), %d errors, %d writes, %d pending, %d dropped; %s down, %s up",
+		s.Target, s.State, s.Hits, s.Misses, s.Damaged, s.Untrusted, s.Errors, s.Writes, s.Pending, s.Dropped, cache.FormatSize(s.BytesDown), cache.FormatSize(s.BytesUp))
 	if s.LastError != "" {
 		line += "; last error: " + s.LastError
 	}

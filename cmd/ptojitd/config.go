@@ -95,7 +95,13 @@ func checkSetting(k config.Key, v string) error {
 		if v == "" {
 			return nil
 		}
-		_, err := remote.ParseURL(v)
+		_, err := remote.ParseURLs(v)
+		return err
+	case "remote_signing_key":
+		_, err := readSigningKey(v)
+		return err
+	case "remote_trust":
+		_, err := parseTrust(v)
 		return err
 	case "remote_timeout", "remote_connect_timeout":
 		_, err := value.Duration(v, remote.MinTimeout, remote.MaxTimeout)

@@ -405,7 +405,7 @@ func runDaemon(ctx context.Context, env *cli.Env, o daemonOptions) error {
 	defer watcher.Close()
 	fwd.ids = toolchain.NewInstallationIdentityCache(toolchain.Options{BeforeDir: watcher.BeforeDir})
 	engine.listings = watcher.Listings()
-	engine.dir = dir
+	engine.dir, daemonGetenv = dir, env.Getenv
 	wiped := func(atExit bool) {
 		wipeAtExit.Store(atExit)
 		srv.Shutdown("cache cleared")
@@ -494,7 +494,7 @@ func serveStore(ctx context.Context, srv *daemon.Server, served <-chan error, di
 	// The remote tiers follow the settings of each request (the file's,
 	// or a client's PTOJIT_REMOTE*), not the environment the daemon
 	// started with.
-	engine.remotes = &remoteTiers{logf: logf}
+	engine.remotes = &remoteTiers{logf: logf, getenv: daemonGetenv}
 	defer engine.remotes.close()
 	engine.wiped = wiped
 
@@ -591,7 +591,7 @@ func serveCommand(ctx context.Context, req *api.DaemonRequest) *api.DaemonRespon
 		Stdout:  &stdout,
 		Stderr:  &stderr,
 		Getenv:  func(k string) string { return vars[k] },
-		Environ: environ,
+		Environ: withoutSecrets(environ),
 		Prog:    "ptojit",
 		Dir:     req.Dir,
 	}

@@ -9,6 +9,7 @@ import (
 	"github.com/ptojit/ptojit/api"
 	"github.com/ptojit/ptojit/cmd/internal/cli"
 	"github.com/ptojit/ptojit/internal/config"
+	"github.com/ptojit/ptojit/jit"
 )
 
 // passEnvNames parses a pass_env value (api.PassEnvNames).
@@ -85,5 +86,15 @@ func toolEnv(env *cli.Env, cacheDir string) []string {
 	if environ == nil {
 		environ = os.Environ()
 	}
-	return api.FilterEnv(environ, requestEnvNames(dir, environ))
+	return withoutSecrets(api.FilterEnv(environ, requestEnvNames(dir, environ)))
+}
+
+// withoutSecrets returns environ less the variables the registry marks
+// secret (the S3 tier's credentials): no tool ever sees them.
+func withoutSecrets(environ []string) []string {
+	reg := jit.DefaultRegistry()
+	return slices.DeleteFunc(slices.Clone(environ), func(kv string) bool {
+		k, _, _ := strings.Cut(kv, "=")
+		return reg.Secret(k)
+	})
 }

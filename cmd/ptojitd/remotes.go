@@ -12,9 +12,12 @@ import (
 	"github.com/ptojit/ptojit/internal/config"
 )
 
-// remoteSetting is the remote tier a request's settings select.
+// remoteSetting is the remote tiers a request's settings select.
 type remoteSetting struct {
-	cfg remote.Config
+	cfgs []remote.Config
+	// signingKey and trust are the values of remote_signing_key and
+	// remote_trust, read when the tiers are opened (openChain).
+	signingKey, trust string
 	// id tells two configurations apart: the values of every remote
 	// setting (the URL with its password included).
 	id string
@@ -37,15 +40,19 @@ func remoteOf(list []config.Setting) (rs remoteSetting, ok bool, err error) {
 			fromFile = append(fromFile, s.Key.Name)
 		}
 	}
-	cfg, ok, err := remote.ConfigFromEnv(func(k string) string { return vals[k] })
+	cfgs, ok, err := remote.ConfigFromEnv(func(k string) string { return vals[k] })
 	if err != nil {
 		if len(fromFile) > 0 {
 			err = fmt.Errorf("%w (settings file: %s)", err, strings.Join(fromFile, ", "))
 		}
 		return remoteSetting{}, false, err
 	}
-	return remoteSetting{cfg: cfg, id: strings.Join(id, "\x00")}, ok, nil
+	return remoteSetting{cfgs: cfgs, signingKey: vals[signingKeyVariable], trust: vals[trustVariable], id: strings.Join(id, "\x00")}, ok, nil
 }
+
+// daemonGetenv is the serving daemon's own environment (set when it
+// starts): its remote tiers' S3 credentials come from there.
+var daemonGetenv = func(string) string { return "" }
 
 // maxRemoteTiers bounds the remote tiers a daemon keeps open at once: a
 // tier not used by the last maxRemoteTiers configurations is drained and
@@ -58,6 +65,9 @@ const maxRemoteTiers = 4
 // concurrent use.
 type remoteTiers struct {
 	logf func(string, ...any)
+	// getenv is the daemon's own environment, where the S3 tier's
+	// credentials come from.
+	getenv func(string) string
 
 	mu     sync.Mutex
 	tiers  []*remoteTier // least recently used first
@@ -67,12 +77,12 @@ type remoteTiers struct {
 
 type remoteTier struct {
 	id string
-	r  *remote.Remote
+	r  *remote.Chain
 }
 
 // get returns the tier of rs, opening it on first use. It returns nil once
 // the daemon is closing, or with the error that refused the configuration.
-func (t *remoteTiers) get(rs remoteSetting) (*remote.Remote, error) {
+func (t *remoteTiers) get(rs remoteSetting) (*remote.Chain, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.closed {
@@ -83,10 +93,8 @@ func (t *remoteTiers) get(rs remoteSetting) (*remote.Remote, error) {
 		t.tiers = append(slices.Delete(t.tiers, i, i+1), e)
 		return e.r, nil
 	}
-	cfg := rs.cfg
 	logf := t.logf
-	cfg.Warn = func(msg string) { logf("remote %s: %s", cfg.Target, msg) }
-	r, err := remote.New(cfg)
+	r, err := openChain(rs, t.getenv, true, func(target, msg string) { logf("remote %s: %s", target, msg) })
 	if err != nil {
 		return nil, err
 	}
@@ -111,7 +119,7 @@ func (t *remoteTiers) stats() []remote.Stats {
 	defer t.mu.Unlock()
 	out := make([]remote.Stats, 0, len(t.tiers))
 	for i := len(t.tiers) - 1; i >= 0; i-- {
-		out = append(out, t.tiers[i].r.Stats())
+		out = append(out, t.tiers[i].r.Stats()...)
 	}
 	return out
 }
@@ -138,18 +146,19 @@ func (t *remoteTiers) close() {
 
 // closeRemote gives r's queued publications remoteDrain, then drops and
 // counts the rest, and closes r.
-func closeRemote(r *remote.Remote, logf func(string, ...any)) {
+func closeRemote(r *remote.Chain, logf func(string, ...any)) {
 	ctx, cancel := context.WithTimeout(context.Background(), remoteDrain)
 	defer cancel()
 	if n := r.Drain(ctx); n > 0 {
-		logf("%d publications to the remote cache %s dropped after %s", n, r.Stats().Target, remoteDrain)
+		logf("%d publications to the remote cache %s dropped after %s", n, r.Target(), remoteDrain)
 	}
 	_ = r.Close()
 }
 
-// remoteStatsFor returns the counters of the tier env's settings select in
-// this daemon, or nil (no daemon tiers, no tier selected).
-func remoteStatsFor(env *cli.Env, dir string) *remote.Stats {
+// remoteStatsFor returns the counters of the tiers env's settings select
+// in this daemon, in lookup order, or nil (no daemon tiers, no tier
+// selected).
+func remoteStatsFor(env *cli.Env, dir string) []remote.Stats {
 	if engine.remotes == nil {
 		return nil
 	}
@@ -165,6 +174,5 @@ func remoteStatsFor(env *cli.Env, dir string) *remote.Stats {
 	if err != nil || r == nil {
 		return nil
 	}
-	st := r.Stats()
-	return &st
+	return r.Stats()
 }

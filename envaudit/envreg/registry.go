@@ -41,6 +41,10 @@ const maxRegistrySize = 16 << 20
 type Variable struct {
 	Category string `json:"category"`
 	Reason   string `json:"reason"`
+	// Secret marks a credential: its value never reaches a key, a log,
+	// a status or the tools' environment. Only nonsemantic variables may
+	// be secret (a secret in the key would be printed with it).
+	Secret bool `json:"secret,omitempty"`
 }
 
 // Exception allows the dynamic reads of one function of one file. A plain
@@ -179,6 +183,9 @@ func ParseRegistry(b []byte) (*Registry, error) {
 		if strings.TrimSpace(v.Reason) == "" {
 			return nil, bad(entry, "needs a reason")
 		}
+		if v.Secret && v.Category != Nonsemantic {
+			return nil, bad(entry, "a secret must be %s (category %q would put its value in keys)", Nonsemantic, v.Category)
+		}
 		r.variables[name] = v
 	}
 	if len(doc.DynamicReads) > 0 && string(doc.DynamicReads) != "null" {
@@ -253,6 +260,9 @@ func (r *Registry) Classified(name string) bool {
 	_, ok := r.variables[name]
 	return ok
 }
+
+// Secret reports whether the registry marks name secret.
+func (r *Registry) Secret(name string) bool { return r.variables[name].Secret }
 
 // Reason returns the recorded reason for name's classification.
 func (r *Registry) Reason(name string) string { return r.variables[name].Reason }

@@ -182,3 +182,23 @@ func FuzzParseRegistry(f *testing.F) {
 		}
 	})
 }
+
+func TestRegistrySecret(t *testing.T) {
+	r, err := ParseRegistry([]byte(`{"schema": 1, "variables": {
+		"KEY_ID": {"category": "nonsemantic", "reason": "credential", "secret": true},
+		"PLAIN": {"category": "nonsemantic", "reason": "a location"}}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !r.Secret("KEY_ID") || r.Secret("PLAIN") || r.Secret("UNKNOWN") {
+		t.Errorf("Secret: KEY_ID %v, PLAIN %v, UNKNOWN %v", r.Secret("KEY_ID"), r.Secret("PLAIN"), r.Secret("UNKNOWN"))
+	}
+	for _, bad := range []string{
+		`{"schema": 1, "variables": {"K": {"category": "semantic", "reason": "r", "secret": true}}}`,
+		`{"schema": 1, "variables": {"K": {"category": "nonsemantic", "reason": "r", "secret": "yes"}}}`,
+	} {
+		if _, err := ParseRegistry([]byte(bad)); err == nil || !strings.Contains(err.Error(), `variables["K"]`) {
+			t.Errorf("%s: %v, want an error naming the entry", bad, err)
+		}
+	}
+}
