@@ -508,6 +508,12 @@ func runBuild(ctx context.Context, env *cli.Env, o buildOptions) error {
 		resp.Timings.Phases["read"] = readUS
 		resp.Timings.Phases["store"] = storeUS + time.Since(t).Microseconds()
 	}
+	return reportBuild(env, o, req, resp, buildErr)
+}
+
+// reportBuild prints the response of a build (its warnings, its trace,
+// then JSON or the summary) and returns the command's error.
+func reportBuild(env *cli.Env, o buildOptions, req *api.Request, resp *api.Response, buildErr error) error {
 	for _, w := range resp.Warnings {
 		fmt.Fprintf(env.Stderr, "ptojit: warning: %s\n", w)
 	}

@@ -118,7 +118,6 @@ func runCacheSubcommand(ctx context.Context, env *cli.Env, name string, nargs in
 }
 
 func init() {
-	sub := cacheSubcommand
 	register(&cli.Command{
 		Name:    "cache",
 		Usage:   "cache stats|ls|show KEY|verify|trim|clear [--json]",
@@ -131,8 +130,14 @@ this process, waiting while another process holds it.
 Flags go after the subcommand: ptojit cache stats --json.
 
 ` + cacheFlagsHelp,
-		Subcommands: []*cli.Command{
-			sub("stats", "stats [--zero] [--since DURATION] [--plot FILE.svg] [--json]", "print counters and size", `
+		Subcommands: cacheSubcommands(),
+	})
+}
+
+// cacheSubcommands are the subcommands of cache.
+func cacheSubcommands() []*cli.Command {
+	return []*cli.Command{
+		cacheSubcommand("stats", "stats [--zero] [--since DURATION] [--plot FILE.svg] [--json]", "print counters and size", `
 Prints the cache directory, the number of entries, the size against its
 limit, and the counters: hits (local, and remote: lookups the local store
 missed and the remote tier answered), misses, the hit rate, the time saved
@@ -154,35 +159,35 @@ log_max_size): builds, hits, misses, the hit rate, the time saved and the
 bytes served over that period. --plot FILE.svg draws the log (over
 --since, else all of it): the hit rate, the time saved and the builds per
 minute (two hours or less), hour (two days or less) or day.`, 0, false, runStats, statsFlags),
-			sub("log", "log [--limit N] [--json]", "print the last builds of the request log", `
+		cacheSubcommand("log", "log [--limit N] [--json]", "print the last builds of the request log", `
 Prints the last records of the request log (default 20; --limit 0 prints
 all): time, status, key prefix, total time, bytes, the time a hit saved
 and why a build missed. The log (requests.log in the cache directory, one
 JSON object per line) keeps one record per build, rotated beyond
 log_max_size (ptojit config) with one older file kept. --json prints the
 records.`, 0, false, runCacheLog, logFlags),
-			sub("metrics", "metrics", "print the counters and build durations as Prometheus metrics", `
+		cacheSubcommand("metrics", "metrics", "print the counters and build durations as Prometheus metrics", `
 Prints the cache's counters and size (as "cache stats --json" has them) and,
 when the daemon serves the command, the builds it answered and their
 durations by status, in the Prometheus text format: ptojit_builds_total,
 ptojit_build_duration_seconds, ptojit_cache_hits_total{tier}, ... Counts
 and latencies only: no key, path or name. "ptojit daemon metrics" is the
 same; the metrics_listen and metrics_textfile settings serve them.`, 0, false, runCacheMetrics, nil),
-			sub("ls", "ls [--json]", "list entries, most recently used first", `
+		cacheSubcommand("ls", "ls [--json]", "list entries, most recently used first", `
 Lists every entry: key prefix, size, last use, creation time, compile time,
 output count, hashid and platform. --json prints every field.`, 0, false, maintaining(runCacheLs), nil),
-			sub("show", "show KEY [--raw] [--json]", "print one entry", `
+		cacheSubcommand("show", "show KEY [--raw] [--json]", "print one entry", `
 Prints one entry. KEY is the full 64-hex key or a unique prefix of it (at
 least 4 hex digits), like a git object name. The key record is printed as
 the indented tree "ptojit key" prints (--raw: its wire bytes in hex);
 "ptojit key diff" explains and compares records.`, 1, false, runCacheShow, nil),
-			sub("verify", "verify [--dry-run] [--json]", "check every entry and blob; remove damaged entries", `
+		cacheSubcommand("verify", "verify [--dry-run] [--json]", "check every entry and blob; remove damaged entries", `
 Checks every entry (results and manifests) against its own SHA-256 and
 re-hashes every blob against its digest, reports each damaged item,
 removes the entries that are damaged or name a corrupt or missing blob,
 and deletes blobs that no entry names. Exits 1 when it found damage.
 With --dry-run, or PTOJIT_CACHE_READONLY=1, it only reports.`, 0, true, maintaining(runCacheVerify), nil),
-			sub("trim", "trim [--max-size S] [--json]", "evict least-recently-used entries down to the size limit", `
+		cacheSubcommand("trim", "trim [--max-size S] [--json]", "evict least-recently-used entries down to the size limit", `
 Evicts least-recently-used entries until the blobs fit in the size limit
 (--max-size, else PTOJIT_CACHE_MAX_SIZE, else max_size of ptojit config,
 else 5G; 0 means no limit: only
@@ -190,13 +195,12 @@ orphan blobs are deleted; "ptojit cache clear" empties the cache),
 deletes blobs that no entry names, then compacts the database and runs
 Badger's value-log garbage collection, which returns the space of deleted
 blobs to the file system (except in the value-log file being written).`, 0, true, maintaining(runCacheTrim), nil),
-			sub("clear", "clear [--json]", "remove every entry and blob (counters are kept)", `
+		cacheSubcommand("clear", "clear [--json]", "remove every entry and blob (counters are kept)", `
 Removes every entry and blob. The counters that "ptojit cache stats" shows
 are kept. A cache that cannot be opened (damaged tables) or cleared is
 emptied by removing its database files (Badger's files only; other files in
 the directory stay), unless another process holds it.`, 0, true, maintaining(runCacheClear), nil),
-		},
-	})
+	}
 }
 
 const cacheFlagsHelp = `Environment: PTOJIT_CACHE_DIR (the directory), PTOJIT_CACHE_MAX_SIZE (the

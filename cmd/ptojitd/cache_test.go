@@ -15,6 +15,7 @@ import (
 
 	"github.com/ptojit/ptojit/cache"
 	"github.com/ptojit/ptojit/cmd/internal/cli"
+	"github.com/ptojit/ptojit/inventory"
 )
 
 type cacheRun struct {
@@ -54,7 +55,7 @@ func cacheFixture(t *testing.T) (dir string, keys [3]cache.Key, blobs [3][]byte)
 		blobs[i] = bytes.Repeat([]byte{byte('a' + i)}, 1000*(i+1))
 		e := &cache.Entry{
 			Key:         k,
-			Record:      []byte(`["pypto.identity",1,["str","` + k.String()[:4] + `"]]`),
+			Record:      keyRecordOf(t, k.String()[:4]),
 			Outputs:     []cache.Output{{Name: "chip_callable.bin", Mode: 0o644}},
 			Meta:        map[string]string{"hashid": "sha256:" + strings.Repeat("e", 64), "platform": "a2a3sim"},
 			CompileTime: time.Duration(i+1) * time.Second,
@@ -128,7 +129,8 @@ func TestCacheCommand(t *testing.T) {
 	d := sha256.Sum256(blobs[1])
 	for _, want := range []string{"key           " + keys[1].String(), "compile time  2s", "platform    a2a3sim",
 		"  0644       2000  sha256:" + hex.EncodeToString(d[:]) + "  chip_callable.bin",
-		"record\n  [\"pypto.identity\",1,[\"str\",\"abcd\"]]\n"} {
+		// not a key record: its wire bytes in hex
+		"record (39 bytes, hex)\n  " + hex.EncodeToString(keyRecordOf(t, "abcd")) + "\n"} {
 		if !strings.Contains(r.stdout, want) {
 			t.Errorf("show lacks %q:\n%s", want, r.stdout)
 		}
@@ -140,7 +142,7 @@ func TestCacheCommand(t *testing.T) {
 		Key    string `json:"key"`
 		Record string `json:"record"`
 	}
-	if err := json.Unmarshal([]byte(ok(run("show", "1234", "--json")).stdout), &sj); err != nil || sj.Key != keys[2].String() || !strings.Contains(sj.Record, "1234") {
+	if err := json.Unmarshal([]byte(ok(run("show", "1234", "--json")).stdout), &sj); err != nil || sj.Key != keys[2].String() || !strings.Contains(sj.Record, hex.EncodeToString([]byte("1234"))) {
 		t.Fatalf("show --json = %+v, %v", sj, err)
 	}
 	if r := run("show", "abcd"); r.code != 1 || !strings.Contains(r.stderr, "ambiguous: 2 entries") {
@@ -304,4 +306,14 @@ func TestCacheCommandSharedStore(t *testing.T) {
 	if _, err := os.Stat(dir); !os.IsNotExist(err) {
 		t.Fatalf("the commands opened the directory themselves: %v", err)
 	}
+}
+
+// keyRecordOf is the wire bytes of a key record holding the string s.
+func keyRecordOf(t *testing.T, s string) []byte {
+	t.Helper()
+	b, err := inventory.Encode(inventory.Str(s))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
 }
