@@ -31,7 +31,9 @@ report (key, usable, inputs with digests, unavailable reasons, the encoded
 record).
 
 Exit status: 0 when the identity is complete, 1 when it is unavailable (a
-build would compile and not be cached) or on error, 2 usage error.`,
+build would compile and not be cached), when the cache directory does not
+exist (it is named, and nothing is created) or on error, 2 usage error or
+an invalid request.`,
 		Setup: func(fs *pflag.FlagSet) cli.RunFunc {
 			var o keyOptions
 			fs.StringVar(&o.request, "request", "", "the build request, FILE or - for standard input")
@@ -115,6 +117,17 @@ func runKey(ctx context.Context, env *cli.Env, o keyOptions) error {
 	req, err := readRequest(env, o.request)
 	if err != nil {
 		return err
+	}
+	if engine.store == nil && engine.storeErr == nil {
+		// In process: key only looks, so a cache directory that does
+		// not exist (a mistyped PTOJIT_CACHE_DIR) is named, not created.
+		dir, err := cacheDirOf(env, "")
+		if err != nil {
+			return err
+		}
+		if err := lookable(dir); err != nil {
+			return err
+		}
 	}
 	rep, err := driverFor(env, "", nil, nil, nil, false).KeyOf(ctx, req)
 	if err != nil {
