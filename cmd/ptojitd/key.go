@@ -19,12 +19,8 @@ import (
 	"github.com/ptojit/ptojit/jit"
 )
 
-func init() {
-	register(&cli.Command{
-		Name:    "key",
-		Usage:   "key --request FILE|- [--json] [--no-daemon] | key diff A B [--json] [--cache-dir DIR] [--no-daemon] | key why [REQUEST|KEY]",
-		Summary: "show every input of a build's key, or diff two keys",
-		Long: `Computes the key of a build request without building, and prints the key
+// keyLong is the help of the key command.
+const keyLong = `Computes the key of a build request without building, and prints the key
 record as an indented tree: every input with its value, each group with its
 digest, and every reason the identity is unavailable. --json prints the
 report (key, usable, inputs with digests, unavailable reasons, the encoded
@@ -33,7 +29,14 @@ record).
 Exit status: 0 when the identity is complete, 1 when it is unavailable (a
 build would compile and not be cached), when the cache directory does not
 exist (it is named, and nothing is created) or on error, 2 usage error or
-an invalid request.`,
+an invalid request.`
+
+func init() {
+	register(&cli.Command{
+		Name:    "key",
+		Usage:   "key --request FILE|- [--json] [--no-daemon] | key diff A B [--json] [--cache-dir DIR] [--no-daemon] | key why [REQUEST|KEY]",
+		Summary: "show every input of a build's key, or diff two keys",
+		Long:    keyLong,
 		Setup: func(fs *pflag.FlagSet) cli.RunFunc {
 			var o keyOptions
 			fs.StringVar(&o.request, "request", "", "the build request, FILE or - for standard input")
