@@ -3,7 +3,7 @@
 #
 # Clones this repository into a temporary directory, runs the README's
 # quick start there (build the binaries, build the example twice: a miss,
-# then a hit, then run it on child workers), then 65 bad inputs: usage
+# then a hit, then run it on child workers), then 68 bad inputs: usage
 # errors, invalid requests and values, and commands that only look at a
 # cache or module store that does not exist. For each it checks that
 #   - it answers within a deadline (no hang),
@@ -210,6 +210,9 @@ bad run-callable 2 'run: --callable notacallable\.bin: parse callable' request -
 bad run-missing 2 'nonexist\.bin: no such file' request -- run --callable nonexist.bin
 bad inspect-invalid 2 'notacallable\.bin: parse callable' request -- callable inspect notacallable.bin
 bad key-missing 2 'nonexist\.json' request -- key --request $R/nonexist.json
+bad look-key 1 'no cache: .*fresh-[0-9]+ does not exist' request -- key --request $R/request.json
+bad hashid-invalid 2 'notacallable\.bin: parse callable' request -- hashid --platform a2a3sim --runtime r notacallable.bin
+bad op-name 2 '--op "Bad Name": not a namespaced operation name' usage -- op resolve --op 'Bad Name' --dtype f32 --shape 8 --module-dir X
 PTOJIT_REQUIRE_CACHED=maybe bad require-var 2 'PTOJIT_REQUIRE_CACHED: "maybe": want' request -- build --request $R/request.json
 # Values: one rule for the environment, ptojit.conf and config set.
 PTOJIT_DAEMON=banana bad daemon-var 2 'PTOJIT_DAEMON: "banana": want 1, true, yes or on, or 0, false, no or off' usage -- cache stats

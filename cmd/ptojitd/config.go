@@ -69,7 +69,14 @@ environment, so an environment override applies to that request only.
 Keys:
 ` + keys + `
 A cap smaller than the cache trims it after the next stored build (to 90%
-of the cap, so trims are rare), and the idle daemon trims to the file's cap.`,
+of the cap, so trims are rare), and the idle daemon trims to the file's cap.
+
+get and list only look: on a cache directory that does not exist they print
+the values in force (the environment's, else the defaults; there is no file
+to read) and create nothing; "set" and "unset" create the directory.
+
+Exit status: 0 done, 1 a failure (an unreadable or invalid settings file),
+2 usage error or invalid input (an unknown key, a bad value).`,
 		Subcommands: []*cli.Command{
 			sub("get", "get KEY", "print the value in force of KEY", 1, runConfigGet),
 			sub("set", "set KEY VALUE", "set KEY in the file", 2, runConfigSet),

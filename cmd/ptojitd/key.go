@@ -19,19 +19,24 @@ import (
 	"github.com/ptojit/ptojit/jit"
 )
 
-func init() {
-	register(&cli.Command{
-		Name:    "key",
-		Usage:   "key --request FILE|- [--json] [--no-daemon] | key diff A B [--json] [--cache-dir DIR] [--no-daemon] | key why [REQUEST|KEY]",
-		Summary: "show every input of a build's key, or diff two keys",
-		Long: `Computes the key of a build request without building, and prints the key
+// keyLong is the help of the key command.
+const keyLong = `Computes the key of a build request without building, and prints the key
 record as an indented tree: every input with its value, each group with its
 digest, and every reason the identity is unavailable. --json prints the
 report (key, usable, inputs with digests, unavailable reasons, the encoded
 record).
 
 Exit status: 0 when the identity is complete, 1 when it is unavailable (a
-build would compile and not be cached) or on error, 2 usage error.`,
+build would compile and not be cached), when the cache directory does not
+exist (it is named, and nothing is created) or on error, 2 usage error or
+an invalid request.`
+
+func init() {
+	register(&cli.Command{
+		Name:    "key",
+		Usage:   "key --request FILE|- [--json] [--no-daemon] | key diff A B [--json] [--cache-dir DIR] [--no-daemon] | key why [REQUEST|KEY]",
+		Summary: "show every input of a build's key, or diff two keys",
+		Long:    keyLong,
 		Setup: func(fs *pflag.FlagSet) cli.RunFunc {
 			var o keyOptions
 			fs.StringVar(&o.request, "request", "", "the build request, FILE or - for standard input")
@@ -115,6 +120,17 @@ func runKey(ctx context.Context, env *cli.Env, o keyOptions) error {
 	req, err := readRequest(env, o.request)
 	if err != nil {
 		return err
+	}
+	if engine.store == nil && engine.storeErr == nil {
+		// In process: key only looks, so a cache directory that does
+		// not exist (a mistyped PTOJIT_CACHE_DIR) is named, not created.
+		dir, err := cacheDirOf(env, "")
+		if err != nil {
+			return err
+		}
+		if err := lookable(dir); err != nil {
+			return err
+		}
 	}
 	rep, err := driverFor(env, "", nil, nil, nil, false).KeyOf(ctx, req)
 	if err != nil {

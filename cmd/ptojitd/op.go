@@ -18,6 +18,7 @@ import (
 	"github.com/ptojit/ptojit/cmd/internal/cli"
 	"github.com/ptojit/ptojit/filesys/durable"
 	"github.com/ptojit/ptojit/registry/module"
+	"github.com/ptojit/ptojit/registry/opquery"
 	"github.com/ptojit/ptojit/registry/ops"
 	"github.com/ptojit/ptojit/registry/worker"
 )
@@ -172,6 +173,11 @@ func (o *opOptions) query() (ops.Query, error) {
 		ExactImplID: o.exact, HostBudget: ops.Unlimited, DeviceBudget: ops.Unlimited}
 	if o.op == "" {
 		return q, cli.Usagef("--op NAME is required")
+	}
+	if !opquery.ValidName(o.op, 2) {
+		// A malformed name is the command line's mistake, not a lookup
+		// that found nothing: exit 2, before the store is opened.
+		return q, cli.Usagef("--op %q: not a namespaced operation name (dotted [a-z0-9_-] components, at least two, e.g. example.sequence.prefix_sum)", o.op)
 	}
 	if o.version != "" {
 		lo, hi, _ := strings.Cut(o.version, ",")

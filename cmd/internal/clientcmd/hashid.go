@@ -44,9 +44,11 @@ and the SHA-256 of the serializer output.
 digits without a prefix, as in every JSON output of ptojit; only a hashid
 carries "sha256:".
 
-Exit codes: 0 printed; 1 invalid blob or payload (CALLABLE_BLOB_INVALID,
-SPYC_PAYLOAD_INVALID) or unreadable file; 2 usage error, including an
-unknown platform (PLATFORM_UNSUPPORTED) or an empty runtime.
+Exit codes: 0 printed; 1 a failure reading the file; 2 usage error
+(including an unknown platform, PLATFORM_UNSUPPORTED, or an empty runtime)
+or invalid input: a missing file, or an invalid blob or payload
+(CALLABLE_BLOB_INVALID, SPYC_PAYLOAD_INVALID), named in the message, as
+"callable inspect" and "run --callable" exit on the same file.
 
 Examples:
   ptojit hashid --platform a2a3sim --runtime tensormap_and_ringbuffer testdata/examples/vadd/out/chip_callable.bin
@@ -119,11 +121,11 @@ func runHashid(env *cli.Env, o hashidOptions, args []string) error {
 		}
 		h, payload, err := registry.ParseSPYC(spyc)
 		if err != nil {
-			return fmt.Errorf("%s: %w", o.python, err)
+			return cli.Invalid(fmt.Errorf("%s: %w", o.python, err))
 		}
 		desc, err := registry.PythonDescriptor(spyc)
 		if err != nil {
-			return fmt.Errorf("%s: %w", o.python, err)
+			return cli.Invalid(fmt.Errorf("%s: %w", o.python, err))
 		}
 		sum := sha256.Sum256(payload)
 		rep = hashidReport{
@@ -148,7 +150,7 @@ func runHashid(env *cli.Env, o hashidOptions, args []string) error {
 		}
 		desc, err := registry.ChipDescriptor(o.platform, o.runtime, blob)
 		if err != nil {
-			return fmt.Errorf("%s: %w", args[0], err)
+			return cli.Invalid(fmt.Errorf("%s: %w", args[0], err))
 		}
 		sig, _ := registry.ChipSignature(blob)
 		sum, ssh := sha256.Sum256(blob), registry.SignatureSchemaHash(sig)

@@ -131,8 +131,8 @@ func TestHashidCommandErrors(t *testing.T) {
 		{"two blobs", []string{"hashid", "--platform", "a5", "--runtime", "r", blob, blob}, 2, "exactly one BLOB"},
 		{"unknown platform", []string{"hashid", "--platform", "a7", "--runtime", "r", blob}, 2, "PLATFORM_UNSUPPORTED"},
 		{"python with platform", []string{"hashid", "--python", spyc, "--platform", "a5"}, 2, "--python takes no"},
-		{"invalid blob", []string{"hashid", "--platform", "a5", "--runtime", "r", truncated}, 1, "CALLABLE_BLOB_INVALID"},
-		{"invalid spyc", []string{"hashid", "--python", spyc}, 1, "SPYC_PAYLOAD_INVALID"},
+		{"invalid blob", []string{"hashid", "--platform", "a5", "--runtime", "r", truncated}, 2, "short.callable: parse callable: CALLABLE_BLOB_INVALID"},
+		{"invalid spyc", []string{"hashid", "--python", spyc}, 2, "bad.spyc: parse spyc: SPYC_PAYLOAD_INVALID"},
 		{"missing file", []string{"hashid", "--python", filepath.Join(dir, "nope")}, 2, "nope: no such file"}, // a missing input
 	}
 	for _, c := range cases {
