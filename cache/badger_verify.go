@@ -45,7 +45,9 @@ func (b *badgerDB) verify(ctx context.Context, reportOnly bool) (*VerifyReport, 
 	if err := verifyTables(b.db); err != nil {
 		r.Tables = err.Error()
 	}
-	sc := &verifyScan{r: r, bad: make(map[Digest]string), sizes: make(map[Digest]int64), entries: make(map[Key][]Output), pg: &pager{dir: b.mapDir}}
+	sc := &verifyScan{r: r, bad: make(map[Digest]string), sizes: make(map[Digest]int64), entries: make(map[Key][]Output), pg: &pager{dir: b.mapDir},
+		progress: progressOf(ctx), total: len(b.idx.blobs)}
+	sc.progress(0, sc.total)
 	err := b.db.View(func(txn *badger.Txn) error {
 		if err := iterate(txn, kindBlob, func(id []byte, item *badger.Item) error { return sc.blob(ctx, id, item) }); err != nil {
 			return err
@@ -86,14 +88,20 @@ func (b *badgerDB) verify(ctx context.Context, reportOnly bool) (*VerifyReport, 
 
 // verifyScan is what one Verify of a Badger store found: the report it
 // fills, the damaged blobs with their reasons, the size of every blob (-1:
-// unreadable) and the outputs of the decodable entries. Used by one goroutine.
+// unreadable), the outputs of the decodable entries, and where to report
+// the blobs done out of the index's total. Used by one goroutine.
 type verifyScan struct {
-	r       *VerifyReport
-	bad     map[Digest]string
-	sizes   map[Digest]int64
-	entries map[Key][]Output
-	pg      *pager
+	r        *VerifyReport
+	bad      map[Digest]string
+	sizes    map[Digest]int64
+	entries  map[Key][]Output
+	pg       *pager
+	progress ProgressFunc
+	total    int
 }
+
+// step reports the blobs done.
+func (sc *verifyScan) step() { sc.progress(sc.r.Blobs, max(sc.total, sc.r.Blobs)) }
 
 // blob re-hashes one stored blob.
 func (sc *verifyScan) blob(ctx context.Context, id []byte, item *badger.Item) error {
@@ -101,6 +109,7 @@ func (sc *verifyScan) blob(ctx context.Context, id []byte, item *badger.Item) er
 		return err
 	}
 	d := Digest(id)
+	defer sc.step()
 	err := item.Value(func(v []byte) error {
 		sc.r.Blobs++
 		sc.r.Bytes += int64(len(v))
@@ -125,6 +134,7 @@ func (sc *verifyScan) chunked(ctx context.Context, txn *badger.Txn, id []byte, i
 	}
 	d := Digest(id)
 	sc.r.Blobs++
+	defer sc.step()
 	var l *chunkList
 	err := item.Value(func(v []byte) error {
 		var err error

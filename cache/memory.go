@@ -371,7 +371,7 @@ func (m *memStore) verify(ctx context.Context, reportOnly bool) (*VerifyReport, 
 	defer m.mu.Unlock()
 	r := &VerifyReport{Entries: len(m.entries)}
 	bad := make(map[Digest]string)
-	sizes := m.scanBlobsLocked(r, bad)
+	sizes := m.scanBlobsLocked(r, bad, progressOf(ctx))
 	byDigest := make(map[Digest]*CorruptBlob)
 	keys := slices.SortedFunc(maps.Keys(m.entries), func(a, b Key) int { return bytes.Compare(a[:], b[:]) })
 	for _, k := range keys {
@@ -431,11 +431,15 @@ func (m *memStore) verify(ctx context.Context, reportOnly bool) (*VerifyReport, 
 }
 
 // scanBlobsLocked re-hashes every blob into r, recording the damaged ones
-// in bad, and returns the size of each. m.mu is held.
-func (m *memStore) scanBlobsLocked(r *VerifyReport, bad map[Digest]string) map[Digest]int64 {
-	sizes := make(map[Digest]int64, len(m.blobs)+len(m.chunked))
+// in bad, reporting the blobs done to progress, and returns the size of
+// each. m.mu is held.
+func (m *memStore) scanBlobsLocked(r *VerifyReport, bad map[Digest]string, progress ProgressFunc) map[Digest]int64 {
+	total := len(m.blobs) + len(m.chunked)
+	sizes := make(map[Digest]int64, total)
+	progress(0, total)
 	for d, b := range m.blobs {
 		r.Blobs++
+		progress(r.Blobs, total)
 		r.Bytes += int64(len(b))
 		sizes[d] = int64(len(b))
 		if sha256.Sum256(b) != d {
@@ -444,6 +448,7 @@ func (m *memStore) scanBlobsLocked(r *VerifyReport, bad map[Digest]string) map[D
 	}
 	for d, c := range m.chunked {
 		r.Blobs++
+		progress(r.Blobs, total)
 		n, reason, _ := checkChunks(d, c.list, func(j int, _ []byte) ([]byte, error) {
 			if j < len(c.chunks) {
 				return c.chunks[j], nil

@@ -704,7 +704,9 @@ func runCacheVerify(ctx context.Context, env *cli.Env, o *cacheOptions, s cache.
 	if c, ok := s.(cache.Checker); ok && (o.opt.ReadOnly || o.dryRun) {
 		verify = c.Check // a shared writable store: report only
 	}
-	r, err := verify(ctx)
+	pctx, clear := withProgress(ctx, env, o.json, "verifying blobs")
+	r, err := verify(pctx)
+	clear()
 	if err != nil {
 		if ctx.Err() != nil {
 			return err

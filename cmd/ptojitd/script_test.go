@@ -23,7 +23,7 @@ func TestMain(m *testing.M) {
 	main := func() {
 		os.Exit(engineMain(context.Background(), cli.OSEnv("ptojit"), os.Args[1:], noEngine))
 	}
-	testscript.Main(m, map[string]func(){"ptojit": main, "ptojitd": main, forgeCommand: forgeEntry})
+	testscript.Main(m, map[string]func(){"ptojit": main, "ptojitd": main, forgeCommand: forgeEntry, gatedCommand: gatedMain})
 }
 
 // TestBuildScripts runs the build and key scripts: jit/testdata/script.

@@ -316,3 +316,42 @@ func TestProtocol2OpeningDaemon(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestProtocol2MeasuredProgress: a handler that reports a fraction done,
+// even from after the accepted frame on, gets progress frames every
+// progressMeasured, however long ProgressEvery (an hour here), and only
+// frames with the fraction: the handler is released by the client's third
+// progress frame, and a daemon that held them back for ProgressEvery
+// would leave the call to fail at its no-answer bound.
+func TestProtocol2MeasuredProgress(t *testing.T) {
+	dir := shortDir(t)
+	accepted, release := make(chan struct{}), make(chan struct{})
+	startServer(t, Config{Dir: dir, ReplyWait: time.Millisecond, ProgressEvery: time.Hour,
+		Handler: func(ctx context.Context, req *api.DaemonRequest) *api.DaemonResponse {
+			<-accepted
+			Progress(ctx, "verifying blobs", 0.25)
+			select {
+			case <-release:
+				return &api.DaemonResponse{Stdout: []byte("verified")}
+			case <-ctx.Done():
+				return api.Failure(api.KindShutdown, 1, nil, "canceled")
+			}
+		}})
+	var progress int
+	resp, err := client.CallWith(api.SocketPath(dir), &api.DaemonRequest{Op: api.OpRun, Args: []string{"cache", "verify"}},
+		client.Options{NoAnswer: 30 * time.Second, Progress: func(f *api.DaemonResponse) {
+			if f.Frame == api.FrameAccepted {
+				close(accepted)
+				return
+			}
+			if f.Fraction == nil || *f.Fraction != 0.25 {
+				t.Errorf("progress frame %+v, want the fraction 0.25", f)
+			}
+			if progress++; progress == 3 {
+				close(release)
+			}
+		}})
+	if err != nil || string(resp.Stdout) != "verified" {
+		t.Fatalf("after %d progress frames: %v %+v", progress, err, resp)
+	}
+}

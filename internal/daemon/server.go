@@ -934,6 +934,7 @@ type reporter struct {
 
 	smu   sync.Mutex // guards the rest; held while a frame is sent
 	frame string     // the kind of the next interim frame
+	sent  time.Time  // when the last interim frame was sent
 	done  bool       // the reply is due: no more interim frames
 	t     *time.Timer
 }
@@ -963,10 +964,24 @@ func (p *reporter) tick() {
 	if !p.s.ready() {
 		f.Doing = opening
 	}
+	every := p.s.cfg.ProgressEvery
+	if f.Fraction == nil && p.frame == api.FrameProgress {
+		// Nothing measured: a frame is due only ProgressEvery after the
+		// last; the timer looks again sooner, as a fraction may come.
+		if wait := every - time.Since(p.sent); wait > 0 {
+			p.t.Reset(min(wait, progressMeasured))
+			return
+		}
+	}
 	p.s.send(p.c, f) // a failed write is the client gone: the watch cancels ctx
+	p.sent = time.Now()
 	p.frame = api.FrameProgress
-	p.t.Reset(p.s.cfg.ProgressEvery)
+	p.t.Reset(min(every, progressMeasured))
 }
+
+// progressMeasured is the gap between progress frames of a handler that
+// reports a fraction done (its client's bar follows it).
+const progressMeasured = 200 * time.Millisecond
 
 // finish stops the interim frames; a frame being sent completes first,
 // so the reply follows every interim frame.

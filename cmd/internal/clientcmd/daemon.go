@@ -129,10 +129,8 @@ func ViaDaemon(env *cli.Env, args []string, engine func() (string, error)) (bool
 	if DaemonDisabled(env, args) {
 		return false, nil
 	}
-	for _, a := range args {
-		if a == "-h" || a == "--help" {
-			return false, nil // help needs no daemon
-		}
+	if slices.Contains(args, "-h") || slices.Contains(args, "--help") {
+		return false, nil // help needs no daemon
 	}
 	cacheDir, dir, err := daemonCallDirs(env, args)
 	if err != nil {
@@ -178,7 +176,9 @@ func ViaDaemon(env *cli.Env, args []string, engine func() (string, error)) (bool
 	// file, which records the settings file's for its stamp; only when
 	// that is stale is the settings file read here.
 	settingsBound := func() time.Duration { return api.NoAnswerFor(cacheDir, env.Getenv) }
-	opts := client.Options{SettingsNoAnswer: settingsBound}
+	bar := newFrameBar(env, args)
+	defer bar.Clear()
+	opts := client.Options{SettingsNoAnswer: settingsBound, Progress: bar.frame}
 	if v := env.Getenv(api.NoAnswerVariable); v != "" {
 		opts.NoAnswer = settingsBound() // the variable, when it is a positive duration
 	}
@@ -194,6 +194,7 @@ func ViaDaemon(env *cli.Env, args []string, engine func() (string, error)) (bool
 			return served, err
 		}
 	}
+	bar.Clear()
 	env.Stdout.Write(resp.Stdout)
 	env.Stderr.Write(resp.Stderr)
 	return true, ReplyError(resp)
