@@ -173,9 +173,7 @@ durations by status, in the Prometheus text format: ptojit_builds_total,
 ptojit_build_duration_seconds, ptojit_cache_hits_total{tier}, ... Counts
 and latencies only: no key, path or name. "ptojit daemon metrics" is the
 same; the metrics_listen and metrics_textfile settings serve them.`, 0, false, runCacheMetrics, nil),
-		cacheSubcommand("ls", "ls [--json]", "list entries, most recently used first", `
-Lists every entry: key prefix, size, last use, creation time, compile time,
-output count, hashid and platform. --json prints every field.`, 0, false, maintaining(runCacheLs), nil),
+		lsSubcommand(),
 		cacheSubcommand("show", "show KEY [--raw] [--json]", "print one entry", `
 Prints one entry. KEY is the full 64-hex key or a unique prefix of it (at
 least 4 hex digits), like a git object name. The key record is printed as
@@ -217,6 +215,8 @@ type cacheOptions struct {
 	look    bool // the command only looks: a missing directory is an error
 	// stats holds the flags of cache stats (see ownFlags).
 	stats statsOptions
+	// ls holds the flags of cache ls (see ownFlags).
+	ls lsOptions
 	// resolved by openCache
 	resolvedDir string
 	opt         cache.Options // opt.ReadOnly: the user asked for it
@@ -461,58 +461,6 @@ func remoteSummary(s *remote.Stats) string {
 		line += "; last error: " + s.LastError
 	}
 	return line
-}
-
-func listEntries(ctx context.Context, s cache.Maintenance) ([]*cache.Entry, error) {
-	var es []*cache.Entry
-	err := s.List(ctx, func(e *cache.Entry) error { es = append(es, e); return nil })
-	return es, err
-}
-
-func runCacheLs(ctx context.Context, env *cli.Env, o *cacheOptions, s cache.Maintenance, args []string) error {
-	if len(args) != 0 {
-		return cli.Usagef("cache ls: unexpected arguments")
-	}
-	es, err := listEntries(ctx, s)
-	if err != nil {
-		return err
-	}
-	slices.SortStableFunc(es, func(a, b *cache.Entry) int { return b.LastUsed.Compare(a.LastUsed) })
-	if o.json {
-		out := make([]entryJSON, 0, len(es))
-		for _, e := range es {
-			out = append(out, toJSON(e, false))
-		}
-		return cli.WriteJSON(env.Stdout, out)
-	}
-	builds, latest := 0, 0
-	for _, e := range es {
-		switch entryKind(e) {
-		case "build":
-			builds++
-		case jit.LatestKind:
-			latest++
-		}
-	}
-	w := tabwriter.NewWriter(env.Stdout, 0, 0, 2, ' ', 0)
-	fmt.Fprintf(w, "KEY\tKIND\tSIZE\tLAST USED\tCREATED\tCOMPILE\tOUTPUTS\tHASHID\tPLATFORM\n")
-	for _, e := range es {
-		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s\n", e.Key.String()[:12], entryKind(e), cache.FormatSize(e.Size()),
-			fmtTime(e.LastUsed), fmtTime(e.Created), e.CompileTime.Round(time.Millisecond),
-			len(e.Outputs), short(e.Meta["hashid"]), orDash(e.Meta["platform"]))
-	}
-	if err := w.Flush(); err != nil {
-		return err
-	}
-	if len(es) == 0 {
-		fmt.Fprintln(env.Stderr, "cache: no entries")
-		return nil
-	}
-	_, err = fmt.Fprintf(env.Stdout, "%d builds in %d entries (a build key's entry names the result entry of each header set seen; the result entries hold the outputs)\n", builds, len(es))
-	if err == nil && latest > 0 {
-		_, err = fmt.Fprintf(env.Stdout, "%d latest-build records (the key and header variant of each request's latest build, for key diff)\n", latest)
-	}
-	return err
 }
 
 func fmtTime(t time.Time) string { return t.Local().Format("2006-01-02 15:04:05") }

@@ -111,15 +111,7 @@ func TestCacheCommand(t *testing.T) {
 		!strings.HasPrefix(lines[3], "abcd01") || !strings.Contains(lines[1], "sha256:eeeeeeeeeeee ") {
 		t.Fatalf("ls:\n%s", r.stdout)
 	}
-	var ls []struct {
-		Key     string `json:"key"`
-		Size    int64  `json:"size"`
-		Record  *string
-		Outputs []struct{ Digest string }
-	}
-	if err := json.Unmarshal([]byte(ok(run("ls", "--json")).stdout), &ls); err != nil {
-		t.Fatal(err)
-	}
+	ls := lsJSON(t, ok(run("ls", "--json")).stdout)
 	if len(ls) != 3 || ls[0].Key != keys[2].String() || ls[0].Size != 3000 || ls[0].Record != nil {
 		t.Fatalf("ls --json = %+v", ls)
 	}

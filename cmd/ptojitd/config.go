@@ -436,6 +436,12 @@ func (s *requestStore) List(ctx context.Context, fn func(*cache.Entry) error) er
 	return s.maint.List(ctx, fn)
 }
 
+// ListRecent implements cache.Recent: through the shared store's index
+// (without it, cache.ListRecent would read and sort every entry).
+func (s *requestStore) ListRecent(ctx context.Context, limit int, fn func(*cache.Entry) error) error {
+	return cache.ListRecent(ctx, s.maint, limit, fn)
+}
+
 // Count implements cache.EventCounter.
 func (s *requestStore) Count(ctx context.Context, event, reason string) error {
 	return cache.Count(ctx, s.Core, event, reason)

@@ -63,6 +63,12 @@ func (o *cacheOptions) ownFlags() (args []string, writes bool, err error) {
 	if o.stats.isLog {
 		args = append(args, fmt.Sprintf("--limit=%d", o.stats.limit))
 	}
+	if o.ls.isLs {
+		if o.ls.limit < 0 {
+			return nil, false, cli.Usagef("cache ls: --limit %d: want 0 (all) or more", o.ls.limit)
+		}
+		args = append(args, fmt.Sprintf("--limit=%d", o.ls.limit))
+	}
 	return args, writes, nil
 }
 

@@ -22,4 +22,7 @@ func TestEngineHoldsTheCoreFace(t *testing.T) {
 	if _, ok := s.(cache.Store); !ok {
 		t.Error("a requestStore is not a cache.Store")
 	}
+	if _, ok := s.(cache.Recent); !ok {
+		t.Error("a requestStore is not a cache.Recent: cache ls through the daemon would read every entry")
+	}
 }
