@@ -15,10 +15,11 @@
 // entry whose blobs were not all written; a crash between the two leaves
 // orphan blobs, which Trim and Verify collect. Every byte served is
 // verified: an entry ends with the SHA-256 of its key and its other bytes
-// (see entry.go), checked before it is decoded, and Get verifies each blob's
-// size and SHA-256 before returning it; a blob larger than a chunk is
-// stored as chunks (see chunk.go) and verified chunk by chunk as its
-// reader streams it, and as a whole at its end. Badger's block and value
+// (see entry.go), checked before it is decoded; Get checks that each blob
+// is stored, and a hit's reader reads a blob only when asked and verifies
+// its size and SHA-256 before handing out any byte; a blob larger than a
+// chunk is stored as chunks (see chunk.go) and verified chunk by chunk as
+// its reader streams it, and as a whole at its end. Badger's block and value
 // checksums are on as well. A missing or corrupt blob (or a damaged entry) is a miss
 // whose reason starts with "damaged: " (a *MissError with Corrupt set,
 // matching ErrDamaged), counted as Damaged (apart from Misses), and the entry is removed, as the go
