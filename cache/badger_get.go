@@ -118,27 +118,47 @@ func (b *badgerDB) removeDamagedLogged(op string, key Key, reason string, bad *D
 	}
 }
 
-// readSource reads output o's blob in txn: a whole blob is read and
-// verified; a chunked one's list is read and verified, its chunks are
-// fetched and verified as a reader streams them. A damaged or missing blob
-// returns the reason (with badger.ErrKeyNotFound when it is missing).
+// readSource finds output o's blob in txn: a whole blob is only found
+// (its bytes are read and verified when a reader asks for them, see
+// wholeLoader); a chunked one's list is read and verified, its chunks are
+// fetched and verified as a reader streams them. A missing blob or a
+// damaged list returns the reason (with badger.ErrKeyNotFound when the
+// blob is missing).
 func (b *badgerDB) readSource(txn *badger.Txn, o Output) (*source, string, error) {
-	item, err := txn.Get(dbKey(kindBlob, o.Digest[:]))
+	_, err := txn.Get(dbKey(kindBlob, o.Digest[:]))
 	if errors.Is(err, badger.ErrKeyNotFound) {
 		return b.readChunked(txn, o)
 	}
 	if err != nil {
 		return nil, "", err
 	}
-	data, err := item.ValueCopy(nil)
-	if err != nil {
-		// A value pointer into a damaged value log.
-		return nil, fmt.Sprintf("blob %s unreadable: %v", shortHex(o.Digest[:]), err), nil
+	return &source{out: o, load: b.wholeLoader(o.Digest)}, "", nil
+}
+
+// wholeLoader reads the whole blob d in a transaction of its own, as a
+// store operation (so that Close waits for it); a blob no longer stored
+// is errBlobMissing, one whose value is unreadable yields no bytes (and
+// so fails its check).
+func (b *badgerDB) wholeLoader(d Digest) func() ([]byte, error) {
+	return func() (out []byte, err error) {
+		err = b.op("get", func() error {
+			return b.db.View(func(txn *badger.Txn) error {
+				item, err := txn.Get(dbKey(kindBlob, d[:]))
+				if errors.Is(err, badger.ErrKeyNotFound) {
+					return errBlobMissing
+				}
+				if err != nil {
+					return err
+				}
+				if out, err = item.ValueCopy(nil); err != nil {
+					// A value pointer into a damaged value log.
+					out = []byte{}
+				}
+				return nil
+			})
+		})
+		return out, err
 	}
-	if reason := checkBlob(o, data); reason != "" {
-		return nil, reason, nil
-	}
-	return &source{out: o, data: data}, "", nil
 }
 
 // readChunked reads and checks the chunk list of output o.

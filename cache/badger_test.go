@@ -180,7 +180,7 @@ func TestBadgerFlippedByte(t *testing.T) {
 	digest := sha256.Sum256(d)
 	rawSet(t, b, dbKey(kindBlob, digest[:]), bad)
 
-	_, err := b.Get(ctx, key("a"))
+	err := getAndRead(b, key("a"))
 	var me *MissError
 	if !errors.As(err, &me) || !me.Corrupt || me.Reason != ReasonDamaged+"blob "+shortHex(digest[:])+" corrupt: sha256 mismatch" {
 		t.Fatalf("Get = %v, want a corrupt miss naming the blob", err)
@@ -200,7 +200,7 @@ func TestBadgerFlippedByte(t *testing.T) {
 		t.Fatal(err)
 	}
 	rawSet(t, b, dbKey(kindBlob, digest[:]), d[:100])
-	if _, err := b.Get(ctx, key("a")); err == nil || !strings.Contains(err.Error(), "size 100, want 50000") {
+	if err := getAndRead(b, key("a")); err == nil || !strings.Contains(err.Error(), "size 100, want 50000") {
 		t.Fatalf("Get of a truncated blob = %v", err)
 	}
 
@@ -244,7 +244,7 @@ func TestBadgerFlippedByteOnDisk(t *testing.T) {
 		t.Fatal("blob not found in any value-log file")
 	}
 	b = open(t, dir, Options{})
-	_, err := b.Get(ctx, key("a"))
+	err := getAndRead(b, key("a"))
 	var me *MissError
 	// Badger truncates the damaged tail of the last value-log file when it
 	// opens, so the blob may read back short rather than altered: either
@@ -486,4 +486,18 @@ func TestBadgerTrimSkipsCompactionWithoutGarbage(t *testing.T) {
 	if _, err := b.Trim(ctx, DefaultMaxBytes); err != nil || b.garbage {
 		t.Fatalf("Trim after Delete: %v", err)
 	}
+}
+
+// getAndRead is Get followed by a read of every output: damage that Get
+// finds (a missing blob) and damage a reader finds (altered bytes) are
+// one result.
+func getAndRead(s interface {
+	Get(context.Context, Key) (*Hit, error)
+}, k Key) error {
+	hit, err := s.Get(ctx, k)
+	if err != nil {
+		return err
+	}
+	_, err = hit.ReadAll()
+	return err
 }

@@ -15,10 +15,11 @@
 // entry whose blobs were not all written; a crash between the two leaves
 // orphan blobs, which Trim and Verify collect. Every byte served is
 // verified: an entry ends with the SHA-256 of its key and its other bytes
-// (see entry.go), checked before it is decoded, and Get verifies each blob's
-// size and SHA-256 before returning it; a blob larger than a chunk is
-// stored as chunks (see chunk.go) and verified chunk by chunk as its
-// reader streams it, and as a whole at its end. Badger's block and value
+// (see entry.go), checked before it is decoded; Get checks that each blob
+// is stored, and a hit's reader reads a blob only when asked and verifies
+// its size and SHA-256 before handing out any byte; a blob larger than a
+// chunk is stored as chunks (see chunk.go) and verified chunk by chunk as
+// its reader streams it, and as a whole at its end. Badger's block and value
 // checksums are on as well. A missing or corrupt blob (or a damaged entry) is a miss
 // whose reason starts with "damaged: " (a *MissError with Corrupt set,
 // matching ErrDamaged), counted as Damaged (apart from Misses), and the entry is removed, as the go
@@ -154,9 +155,13 @@ func (e *Entry) Size() int64 {
 }
 
 // Hit is the result of a successful Get: the entry and a reader of each
-// output. Entry.LastUsed is the last use before this one. Every byte a
-// reader yields is verified: an output of at most one chunk was read and
-// checked against its size and digest by Get; a chunked one is checked
+// output. Get counts the use and updates LastUsed (Entry.LastUsed is the
+// last use before this one) and checks that every output's blob is
+// stored, but reads no blob's bytes: a caller that needs none of them
+// (its outputs already in place) reads nothing. Every byte a reader
+// yields is verified: an output of at most one chunk is read from the
+// store when Open or Read asks for it and checked against its size and
+// digest before any byte is handed out; a chunked one is checked
 // chunk by chunk as it streams and as a whole at its end, and a reader
 // that meets damage returns a *MissError matching ErrDamaged (the entry
 // is then removed and counted as damaged, as Get's own damage is) instead
@@ -178,32 +183,64 @@ type Hit struct {
 func (h *Hit) Open(i int) io.ReadCloser {
 	s := h.srcs[i]
 	if s.list == nil {
-		return io.NopCloser(bytes.NewReader(s.data))
+		b, err := h.whole(s)
+		if err != nil {
+			return io.NopCloser(failedReader{err})
+		}
+		return io.NopCloser(bytes.NewReader(b))
 	}
 	return &chunkReader{h: h, src: s, sum: sha256.New()}
 }
 
-// ReadAll reads every output into memory, verified: for callers whose
-// outputs are small. Damage is a *MissError matching ErrDamaged. The
-// slices of outputs of at most one chunk are shared with the hit.
+// Read reads output i into memory, verified: for callers whose outputs
+// are small. Damage is a *MissError matching ErrDamaged.
+func (h *Hit) Read(i int) ([]byte, error) {
+	s := h.srcs[i]
+	if s.list == nil {
+		return h.whole(s)
+	}
+	r := h.Open(i)
+	defer r.Close()
+	b := bytes.NewBuffer(make([]byte, 0, s.out.Size))
+	if _, err := b.ReadFrom(r); err != nil {
+		return nil, err
+	}
+	return b.Bytes(), nil
+}
+
+// ReadAll reads every output into memory, verified, as Read does.
 func (h *Hit) ReadAll() ([][]byte, error) {
 	data := make([][]byte, len(h.srcs))
-	for i, s := range h.srcs {
-		if s.list == nil {
-			data[i] = s.data
-			continue
-		}
-		r := h.Open(i)
-		b := bytes.NewBuffer(make([]byte, 0, s.out.Size))
-		_, err := b.ReadFrom(r)
-		r.Close()
+	for i := range h.srcs {
+		b, err := h.Read(i)
 		if err != nil {
 			return nil, err
 		}
-		data[i] = b.Bytes()
+		data[i] = b
 	}
 	return data, nil
 }
+
+// whole reads the blob of at most one chunk s from the store and checks
+// it against its output's size and digest: the bytes, or the damage.
+func (h *Hit) whole(s *source) ([]byte, error) {
+	b, err := s.load()
+	switch {
+	case errors.Is(err, errBlobMissing):
+		return nil, h.damaged(missingReason(s.out.Digest), s.out.Digest)
+	case err != nil:
+		return nil, fmt.Errorf("cache: read blob %s: %w", shortHex(s.out.Digest[:]), err)
+	}
+	if reason := checkBlob(s.out, b); reason != "" {
+		return nil, h.damaged(reason, s.out.Digest)
+	}
+	return b, nil
+}
+
+// failedReader is a reader that fails with err.
+type failedReader struct{ err error }
+
+func (r failedReader) Read([]byte) (int, error) { return 0, r.err }
 
 // whenDamaged adds fn to what runs when a reader finds damage.
 func (h *Hit) whenDamaged(fn func(*MissError)) {

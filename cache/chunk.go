@@ -242,11 +242,15 @@ type chunkFetcher func(j int, buf []byte) ([]byte, error)
 // errChunkMissing is the error of a chunkFetcher for a chunk not stored.
 var errChunkMissing = errors.New("chunk missing")
 
-// source is where a hit's output comes from: its verified bytes, or its
+// errBlobMissing is the error of a source's load for a blob not stored.
+var errBlobMissing = errors.New("blob missing")
+
+// source is where a hit's output comes from: how to read its bytes (a
+// blob of at most one chunk, checked as a whole when read), or its
 // verified chunk list and how to fetch a chunk.
 type source struct {
 	out   Output
-	data  []byte
+	load  func() ([]byte, error)
 	list  *chunkList
 	fetch chunkFetcher
 }

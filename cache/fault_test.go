@@ -342,8 +342,8 @@ func TestValueLogTruncationReported(t *testing.T) {
 	if !strings.Contains(logs.String(), "truncated") {
 		t.Fatalf("log = %q", logs.String())
 	}
-	if _, err := b.Get(ctx, key("a")); !errors.Is(err, ErrMiss) {
-		t.Fatalf("Get = %v, want a miss", err)
+	if err := getAndRead(b, key("a")); !errors.Is(err, ErrMiss) {
+		t.Fatalf("Get and read = %v, want a miss", err)
 	}
 }
 

@@ -129,11 +129,21 @@ func (m *memStore) removeDamagedLocked(key Key, bad *Digest) {
 // sourceLocked returns the source of output o, or why its blob is damaged
 // or missing. m.mu is held.
 func (m *memStore) sourceLocked(o Output) (*source, string) {
-	if b, ok := m.blobs[o.Digest]; ok {
-		if reason := checkBlob(o, b); reason != "" {
-			return nil, reason
+	if _, ok := m.blobs[o.Digest]; ok {
+		load := func() ([]byte, error) {
+			m.mu.Lock()
+			defer m.mu.Unlock()
+			if m.closed {
+				return nil, ErrClosed
+			}
+			// The blob as it is now, checked by the reader.
+			b, ok := m.blobs[o.Digest]
+			if !ok {
+				return nil, errBlobMissing
+			}
+			return bytes.Clone(b), nil
 		}
-		return &source{out: o, data: bytes.Clone(b)}, ""
+		return &source{out: o, load: load}, ""
 	}
 	c, ok := m.chunked[o.Digest]
 	if !ok {

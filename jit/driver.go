@@ -220,20 +220,12 @@ func (d *Driver) build(ctx context.Context, req *api.Request, resp *api.Response
 	}
 	var r *flightResult
 	if hit != nil {
-		r = &flightResult{outs: hit.Entry.Outputs, data: hit.Data, hit: true, tier: TierLocal, result: hit.Entry.Key, storedCompile: hit.Entry.CompileTime}
+		r = hit.result()
 	} else if r, why, err = d.compileShared(ctx, req, id, began, why, resp, ph); err != nil {
 		return err
 	}
-	if r.hit && d.opt.Verify {
-		if err := d.verifyHit(ctx, req, id, r, began, resp, ph); err != nil {
-			return err
-		}
-		if r.storeVerified != nil {
-			r.storeVerified(ctx)
-		}
-	}
 	t = time.Now()
-	err = d.answer(req, r.outs, r.data, resp)
+	r, why, err = d.answerFlight(ctx, req, id, r, began, why, resp, ph)
 	resp.Timings.Publish = r.publishMS + ms(time.Since(t))
 	ph.mark("output")
 	if err != nil {
@@ -246,6 +238,51 @@ func (d *Driver) build(ctx context.Context, req *api.Request, resp *api.Response
 	if resp.Status == api.StatusHit || resp.Status == api.StatusMiss {
 		d.recordLatest(ctx, req, id, r.result)
 		ph.mark("latest")
+	}
+	return nil
+}
+
+// answerFlight answers req with the outputs of r (verified against a
+// fresh compile first in verify mode) and returns the flight answered
+// and the miss reason. A local hit whose bytes a reader finds damaged
+// (the store removed the entry and counted a damaged lookup) is a
+// damaged miss: the build compiles and answers with that.
+func (d *Driver) answerFlight(ctx context.Context, req *api.Request, id *identity, r *flightResult, began time.Time, why string, resp *api.Response, ph *phases) (*flightResult, string, error) {
+	out := r.blobs()
+	err := d.verifyFlight(ctx, req, id, r, out, began, resp, ph)
+	if err == nil {
+		err = d.answer(req, r.outs, out, resp)
+	}
+	var me *cache.MissError
+	if r.stored == nil || !errors.As(err, &me) || !errors.Is(err, cache.ErrDamaged) {
+		return r, why, err
+	}
+	resp.Outputs, resp.Callable, resp.Hashid = nil, "", ""
+	if r, why, err = d.compileShared(ctx, req, id, began, me.Reason, resp, ph); err != nil {
+		return r, why, err
+	}
+	out = r.blobs()
+	if err = d.verifyFlight(ctx, req, id, r, out, began, resp, ph); err == nil {
+		err = d.answer(req, r.outs, out, resp)
+	}
+	return r, why, err
+}
+
+// verifyFlight is verifyHit for a hit in verify mode (every output read
+// first), then the remote hit's local store; it does nothing otherwise.
+func (d *Driver) verifyFlight(ctx context.Context, req *api.Request, id *identity, r *flightResult, out *blobs, began time.Time, resp *api.Response, ph *phases) error {
+	if !r.hit || !d.opt.Verify {
+		return nil
+	}
+	data, err := out.readAll()
+	if err != nil {
+		return err
+	}
+	if err := d.verifyHit(ctx, req, id, r, data, began, resp, ph); err != nil {
+		return err
+	}
+	if r.storeVerified != nil {
+		r.storeVerified(ctx)
 	}
 	return nil
 }
@@ -375,7 +412,7 @@ func (d *Driver) buildUncached(ctx context.Context, req *api.Request, id *identi
 		return err
 	}
 	t = time.Now()
-	err = d.answer(req, outs, data, resp)
+	err = d.answer(req, outs, &blobs{data: data}, resp)
 	resp.Timings.Publish = ms(time.Since(t))
 	if err != nil {
 		return err
@@ -402,7 +439,11 @@ func (d *Driver) flightKey(id *identity) string {
 // flightResult is what a compile flight hands every build that joined it.
 type flightResult struct {
 	outs []cache.Output
-	data [][]byte
+	// data are the outputs' bytes in memory (a compile's, the remote
+	// tier's), or, for a local hit, stored is the store's hit they are
+	// read from when needed (a Hit is safe for concurrent use).
+	data   [][]byte
+	stored *cache.Hit
 	// hit: a build that finished just before the flight began published
 	// the key, or the remote tier had it; nothing was compiled. tier says
 	// which.
@@ -435,7 +476,7 @@ type flightResult struct {
 // when the build request arrived.
 func (d *Driver) compileAndPublish(ctx context.Context, req *api.Request, id *identity, began time.Time) (*flightResult, error) {
 	if hit, _, err := d.lookupQuiet(ctx, id); err == nil && hit != nil {
-		return &flightResult{outs: hit.Entry.Outputs, data: hit.Data, hit: true, tier: TierLocal, result: hit.Entry.Key, storedCompile: hit.Entry.CompileTime}, nil
+		return hit.result(), nil
 	}
 	var warnings []string
 	if d.opt.Remote != nil {
@@ -544,23 +585,26 @@ func (d *Driver) lookupPhases(ctx context.Context, id *identity, ph *phases) (*s
 	return d.get(ctx, rk, why)
 }
 
-// storedHit is a local hit with its outputs read and verified.
+// storedHit is a local hit: its entry, its use counted; its outputs'
+// bytes are read (and verified by the store) only when needed.
 type storedHit struct {
 	Entry *cache.Entry
-	Data  [][]byte
+	Hit   *cache.Hit
 }
 
-// get reads the result entry rk; why is the reason of a miss when rk is
-// not a matching header variant's.
+// result is the flight result of the hit h.
+func (h *storedHit) result() *flightResult {
+	return &flightResult{outs: h.Entry.Outputs, stored: h.Hit, hit: true, tier: TierLocal, result: h.Entry.Key, storedCompile: h.Entry.CompileTime}
+}
+
+// get looks the result entry rk up; why is the reason of a miss when rk
+// is not a matching header variant's. The store's Get counts the hit and
+// updates its last use; damage a reader of it finds later is a damaged
+// miss (see answerFlight), like the damage Get finds.
 func (d *Driver) get(ctx context.Context, rk cache.Key, why string) (*storedHit, string, error) {
 	hit, err := d.opt.Store.Get(ctx, rk)
 	if err == nil {
-		// Read and verified: damage a chunked output's reader finds is
-		// a damaged miss, like the damage Get finds.
-		var data [][]byte
-		if data, err = hit.ReadAll(); err == nil {
-			return &storedHit{Entry: hit.Entry, Data: data}, "", nil
-		}
+		return &storedHit{Entry: hit.Entry, Hit: hit}, "", nil
 	}
 	var me *cache.MissError
 	switch {
@@ -741,7 +785,7 @@ func putFailure(err error) (string, error) {
 
 // answer writes the outputs to the request's output directory and fills
 // the response.
-func (d *Driver) answer(req *api.Request, outs []cache.Output, data [][]byte, resp *api.Response) error {
+func (d *Driver) answer(req *api.Request, outs []cache.Output, data *blobs, resp *api.Response) error {
 	written, err := writeOutputs(req.OutputDir, outs, data)
 	if err != nil {
 		return err
@@ -750,7 +794,7 @@ func (d *Driver) answer(req *api.Request, outs []cache.Output, data [][]byte, re
 	for i, o := range outs {
 		if o.Name == CallableName {
 			resp.Callable = written[i].Path
-			h, err := chipHashid(req.Platform, req.Runtime, o.Digest, data[i])
+			h, err := chipHashid(req.Platform, req.Runtime, o.Digest, func() ([]byte, error) { return data.get(i) })
 			if err != nil {
 				return fmt.Errorf("hashid: %w", err)
 			}
@@ -765,7 +809,8 @@ func (d *Driver) answer(req *api.Request, outs []cache.Output, data [][]byte, re
 
 // hashidMemo remembers the hashids of chip callables by platform, runtime
 // and the blob's SHA-256, so that a hit does not hash its blob a second
-// time (writeOutputs checked the blob against that digest).
+// time, nor read it when its outputs are in place (writeOutputs checked
+// the bytes against that digest, or the store verified them).
 var hashidMemo memo[hashidKey, string]
 
 type hashidKey struct {
@@ -773,13 +818,18 @@ type hashidKey struct {
 	digest            [32]byte
 }
 
-// chipHashid returns registry.ChipHashid of blob, whose SHA-256 is digest.
-func chipHashid(platform, runtime string, digest [32]byte, blob []byte) (string, error) {
+// chipHashid returns registry.ChipHashid of the blob whose SHA-256 is
+// digest; blob reads it, called only when the memo does not know it.
+func chipHashid(platform, runtime string, digest [32]byte, blob func() ([]byte, error)) (string, error) {
 	k := hashidKey{platform, runtime, digest}
 	if h, ok := hashidMemo.get(k); ok {
 		return h, nil
 	}
-	id, err := registry.ChipHashid(platform, runtime, blob)
+	b, err := blob()
+	if err != nil {
+		return "", err
+	}
+	id, err := registry.ChipHashid(platform, runtime, b)
 	if err != nil {
 		return "", err
 	}
@@ -799,12 +849,15 @@ func (e *OutputError) Error() string { return "output " + e.Name + ": " + e.Err.
 func (e *OutputError) Unwrap() error { return e.Err }
 
 // writeOutputs writes the outputs to dir as one set: each output that dir
-// does not already hold is checked against its digest and written to a
-// temporary file beside its name (durable.CreateTemp), and only once all
-// are written are they renamed over the old ones. A failed check or write
-// (a full disk) removes every temporary file and leaves the old set whole;
-// the directory never holds a partial or corrupt output.
-func writeOutputs(dir string, outs []cache.Output, data [][]byte) (_ []api.Output, err error) {
+// does not already hold is checked against its digest (by the store, for
+// a local hit's bytes; here, for any other) and written to a temporary
+// file beside its name (durable.CreateTemp), and only once all are
+// written are they renamed over the old ones. A local hit's output that
+// the output memo says dir holds is not read from the store at all. A
+// failed check, read or write (a full disk) removes every temporary file
+// and leaves the old set whole; the directory never holds a partial or
+// corrupt output.
+func writeOutputs(dir string, outs []cache.Output, data *blobs) (_ []api.Output, err error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, &OutputError{Name: "directory", Err: err}
 	}
@@ -820,23 +873,29 @@ func writeOutputs(dir string, outs []cache.Output, data [][]byte) (_ []api.Outpu
 		if o.Name == "" || o.Name != filepath.Base(o.Name) || o.Name == "." || o.Name == ".." {
 			return nil, &OutputError{Name: o.Name, Err: errors.New("not a plain file name")}
 		}
-		sum := sha256.Sum256(data[i])
-		if sum != o.Digest || int64(len(data[i])) != o.Size {
-			return nil, &OutputError{Name: o.Name, Err: errors.New("bytes do not match the output's digest; nothing written")}
-		}
 		mode := os.FileMode(o.Mode & 0o777)
 		if mode == 0 {
 			mode = 0o644
 		}
 		p := filepath.Join(dir, o.Name)
-		if !holds(p, data[i], sum, mode) {
-			tmp, err := writeTemp(p, data[i], mode)
+		res[i] = api.Output{Name: o.Name, Path: p, Size: o.Size, Digest: hex.EncodeToString(o.Digest[:])}
+		if data.stored != nil && memoHolds(p, o.Digest, mode) {
+			continue
+		}
+		b, err := data.get(i)
+		if err != nil {
+			return nil, fmt.Errorf("output %s: %w", o.Name, err)
+		}
+		if int64(len(b)) != o.Size || data.stored == nil && sha256.Sum256(b) != o.Digest {
+			return nil, &OutputError{Name: o.Name, Err: errors.New("bytes do not match the output's digest; nothing written")}
+		}
+		if !holds(p, b, o.Digest, mode) {
+			tmp, err := writeTemp(p, b, mode)
 			if err != nil {
 				return nil, &OutputError{Name: o.Name, Err: err}
 			}
 			todo = append(todo, staged{o.Name, tmp, p})
 		}
-		res[i] = api.Output{Name: o.Name, Path: p, Size: o.Size, Digest: hex.EncodeToString(sum[:])}
 	}
 	wrote := len(todo) > 0
 	for len(todo) > 0 {
@@ -888,13 +947,8 @@ func sweepStaleTemps(dir string, outs []cache.Output, now time.Time) {
 // modification and status change times stay the same: any write or
 // replacement changes one of them.
 func holds(p string, b []byte, sum [32]byte, mode os.FileMode) bool {
-	if fi, err := os.Stat(p); err == nil && fi.Mode().IsRegular() && fi.Mode().Perm() == mode {
-		if key, ok := statKeyOf(fi); ok {
-			e, hit := outputMemo.get(p)
-			if hit && e.key == key && e.sum == sum && e.mode == mode {
-				return true
-			}
-		}
+	if memoHolds(p, sum, mode) {
+		return true
 	}
 	f, err := os.Open(p)
 	if err != nil {
@@ -915,6 +969,66 @@ func holds(p string, b []byte, sum [32]byte, mode os.FileMode) bool {
 		outputMemo.put(p, outputEntry{key: key, sum: sum, mode: mode})
 	}
 	return true
+}
+
+// memoHolds reports whether the output memo says p holds the bytes whose
+// SHA-256 is sum with the permissions mode: p's stat data are still those
+// holds remembered when it read p and found those bytes.
+func memoHolds(p string, sum [32]byte, mode os.FileMode) bool {
+	fi, err := os.Stat(p)
+	if err != nil || !fi.Mode().IsRegular() || fi.Mode().Perm() != mode {
+		return false
+	}
+	key, ok := statKeyOf(fi)
+	if !ok {
+		return false
+	}
+	e, hit := outputMemo.get(p)
+	return hit && e.key == key && e.sum == sum && e.mode == mode
+}
+
+// blobs are the bytes of a build's outputs: in memory (data: a compile's
+// or the remote tier's, which writeOutputs checks against their digests),
+// or a local hit's (stored), read from the store output by output only
+// when needed, and verified by the store as it reads them. One build's.
+type blobs struct {
+	stored *cache.Hit
+	data   [][]byte
+	read   []bool // with stored: which of data were read
+}
+
+// blobs returns the bytes of r's outputs.
+func (r *flightResult) blobs() *blobs {
+	if r.stored == nil {
+		return &blobs{data: r.data}
+	}
+	n := len(r.outs)
+	return &blobs{stored: r.stored, data: make([][]byte, n), read: make([]bool, n)}
+}
+
+// get returns output i's bytes, reading them from the store the first
+// time; the store's damage is a *cache.MissError matching
+// cache.ErrDamaged.
+func (b *blobs) get(i int) ([]byte, error) {
+	if b.stored == nil || b.read[i] {
+		return b.data[i], nil
+	}
+	d, err := b.stored.Read(i)
+	if err != nil {
+		return nil, err
+	}
+	b.data[i], b.read[i] = d, true
+	return d, nil
+}
+
+// readAll returns every output's bytes.
+func (b *blobs) readAll() ([][]byte, error) {
+	for i := range b.data {
+		if _, err := b.get(i); err != nil {
+			return nil, err
+		}
+	}
+	return b.data, nil
 }
 
 // outputMemo remembers the outputs holds found in place.

@@ -2,9 +2,12 @@ package jit
 
 import (
 	"bytes"
+	"context"
 	"crypto/sha256"
+	"encoding/hex"
 	"os"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -119,7 +122,7 @@ func TestSweepStaleTemps(t *testing.T) {
 	}
 	b := []byte("kernel bytes")
 	outs := []cache.Output{{Name: "kernel_0.so", Mode: 0o755, Size: int64(len(b)), Digest: sha256.Sum256(b)}}
-	if _, err := writeOutputs(dir, outs, [][]byte{b}); err != nil {
+	if _, err := writeOutputs(dir, outs, &blobs{data: [][]byte{b}}); err != nil {
 		t.Fatal(err)
 	}
 	for n, removed := range files {
@@ -140,11 +143,68 @@ func TestChipHashidMemo(t *testing.T) {
 	sum := sha256.Sum256(blob)
 	for range 2 {
 		for _, rt := range []string{"tensormap_and_ringbuffer", "host_build_graph"} {
-			got, err := chipHashid("a2a3sim", rt, sum, blob)
+			got, err := chipHashid("a2a3sim", rt, sum, func() ([]byte, error) { return blob, nil })
 			want, werr := registry.ChipHashid("a2a3sim", rt, blob)
 			if err != nil || werr != nil || got != want.String() {
 				t.Fatalf("runtime %s: chipHashid = %s, %v; want %s, %v", rt, got, err, want, werr)
 			}
+		}
+	}
+}
+
+// TestHitInPlaceReadsNoBlob: a hit into an output directory whose outputs
+// the memo knows reads none of the entry's blobs from the store (every
+// blob is corrupted in the store first, so a read of any byte would find
+// the damage), yet counts as a hit; an output then missing is read, and
+// its damage found, so the build compiles and answers right.
+func TestHitInPlaceReadsNoBlob(t *testing.T) {
+	defer func(a time.Duration) { outputStableAge = a }(outputStableAge)
+	outputStableAge = 0 // the files are written just now
+	_, req := copyExamples(t)
+	store := cache.NewMemory(cache.Options{})
+	d := newDriver(t, store)
+	ctx := context.Background()
+	first := build(t, d, req, api.StatusMiss)
+	build(t, d, req, api.StatusHit) // reads the outputs and remembers them
+	want := map[string][]byte{}
+	for _, o := range first.Outputs {
+		var digest [32]byte
+		if _, err := hex.Decode(digest[:], []byte(o.Digest)); err != nil {
+			t.Fatal(err)
+		}
+		if err := cache.FaultInjector(store).CorruptBlob(ctx, digest); err != nil {
+			t.Fatal(err)
+		}
+		b, err := os.ReadFile(o.Path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want[o.Path] = b
+	}
+	before, err := store.Stats(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := build(t, d, req, api.StatusHit)
+	after, err := store.Stats(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if after.Hits != before.Hits+1 || after.Damaged != before.Damaged || r.Hashid != first.Hashid {
+		t.Fatalf("a hit into unchanged outputs: hits %d -> %d, damaged %d -> %d, hashid %s want %s; want one more hit, no blob read",
+			before.Hits, after.Hits, before.Damaged, after.Damaged, r.Hashid, first.Hashid)
+	}
+	kernel := first.Outputs[1].Path
+	if err := os.Remove(kernel); err != nil {
+		t.Fatal(err)
+	}
+	r = build(t, d, req, api.StatusMiss)
+	if !strings.Contains(r.MissReason, "corrupt") {
+		t.Errorf("miss reason %q, want the damaged blob", r.MissReason)
+	}
+	for p, b := range want {
+		if got, err := os.ReadFile(p); err != nil || !bytes.Equal(got, b) {
+			t.Errorf("%s after the damaged hit: %v, or other bytes", p, err)
 		}
 	}
 }

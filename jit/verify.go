@@ -51,13 +51,13 @@ func (e *VerifyError) Error() string {
 }
 
 // verifyHit compiles req afresh and compares every output of the hit r
-// with the fresh ones, byte for byte (Options.Verify). A difference is a
+// (its bytes stored) with the fresh ones, byte for byte (Options.Verify). A difference is a
 // *VerifyError, counted as cache.EventVerifyMismatch, unless the inputs
 // changed while the fresh compile ran (a source fingerprinted again as
 // publish does, a header modified since the build began): the comparison
 // proves nothing then and is a warning. The fresh outputs are never
 // published; the build answers with the stored ones.
-func (d *Driver) verifyHit(ctx context.Context, req *api.Request, id *identity, r *flightResult, began time.Time, resp *api.Response, ph *phases) error {
+func (d *Driver) verifyHit(ctx context.Context, req *api.Request, id *identity, r *flightResult, stored [][]byte, began time.Time, resp *api.Response, ph *phases) error {
 	t := time.Now()
 	res, err := d.compile(ctx, req, id)
 	if err != nil {
@@ -69,7 +69,7 @@ func (d *Driver) verifyHit(ctx context.Context, req *api.Request, id *identity, 
 	}
 	resp.Timings.Compile += ms(time.Since(t))
 	ph.mark("verify_compile")
-	diffs, notes := compareOutputs(r.outs, r.data, outs, data)
+	diffs, notes := compareOutputs(r.outs, stored, outs, data)
 	resp.Warnings = append(resp.Warnings, notes...)
 	if len(diffs) == 0 {
 		return nil

@@ -32,7 +32,7 @@ func drivers(t *testing.T, store cache.Store, remote RemoteTier) (plain, verify 
 
 // resultOf returns the result entry that the newest header variant of
 // key's manifest names, with its outputs' bytes.
-func resultOf(t *testing.T, store cache.Store, key string) *storedHit {
+func resultOf(t *testing.T, store cache.Store, key string) *storedResult {
 	t.Helper()
 	ctx := context.Background()
 	k, err := cache.ParseKey(key)
@@ -59,14 +59,14 @@ func resultOf(t *testing.T, store cache.Store, key string) *storedHit {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &storedHit{Entry: h.Entry, Data: data}
+	return &storedResult{Entry: h.Entry, Data: data}
 }
 
 // plant replaces output name of the result entry r with other bytes: a
 // well-formed entry under the same key, as the cache writes it, whose
 // outputs are not what the key's inputs compile to. It returns the new
 // bytes.
-func plant(t *testing.T, store cache.Store, r *storedHit, name string) []byte {
+func plant(t *testing.T, store cache.Store, r *storedResult, name string) []byte {
 	t.Helper()
 	e := *r.Entry
 	e.Outputs = slices.Clone(e.Outputs)
@@ -263,4 +263,10 @@ func TestVerifyRemoteHit(t *testing.T) {
 	if r := build(t, plain, checkout(t, filepath.Join(root, "d")), api.StatusMiss); r.Hashid == "" {
 		t.Errorf("no hashid from the local rebuild")
 	}
+}
+
+// storedResult is a result entry with its outputs' bytes.
+type storedResult struct {
+	Entry *cache.Entry
+	Data  [][]byte
 }

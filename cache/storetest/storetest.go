@@ -155,6 +155,24 @@ func (h *harness) miss(k cache.Key, reason string) *cache.MissError {
 	return me
 }
 
+// damaged gets k and reads every output: it returns the damage Get or a
+// reader found, which must be a *MissError matching ErrDamaged.
+func (h *harness) damaged(k cache.Key, reason string) *cache.MissError {
+	h.t.Helper()
+	hit, err := h.s.Get(h.ctx, k)
+	if err == nil {
+		_, err = hit.ReadAll()
+	}
+	var me *cache.MissError
+	if !errors.As(err, &me) || !errors.Is(err, cache.ErrDamaged) {
+		h.t.Fatalf("Get and read %s: %v (%T), want a *MissError matching ErrDamaged", k.String()[:8], err, err)
+	}
+	if !strings.Contains(me.Reason, reason) {
+		h.t.Fatalf("Get and read %s: reason %q, want it to contain %q", k.String()[:8], me.Reason, reason)
+	}
+	return me
+}
+
 func (h *harness) stats() *cache.Stats {
 	h.t.Helper()
 	s, err := h.s.Stats(h.ctx)
@@ -389,7 +407,8 @@ func testCorruptBlobIsMissAndRemoved(h *harness) {
 	if err := fi.CorruptBlob(h.ctx, sha256.Sum256(b)); err != nil {
 		h.t.Fatal(err)
 	}
-	me := h.miss(K("x"), "corrupt: sha256 mismatch")
+	// Get reads no blob; the reader of the corrupt one finds it.
+	me := h.damaged(K("x"), "corrupt: sha256 mismatch")
 	if !me.Corrupt || !strings.HasPrefix(me.Reason, cache.ReasonDamaged) || !strings.Contains(me.Reason, fmt.Sprintf("%x", sha256.Sum256(b))[:12]) {
 		h.t.Fatalf("miss = %+v, want corrupt naming the blob", me)
 	}
