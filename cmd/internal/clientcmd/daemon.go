@@ -37,12 +37,20 @@ func DaemonDisabled(env *cli.Env, args []string) bool {
 // boolean is invalid input naming the variable, refused before anything
 // starts.
 func daemonVariables(env *cli.Env) error {
-	for _, name := range []string{"PTOJIT_DAEMON", "PTOJIT_CACHE_READONLY"} {
-		if v := env.Getenv(name); v != "" {
-			if _, err := value.Bool(v); err != nil {
-				return cli.Invalid(fmt.Errorf("%s: %w", name, err))
-			}
-		}
+	if err := boolVariable("PTOJIT_DAEMON", env.Getenv("PTOJIT_DAEMON")); err != nil {
+		return err
+	}
+	return boolVariable("PTOJIT_CACHE_READONLY", env.Getenv("PTOJIT_CACHE_READONLY"))
+}
+
+// boolVariable checks the value v of the boolean variable name: "" or a
+// boolean, else invalid input naming the variable.
+func boolVariable(name, v string) error {
+	if v == "" {
+		return nil
+	}
+	if _, err := value.Bool(v); err != nil {
+		return cli.Invalid(fmt.Errorf("%s: %w", name, err))
 	}
 	return nil
 }
