@@ -105,13 +105,5 @@ func (m *memStore) ListRecent(ctx context.Context, limit int, fn func(*Entry) er
 		es = append(es, cloneEntry(m.entries[k]))
 	}
 	m.mu.Unlock()
-	for _, e := range es {
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		if err := fn(e); err != nil {
-			return err
-		}
-	}
-	return nil
+	return visitEntries(ctx, es, fn)
 }
