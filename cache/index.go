@@ -81,9 +81,8 @@ func (x *index) addChunked(d Digest, size int64, l *chunkList) {
 	if _, ok := x.blobs[d]; ok {
 		return
 	}
-	x.blobs[d] = &indexBlob{size: size, chunks: &chunkRef{upload: l.upload, n: len(l.sums)}}
-	x.bytes += size
-	x.unnamed[d] = struct{}{}
+	x.addBlob(d, size)
+	x.blobs[d].chunks = &chunkRef{upload: l.upload, n: len(l.sums)}
 }
 
 // chunksOf returns the chunks of the blobs ds that are chunked.
