@@ -7,13 +7,13 @@ import (
 	"fmt"
 	"net"
 	"net/http"
-	"os"
 	"path/filepath"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/ptojit/ptojit/cache"
+	"github.com/ptojit/ptojit/filesys/durable"
 )
 
 // metricsTextfileEvery is how often the daemon rewrites metrics_textfile.
@@ -155,12 +155,5 @@ func writeMetricsFile(p string, store cache.Maintenance) error {
 	if err := writeMetrics(&b, st); err != nil {
 		return err
 	}
-	tmp := p + ".tmp"
-	if err := os.WriteFile(tmp, b.Bytes(), 0o644); err != nil {
-		return err
-	}
-	if err := os.Chmod(tmp, 0o644); err != nil {
-		return err
-	}
-	return os.Rename(tmp, p)
+	return durable.WriteFile(p, b.Bytes(), 0o644)
 }

@@ -5,6 +5,8 @@ import (
 	"net"
 	"net/netip"
 	"path/filepath"
+
+	"github.com/ptojit/ptojit/internal/value"
 )
 
 // logLevels are the values of log_level, least verbose first.
@@ -15,12 +17,8 @@ var logLevels = []string{"error", "warn", "info", "debug"}
 func checkObservability(name, v string) error {
 	switch name {
 	case "log_level":
-		for _, l := range logLevels {
-			if v == l {
-				return nil
-			}
-		}
-		return fmt.Errorf("%q is not a log level: want error, warn, info or debug", v)
+		_, err := value.Enum(v, logLevels...)
+		return err
 	case "metrics_listen":
 		if v == "" {
 			return nil
