@@ -879,8 +879,8 @@ func writeOutputs(dir string, outs []cache.Output, data *blobs) (_ []api.Output,
 		}
 		p := filepath.Join(dir, o.Name)
 		res[i] = api.Output{Name: o.Name, Path: p, Size: o.Size, Digest: hex.EncodeToString(o.Digest[:])}
-		if data.stored != nil && memoHolds(p, o.Digest, mode) {
-			continue
+		if memoHolds(p, o.Digest, mode) {
+			continue // the memo vouches for the file: no byte needed
 		}
 		b, err := data.get(i)
 		if err != nil {
@@ -943,13 +943,10 @@ func sweepStaleTemps(dir string, outs []cache.Output, now time.Time) {
 // unchanged output directory rewrites nothing (and leaves the files' times
 // alone, which spares build systems a relink). A file found to hold them
 // is remembered with its stat data, as the header memo does (racily-clean
-// rule included), and is not read again while its device, inode, size,
-// modification and status change times stay the same: any write or
-// replacement changes one of them.
+// rule included); writeOutputs asks the memo (memoHolds) first, so a file
+// is not read again while its device, inode, size, modification and status
+// change times stay the same: any write or replacement changes one of them.
 func holds(p string, b []byte, sum [32]byte, mode os.FileMode) bool {
-	if memoHolds(p, sum, mode) {
-		return true
-	}
 	f, err := os.Open(p)
 	if err != nil {
 		return false
