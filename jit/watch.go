@@ -278,11 +278,13 @@ func (w *Watcher) loop() {
 			// only then release the Sync waiters (their markers may be
 			// lost with the queue), so that no request that waited can
 			// see a memo that should be gone.
+			if errors.Is(err, fsnotify.ErrEventOverflow) {
+				w.mu.Lock()
+				w.overflows++
+				w.mu.Unlock()
+			}
 			w.forgetAll()
 			w.mu.Lock()
-			if errors.Is(err, fsnotify.ErrEventOverflow) {
-				w.overflows++
-			}
 			for m, ch := range w.syncWait {
 				ch <- false
 				delete(w.syncWait, m)
