@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 
 	"golang.org/x/sys/unix"
 )
@@ -25,19 +26,36 @@ func pageOut(dir string) {
 		return
 	}
 	for line := range bytes.Lines(maps) {
-		f := bytes.Fields(line)
-		if len(f) < 6 || !bytes.HasSuffix(f[5], []byte(".vlog")) || filepath.Dir(string(f[5])) != dir {
-			continue
-		}
-		lo, hi, ok := bytes.Cut(f[0], []byte("-"))
-		if !ok {
-			continue
-		}
-		start, err1 := strconv.ParseUint(string(lo), 16, 64)
-		end, err2 := strconv.ParseUint(string(hi), 16, 64)
-		if err1 != nil || err2 != nil || end <= start {
+		start, end, path, ok := parseMapsLine(line)
+		if !ok || !strings.HasSuffix(path, ".vlog") || filepath.Dir(path) != dir {
 			continue
 		}
 		_, _, _ = unix.Syscall(unix.SYS_MADVISE, uintptr(start), uintptr(end-start), unix.MADV_PAGEOUT)
 	}
+}
+
+// parseMapsLine reads one line of /proc/self/maps: the address range and
+// the mapped file's path, which is the rest of the line after the five
+// fields before it (so a path with spaces is read whole).
+func parseMapsLine(line []byte) (start, end uint64, path string, ok bool) {
+	rest := bytes.TrimRight(line, "\n")
+	var f [5][]byte
+	for i := range f {
+		rest = bytes.TrimLeft(rest, " ")
+		var found bool
+		f[i], rest, found = bytes.Cut(rest, []byte(" "))
+		if !found {
+			return 0, 0, "", false
+		}
+	}
+	lo, hi, found := bytes.Cut(f[0], []byte("-"))
+	if !found {
+		return 0, 0, "", false
+	}
+	start, err1 := strconv.ParseUint(string(lo), 16, 64)
+	end, err2 := strconv.ParseUint(string(hi), 16, 64)
+	if err1 != nil || err2 != nil || end <= start {
+		return 0, 0, "", false
+	}
+	return start, end, string(bytes.TrimLeft(rest, " ")), true
 }
