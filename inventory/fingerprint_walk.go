@@ -368,8 +368,10 @@ classify:
 }
 
 // hashLocal reads the files of one directory through its descriptor; a
-// file larger than smallFile is finished by a task of its own, reopened
-// by its path (the directory's descriptor may be closed by then).
+// file larger than smallFile is finished by a task of its own on the
+// descriptor it was opened with, and looked up by its path only to tell a
+// removed file from a replaced one (the directory's descriptor may be
+// closed by then).
 func (w *walker) hashLocal(dirfd int, files []*node) {
 	if len(files) == 0 {
 		return

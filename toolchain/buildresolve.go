@@ -1,7 +1,6 @@
 package toolchain
 
 import (
-	"bytes"
 	"context"
 	"os"
 	"path/filepath"
@@ -196,17 +195,7 @@ func gitOutput(cfg *Config, git, root string, args ...string) (string, error) {
 // ptoasBuild is PyPTO's record of a standalone ELF ptoas: (real path,
 // evidence); nil for any other launcher.
 func ptoasBuild(launcher string) *buildSpec {
-	if launcher == "" {
-		return nil
-	}
-	f, err := os.Open(launcher)
-	if err != nil {
-		return nil
-	}
-	var magic [4]byte
-	_, err = f.ReadAt(magic[:], 0)
-	f.Close()
-	if err != nil || !bytes.Equal(magic[:], []byte("\x7fELF")) {
+	if launcher == "" || !isELF(launcher) {
 		return nil
 	}
 	return &buildSpec{key: inventory.T(inventory.Str("ptoas-elf"), inventory.StrFromOSBytes(launcher)),
