@@ -391,15 +391,7 @@ func (b *badgerDB) List(ctx context.Context, fn func(*Entry) error) error {
 		return err
 	}
 	// fn runs outside the operation: it may call the store.
-	for _, e := range es {
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		if err := fn(e); err != nil {
-			return err
-		}
-	}
-	return nil
+	return visitEntries(ctx, es, fn)
 }
 
 func (b *badgerDB) list() ([]*Entry, error) {

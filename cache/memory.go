@@ -628,16 +628,3 @@ func (m *Memory) CountRemoteHit(ctx context.Context, e *Entry) error {
 
 // ZeroCounts implements EventCounter.
 func (m *Memory) ZeroCounts(ctx context.Context) error { return m.counted.ZeroCounts(ctx) }
-
-// visitEntries calls fn on each of es in turn, until fn fails or ctx ends.
-func visitEntries(ctx context.Context, es []*Entry, fn func(*Entry) error) error {
-	for _, e := range es {
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		if err := fn(e); err != nil {
-			return err
-		}
-	}
-	return nil
-}

@@ -36,12 +36,7 @@ func ListRecent(ctx context.Context, m Maintenance, limit int, fn func(*Entry) e
 	if limit > 0 && len(es) > limit {
 		es = es[:limit]
 	}
-	for _, e := range es {
-		if err := fn(e); err != nil {
-			return err
-		}
-	}
-	return nil
+	return visitEntries(ctx, es, fn)
 }
 
 // ListRecent implements Recent.
@@ -106,4 +101,19 @@ func (m *memStore) ListRecent(ctx context.Context, limit int, fn func(*Entry) er
 	}
 	m.mu.Unlock()
 	return visitEntries(ctx, es, fn)
+}
+
+// visitEntries calls fn on each of es in turn, until fn fails or ctx ends: the
+// listings of both stores, which collect their entries first and call fn
+// outside their locks and transactions.
+func visitEntries(ctx context.Context, es []*Entry, fn func(*Entry) error) error {
+	for _, e := range es {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if err := fn(e); err != nil {
+			return err
+		}
+	}
+	return nil
 }
