@@ -36,15 +36,15 @@ func pageOut(dir string) {
 
 // parseMapsLine reads one line of /proc/self/maps: the address range and
 // the mapped file's path, which is the rest of the line after the five
-// fields before it (so a path with spaces is read whole).
+// fields before it (so a path with spaces is read whole; an anonymous
+// mapping has none). The kernel's " (deleted)" mark of a file removed
+// while mapped is cut off.
 func parseMapsLine(line []byte) (start, end uint64, path string, ok bool) {
 	rest := bytes.TrimRight(line, "\n")
 	var f [5][]byte
 	for i := range f {
-		rest = bytes.TrimLeft(rest, " ")
-		var found bool
-		f[i], rest, found = bytes.Cut(rest, []byte(" "))
-		if !found {
+		f[i], rest, _ = bytes.Cut(bytes.TrimLeft(rest, " "), []byte(" "))
+		if len(f[i]) == 0 {
 			return 0, 0, "", false
 		}
 	}
@@ -57,5 +57,5 @@ func parseMapsLine(line []byte) (start, end uint64, path string, ok bool) {
 	if err1 != nil || err2 != nil || end <= start {
 		return 0, 0, "", false
 	}
-	return start, end, string(bytes.TrimLeft(rest, " ")), true
+	return start, end, strings.TrimSuffix(string(bytes.TrimLeft(rest, " ")), " (deleted)"), true
 }
