@@ -203,25 +203,61 @@ def daemon_dir(cache: str, environ: Mapping[str, str] | None = None) -> str:
     return os.path.join(os.environ.get("TMPDIR") or "/tmp", f"ptojit-{os.getuid()}", ident)
 
 
-def _recv_exact(sock: socket.socket, n: int) -> bytes:
-    buf = bytearray()
-    while len(buf) < n:
-        chunk = sock.recv(min(n - len(buf), 1 << 20))
-        if not chunk:
-            raise EOFError(f"connection closed after {len(buf)} of {n} bytes")
-        buf += chunk
-    return bytes(buf)
-
-
 class _Conn:
     """A connection to the daemon, checked when it was made: pid is the
-    daemon's (SO_PEERCRED), process the pid of the process that made it
-    (a forked child makes its own)."""
+    daemon's (SO_PEERCRED), process the fork generation of the process that
+    made it (a forked child makes its own). The socket blocks; the
+    no-answer bound is its SO_RCVTIMEO and SO_SNDTIMEO (bound, the value set),
+    so that a read or a write is one system call, with no poll before it.
+    buf holds what was read beyond the last frame."""
 
-    __slots__ = ("sock", "pid", "process")
+    __slots__ = ("sock", "pid", "process", "bound", "buf")
 
     def __init__(self, sock: socket.socket, pid: int) -> None:
-        self.sock, self.pid, self.process = sock, pid, os.getpid()
+        self.sock, self.pid, self.process = sock, pid, _fork_generation
+        self.bound: float | None = None
+        self.buf = bytearray()
+
+    def set_bound(self, seconds: float) -> None:
+        """Make a read or write that waits longer than seconds fail with
+        EAGAIN (the daemon is not answering)."""
+        if self.bound == seconds:
+            return
+        sec = int(seconds)
+        tv = struct.pack("ll", sec, max(int((seconds - sec) * 1e6), 0 if sec else 1))
+        self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVTIMEO, tv)
+        self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDTIMEO, tv)
+        self.bound = seconds
+
+    def read(self, n: int) -> bytes:
+        """The next n bytes, read in as few calls as the daemon allows
+        (a reply's length and body usually come in one)."""
+        buf = self.buf
+        while len(buf) < n:
+            chunk = self.sock.recv(max(n - len(buf), _READ_SIZE))
+            if not chunk:
+                raise EOFError(f"connection closed after {len(buf)} of {n} bytes")
+            buf += chunk
+        out = bytes(buf[:n])
+        del buf[:n]
+        return out
+
+
+# What one read of the socket asks for at least: a hit's reply whole.
+_READ_SIZE = 64 << 10
+
+# Counts the forks of this process (os.register_at_fork): a connection
+# made before a fork belongs to the parent, and a child makes its own.
+_fork_generation = 0
+
+
+def _forked() -> None:
+    global _fork_generation
+    _fork_generation += 1
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forked)
 
 
 class _EnvPayload(NamedTuple):
@@ -280,6 +316,9 @@ class Client:
         # The environment payload last sent: (the names, their values,
         # the payload); a request whose values are the same reuses it.
         self._env_seen: _EnvPayload | None = None
+        # The last request sent and its frame: the same request again (a
+        # hit's, with the same environment payload) is not encoded again.
+        self._frame_seen: tuple[dict, bytes] | None = None
 
     def _env(self) -> Mapping[str, str]:
         return os.environ if self._environ is None else self._environ
@@ -574,7 +613,7 @@ class Client:
                 conn.sock.close()
         try:
             conn = self._conn
-            if conn is not None and conn.process == os.getpid():
+            if conn is not None and conn.process == _fork_generation:
                 try:
                     return self._exchange(conn, req, with_env, True)
                 except _Closed:
@@ -628,19 +667,24 @@ class Client:
 
     def _roundtrip(self, conn: _Conn, req: dict, closable: bool) -> dict:
         """Send req and read frames until the reply."""
-        body = _frame(req)
+        seen = self._frame_seen
+        if seen is not None and seen[0] == req:
+            body = seen[1]  # the request the last one was: its bytes
+        else:
+            body = _frame(req)
+            self._frame_seen = (req, body)
         # A daemon that refuses the peer replies before reading the
         # request: a failed write is judged by whether a reply follows.
-        conn.sock.settimeout(self.no_answer)
+        conn.set_bound(self.no_answer)
         try:
             conn.sock.sendall(body)
-        except socket.timeout:
+        except BlockingIOError:  # SO_SNDTIMEO: the bound passed
             raise DaemonNotAnswering(conn.pid, os.path.join(self.daemon_dir, LOG_NAME), self.no_answer) from None
         except OSError:
             if closable:
                 raise _Closed() from None
         while True:
-            resp = self._read_frame(conn.sock, conn.pid, closable)
+            resp = self._read_frame(conn, closable)
             closable = False
             if not isinstance(resp, dict) or resp.get("protocol") != PROTOCOL:
                 got = resp.get("protocol") if isinstance(resp, dict) else None
@@ -650,26 +694,26 @@ class Client:
             # accepted or progress: the daemon works on it; the bound
             # restarts.
 
-    def _read_frame(self, sock: socket.socket, pid: int, closable: bool = False) -> Any:
+    def _read_frame(self, conn: _Conn, closable: bool = False) -> Any:
         """One frame; closable: a connection closed before its first byte
         is _Closed."""
         try:
             try:
-                head = sock.recv(4)
+                head = conn.read(4)
             except ConnectionResetError:
                 if closable:
                     raise _Closed() from None
                 raise
-            if not head and closable:
-                raise _Closed()
-            if len(head) < 4:
-                head += _recv_exact(sock, 4 - len(head)) if head else _recv_exact(sock, 4)
+            except EOFError:
+                if closable and not conn.buf:
+                    raise _Closed() from None
+                raise
             (n,) = struct.unpack("<I", head)
             if n > MAX_RESPONSE:
                 raise DaemonError(f"response frame of {n} bytes is over the limit of {MAX_RESPONSE}")
-            frame = _recv_exact(sock, n)
-        except socket.timeout:
-            raise DaemonNotAnswering(pid, os.path.join(self.daemon_dir, LOG_NAME), self.no_answer) from None
+            frame = conn.read(n)
+        except BlockingIOError:  # SO_RCVTIMEO: the bound passed
+            raise DaemonNotAnswering(conn.pid, os.path.join(self.daemon_dir, LOG_NAME), self.no_answer) from None
         except (EOFError, ConnectionResetError, BrokenPipeError) as e:
             raise _DaemonLost(str(e)) from None
         try:
@@ -685,11 +729,11 @@ class Client:
         sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         try:
             sock.connect(self.socket_path)
-            _check_peer(sock)
-            sock.settimeout(self.no_answer)
+            conn = _Conn(sock, _check_peer(sock))
+            conn.set_bound(self.no_answer)
             body = json.dumps({"protocol": version, "op": "stop"}, separators=(",", ":")).encode("utf-8")
             sock.sendall(struct.pack("<I", len(body)) + body)
-            self._read_frame(sock, pid)
+            self._read_frame(conn)
         except (OSError, _DaemonLost) as e:
             raise DaemonError(f"stopping the protocol-{version} daemon (pid {pid}): {e}; stop it with kill {pid}") from None
         finally:

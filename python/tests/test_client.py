@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -22,6 +23,31 @@ from ptojit import client as clientmod
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLES = REPO / "testdata" / "examples"
 DEADLINE = 120.0
+
+
+@contextlib.contextmanager
+def recording(record):
+    """Calls record with each request a client sends (the JSON of each
+    frame written to a socket), as the daemon reads it."""
+    real = socket.socket.sendall
+
+    def sendall(sock: socket.socket, data: bytes, *args: object) -> None:
+        if len(data) >= 4 and int.from_bytes(data[:4], "little") == len(data) - 4:
+            record(json.loads(data[4:]))
+        return real(sock, data, *args)
+
+    with mock.patch.object(socket.socket, "sendall", sendall):
+        yield
+
+
+def recv_exact(sock: socket.socket, n: int) -> bytes:
+    buf = b""
+    while len(buf) < n:
+        chunk = sock.recv(n - len(buf))
+        if not chunk:
+            raise EOFError(f"connection closed after {len(buf)} of {n} bytes")
+        buf += chunk
+    return buf
 
 
 def binaries() -> tuple[str, str]:
@@ -136,16 +162,14 @@ class TestClient(DaemonTest):
         c = self.client(environ=environ)
         self.assertEqual(c.forwarded_variables(), frozenset(registry["variables"]))
         sent, hellos = [], []
-        frame = clientmod._frame
 
-        def record(req: dict) -> bytes:
+        def record(req: dict) -> None:
             if req.get("op") == "run":
                 sent.append(req)
             elif req.get("op") == "hello":
                 hellos.append(req)
-            return frame(req)
 
-        with mock.patch.object(clientmod, "_frame", record):
+        with recording(record):
             for _ in range(3):
                 c.build(self.request)
         self.assertEqual(len(sent), 3)
@@ -158,7 +182,7 @@ class TestClient(DaemonTest):
         self.assertEqual(len(hellos), 0, hellos)
         # A new daemon's file is read as well.
         self.stop_daemon()
-        with mock.patch.object(clientmod, "_frame", record):
+        with recording(record):
             c.build(self.request)
         self.assertEqual(len(hellos), 0, hellos)
         self.assertNotIn("SECRET_TOKEN=x", sent[-1]["env"])
@@ -166,14 +190,12 @@ class TestClient(DaemonTest):
     def test_client_pass_env(self) -> None:
         environ = dict(self.environ, CCACHE_DIR="/nonexistent/ccache", OTHER="x", PTOJIT_PASS_ENV="CCACHE_DIR")
         sent = []
-        frame = clientmod._frame
 
-        def record(req: dict) -> bytes:
+        def record(req: dict) -> None:
             if req.get("op") == "run":
                 sent.append(req)
-            return frame(req)
 
-        with mock.patch.object(clientmod, "_frame", record):
+        with recording(record):
             self.client(environ=environ).build(self.request)
             self.client(environ=dict(environ, PTOJIT_PASS_ENV="CCACHE_DIR,1BAD")).build(self.request)
         self.assertIn("CCACHE_DIR=/nonexistent/ccache", sent[0]["env"])
@@ -186,13 +208,11 @@ class TestClient(DaemonTest):
         environ = dict(self.environ, CCACHE_DIR="/nonexistent/ccache")
         c = self.client(environ=environ)
         sent, hellos = [], []
-        frame = clientmod._frame
 
-        def record(req: dict) -> bytes:
+        def record(req: dict) -> None:
             (sent if req.get("op") == "run" else hellos).append(req)
-            return frame(req)
 
-        with mock.patch.object(clientmod, "_frame", record):
+        with recording(record):
             c.build(self.request)
             self.assertNotIn("CCACHE_DIR=/nonexistent/ccache", sent[-1]["env"])
             # The settings file changes under a running client and daemon:
@@ -217,14 +237,12 @@ class TestClient(DaemonTest):
                 environ = os.environ if own else dict(self.environ)
                 c = ptojit.Client(self.cache, ptojit=self.exe) if own else self.client(environ=environ)
                 sent = []
-                frame = clientmod._frame
 
-                def record(req: dict) -> bytes:
+                def record(req: dict) -> None:
                     if req.get("op") == "run":
                         sent.append(req["env"])
-                    return frame(req)
 
-                with mock.patch.object(clientmod, "_frame", record):
+                with recording(record):
                     environ["CC"] = "gcc"
                     c.build(self.request)
                     c.build(self.request)
@@ -251,14 +269,12 @@ class TestClient(DaemonTest):
         old = time.time() - 60
         os.utime(hello, (old, old))  # not written within the last second
         sent = []
-        frame = clientmod._frame
 
-        def record(req: dict) -> bytes:
+        def record(req: dict) -> None:
             if req.get("op") == "run":
                 sent.append(req["env"])
-            return frame(req)
 
-        with mock.patch.object(clientmod, "_frame", record):
+        with recording(record):
             c.build(self.request)
             c.build(self.request)
             h = json.loads(hello.read_text())
@@ -479,8 +495,8 @@ class TestProtocol2(DaemonTest):
             with conn:
                 conn.settimeout(DEADLINE)
                 try:
-                    n = int.from_bytes(clientmod._recv_exact(conn, 4), "little")
-                    req = json.loads(clientmod._recv_exact(conn, n))
+                    n = int.from_bytes(recv_exact(conn, 4), "little")
+                    req = json.loads(recv_exact(conn, n))
                 except (OSError, EOFError):
                     return  # a client that gave up on this connection
                 asked.append((req.get("protocol"), req.get("op")))
