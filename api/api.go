@@ -51,6 +51,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"unicode"
@@ -237,7 +238,13 @@ func ParseRequest(b []byte) (*Request, error) { return ParseRequestFile(b, "requ
 
 // ParseRequestFile parses and validates a request document named file.
 func ParseRequestFile(b []byte, file string) (*Request, error) {
-	src := checkedSource(file, b)
+	src, done := checkedSource(file, b)
+	if done != nil {
+		// The same document passed the check, the decoding and Validate
+		// before: its request is decoded once (a copy, as the caller
+		// changes it).
+		return done.clone(), nil
+	}
 	if src == nil {
 		src = &source{file: file, doc: bytes.Clone(b), locs: map[string]int{}}
 		dec := json.NewDecoder(bytes.NewReader(b))
@@ -258,7 +265,24 @@ func ParseRequestFile(b []byte, file string) (*Request, error) {
 	if err := req.Validate(); err != nil {
 		return nil, req.Locate(err)
 	}
+	src.keep(&req)
 	return &req, nil
+}
+
+// clone returns a copy of r that shares no slice with it (strings are
+// immutable; src is never modified after its check).
+func (r *Request) clone() *Request {
+	c := *r
+	c.Kernels = slices.Clone(r.Kernels)
+	for i := range c.Kernels {
+		c.Kernels[i].Signature = slices.Clone(r.Kernels[i].Signature)
+	}
+	c.Signature = slices.Clone(r.Signature)
+	c.ExtraRoots = slices.Clone(r.ExtraRoots)
+	c.ExtraSources = slices.Clone(r.ExtraSources)
+	c.ExtraFingerprint = bytes.Clone(r.ExtraFingerprint)
+	c.Options = bytes.Clone(r.Options)
+	return &c
 }
 
 // checked remembers the documents that passed the syntax check, with the
@@ -278,15 +302,32 @@ const (
 )
 
 // checkedSource returns the checked source of file when its document was
-// b, else nil. The source is shared: it is never modified after its check.
-func checkedSource(file string, b []byte) *source {
+// b, else nil, and the request decoded from it when one is kept. The source
+// is shared: it is never modified after its check.
+func checkedSource(file string, b []byte) (*source, *Request) {
 	checked.mu.Lock()
 	src := checked.m[file]
+	var req *Request
+	if src != nil {
+		req = src.req
+	}
 	checked.mu.Unlock()
 	if src != nil && bytes.Equal(src.doc, b) {
-		return src
+		return src, req
 	}
-	return nil
+	return nil, nil
+}
+
+// keep remembers req, just decoded from src's document and valid, as the
+// request of src, when src is the remembered check of its file: a copy of
+// it answers the next parse of the same bytes. Only the first request
+// decoded is kept, so a source's request never changes once set.
+func (src *source) keep(req *Request) {
+	checked.mu.Lock()
+	if checked.m[src.file] == src && src.req == nil {
+		src.req = req.clone()
+	}
+	checked.mu.Unlock()
 }
 
 func rememberChecked(src *source) {

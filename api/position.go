@@ -21,6 +21,9 @@ type source struct {
 	file string
 	doc  []byte
 	locs map[string]int
+	// req, once set (under checked.mu, never changed after), is the
+	// valid request decoded from doc, which ParseRequestFile copies.
+	req *Request
 }
 
 // position returns the 1-based line and column (in bytes) of offset off.

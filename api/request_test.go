@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"reflect"
 	"strings"
 	"testing"
 	"testing/iotest"
@@ -89,5 +90,89 @@ func TestParseRequestRemembersCheckedDocuments(t *testing.T) {
 	var fe *FieldError
 	if !errors.As(err, &fe) || fe.File != file || !strings.Contains(err.Error(), "invalid JSON") {
 		t.Fatalf("a changed document under the same name: %v, want its syntax error", err)
+	}
+}
+
+// A document parsed again with the same bytes is decoded once: each parse
+// returns its own copy of the request, equal to a fresh decoding, that
+// shares no slice with the kept one or with other copies.
+func TestParseRequestKeepsDecodedRequest(t *testing.T) {
+	doc := []byte(`{"platform": "a2a3sim", "runtime": "rt",
+  "orchestration": {"source": "o.c", "function": "f", "config": "c"},
+  "kernels": [{"func_id": 0, "source": "k.c", "signature": ["IN", "OUT"]},
+              {"func_id": 1, "source": "k1.c", "signature": ["INOUT"]}],
+  "signature": ["IN", "OUT", "SCALAR"], "scalar_count": 1,
+  "extra_roots": ["inc"], "extra_sources": ["app"],
+  "extra_fingerprint": {"a": 1}, "options": {"o": [1, 2]},
+  "toolchain": {"policy": "content", "runtime_root": "/rt"},
+  "output_dir": "out", "base_dir": "/b", "name": "n"}`)
+	const file = "keep-test.json"
+	first, err := ParseRequestFile(doc, file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The same bytes under another name: decoded on their own.
+	fresh, err := ParseRequestFile(doc, "keep-test-fresh.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := *fresh
+	want.src = nil
+	second, err := ParseRequestFile(doc, file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(first, second) {
+		t.Fatalf("second parse differs:\n%+v\n%+v", first, second)
+	}
+	second.src, first.src = nil, nil
+	// Change everything the first parse returned: the next parse must
+	// not see it.
+	mutateSlices(t, reflect.ValueOf(first).Elem())
+	third, err := ParseRequestFile(doc, file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	third.src = nil
+	if !reflect.DeepEqual(*third, want) || !reflect.DeepEqual(*second, want) {
+		t.Fatalf("a change to one parse's request reached another:\nthird  %+v\nsecond %+v\nwant   %+v", third, second, want)
+	}
+}
+
+// mutateSlices changes every element of every slice reachable from v,
+// and fails when a slice field is nil or empty (the test document must set
+// every slice field, so a new one is covered).
+func mutateSlices(t *testing.T, v reflect.Value) {
+	t.Helper()
+	switch v.Kind() {
+	case reflect.Struct:
+		for i := 0; i < v.NumField(); i++ {
+			f := v.Field(i)
+			if !v.Type().Field(i).IsExported() {
+				continue
+			}
+			if f.Kind() == reflect.Slice && f.Len() == 0 {
+				t.Fatalf("the test document leaves %s.%s empty", v.Type().Name(), v.Type().Field(i).Name)
+			}
+			mutateSlices(t, f)
+		}
+	case reflect.Slice:
+		for i := 0; i < v.Len(); i++ {
+			e := v.Index(i)
+			switch e.Kind() {
+			case reflect.Uint8:
+				e.SetUint(e.Uint() ^ 0xff)
+			case reflect.String:
+				e.SetString(e.String() + "!")
+			case reflect.Struct:
+				mutateSlices(t, e)
+			default:
+				if e.CanInt() {
+					e.SetInt(e.Int() + 7)
+				} else {
+					t.Fatalf("mutateSlices: element kind %s", e.Kind())
+				}
+			}
+		}
 	}
 }
