@@ -860,7 +860,7 @@ func (s *Server) serveRequest(ctx context.Context, c *conn, deadline time.Time) 
 		return false
 	case api.OpRun:
 		stray := c.r.Buffered() > 0
-		rctx, stop := watchPeer(ctx, c.c)
+		rctx, stop := watchPeerAfter(ctx, c.c, s.cfg.ReplyWait)
 		resp := s.runReporting(rctx, c, &req)
 		stray = stop() || stray
 		err := s.send(c, resp)
@@ -1038,6 +1038,60 @@ func watchPeer(ctx context.Context, conn *net.UnixConn) (context.Context, func()
 		cancel(nil)
 		return stray
 	}
+}
+
+// watchPeerAfter is watchPeer begun only once after has passed, so that
+// a request answered sooner (a hit) starts no goroutine for the watch: its
+// stop function then polls the connection once, and a connection with
+// bytes to read, or closed by the client, counts as one the client sent
+// bytes on (the reply is still sent, and the connection carries no more).
+func watchPeerAfter(ctx context.Context, conn *net.UnixConn, after time.Duration) (context.Context, func() bool) {
+	ctx, cancel := context.WithCancelCause(ctx)
+	var (
+		mu      sync.Mutex // guards started, stopped and stop
+		started bool
+		stopped bool
+		stop    func() bool
+	)
+	t := time.AfterFunc(after, func() {
+		mu.Lock()
+		defer mu.Unlock()
+		if stopped {
+			return
+		}
+		started = true
+		var wctx context.Context
+		wctx, stop = watchPeer(ctx, conn)
+		context.AfterFunc(wctx, func() { cancel(context.Cause(wctx)) })
+	})
+	return ctx, func() bool {
+		t.Stop()
+		mu.Lock()
+		stopped = true
+		watching := started
+		mu.Unlock()
+		defer cancel(nil)
+		if watching {
+			return stop()
+		}
+		return readable(conn)
+	}
+}
+
+// readable reports whether conn has bytes to read or an end of input (the
+// client closed it), without waiting.
+func readable(conn *net.UnixConn) bool {
+	rc, err := conn.SyscallConn()
+	if err != nil {
+		return true
+	}
+	ready := true
+	rc.Control(func(fd uintptr) {
+		pfd := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
+		n, err := unix.Poll(pfd, 0)
+		ready = err != nil || (n > 0 && pfd[0].Revents&(unix.POLLIN|unix.POLLHUP|unix.POLLERR) != 0)
+	})
+	return ready
 }
 
 // peerWatched, when set, is told how each watch of a peer ended (tests).
