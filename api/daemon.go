@@ -215,6 +215,11 @@ func FileStamp(path string) string {
 	if err != nil {
 		return "absent"
 	}
+	return StatStamp(fi)
+}
+
+// StatStamp is FileStamp of a file already stat'ed.
+func StatStamp(fi os.FileInfo) string {
 	return fmt.Sprintf("%d:%d:%s", fi.Size(), fi.ModTime().UnixNano(), sysStamp(fi))
 }
 
@@ -275,7 +280,14 @@ var ErrProtocol = errors.New("daemon protocol error")
 
 // ErrFrameTooLarge is returned for a frame over the size limit; it matches
 // ErrProtocol.
-var ErrFrameTooLarge = fmt.Errorf("%w: frame too large", ErrProtocol)
+var ErrFrameTooLarge error = frameTooLarge{}
+
+// frameTooLarge is ErrFrameTooLarge: a type, not fmt.Errorf, so that the
+// thin client runs no formatting at start-up.
+type frameTooLarge struct{}
+
+func (frameTooLarge) Error() string { return ErrProtocol.Error() + ": frame too large" }
+func (frameTooLarge) Unwrap() error { return ErrProtocol }
 
 // WriteFrame writes v as one frame.
 func WriteFrame(w io.Writer, v any) error {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/ptojit/ptojit/api"
 	"github.com/ptojit/ptojit/api/client"
 	"github.com/ptojit/ptojit/cache"
 	"github.com/ptojit/ptojit/cache/remote"
@@ -151,7 +153,44 @@ func configPath(env *cli.Env, flag string) (string, error) {
 // (cache.CheckFile) is not read: it reads as absent, so that it chooses no
 // remote tier and no setting, and the store's open refuses the directory
 // with the message that names it (the build runs uncached).
+//
+// The file returned is shared with later calls (configMemo): callers only
+// read it; one that changes the file reads it with readConfig.
 func loadConfig(cacheDir string) (*config.File, error) {
+	path := filepath.Join(cacheDir, config.FileName)
+	if cache.CheckFile(cacheDir, config.FileName) != nil {
+		return &config.File{Path: path}, nil
+	}
+	fi, err := os.Stat(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return &config.File{Path: path}, nil
+	}
+	if err != nil {
+		return readConfig(cacheDir)
+	}
+	stamp := api.StatStamp(fi)
+	configMemo.mu.Lock()
+	e, ok := configMemo.m[path]
+	configMemo.mu.Unlock()
+	if ok && e.stamp == stamp {
+		return e.f, nil
+	}
+	read := time.Now()
+	f, err := readConfig(cacheDir)
+	if err == nil && fi.ModTime().Before(read.Add(-configStableAge)) && api.FileStamp(path) == stamp {
+		configMemo.mu.Lock()
+		if configMemo.m == nil || len(configMemo.m) >= maxConfigMemo {
+			configMemo.m = map[string]configMemoEntry{}
+		}
+		configMemo.m[path] = configMemoEntry{stamp: stamp, f: f}
+		configMemo.mu.Unlock()
+	}
+	return f, err
+}
+
+// readConfig is loadConfig without the memo: the file as it is now, for
+// a caller that changes it.
+func readConfig(cacheDir string) (*config.File, error) {
 	path := filepath.Join(cacheDir, config.FileName)
 	if cache.CheckFile(cacheDir, config.FileName) != nil {
 		return &config.File{Path: path}, nil
@@ -163,6 +202,28 @@ func loadConfig(cacheDir string) (*config.File, error) {
 	}
 	return f, err
 }
+
+// configMemo keeps the settings files the daemon has read, by path, with
+// the stamp (api.StatStamp: size, modification time, device, inode and
+// change time) they had: a request whose file has the same stamp uses the
+// parsed file again. A file is kept only when it was last modified at
+// least configStableAge before it was read and its stamp was the same
+// after the read, so that a write in the same tick of a coarse file
+// system clock cannot leave the stamp unchanged (git's racily-clean rule).
+var configMemo struct {
+	mu sync.Mutex // guards m
+	m  map[string]configMemoEntry
+}
+
+type configMemoEntry struct {
+	stamp string
+	f     *config.File
+}
+
+const (
+	configStableAge = time.Second
+	maxConfigMemo   = 64
+)
 
 // settings are the cache settings in force for one command or request.
 type settings struct {
@@ -343,7 +404,7 @@ func runConfigSet(env *cli.Env, o *configOptions, args []string) error {
 	if err := client.Flock(lock, syscall.LOCK_EX); err != nil {
 		return fmt.Errorf("locking %s: %w", lock.Name(), err)
 	}
-	f, err := loadConfig(filepath.Dir(path))
+	f, err := readConfig(filepath.Dir(path))
 	if err != nil {
 		return err
 	}

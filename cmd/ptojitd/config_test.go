@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/ptojit/ptojit/cache"
 	"github.com/ptojit/ptojit/internal/config"
@@ -197,5 +198,60 @@ func TestDaemonAppliesRequestSettings(t *testing.T) {
 	out, _, _ := w.run("daemon", "status")
 	if !strings.Contains(out, "max_size = 300M") {
 		t.Fatalf("daemon status does not show the settings:\n%s", out)
+	}
+}
+
+// The settings memo answers only for a file whose stamp is unchanged and
+// that was stable when read: a file written just now is read again, and
+// one rewritten in place with its size and modification time restored is
+// read again (its change time moved).
+func TestLoadConfigMemo(t *testing.T) {
+	dir := t.TempDir()
+	conf := filepath.Join(dir, config.FileName)
+	write := func(level string, mtime time.Time) {
+		t.Helper()
+		if err := os.WriteFile(conf, []byte("log_level = "+level+"\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if !mtime.IsZero() {
+			if err := os.Chtimes(conf, mtime, mtime); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	level := func() string {
+		t.Helper()
+		f, err := loadConfig(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		v, _, _ := f.Get("log_level")
+		return v
+	}
+	write("warn", time.Time{})
+	if got := level(); got != "warn" {
+		t.Fatalf("first read: %q", got)
+	}
+	// Written just now: not kept, so a rewrite of the same size is seen.
+	write("info", time.Time{})
+	if got := level(); got != "info" {
+		t.Fatalf("a file written within the stable age was kept: read %q, want info", got)
+	}
+	old := time.Now().Add(-time.Hour).Truncate(time.Second)
+	write("warn", old)
+	if got := level(); got != "warn" {
+		t.Fatalf("stable file: %q", got)
+	}
+	configMemo.mu.Lock()
+	_, kept := configMemo.m[conf]
+	configMemo.mu.Unlock()
+	if !kept {
+		t.Fatal("a stable file was not kept")
+	}
+	// The same size and modification time, other bytes: the change time
+	// tells.
+	write("info", old)
+	if got := level(); got != "info" {
+		t.Fatalf("a file rewritten with its mtime restored read %q from the memo, want info", got)
 	}
 }
