@@ -3,6 +3,13 @@
 // packages, so it starts in a few milliseconds. It runs record, fingerprint,
 // hashid and callable itself and forwards every other command to the engine,
 // ptojitd.
+//
+// The client runs for milliseconds: it sizes GOMAXPROCS from the CPUs
+// alone, without reading the cgroup's limits at start-up or watching
+// them change (two go:debug settings below; the engine keeps both).
+//
+//go:debug containermaxprocs=0
+//go:debug updatemaxprocs=0
 package main
 
 import (
