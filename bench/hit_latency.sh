@@ -158,10 +158,27 @@ for _ in range(rounds):
 med = {k: statistics.median(v) for k, v in times.items()}
 print(f"{rounds} interleaved rounds, ms")
 for k, v in times.items():
-    v.sort()
+    v = sorted(v)  # times[k] keeps the order of the rounds (interval pairs them)
     print(f"  {k:9s} median {med[k]:7.3f}  p90 {v[int(len(v) * 0.9)]:7.3f}")
-print(f"  cli / ccache        {med['cli'] / med['ccache']:5.2f}x  (target <= 0.65x)")
-print(f"  client / ccache.py  {med['client'] / med['ccache.py']:5.2f}x  (target <= 0.2x)")
+
+
+def interval(a, b, n=2000):
+    """A bootstrap 95% interval of median(a) / median(b): the rounds are
+    resampled (the same rounds for both, as they ran side by side)."""
+    rng = random.Random(2)
+    pairs = list(zip(times[a], times[b]))
+    rs = []
+    for _ in range(n):
+        s = [pairs[rng.randrange(len(pairs))] for _ in pairs]
+        rs.append(statistics.median(x for x, _ in s) / statistics.median(y for _, y in s))
+    rs.sort()
+    return rs[int(n * 0.025)], rs[int(n * 0.975) - 1]
+
+
+for a, b, target in (("cli", "ccache", 0.65), ("client", "ccache.py", 0.2)):
+    lo, hi = interval(a, b)
+    print(f"  {a + ' / ' + b:19s} {med[a] / med[b]:5.2f}x  95% interval {lo:.2f}-{hi:.2f}x  (target <= {target}x)")
+print(f"  load after the rounds: {' '.join(open('/proc/loadavg').read().split()[:3])}")
 d = statistics.median(daemon_ms)
 print(f"  daemon's own work per hit: median {d:.3f} ms ({d / med['cli']:.0%} of cli, {d / med['client']:.0%} of client)")
 print("  phases (median µs): " + ", ".join(f"{k} {statistics.median(v):.0f}" for k, v in phases.items()))
