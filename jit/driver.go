@@ -155,6 +155,7 @@ type RequestError = api.FieldError
 // always returns a Response; the error is non-nil exactly when the
 // response's status is "error", and is the same error.
 func (d *Driver) Build(ctx context.Context, req *api.Request) (*api.Response, error) {
+	AwaitSync(ctx) // before any memo is used
 	start := time.Now()
 	resp := &api.Response{}
 	err := d.build(ctx, req, resp)

@@ -1,6 +1,7 @@
 package jit
 
 import (
+	"context"
 	"errors"
 	"io/fs"
 	"os"
@@ -96,7 +97,14 @@ const syncTimeout = 2 * time.Second
 // to the pool only after its event arrived, so a later Sync can never be
 // released by an earlier one's event; a marker whose event did not come is
 // removed. A new marker's creation event is not a marker event.
-func (w *Watcher) Sync() {
+func (w *Watcher) Sync() { w.BeginSync()() }
+
+// BeginSync is Sync in two halves: it changes the marker's mode now and
+// returns the function that waits for the marker's event (the rest of
+// Sync), so that a caller can do work that uses no memo in between. The
+// returned function may be called more than once; only the first call
+// waits. Every BeginSync must be completed.
+func (w *Watcher) BeginSync() (wait func()) {
 	w.mu.Lock()
 	var marker string
 	fresh := len(w.syncFree) == 0
@@ -117,6 +125,13 @@ func (w *Watcher) Sync() {
 	if err == nil {
 		err = touchMarker(marker)
 	}
+	return sync.OnceFunc(func() { w.endSync(marker, ch, err) })
+}
+
+// endSync waits for the event of marker on ch (unless touching it failed
+// with err), then returns the marker to the pool, or removes it and drops
+// every memo.
+func (w *Watcher) endSync(marker string, ch chan bool, err error) {
 	if err == nil {
 		select {
 		case ok := <-ch:
@@ -136,6 +151,23 @@ func (w *Watcher) Sync() {
 	if err != nil {
 		os.Remove(marker)
 		w.forgetAll()
+	}
+}
+
+type syncKey struct{}
+
+// WithSync returns ctx carrying wait, the second half of a BeginSync:
+// AwaitSync(ctx) completes it. A daemon begins the Sync of a request when
+// it arrives and completes it once the request's first memo use is due.
+func WithSync(ctx context.Context, wait func()) context.Context {
+	return context.WithValue(ctx, syncKey{}, wait)
+}
+
+// AwaitSync completes the Sync ctx carries (WithSync), if any: once it
+// returns, every change made before the Sync began has dropped its memos.
+func AwaitSync(ctx context.Context) {
+	if wait, ok := ctx.Value(syncKey{}).(func()); ok {
+		wait()
 	}
 }
 

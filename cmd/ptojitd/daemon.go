@@ -509,9 +509,12 @@ func serveStore(ctx context.Context, srv *daemon.Server, served <-chan error, di
 		m.touch()
 		defer m.touch()
 		// Every change that finished before this request must have
-		// dropped its memos before the request uses them.
-		watcher.Sync()
-		return serveCommand(ctx, req)
+		// dropped its memos before the request uses them: the Sync
+		// begins now and completes before the build (or any other
+		// command) uses a memo; reading the request uses none.
+		wait := watcher.BeginSync()
+		defer wait()
+		return serveCommand(jit.WithSync(ctx, wait), req)
 	})
 	srv.SetStatus(func() any {
 		info := srv.Info()
@@ -594,6 +597,9 @@ func serveCommand(ctx context.Context, req *api.DaemonRequest) *api.DaemonRespon
 		Environ: withoutSecrets(environ),
 		Prog:    "ptojit",
 		Dir:     req.Dir,
+	}
+	if req.Args[0] != "build" {
+		jit.AwaitSync(ctx) // a build completes it in Driver.Build
 	}
 	err := program().Run(ctx, env, req.Args)
 	if kind, data := commandKind(err); kind != "" {
