@@ -98,20 +98,54 @@ func appendRequestLog(dir string, maxBytes int64, rec logRecord) error {
 	p := filepath.Join(dir, requestLogName)
 	requestLogMu.Lock()
 	defer requestLogMu.Unlock()
-	if fi, err := os.Stat(p); err == nil && fi.Size()+int64(len(line)) > maxBytes {
+	fi, err := os.Stat(p)
+	if err == nil && fi.Size()+int64(len(line)) > maxBytes {
 		if err := os.Rename(p, p+".1"); err != nil {
 			return err
 		}
+		fi = nil
+	}
+	if fi == nil || openLog.f == nil || openLog.path != p || !os.SameFile(fi, openLog.fi) {
+		// No file yet, or another one than this process holds open
+		// (rotated, removed, or made by another process).
+		if err := openLog.open(p); err != nil {
+			return err
+		}
+	}
+	_, err = openLog.f.Write(line)
+	return err
+}
+
+// openLog is the request log file this process keeps open between
+// appends, guarded by requestLogMu: an append stats the path and reopens
+// it only when the path names another file than the one held.
+var openLog heldLog
+
+// heldLog is an open request log file.
+type heldLog struct {
+	path string
+	f    *os.File
+	fi   os.FileInfo // f's, when opened
+}
+
+// open makes l hold the request log at p, created when missing, closing
+// the one it held.
+func (l *heldLog) open(p string) error {
+	if l.f != nil {
+		l.f.Close()
+		*l = heldLog{}
 	}
 	f, err := os.OpenFile(p, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
 	if err != nil {
 		return err
 	}
-	_, err = f.Write(line)
-	if cerr := f.Close(); err == nil {
-		err = cerr
+	fi, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return err
 	}
-	return err
+	*l = heldLog{path: p, f: f, fi: fi}
+	return nil
 }
 
 // logBuild appends the record of the build response r to the request log

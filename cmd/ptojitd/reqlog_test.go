@@ -52,6 +52,52 @@ func TestRequestLogRotates(t *testing.T) {
 	}
 }
 
+// The log file this process keeps open is given up when its path names
+// another file: removed, or replaced by another process's, the next record
+// goes to the file the path names.
+func TestRequestLogFollowsThePath(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, requestLogName)
+	add := func(total float64) {
+		t.Helper()
+		if err := appendRequestLog(dir, 1<<20, logRecord{Status: "hit", Total: total}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	totals := func() []float64 {
+		t.Helper()
+		recs, err := readRequestLog(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []float64
+		for _, r := range recs {
+			out = append(out, r.Total)
+		}
+		return out
+	}
+	add(1)
+	add(2)
+	if err := os.Remove(p); err != nil {
+		t.Fatal(err)
+	}
+	add(3)
+	if got := totals(); len(got) != 1 || got[0] != 3 {
+		t.Fatalf("after the log was removed: %v, want [3]", got)
+	}
+	other := filepath.Join(dir, "other.log")
+	if err := os.WriteFile(other, []byte("{\"status\":\"miss\",\"total_ms\":9}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(other, p); err != nil {
+		t.Fatal(err)
+	}
+	add(4)
+	if got := totals(); len(got) != 2 || got[0] != 9 || got[1] != 4 {
+		t.Fatalf("after the log was replaced: %v, want [9 4]", got)
+	}
+}
+
 // The plot of a request log over three hours is an SVG with the three
 // panels per hour, their axes and every series.
 func TestPlotRequestLog(t *testing.T) {
