@@ -36,7 +36,31 @@ type buildSpec struct {
 
 // buildIdentity is the build-policy identity of one component.
 func buildIdentity(name string, ci ComponentInputs, in *ToolchainInputs, before func(string) error) ComponentIdentity {
-	out := ComponentIdentity{Name: name}
+	out, value := buildValue(name, ci, before)
+	if out.Unavailable != "" {
+		return out
+	}
+	return withEpoch(out, in, value)
+}
+
+// withEpoch completes out, the result of buildValue, with the reported
+// version of value under in's epoch: the only part of a build-policy
+// identity that depends on the epoch.
+func withEpoch(out ComponentIdentity, in *ToolchainInputs, value inventory.Value) ComponentIdentity {
+	rv, err := ReportedBuild(in.Epoch, in.EpochSet, value)
+	if err != nil {
+		out.Unavailable = "build record has no identity: " + err.Error()
+		return out
+	}
+	return finish(out, inventory.Dict{"reported_version": inventory.Str(rv)})
+}
+
+// buildValue reads the value of one component's build-policy identity
+// (the build record's, or the content fallback's), which no epoch enters;
+// out carries its name, file count and, when there is no value, the
+// reason.
+func buildValue(name string, ci ComponentInputs, before func(string) error) (out ComponentIdentity, value inventory.Value) {
+	out = ComponentIdentity{Name: name}
 	if before == nil {
 		before = func(string) error { return nil }
 	}
@@ -47,32 +71,25 @@ func buildIdentity(name string, ci ComponentInputs, in *ToolchainInputs, before 
 		if fi, err := os.Stat(r.Path()); err == nil && fi.IsDir() {
 			if err := before(r.Path()); err != nil {
 				out.Unavailable = "cannot watch " + r.Path() + ": " + err.Error()
-				return out
+				return out, nil
 			}
 		}
 	}
-	var value inventory.Value
 	if ci.build != nil {
 		v, reason := ci.build.read(before)
 		if reason != "" {
 			out.Unavailable = reason
-			return out
+			return out, nil
 		}
-		value = v
-	} else {
-		v, files, reason := contentFallback(ci, before)
-		if reason != "" {
-			out.Unavailable = reason
-			return out
-		}
-		value, out.Files = v, files
+		return out, v
 	}
-	rv, err := ReportedBuild(in.Epoch, in.EpochSet, value)
-	if err != nil {
-		out.Unavailable = "build record has no identity: " + err.Error()
-		return out
+	v, files, reason := contentFallback(ci, before)
+	if reason != "" {
+		out.Unavailable = reason
+		return out, nil
 	}
-	return finish(out, inventory.Dict{"reported_version": inventory.Str(rv)})
+	out.Files = files
+	return out, v
 }
 
 // contentFallback is ("ptojit-content", hex of the roots' fingerprint or

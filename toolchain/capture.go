@@ -60,7 +60,11 @@ type InstallationIdentityCache struct {
 }
 
 type memoEntry struct {
-	id ComponentIdentity
+	// id is the component's identity; for an entry under a valueKey,
+	// only its name and file count, and value the build-policy value
+	// (buildValue) every epoch's identity is made from.
+	id    ComponentIdentity
+	value inventory.Value
 	// roots are the root paths as given and as resolved.
 	roots []string
 	// dirs holds every resolved directory the read visited.
@@ -141,6 +145,13 @@ func (c *InstallationIdentityCache) read(policy Policy, in *ToolchainInputs, nam
 	if m != nil {
 		return m.id
 	}
+	if policy == PolicyBuild {
+		// The value no epoch enters is kept under its own key: a new
+		// epoch costs a digest, not a read.
+		if out, ok := c.fromValue(in, name, &ci, key, gen); ok {
+			return out
+		}
+	}
 	if c.readHook != nil {
 		c.readHook(name)
 	}
@@ -156,7 +167,18 @@ func (c *InstallationIdentityCache) read(policy Policy, in *ToolchainInputs, nam
 	var out ComponentIdentity
 	switch policy {
 	case PolicyBuild:
-		out = buildIdentity(name, ci, in, before)
+		vkey := valueKey(name, &ci)
+		var value inventory.Value
+		if out, value = buildValue(name, ci, before); out.Unavailable == "" {
+			e := &memoEntry{id: out, value: value, dirs: dirs}
+			e.addRoots(ci.Roots)
+			c.mu.Lock()
+			if c.gen == gen {
+				c.memo[vkey] = e
+			}
+			c.mu.Unlock()
+			out = withEpoch(out, in, value)
+		}
 	default:
 		out = contentIdentity(name, ci, inventory.FingerprintOptions{Workers: c.opt.Workers, BeforeDir: before})
 	}
@@ -171,6 +193,28 @@ func (c *InstallationIdentityCache) read(policy Policy, in *ToolchainInputs, nam
 	}
 	c.mu.Unlock()
 	return out
+}
+
+// fromValue answers the build-policy identity of component name from the
+// memo of its value (valueKey) when it holds one, and memoizes the
+// identity under key (unless a Forget ran since gen).
+func (c *InstallationIdentityCache) fromValue(in *ToolchainInputs, name string, ci *ComponentInputs, key inventory.Sum, gen uint64) (ComponentIdentity, bool) {
+	vkey := valueKey(name, ci)
+	c.mu.Lock()
+	ve := c.memo[vkey]
+	c.mu.Unlock()
+	if ve == nil {
+		return ComponentIdentity{}, false
+	}
+	out := withEpoch(ComponentIdentity{Name: name, Files: ve.id.Files}, in, ve.value)
+	if out.Unavailable == "" {
+		c.mu.Lock()
+		if c.gen == gen && c.memo[vkey] == ve {
+			c.memo[key] = &memoEntry{id: out, roots: ve.roots, dirs: ve.dirs}
+		}
+		c.mu.Unlock()
+	}
+	return out, true
 }
 
 // addRoots records each root's path as given and, when it differs, as
@@ -285,6 +329,13 @@ func readFailure(err error) string {
 	return "cannot read contents: " + err.Error()
 }
 
+// valueKey is the key of a component's build-policy value: its memoKey
+// without the epoch, under a tag of its own.
+func valueKey(name string, ci *ComponentInputs) inventory.Sum {
+	k := memoKey(PolicyBuild, &ToolchainInputs{Policy: PolicyBuild}, name, ci)
+	return inventory.MustDigest(inventory.T(inventory.Str("ptojit.toolchain.value"), inventory.IntOf(1), inventory.Bytes(k[:])))
+}
+
 // memoKey is the digest of the complete resolved inventory of a component.
 func memoKey(policy Policy, in *ToolchainInputs, name string, ci *ComponentInputs) inventory.Sum {
 	roots := make(inventory.List, len(ci.Roots))
@@ -393,6 +444,28 @@ type resolvedEntry struct {
 // is noticed only through a changed environment or ForgetAll. The returned
 // inputs are shared: callers must not modify them.
 func (c *InstallationIdentityCache) Resolve(ctx context.Context, cfg Config) (*ToolchainInputs, error) {
+	in, err := c.resolve(ctx, cfg)
+	return inputsWithEpoch(in, &cfg), err
+}
+
+// inputsWithEpoch returns in with the epoch of cfg's environment, a copy
+// when in (shared with the memo, whose key has no epoch) records another:
+// resolution reads the epoch only to record it under the build policy.
+func inputsWithEpoch(in *ToolchainInputs, cfg *Config) *ToolchainInputs {
+	if in == nil || in.Policy != PolicyBuild {
+		return in
+	}
+	epoch, set := cfg.lookupEpoch()
+	if in.Epoch == epoch && in.EpochSet == set {
+		return in
+	}
+	c := *in
+	c.Epoch, c.EpochSet = epoch, set
+	return &c
+}
+
+// resolve is Resolve before the epoch is applied.
+func (c *InstallationIdentityCache) resolve(ctx context.Context, cfg Config) (*ToolchainInputs, error) {
 	key := resolveKey(&cfg)
 	c.mu.Lock()
 	e, gen := c.resolved[key], c.gen
@@ -442,9 +515,9 @@ func (c *InstallationIdentityCache) Resolve(ctx context.Context, cfg Config) (*T
 // resolveKey is the digest of everything a resolution depends on: the
 // Config, the variables of the environment that Config.ToolResolutionVar
 // admits, and those the adapters read by name. The policy variable counts
-// only when Config.Policy is empty, and the epoch only under the build
-// policy (the only one that records it in the inputs): both are semantic,
-// and otherwise resolve does not read them.
+// only when Config.Policy is empty. The epoch never does: it is semantic,
+// and the build policy only records it in the inputs, which Resolve sets
+// on the memo's answer (inputsWithEpoch).
 func resolveKey(cfg *Config) inventory.Sum {
 	strs := func(xs []string) inventory.List {
 		l := make(inventory.List, len(xs))
@@ -467,19 +540,10 @@ func resolveKey(cfg *Config) inventory.Sum {
 		names = append(names, PolicyEnv)
 		policy, _ = ParsePolicy(cfg.getenv(PolicyEnv))
 	}
-	if policy == PolicyBuild {
-		names = append(names, EpochEnv)
-	}
 	names = append(names, ToolResolutionVars...)
 	read := make([]string, len(names))
 	for i, n := range names {
 		read[i] = n + "=" + cfg.getenv(n)
-	}
-	if policy == PolicyBuild {
-		// An epoch set empty is not an unset one (PyPTO's "" and None).
-		if _, set := cfg.lookupEpoch(); set {
-			read = append(read, EpochEnv+" set")
-		}
 	}
 	return inventory.MustDigest(inventory.T(
 		inventory.Str("ptojit.toolchain.resolve"), inventory.IntOf(1),

@@ -428,7 +428,7 @@ func TestWatchRootPaths(t *testing.T) {
 // set, a new value of a variable it leaves out (a semantic one: the epoch
 // under the content policy) reuses the memoized resolution, a new value of
 // one it admits or of a variable the adapters read resolves again, the
-// epoch counts under the build policy, and a resolution under another
+// epoch never counts (the build policy records it in the answer), and a resolution under another
 // environment leaves the first one's memo in place.
 func TestResolveMemoKeyedByToolResolution(t *testing.T) {
 	dir := t.TempDir()
@@ -474,8 +474,84 @@ func TestResolveMemoKeyedByToolResolution(t *testing.T) {
 	cc := cfgWith(PolicyContent, EpochEnv+"=1", "CC=/nonexistent/cc")
 	cc.ToolResolutionVar = func(string) bool { return false }
 	step("a variable an adapter reads, whatever ToolResolutionVar says", cc, 1)
-	step("build policy", cfgWith(PolicyBuild, EpochEnv+"=1"), 1)
-	if in := step("build policy, a new epoch", cfgWith(PolicyBuild, EpochEnv+"=2"), 1); in.Epoch != "2" {
-		t.Errorf("build-policy epoch %q, want 2", in.Epoch)
+	b1 := step("build policy", cfgWith(PolicyBuild, EpochEnv+"=1"), 1)
+	// The build policy records the epoch but resolves nothing by it: a
+	// new one takes the memo's answer with its own epoch, and leaves the
+	// memo's as it was.
+	if in := step("build policy, a new epoch", cfgWith(PolicyBuild, EpochEnv+"=2"), 0); in.Epoch != "2" || !in.EpochSet {
+		t.Errorf("build-policy epoch %q (set %v), want 2", in.Epoch, in.EpochSet)
+	}
+	if in := step("build policy, no epoch", cfgWith(PolicyBuild), 0); in.EpochSet {
+		t.Errorf("build policy without PYPTO_CACHE_EPOCH: epoch %q set", in.Epoch)
+	}
+	if in := step("build policy, an empty epoch", cfgWith(PolicyBuild, EpochEnv+"="), 0); in.Epoch != "" || !in.EpochSet {
+		t.Errorf("build policy, PYPTO_CACHE_EPOCH empty: epoch %q set %v, want set", in.Epoch, in.EpochSet)
+	}
+	if again := step("build policy, the first epoch again", cfgWith(PolicyBuild, EpochEnv+"=1"), 0); again.Epoch != "1" || b1.Epoch != "1" {
+		t.Errorf("first epoch's inputs now record %q (returned) and %q (kept)", again.Epoch, b1.Epoch)
+	}
+}
+
+// TestCaptureNewEpochReadsNothing: under the build policy a new epoch's
+// identity is made from the memoized values (no component is read again),
+// differs from the first epoch's, and equals what a new cache computes
+// for that epoch.
+func TestCaptureNewEpochReadsNothing(t *testing.T) {
+	dir := t.TempDir()
+	writeFiles(t, dir, map[string]string{"pypto/x.py": "", "runtime/r.cpp": ""})
+	isa, pin := newIsaRepo(t)
+	cann, ptoas := makeCann(t, cannInfo), makePtoas(t, "#!/bin/sh\necho ptoas 1.0\n")
+	cfg := func(epoch string) Config {
+		return Config{
+			Policy: PolicyBuild, Platform: "a2a3", PyptoRoot: filepath.Join(dir, "pypto"), RuntimeRoot: filepath.Join(dir, "runtime"),
+			PtoIsaRoot: isa, PtoIsaPin: pin, CannRoot: cann, PtoasRoot: ptoas,
+			Environ:           []string{"PATH=/usr/bin:/bin", "LC_ALL=C", EpochEnv + "=" + epoch},
+			ToolResolutionVar: func(name string) bool { return name != EpochEnv },
+		}
+	}
+	ctx := context.Background()
+	capture := func(c *InstallationIdentityCache, epoch string) *Identity {
+		t.Helper()
+		in, err := c.Resolve(ctx, cfg(epoch))
+		if err != nil {
+			t.Fatal(err)
+		}
+		id, err := c.Capture(ctx, in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return id
+	}
+	c := NewInstallationIdentityCache(Options{})
+	var reads atomic.Int32
+	c.readHook = func(string) { reads.Add(1) }
+	first := capture(c, "1")
+	n := reads.Load()
+	if n == 0 {
+		t.Fatal("the first capture read nothing")
+	}
+	second := capture(c, "2")
+	if got := reads.Load() - n; got != 0 {
+		t.Errorf("a new epoch read %d components again, want 0", got)
+	}
+	fresh := capture(NewInstallationIdentityCache(Options{}), "2")
+	available := 0
+	for i := range second.Components {
+		if second.Components[i].Unavailable == "" {
+			available++
+		}
+		a, b := second.Components[i], fresh.Components[i]
+		if a.Digest != b.Digest || a.Unavailable != b.Unavailable {
+			t.Errorf("%s under a new epoch: %x %q from the memo, %x %q from a new cache", a.Name, a.Digest, a.Unavailable, b.Digest, b.Unavailable)
+		}
+		if a.Unavailable == "" && a.Digest == first.Components[i].Digest {
+			t.Errorf("%s: the same digest under epochs 1 and 2", a.Name)
+		}
+	}
+	if available < 3 {
+		t.Fatalf("only %d components identified: the test proves little", available)
+	}
+	if again := capture(c, "1"); again.Digest != first.Digest || reads.Load() != n {
+		t.Errorf("the first epoch again: digest %x (was %x), %d reads more", again.Digest, first.Digest, reads.Load()-n)
 	}
 }
