@@ -184,28 +184,43 @@ func TestRemoteTierFaultsNeverFailABuild(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer hung.Close()
+	// The node stopped is the one that serves the build's entry (the one
+	// that does not answer MOVED for its key), so the first lookup meets
+	// the fault whichever slot the key hashes to.
+	stopOwner := func(t *testing.T, entry string) {
+		for _, n := range nodes {
+			if _, err := fixture.RedisCommand(n.Addr, "EXISTS", entry); err == nil {
+				n.Stop()
+				return
+			}
+		}
+		t.Fatalf("no node serves %s", entry)
+	}
 	cases := []struct {
 		name   string
 		target *remote.Target
-		before func()
+		before func(t *testing.T, entry string)
 	}{
 		{"closed port", &remote.Target{Addrs: []string{closed.Addr}}, nil},
 		{"hung server", &remote.Target{Addrs: []string{hung.Addr().String()}}, nil},
-		{"stopped node", &remote.Target{Cluster: true, Addrs: []string{nodes[0].Addr, nodes[1].Addr, nodes[2].Addr}}, nodes[1].Stop},
+		{"stopped node", &remote.Target{Cluster: true, Addrs: []string{nodes[0].Addr, nodes[1].Addr, nodes[2].Addr}}, stopOwner},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
+			_, req := copyExamples(t)
+			req.BaseDir = filepath.Dir(filepath.Dir(req.Orchestration.Source))
+			getenv, environ := env()
 			if c.before != nil {
-				c.before()
+				// The key, from a build without the tier.
+				probe := New(Options{Store: cache.NewMemory(cache.Options{}), Identities: identities, Getenv: getenv, Environ: environ, TempDir: t.TempDir()})
+				resp := build(t, probe, req, api.StatusMiss)
+				c.before(t, "ptojit:2:e:"+resp.Key)
 			}
 			r, err := remote.New(remote.Config{Target: c.target, Timeout: 500 * time.Millisecond, ConnectTimeout: 500 * time.Millisecond})
 			if err != nil {
 				t.Fatal(err)
 			}
 			defer r.Close()
-			_, req := copyExamples(t)
-			req.BaseDir = filepath.Dir(filepath.Dir(req.Orchestration.Source))
-			getenv, environ := env()
 			d := New(Options{Store: cache.NewMemory(cache.Options{}), Remote: r, Identities: identities, Getenv: getenv, Environ: environ, TempDir: t.TempDir()})
 			start := time.Now()
 			build(t, d, req, api.StatusMiss)
