@@ -167,7 +167,7 @@ func FingerprintWith(roots []ContentRoot, opt FingerprintOptions) (*Content, err
 }
 
 // fingerprintWith is FingerprintWith with the walk's tasks run on sched
-// (nil: an errgroup of the walk's workers).
+// (nil: a taskQueue of the walk's workers).
 func fingerprintWith(roots []ContentRoot, opt FingerprintOptions, sched scheduler) (*Content, error) {
 	if len(roots) == 0 {
 		return nil, &UnavailableError{Reason: "no content inputs"}

@@ -9,8 +9,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-
-	"golang.org/x/sync/errgroup"
 )
 
 // The walk has two phases, each spread over Workers goroutines:
@@ -130,11 +128,11 @@ var readBufs = sync.Pool{New: func() any { b := make([]byte, readChunk); return 
 // hashers holds SHA-256 hash.Hashes for files, shared by every walk too.
 var hashers = sync.Pool{New: func() any { return sha256.New() }}
 
-// newWalker returns a walker whose tasks run on sched, or on an errgroup
+// newWalker returns a walker whose tasks run on sched, or on a taskQueue
 // of workers when sched is nil.
 func newWalker(opt FingerprintOptions, workers int, sched scheduler) *walker {
 	if sched == nil {
-		sched = newGroupScheduler(workers)
+		sched = newTaskQueue(workers)
 	}
 	start := time.Now().UnixNano()
 	return &walker{opt: opt, workers: workers, start: start, cleanBefore: start - int64(recentWindow), queue: sched}
@@ -171,34 +169,93 @@ type scheduler interface {
 	run()
 }
 
-// groupScheduler runs tasks on an errgroup limited to the walk's workers.
-// A task pushed while every worker is busy runs in place, in the pushing
-// goroutine: errgroup's Go would block it until a worker is free, and
-// with every worker pushing, none would be. Running in place keeps the
-// walk depth first, so few listings wait in memory.
+// taskQueue is a stack of tasks run by up to a fixed number of
+// goroutines; tasks may queue more tasks. Last in, first out keeps the
+// walk depth first, so few listings wait in memory. A goroutine is
+// started only when a task is queued and none is waiting for one, so a
+// walk of one file does not start a goroutine per processor.
 //
-// It replaced a hand-written last-in-first-out queue on a sync.Cond.
-// BenchmarkWalkScheduler (go test -bench WalkScheduler ./inventory) runs
-// both side by side: on a tree of 6,500 files and 60 MB the errgroup took
-// 0.76-1.12x the queue's time (four runs: 0.83, 0.76, 1.12, 0.90), and on
-// a walk of three files 1.03-1.05x (5-8 µs more, a goroutine started for
-// the one task). Equal within the noise of a shared machine where it
-// matters, so the library wins: less code, and the house rule.
-type groupScheduler struct{ g errgroup.Group }
-
-func newGroupScheduler(workers int) *groupScheduler {
-	s := &groupScheduler{}
-	s.g.SetLimit(workers)
-	return s
+// It replaced groupScheduler (an errgroup with SetLimit, a task queued
+// while every worker was busy run in place by the pusher), which is kept
+// as the baseline of BenchmarkWalkScheduler: over 100,000 small files in
+// 16,677 directories the errgroup started a goroutine per directory and
+// took 1.08x the queue's time (go test -bench, two interleaved runs:
+// 548 and 537 ms against 507 and 495 ms).
+type taskQueue struct {
+	// mu guards the fields below; cond signals a new task or the end.
+	mu   sync.Mutex
+	cond sync.Cond
+	// tasks holds the queued tasks; pending counts them and the running
+	// ones.
+	tasks   []func()
+	pending int
+	// workers is the most goroutines to start, 0 until run; started
+	// counts those started; idle those waiting for a task that no push
+	// has signalled yet.
+	workers, started, idle int
+	wg                     sync.WaitGroup // the started goroutines
+	limit                  int            // workers, set before run
 }
 
-func (s *groupScheduler) push(f func()) {
-	if !s.g.TryGo(func() error { f(); return nil }) {
-		f()
+func (q *taskQueue) push(f func()) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.tasks = append(q.tasks, f)
+	q.pending++
+	switch {
+	case q.idle > 0:
+		q.idle--
+		q.cond.Signal()
+	case q.started < q.workers:
+		q.started++
+		q.wg.Go(q.work)
 	}
 }
 
-func (s *groupScheduler) run() { _ = s.g.Wait() }
+func newTaskQueue(workers int) *taskQueue {
+	q := &taskQueue{limit: workers}
+	q.cond.L = &q.mu
+	return q
+}
+
+// run runs the queued tasks, and those they queue, on at most limit
+// goroutines, the calling one among them, and returns when none is left.
+func (q *taskQueue) run() {
+	q.mu.Lock()
+	q.workers = q.limit
+	q.started = min(q.limit, len(q.tasks))
+	for range q.started - 1 {
+		q.wg.Go(q.work)
+	}
+	q.mu.Unlock()
+	if q.started > 0 {
+		q.work()
+	}
+	q.wg.Wait()
+}
+
+// work runs tasks until none is queued or running.
+func (q *taskQueue) work() {
+	q.mu.Lock()
+	for {
+		for len(q.tasks) == 0 && q.pending > 0 {
+			q.idle++
+			q.cond.Wait()
+		}
+		if q.pending == 0 {
+			q.mu.Unlock()
+			q.cond.Broadcast()
+			return
+		}
+		f := q.tasks[len(q.tasks)-1]
+		q.tasks[len(q.tasks)-1] = nil
+		q.tasks = q.tasks[:len(q.tasks)-1]
+		q.mu.Unlock()
+		f()
+		q.mu.Lock()
+		q.pending--
+	}
+}
 
 // list runs phase 1 for the roots and returns their nodes.
 func (w *walker) list(roots []ContentRoot) []*node {
