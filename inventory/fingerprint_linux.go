@@ -212,27 +212,31 @@ func listDir(path string, buf []byte) (fileStat, []dirent, error) {
 // parseDirents appends the names of a getdents64 buffer: records of
 // d_ino u64, d_off i64, d_reclen u16, d_type u8, then the NUL-terminated
 // name.
-func parseDirents(b []byte, ents []dirent) []dirent {
+//
+// The names are substrings of one copy of the buffer, not a string each.
+func parseDirents(buf []byte, ents []dirent) []dirent {
 	const nameOff = 19
-	for len(b) >= nameOff {
+	if ents == nil {
+		ents = make([]dirent, 0, len(buf)/24+1)
+	}
+	all := string(buf)
+	for off := 0; len(buf)-off >= nameOff; {
+		b := buf[off:]
 		reclen := int(*(*uint16)(unsafe.Pointer(&b[16])))
 		if reclen < nameOff || reclen > len(b) {
 			break
 		}
 		ino := *(*uint64)(unsafe.Pointer(&b[0]))
 		typ := b[18]
-		name := b[nameOff:reclen]
-		for i, c := range name {
-			if c == 0 {
-				name = name[:i]
-				break
-			}
+		name := all[off+nameOff : off+reclen]
+		if i := strings.IndexByte(name, 0); i >= 0 {
+			name = name[:i]
 		}
-		b = b[reclen:]
-		if string(name) == "." || string(name) == ".." {
+		off += reclen
+		if name == "." || name == ".." {
 			continue
 		}
-		ents = append(ents, dirent{name: string(name), ino: ino, kind: kindOfDT(typ)})
+		ents = append(ents, dirent{name: name, ino: ino, kind: kindOfDT(typ)})
 	}
 	return ents
 }

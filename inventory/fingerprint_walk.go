@@ -642,13 +642,26 @@ func skippedFile(name string, pythonOnly bool) bool {
 
 // recheckFilter keeps the names of a listing whose change could change the
 // fingerprint: not skipped names, and not regular files skipped by name.
+//
+// ents itself is returned when it keeps every name, the usual case; else
+// a new slice, so ents is never changed.
 func recheckFilter(ents []dirent, pythonOnly bool) []dirent {
-	out := ents[:0:0]
-	for _, d := range ents {
-		if skippedName(d.name) || d.kind == kindReg && skippedFile(d.name, pythonOnly) {
-			continue
+	skipped := func(d *dirent) bool {
+		return skippedName(d.name) || d.kind == kindReg && skippedFile(d.name, pythonOnly)
+	}
+	i := 0
+	for i < len(ents) && !skipped(&ents[i]) {
+		i++
+	}
+	if i == len(ents) {
+		return ents
+	}
+	out := make([]dirent, i, len(ents)-1)
+	copy(out, ents[:i])
+	for j := i + 1; j < len(ents); j++ {
+		if !skipped(&ents[j]) {
+			out = append(out, ents[j])
 		}
-		out = append(out, d)
 	}
 	return out
 }
