@@ -332,6 +332,18 @@ func skipsEntry(n *node) bool { return n.kind == kindDir && n.root.pythonOnly }
 // appendRange appends the encoding of order[lo:hi] with the separators
 // and the roots' openings and closings that fall in it, and sets vals.
 func (e *contentEncoder) appendRange(dst []byte, lo, hi int, vals []Value) []byte {
+	// The entries' tuples share one backing array, and their digests one
+	// string of hex, a few allocations per chunk rather than per entry.
+	var sums strings.Builder
+	sums.Grow(2 * len(Sum{}) * (hi - lo))
+	var hexSum [2 * len(Sum{})]byte
+	for _, n := range e.order[lo:hi] {
+		if n.kind == kindReg {
+			hex.Encode(hexSum[:], n.sum[:])
+			sums.Write(hexSum[:])
+		}
+	}
+	s := entrySlab{items: make([]Value, 0, 5*(hi-lo)), sums: sums.String()}
 	for i := lo; i < hi; i++ {
 		r := int(e.rootOf[i])
 		if i == e.starts[r] {
@@ -350,7 +362,7 @@ func (e *contentEncoder) appendRange(dst []byte, lo, hi int, vals []Value) []byt
 			if i != e.first[r] {
 				dst = append(dst, ',')
 			}
-			dst, vals[i] = appendEntry(dst, n)
+			dst, vals[i] = appendEntry(dst, n, &s)
 		}
 		if i == e.ends[r]-1 {
 			dst = append(dst, `]]]]`...)
@@ -359,18 +371,34 @@ func (e *contentEncoder) appendRange(dst []byte, lo, hi int, vals []Value) []byt
 	return dst
 }
 
+// entrySlab holds what appendEntry takes its records from: room for
+// their items, and the hex digests of the files still to come, in order.
+type entrySlab struct {
+	items []Value
+	sums  string
+}
+
+// tuple returns a tuple of the items, in s's items.
+func (s *entrySlab) tuple(items ...Value) Tuple {
+	start := len(s.items)
+	s.items = append(s.items, items...)
+	return Tuple(s.items[start:len(s.items):len(s.items)])
+}
+
 // appendEntry appends T of n's entry and returns the entry as a record,
-// converting its strings once for both.
-func appendEntry(dst []byte, n *node) ([]byte, Value) {
+// converting its strings once for both, and taking its items and digest
+// from s.
+func appendEntry(dst []byte, n *node, s *entrySlab) ([]byte, Value) {
 	rel, resolved := StrFromOSBytes(n.rel), StrFromOSBytes(n.resolved)
 	if n.kind == kindDir {
 		dst = append(dst, `["tuple",[["str","6469726563746f7279"],`...) // "directory"
 		dst = appendStrT(dst, string(rel))
 		dst = append(dst, ',')
 		dst = appendStrT(dst, string(resolved))
-		return append(dst, "]]"...), T(Str("directory"), rel, resolved)
+		return append(dst, "]]"...), s.tuple(Str("directory"), rel, resolved)
 	}
-	sum := Str(hex.EncodeToString(n.sum[:]))
+	sum := Str(s.sums[:2*len(n.sum)])
+	s.sums = s.sums[2*len(n.sum):]
 	dst = append(dst, `["tuple",[["str","66696c65"],`...) // "file"
 	dst = appendStrT(dst, string(rel))
 	dst = append(dst, ',')
@@ -379,7 +407,7 @@ func appendEntry(dst []byte, n *node) ([]byte, Value) {
 	dst = strconv.AppendInt(dst, n.size, 10)
 	dst = append(dst, `"],`...)
 	dst = appendStrT(dst, string(sum))
-	return append(dst, "]]"...), T(Str("file"), rel, resolved, IntOf(n.size), sum)
+	return append(dst, "]]"...), s.tuple(Str("file"), rel, resolved, IntOf(n.size), sum)
 }
 
 // Limits and sizes of the walk.
