@@ -35,42 +35,49 @@ import (
 // always done, so the problem reported is the first in walk order: the
 // one a sequential walk would meet.
 
-// node is a directory, a file or a problem in the tree of the walk.
+// node is a directory, a file or a problem in the tree of the walk. Most
+// nodes are files read through their directory, so what only directories
+// and nodes reached through a symlink need is in *nodeExt, nil for the
+// others: a smaller node for every file.
 type node struct {
 	parent *node
-	idx    int // among parent's children (among the roots for a root)
-	depth  int
 	root   *ContentRoot
+	idx    int32 // among parent's children (among the roots for a root)
+	depth  int32
 
 	rel      string
 	name     string
 	resolved string
 	kind     fileKind // kindDir or kindReg; kindUnknown for a problem
-	err      *UnavailableError
+	// listed: a directory was listed. recent says the directory changed
+	// so shortly before it was listed that a change in the same clock
+	// tick could leave its timestamps as they were: verify lists it again
+	// instead of trusting them. link: reached through a symlink (or a
+	// root), see nodeExt. hashed: a file's results are in.
+	listed, recent, link, hashed bool
+	err                          *UnavailableError
 
-	// A directory: children in walk order, whether it was listed, its
-	// metadata when listed, and its filtered listing for verify. Until it
-	// is listed, st of a directory reached through a symlink (or a root)
-	// holds the metadata resolution found, which the opened directory
-	// must match.
+	// A file: its results, once hashed.
+	size int64
+	sum  Sum
+
+	*nodeExt // a directory's or a linked node's; nil for other files
+}
+
+// nodeExt is the part of a node only directories and nodes reached through
+// a symlink (or roots) have.
+type nodeExt struct {
+	// A directory: children in walk order, its metadata when listed, and
+	// its filtered listing for verify. Until it is listed, st of a
+	// directory reached through a symlink (or a root) holds the metadata
+	// resolution found, which the opened directory must match.
 	children []*node
-	listed   bool
 	st       fileStat
 	listing  []dirent
-	// recent says the directory changed so shortly before it was listed
-	// that a change in the same clock tick could leave its timestamps
-	// as they were: verify lists it again instead of trusting them.
-	recent bool
 
 	// Reached through a symlink (or a root): resolution starts at linkBase
 	// with linkRest. A file reached so keeps its resolution metadata in st.
-	link               bool
 	linkBase, linkRest string
-
-	// A file: its results, once hashed.
-	hashed bool
-	size   int64
-	sum    Sum
 }
 
 // precedes reports whether a comes before b in walk order. A directory
@@ -261,7 +268,7 @@ func (q *taskQueue) work() {
 func (w *walker) list(roots []ContentRoot) []*node {
 	tops := make([]*node, len(roots))
 	for i := range roots {
-		n := &node{idx: i, root: &roots[i]}
+		n := &node{idx: int32(i), root: &roots[i], nodeExt: &nodeExt{}}
 		tops[i] = n
 		resolved, st, reason := resolve("/", n.root.path)
 		if reason != "" {
@@ -376,7 +383,7 @@ func (w *walker) classifyChildren(n *node) []*node {
 classify:
 	for i, d := range n.listing {
 		c := &slab[i]
-		*c = node{parent: n, idx: len(n.children), depth: n.depth + 1, root: n.root,
+		*c = node{parent: n, idx: int32(len(n.children)), depth: n.depth + 1, root: n.root,
 			rel: joinRel(n.rel, d.name), name: d.name, resolved: joinPath(n.resolved, d.name)}
 		kind := d.kind
 		if kind == kindUnknown {
@@ -395,8 +402,8 @@ classify:
 				w.problem(c, reason)
 				break
 			}
-			c.resolved, c.st = resolved, s
-			c.link, c.linkBase, c.linkRest = true, n.resolved, d.name
+			c.nodeExt = &nodeExt{st: s, linkBase: n.resolved, linkRest: d.name}
+			c.resolved, c.link = resolved, true
 			kind = s.kind
 		}
 		switch kind {
@@ -413,6 +420,9 @@ classify:
 			}
 		case kindDir:
 			c.kind = kindDir
+			if c.nodeExt == nil {
+				c.nodeExt = &nodeExt{}
+			}
 			n.children = append(n.children, c)
 			w.spawn(func() { w.walkDir(c) })
 		default:
