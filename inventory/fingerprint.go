@@ -186,7 +186,7 @@ func fingerprintWith(roots []ContentRoot, opt FingerprintOptions, sched schedule
 
 	// 1. List the directories and read the files.
 	tops := w.list(roots)
-	var order []*node
+	order := make([]*node, 0, int(w.nodes.Load())+len(tops))
 	var bad *node
 	ends := make([]int, 0, len(tops))
 	for _, n := range tops {

@@ -217,7 +217,7 @@ func listDir(path string, buf []byte) (fileStat, []dirent, error) {
 func parseDirents(buf []byte, ents []dirent) []dirent {
 	const nameOff = 19
 	if ents == nil {
-		ents = make([]dirent, 0, len(buf)/24+1)
+		ents = make([]dirent, 0, len(buf)/32+1) // a short name's record is 32 bytes
 	}
 	all := string(buf)
 	for off := 0; len(buf)-off >= nameOff; {

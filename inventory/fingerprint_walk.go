@@ -123,6 +123,9 @@ type walker struct {
 	mu       sync.Mutex
 	firstErr *node
 
+	// nodes counts the nodes made below the roots, to size the walk order.
+	nodes atomic.Int64
+
 	// beforeDirMu serializes calls of opt.BeforeDir.
 	beforeDirMu sync.Mutex
 }
@@ -353,6 +356,7 @@ func (w *walker) walkDir(n *node) {
 	n.listed = true
 
 	local := w.classifyChildren(n)
+	w.nodes.Add(int64(len(n.children)))
 
 	// Read the small files, batchSize at a time on separate goroutines
 	// so a large directory still uses every worker.
