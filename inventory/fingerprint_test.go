@@ -1209,3 +1209,23 @@ func testScheduler(t *testing.T, newScheduler func(workers int) scheduler) {
 		t.Errorf("ran %d tasks, want %d", ran.Load(), 1<<11-1)
 	}
 }
+
+// TestChildRel: a child's rel is the end of its resolved path when its
+// directory's resolved path ends with its rel, else joined.
+func TestChildRel(t *testing.T) {
+	for _, tc := range []struct{ dirRel, dirResolved, name string }{
+		{"", "/", "a"},
+		{"", "/r", "a"},
+		{"x", "/r/x", "a"},
+		{"x/y", "/r/x/y", "a"},
+		{"x/y", "/t/y", "a"},    // reached through a symlink
+		{"x/y", "/r/xx/y", "a"}, // ends with "x/y" but not "/x/y"
+		{"y", "/ty", "a"},
+	} {
+		dir := &node{rel: tc.dirRel, resolved: tc.dirResolved}
+		got := childRel(dir, joinPath(tc.dirResolved, tc.name), tc.name)
+		if want := joinRel(tc.dirRel, tc.name); got != want {
+			t.Errorf("childRel(%q in %q, %q) = %q, want %q", tc.dirRel, tc.dirResolved, tc.name, got, want)
+		}
+	}
+}

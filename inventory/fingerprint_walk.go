@@ -388,7 +388,8 @@ classify:
 	for i, d := range n.listing {
 		c := &slab[i]
 		*c = node{parent: n, idx: int32(len(n.children)), depth: n.depth + 1, root: n.root,
-			rel: joinRel(n.rel, d.name), name: d.name, resolved: joinPath(n.resolved, d.name)}
+			name: d.name, resolved: joinPath(n.resolved, d.name)}
+		c.rel = childRel(n, c.resolved, d.name)
 		kind := d.kind
 		if kind == kindUnknown {
 			s, err := lstat(c.resolved)
@@ -621,6 +622,22 @@ func verifyNode(n *node, buf []byte) *UnavailableError {
 		}
 	}
 	return nil
+}
+
+// childRel returns joinRel(dir.rel, name) for the child of dir whose
+// resolved path is resolved (dir's resolved path, "/" and name). When
+// dir's resolved path ends with "/" and its rel, as it does when no
+// symlink was followed below the root, the child's rel is the end of
+// resolved, and takes no string of its own.
+func childRel(dir *node, resolved, name string) string {
+	if dir.rel == "" {
+		return resolved[len(resolved)-len(name):]
+	}
+	n := len(dir.resolved) - len(dir.rel)
+	if n > 0 && dir.resolved[n-1] == '/' && dir.resolved[n:] == dir.rel {
+		return resolved[len(resolved)-len(dir.rel)-1-len(name):]
+	}
+	return joinRel(dir.rel, name)
 }
 
 func joinRel(rel, name string) string {
