@@ -213,7 +213,9 @@ func fingerprintWith(roots []ContentRoot, opt FingerprintOptions, sched schedule
 	c := &Content{Digest: d, Roots: make(List, len(roots))}
 	start := 0
 	for i, r := range roots {
-		entries := make(List, 0, ends[i]-start)
+		// A root's entries are its part of vals, the nils (directories of
+		// a python-only root) squeezed out in place.
+		entries := List(vals[start:start:ends[i]])
 		for j, n := range order[start:ends[i]] {
 			if v := vals[start+j]; v != nil {
 				entries = append(entries, v)
