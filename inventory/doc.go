@@ -31,10 +31,10 @@
 //
 // # Concurrency of the walk
 //
-// Fingerprint lists directories and reads files on an errgroup limited to
-// FingerprintOptions.Workers (golang.org/x/sync/errgroup with SetLimit, a
-// task queued while every worker is busy running in place), not on a
-// scheduler of its own: BenchmarkWalkScheduler measured the two side by
-// side, equal within noise on a 6,500-file tree and 1.03-1.05x on a walk of
-// three files (see groupScheduler).
+// Fingerprint lists directories and reads files on a stack of tasks run by
+// at most FingerprintOptions.Workers goroutines (taskQueue), not on an
+// errgroup with SetLimit: BenchmarkWalkScheduler measured the two side by
+// side, equal within noise on a 6,500-file tree, but over 100,000 small
+// files the errgroup, starting a goroutine per directory, took 1.08x the
+// queue's time (see taskQueue).
 package inventory

@@ -167,7 +167,7 @@ func FingerprintWith(roots []ContentRoot, opt FingerprintOptions) (*Content, err
 }
 
 // fingerprintWith is FingerprintWith with the walk's tasks run on sched
-// (nil: an errgroup of the walk's workers).
+// (nil: a taskQueue of the walk's workers).
 func fingerprintWith(roots []ContentRoot, opt FingerprintOptions, sched scheduler) (*Content, error) {
 	if len(roots) == 0 {
 		return nil, &UnavailableError{Reason: "no content inputs"}
@@ -186,7 +186,7 @@ func fingerprintWith(roots []ContentRoot, opt FingerprintOptions, sched schedule
 
 	// 1. List the directories and read the files.
 	tops := w.list(roots)
-	var order []*node
+	order := make([]*node, 0, int(w.nodes.Load())+len(tops))
 	var bad *node
 	ends := make([]int, 0, len(tops))
 	for _, n := range tops {
@@ -195,17 +195,27 @@ func fingerprintWith(roots []ContentRoot, opt FingerprintOptions, sched schedule
 		}
 		ends = append(ends, len(order))
 	}
-	// 2. Check that nothing changed meanwhile.
-	if err := w.verify(order); err != nil {
+	// 2. Check that nothing changed meanwhile, and meanwhile take the
+	// digest of what was read (thrown away when the check fails).
+	vals := make([]Value, len(order))
+	var d Sum
+	digested := make(chan struct{})
+	go func() {
+		defer close(digested)
+		d = digestContent(roots, order, ends, vals, workers)
+	}()
+	err := w.verify(order)
+	<-digested
+	if err != nil {
 		return nil, err
 	}
 
-	vals := make([]Value, len(order))
-	d := digestContent(roots, order, ends, vals, workers)
 	c := &Content{Digest: d, Roots: make(List, len(roots))}
 	start := 0
 	for i, r := range roots {
-		entries := make(List, 0, ends[i]-start)
+		// A root's entries are its part of vals, the nils (directories of
+		// a python-only root) squeezed out in place.
+		entries := List(vals[start:start:ends[i]])
 		for j, n := range order[start:ends[i]] {
 			if v := vals[start+j]; v != nil {
 				entries = append(entries, v)
@@ -221,98 +231,176 @@ func fingerprintWith(roots []ContentRoot, opt FingerprintOptions, sched schedule
 	return c, nil
 }
 
+// encodeChunk is the number of entries encoded together by digestContent.
+const encodeChunk = 256
+
+// encodeBufs holds *[]byte buffers for the encoded chunks of
+// digestContent, shared by every walk.
+var encodeBufs = sync.Pool{New: func() any { b := make([]byte, 0, 64<<10); return &b }}
+
 // digestContent returns Digest(T(Str("content"), roots)) for the entries
 // of order (ends delimits the roots), writing the encoding of each entry
 // directly (it knows their shapes, and their strings come from
-// StrFromOSBytes, so they need no validation) on workers goroutines and
-// hashing the pieces in order. It sets vals[i] to the entry of order[i]
-// (nil for none). Tests compare the digest with Digest of the record.
+// StrFromOSBytes, so they need no validation). Chunks of encodeChunk
+// entries are encoded on workers goroutines into pooled buffers, a
+// bounded number ahead, and hashed in order by the calling goroutine. It
+// sets vals[i] to the entry of order[i] (nil for none). Tests compare the
+// digest with Digest of the record.
 func digestContent(roots []ContentRoot, order []*node, ends []int, vals []Value, workers int) Sum {
-	encs := make([][]byte, len(order))
-	const chunk = 256
+	enc := newContentEncoder(roots, order, ends)
+	chunks := (len(order) + encodeChunk - 1) / encodeChunk
+	bufs := make([]*[]byte, chunks)
+	ready := make([]chan struct{}, chunks)
+	for i := range ready {
+		ready[i] = make(chan struct{})
+	}
+	// ahead bounds the chunks encoded but not yet hashed.
+	ahead := make(chan struct{}, 4*workers)
 	var next atomic.Int64
 	work := func() {
-		var arena []byte
 		for {
-			lo := int(next.Add(chunk)) - chunk
-			if lo >= len(order) {
+			ahead <- struct{}{}
+			i := int(next.Add(1)) - 1
+			if i >= chunks {
+				<-ahead
 				return
 			}
-			hi := min(lo+chunk, len(order))
-			need := 0
-			for _, n := range order[lo:hi] {
-				need += 2*(len(n.rel)+len(n.resolved)) + 256
-			}
-			arena = make([]byte, 0, need)
-			for i := lo; i < hi; i++ {
-				n := order[i]
-				if n.kind == kindDir && n.root.pythonOnly {
-					continue
-				}
-				start := len(arena)
-				arena, vals[i] = appendEntry(arena, n)
-				encs[i] = arena[start:]
-			}
+			bp := encodeBufs.Get().(*[]byte)
+			lo := i * encodeChunk
+			hi := min(lo+encodeChunk, len(order))
+			*bp = enc.appendRange((*bp)[:0], lo, hi, vals)
+			bufs[i] = bp
+			close(ready[i])
 		}
 	}
-	// The calling goroutine is one of the workers.
 	var wg sync.WaitGroup
-	for range min(workers, (len(order)+chunk-1)/chunk) - 1 {
+	for range min(workers, chunks) {
 		wg.Go(work)
 	}
-	work()
-	wg.Wait()
 
 	h := sha256.New()
 	// Encode(v) is the wire prefix, T(v) and "]".
 	h.Write([]byte(wirePrefix))
 	h.Write([]byte(`["tuple",[["str","636f6e74656e74"],["list",[`)) // "content"
-	var scratch []byte
-	start := 0
-	for i, r := range roots {
-		if i > 0 {
-			h.Write([]byte{','})
-		}
-		scratch = append(scratch[:0], `["tuple",[`...)
-		scratch = appendStrT(scratch, string(StrFromOSBytes(r.path)))
-		if r.pythonOnly {
-			scratch = append(scratch, `,["bool",true],["list",[`...)
-		} else {
-			scratch = append(scratch, `,["bool",false],["list",[`...)
-		}
-		h.Write(scratch)
-		first := true
-		for _, e := range encs[start:ends[i]] {
-			if e == nil {
-				continue
-			}
-			if !first {
-				h.Write([]byte{','})
-			}
-			h.Write(e)
-			first = false
-		}
-		h.Write([]byte(`]]]]`))
-		start = ends[i]
+	for i := range chunks {
+		<-ready[i]
+		h.Write(*bufs[i])
+		encodeBufs.Put(bufs[i])
+		bufs[i] = nil
+		<-ahead
 	}
+	wg.Wait()
 	h.Write([]byte(`]]]]]`))
 	var sum Sum
 	h.Sum(sum[:0])
 	return sum
 }
 
+// contentEncoder writes the encoding of the entries of a walk in ranges
+// that, concatenated in order, make the list of roots.
+type contentEncoder struct {
+	roots []ContentRoot
+	order []*node
+	// rootOf[i] is the root of order[i]'s index; first[r] is the index
+	// in order of root r's first entry that is encoded (none: its end).
+	rootOf []int32
+	starts []int
+	ends   []int
+	first  []int
+}
+
+func newContentEncoder(roots []ContentRoot, order []*node, ends []int) *contentEncoder {
+	e := &contentEncoder{roots: roots, order: order, ends: ends,
+		rootOf: make([]int32, len(order)), starts: make([]int, len(roots)), first: make([]int, len(roots))}
+	start := 0
+	for r, end := range ends {
+		e.starts[r] = start
+		e.first[r] = end
+		for i := start; i < end; i++ {
+			e.rootOf[i] = int32(r)
+			if e.first[r] == end && !skipsEntry(order[i]) {
+				e.first[r] = i
+			}
+		}
+		start = end
+	}
+	return e
+}
+
+// skipsEntry reports whether n contributes no entry: a directory of a
+// python-only root.
+func skipsEntry(n *node) bool { return n.kind == kindDir && n.root.pythonOnly }
+
+// appendRange appends the encoding of order[lo:hi] with the separators
+// and the roots' openings and closings that fall in it, and sets vals.
+func (e *contentEncoder) appendRange(dst []byte, lo, hi int, vals []Value) []byte {
+	// The entries' tuples share one backing array, and their digests one
+	// string of hex, a few allocations per chunk rather than per entry.
+	var sums strings.Builder
+	sums.Grow(2 * len(Sum{}) * (hi - lo))
+	var hexSum [2 * len(Sum{})]byte
+	for _, n := range e.order[lo:hi] {
+		if n.kind == kindReg {
+			hex.Encode(hexSum[:], n.sum[:])
+			sums.Write(hexSum[:])
+		}
+	}
+	s := entrySlab{items: make([]Value, 0, 5*(hi-lo)), sums: sums.String()}
+	for i := lo; i < hi; i++ {
+		r := int(e.rootOf[i])
+		if i == e.starts[r] {
+			if r > 0 {
+				dst = append(dst, ',')
+			}
+			dst = append(dst, `["tuple",[`...)
+			dst = appendStrT(dst, string(StrFromOSBytes(e.roots[r].path)))
+			if e.roots[r].pythonOnly {
+				dst = append(dst, `,["bool",true],["list",[`...)
+			} else {
+				dst = append(dst, `,["bool",false],["list",[`...)
+			}
+		}
+		if n := e.order[i]; !skipsEntry(n) {
+			if i != e.first[r] {
+				dst = append(dst, ',')
+			}
+			dst, vals[i] = appendEntry(dst, n, &s)
+		}
+		if i == e.ends[r]-1 {
+			dst = append(dst, `]]]]`...)
+		}
+	}
+	return dst
+}
+
+// entrySlab holds what appendEntry takes its records from: room for
+// their items, and the hex digests of the files still to come, in order.
+type entrySlab struct {
+	items []Value
+	sums  string
+}
+
+// tuple returns a tuple of the items, in s's items.
+func (s *entrySlab) tuple(items ...Value) Tuple {
+	start := len(s.items)
+	s.items = append(s.items, items...)
+	return Tuple(s.items[start:len(s.items):len(s.items)])
+}
+
 // appendEntry appends T of n's entry and returns the entry as a record,
-// converting its strings once for both.
-func appendEntry(dst []byte, n *node) ([]byte, Value) {
+// converting its strings once for both, and taking its items and digest
+// from s.
+func appendEntry(dst []byte, n *node, s *entrySlab) ([]byte, Value) {
 	rel, resolved := StrFromOSBytes(n.rel), StrFromOSBytes(n.resolved)
 	if n.kind == kindDir {
 		dst = append(dst, `["tuple",[["str","6469726563746f7279"],`...) // "directory"
 		dst = appendStrT(dst, string(rel))
 		dst = append(dst, ',')
 		dst = appendStrT(dst, string(resolved))
-		return append(dst, "]]"...), T(Str("directory"), rel, resolved)
+		return append(dst, "]]"...), s.tuple(Str("directory"), rel, resolved)
 	}
-	sum := Str(hex.EncodeToString(n.sum[:]))
+	sum := Str(s.sums[:2*len(n.sum)])
+	s.sums = s.sums[2*len(n.sum):]
 	dst = append(dst, `["tuple",[["str","66696c65"],`...) // "file"
 	dst = appendStrT(dst, string(rel))
 	dst = append(dst, ',')
@@ -321,7 +409,7 @@ func appendEntry(dst []byte, n *node) ([]byte, Value) {
 	dst = strconv.AppendInt(dst, n.size, 10)
 	dst = append(dst, `"],`...)
 	dst = appendStrT(dst, string(sum))
-	return append(dst, "]]"...), T(Str("file"), rel, resolved, IntOf(n.size), sum)
+	return append(dst, "]]"...), s.tuple(Str("file"), rel, resolved, IntOf(n.size), sum)
 }
 
 // Limits and sizes of the walk.

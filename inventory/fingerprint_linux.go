@@ -3,6 +3,7 @@ package inventory
 import (
 	"errors"
 	"hash"
+	"strings"
 	"syscall"
 	"unsafe"
 )
@@ -211,27 +212,31 @@ func listDir(path string, buf []byte) (fileStat, []dirent, error) {
 // parseDirents appends the names of a getdents64 buffer: records of
 // d_ino u64, d_off i64, d_reclen u16, d_type u8, then the NUL-terminated
 // name.
-func parseDirents(b []byte, ents []dirent) []dirent {
+//
+// The names are substrings of one copy of the buffer, not a string each.
+func parseDirents(buf []byte, ents []dirent) []dirent {
 	const nameOff = 19
-	for len(b) >= nameOff {
+	if ents == nil {
+		ents = make([]dirent, 0, len(buf)/32+1) // a short name's record is 32 bytes
+	}
+	all := string(buf)
+	for off := 0; len(buf)-off >= nameOff; {
+		b := buf[off:]
 		reclen := int(*(*uint16)(unsafe.Pointer(&b[16])))
 		if reclen < nameOff || reclen > len(b) {
 			break
 		}
 		ino := *(*uint64)(unsafe.Pointer(&b[0]))
 		typ := b[18]
-		name := b[nameOff:reclen]
-		for i, c := range name {
-			if c == 0 {
-				name = name[:i]
-				break
-			}
+		name := all[off+nameOff : off+reclen]
+		if i := strings.IndexByte(name, 0); i >= 0 {
+			name = name[:i]
 		}
-		b = b[reclen:]
-		if string(name) == "." || string(name) == ".." {
+		off += reclen
+		if name == "." || name == ".." {
 			continue
 		}
-		ents = append(ents, dirent{name: string(name), ino: ino, kind: kindOfDT(typ)})
+		ents = append(ents, dirent{name: name, ino: ino, kind: kindOfDT(typ)})
 	}
 	return ents
 }
@@ -245,8 +250,10 @@ func parseDirents(b []byte, ents []dirent) []dirent {
 // it likes. Files whose ctime and mtime are before cleanBefore are
 // racily clean (see openFile).
 func hashFileAt(dirfd int, name, path string, buf []byte, h hash.Hash, sum *Sum, maxSize, cleanBefore int64) (size int64, large *openedFile, reason string) {
-	f, reason := openFile(dirfd, name, path, buf, h, cleanBefore)
-	if reason != "" {
+	// f stays on the stack unless the file is large: most files are done
+	// after their first chunk.
+	var f openedFile
+	if reason := openFile(&f, dirfd, name, path, buf, h, cleanBefore); reason != "" {
 		return 0, nil, reason
 	}
 	if f.done {
@@ -255,7 +262,9 @@ func hashFileAt(dirfd int, name, path string, buf []byte, h hash.Hash, sum *Sum,
 		return f.st.size, nil, ""
 	}
 	if f.st.size > maxSize {
-		return 0, f, ""
+		large = new(openedFile)
+		*large = f
+		return 0, large, ""
 	}
 	size, reason = f.finish(buf, h, sum)
 	return size, nil, reason
@@ -272,7 +281,7 @@ type openedFile struct {
 }
 
 // openFile opens the file name in dirfd without following a final
-// symlink, reads its first chunk of up to len(buf) bytes and stats it.
+// symlink, fills f, reads its first chunk of up to len(buf) bytes and stats it.
 // When the file's ctime and mtime are both before cleanBefore (the start
 // of the walk less recentWindow), nothing changed it since before it was
 // opened: ctime moves with every change, on the same clock. Such a file
@@ -283,28 +292,21 @@ type openedFile struct {
 // again, and stats the file once more. A non-regular file that took the
 // name after it was listed is refused after its first read (opened
 // O_NONBLOCK, so that read does not wait).
-func openFile(dirfd int, name, path string, buf []byte, h hash.Hash, cleanBefore int64) (*openedFile, string) {
+func openFile(f *openedFile, dirfd int, name, path string, buf []byte, h hash.Hash, cleanBefore int64) string {
 	if testHookOpen != nil {
 		if err := testHookOpen(path); err != nil {
-			return nil, errReason(err)
+			return errReason(err)
 		}
 	}
-	var fd int
-	var err error
-	for {
-		fd, err = syscall.Openat(dirfd, name, syscall.O_RDONLY|syscall.O_CLOEXEC|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
-		if err != syscall.EINTR {
-			break
-		}
-	}
+	fd, err := openatBuf(dirfd, name, syscall.O_RDONLY|syscall.O_CLOEXEC|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, buf)
 	if err != nil {
 		switch err {
 		case syscall.ELOOP:
-			return nil, "file replaced by a symlink while read"
+			return "file replaced by a symlink while read"
 		case syscall.ENOENT:
-			return nil, "file removed while read"
+			return "file removed while read"
 		}
-		return nil, errReason(err)
+		return errReason(err)
 	}
 	n, rerr := syscall.Read(fd, buf)
 	for rerr == syscall.EINTR {
@@ -316,16 +318,16 @@ func openFile(dirfd int, name, path string, buf []byte, h hash.Hash, cleanBefore
 	var st syscall.Stat_t
 	if err := syscall.Fstat(fd, &st); err != nil {
 		syscall.Close(fd)
-		return nil, errReason(err)
+		return errReason(err)
 	}
-	f := &openedFile{fd: fd, dirfd: dirfd, name: name, path: path, st: toFileStat(&st)}
+	*f = openedFile{fd: fd, dirfd: dirfd, name: name, path: path, st: toFileStat(&st)}
 	if f.st.kind != kindReg {
 		syscall.Close(fd)
-		return nil, "not a regular file or directory (" + f.st.kind.String() + ")"
+		return "not a regular file or directory (" + f.st.kind.String() + ")"
 	}
 	if rerr != nil {
 		syscall.Close(fd)
-		return nil, errReason(rerr)
+		return errReason(rerr)
 	}
 	h.Reset()
 	f.clean = f.st.nlink > 0 && max(f.st.ctime, f.st.mtime) < cleanBefore && int64(n) <= f.st.size
@@ -334,7 +336,29 @@ func openFile(dirfd int, name, path string, buf []byte, h hash.Hash, cleanBefore
 		f.read = int64(n)
 		f.done = f.read == f.st.size
 	}
-	return f, ""
+	return ""
+}
+
+// openatBuf is openat(dirfd, name, flags), retried on EINTR, with the
+// NUL-terminated name written to the start of buf rather than to a fresh
+// allocation (the caller reads into buf afterwards).
+func openatBuf(dirfd int, name string, flags int, buf []byte) (int, error) {
+	if len(name)+1 > len(buf) || strings.IndexByte(name, 0) >= 0 {
+		return syscall.Openat(dirfd, name, flags, 0)
+	}
+	copy(buf, name)
+	buf[len(name)] = 0
+	p := unsafe.Pointer(&buf[0])
+	for {
+		r, _, errno := syscall.Syscall6(syscall.SYS_OPENAT, uintptr(dirfd), uintptr(p), uintptr(flags|syscall.O_LARGEFILE), 0, 0, 0)
+		if errno == syscall.EINTR {
+			continue
+		}
+		if errno != 0 {
+			return -1, errno
+		}
+		return int(r), nil
+	}
 }
 
 // finish reads the rest of f into h (all of it again, from the start,

@@ -1161,8 +1161,18 @@ func TestFingerprintReference(t *testing.T) {
 // limit, and with every worker busy a queued task runs in place instead
 // of waiting for a worker (which would never come).
 func TestGroupScheduler(t *testing.T) {
+	testScheduler(t, func(workers int) scheduler { return newGroupScheduler(workers) })
+}
+
+// TestTaskQueue: tasks that queue tasks run concurrently up to the limit,
+// and with one worker every task queued still runs.
+func TestTaskQueue(t *testing.T) {
+	testScheduler(t, func(workers int) scheduler { return newTaskQueue(workers) })
+}
+
+func testScheduler(t *testing.T, newScheduler func(workers int) scheduler) {
 	// The first task queues three that each wait until all three run.
-	s := newGroupScheduler(4)
+	s := newScheduler(4)
 	var wg sync.WaitGroup
 	wg.Add(3)
 	all := make(chan struct{})
@@ -1183,7 +1193,7 @@ func TestGroupScheduler(t *testing.T) {
 
 	// One worker: every task queues two more, to a depth of 10; all
 	// 2^11-1 run, in place.
-	s = newGroupScheduler(1)
+	s = newScheduler(1)
 	var ran atomic.Int64
 	var task func(depth int)
 	task = func(depth int) {
@@ -1197,5 +1207,25 @@ func TestGroupScheduler(t *testing.T) {
 	s.run()
 	if ran.Load() != 1<<11-1 {
 		t.Errorf("ran %d tasks, want %d", ran.Load(), 1<<11-1)
+	}
+}
+
+// TestChildRel: a child's rel is the end of its resolved path when its
+// directory's resolved path ends with its rel, else joined.
+func TestChildRel(t *testing.T) {
+	for _, tc := range []struct{ dirRel, dirResolved, name string }{
+		{"", "/", "a"},
+		{"", "/r", "a"},
+		{"x", "/r/x", "a"},
+		{"x/y", "/r/x/y", "a"},
+		{"x/y", "/t/y", "a"},    // reached through a symlink
+		{"x/y", "/r/xx/y", "a"}, // ends with "x/y" but not "/x/y"
+		{"y", "/ty", "a"},
+	} {
+		dir := &node{rel: tc.dirRel, resolved: tc.dirResolved}
+		got := childRel(dir, joinPath(tc.dirResolved, tc.name), tc.name)
+		if want := joinRel(tc.dirRel, tc.name); got != want {
+			t.Errorf("childRel(%q in %q, %q) = %q, want %q", tc.dirRel, tc.dirResolved, tc.name, got, want)
+		}
 	}
 }

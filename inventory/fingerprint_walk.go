@@ -9,8 +9,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-
-	"golang.org/x/sync/errgroup"
 )
 
 // The walk has two phases, each spread over Workers goroutines:
@@ -37,42 +35,49 @@ import (
 // always done, so the problem reported is the first in walk order: the
 // one a sequential walk would meet.
 
-// node is a directory, a file or a problem in the tree of the walk.
+// node is a directory, a file or a problem in the tree of the walk. Most
+// nodes are files read through their directory, so what only directories
+// and nodes reached through a symlink need is in *nodeExt, nil for the
+// others: a smaller node for every file.
 type node struct {
 	parent *node
-	idx    int // among parent's children (among the roots for a root)
-	depth  int
 	root   *ContentRoot
+	idx    int32 // among parent's children (among the roots for a root)
+	depth  int32
 
 	rel      string
 	name     string
 	resolved string
 	kind     fileKind // kindDir or kindReg; kindUnknown for a problem
-	err      *UnavailableError
+	// listed: a directory was listed. recent says the directory changed
+	// so shortly before it was listed that a change in the same clock
+	// tick could leave its timestamps as they were: verify lists it again
+	// instead of trusting them. link: reached through a symlink (or a
+	// root), see nodeExt. hashed: a file's results are in.
+	listed, recent, link, hashed bool
+	err                          *UnavailableError
 
-	// A directory: children in walk order, whether it was listed, its
-	// metadata when listed, and its filtered listing for verify. Until it
-	// is listed, st of a directory reached through a symlink (or a root)
-	// holds the metadata resolution found, which the opened directory
-	// must match.
+	// A file: its results, once hashed.
+	size int64
+	sum  Sum
+
+	*nodeExt // a directory's or a linked node's; nil for other files
+}
+
+// nodeExt is the part of a node only directories and nodes reached through
+// a symlink (or roots) have.
+type nodeExt struct {
+	// A directory: children in walk order, its metadata when listed, and
+	// its filtered listing for verify. Until it is listed, st of a
+	// directory reached through a symlink (or a root) holds the metadata
+	// resolution found, which the opened directory must match.
 	children []*node
-	listed   bool
 	st       fileStat
 	listing  []dirent
-	// recent says the directory changed so shortly before it was listed
-	// that a change in the same clock tick could leave its timestamps
-	// as they were: verify lists it again instead of trusting them.
-	recent bool
 
 	// Reached through a symlink (or a root): resolution starts at linkBase
 	// with linkRest. A file reached so keeps its resolution metadata in st.
-	link               bool
 	linkBase, linkRest string
-
-	// A file: its results, once hashed.
-	hashed bool
-	size   int64
-	sum    Sum
 }
 
 // precedes reports whether a comes before b in walk order. A directory
@@ -118,6 +123,9 @@ type walker struct {
 	mu       sync.Mutex
 	firstErr *node
 
+	// nodes counts the nodes made below the roots, to size the walk order.
+	nodes atomic.Int64
+
 	// beforeDirMu serializes calls of opt.BeforeDir.
 	beforeDirMu sync.Mutex
 }
@@ -130,11 +138,11 @@ var readBufs = sync.Pool{New: func() any { b := make([]byte, readChunk); return 
 // hashers holds SHA-256 hash.Hashes for files, shared by every walk too.
 var hashers = sync.Pool{New: func() any { return sha256.New() }}
 
-// newWalker returns a walker whose tasks run on sched, or on an errgroup
+// newWalker returns a walker whose tasks run on sched, or on a taskQueue
 // of workers when sched is nil.
 func newWalker(opt FingerprintOptions, workers int, sched scheduler) *walker {
 	if sched == nil {
-		sched = newGroupScheduler(workers)
+		sched = newTaskQueue(workers)
 	}
 	start := time.Now().UnixNano()
 	return &walker{opt: opt, workers: workers, start: start, cleanBefore: start - int64(recentWindow), queue: sched}
@@ -171,40 +179,99 @@ type scheduler interface {
 	run()
 }
 
-// groupScheduler runs tasks on an errgroup limited to the walk's workers.
-// A task pushed while every worker is busy runs in place, in the pushing
-// goroutine: errgroup's Go would block it until a worker is free, and
-// with every worker pushing, none would be. Running in place keeps the
-// walk depth first, so few listings wait in memory.
+// taskQueue is a stack of tasks run by up to a fixed number of
+// goroutines; tasks may queue more tasks. Last in, first out keeps the
+// walk depth first, so few listings wait in memory. A goroutine is
+// started only when a task is queued and none is waiting for one, so a
+// walk of one file does not start a goroutine per processor.
 //
-// It replaced a hand-written last-in-first-out queue on a sync.Cond.
-// BenchmarkWalkScheduler (go test -bench WalkScheduler ./inventory) runs
-// both side by side: on a tree of 6,500 files and 60 MB the errgroup took
-// 0.76-1.12x the queue's time (four runs: 0.83, 0.76, 1.12, 0.90), and on
-// a walk of three files 1.03-1.05x (5-8 µs more, a goroutine started for
-// the one task). Equal within the noise of a shared machine where it
-// matters, so the library wins: less code, and the house rule.
-type groupScheduler struct{ g errgroup.Group }
-
-func newGroupScheduler(workers int) *groupScheduler {
-	s := &groupScheduler{}
-	s.g.SetLimit(workers)
-	return s
+// It replaced groupScheduler (an errgroup with SetLimit, a task queued
+// while every worker was busy run in place by the pusher), which is kept
+// as the baseline of BenchmarkWalkScheduler: over 100,000 small files in
+// 16,677 directories the errgroup started a goroutine per directory and
+// took 1.08x the queue's time (go test -bench, two interleaved runs:
+// 548 and 537 ms against 507 and 495 ms).
+type taskQueue struct {
+	// mu guards the fields below; cond signals a new task or the end.
+	mu   sync.Mutex
+	cond sync.Cond
+	// tasks holds the queued tasks; pending counts them and the running
+	// ones.
+	tasks   []func()
+	pending int
+	// workers is the most goroutines to start, 0 until run; started
+	// counts those started; idle those waiting for a task that no push
+	// has signalled yet.
+	workers, started, idle int
+	wg                     sync.WaitGroup // the started goroutines
+	limit                  int            // workers, set before run
 }
 
-func (s *groupScheduler) push(f func()) {
-	if !s.g.TryGo(func() error { f(); return nil }) {
-		f()
+func (q *taskQueue) push(f func()) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.tasks = append(q.tasks, f)
+	q.pending++
+	switch {
+	case q.idle > 0:
+		q.idle--
+		q.cond.Signal()
+	case q.started < q.workers:
+		q.started++
+		q.wg.Go(q.work)
 	}
 }
 
-func (s *groupScheduler) run() { _ = s.g.Wait() }
+func newTaskQueue(workers int) *taskQueue {
+	q := &taskQueue{limit: workers}
+	q.cond.L = &q.mu
+	return q
+}
+
+// run runs the queued tasks, and those they queue, on at most limit
+// goroutines, the calling one among them, and returns when none is left.
+func (q *taskQueue) run() {
+	q.mu.Lock()
+	q.workers = q.limit
+	q.started = min(q.limit, len(q.tasks))
+	for range q.started - 1 {
+		q.wg.Go(q.work)
+	}
+	q.mu.Unlock()
+	if q.started > 0 {
+		q.work()
+	}
+	q.wg.Wait()
+}
+
+// work runs tasks until none is queued or running.
+func (q *taskQueue) work() {
+	q.mu.Lock()
+	for {
+		for len(q.tasks) == 0 && q.pending > 0 {
+			q.idle++
+			q.cond.Wait()
+		}
+		if q.pending == 0 {
+			q.mu.Unlock()
+			q.cond.Broadcast()
+			return
+		}
+		f := q.tasks[len(q.tasks)-1]
+		q.tasks[len(q.tasks)-1] = nil
+		q.tasks = q.tasks[:len(q.tasks)-1]
+		q.mu.Unlock()
+		f()
+		q.mu.Lock()
+		q.pending--
+	}
+}
 
 // list runs phase 1 for the roots and returns their nodes.
 func (w *walker) list(roots []ContentRoot) []*node {
 	tops := make([]*node, len(roots))
 	for i := range roots {
-		n := &node{idx: i, root: &roots[i]}
+		n := &node{idx: int32(i), root: &roots[i], nodeExt: &nodeExt{}}
 		tops[i] = n
 		resolved, st, reason := resolve("/", n.root.path)
 		if reason != "" {
@@ -289,6 +356,7 @@ func (w *walker) walkDir(n *node) {
 	n.listed = true
 
 	local := w.classifyChildren(n)
+	w.nodes.Add(int64(len(n.children)))
 
 	// Read the small files, batchSize at a time on separate goroutines
 	// so a large directory still uses every worker.
@@ -319,8 +387,9 @@ func (w *walker) classifyChildren(n *node) []*node {
 classify:
 	for i, d := range n.listing {
 		c := &slab[i]
-		*c = node{parent: n, idx: len(n.children), depth: n.depth + 1, root: n.root,
-			rel: joinRel(n.rel, d.name), name: d.name, resolved: joinPath(n.resolved, d.name)}
+		*c = node{parent: n, idx: int32(len(n.children)), depth: n.depth + 1, root: n.root,
+			name: d.name, resolved: joinPath(n.resolved, d.name)}
+		c.rel = childRel(n, c.resolved, d.name)
 		kind := d.kind
 		if kind == kindUnknown {
 			s, err := lstat(c.resolved)
@@ -338,8 +407,8 @@ classify:
 				w.problem(c, reason)
 				break
 			}
-			c.resolved, c.st = resolved, s
-			c.link, c.linkBase, c.linkRest = true, n.resolved, d.name
+			c.nodeExt = &nodeExt{st: s, linkBase: n.resolved, linkRest: d.name}
+			c.resolved, c.link = resolved, true
 			kind = s.kind
 		}
 		switch kind {
@@ -356,6 +425,9 @@ classify:
 			}
 		case kindDir:
 			c.kind = kindDir
+			if c.nodeExt == nil {
+				c.nodeExt = &nodeExt{}
+			}
 			n.children = append(n.children, c)
 			w.spawn(func() { w.walkDir(c) })
 		default:
@@ -552,6 +624,22 @@ func verifyNode(n *node, buf []byte) *UnavailableError {
 	return nil
 }
 
+// childRel returns joinRel(dir.rel, name) for the child of dir whose
+// resolved path is resolved (dir's resolved path, "/" and name). When
+// dir's resolved path ends with "/" and its rel, as it does when no
+// symlink was followed below the root, the child's rel is the end of
+// resolved, and takes no string of its own.
+func childRel(dir *node, resolved, name string) string {
+	if dir.rel == "" {
+		return resolved[len(resolved)-len(name):]
+	}
+	n := len(dir.resolved) - len(dir.rel)
+	if n > 0 && dir.resolved[n-1] == '/' && dir.resolved[n:] == dir.rel {
+		return resolved[len(resolved)-len(dir.rel)-1-len(name):]
+	}
+	return joinRel(dir.rel, name)
+}
+
 func joinRel(rel, name string) string {
 	if rel == "" {
 		return name
@@ -585,13 +673,26 @@ func skippedFile(name string, pythonOnly bool) bool {
 
 // recheckFilter keeps the names of a listing whose change could change the
 // fingerprint: not skipped names, and not regular files skipped by name.
+//
+// ents itself is returned when it keeps every name, the usual case; else
+// a new slice, so ents is never changed.
 func recheckFilter(ents []dirent, pythonOnly bool) []dirent {
-	out := ents[:0:0]
-	for _, d := range ents {
-		if skippedName(d.name) || d.kind == kindReg && skippedFile(d.name, pythonOnly) {
-			continue
+	skipped := func(d *dirent) bool {
+		return skippedName(d.name) || d.kind == kindReg && skippedFile(d.name, pythonOnly)
+	}
+	i := 0
+	for i < len(ents) && !skipped(&ents[i]) {
+		i++
+	}
+	if i == len(ents) {
+		return ents
+	}
+	out := make([]dirent, i, len(ents)-1)
+	copy(out, ents[:i])
+	for j := i + 1; j < len(ents); j++ {
+		if !skipped(&ents[j]) {
+			out = append(out, ents[j])
 		}
-		out = append(out, d)
 	}
 	return out
 }

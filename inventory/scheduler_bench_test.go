@@ -7,94 +7,36 @@ import (
 	"path/filepath"
 	"runtime"
 	"slices"
-	"sync"
 	"testing"
 	"time"
+
+	"golang.org/x/sync/errgroup"
 )
 
-// taskQueue is a stack of tasks run by up to a fixed number of
-// goroutines; tasks may queue more tasks. Last in, first out keeps the
-// walk depth first, so few listings wait in memory. A goroutine is
-// started only when a task is queued and none is waiting for one, so a
-// walk of one file does not start a goroutine per processor.
+// groupScheduler runs tasks on an errgroup limited to the walk's workers.
+// A task pushed while every worker is busy runs in place, in the pushing
+// goroutine: errgroup's Go would block it until a worker is free, and
+// with every worker pushing, none would be. Running in place keeps the
+// walk depth first, so few listings wait in memory.
 //
-// The walk used it before groupScheduler; it stays here as the baseline
-// of BenchmarkWalkScheduler.
-type taskQueue struct {
-	// mu guards the fields below; cond signals a new task or the end.
-	mu   sync.Mutex
-	cond sync.Cond
-	// tasks holds the queued tasks; pending counts them and the running
-	// ones.
-	tasks   []func()
-	pending int
-	// workers is the most goroutines to start, 0 until run; started
-	// counts those started; idle those waiting for a task that no push
-	// has signalled yet.
-	workers, started, idle int
-	wg                     sync.WaitGroup // the started goroutines
-	limit                  int            // workers, set before run
+// The walk used it before taskQueue; it stays here as the baseline of
+// BenchmarkWalkScheduler. On a tree of 6,500 files and 60 MB it took
+// 0.76-1.12x the queue's time, on a walk of three files 1.03-1.05x.
+type groupScheduler struct{ g errgroup.Group }
+
+func newGroupScheduler(workers int) *groupScheduler {
+	s := &groupScheduler{}
+	s.g.SetLimit(workers)
+	return s
 }
 
-func (q *taskQueue) push(f func()) {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	q.tasks = append(q.tasks, f)
-	q.pending++
-	switch {
-	case q.idle > 0:
-		q.idle--
-		q.cond.Signal()
-	case q.started < q.workers:
-		q.started++
-		q.wg.Go(q.work)
-	}
-}
-
-func newTaskQueue(workers int) *taskQueue {
-	q := &taskQueue{limit: workers}
-	q.cond.L = &q.mu
-	return q
-}
-
-// run runs the queued tasks, and those they queue, on at most limit
-// goroutines, the calling one among them, and returns when none is left.
-func (q *taskQueue) run() {
-	q.mu.Lock()
-	q.workers = q.limit
-	q.started = min(q.limit, len(q.tasks))
-	for range q.started - 1 {
-		q.wg.Go(q.work)
-	}
-	q.mu.Unlock()
-	if q.started > 0 {
-		q.work()
-	}
-	q.wg.Wait()
-}
-
-// work runs tasks until none is queued or running.
-func (q *taskQueue) work() {
-	q.mu.Lock()
-	for {
-		for len(q.tasks) == 0 && q.pending > 0 {
-			q.idle++
-			q.cond.Wait()
-		}
-		if q.pending == 0 {
-			q.mu.Unlock()
-			q.cond.Broadcast()
-			return
-		}
-		f := q.tasks[len(q.tasks)-1]
-		q.tasks[len(q.tasks)-1] = nil
-		q.tasks = q.tasks[:len(q.tasks)-1]
-		q.mu.Unlock()
+func (s *groupScheduler) push(f func()) {
+	if !s.g.TryGo(func() error { f(); return nil }) {
 		f()
-		q.mu.Lock()
-		q.pending--
 	}
 }
+
+func (s *groupScheduler) run() { _ = s.g.Wait() }
 
 // TestGroupSchedulerDigest checks that the task queue the benchmark
 // compares with walks to the same digest, so the comparison is between
