@@ -98,9 +98,9 @@ func genBenchTree(tb testing.TB, dir string, files int, bytes int64) {
 }
 
 // BenchmarkWalkScheduler fingerprints, in every iteration and in turn, two
-// trees with the walk's errgroup.SetLimit scheduler (TryGo, the task run
-// in place when the pool is full) and with the hand-written task queue it
-// replaced, and reports each median (ms
+// trees with the errgroup.SetLimit scheduler the walk used before (TryGo,
+// the task run in place when the pool is full) and with the task queue
+// the walk uses (taskQueue), and reports each median (ms
 // for the tree of 6,500 files and 60 MB as bench/fingerprint.sh makes, µs
 // for a daemon-sized walk of three sources) and the median per-iteration
 // ratio errgroup/queue. Interleaving keeps the comparison fair on a shared
