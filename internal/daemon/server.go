@@ -1079,19 +1079,29 @@ func watchPeerAfter(ctx context.Context, conn *net.UnixConn, after time.Duration
 }
 
 // readable reports whether conn has bytes to read or an end of input (the
-// client closed it), without waiting.
+// client closed it), without waiting; a connection that cannot be polled
+// counts as readable.
 func readable(conn *net.UnixConn) bool {
+	revents, ok := pollNow(conn)
+	return !ok || revents&(unix.POLLIN|unix.POLLHUP|unix.POLLERR) != 0
+}
+
+// pollNow polls conn for input without waiting and returns the events
+// seen; ok is false when conn could not be polled.
+func pollNow(conn *net.UnixConn) (revents int16, ok bool) {
 	rc, err := conn.SyscallConn()
 	if err != nil {
-		return true
+		return 0, false
 	}
-	ready := true
 	rc.Control(func(fd uintptr) {
 		pfd := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
 		n, err := unix.Poll(pfd, 0)
-		ready = err != nil || (n > 0 && pfd[0].Revents&(unix.POLLIN|unix.POLLHUP|unix.POLLERR) != 0)
+		ok = err == nil
+		if ok && n > 0 {
+			revents = pfd[0].Revents
+		}
 	})
-	return ready
+	return revents, ok
 }
 
 // peerWatched, when set, is told how each watch of a peer ended (tests).
@@ -1101,18 +1111,8 @@ var peerWatched atomic.Pointer[func(gone bool)]
 
 // hungUp reports whether the peer of conn has closed both directions.
 func hungUp(conn *net.UnixConn) bool {
-	rc, err := conn.SyscallConn()
-	if err != nil {
-		return false
-	}
-	hup := false
-	rc.Control(func(fd uintptr) {
-		pfd := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
-		if n, err := unix.Poll(pfd, 0); err == nil && n > 0 {
-			hup = pfd[0].Revents&unix.POLLHUP != 0
-		}
-	})
-	return hup
+	revents, ok := pollNow(conn)
+	return ok && revents&unix.POLLHUP != 0
 }
 
 // run calls the handler, turning a panic into an error reply so one bad
