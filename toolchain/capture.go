@@ -534,11 +534,9 @@ func resolveKey(cfg *Config) inventory.Sum {
 		})
 	}
 	slices.Sort(env)
-	policy := cfg.Policy
 	names := []string{PtoasRootEnv, CannRootEnv, PtoIsaRootEnv, "PATH", "CC", "CXX"}
-	if policy == "" {
+	if cfg.Policy == "" {
 		names = append(names, PolicyEnv)
-		policy, _ = ParsePolicy(cfg.getenv(PolicyEnv))
 	}
 	names = append(names, ToolResolutionVars...)
 	read := make([]string, len(names))
