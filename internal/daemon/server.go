@@ -860,7 +860,10 @@ func (s *Server) serveRequest(ctx context.Context, c *conn, deadline time.Time) 
 		return false
 	case api.OpRun:
 		stray := c.r.Buffered() > 0
-		rctx, stop := watchPeerAfter(ctx, c.c, s.cfg.ReplyWait)
+		// A hit is answered before the watch would start; a client gone
+		// meanwhile is noticed at most api.ReplyWait later, whatever the
+		// ReplyWait of the interim frames.
+		rctx, stop := watchPeerAfter(ctx, c.c, min(s.cfg.ReplyWait, api.ReplyWait))
 		resp := s.runReporting(rctx, c, &req)
 		stray = stop() || stray
 		err := s.send(c, resp)
