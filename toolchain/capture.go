@@ -145,10 +145,12 @@ func (c *InstallationIdentityCache) read(policy Policy, in *ToolchainInputs, nam
 	if m != nil {
 		return m.id
 	}
+	var vkey inventory.Sum // the key of the build-policy value
 	if policy == PolicyBuild {
 		// The value no epoch enters is kept under its own key: a new
 		// epoch costs a digest, not a read.
-		if out, ok := c.fromValue(in, name, &ci, key, gen); ok {
+		vkey = valueKey(name, &ci)
+		if out, ok := c.fromValue(in, name, vkey, key, gen); ok {
 			return out
 		}
 	}
@@ -167,7 +169,6 @@ func (c *InstallationIdentityCache) read(policy Policy, in *ToolchainInputs, nam
 	var out ComponentIdentity
 	switch policy {
 	case PolicyBuild:
-		vkey := valueKey(name, &ci)
 		var value inventory.Value
 		if out, value = buildValue(name, ci, before); out.Unavailable == "" {
 			e := &memoEntry{id: out, value: value, dirs: dirs}
@@ -196,10 +197,9 @@ func (c *InstallationIdentityCache) read(policy Policy, in *ToolchainInputs, nam
 }
 
 // fromValue answers the build-policy identity of component name from the
-// memo of its value (valueKey) when it holds one, and memoizes the
-// identity under key (unless a Forget ran since gen).
-func (c *InstallationIdentityCache) fromValue(in *ToolchainInputs, name string, ci *ComponentInputs, key inventory.Sum, gen uint64) (ComponentIdentity, bool) {
-	vkey := valueKey(name, ci)
+// memo of its value (under vkey, its valueKey) when it holds one, and
+// memoizes the identity under key (unless a Forget ran since gen).
+func (c *InstallationIdentityCache) fromValue(in *ToolchainInputs, name string, vkey, key inventory.Sum, gen uint64) (ComponentIdentity, bool) {
 	c.mu.Lock()
 	ve := c.memo[vkey]
 	c.mu.Unlock()
