@@ -28,14 +28,17 @@ func (b *badgerDB) readEntry(txn *badger.Txn, key Key) (*Entry, error) {
 	} else if !errors.Is(err, badger.ErrKeyNotFound) {
 		return nil, err
 	}
-	func() {
-		b.touchMu.Lock()
-		defer b.touchMu.Unlock()
-		if t, ok := b.touches[key]; ok && t.After(e.LastUsed) {
-			e.LastUsed = t
-		}
-	}()
+	b.withTouch(e)
 	return e, nil
+}
+
+// withTouch moves e.LastUsed to its use not yet flushed, if later.
+func (b *badgerDB) withTouch(e *Entry) {
+	b.touchMu.Lock()
+	defer b.touchMu.Unlock()
+	if t, ok := b.touches[e.Key]; ok && t.After(e.LastUsed) {
+		e.LastUsed = t
+	}
 }
 
 // decodeEntryAt reads and decodes the entry of key in txn, its LastUsed
@@ -317,6 +320,7 @@ func (b *badgerDB) loadLocked() error {
 		}
 	}()
 	b.idx = x
+	releaseTables(b.mapDir) // the scan read every table
 	return nil
 }
 
