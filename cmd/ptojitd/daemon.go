@@ -613,11 +613,22 @@ func serveCommand(ctx context.Context, req *api.DaemonRequest) *api.DaemonRespon
 		// A failure the clients word themselves from its kind and data:
 		// the message goes in the reply, not on the command's stderr.
 		r := api.Failure(kind, cli.ExitCode(err), data, "%v", err)
-		r.Stdout, r.Stderr = stdout.Bytes(), stderr.Bytes()
-		return r
+		r.Stderr = stderr.Bytes()
+		return withStdout(r, req, stdout.Bytes())
 	}
 	code := cli.Report(env, "ptojit", err)
-	return &api.DaemonResponse{Stdout: stdout.Bytes(), Stderr: stderr.Bytes(), Exit: code}
+	return withStdout(&api.DaemonResponse{Stderr: stderr.Bytes(), Exit: code}, req, stdout.Bytes())
+}
+
+// withStdout sets r's output to out: as StdoutValue when req asks for
+// JSON and out is one JSON value, else as Stdout.
+func withStdout(r *api.DaemonResponse, req *api.DaemonRequest, out []byte) *api.DaemonResponse {
+	if v := bytes.TrimSpace(out); req.StdoutJSON && len(v) > 0 && json.Valid(v) {
+		r.StdoutValue = v
+	} else {
+		r.Stdout = out
+	}
+	return r
 }
 
 // scansStore reports whether args is a cache command that reads or
