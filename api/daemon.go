@@ -165,6 +165,11 @@ type DaemonRequest struct {
 	Dir   string   `json:"dir,omitempty"`
 	Env   []string `json:"env,omitempty"`
 	Stdin []byte   `json:"stdin,omitempty"`
+	// StdoutJSON asks for the command's standard output as a JSON value
+	// (DaemonResponse.StdoutValue) when it is one: a client that parses
+	// the output of a --json command then decodes the reply once. A
+	// daemon that predates the field ignores it and sends Stdout.
+	StdoutJSON bool `json:"stdout_json,omitempty"`
 }
 
 // DaemonResponse is what the daemon answers.
@@ -187,6 +192,9 @@ type DaemonResponse struct {
 	Stdout []byte `json:"stdout,omitempty"`
 	Stderr []byte `json:"stderr,omitempty"`
 	Exit   int    `json:"exit"`
+	// StdoutValue, for a request with StdoutJSON whose command printed
+	// one JSON value, is that value (compacted), in place of Stdout.
+	StdoutValue json.RawMessage `json:"stdout_value,omitempty"`
 	// For OpPing and OpStatus.
 	PID    int             `json:"pid,omitempty"`
 	Status json.RawMessage `json:"status,omitempty"`

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/dgraph-io/badger/v4"
 )
@@ -13,6 +14,36 @@ import (
 // entry returns badger.ErrKeyNotFound; an undecodable one an error wrapping
 // errEntry.
 func (b *badgerDB) readEntry(txn *badger.Txn, key Key) (*Entry, error) {
+	e, err := b.decodeEntryAt(txn, key)
+	if err != nil {
+		return nil, err
+	}
+	if item, err := txn.Get(dbKey(kindLastUsed, key[:])); err == nil {
+		_ = item.Value(func(v []byte) error {
+			if t, ok := decodeTime(v); ok && t.After(e.LastUsed) {
+				e.LastUsed = t
+			}
+			return nil
+		})
+	} else if !errors.Is(err, badger.ErrKeyNotFound) {
+		return nil, err
+	}
+	b.withTouch(e)
+	return e, nil
+}
+
+// withTouch moves e.LastUsed to its use not yet flushed, if later.
+func (b *badgerDB) withTouch(e *Entry) {
+	b.touchMu.Lock()
+	defer b.touchMu.Unlock()
+	if t, ok := b.touches[e.Key]; ok && t.After(e.LastUsed) {
+		e.LastUsed = t
+	}
+}
+
+// decodeEntryAt reads and decodes the entry of key in txn, its LastUsed
+// left at Created: readEntry's errors.
+func (b *badgerDB) decodeEntryAt(txn *badger.Txn, key Key) (*Entry, error) {
 	item, err := txn.Get(dbKey(kindEntry, key[:]))
 	if err != nil {
 		return nil, err
@@ -30,23 +61,6 @@ func (b *badgerDB) readEntry(txn *badger.Txn, key Key) (*Entry, error) {
 		}
 		return nil, err
 	}
-	if item, err := txn.Get(dbKey(kindLastUsed, key[:])); err == nil {
-		_ = item.Value(func(v []byte) error {
-			if t, ok := decodeTime(v); ok && t.After(e.LastUsed) {
-				e.LastUsed = t
-			}
-			return nil
-		})
-	} else if !errors.Is(err, badger.ErrKeyNotFound) {
-		return nil, err
-	}
-	func() {
-		b.touchMu.Lock()
-		defer b.touchMu.Unlock()
-		if t, ok := b.touches[key]; ok && t.After(e.LastUsed) {
-			e.LastUsed = t
-		}
-	}()
 	return e, nil
 }
 
@@ -67,7 +81,7 @@ func (b *badgerDB) get(ctx context.Context, key Key) (*Hit, error) {
 		bad    *Digest // a corrupt blob to delete
 	)
 	err := b.db.View(func(txn *badger.Txn) error {
-		e, err := b.readEntry(txn, key)
+		e, err := b.hitEntry(txn, key)
 		if errors.Is(err, errEntry) {
 			reason = err.Error()
 			return nil
@@ -102,8 +116,21 @@ func (b *badgerDB) get(ctx context.Context, key Key) (*Hit, error) {
 		return nil, &MissError{Key: key, Reason: ReasonDamaged + reason, Corrupt: true}
 	}
 	hit.whenDamaged(func(me *MissError) { b.removeDamagedLogged("get", key, me.Reason, me.blob) })
-	b.touch(key)
+	if t, ok := b.touch(key); ok {
+		hit.Entry.LastUsed = t
+	}
 	return hit, nil
+}
+
+// hitEntry is readEntry for Get: a writable store records this use as
+// the entry's LastUsed (get sets it to what touch records) without
+// reading the stored one, which this use replaces; a read-only store,
+// which records no use, reads it.
+func (b *badgerDB) hitEntry(txn *badger.Txn, key Key) (*Entry, error) {
+	if b.opt.ReadOnly {
+		return b.readEntry(txn, key)
+	}
+	return b.decodeEntryAt(txn, key) // get sets LastUsed to this use
 }
 
 // removeDamagedLogged removes a damaged entry (and its damaged blob when
@@ -118,19 +145,28 @@ func (b *badgerDB) removeDamagedLogged(op string, key Key, reason string, bad *D
 	}
 }
 
-// readSource finds output o's blob in txn: a whole blob is only found
-// (its bytes are read and verified when a reader asks for them, see
-// wholeLoader); a chunked one's list is read and verified, its chunks are
-// fetched and verified as a reader streams them. A missing blob or a
-// damaged list returns the reason (with badger.ErrKeyNotFound when the
-// blob is missing).
+// readSource finds output o's blob in txn. A whole blob kept in the LSM
+// tree (under valueThreshold) is copied now, as its lookup already read
+// it; a larger one is only found (its bytes are read when a reader asks
+// for them, see wholeLoader). Either is verified when read (Hit.whole). A
+// chunked one's list is read and verified, its chunks are fetched and
+// verified as a reader streams them. A missing blob or a damaged list
+// returns the reason (with badger.ErrKeyNotFound when the blob is
+// missing).
 func (b *badgerDB) readSource(txn *badger.Txn, o Output) (*source, string, error) {
-	_, err := txn.Get(dbKey(kindBlob, o.Digest[:]))
+	item, err := txn.Get(dbKey(kindBlob, o.Digest[:]))
 	if errors.Is(err, badger.ErrKeyNotFound) {
 		return b.readChunked(txn, o)
 	}
 	if err != nil {
 		return nil, "", err
+	}
+	if item.ValueSize() < valueThreshold {
+		out, err := item.ValueCopy(nil)
+		if err != nil {
+			out = []byte{} // unreadable: fails its check
+		}
+		return &source{out: o, load: func() ([]byte, error) { return out, nil }}, "", nil
 	}
 	return &source{out: o, load: b.wholeLoader(o.Digest)}, "", nil
 }
@@ -284,6 +320,7 @@ func (b *badgerDB) loadLocked() error {
 		}
 	}()
 	b.idx = x
+	releaseTables(b.mapDir) // the scan read every table
 	return nil
 }
 
@@ -364,10 +401,11 @@ func (b *badgerDB) entry(ctx context.Context, key Key) (*Entry, error) {
 	return e, nil
 }
 
-// touch records a use of key now, to be written by the next flush.
-func (b *badgerDB) touch(key Key) {
+// touch records a use of key now, to be written by the next flush, and
+// returns its time; a read-only store records none (false).
+func (b *badgerDB) touch(key Key) (time.Time, bool) {
 	if b.opt.ReadOnly {
-		return
+		return time.Time{}, false
 	}
 	now := b.opt.now()
 	func() {
@@ -377,6 +415,7 @@ func (b *badgerDB) touch(key Key) {
 			b.touches[key] = now
 		}
 	}()
+	return now, true
 }
 
 // List implements Store. It reads all entries first, then calls fn without

@@ -76,6 +76,10 @@ func TestBadgerPersists(t *testing.T) {
 	}
 
 	b = open(t, dir, opt)
+	if e, err := b.Entry(ctx, key("a")); err != nil || !e.LastUsed.Equal(now) {
+		t.Errorf("Entry = %v, %v; want LastUsed the Get before Close at %v", e, err, now)
+	}
+	now = now.Add(time.Minute)
 	hit, err := b.Get(ctx, key("a"))
 	if err != nil {
 		t.Fatal(err)
@@ -85,7 +89,7 @@ func TestBadgerPersists(t *testing.T) {
 		t.Fatalf("reopened entry differs: %+v", hit.Entry)
 	}
 	if !hit.Entry.LastUsed.Equal(now) {
-		t.Errorf("LastUsed = %v, want the Get before Close at %v", hit.Entry.LastUsed, now)
+		t.Errorf("hit's LastUsed = %v, want this use at %v", hit.Entry.LastUsed, now)
 	}
 	s, err := b.Stats(ctx)
 	if err != nil {

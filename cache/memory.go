@@ -111,6 +111,7 @@ func (m *memStore) Get(ctx context.Context, key Key) (*Hit, error) {
 		m.removeDamagedLocked(key, me.blob)
 	})
 	m.touchLocked(e)
+	hit.Entry.LastUsed = e.LastUsed // this use
 	return hit, nil
 }
 

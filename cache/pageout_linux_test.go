@@ -1,6 +1,15 @@
 package cache
 
-import "testing"
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/dgraph-io/badger/v4"
+)
 
 func TestParseMapsLine(t *testing.T) {
 	for _, c := range []struct {
@@ -21,6 +30,82 @@ func TestParseMapsLine(t *testing.T) {
 		start, end, path, ok := parseMapsLine([]byte(c.line))
 		if ok != c.ok || start != c.start || end != c.end || path != c.path {
 			t.Errorf("%q: got %x %x %q %v, want %x %x %q %v", c.line, start, end, path, ok, c.start, c.end, c.path, c.ok)
+		}
+	}
+}
+
+// tableRSS is the resident size of this process's mappings of dir's
+// tables, from /proc/self/smaps.
+func tableRSS(t *testing.T, dir string) (rss int64, mapped int) {
+	t.Helper()
+	smaps, err := os.ReadFile("/proc/self/smaps")
+	if err != nil {
+		t.Skip(err)
+	}
+	in := false
+	for line := range bytes.Lines(smaps) {
+		if _, _, path, ok := parseMapsLine(line); ok && bytes.IndexByte(line[:bytes.IndexByte(line, ' ')], '-') > 0 {
+			in = strings.HasSuffix(path, ".sst") && filepath.Dir(path) == dir
+			if in {
+				mapped++
+			}
+			continue
+		}
+		if f := strings.Fields(string(line)); in && len(f) == 3 && f[0] == "Rss:" {
+			kb, _ := strconv.ParseInt(f[1], 10, 64)
+			rss += kb << 10
+		}
+	}
+	return rss, mapped
+}
+
+// TestScansReleaseTables: after a scan of the whole store (Verify, a full
+// ListRecent) the pages of its tables are no longer in the resident set,
+// and the store still serves every entry.
+func TestScansReleaseTables(t *testing.T) {
+	dir := t.TempDir()
+	b := open(t, dir, Options{})
+	for i := range 3000 {
+		e, d := scaleEntry(i)
+		if err := b.Put(ctx, e, Readers(d)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	b.Close()
+	b = open(t, dir, Options{})
+	md := b.mapDir
+	for name, scan := range map[string]func() error{
+		"Verify":     func() error { _, err := b.Verify(ctx); return err },
+		"ListRecent": func() error { return ListRecent(ctx, b, 0, func(*Entry) error { return nil }) },
+	} {
+		// Touch every table page, as a scan does, then scan.
+		if _, err := b.Stats(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if err := b.db.View(func(txn *badger.Txn) error {
+			return iterate(txn, kindEntry, func([]byte, *badger.Item) error { return nil })
+		}); err != nil {
+			t.Fatal(err)
+		}
+		before, n := tableRSS(t, md)
+		if n == 0 || before == 0 {
+			t.Fatalf("%s: %d table mappings resident %d bytes before the scan: want some", name, n, before)
+		}
+		if err := scan(); err != nil {
+			t.Fatal(err)
+		}
+		if after, _ := tableRSS(t, md); after > before/4 {
+			t.Errorf("%s: tables resident %d bytes after the scan, %d before: want them released", name, after, before)
+		}
+	}
+	for _, i := range []int{0, 1500, 2999} {
+		e, d := scaleEntry(i)
+		hit, err := b.Get(ctx, e.Key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, err := hit.ReadAll(); err != nil || !bytes.Equal(got[0], d) {
+			t.Fatalf("entry %d after the scans: %v", i, err)
 		}
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"time"
 
 	"github.com/dgraph-io/badger/v4"
 )
@@ -51,7 +52,10 @@ func (c *Counting) ListRecent(ctx context.Context, limit int, fn func(*Entry) er
 // ListRecent implements Recent. fn runs outside any lock or transaction:
 // it may call the store.
 func (b *badgerDB) ListRecent(ctx context.Context, limit int, fn func(*Entry) error) error {
-	var keys []Key
+	var (
+		keys []Key
+		used []int64 // the index's last use of keys[i]
+	)
 	if err := b.op("list", func() error {
 		_ = b.flush() // the last uses of recent hits
 		return b.locked("list", func() error {
@@ -59,12 +63,19 @@ func (b *badgerDB) ListRecent(ctx context.Context, limit int, fn func(*Entry) er
 				return err
 			}
 			keys = b.idx.recent(limit)
+			used = make([]int64, len(keys))
+			for i, k := range keys {
+				used[i] = b.idx.entries[k].lastUsed
+			}
 			return nil
 		})
 	}); err != nil {
 		return err
 	}
-	for _, k := range keys {
+	if limit <= 0 {
+		defer releaseTables(b.mapDir) // the listing read every entry
+	}
+	for i, k := range keys {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
@@ -72,10 +83,16 @@ func (b *badgerDB) ListRecent(ctx context.Context, limit int, fn func(*Entry) er
 		err := b.op("list", func() error {
 			return b.db.View(func(txn *badger.Txn) error {
 				var err error
-				e, err = b.readEntry(txn, k)
+				e, err = b.decodeEntryAt(txn, k) // its last use is the index's
 				return err
 			})
 		})
+		if err == nil {
+			if t := time.Unix(0, used[i]); t.After(e.LastUsed) {
+				e.LastUsed = t
+			}
+			b.withTouch(e)
+		}
 		switch {
 		case errors.Is(err, badger.ErrKeyNotFound), errors.Is(err, errEntry):
 			continue

@@ -23,7 +23,8 @@ type Core interface {
 	// (corrupt or missing blob, undecodable entry), which is counted as
 	// damaged and removed; a chunked output's damage is found by its
 	// reader, with the same effect. Get counts a hit or a miss and
-	// updates LastUsed.
+	// updates LastUsed: the hit's Entry.LastUsed is this use (in a
+	// read-only store, which records none, the last recorded one).
 	Get(ctx context.Context, key Key) (*Hit, error)
 	// Put stores data[i], read to its end, as e.Outputs[i]: it fills zero
 	// Sizes and Digests, checks the others against the bytes as they

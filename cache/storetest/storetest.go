@@ -498,8 +498,11 @@ func testTrimLRU(h *harness) {
 		h.put(NewEntry(K(n), d), d)
 	}
 	h.clock.Advance(time.Minute)
-	h.hit(K("a"), Blob("a", 100)) // a is now the most recently used
+	hit := h.hit(K("a"), Blob("a", 100)) // a is now the most recently used
 	used := h.clock.Now()
+	if !hit.Entry.LastUsed.Equal(used) {
+		h.t.Fatalf("Get(a): Entry.LastUsed = %v, want this use at %v", hit.Entry.LastUsed, used)
+	}
 	if e, err := h.s.Entry(h.ctx, K("a")); err != nil || !e.LastUsed.Equal(used) {
 		h.t.Fatalf("Entry(a).LastUsed = %v, %v; want %v", e, err, used)
 	}

@@ -548,3 +548,20 @@ func TestDaemonStopsCompileOfGoneClient(t *testing.T) {
 		t.Fatalf("the next build: %+v, want a miss of its own", a)
 	}
 }
+
+// TestScansStore: the cache commands after which the daemon returns its
+// freed memory are those that read or rewrite the whole store.
+func TestScansStore(t *testing.T) {
+	for _, c := range []struct {
+		args string
+		want bool
+	}{
+		{"cache verify", true}, {"cache trim --max-size 1G", true}, {"cache clear", true},
+		{"cache ls", true}, {"cache ls --json", true}, {"cache ls --limit 20", false}, {"cache ls --limit=5", false},
+		{"cache stats", false}, {"cache show abc", false}, {"build --request r.json", false}, {"cache", false},
+	} {
+		if got := scansStore(strings.Fields(c.args)); got != c.want {
+			t.Errorf("scansStore(%q) = %v, want %v", c.args, got, c.want)
+		}
+	}
+}

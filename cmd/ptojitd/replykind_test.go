@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -52,5 +53,46 @@ func TestCommandReplyKinds(t *testing.T) {
 	}
 	if _, err := os.Stat(dir); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestCommandStdoutValue: a request with StdoutJSON gets a command's JSON
+// output as a JSON value in the reply, the same value its Stdout would
+// hold; without it, or when the output is not JSON, Stdout.
+func TestCommandStdoutValue(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "cache")
+	s, err := cache.Open(dir, cache.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	serve := func(asJSON bool, args ...string) *api.DaemonResponse {
+		t.Helper()
+		return serveCommand(context.Background(), &api.DaemonRequest{Op: api.OpRun, Args: args, Dir: t.TempDir(), StdoutJSON: asJSON})
+	}
+	plain := serve(false, "cache", "stats", "--json", "--cache-dir", dir)
+	valued := serve(true, "cache", "stats", "--json", "--cache-dir", dir)
+	if plain.Exit != 0 || len(plain.Stdout) == 0 || plain.StdoutValue != nil {
+		t.Fatalf("without StdoutJSON: exit %d stdout %q value %q", plain.Exit, plain.Stdout, plain.StdoutValue)
+	}
+	if valued.Exit != 0 || valued.Stdout != nil || len(valued.StdoutValue) == 0 {
+		t.Fatalf("with StdoutJSON: exit %d stdout %q value %q", valued.Exit, valued.Stdout, valued.StdoutValue)
+	}
+	var a, b map[string]any
+	if err := json.Unmarshal(plain.Stdout, &a); err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(valued.StdoutValue, &b); err != nil {
+		t.Fatal(err)
+	}
+	if a["entries"] != b["entries"] || a["entries"] == nil {
+		t.Errorf("the value differs from the output: %v vs %v", b, a)
+	}
+	// Not JSON: the output as it is.
+	text := serve(true, "cache", "stats", "--cache-dir", dir)
+	if text.Exit != 0 || len(text.Stdout) == 0 || text.StdoutValue != nil {
+		t.Errorf("text output with StdoutJSON: exit %d stdout %q value %q", text.Exit, text.Stdout, text.StdoutValue)
 	}
 }

@@ -13,7 +13,10 @@ The protocol (package api of ptojit, version 2): each message is a frame, a
 50 ms is preceded by ``{"frame": "accepted"}`` and then ``{"frame":
 "progress", "doing": ..., "fraction": ...}`` at least every 5 s; the reply
 (no "frame") is ``{"protocol": 2, "stdout": base64, "stderr": base64, "exit":
-n, "error": "...", "kind": "...", "data": {...}}``. A connection carries
+n, "error": "...", "kind": "...", "data": {...}}``. A build request adds
+``"stdout_json": true``: the daemon then sends the output of ``build --json``
+as a JSON value, ``"stdout_value"``, in place of ``"stdout"``, so the reply
+is decoded once (a daemon without the field sends ``"stdout"``). A connection carries
 requests in turn: a Client keeps one and sends its requests on it, one at a
 time (a thread that finds it in use opens one of its own for its request),
 and when the daemon has closed it meanwhile (its idle bound, a restart) sends
@@ -355,7 +358,7 @@ class Client:
         return the response object of ``ptojit build --json``. A response
         whose status is "error" raises BuildError."""
         arg, stdin = _request_arg(request)
-        code, out, err = self._run(["build", "--request", arg, "--json", "--cache-dir", self.cache_dir], cwd, stdin)
+        code, out, err = self._run(["build", "--request", arg, "--json", "--cache-dir", self.cache_dir], cwd, stdin, value=True)
         resp = _json_output(out, err, code)
         if code != 0 or resp.get("status") == "error":
             raise BuildError(resp.get("status") or "error", resp.get("error") or _text(err), resp, code)
@@ -520,18 +523,24 @@ class Client:
 
     # --- the protocol --------------------------------------------------
 
-    def _run(self, args: list[str], cwd: Any, stdin: bytes | None) -> tuple[int, bytes, bytes]:
+    def _run(self, args: list[str], cwd: Any, stdin: bytes | None, value: bool = False) -> tuple[int, Any, bytes]:
+        """Run args in the daemon: the exit code, the output and the error
+        output. value: the output is JSON, and a daemon that sends it as a
+        JSON value ("stdout_value", decoded with the reply) returns it as a
+        _Value, not as bytes to decode again."""
         d = os.path.abspath(os.fspath(cwd)) if cwd is not None else os.getcwd()
         req: dict[str, Any] = {"op": "run", "args": args, "dir": d}
         if stdin is not None:
             req["stdin"] = base64.b64encode(stdin).decode("ascii")
+        if value:
+            req["stdout_json"] = True
         try:
             resp = self._call(req)
         except DaemonNotAnswering:
             if self._fallback != "engine" or args[0] not in ("build", "key"):
                 raise
             return self._run_engine(args, d, stdin)
-        out = base64.b64decode(resp.get("stdout") or "")
+        out: Any = _Value(resp["stdout_value"]) if "stdout_value" in resp else base64.b64decode(resp.get("stdout") or "")
         err = base64.b64decode(resp.get("stderr") or "")
         code = int(resp.get("exit") or 0)
         e = _reply_error(resp)
@@ -1007,7 +1016,18 @@ def _text(b: bytes) -> str:
     return b.decode("utf-8", "replace").strip()
 
 
-def _json_output(out: bytes, err: bytes, code: int) -> Any:
+class _Value:
+    """A command's JSON output, decoded with the daemon's reply."""
+
+    __slots__ = ("v",)
+
+    def __init__(self, v: Any) -> None:
+        self.v = v
+
+
+def _json_output(out: "bytes | _Value", err: bytes, code: int) -> Any:
+    if isinstance(out, _Value):
+        return out.v
     try:
         return json.loads(out)
     except ValueError:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import json
 import os
@@ -531,6 +532,54 @@ class TestProtocol2(DaemonTest):
         self.assertEqual(r["status"], "miss", r)
         self.assertIn((1, "stop"), asked)
         self.assertNotEqual(c.ping(), os.getpid())
+
+
+    def test_reply_value_or_bytes(self) -> None:
+        # A build asks for its output as a JSON value; a daemon that sends
+        # it so, and one that predates the field and sends the bytes, give
+        # the same response.
+        for with_value in (True, False):
+            with self.subTest(with_value=with_value):
+                c = self.client()
+                os.makedirs(c.daemon_dir, mode=0o700, exist_ok=True)
+                srv = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+                srv.bind(c.socket_path)
+                srv.listen(1)
+                srv.settimeout(DEADLINE)
+                self.addCleanup(srv.close)
+                out = {"status": "hit", "key": "ab" * 32}
+                asked: list = []
+
+                def serve() -> None:
+                    conn, _ = srv.accept()
+                    with conn:
+                        conn.settimeout(DEADLINE)
+                        while True:
+                            try:
+                                n = int.from_bytes(recv_exact(conn, 4), "little")
+                            except (OSError, EOFError):
+                                return
+                            req = json.loads(recv_exact(conn, n))
+                            asked.append(req)
+                            if req.get("op") == "hello":
+                                resp = {"protocol": 2, "env_names": [], "pid": os.getpid()}
+                            elif with_value and req.get("stdout_json"):
+                                resp = {"protocol": 2, "stdout_value": out, "exit": 0}
+                            else:
+                                resp = {"protocol": 2, "stdout": base64.b64encode(json.dumps(out).encode()).decode(), "exit": 0}
+                            body = json.dumps(resp).encode()
+                            conn.sendall(len(body).to_bytes(4, "little") + body)
+
+                t = threading.Thread(target=serve, daemon=True)
+                t.start()
+                r = c.build(self.request)
+                c.close()
+                t.join(DEADLINE)
+                srv.close()
+                os.unlink(c.socket_path)
+                self.assertEqual(r, out)
+                runs = [q for q in asked if q.get("op") == "run"]
+                self.assertTrue(runs and runs[0].get("stdout_json") is True, asked)
 
 
 @unittest.skipUnless(hasattr(os, "getuid") and os.getuid() == 0, "needs root to make files of another user")
