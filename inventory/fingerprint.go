@@ -69,6 +69,10 @@ type FingerprintOptions struct {
 	// error makes the fingerprint unavailable. It is called from one
 	// goroutine at a time.
 	BeforeDir func(resolvedDir string) error
+	// DigestOnly leaves Content.Roots nil: the digest (and Files and
+	// Bytes) are the same, but no record is built for an entry, which
+	// saves an allocation or more per file when nobody reads them.
+	DigestOnly bool
 }
 
 // Fingerprint returns the content fingerprint of roots, or an
@@ -152,7 +156,7 @@ func FingerprintExtraSources(paths []string, extraFingerprint Value) (Sum, error
 			}
 			roots = append(roots, r)
 		}
-		c, err := Fingerprint(roots)
+		c, err := FingerprintWith(roots, FingerprintOptions{DigestOnly: true})
 		if err != nil {
 			return Sum{}, err
 		}
@@ -197,7 +201,10 @@ func fingerprintWith(roots []ContentRoot, opt FingerprintOptions, sched schedule
 	}
 	// 2. Check that nothing changed meanwhile, and meanwhile take the
 	// digest of what was read (thrown away when the check fails).
-	vals := make([]Value, len(order))
+	var vals []Value
+	if !opt.DigestOnly {
+		vals = make([]Value, len(order))
+	}
 	var d Sum
 	digested := make(chan struct{})
 	go func() {
@@ -209,26 +216,37 @@ func fingerprintWith(roots []ContentRoot, opt FingerprintOptions, sched schedule
 	if err != nil {
 		return nil, err
 	}
+	c := &Content{Digest: d}
+	for _, n := range order {
+		if n.kind == kindReg {
+			c.Files++
+			c.Bytes += n.size
+		}
+	}
+	if vals != nil {
+		c.Roots = rootRecords(roots, ends, vals)
+	}
+	return c, nil
+}
 
-	c := &Content{Digest: d, Roots: make(List, len(roots))}
+// rootRecords returns the records of the roots, whose entries are vals
+// (ends delimits the roots; nil for an entry that is left out).
+func rootRecords(roots []ContentRoot, ends []int, vals []Value) List {
+	out := make(List, len(roots))
 	start := 0
 	for i, r := range roots {
 		// A root's entries are its part of vals, the nils (directories of
 		// a python-only root) squeezed out in place.
 		entries := List(vals[start:start:ends[i]])
-		for j, n := range order[start:ends[i]] {
-			if v := vals[start+j]; v != nil {
+		for _, v := range vals[start:ends[i]] {
+			if v != nil {
 				entries = append(entries, v)
 			}
-			if n.kind == kindReg {
-				c.Files++
-				c.Bytes += n.size
-			}
 		}
-		c.Roots[i] = T(StrFromOSBytes(r.path), Bool(r.pythonOnly), entries)
+		out[i] = T(StrFromOSBytes(r.path), Bool(r.pythonOnly), entries)
 		start = ends[i]
 	}
-	return c, nil
+	return out
 }
 
 // encodeChunk is the number of entries encoded together by digestContent.
@@ -244,7 +262,8 @@ var encodeBufs = sync.Pool{New: func() any { b := make([]byte, 0, 64<<10); retur
 // StrFromOSBytes, so they need no validation). Chunks of encodeChunk
 // entries are encoded on workers goroutines into pooled buffers, a
 // bounded number ahead, and hashed in order by the calling goroutine. It
-// sets vals[i] to the entry of order[i] (nil for none). Tests compare the
+// sets vals[i] to the entry of order[i] (nil for none), unless vals is
+// nil: then it builds no record at all. Tests compare the
 // digest with Digest of the record.
 func digestContent(roots []ContentRoot, order []*node, ends []int, vals []Value, workers int) Sum {
 	enc := newContentEncoder(roots, order, ends)
@@ -332,39 +351,27 @@ func newContentEncoder(roots []ContentRoot, order []*node, ends []int) *contentE
 func skipsEntry(n *node) bool { return n.kind == kindDir && n.root.pythonOnly }
 
 // appendRange appends the encoding of order[lo:hi] with the separators
-// and the roots' openings and closings that fall in it, and sets vals.
+// and the roots' openings and closings that fall in it, and sets vals
+// (unless it is nil).
 func (e *contentEncoder) appendRange(dst []byte, lo, hi int, vals []Value) []byte {
-	// The entries' tuples share one backing array, and their digests one
-	// string of hex, a few allocations per chunk rather than per entry.
-	var sums strings.Builder
-	sums.Grow(2 * len(Sum{}) * (hi - lo))
-	var hexSum [2 * len(Sum{})]byte
-	for _, n := range e.order[lo:hi] {
-		if n.kind == kindReg {
-			hex.Encode(hexSum[:], n.sum[:])
-			sums.Write(hexSum[:])
-		}
+	var s *entrySlab
+	if vals != nil {
+		s = newEntrySlab(e.order[lo:hi])
 	}
-	s := entrySlab{items: make([]Value, 0, 5*(hi-lo)), sums: sums.String()}
 	for i := lo; i < hi; i++ {
 		r := int(e.rootOf[i])
 		if i == e.starts[r] {
-			if r > 0 {
-				dst = append(dst, ',')
-			}
-			dst = append(dst, `["tuple",[`...)
-			dst = appendStrT(dst, string(StrFromOSBytes(e.roots[r].path)))
-			if e.roots[r].pythonOnly {
-				dst = append(dst, `,["bool",true],["list",[`...)
-			} else {
-				dst = append(dst, `,["bool",false],["list",[`...)
-			}
+			dst = e.appendRootOpening(dst, r)
 		}
 		if n := e.order[i]; !skipsEntry(n) {
 			if i != e.first[r] {
 				dst = append(dst, ',')
 			}
-			dst, vals[i] = appendEntry(dst, n, &s)
+			var v Value
+			dst, v = appendEntry(dst, n, s)
+			if vals != nil {
+				vals[i] = v
+			}
 		}
 		if i == e.ends[r]-1 {
 			dst = append(dst, `]]]]`...)
@@ -373,11 +380,41 @@ func (e *contentEncoder) appendRange(dst []byte, lo, hi int, vals []Value) []byt
 	return dst
 }
 
+// appendRootOpening appends the encoding of root r up to the opening of
+// its list of entries, after a separator unless it is the first root.
+func (e *contentEncoder) appendRootOpening(dst []byte, r int) []byte {
+	if r > 0 {
+		dst = append(dst, ',')
+	}
+	dst = append(dst, `["tuple",[`...)
+	dst = appendStrT(dst, string(StrFromOSBytes(e.roots[r].path)))
+	if e.roots[r].pythonOnly {
+		return append(dst, `,["bool",true],["list",[`...)
+	}
+	return append(dst, `,["bool",false],["list",[`...)
+}
+
 // entrySlab holds what appendEntry takes its records from: room for
 // their items, and the hex digests of the files still to come, in order.
 type entrySlab struct {
 	items []Value
 	sums  string
+}
+
+// newEntrySlab returns a slab for the records of nodes: the entries'
+// tuples share one backing array, and their digests one string of hex, a
+// few allocations per chunk rather than per entry.
+func newEntrySlab(nodes []*node) *entrySlab {
+	var sums strings.Builder
+	sums.Grow(2 * len(Sum{}) * len(nodes))
+	var hexSum [2 * len(Sum{})]byte
+	for _, n := range nodes {
+		if n.kind == kindReg {
+			hex.Encode(hexSum[:], n.sum[:])
+			sums.Write(hexSum[:])
+		}
+	}
+	return &entrySlab{items: make([]Value, 0, 5*len(nodes)), sums: sums.String()}
 }
 
 // tuple returns a tuple of the items, in s's items.
@@ -389,7 +426,7 @@ func (s *entrySlab) tuple(items ...Value) Tuple {
 
 // appendEntry appends T of n's entry and returns the entry as a record,
 // converting its strings once for both, and taking its items and digest
-// from s.
+// from s. With s nil it returns no record (nil).
 func appendEntry(dst []byte, n *node, s *entrySlab) ([]byte, Value) {
 	rel, resolved := StrFromOSBytes(n.rel), StrFromOSBytes(n.resolved)
 	if n.kind == kindDir {
@@ -397,10 +434,12 @@ func appendEntry(dst []byte, n *node, s *entrySlab) ([]byte, Value) {
 		dst = appendStrT(dst, string(rel))
 		dst = append(dst, ',')
 		dst = appendStrT(dst, string(resolved))
-		return append(dst, "]]"...), s.tuple(Str("directory"), rel, resolved)
+		dst = append(dst, "]]"...)
+		if s == nil {
+			return dst, nil
+		}
+		return dst, s.tuple(Str("directory"), rel, resolved)
 	}
-	sum := Str(s.sums[:2*len(n.sum)])
-	s.sums = s.sums[2*len(n.sum):]
 	dst = append(dst, `["tuple",[["str","66696c65"],`...) // "file"
 	dst = appendStrT(dst, string(rel))
 	dst = append(dst, ',')
@@ -408,8 +447,34 @@ func appendEntry(dst []byte, n *node, s *entrySlab) ([]byte, Value) {
 	dst = append(dst, `,["int","`...)
 	dst = strconv.AppendInt(dst, n.size, 10)
 	dst = append(dst, `"],`...)
+	if s == nil {
+		dst = appendSumT(dst, &n.sum)
+		return append(dst, "]]"...), nil
+	}
+	sum := Str(s.sums[:2*len(n.sum)])
+	s.sums = s.sums[2*len(n.sum):]
 	dst = appendStrT(dst, string(sum))
 	return append(dst, "]]"...), s.tuple(Str("file"), rel, resolved, IntOf(n.size), sum)
+}
+
+// hexOfHex maps a byte to the hex of its two lowercase hex digits.
+var hexOfHex = func() (t [256][4]byte) {
+	const digits = "0123456789abcdef"
+	for b := range t {
+		hi, lo := digits[b>>4], digits[b&15]
+		t[b] = [4]byte{digits[hi>>4], digits[hi&15], digits[lo>>4], digits[lo&15]}
+	}
+	return t
+}()
+
+// appendSumT appends T of the Str of sum's lowercase hex, as appendStrT
+// of hex.EncodeToString(sum[:]) does, without the string between.
+func appendSumT(dst []byte, sum *Sum) []byte {
+	dst = append(dst, `["str","`...)
+	for _, b := range sum {
+		dst = append(dst, hexOfHex[b][:]...)
+	}
+	return append(dst, `"]`...)
 }
 
 // Limits and sizes of the walk.

@@ -101,7 +101,26 @@ func checkContent(t *testing.T, roots []ContentRoot, opt FingerprintOptions, wan
 	if d := MustDigest(wantRec); c.Digest != d {
 		t.Fatalf("digest %s, want %s", c.Digest, d)
 	}
+	checkDigestOnly(t, roots, opt, c)
 	return c
+}
+
+// checkDigestOnly fingerprints roots with DigestOnly and compares the
+// result with full, the fingerprint with records.
+func checkDigestOnly(t *testing.T, roots []ContentRoot, opt FingerprintOptions, full *Content) {
+	t.Helper()
+	opt.DigestOnly = true
+	c, err := FingerprintWith(roots, opt)
+	if err != nil {
+		t.Fatalf("Fingerprint with DigestOnly: %v", err)
+	}
+	if c.Digest != full.Digest || c.Files != full.Files || c.Bytes != full.Bytes {
+		t.Fatalf("DigestOnly: digest %s, %d files, %d bytes; with records %s, %d files, %d bytes",
+			c.Digest, c.Files, c.Bytes, full.Digest, full.Files, full.Bytes)
+	}
+	if c.Roots != nil {
+		t.Fatalf("DigestOnly: Roots = %s, want nil", describe(c.Roots))
+	}
 }
 
 // describe renders a record readably for failure messages.
@@ -1141,6 +1160,10 @@ func TestFingerprintReference(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		if d := MustDigest(c.Record()); c.Digest != d {
+			t.Errorf("python only %v, roots %q: digest %s, of the record %s", tc.pythonOnly, tc.paths, c.Digest, d)
+		}
+		checkDigestOnly(t, roots, FingerprintOptions{}, c)
 		args := []string{script}
 		if tc.pythonOnly {
 			args = append(args, "--python-only")

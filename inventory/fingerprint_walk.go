@@ -383,12 +383,15 @@ func (w *walker) classifyChildren(n *node) []*node {
 	// One allocation for the children's nodes, not one each: most of the
 	// walk's nodes are files in small directories.
 	slab := make([]node, len(n.listing))
+	paths, off := childPaths(n.resolved, n.listing), 0
 	var local []*node
 classify:
 	for i, d := range n.listing {
 		c := &slab[i]
+		end := strings.IndexByte(paths[off:], 0) + off
 		*c = node{parent: n, idx: int32(len(n.children)), depth: n.depth + 1, root: n.root,
-			name: d.name, resolved: joinPath(n.resolved, d.name)}
+			name: d.name, resolved: paths[off:end]}
+		off = end + 1
 		c.rel = childRel(n, c.resolved, d.name)
 		kind := d.kind
 		if kind == kindUnknown {
@@ -437,6 +440,29 @@ classify:
 		}
 	}
 	return local
+}
+
+// childPaths returns joinPath(dir, name) for the names of listing, each
+// followed by a NUL, in one string: one allocation for the paths of a
+// directory's children rather than one each. (A name has no NUL.)
+func childPaths(dir string, listing []dirent) string {
+	sep := "/"
+	if strings.HasSuffix(dir, "/") {
+		sep = ""
+	}
+	size := 0
+	for _, d := range listing {
+		size += len(dir) + len(sep) + len(d.name) + 1
+	}
+	var b strings.Builder
+	b.Grow(size)
+	for _, d := range listing {
+		b.WriteString(dir)
+		b.WriteString(sep)
+		b.WriteString(d.name)
+		b.WriteByte(0)
+	}
+	return b.String()
 }
 
 // hashLocal reads the files of one directory through its descriptor; a

@@ -105,7 +105,7 @@ func contentFallback(ci ComponentInputs, before func(string) error) (inventory.V
 		}
 		return inventory.T(inventory.Str("ptojit-content"), inventory.None{}, version), 0, ""
 	}
-	content, err := inventory.FingerprintWith(ci.Roots, inventory.FingerprintOptions{BeforeDir: before})
+	content, err := inventory.FingerprintWith(ci.Roots, inventory.FingerprintOptions{BeforeDir: before, DigestOnly: true})
 	if err != nil {
 		return nil, 0, readFailure(err)
 	}

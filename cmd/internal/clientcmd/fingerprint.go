@@ -97,7 +97,8 @@ func runFingerprint(env *cli.Env, o fingerprintOptions, args []string) error {
 	)
 	var content *inventory.Content
 	if len(roots) > 0 || !o.extra {
-		content, err = inventory.Fingerprint(roots)
+		// The records are built only to be printed.
+		content, err = inventory.FingerprintWith(roots, inventory.FingerprintOptions{DigestOnly: !o.records})
 	}
 	if content != nil {
 		res.Files, res.Bytes = content.Files, content.Bytes
