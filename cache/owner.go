@@ -148,21 +148,31 @@ func checkOne(root, p string, fi fs.FileInfo, want, depth int) error {
 // settings file is read with it, on every request, where a walk of the
 // whole directory would cost too much.
 func CheckFile(dir, name string) error {
+	_, err := CheckFileStat(dir, name)
+	return err
+}
+
+// CheckFileStat is CheckFile that also returns what it found of the file
+// (os.Stat: a symbolic link followed), nil when dir or the file does not
+// exist, so that a caller needs no stat of its own.
+func CheckFileStat(dir, name string) (fs.FileInfo, error) {
 	want := os.Geteuid()
 	if testEUID != nil {
 		want = testEUID()
 	}
+	var fi fs.FileInfo
 	for _, p := range []string{dir, filepath.Join(dir, name)} {
-		fi, err := os.Stat(p)
+		var err error
+		fi, err = os.Stat(p)
 		if errors.Is(err, fs.ErrNotExist) {
-			return nil
+			return nil, nil
 		}
 		if err != nil {
-			return err
+			return nil, err
 		}
 		if err := checkOne(dir, p, fi, want, 0); err != nil {
-			return err
+			return nil, err
 		}
 	}
-	return nil
+	return fi, nil
 }

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -158,15 +157,11 @@ func configPath(env *cli.Env, flag string) (string, error) {
 // read it; one that changes the file reads it with readConfig.
 func loadConfig(cacheDir string) (*config.File, error) {
 	path := filepath.Join(cacheDir, config.FileName)
-	if cache.CheckFile(cacheDir, config.FileName) != nil {
+	fi, err := cache.CheckFileStat(cacheDir, config.FileName)
+	if err != nil || fi == nil {
+		// Refused (it names the directory when the store opens), or
+		// absent: no settings.
 		return &config.File{Path: path}, nil
-	}
-	fi, err := os.Stat(path)
-	if errors.Is(err, fs.ErrNotExist) {
-		return &config.File{Path: path}, nil
-	}
-	if err != nil {
-		return readConfig(cacheDir)
 	}
 	stamp := api.StatStamp(fi)
 	configMemo.mu.Lock()
