@@ -16,6 +16,7 @@ import (
 
 	"github.com/dgraph-io/badger/v4"
 	"github.com/dgraph-io/badger/v4/options"
+	"github.com/dgraph-io/badger/v4/table"
 )
 
 // Badger database layout. Every key starts with a one-byte kind:
@@ -262,6 +263,34 @@ func mappedDir(dir string) string {
 		dir = d
 	}
 	return dir
+}
+
+// releaseTables drops the pages of the store's tables from the resident
+// set after a scan of the whole store (loading the index, a full listing,
+// Verify, a compaction) touched every page of them (see dropTables). The
+// advice would discard the data of whatever the kernel mapped at a table's
+// address range if Badger unmapped the table meanwhile (a compaction
+// deletes tables), so it covers only tables an open iterator holds: a
+// table listed before and after the iterator was made was in the levels
+// when it was made (table ids are never reused), and an iterator keeps a
+// reference to every table, which Badger unmaps only when the last one
+// goes.
+func (b *badgerDB) releaseTables() {
+	before := make(map[uint64]bool)
+	for _, t := range b.db.Tables() {
+		before[t.ID] = true
+	}
+	txn := b.db.NewTransaction(false)
+	defer txn.Discard()
+	it := txn.NewIterator(badger.IteratorOptions{}) // every table of every level
+	defer it.Close()
+	held := make(map[string]bool)
+	for _, t := range b.db.Tables() {
+		if before[t.ID] {
+			held[table.IDToFilename(t.ID)] = true
+		}
+	}
+	dropTables(b.mapDir, held)
 }
 
 // pageOutEvery is how many bytes of chunks a Put, a reader or Verify

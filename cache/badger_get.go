@@ -320,7 +320,7 @@ func (b *badgerDB) loadLocked() error {
 		}
 	}()
 	b.idx = x
-	releaseTables(b.mapDir) // the scan read every table
+	b.releaseTables() // the scan read every table
 	return nil
 }
 

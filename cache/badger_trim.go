@@ -133,7 +133,7 @@ func (b *badgerDB) compact() error {
 	if err := b.db.Flatten(1); err != nil {
 		return fmt.Errorf("compact: %w", err)
 	}
-	releaseTables(b.mapDir) // the compaction read every table
+	b.releaseTables() // the compaction read every table
 	return nil
 }
 

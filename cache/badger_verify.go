@@ -39,7 +39,7 @@ func (b *badgerDB) verify(ctx context.Context, reportOnly bool) (*VerifyReport, 
 	if err := b.loadLocked(); err != nil {
 		return nil, err
 	}
-	defer releaseTables(b.mapDir) // the check read every table
+	defer b.releaseTables() // the check read every table
 	r := &VerifyReport{}
 	// Badger's iterators skip a block that fails its checksum without an
 	// error, so the tables are checked first, as a whole.

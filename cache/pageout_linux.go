@@ -17,31 +17,34 @@ import (
 // blob written or read would stay in the process's resident set until
 // memory is short. (Tables are not paged out: their pages serve every
 // lookup, and reclaiming them would make hits read the disk; see
-// releaseTables.) The advice moves no data and is harmless on a range that
+// dropTables.) The advice moves no data and is harmless on a range that
 // was unmapped or remapped meanwhile; dirty pages stay until written back.
 // Errors are ignored: it is an optimization of memory, not of
 // correctness.
-func pageOut(dir string) { adviseMapped(dir, ".vlog", unix.MADV_PAGEOUT) }
+func pageOut(dir string) {
+	adviseMapped(dir, func(name string) bool { return strings.HasSuffix(name, ".vlog") }, unix.MADV_PAGEOUT)
+}
 
-// releaseTables drops the pages of dir's tables from this process's
-// resident set (madvise MADV_DONTNEED over each .sst mapping) after a
-// scan of the whole store (loading the index, a listing, Verify, a
-// compaction) touched every page of them. The tables are shared mappings
-// of files Badger only reads, so their pages stay in the page cache: a
-// lookup that needs one again maps it back without reading the disk, and
-// nothing it reads changes.
-func releaseTables(dir string) { adviseMapped(dir, ".sst", unix.MADV_DONTNEED) }
+// dropTables drops the pages of the tables of dir named in held from this
+// process's resident set (madvise MADV_DONTNEED over their mappings; see
+// badgerDB.releaseTables, which makes sure none of them is unmapped
+// meanwhile). The tables are shared mappings of files Badger only reads,
+// so their pages stay in the page cache: a lookup that needs one again
+// maps it back without reading the disk, and nothing it reads changes.
+func dropTables(dir string, held map[string]bool) {
+	adviseMapped(dir, func(name string) bool { return held[name] }, unix.MADV_DONTNEED)
+}
 
 // adviseMapped gives advice over each mapping of a file of dir whose
-// name ends in suffix, as /proc/self/maps lists them.
-func adviseMapped(dir, suffix string, advice int) {
+// name want accepts, as /proc/self/maps lists them.
+func adviseMapped(dir string, want func(name string) bool, advice int) {
 	maps, err := os.ReadFile("/proc/self/maps")
 	if err != nil {
 		return
 	}
 	for line := range bytes.Lines(maps) {
 		start, end, path, ok := parseMapsLine(line)
-		if !ok || !strings.HasSuffix(path, suffix) || filepath.Dir(path) != dir {
+		if !ok || filepath.Dir(path) != dir || !want(filepath.Base(path)) {
 			continue
 		}
 		_, _, _ = unix.Syscall(unix.SYS_MADVISE, uintptr(start), uintptr(end-start), uintptr(advice))

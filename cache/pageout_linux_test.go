@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/dgraph-io/badger/v4"
+	"github.com/dgraph-io/badger/v4/table"
 )
 
 func TestParseMapsLine(t *testing.T) {
@@ -108,4 +109,69 @@ func TestScansReleaseTables(t *testing.T) {
 			t.Fatalf("entry %d after the scans: %v", i, err)
 		}
 	}
+}
+
+// TestDropTablesOnlyHeld: dropTables advises only the tables it is given
+// (those an open iterator holds, see releaseTables); another table's
+// pages stay resident.
+func TestDropTablesOnlyHeld(t *testing.T) {
+	dir := t.TempDir()
+	b := open(t, dir, Options{})
+	for i := range 12000 { // several memtables: several tables
+		e, d := scaleEntry(i)
+		if err := b.Put(ctx, e, Readers(d)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	b.Close()
+	b = open(t, dir, Options{})
+	var names []string
+	for _, ti := range b.db.Tables() {
+		names = append(names, table.IDToFilename(ti.ID))
+	}
+	if len(names) < 2 {
+		t.Fatalf("%d tables: want two", len(names))
+	}
+	if err := b.db.View(func(txn *badger.Txn) error {
+		return iterate(txn, kindEntry, func([]byte, *badger.Item) error { return nil })
+	}); err != nil {
+		t.Fatal(err)
+	}
+	before := fileRSS(t, b.mapDir)
+	if before[names[0]] == 0 || before[names[1]] == 0 {
+		t.Fatalf("tables resident before: %v", before)
+	}
+	dropTables(b.mapDir, map[string]bool{names[0]: true})
+	after := fileRSS(t, b.mapDir)
+	if after[names[0]] != 0 || after[names[1]] != before[names[1]] {
+		t.Errorf("resident after dropping %s: %v, before %v", names[0], after, before)
+	}
+}
+
+// fileRSS is the resident size of each file of dir this process maps,
+// by name, from /proc/self/smaps.
+func fileRSS(t *testing.T, dir string) map[string]int64 {
+	t.Helper()
+	smaps, err := os.ReadFile("/proc/self/smaps")
+	if err != nil {
+		t.Skip(err)
+	}
+	out := make(map[string]int64)
+	cur := ""
+	for line := range bytes.Lines(smaps) {
+		if f := strings.Fields(string(line)); len(f) == 3 && f[0] == "Rss:" {
+			if cur != "" {
+				kb, _ := strconv.ParseInt(f[1], 10, 64)
+				out[cur] += kb << 10
+			}
+			continue
+		}
+		if _, _, path, ok := parseMapsLine(line); ok && bytes.IndexByte(line[:bytes.IndexByte(line, ' ')], '-') > 0 {
+			cur = ""
+			if filepath.Dir(path) == dir {
+				cur = filepath.Base(path)
+			}
+		}
+	}
+	return out
 }

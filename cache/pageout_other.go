@@ -6,5 +6,5 @@ package cache
 // returned with madvise only on Linux.
 func pageOut(dir string) {}
 
-// releaseTables does nothing: see pageOut.
-func releaseTables(dir string) {}
+// dropTables does nothing: see pageOut.
+func dropTables(dir string, held map[string]bool) {}

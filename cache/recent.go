@@ -73,7 +73,7 @@ func (b *badgerDB) ListRecent(ctx context.Context, limit int, fn func(*Entry) er
 		return err
 	}
 	if limit <= 0 {
-		defer releaseTables(b.mapDir) // the listing read every entry
+		defer b.releaseTables() // the listing read every entry
 	}
 	for i, k := range keys {
 		if err := ctx.Err(); err != nil {
