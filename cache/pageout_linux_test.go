@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/dgraph-io/badger/v4"
 	"github.com/dgraph-io/badger/v4/table"
@@ -174,4 +175,63 @@ func fileRSS(t *testing.T, dir string) map[string]int64 {
 		}
 	}
 	return out
+}
+
+// TestReleaseTablesDuringCompactions: whole-store scans, which release
+// the tables' pages, run while Puts replace entries and compactions
+// rewrite and delete tables; every entry then reads back whole.
+func TestReleaseTablesDuringCompactions(t *testing.T) {
+	dir := t.TempDir()
+	b := open(t, dir, Options{})
+	const n = 1000
+	for i := range n {
+		e, d := scaleEntry(i)
+		if err := b.Put(ctx, e, Readers(d)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	done := make(chan error, 1)
+	go func() {
+		defer close(done)
+		for round := range 2 {
+			for i := range n {
+				e, d := scaleEntry(i)
+				e.CompileTime = time.Duration(round+1) * time.Millisecond // a new value: old versions become garbage
+				if err := b.Put(ctx, e, Readers(d)); err != nil {
+					done <- err
+					return
+				}
+			}
+			if err := b.compact(); err != nil {
+				done <- err
+				return
+			}
+		}
+	}()
+	scans := 0
+	for running := true; running; {
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Fatal(err)
+			}
+			running = false
+		default:
+			if _, err := b.Verify(ctx); err != nil {
+				t.Fatal(err)
+			}
+			scans++
+		}
+	}
+	for i := range n {
+		e, d := scaleEntry(i)
+		hit, err := b.Get(ctx, e.Key)
+		if err != nil {
+			t.Fatalf("entry %d after %d scans: %v", i, scans, err)
+		}
+		got, err := hit.ReadAll()
+		if err != nil || !bytes.Equal(got[0], d) || hit.Entry.CompileTime != 2*time.Millisecond {
+			t.Fatalf("entry %d after %d scans: %v, compile time %v", i, scans, err, hit.Entry.CompileTime)
+		}
+	}
 }

@@ -20,6 +20,7 @@ import (
 	"github.com/ptojit/ptojit/api"
 	"github.com/ptojit/ptojit/api/client"
 	"github.com/ptojit/ptojit/internal/config"
+	"github.com/ptojit/ptojit/internal/fixture"
 )
 
 // TestSettingsNameAgrees: the settings file the clients read the
@@ -68,12 +69,12 @@ func TestDaemonUnderSIGSTOP(t *testing.T) {
 	}
 	want := outputsOf(t, out)
 	pid := w.status().Server.PID
-	if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
-		t.Fatal(err)
-	}
 	// Before the world's cleanup stops the daemon (cleanups run last in,
 	// first out).
 	t.Cleanup(func() { syscall.Kill(pid, syscall.SIGCONT) })
+	if err := fixture.StopProcess(pid); err != nil {
+		t.Fatal(err)
+	}
 	const bound = 500 * time.Millisecond
 	w.env = append(w.env, api.NoAnswerVariable+"="+bound.String())
 	var r api.Response
