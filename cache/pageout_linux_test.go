@@ -183,7 +183,7 @@ func fileRSS(t *testing.T, dir string) map[string]int64 {
 func TestReleaseTablesDuringCompactions(t *testing.T) {
 	dir := t.TempDir()
 	b := open(t, dir, Options{})
-	const n = 1000
+	const n = 500
 	for i := range n {
 		e, d := scaleEntry(i)
 		if err := b.Put(ctx, e, Readers(d)); err != nil {
@@ -208,6 +208,8 @@ func TestReleaseTablesDuringCompactions(t *testing.T) {
 			}
 		}
 	}()
+	// A few scans while the writer runs (each holds the store's lock,
+	// which Puts wait for), then wait for it.
 	scans := 0
 	for running := true; running; {
 		select {
@@ -217,7 +219,17 @@ func TestReleaseTablesDuringCompactions(t *testing.T) {
 			}
 			running = false
 		default:
+			if scans == 6 {
+				if err := <-done; err != nil {
+					t.Fatal(err)
+				}
+				running = false
+				break
+			}
 			if _, err := b.Verify(ctx); err != nil {
+				t.Fatal(err)
+			}
+			if err := ListRecent(ctx, b, 0, func(*Entry) error { return nil }); err != nil {
 				t.Fatal(err)
 			}
 			scans++
