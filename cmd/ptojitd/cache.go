@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"maps"
 	"math"
+	"runtime/debug"
 	"slices"
 	"strings"
 	"text/tabwriter"
@@ -110,11 +111,30 @@ func runCacheSubcommand(ctx context.Context, env *cli.Env, name string, nargs in
 	if cerr := release(); err == nil {
 		err = cerr
 	}
+	if engine.store != nil && scansStore(name, o) {
+		// The daemon's store: the command's transient buffers (entries
+		// listed, blobs verified, tables rebuilt) go back to the system
+		// before the reply, not when memory is short, so that the daemon
+		// is at its live size between commands.
+		debug.FreeOSMemory()
+	}
 	var nw *needWipe
 	if errors.As(err, &nw) {
 		return wipeCache(env, o, nw.err, engine.wiped != nil)
 	}
 	return err
+}
+
+// scansStore reports whether the cache subcommand name, with o, reads or
+// rewrites the whole store: verify, trim, clear, and ls of every entry.
+func scansStore(name string, o *cacheOptions) bool {
+	switch name {
+	case "verify", "trim", "clear":
+		return true
+	case "ls":
+		return o.ls.limit <= 0
+	}
+	return false
 }
 
 func init() {

@@ -9,7 +9,6 @@ import (
 	"math"
 	"os"
 	"path/filepath"
-	"runtime/debug"
 	"slices"
 	"strconv"
 	"strings"
@@ -603,12 +602,6 @@ func serveCommand(ctx context.Context, req *api.DaemonRequest) *api.DaemonRespon
 		jit.AwaitSync(ctx) // a build completes it in Driver.Build
 	}
 	err := program().Run(ctx, env, req.Args)
-	if scansStore(req.Args) {
-		// Its transient buffers (entries listed, blobs verified, tables
-		// rebuilt) go back to the system before the reply, not when memory
-		// is short: the daemon is at its live size between commands.
-		debug.FreeOSMemory()
-	}
 	if kind, data := commandKind(err); kind != "" {
 		// A failure the clients word themselves from its kind and data:
 		// the message goes in the reply, not on the command's stderr.
@@ -629,19 +622,6 @@ func withStdout(r *api.DaemonResponse, req *api.DaemonRequest, out []byte) *api.
 		r.Stdout = out
 	}
 	return r
-}
-
-// scansStore reports whether args is a cache command that reads or
-// rewrites the whole store: verify, trim, clear, and ls without --limit
-// (a limited listing reads only what it prints).
-func scansStore(args []string) bool {
-	if len(args) < 2 || args[0] != "cache" {
-		return false
-	}
-	if args[1] == "ls" {
-		return !slices.ContainsFunc(args[2:], func(a string) bool { return a == "--limit" || strings.HasPrefix(a, "--limit=") })
-	}
-	return slices.Contains([]string{"verify", "trim", "clear"}, args[1])
 }
 
 // commandKind returns the reply kind of a command that failed with err,
