@@ -37,28 +37,27 @@ func TestParseMapsLine(t *testing.T) {
 }
 
 // tableRSS is the resident size of this process's mappings of dir's
-// tables, from /proc/self/smaps.
+// tables, and how many tables it maps.
 func tableRSS(t *testing.T, dir string) (rss int64, mapped int) {
 	t.Helper()
-	smaps, err := os.ReadFile("/proc/self/smaps")
-	if err != nil {
-		t.Skip(err)
-	}
-	in := false
-	for line := range bytes.Lines(smaps) {
-		if _, _, path, ok := parseMapsLine(line); ok && bytes.IndexByte(line[:bytes.IndexByte(line, ' ')], '-') > 0 {
-			in = strings.HasSuffix(path, ".sst") && filepath.Dir(path) == dir
-			if in {
-				mapped++
-			}
-			continue
-		}
-		if f := strings.Fields(string(line)); in && len(f) == 3 && f[0] == "Rss:" {
-			kb, _ := strconv.ParseInt(f[1], 10, 64)
-			rss += kb << 10
+	for name, n := range fileRSS(t, dir) {
+		if strings.HasSuffix(name, ".sst") {
+			rss += n
+			mapped++
 		}
 	}
 	return rss, mapped
+}
+
+// putScale puts entries lo..hi-1 of TestScale's shape into b.
+func putScale(t *testing.T, b *Badger, lo, hi int) {
+	t.Helper()
+	for i := lo; i < hi; i++ {
+		e, d := scaleEntry(i)
+		if err := b.Put(ctx, e, Readers(d)); err != nil {
+			t.Fatal(err)
+		}
+	}
 }
 
 // TestScansReleaseTables: after a scan of the whole store (Verify, a full
@@ -67,12 +66,7 @@ func tableRSS(t *testing.T, dir string) (rss int64, mapped int) {
 func TestScansReleaseTables(t *testing.T) {
 	dir := t.TempDir()
 	b := open(t, dir, Options{})
-	for i := range 3000 {
-		e, d := scaleEntry(i)
-		if err := b.Put(ctx, e, Readers(d)); err != nil {
-			t.Fatal(err)
-		}
-	}
+	putScale(t, b, 0, 3000)
 	b.Close()
 	b = open(t, dir, Options{})
 	md := b.mapDir
@@ -118,12 +112,7 @@ func TestScansReleaseTables(t *testing.T) {
 func TestDropTablesOnlyHeld(t *testing.T) {
 	dir := t.TempDir()
 	b := open(t, dir, Options{})
-	for i := range 12000 { // several memtables: several tables
-		e, d := scaleEntry(i)
-		if err := b.Put(ctx, e, Readers(d)); err != nil {
-			t.Fatal(err)
-		}
-	}
+	putScale(t, b, 0, 12000) // several memtables: several tables
 	b.Close()
 	b = open(t, dir, Options{})
 	var names []string
@@ -167,7 +156,7 @@ func fileRSS(t *testing.T, dir string) map[string]int64 {
 			}
 			continue
 		}
-		if _, _, path, ok := parseMapsLine(line); ok && bytes.IndexByte(line[:bytes.IndexByte(line, ' ')], '-') > 0 {
+		if _, _, path, ok := parseMapsLine(line); ok { // a mapping's first line
 			cur = ""
 			if filepath.Dir(path) == dir {
 				cur = filepath.Base(path)
@@ -184,12 +173,7 @@ func TestReleaseTablesDuringCompactions(t *testing.T) {
 	dir := t.TempDir()
 	b := open(t, dir, Options{})
 	const n = 500
-	for i := range n {
-		e, d := scaleEntry(i)
-		if err := b.Put(ctx, e, Readers(d)); err != nil {
-			t.Fatal(err)
-		}
-	}
+	putScale(t, b, 0, n)
 	done := make(chan error, 1)
 	go func() {
 		defer close(done)
