@@ -447,14 +447,14 @@ func appendEntry(dst []byte, n *node, s *entrySlab) ([]byte, Value) {
 	dst = append(dst, `,["int","`...)
 	dst = strconv.AppendInt(dst, n.size, 10)
 	dst = append(dst, `"],`...)
+	dst = appendSumT(dst, &n.sum)
+	dst = append(dst, "]]"...)
 	if s == nil {
-		dst = appendSumT(dst, &n.sum)
-		return append(dst, "]]"...), nil
+		return dst, nil
 	}
 	sum := Str(s.sums[:2*len(n.sum)])
 	s.sums = s.sums[2*len(n.sum):]
-	dst = appendStrT(dst, string(sum))
-	return append(dst, "]]"...), s.tuple(Str("file"), rel, resolved, IntOf(n.size), sum)
+	return dst, s.tuple(Str("file"), rel, resolved, IntOf(n.size), sum)
 }
 
 // hexOfHex maps a byte to the hex of its two lowercase hex digits.

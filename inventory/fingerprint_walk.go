@@ -383,15 +383,16 @@ func (w *walker) classifyChildren(n *node) []*node {
 	// One allocation for the children's nodes, not one each: most of the
 	// walk's nodes are files in small directories.
 	slab := make([]node, len(n.listing))
-	paths, off := childPaths(n.resolved, n.listing), 0
+	paths, prefix := childPaths(n.resolved, n.listing)
+	off := 0
 	var local []*node
 classify:
 	for i, d := range n.listing {
 		c := &slab[i]
-		end := strings.IndexByte(paths[off:], 0) + off
+		end := off + prefix + len(d.name)
 		*c = node{parent: n, idx: int32(len(n.children)), depth: n.depth + 1, root: n.root,
 			name: d.name, resolved: paths[off:end]}
-		off = end + 1
+		off = end
 		c.rel = childRel(n, c.resolved, d.name)
 		kind := d.kind
 		if kind == kindUnknown {
@@ -442,17 +443,19 @@ classify:
 	return local
 }
 
-// childPaths returns joinPath(dir, name) for the names of listing, each
-// followed by a NUL, in one string: one allocation for the paths of a
-// directory's children rather than one each. (A name has no NUL.)
-func childPaths(dir string, listing []dirent) string {
+// childPaths returns joinPath(dir, name) for the names of listing, one
+// after another in one string (one allocation for the paths of a
+// directory's children rather than one each), and the length of the
+// prefix each path has before its name.
+func childPaths(dir string, listing []dirent) (string, int) {
 	sep := "/"
 	if strings.HasSuffix(dir, "/") {
 		sep = ""
 	}
+	prefix := len(dir) + len(sep)
 	size := 0
 	for _, d := range listing {
-		size += len(dir) + len(sep) + len(d.name) + 1
+		size += prefix + len(d.name)
 	}
 	var b strings.Builder
 	b.Grow(size)
@@ -460,9 +463,8 @@ func childPaths(dir string, listing []dirent) string {
 		b.WriteString(dir)
 		b.WriteString(sep)
 		b.WriteString(d.name)
-		b.WriteByte(0)
 	}
-	return b.String()
+	return b.String(), prefix
 }
 
 // hashLocal reads the files of one directory through its descriptor; a
