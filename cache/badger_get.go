@@ -162,10 +162,7 @@ func (b *badgerDB) readSource(txn *badger.Txn, o Output) (*source, string, error
 		return nil, "", err
 	}
 	if item.ValueSize() < valueThreshold {
-		out, err := item.ValueCopy(nil)
-		if err != nil {
-			out = []byte{} // unreadable: fails its check
-		}
+		out := blobValue(item)
 		return &source{out: o, load: func() ([]byte, error) { return out, nil }}, "", nil
 	}
 	return &source{out: o, load: b.wholeLoader(o.Digest)}, "", nil
@@ -186,15 +183,23 @@ func (b *badgerDB) wholeLoader(d Digest) func() ([]byte, error) {
 				if err != nil {
 					return err
 				}
-				if out, err = item.ValueCopy(nil); err != nil {
-					// A value pointer into a damaged value log.
-					out = []byte{}
-				}
+				out = blobValue(item)
 				return nil
 			})
 		})
 		return out, err
 	}
+}
+
+// blobValue copies the value of a blob's item; an unreadable one (a value
+// pointer into a damaged value log) yields no bytes, which fail the blob's
+// check.
+func blobValue(item *badger.Item) []byte {
+	out, err := item.ValueCopy(nil)
+	if err != nil {
+		return []byte{}
+	}
+	return out
 }
 
 // readChunked reads and checks the chunk list of output o.
