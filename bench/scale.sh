@@ -67,7 +67,7 @@ daemon() {
 	export PTOJIT_CACHE_DIR=$c XDG_RUNTIME_DIR=$work/run
 	local pt=$work/bin/ptojit req=$ex/vadd/request.json
 	"$pt" build --request "$req" >/dev/null # the miss
-	for _ in $(seq 200); do "$pt" build --request "$req" --json; done |
+	hits=$(for _ in $(seq 200); do "$pt" build --request "$req" --json; done |
 		python3 -c 'import json, statistics, sys
 s, d, t = sys.stdin.read(), json.JSONDecoder(), []
 i = 0
@@ -76,8 +76,7 @@ while (i := len(s) - len(s[i:].lstrip())) < len(s):
     if r["status"] != "hit":
         sys.exit("ptojit build: " + r["status"] + ", want hit")
     t.append(r["timings"]["total"])
-print(f"{statistics.median(t) * 1e3:.1f}")' >"$work/hits"
-	hits=$(cat "$work/hits")
+print(f"{statistics.median(t) * 1e3:.1f}")')
 	p=$("$pt" daemon status --json | python3 -c 'import json, sys; print(json.load(sys.stdin)["server"]["pid"])')
 	r1=$(rss "$p")
 	stats=$(ms "$pt" cache stats)

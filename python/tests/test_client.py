@@ -533,7 +533,6 @@ class TestProtocol2(DaemonTest):
         self.assertIn((1, "stop"), asked)
         self.assertNotEqual(c.ping(), os.getpid())
 
-
     def test_reply_value_or_bytes(self) -> None:
         # A build asks for its output as a JSON value; a daemon that sends
         # it so, and one that predates the field and sends the bytes, give
