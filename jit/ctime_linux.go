@@ -27,3 +27,9 @@ func statKeyOf(fi os.FileInfo) (statKey, bool) {
 	return statKey{dev: uint64(st.Dev), ino: st.Ino, size: st.Size,
 		mtime: st.Mtim.Nano(), ctime: st.Ctim.Nano()}, true
 }
+
+// onlyLink reports whether fi is of a file with one link (no other name).
+func onlyLink(fi os.FileInfo) bool {
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	return ok && st.Nlink == 1
+}

@@ -126,6 +126,33 @@ func (l *DirListings) names(dir string) (map[string]struct{}, bool) {
 	return names, !pending
 }
 
+// current returns the listing of dir, filling it when there is none: a
+// token that stays dir's listing exactly while no event has happened in
+// dir or a directory above it since its watches were armed (see
+// isCurrent). Nil when dir cannot be memoized or another request is
+// reading it.
+func (l *DirListings) current(dir string) *listing {
+	l.mu.Lock()
+	e := l.m[dir]
+	pending := e != nil && e.pending
+	l.mu.Unlock()
+	switch {
+	case e == nil:
+		return l.fill(dir)
+	case pending:
+		return nil
+	}
+	return e
+}
+
+// isCurrent reports whether e, a listing current returned, is still the
+// listing of dir: no event dropped it since.
+func (l *DirListings) isCurrent(dir string, e *listing) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return e != nil && l.m[dir] == e
+}
+
 // allAbsent reports whether the listings say that every path of p is
 // absent; false when one exists or some cannot be answered (the caller
 // then checks them in order, with stats where needed).

@@ -659,7 +659,7 @@ func (d *Driver) resultKeyPhases(ctx context.Context, id *identity, ph *phases) 
 	if err != nil {
 		return noHeaders(), d.damagedManifest(ctx, id, err), nil
 	}
-	_, rk, why, ok := d.matchVariant(id.base, m.Variants)
+	_, rk, why, ok := d.matchVariant(id, m.Variants)
 	if !ok {
 		return noHeaders(), why, nil
 	}
@@ -701,10 +701,17 @@ func (d *Driver) knownHeaders(ctx context.Context, id *identity) []string {
 // changedHeader returns the name of the first header whose digest
 // differs from the recorded one (or that cannot be read), or "". Relative
 // names are relative to the base directory.
-func changedHeader(base baseDir, hs []headerDigest) string {
+func (d *Driver) changedHeader(id *identity, hs []headerDigest) string {
 	for _, h := range hs {
-		d, err := headerDigestOf(base.abs(h.Path))
-		if err != nil || d != h.Digest {
+		p := id.base.abs(h.Path)
+		var digest string
+		var err error
+		if l := d.opt.Listings; l != nil && filepath.IsAbs(p) && filepath.Clean(p) == p && id.inToolchainRoot(p) {
+			digest, err = watchedDigestOf(l, p)
+		} else {
+			digest, err = headerDigestOf(p)
+		}
+		if err != nil || digest != h.Digest {
 			return h.Path
 		}
 	}

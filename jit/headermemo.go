@@ -2,6 +2,7 @@ package jit
 
 import (
 	"os"
+	"path/filepath"
 	"time"
 )
 
@@ -71,4 +72,51 @@ func rememberable(key statKey, read time.Time, age time.Duration, restat func() 
 	}
 	k2, ok := statKeyOf(fi)
 	return ok && k2 == key
+}
+
+// watchedHeaders remembers, for each header inside a toolchain root that a
+// daemon checked, its digest and the listing of its directory that was
+// current before the check read the file's stat data (watchedDigestOf).
+var watchedHeaders memo[string, watchedHeader]
+
+type watchedHeader struct {
+	listing *listing
+	digest  string
+}
+
+// watchedDigestOf is headerDigestOf for a header inside a toolchain root,
+// on a daemon whose Watcher keeps l. The header is checked through the
+// watcher instead of a stat: while the listing of its directory that was
+// current before its last check is still current, no event has happened
+// in the directory or above it since the watches were armed (the daemon
+// handles every event of a change made before a request before the
+// request uses a memo, AwaitSync), and a write, a mode change, a
+// replacement or a rename of the file would have been one. So the file
+// is what that check found, and its digest is the one found then.
+//
+// Only a regular file that is its only link is remembered this way (a
+// write through another name of the same file is an event in that
+// name's directory only). A header that cannot be remembered, or whose
+// directory cannot be watched, is checked with headerDigestOf. What the
+// watch does not see, as for every memo the Watcher keeps: a write
+// through a shared memory mapping, and a file system mounted over a
+// directory of the path.
+func watchedDigestOf(l *DirListings, p string) (string, error) {
+	dir := filepath.Dir(p)
+	if e, ok := watchedHeaders.get(p); ok && l.isCurrent(dir, e.listing) {
+		return e.digest, nil
+	}
+	cur := l.current(dir)
+	one := false
+	if cur != nil {
+		if fi, err := os.Lstat(p); err == nil {
+			_, regular := statKeyOf(fi)
+			one = regular && onlyLink(fi)
+		}
+	}
+	d, err := headerDigestOf(p)
+	if err == nil && one {
+		watchedHeaders.put(p, watchedHeader{listing: cur, digest: d})
+	}
+	return d, err
 }

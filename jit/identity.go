@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 
 	"github.com/ptojit/ptojit/api"
 	"github.com/ptojit/ptojit/envaudit/envreg"
@@ -530,4 +531,23 @@ func choosePolicy(field, variable string) (p toolchain.Policy, where, warning st
 		return toolchain.DefaultPolicy, where, where + ": " + err.Error() + ": the toolchain identity is unusable and the build runs uncached"
 	}
 	return p, where, ""
+}
+
+// inToolchainRoot reports whether the absolute, clean path p lies inside a
+// content root of one of the identity's toolchain components: a header a
+// daemon may check through its watcher (watchedDigestOf). An application's
+// own headers lie outside them and are stat-checked on every request.
+func (id *identity) inToolchainRoot(p string) bool {
+	in := id.inputs
+	if in == nil {
+		return false
+	}
+	for _, c := range [...]*toolchain.ComponentInputs{&in.Pypto, &in.Runtime, &in.PtoIsa, &in.Ptoas, &in.DeviceToolchain} {
+		for _, r := range c.Roots {
+			if dir := r.Path(); len(p) > len(dir) && strings.HasPrefix(p, dir) && (p[len(dir)] == filepath.Separator || strings.HasSuffix(dir, string(filepath.Separator))) {
+				return true
+			}
+		}
+	}
+	return false
 }

@@ -60,7 +60,7 @@ func (d *Driver) remoteLookup(ctx context.Context, id *identity) (*flightResult,
 	if err != nil {
 		return nil, fmt.Sprintf("remote cache: the manifest of key %s is damaged (%v): ignored, the build compiles", id.key, err)
 	}
-	v, rk, _, ok := d.matchVariant(id.base, man.Variants)
+	v, rk, _, ok := d.matchVariant(id, man.Variants)
 	if !ok {
 		return nil, ""
 	}

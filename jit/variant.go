@@ -56,10 +56,11 @@ const noVariantMatches = "no header variant matches"
 // result is not a key is passed over. When none matches, ok is false and
 // why says what the newest variant found: the header that changed or
 // appeared. The local lookup and the remote tier's both match with it.
-func (d *Driver) matchVariant(base baseDir, vs []variant) (v variant, rk cache.Key, why string, ok bool) {
+func (d *Driver) matchVariant(id *identity, vs []variant) (v variant, rk cache.Key, why string, ok bool) {
 	why = noVariantMatches
+	base := id.base
 	for i, v := range vs {
-		if changed := changedHeader(base, v.Headers); changed != "" {
+		if changed := d.changedHeader(id, v.Headers); changed != "" {
 			if i == 0 {
 				why = "header changed since the last build: " + changed
 			}
