@@ -211,7 +211,7 @@ func baseDirSetting(env *cli.Env, cacheDir string) (string, error) {
 	if err != nil {
 		return "", nil // no cache directory: no settings file
 	}
-	f, err := loadConfig(cacheDir)
+	f, err := loadConfigIn(env.Memo, cacheDir)
 	if err != nil {
 		return "", err
 	}
@@ -237,7 +237,7 @@ func fileSetting(env *cli.Env, cacheDir, name string) (string, error) {
 	if err != nil {
 		return "", nil
 	}
-	f, err := loadConfig(cacheDir)
+	f, err := loadConfigIn(env.Memo, cacheDir)
 	if err != nil {
 		return "", err
 	}
@@ -395,7 +395,7 @@ func remoteFor(env *cli.Env, cacheDir string) (_ *remote.Chain, end func(), warn
 	if err != nil {
 		return nil, none, nil
 	}
-	s, err := resolveSettings(cacheDir, env.Getenv)
+	s, err := resolveSettings(env.Memo, cacheDir, env.Getenv)
 	if err != nil {
 		// storeFor has refused the same settings already.
 		return nil, none, nil

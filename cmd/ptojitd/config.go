@@ -183,6 +183,29 @@ func loadConfig(cacheDir string) (*config.File, error) {
 	return f, err
 }
 
+// commandConfig is a settings file as one command read it (loadConfigIn).
+type commandConfig struct {
+	f   *config.File
+	err error
+}
+
+// configOf keys a command's reading of a cache directory's settings file in
+// its cli.Memo.
+type configOf string
+
+// loadConfigIn is loadConfig read once per command, m being the command's
+// memo (its cli.Env's): every part of the command (a build's policy, base
+// directory, store, remote tier and request log, and in a daemon the
+// request's pass_env) sees the one reading, and the file is stat'ed once.
+// A nil m reads it each time.
+func loadConfigIn(m *cli.Memo, cacheDir string) (*config.File, error) {
+	c := m.Load(configOf(cacheDir), func() any {
+		f, err := loadConfig(cacheDir)
+		return commandConfig{f, err}
+	}).(commandConfig)
+	return c.f, c.err
+}
+
 // readConfig is loadConfig without the memo: the file as it is now, for
 // a caller that changes it.
 func readConfig(cacheDir string) (*config.File, error) {
@@ -237,8 +260,8 @@ type settings struct {
 // resolveSettings returns the settings in force: getenv's variables, else
 // the settings file of cacheDir, else the defaults. A bad environment value
 // is a usage error naming the variable.
-func resolveSettings(cacheDir string, getenv func(string) string) (*settings, error) {
-	f, err := loadConfig(cacheDir)
+func resolveSettings(m *cli.Memo, cacheDir string, getenv func(string) string) (*settings, error) {
+	f, err := loadConfigIn(m, cacheDir)
 	if err != nil {
 		return nil, err
 	}
@@ -312,7 +335,7 @@ func storeSettings(env *cli.Env, dir string) (opt cache.Options, verify bool, er
 	if err != nil {
 		return cache.Options{}, false, err
 	}
-	s, err := resolveSettings(dir, env.Getenv)
+	s, err := resolveSettings(env.Memo, dir, env.Getenv)
 	if err != nil {
 		return cache.Options{}, false, err
 	}

@@ -427,7 +427,7 @@ func checkDaemonSettings(dir string, o daemonOptions) error {
 		}
 		daemonMaxSize = o.maxSize
 	}
-	_, err := resolveSettings(dir, func(string) string { return "" })
+	_, err := resolveSettings(nil, dir, func(string) string { return "" })
 	return err
 }
 
@@ -499,7 +499,7 @@ func serveStore(ctx context.Context, srv *daemon.Server, served <-chan error, di
 	engine.wiped = wiped
 
 	m := &maintenance{store: store, logf: logf, limit: func() (int64, bool, error) {
-		st, err := resolveSettings(dir, func(string) string { return "" })
+		st, err := resolveSettings(nil, dir, func(string) string { return "" })
 		if err != nil {
 			return 0, false, err
 		}
@@ -529,7 +529,7 @@ func serveStore(ctx context.Context, srv *daemon.Server, served <-chan error, di
 			st.Remotes = rs
 		}
 		st.LastTrim, st.TrimErrors = m.last()
-		if set, err := resolveSettings(dir, func(string) string { return "" }); err == nil {
+		if set, err := resolveSettings(nil, dir, func(string) string { return "" }); err == nil {
 			st.Settings = settingsJSON(set.list)
 			if st.Cache != nil {
 				st.Cache.MaxBytes = set.maxBytes
@@ -577,9 +577,11 @@ func serveCommand(ctx context.Context, req *api.DaemonRequest) *api.DaemonRespon
 	if !filepath.IsAbs(req.Dir) {
 		return api.Failure(api.KindBadRequest, cli.ExitUsage, map[string]string{"dir": req.Dir}, "request without an absolute working directory")
 	}
+	// The command reads the settings file once, here included.
+	memo := new(cli.Memo)
 	names := clientEnvNames()
 	if engine.dir != "" {
-		names = requestEnvNames(engine.dir, req.Env)
+		names = requestEnvNames(memo, engine.dir, req.Env)
 	}
 	environ := api.FilterEnv(req.Env, names)
 	vars := make(map[string]string, len(environ))
@@ -597,6 +599,7 @@ func serveCommand(ctx context.Context, req *api.DaemonRequest) *api.DaemonRespon
 		Environ: withoutSecrets(environ),
 		Prog:    "ptojit",
 		Dir:     req.Dir,
+		Memo:    memo,
 	}
 	if req.Args[0] != "build" {
 		jit.AwaitSync(ctx) // a build completes it in Driver.Build

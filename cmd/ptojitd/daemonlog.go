@@ -61,7 +61,7 @@ func (l *leveledLog) build(r *api.Response) {
 // daemonLogLevel is the log_level of the settings file of dir, info when
 // it cannot be read.
 func daemonLogLevel(dir string) string {
-	s, err := resolveSettings(dir, func(string) string { return "" })
+	s, err := resolveSettings(nil, dir, func(string) string { return "" })
 	if err != nil || s.logLevel == "" {
 		return "info"
 	}

@@ -26,7 +26,7 @@ const metricsTextfileEvery = 15 * time.Second
 // cannot be honoured is logged and fails nothing else. The returned
 // function stops both and waits for them.
 func startMetrics(ctx context.Context, dir string, store cache.Maintenance, logf func(string, ...any)) func() {
-	set, err := resolveSettings(dir, func(string) string { return "" })
+	set, err := resolveSettings(nil, dir, func(string) string { return "" })
 	if err != nil {
 		logf("metrics: %v: not serving metrics", err)
 		return func() {}

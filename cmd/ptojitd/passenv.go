@@ -17,8 +17,8 @@ func passEnvNames(v string) ([]string, error) { return api.PassEnvNames(v) }
 
 // filePassEnv returns the names the pass_env of dir's settings file lists
 // (none when the file cannot be read: the request reports that itself).
-func filePassEnv(dir string) []string {
-	f, err := loadConfig(dir)
+func filePassEnv(m *cli.Memo, dir string) []string {
+	f, err := loadConfigIn(m, dir)
 	if err != nil {
 		return nil
 	}
@@ -52,7 +52,7 @@ func fileNoAnswer(dir string) time.Duration {
 // helloEnvNames are the variables the daemon of dir asks clients to send:
 // its registry's, and those the settings file's pass_env lists.
 func helloEnvNames(dir string) []string {
-	return append(slices.Clip(clientEnvNames()), filePassEnv(dir)...)
+	return append(slices.Clip(clientEnvNames()), filePassEnv(nil, dir)...)
 }
 
 // requestEnvNames are the variables the daemon of dir keeps of a request's
@@ -60,7 +60,7 @@ func helloEnvNames(dir string) []string {
 // PTOJIT_PASS_ENV, else the settings file's). Passed variables reach the
 // tools only: the key reads registry variables alone, so one that the
 // registry does not classify semantic never enters it.
-func requestEnvNames(dir string, env []string) []string {
+func requestEnvNames(m *cli.Memo, dir string, env []string) []string {
 	names := slices.Clip(clientEnvNames())
 	for _, kv := range env {
 		// A value set (not empty) overrides the file, as for every
@@ -69,7 +69,7 @@ func requestEnvNames(dir string, env []string) []string {
 			return append(names, api.PassEnvFrom(env)...)
 		}
 	}
-	return append(names, filePassEnv(dir)...)
+	return append(names, filePassEnv(m, dir)...)
 }
 
 // toolEnv is the environment the tools of a command run with: in the daemon
@@ -86,7 +86,7 @@ func toolEnv(env *cli.Env, cacheDir string) []string {
 	if environ == nil {
 		environ = os.Environ()
 	}
-	return withoutSecrets(api.FilterEnv(environ, requestEnvNames(dir, environ)))
+	return withoutSecrets(api.FilterEnv(environ, requestEnvNames(env.Memo, dir, environ)))
 }
 
 // withoutSecrets returns environ less the variables the registry marks

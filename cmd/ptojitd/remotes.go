@@ -162,7 +162,7 @@ func remoteStatsFor(env *cli.Env, dir string) []remote.Stats {
 	if engine.remotes == nil {
 		return nil
 	}
-	s, err := resolveSettings(dir, env.Getenv)
+	s, err := resolveSettings(env.Memo, dir, env.Getenv)
 	if err != nil {
 		return nil
 	}

@@ -161,7 +161,7 @@ func logBuild(env *cli.Env, cacheDir string, r *api.Response) {
 	if err != nil {
 		return
 	}
-	s, err := resolveSettings(dir, env.Getenv)
+	s, err := resolveSettings(env.Memo, dir, env.Getenv)
 	if err != nil {
 		return
 	}

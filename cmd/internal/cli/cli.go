@@ -61,6 +61,9 @@ type Env struct {
 	// CheckOnly asks commands to check their flags and arguments and
 	// return before any side effect (see Checked).
 	CheckOnly bool
+	// Memo holds what the command reads once (see Memo); nil gives each
+	// Program.Run a new one.
+	Memo *Memo
 }
 
 // Checked reports whether a command, having checked its flags and
@@ -346,6 +349,11 @@ func (p *Program) forwarded(name string) bool {
 
 // Run runs the program and returns its error.
 func (p *Program) Run(ctx context.Context, env *Env, args []string) error {
+	if env.Memo == nil {
+		e := *env
+		e.Memo = new(Memo)
+		env = &e
+	}
 	if len(args) == 0 {
 		p.printHelp(env.Stderr)
 		return Exit(ExitUsage)
