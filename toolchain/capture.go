@@ -54,6 +54,10 @@ type InstallationIdentityCache struct {
 	// generation is not memoized, and flights are keyed by generation so
 	// that callers after a Forget never join an older read.
 	gen uint64
+	// keys are the memo keys of the components of each inputs Capture
+	// was given (memoKeys). They depend on nothing but the inputs, so
+	// they outlive every Forget.
+	keys map[*ToolchainInputs]*inputKeys
 
 	// readHook, when set (tests), runs at the start of every component read.
 	readHook func(name string)
@@ -91,13 +95,14 @@ func (c *InstallationIdentityCache) Capture(ctx context.Context, in *ToolchainIn
 		ch <-chan singleflight.Result
 	}
 	var waits []pending
+	keys := c.memoKeys(policy, in)
 	for i, name := range Names {
 		ci := in.Component(name)
 		if reason := ci.Reason(); reason != "" {
 			id.Components[i] = ComponentIdentity{Name: name, Unavailable: reason}
 			continue
 		}
-		key := memoKey(policy, in, name, ci)
+		key := keys[i]
 		c.mu.Lock()
 		m, gen := c.memo[key], c.gen
 		c.mu.Unlock()
@@ -334,6 +339,67 @@ func readFailure(err error) string {
 func valueKey(name string, ci *ComponentInputs) inventory.Sum {
 	k := memoKey(PolicyBuild, &ToolchainInputs{Policy: PolicyBuild}, name, ci)
 	return inventory.MustDigest(inventory.T(inventory.Str("ptojit.toolchain.value"), inventory.IntOf(1), inventory.Bytes(k[:])))
+}
+
+// maxKeyMemo bounds the inputs whose memo keys are kept; past it they
+// start over.
+const maxKeyMemo = 256
+
+// inputKeys are the memo keys of the components of in (in the order of
+// Names; zero for a component with no identity); in is a copy of the
+// inputs they were computed from, its roots copied too.
+type inputKeys struct {
+	in   ToolchainInputs
+	keys [5]inventory.Sum
+}
+
+// memoKeys returns the memo keys of the components of in, computed once
+// per inputs: a warm hit gets the same inputs from the resolution memo
+// every time. They are looked up by the inputs' address and used only when
+// the inputs still hold everything memoKey reads (a caller may change a
+// value it passed before), which costs comparisons of shared strings
+// instead of an encoding and a SHA-256 per component.
+func (c *InstallationIdentityCache) memoKeys(policy Policy, in *ToolchainInputs) *[5]inventory.Sum {
+	c.mu.Lock()
+	k := c.keys[in]
+	c.mu.Unlock()
+	if k != nil && sameKeyInputs(&k.in, in) {
+		return &k.keys
+	}
+	k = &inputKeys{in: *in}
+	for _, name := range Names {
+		ci := k.in.Component(name)
+		ci.Roots = slices.Clone(ci.Roots)
+	}
+	for i, name := range Names {
+		if ci := in.Component(name); ci.Reason() == "" {
+			k.keys[i] = memoKey(policy, in, name, ci)
+		}
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.keys == nil || len(c.keys) >= maxKeyMemo {
+		c.keys = map[*ToolchainInputs]*inputKeys{}
+	}
+	c.keys[in] = k
+	return &k.keys
+}
+
+// sameKeyInputs reports whether a and b hold the same of everything the
+// memo keys of their components are made from.
+func sameKeyInputs(a, b *ToolchainInputs) bool {
+	if a.Policy != b.Policy || a.Epoch != b.Epoch || a.EpochSet != b.EpochSet {
+		return false
+	}
+	for _, name := range Names {
+		x, y := a.Component(name), b.Component(name)
+		if x.UnavailableReason != y.UnavailableReason || x.VerifiedRevision != y.VerifiedRevision ||
+			x.ReportedVersion != y.ReportedVersion || x.build != y.build || x.complete != y.complete ||
+			!slices.Equal(x.Roots, y.Roots) {
+			return false
+		}
+	}
+	return true
 }
 
 // memoKey is the digest of the complete resolved inventory of a component.

@@ -555,3 +555,32 @@ func TestCaptureNewEpochReadsNothing(t *testing.T) {
 		t.Errorf("the first epoch again: digest %x (was %x), %d reads more", again.Digest, first.Digest, reads.Load()-n)
 	}
 }
+
+// The memo keys of an inputs value are computed once and used again while
+// the value is unchanged: a planted key is what the next Capture looks up
+// (it misses and reads), and keys kept for a value that differs from the
+// one passed are computed afresh (the digest is right again).
+func TestCaptureMemoKeysKept(t *testing.T) {
+	_, in := fiveRoots(t)
+	c := NewInstallationIdentityCache(Options{})
+	var reads atomic.Int32
+	c.readHook = func(string) { reads.Add(1) }
+	ctx := context.Background()
+	first, _ := c.Capture(ctx, in)
+	c.mu.Lock()
+	c.keys[in].keys[0] = inventory.Sum{1}
+	c.mu.Unlock()
+	c.Capture(ctx, in)
+	if reads.Load() != 6 {
+		t.Fatalf("%d reads, want 6: the kept keys were not used", reads.Load())
+	}
+	// As if the caller had changed the value since: the kept keys are
+	// not used.
+	c.mu.Lock()
+	c.keys[in].in.Runtime.ReportedVersion = "stale"
+	c.mu.Unlock()
+	again, _ := c.Capture(ctx, in)
+	if again.Digest != first.Digest {
+		t.Fatalf("digest %s after the kept keys went stale, want %s", again.Digest, first.Digest)
+	}
+}

@@ -66,6 +66,9 @@ type Registry struct {
 	variables  map[string]Variable
 	exceptions []Exception
 	allowed    map[exceptionKey]bool
+	// byCategory are the sorted names of each category, and "" of all
+	// (Variables), listed once the registry is read.
+	byCategory map[string][]string
 }
 
 type exceptionKey struct{ path, function string }
@@ -216,6 +219,7 @@ func ParseRegistry(b []byte) (*Registry, error) {
 			r.exceptions = append(r.exceptions, e)
 		}
 	}
+	r.listCategories()
 	return r, nil
 }
 
@@ -270,14 +274,19 @@ func (r *Registry) Reason(name string) string { return r.variables[name].Reason 
 // Variables returns the sorted names of the variables in category; with
 // category "" it returns every classified name.
 func (r *Registry) Variables(category string) []string {
-	var names []string
+	return slices.Clone(r.byCategory[category])
+}
+
+// listCategories fills byCategory from the variables.
+func (r *Registry) listCategories() {
+	r.byCategory = map[string][]string{}
 	for n, v := range r.variables {
-		if category == "" || v.Category == category {
-			names = append(names, n)
-		}
+		r.byCategory[v.Category] = append(r.byCategory[v.Category], n)
+		r.byCategory[""] = append(r.byCategory[""], n)
 	}
-	slices.Sort(names)
-	return names
+	for _, names := range r.byCategory {
+		slices.Sort(names)
+	}
 }
 
 // Exceptions returns the dynamic-read exceptions in registry order.
