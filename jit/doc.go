@@ -91,6 +91,23 @@
 // while its nearest existing ancestor is watched. Paths through a symbolic
 // link and directories that cannot be watched are checked with an lstat.
 //
+// A header is checked with a stat: its digest is re-hashed unless the
+// header memo holds it under the file's device, inode, size, modification
+// and status change times (taken only once those times are a second older
+// than the read, git's racily-clean rule). A daemon checks a header that
+// lies inside a content root of one of the key's toolchain components (the
+// runtime's and PTO-ISA's include directories, the host compiler's system
+// directories) through the same listings instead: the digest found by its
+// last check holds while the listing of its directory that was current
+// before that check still is, since a write, a mode change, a replacement
+// or a rename of the file is an event in that directory. Only a regular
+// file with one link is checked so (a write through another name would be
+// an event in the other name's directory). The application's own headers,
+// outside those roots, and its sources are stat-checked on every request.
+// What a watch does not see, for every memo the Watcher keeps: a write
+// through a shared memory mapping, a file system mounted over a directory
+// of the path.
+//
 // # Publication
 //
 // After the compile, every source is fingerprinted again and compared with
