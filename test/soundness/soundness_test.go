@@ -95,6 +95,10 @@ func changes() []change {
 			p := filepath.Join(w.vadd, "vadd.h")
 			w.editSameSize(p, "header-a", "header-b", w.modTime(p))
 		}},
+		{"a same-size edit of a toolchain header (the runtime's ptojit_sim.h, which a daemon checks through its watcher), its modification time restored", func(w *world) {
+			p := filepath.Join(sim(w), "ptojit_sim.h")
+			w.editSameSize(p, "the C ABI", "The C ABI", w.modTime(p))
+		}},
 		{"a toolchain root missing (the PyPTO root renamed away)", func(w *world) {
 			pyptoAway = filepath.Join(w.root, "pypto-away")
 			w.rename(filepath.Join(w.tc, "pypto"), pyptoAway)
