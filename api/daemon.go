@@ -193,7 +193,9 @@ type DaemonResponse struct {
 	Stderr []byte `json:"stderr,omitempty"`
 	Exit   int    `json:"exit"`
 	// StdoutValue, for a request with StdoutJSON whose command printed
-	// one JSON value, is that value (compacted), in place of Stdout.
+	// one JSON value, is that value, in place of Stdout. MarshalFrame
+	// writes it as it is, unchecked: it must be valid JSON (the daemon
+	// sets it only after checking).
 	StdoutValue json.RawMessage `json:"stdout_value,omitempty"`
 	// For OpPing and OpStatus.
 	PID    int             `json:"pid,omitempty"`
@@ -310,7 +312,7 @@ func WriteFrame(w io.Writer, v any) error {
 // MarshalFrame returns v as one frame, or an error matching
 // ErrFrameTooLarge when its JSON is over limit bytes.
 func MarshalFrame(v any, limit int) ([]byte, error) {
-	b, err := json.Marshal(v)
+	b, err := marshalFrameBody(v)
 	if err != nil {
 		return nil, err
 	}
@@ -320,6 +322,26 @@ func MarshalFrame(v any, limit int) ([]byte, error) {
 	buf := make([]byte, 4, 4+len(b))
 	binary.LittleEndian.PutUint32(buf, uint32(len(b)))
 	return append(buf, b...), nil
+}
+
+// marshalFrameBody is the JSON of v. A reply's StdoutValue is appended
+// as it is, not validated and compacted again as encoding/json does with
+// a json.RawMessage (the largest part of a build reply's encoding).
+func marshalFrameBody(v any) ([]byte, error) {
+	r, ok := v.(*DaemonResponse)
+	if !ok || len(r.StdoutValue) == 0 {
+		return json.Marshal(v)
+	}
+	c := *r
+	c.StdoutValue = nil
+	b, err := json.Marshal(&c)
+	if err != nil {
+		return nil, err
+	}
+	// b is an object with at least "protocol" and "exit": it ends in '}'.
+	b = append(b[:len(b)-1], `,"stdout_value":`...)
+	b = append(b, r.StdoutValue...)
+	return append(b, '}'), nil
 }
 
 // ReadFrame reads one frame of at most limit bytes into v.

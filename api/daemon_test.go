@@ -3,10 +3,12 @@ package api
 import (
 	"bytes"
 	"encoding/binary"
+	"encoding/json"
 	"errors"
 	"io"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strconv"
 	"strings"
 	"testing"
@@ -211,5 +213,38 @@ func TestNoAnswerFor(t *testing.T) {
 		if d := NoAnswerFor(dir, getenv); d != 45*time.Second {
 			t.Fatalf("invalid variable %q: %s, want the file's", bad, d)
 		}
+	}
+}
+
+// A reply's StdoutValue is written as it is and read back whole, beside
+// the reply's other fields, and the frame is the JSON encoding/json gives
+// (the same object, the same values).
+func TestFrameStdoutValue(t *testing.T) {
+	value := `{"status": "hit", "outputs": [{"name": "a<b>&c"}], "n": 1.5}`
+	r := &DaemonResponse{Protocol: DaemonProtocol, Exit: 1, Stderr: []byte("warn"), StdoutValue: json.RawMessage(value)}
+	b, err := MarshalFrame(r, MaxDaemonResponse)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got DaemonResponse
+	if err := ReadFrame(bytes.NewReader(b), MaxDaemonResponse, &got); err != nil {
+		t.Fatal(err)
+	}
+	if string(got.StdoutValue) != value || got.Exit != 1 || string(got.Stderr) != "warn" || got.Protocol != DaemonProtocol {
+		t.Fatalf("read %+v (value %s), wrote %+v", got, got.StdoutValue, r)
+	}
+	want, err := json.Marshal(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var a, w any
+	if err := json.Unmarshal(b[4:], &a); err != nil {
+		t.Fatalf("frame %s: %v", b[4:], err)
+	}
+	if err := json.Unmarshal(want, &w); err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(a, w) {
+		t.Errorf("frame %s\nwant the object %s", b[4:], want)
 	}
 }

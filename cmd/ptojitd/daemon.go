@@ -590,7 +590,8 @@ func serveCommand(ctx context.Context, req *api.DaemonRequest) *api.DaemonRespon
 			vars[k] = v
 		}
 	}
-	var stdout, stderr bytes.Buffer
+	var stderr bytes.Buffer
+	stdout := valueBuffer{compact: req.StdoutJSON}
 	env := &cli.Env{
 		Stdin:   bytes.NewReader(req.Stdin),
 		Stdout:  &stdout,
@@ -615,6 +616,16 @@ func serveCommand(ctx context.Context, req *api.DaemonRequest) *api.DaemonRespon
 	code := cli.Report(env, "ptojit", err)
 	return withStdout(&api.DaemonResponse{Stderr: stderr.Bytes(), Exit: code}, req, stdout.Bytes())
 }
+
+// valueBuffer holds a command's standard output in the daemon; compact
+// when the client asked for it as a JSON value (cli.CompactJSON).
+type valueBuffer struct {
+	bytes.Buffer
+	compact bool
+}
+
+// CompactJSON reports whether the output is sent as a JSON value.
+func (b *valueBuffer) CompactJSON() bool { return b.compact }
 
 // withStdout sets r's output to out: as StdoutValue when req asks for
 // JSON and out is one JSON value, else as Stdout.

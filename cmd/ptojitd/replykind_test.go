@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"os"
@@ -89,6 +90,11 @@ func TestCommandStdoutValue(t *testing.T) {
 	}
 	if a["entries"] != b["entries"] || a["entries"] == nil {
 		t.Errorf("the value differs from the output: %v vs %v", b, a)
+	}
+	// The value is written compact (the client decodes it), the output
+	// for people indented.
+	if bytes.Contains(valued.StdoutValue, []byte("\n")) || !bytes.Contains(bytes.TrimSpace(plain.Stdout), []byte("\n  ")) {
+		t.Errorf("value %q, want it compact; output %q, want it indented", valued.StdoutValue, plain.Stdout)
 	}
 	// Not JSON: the output as it is.
 	text := serve(true, "cache", "stats", "--cache-dir", dir)

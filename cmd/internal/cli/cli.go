@@ -638,10 +638,21 @@ func printCommandHelp(w io.Writer, path []string, c *Command, fs *pflag.FlagSet)
 	}
 }
 
-// WriteJSON writes v as indented JSON followed by a newline.
+// CompactJSON is a writer whose reader decodes the JSON written to it
+// rather than showing it (a daemon's reply to a client that asked for its
+// output as a value): WriteJSON writes to it without indentation.
+type CompactJSON interface {
+	io.Writer
+	CompactJSON() bool
+}
+
+// WriteJSON writes v as indented JSON followed by a newline (compact JSON
+// to a CompactJSON writer that says so).
 func WriteJSON(w io.Writer, v any) error {
 	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
+	if c, ok := w.(CompactJSON); !ok || !c.CompactJSON() {
+		enc.SetIndent("", "  ")
+	}
 	enc.SetEscapeHTML(false)
 	return enc.Encode(v)
 }
