@@ -215,13 +215,11 @@ func baseDirSetting(env *cli.Env, cacheDir string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	for _, s := range config.Resolve(f, func(string) string { return "" }) {
-		if s.Key.Name == "base_dir" && s.Value != "" {
-			if !filepath.IsAbs(s.Value) {
-				return "", cli.Usagef("%s:%d: base_dir: %q is not an absolute path", f.Path, s.Line, s.Value)
-			}
-			return filepath.Clean(s.Value), nil
+	if s, _ := config.ResolveKey(f, nil, "base_dir"); s.Value != "" {
+		if !filepath.IsAbs(s.Value) {
+			return "", cli.Usagef("%s:%d: base_dir: %q is not an absolute path", f.Path, s.Line, s.Value)
 		}
+		return filepath.Clean(s.Value), nil
 	}
 	return "", nil
 }
@@ -241,10 +239,8 @@ func fileSetting(env *cli.Env, cacheDir, name string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	for _, s := range config.Resolve(f, func(string) string { return "" }) {
-		if s.Key.Name == name && s.Source != config.FromDefault {
-			return s.Value, nil
-		}
+	if s, _ := config.ResolveKey(f, nil, name); s.Source == config.FromFile {
+		return s.Value, nil
 	}
 	return "", nil
 }

@@ -22,13 +22,9 @@ func filePassEnv(m *cli.Memo, dir string) []string {
 	if err != nil {
 		return nil
 	}
-	for _, s := range config.Resolve(f, func(string) string { return "" }) {
-		if s.Key.Name == "pass_env" {
-			names, _ := passEnvNames(s.Value)
-			return names
-		}
-	}
-	return nil
+	s, _ := config.ResolveKey(f, nil, "pass_env")
+	names, _ := passEnvNames(s.Value)
+	return names
 }
 
 // fileNoAnswer is the no-answer bound the settings file of dir sets
@@ -39,12 +35,9 @@ func fileNoAnswer(dir string) time.Duration {
 	if err != nil {
 		return api.DefaultNoAnswer
 	}
-	for _, s := range config.Resolve(f, func(string) string { return "" }) {
-		if s.Key.Name == "daemon_timeout" {
-			if d, err := time.ParseDuration(s.Value); err == nil && d > 0 {
-				return d
-			}
-		}
+	s, _ := config.ResolveKey(f, nil, "daemon_timeout")
+	if d, err := time.ParseDuration(s.Value); err == nil && d > 0 {
+		return d
 	}
 	return api.DefaultNoAnswer
 }

@@ -338,18 +338,33 @@ type Setting struct {
 func Resolve(f *File, getenv func(string) string) []Setting {
 	out := make([]Setting, 0, len(Known))
 	for _, k := range Known {
-		s := Setting{Key: k, Value: k.Default, Source: FromDefault}
-		if v, n, ok := f.getOK(k.Name); ok {
-			s.Value, s.Source, s.Line = v, FromFile, n
-		}
-		if getenv != nil {
-			if v := getenv(k.Env); v != "" {
-				s.Value, s.Source, s.Line = v, FromEnv, 0
-			}
-		}
-		out = append(out, s)
+		out = append(out, resolve(f, getenv, k))
 	}
 	return out
+}
+
+// ResolveKey is Resolve of the one known key called name; false when no
+// key is called so.
+func ResolveKey(f *File, getenv func(string) string, name string) (Setting, bool) {
+	k, ok := Lookup(name)
+	if !ok {
+		return Setting{}, false
+	}
+	return resolve(f, getenv, k), true
+}
+
+// resolve returns the setting of the key k.
+func resolve(f *File, getenv func(string) string, k Key) Setting {
+	s := Setting{Key: k, Value: k.Default, Source: FromDefault}
+	if v, n, ok := f.getOK(k.Name); ok {
+		s.Value, s.Source, s.Line = v, FromFile, n
+	}
+	if getenv != nil {
+		if v := getenv(k.Env); v != "" {
+			s.Value, s.Source, s.Line = v, FromEnv, 0
+		}
+	}
+	return s
 }
 
 func (f *File) getOK(name string) (string, int, bool) {

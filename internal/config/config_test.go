@@ -47,6 +47,15 @@ func TestParseAndResolve(t *testing.T) {
 	if len(Resolve(nil, nil)) != len(Known) {
 		t.Error("Resolve(nil) does not list every key")
 	}
+	// One key resolves as in the whole list.
+	for name, want := range got {
+		if s, ok := ResolveKey(f, func(k string) string { return env[k] }, name); !ok || s != want {
+			t.Errorf("ResolveKey(%s) = %+v, %v; want %+v", name, s, ok, want)
+		}
+	}
+	if _, ok := ResolveKey(f, nil, "no_such_key"); ok {
+		t.Error("ResolveKey of an unknown key reports one")
+	}
 }
 
 func TestParseErrorsNameTheLine(t *testing.T) {
