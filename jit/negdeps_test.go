@@ -121,15 +121,23 @@ func shadowHeader(t *testing.T, dir string) []byte {
 	return append(bytes.Clone(rt), "\n__attribute__((used)) static const char marker[] = \"x\";\n"...)
 }
 
+// daemonDriver returns a copy of the examples, its request, and a driver
+// that checks through the listings of a new watcher, as a daemon's does.
+func daemonDriver(t *testing.T) (dir string, req *api.Request, w *Watcher, l *DirListings, d *Driver) {
+	t.Helper()
+	dir, req = copyExamples(t)
+	w, l = newListings(t, new(countMemo))
+	getenv, environ := env()
+	d = New(Options{Store: cache.NewMemory(cache.Options{}), Identities: identities, Getenv: getenv, Environ: environ,
+		TempDir: t.TempDir(), Listings: l})
+	return dir, req, w, l, d
+}
+
 // A daemon's driver answers the searched-and-absent checks from its
 // watcher's listings: a header created beside the source after a hit is
 // still a miss naming it, and its removal a hit again.
 func TestListingsSeeAHeaderBesideTheSource(t *testing.T) {
-	dir, req := copyExamples(t)
-	w, l := newListings(t, new(countMemo))
-	getenv, environ := env()
-	d := New(Options{Store: cache.NewMemory(cache.Options{}), Identities: identities, Getenv: getenv, Environ: environ,
-		TempDir: t.TempDir(), Listings: l})
+	dir, req, w, l, d := daemonDriver(t)
 	first := build(t, d, req, api.StatusMiss)
 	build(t, d, req, api.StatusHit)
 	if l.Len() == 0 {

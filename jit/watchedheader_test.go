@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/ptojit/ptojit/api"
-	"github.com/ptojit/ptojit/cache"
 )
 
 // agedHeader writes a header with content into a new directory, its times
@@ -141,11 +140,7 @@ func TestWatchedHeaderOnlyWhereWatched(t *testing.T) {
 // watcher and the application's own with a stat: each, edited in place with
 // its size and times restored, makes the next build a miss naming it.
 func TestDriverChecksToolchainHeadersThroughTheWatcher(t *testing.T) {
-	dir, req := copyExamples(t)
-	w, l := newListings(t, new(countMemo))
-	getenv, environ := env()
-	d := New(Options{Store: cache.NewMemory(cache.Options{}), Identities: identities, Getenv: getenv, Environ: environ,
-		TempDir: t.TempDir(), Listings: l})
+	dir, req, w, _, d := daemonDriver(t)
 	build(t, d, req, api.StatusMiss)
 	build(t, d, req, api.StatusHit)
 	tool := filepath.Join(dir, "toolchain", "runtime", "include", "ptojit_sim.h")
