@@ -328,6 +328,12 @@ func MarshalFrame(v any, limit int) ([]byte, error) {
 // as it is, not validated and compacted again as encoding/json does with
 // a json.RawMessage (the largest part of a build reply's encoding).
 func marshalFrameBody(v any) ([]byte, error) {
+	switch q := v.(type) {
+	case *DaemonRequest:
+		return appendRequest(nil, q), nil
+	case DaemonRequest:
+		return appendRequest(nil, &q), nil
+	}
 	r, ok := v.(*DaemonResponse)
 	if !ok || len(r.StdoutValue) == 0 {
 		return json.Marshal(v)
@@ -379,10 +385,20 @@ func ReadFrameBudget(r io.Reader, limit int, reserve func(n int64) (release func
 		}
 		return err
 	}
-	if err := json.Unmarshal(b, v); err != nil {
+	if err := Unmarshal(b, v); err != nil {
 		return fmt.Errorf("%w: bad frame: %w", ErrProtocol, err)
 	}
 	return nil
+}
+
+// Unmarshal is json.Unmarshal, which it equals, for a frame's JSON: a
+// *DaemonRequest or *DaemonResponse in the form encoders write is decoded
+// without reflection (the hit path runs no encoding/json; see wire.go).
+func Unmarshal(b []byte, v any) error {
+	if decodeFrame(b, v) {
+		return nil
+	}
+	return json.Unmarshal(b, v)
 }
 
 // CacheDir returns the cache directory the client routes to: PTOJIT_CACHE_DIR

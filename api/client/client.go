@@ -24,7 +24,6 @@ package client
 
 import (
 	"bufio"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -133,7 +132,7 @@ func CallEnvWith(path string, req *api.DaemonRequest, environ []string, o Option
 	var hpid int
 	if b, err := os.ReadFile(filepath.Join(filepath.Dir(path), api.HelloName)); err == nil {
 		var h api.DaemonResponse
-		if json.Unmarshal(b, &h) == nil && h.Protocol == api.DaemonProtocol && h.PID > 0 && h.EnvNames != nil &&
+		if api.Unmarshal(b, &h) == nil && h.Protocol == api.DaemonProtocol && h.PID > 0 && h.EnvNames != nil &&
 			(h.Depends == "" || api.FileStamp(h.Depends) == h.DependsStamp) {
 			names, hpid = h.EnvNames, h.PID
 			if d, err := time.ParseDuration(h.NoAnswer); err == nil && d > 0 && o.NoAnswer == 0 {
