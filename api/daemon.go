@@ -324,18 +324,27 @@ func MarshalFrame(v any, limit int) ([]byte, error) {
 	return append(buf, b...), nil
 }
 
-// marshalFrameBody is the JSON of v. A reply's StdoutValue is appended
-// as it is, not validated and compacted again as encoding/json does with
-// a json.RawMessage (the largest part of a build reply's encoding).
+// marshalFrameBody is the JSON of v: a request and the usual reply are
+// encoded without reflection (wire.go), a reply's StdoutValue as it is,
+// not validated and compacted again as encoding/json does with a
+// json.RawMessage (the largest part of a build reply's encoding).
 func marshalFrameBody(v any) ([]byte, error) {
 	switch q := v.(type) {
 	case *DaemonRequest:
 		return appendRequest(nil, q), nil
 	case DaemonRequest:
 		return appendRequest(nil, &q), nil
+	case DaemonResponse:
+		v = &q
 	}
 	r, ok := v.(*DaemonResponse)
-	if !ok || len(r.StdoutValue) == 0 {
+	if !ok {
+		return json.Marshal(v)
+	}
+	if b, ok := appendResponse(nil, r); ok {
+		return b, nil
+	}
+	if len(r.StdoutValue) == 0 {
 		return json.Marshal(v)
 	}
 	c := *r

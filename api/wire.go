@@ -14,7 +14,8 @@ import (
 // work on a hit (about 0.2 ms of a 4 ms command, most of it the package's
 // first run), and a cold daemon pays for it on every request too.
 //
-// appendRequest writes a DaemonRequest byte for byte as json.Marshal does.
+// appendRequest writes a DaemonRequest byte for byte as json.Marshal does,
+// and appendResponse the usual DaemonResponse.
 // decodeFrame reads the JSON of a DaemonRequest or a DaemonResponse in the
 // forms encoders write (this package, Python's json) and reports false on
 // anything else: a repeated or case-folded key, a null, a number that is
@@ -47,6 +48,48 @@ func appendRequest(b []byte, r *DaemonRequest) []byte {
 		b = append(b, `,"stdout_json":true`...)
 	}
 	return append(b, '}')
+}
+
+// appendResponse appends the JSON of r as json.Marshal writes it (its
+// StdoutValue as it is, which json.Marshal would compact); false, with b
+// unchanged, for a reply with a fraction, data or a status, which
+// json.Marshal writes.
+func appendResponse(b []byte, r *DaemonResponse) ([]byte, bool) {
+	if r.Fraction != nil || r.Data != nil || r.Status != nil {
+		return b, false
+	}
+	b = append(b, `{"protocol":`...)
+	b = strconv.AppendInt(b, int64(r.Protocol), 10)
+	for _, f := range [...]struct{ name, v string }{{"frame", r.Frame}, {"doing", r.Doing}, {"error", r.Error}, {"kind", r.Kind}} {
+		if f.v != "" {
+			b = appendString(append(append(append(b, `,"`...), f.name...), `":`...), f.v)
+		}
+	}
+	for _, f := range [...]struct {
+		name string
+		v    []byte
+	}{{"stdout", r.Stdout}, {"stderr", r.Stderr}} {
+		if len(f.v) > 0 {
+			b = append(append(append(b, `,"`...), f.name...), `":"`...)
+			b = append(base64.StdEncoding.AppendEncode(b, f.v), '"')
+		}
+	}
+	b = strconv.AppendInt(append(b, `,"exit":`...), int64(r.Exit), 10)
+	if len(r.StdoutValue) > 0 {
+		b = append(append(b, `,"stdout_value":`...), r.StdoutValue...)
+	}
+	if r.PID != 0 {
+		b = strconv.AppendInt(append(b, `,"pid":`...), int64(r.PID), 10)
+	}
+	if len(r.EnvNames) > 0 {
+		b = appendStrings(append(b, `,"env_names":`...), r.EnvNames)
+	}
+	for _, f := range [...]struct{ name, v string }{{"depends", r.Depends}, {"depends_stamp", r.DependsStamp}, {"no_answer", r.NoAnswer}} {
+		if f.v != "" {
+			b = appendString(append(append(append(b, `,"`...), f.name...), `":`...), f.v)
+		}
+	}
+	return append(b, '}'), true
 }
 
 func appendStrings(b []byte, ss []string) []byte {

@@ -131,3 +131,46 @@ func FuzzAppendRequest(f *testing.F) {
 		}
 	})
 }
+
+// TestAppendResponseIsMarshal: the reply encoder writes json.Marshal's
+// bytes (a compact StdoutValue included), and leaves a reply with a
+// fraction, data or a status to it.
+func TestAppendResponseIsMarshal(t *testing.T) {
+	half := 0.5
+	for _, r := range []DaemonResponse{
+		{Protocol: DaemonProtocol},
+		{Protocol: DaemonProtocol, Exit: 1, Stdout: []byte("hit\n"), Stderr: []byte{0, 255}},
+		{Protocol: DaemonProtocol, Frame: FrameProgress, Doing: "verifying <all> & \"more\"\n", PID: 9},
+		{Protocol: DaemonProtocol, Error: "bad \xff", Kind: KindMiss, StdoutValue: json.RawMessage(`{"status":"hit","n":[1,2]}`)},
+		{Protocol: DaemonProtocol, PID: 3, EnvNames: []string{"A", "B\u2028"}, Depends: "/c/ptojit.conf", DependsStamp: "1:2:3", NoAnswer: "30s"},
+	} {
+		want, err := json.Marshal(&r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, ok := appendResponse(nil, &r)
+		if !ok || !bytes.Equal(got, want) {
+			t.Errorf("appendResponse (%v):\n%s\njson.Marshal:\n%s", ok, got, want)
+		}
+	}
+	for _, r := range []DaemonResponse{{Fraction: &half}, {Data: map[string]string{}}, {Status: json.RawMessage(`{}`)}} {
+		if b, ok := appendResponse(nil, &r); ok {
+			t.Errorf("%+v encoded by appendResponse as %s, want it left to json.Marshal", r, b)
+		}
+	}
+}
+
+func FuzzAppendResponse(f *testing.F) {
+	f.Add(2, "progress", "doing <x>", "error \xff", "miss", []byte("out"), []byte{0}, 1, 77, "A", "/d", "1:2", "30s")
+	f.Fuzz(func(t *testing.T, protocol int, frame, doing, errText, kind string, stdout, stderr []byte, exit, pid int, name, depends, stamp, noAnswer string) {
+		r := DaemonResponse{Protocol: protocol, Frame: frame, Doing: doing, Error: errText, Kind: kind, Stdout: stdout, Stderr: stderr,
+			Exit: exit, PID: pid, EnvNames: []string{name}, Depends: depends, DependsStamp: stamp, NoAnswer: noAnswer}
+		want, err := json.Marshal(&r)
+		if err != nil {
+			t.Skip()
+		}
+		if got, ok := appendResponse(nil, &r); !ok || !bytes.Equal(got, want) {
+			t.Fatalf("appendResponse (%v):\n%s\njson.Marshal:\n%s", ok, got, want)
+		}
+	})
+}
