@@ -170,14 +170,14 @@ func decodeFrame(b []byte, v any) bool {
 	switch v := v.(type) {
 	case *DaemonRequest:
 		var r DaemonRequest
-		if !decodeObject(b, func(d *decoder, key string) bool { return d.requestField(&r, key) }) {
+		if !decodeObject(b, func(d *decoder, key string) bool { return field(d, requestFields, &r, key) }) {
 			return false
 		}
 		*v = r
 		return true
 	case *DaemonResponse:
 		var r DaemonResponse
-		if !decodeObject(b, func(d *decoder, key string) bool { return d.responseField(&r, key) }) {
+		if !decodeObject(b, func(d *decoder, key string) bool { return field(d, responseFields, &r, key) }) {
 			return false
 		}
 		*v = r
@@ -491,72 +491,36 @@ func (d *decoder) skip(depth int) bool {
 	}
 }
 
-// unknown skips the value of a key the type does not have, unless the key
-// would match one of names under encoding/json's case-insensitive match.
-func (d *decoder) unknown(key string, names []string) bool {
-	for i := 0; i < len(key); i++ {
-		if key[i] >= utf8.RuneSelf {
-			return false // Unicode folding is encoding/json's to apply
-		}
-	}
-	for _, n := range names {
-		if strings.EqualFold(key, n) {
+// requestFields and responseFields read the value of each key of their
+// type (TestWireFieldsCoverTheTypes holds them to the types' fields).
+var requestFields = map[string]func(d *decoder, r *DaemonRequest) bool{
+	"protocol":    func(d *decoder, r *DaemonRequest) (ok bool) { r.Protocol, ok = d.int(); return },
+	"op":          func(d *decoder, r *DaemonRequest) (ok bool) { r.Op, ok = d.str(); return },
+	"args":        func(d *decoder, r *DaemonRequest) (ok bool) { r.Args, ok = d.strs(); return },
+	"dir":         func(d *decoder, r *DaemonRequest) (ok bool) { r.Dir, ok = d.str(); return },
+	"env":         func(d *decoder, r *DaemonRequest) (ok bool) { r.Env, ok = d.strs(); return },
+	"stdin":       func(d *decoder, r *DaemonRequest) (ok bool) { r.Stdin, ok = d.bytes(); return },
+	"stdout_json": func(d *decoder, r *DaemonRequest) (ok bool) { r.StdoutJSON, ok = d.boolean(); return },
+}
+
+var responseFields = map[string]func(d *decoder, r *DaemonResponse) bool{
+	"protocol": func(d *decoder, r *DaemonResponse) (ok bool) { r.Protocol, ok = d.int(); return },
+	"frame":    func(d *decoder, r *DaemonResponse) (ok bool) { r.Frame, ok = d.str(); return },
+	"doing":    func(d *decoder, r *DaemonResponse) (ok bool) { r.Doing, ok = d.str(); return },
+	"fraction": func(d *decoder, r *DaemonResponse) bool {
+		lit, ok := d.number()
+		if !ok {
 			return false
 		}
-	}
-	return d.skip(0)
-}
-
-var requestNames = []string{"protocol", "op", "args", "dir", "env", "stdin", "stdout_json"}
-
-func (d *decoder) requestField(r *DaemonRequest, key string) bool {
-	ok := true
-	switch key {
-	case "protocol":
-		r.Protocol, ok = d.int()
-	case "op":
-		r.Op, ok = d.str()
-	case "args":
-		r.Args, ok = d.strs()
-	case "dir":
-		r.Dir, ok = d.str()
-	case "env":
-		r.Env, ok = d.strs()
-	case "stdin":
-		r.Stdin, ok = d.bytes()
-	case "stdout_json":
-		r.StdoutJSON, ok = d.boolean()
-	default:
-		ok = d.unknown(key, requestNames)
-	}
-	return ok
-}
-
-var responseNames = []string{"protocol", "frame", "doing", "fraction", "error", "kind", "data", "stdout", "stderr",
-	"exit", "stdout_value", "pid", "status", "env_names", "depends", "depends_stamp", "no_answer"}
-
-func (d *decoder) responseField(r *DaemonResponse, key string) bool {
-	ok := true
-	switch key {
-	case "protocol":
-		r.Protocol, ok = d.int()
-	case "frame":
-		r.Frame, ok = d.str()
-	case "doing":
-		r.Doing, ok = d.str()
-	case "fraction":
-		var lit string
-		if lit, ok = d.number(); ok {
-			f, err := strconv.ParseFloat(lit, 64)
-			r.Fraction, ok = &f, err == nil
-		}
-	case "error":
-		r.Error, ok = d.str()
-	case "kind":
-		r.Kind, ok = d.str()
-	case "data":
+		f, err := strconv.ParseFloat(lit, 64)
+		r.Fraction = &f
+		return err == nil
+	},
+	"error": func(d *decoder, r *DaemonResponse) (ok bool) { r.Error, ok = d.str(); return },
+	"kind":  func(d *decoder, r *DaemonResponse) (ok bool) { r.Kind, ok = d.str(); return },
+	"data": func(d *decoder, r *DaemonResponse) bool {
 		r.Data = map[string]string{}
-		ok = d.object(func(k string) bool {
+		return d.object(func(k string) bool {
 			if _, dup := r.Data[k]; dup {
 				return false
 			}
@@ -564,28 +528,35 @@ func (d *decoder) responseField(r *DaemonResponse, key string) bool {
 			r.Data[k] = v
 			return ok
 		})
-	case "stdout":
-		r.Stdout, ok = d.bytes()
-	case "stderr":
-		r.Stderr, ok = d.bytes()
-	case "exit":
-		r.Exit, ok = d.int()
-	case "stdout_value":
-		r.StdoutValue, ok = d.raw()
-	case "pid":
-		r.PID, ok = d.int()
-	case "status":
-		r.Status, ok = d.raw()
-	case "env_names":
-		r.EnvNames, ok = d.strs()
-	case "depends":
-		r.Depends, ok = d.str()
-	case "depends_stamp":
-		r.DependsStamp, ok = d.str()
-	case "no_answer":
-		r.NoAnswer, ok = d.str()
-	default:
-		ok = d.unknown(key, responseNames)
+	},
+	"stdout":        func(d *decoder, r *DaemonResponse) (ok bool) { r.Stdout, ok = d.bytes(); return },
+	"stderr":        func(d *decoder, r *DaemonResponse) (ok bool) { r.Stderr, ok = d.bytes(); return },
+	"exit":          func(d *decoder, r *DaemonResponse) (ok bool) { r.Exit, ok = d.int(); return },
+	"stdout_value":  func(d *decoder, r *DaemonResponse) (ok bool) { r.StdoutValue, ok = d.raw(); return },
+	"pid":           func(d *decoder, r *DaemonResponse) (ok bool) { r.PID, ok = d.int(); return },
+	"status":        func(d *decoder, r *DaemonResponse) (ok bool) { r.Status, ok = d.raw(); return },
+	"env_names":     func(d *decoder, r *DaemonResponse) (ok bool) { r.EnvNames, ok = d.strs(); return },
+	"depends":       func(d *decoder, r *DaemonResponse) (ok bool) { r.Depends, ok = d.str(); return },
+	"depends_stamp": func(d *decoder, r *DaemonResponse) (ok bool) { r.DependsStamp, ok = d.str(); return },
+	"no_answer":     func(d *decoder, r *DaemonResponse) (ok bool) { r.NoAnswer, ok = d.str(); return },
+}
+
+// field reads the value of key into r with fields, or skips the value of a
+// key the type does not have, unless the key would match one of fields
+// under encoding/json's case-insensitive match.
+func field[T any](d *decoder, fields map[string]func(*decoder, *T) bool, r *T, key string) bool {
+	if f, ok := fields[key]; ok {
+		return f(d, r)
 	}
-	return ok
+	for i := 0; i < len(key); i++ {
+		if key[i] >= utf8.RuneSelf {
+			return false // Unicode folding is encoding/json's to apply
+		}
+	}
+	for n := range fields {
+		if strings.EqualFold(key, n) {
+			return false
+		}
+	}
+	return d.skip(0)
 }

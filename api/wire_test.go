@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"reflect"
+	"strconv"
+	"strings"
 	"testing"
 )
 
@@ -173,4 +175,72 @@ func FuzzAppendResponse(f *testing.F) {
 			t.Fatalf("appendResponse (%v):\n%s\njson.Marshal:\n%s", ok, got, want)
 		}
 	})
+}
+
+// jsonNames are the JSON names of t's fields.
+func jsonNames(t reflect.Type) []string {
+	var names []string
+	for i := range t.NumField() {
+		name, _, _ := strings.Cut(t.Field(i).Tag.Get("json"), ",")
+		names = append(names, name)
+	}
+	return names
+}
+
+// TestWireFieldsCoverTheTypes: a field added to DaemonRequest or
+// DaemonResponse must be added to the fast decoder, or its frames would
+// lose it; and the encoders must write it (a value with every field set
+// encodes as json.Marshal encodes it, or is left to it).
+func TestWireFieldsCoverTheTypes(t *testing.T) {
+	for _, n := range jsonNames(reflect.TypeFor[DaemonRequest]()) {
+		if requestFields[n] == nil {
+			t.Errorf("DaemonRequest field %q: requestFields cannot read it", n)
+		}
+	}
+	for _, n := range jsonNames(reflect.TypeFor[DaemonResponse]()) {
+		if responseFields[n] == nil {
+			t.Errorf("DaemonResponse field %q: responseFields cannot read it", n)
+		}
+	}
+	if a, b := len(requestFields), reflect.TypeFor[DaemonRequest]().NumField(); a != b {
+		t.Errorf("requestFields reads %d keys, DaemonRequest has %d fields", a, b)
+	}
+	if a, b := len(responseFields), reflect.TypeFor[DaemonResponse]().NumField(); a != b {
+		t.Errorf("responseFields reads %d keys, DaemonResponse has %d fields", a, b)
+	}
+	// Every field set but those that send a reply to json.Marshal.
+	var resp DaemonResponse
+	fillFields(reflect.ValueOf(&resp).Elem())
+	resp.Fraction, resp.Data, resp.Status = nil, nil, nil
+	want, _ := json.Marshal(&resp)
+	if got, ok := appendResponse(nil, &resp); !ok || !bytes.Equal(got, want) {
+		t.Errorf("every field set: appendResponse (%v)\n%s\njson.Marshal\n%s", ok, got, want)
+	}
+	var req DaemonRequest
+	fillFields(reflect.ValueOf(&req).Elem())
+	want, _ = json.Marshal(&req)
+	if got := appendRequest(nil, &req); !bytes.Equal(got, want) {
+		t.Errorf("every field set: appendRequest\n%s\njson.Marshal\n%s", got, want)
+	}
+}
+
+// fillFields sets every int, string, bool, string list and byte slice
+// field of the struct v to a value that is not zero (bytes: a JSON value).
+func fillFields(v reflect.Value) {
+	for i := range v.NumField() {
+		switch f := v.Field(i); f.Kind() {
+		case reflect.Int:
+			f.SetInt(int64(i + 1))
+		case reflect.String:
+			f.SetString("s" + strconv.Itoa(i))
+		case reflect.Bool:
+			f.SetBool(true)
+		case reflect.Slice:
+			if f.Type().Elem().Kind() == reflect.String {
+				f.Set(reflect.ValueOf([]string{"n" + strconv.Itoa(i)}))
+			} else {
+				f.SetBytes([]byte(`"v"`))
+			}
+		}
+	}
 }
