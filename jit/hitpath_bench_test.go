@@ -11,9 +11,11 @@ import (
 )
 
 // BenchmarkHitHeaders is the headers phase of a warm hit of the example:
-// the manifest read and decoded, its newest variant matched (header
-// digests from the memo, the searched-and-absent paths from a watcher's
-// listings or, in Stat, with a stat each, as without a daemon).
+// the manifest read and decoded, its newest variant matched (in Listings,
+// as a daemon: the toolchain's headers and the searched-and-absent paths
+// from a watcher's listings, the application's header from the header
+// memo after a stat; in Stat, as without a daemon: every header from the
+// memo after a stat, every searched path with a stat).
 func BenchmarkHitHeaders(b *testing.B) {
 	dir := b.TempDir()
 	if err := fixture.CopyExamples(dir); err != nil {
