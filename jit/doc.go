@@ -105,7 +105,8 @@
 // an event in the other name's directory). The application's own headers,
 // outside those roots, and its sources are stat-checked on every request.
 // What a watch does not see, for every memo the Watcher keeps: a write
-// through a shared memory mapping, a file system mounted over a directory
+// through a shared memory mapping, a write in place through a hard link
+// made later in another directory, a file system mounted over a directory
 // of the path.
 //
 // # Publication

@@ -99,8 +99,9 @@ type watchedHeader struct {
 // name's directory only). A header that cannot be remembered, or whose
 // directory cannot be watched, is checked with headerDigestOf. What the
 // watch does not see, as for every memo the Watcher keeps: a write
-// through a shared memory mapping, and a file system mounted over a
-// directory of the path.
+// through a shared memory mapping, a write in place through a hard link
+// made later in another directory (the link itself is no event in the
+// header's), and a file system mounted over a directory of the path.
 func watchedDigestOf(l *DirListings, p string) (string, error) {
 	dir := filepath.Dir(p)
 	if e, ok := watchedHeaders.get(p); ok && l.isCurrent(dir, e.listing) {
