@@ -194,8 +194,9 @@ type DaemonResponse struct {
 	Exit   int    `json:"exit"`
 	// StdoutValue, for a request with StdoutJSON whose command printed
 	// one JSON value, is that value, in place of Stdout. MarshalFrame
-	// writes it as it is, unchecked: it must be valid JSON (the daemon
-	// sets it only after checking).
+	// writes it as it is, unchecked (compacted, in a reply with a
+	// fraction, data or a status): it must be valid JSON (the daemon sets
+	// it only after checking).
 	StdoutValue json.RawMessage `json:"stdout_value,omitempty"`
 	// For OpPing and OpStatus.
 	PID    int             `json:"pid,omitempty"`
@@ -334,29 +335,16 @@ func marshalFrameBody(v any) ([]byte, error) {
 		return appendRequest(nil, q), nil
 	case DaemonRequest:
 		return appendRequest(nil, &q), nil
+	case *DaemonResponse:
+		if b, ok := appendResponse(nil, q); ok {
+			return b, nil
+		}
 	case DaemonResponse:
-		v = &q
+		if b, ok := appendResponse(nil, &q); ok {
+			return b, nil
+		}
 	}
-	r, ok := v.(*DaemonResponse)
-	if !ok {
-		return json.Marshal(v)
-	}
-	if b, ok := appendResponse(nil, r); ok {
-		return b, nil
-	}
-	if len(r.StdoutValue) == 0 {
-		return json.Marshal(v)
-	}
-	c := *r
-	c.StdoutValue = nil
-	b, err := json.Marshal(&c)
-	if err != nil {
-		return nil, err
-	}
-	// b is an object with at least "protocol" and "exit": it ends in '}'.
-	b = append(b[:len(b)-1], `,"stdout_value":`...)
-	b = append(b, r.StdoutValue...)
-	return append(b, '}'), nil
+	return json.Marshal(v)
 }
 
 // ReadFrame reads one frame of at most limit bytes into v.

@@ -428,25 +428,34 @@ func (d *decoder) bytes() ([]byte, bool) {
 // boolean reads true or false.
 func (d *decoder) boolean() (bool, bool) {
 	d.space()
-	for _, w := range [...]string{"true", "false"} {
-		if strings.HasPrefix(string(d.b[d.i:min(len(d.b), d.i+len(w))]), w) {
-			d.i += len(w)
-			return w == "true", true
-		}
+	switch {
+	case d.word("true"):
+		return true, true
+	case d.word("false"):
+		return false, true
 	}
 	return false, false
 }
 
-// raw returns the bytes of one value, checked by encoding/json's scanner
-// (a json.RawMessage holds them as they are).
+// word takes the literal w if it comes next.
+func (d *decoder) word(w string) bool {
+	if len(d.b)-d.i < len(w) || string(d.b[d.i:d.i+len(w)]) != w {
+		return false
+	}
+	d.i += len(w)
+	return true
+}
+
+// raw returns the bytes of one value, as a json.RawMessage holds them
+// (skip checks them, more strictly than encoding/json: strings must be
+// UTF-8).
 func (d *decoder) raw() (json.RawMessage, bool) {
 	d.space()
 	start := d.i
 	if !d.skip(0) {
 		return nil, false
 	}
-	v := d.b[start:d.i]
-	return append(json.RawMessage(nil), v...), json.Valid(v)
+	return append(json.RawMessage(nil), d.b[start:d.i]...), true
 }
 
 // skip passes over one value, nested at most 64 deep.
@@ -480,11 +489,7 @@ func (d *decoder) skip(depth int) bool {
 		_, ok := d.boolean()
 		return ok
 	case c == 'n':
-		if !strings.HasPrefix(string(d.b[d.i:min(len(d.b), d.i+4)]), "null") {
-			return false
-		}
-		d.i += 4
-		return true
+		return d.word("null")
 	default:
 		_, ok := d.number()
 		return ok
