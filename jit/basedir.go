@@ -55,8 +55,8 @@ func under(p, prefix string) (string, bool) {
 	if p == prefix {
 		return ".", true
 	}
-	if rest, ok := strings.CutPrefix(p, prefix+"/"); ok && rest != "" {
-		return rest, true
+	if len(p) > len(prefix)+1 && p[len(prefix)] == '/' && strings.HasPrefix(p, prefix) {
+		return p[len(prefix)+1:], true // no prefix+"/" built: a hit asks for every header
 	}
 	return "", false
 }

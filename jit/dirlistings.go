@@ -108,22 +108,11 @@ func (l *DirListings) exists(p string) (exists, known bool) {
 // memoized or is being read by another request. The map returned is never
 // modified.
 func (l *DirListings) names(dir string) (map[string]struct{}, bool) {
-	l.mu.Lock()
-	e := l.m[dir]
-	var names map[string]struct{}
-	pending := e != nil && e.pending
-	if e != nil {
-		names = e.names
-	}
-	l.mu.Unlock()
+	e := l.current(dir)
 	if e == nil {
-		e = l.fill(dir)
-		if e == nil {
-			return nil, false
-		}
-		return e.names, true // fill's own entry: returned filled, before it is shared
+		return nil, false
 	}
-	return names, !pending
+	return e.names, true // set before the entry stopped pending, never after
 }
 
 // current returns the listing of dir, filling it when there is none: a

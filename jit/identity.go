@@ -7,7 +7,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strings"
 
 	"github.com/ptojit/ptojit/api"
 	"github.com/ptojit/ptojit/envaudit/envreg"
@@ -542,9 +541,9 @@ func (id *identity) inToolchainRoot(p string) bool {
 	if in == nil {
 		return false
 	}
-	for _, c := range [...]*toolchain.ComponentInputs{&in.Pypto, &in.Runtime, &in.PtoIsa, &in.Ptoas, &in.DeviceToolchain} {
-		for _, r := range c.Roots {
-			if dir := r.Path(); len(p) > len(dir) && strings.HasPrefix(p, dir) && (p[len(dir)] == filepath.Separator || strings.HasSuffix(dir, string(filepath.Separator))) {
+	for _, name := range toolchain.Names {
+		for _, r := range in.Component(name).Roots {
+			if rest, ok := under(p, r.Path()); ok && rest != "." {
 				return true
 			}
 		}
