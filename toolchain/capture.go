@@ -585,25 +585,6 @@ func (c *InstallationIdentityCache) resolve(ctx context.Context, cfg Config) (*T
 // and the build policy only records it in the inputs, which Resolve sets
 // on the memo's answer (inputsWithEpoch).
 func resolveKey(cfg *Config) inventory.Sum {
-	parts := resolveParts(cfg)
-	var canon strings.Builder
-	for _, l := range parts {
-		canon.WriteString(strconv.Itoa(len(l)))
-		for _, x := range l {
-			canon.WriteByte(0)
-			canon.WriteString(strconv.Itoa(len(x)))
-			canon.WriteByte(':')
-			canon.WriteString(x)
-		}
-		canon.WriteByte(1)
-	}
-	key := canon.String()
-	resolveKeys.mu.Lock()
-	k, ok := resolveKeys.m[key]
-	resolveKeys.mu.Unlock()
-	if ok {
-		return k
-	}
 	strs := func(xs []string) inventory.List {
 		l := make(inventory.List, len(xs))
 		for i, x := range xs {
@@ -611,31 +592,6 @@ func resolveKey(cfg *Config) inventory.Sum {
 		}
 		return l
 	}
-	k = inventory.MustDigest(inventory.T(
-		inventory.Str("ptojit.toolchain.resolve"), inventory.IntOf(1),
-		strs(parts[0]), strs(parts[1]), strs(parts[2]), strs(parts[3]),
-	))
-	resolveKeys.mu.Lock()
-	defer resolveKeys.mu.Unlock()
-	if resolveKeys.m == nil || len(resolveKeys.m) >= maxKeyMemo {
-		resolveKeys.m = map[string]inventory.Sum{}
-	}
-	resolveKeys.m[key] = k
-	return k
-}
-
-// resolveKeys remembers resolveKey's digests by an unambiguous joining of
-// the strings they are made from (lengths before each): a request that
-// resolves as the one before hashes nothing.
-var resolveKeys struct {
-	mu sync.Mutex
-	m  map[string]inventory.Sum
-}
-
-// resolveParts are the four lists of strings resolveKey digests: the
-// configuration, the declared device roots, the admitted environment
-// (sorted) and the variables the adapters read by name.
-func resolveParts(cfg *Config) [4][]string {
 	env := slices.Clone(cfg.environ())
 	if cfg.ToolResolutionVar != nil {
 		env = slices.DeleteFunc(env, func(kv string) bool {
@@ -653,6 +609,10 @@ func resolveParts(cfg *Config) [4][]string {
 	for i, n := range names {
 		read[i] = n + "=" + cfg.getenv(n)
 	}
-	return [4][]string{{string(cfg.Policy), cfg.Platform, cfg.PyptoRoot, cfg.RuntimeRoot, cfg.PtoIsaRoot,
-		cfg.PtoIsaPin, cfg.PtoIsaURL, cfg.PtoasRoot, cfg.CannRoot}, cfg.DeviceRoots, env, read}
+	return inventory.MustDigest(inventory.T(
+		inventory.Str("ptojit.toolchain.resolve"), inventory.IntOf(1),
+		strs([]string{string(cfg.Policy), cfg.Platform, cfg.PyptoRoot, cfg.RuntimeRoot, cfg.PtoIsaRoot,
+			cfg.PtoIsaPin, cfg.PtoIsaURL, cfg.PtoasRoot, cfg.CannRoot}),
+		strs(cfg.DeviceRoots), strs(env), strs(read),
+	))
 }

@@ -584,39 +584,3 @@ func TestCaptureMemoKeysKept(t *testing.T) {
 		t.Fatalf("digest %s after the kept keys went stale, want %s", again.Digest, first.Digest)
 	}
 }
-
-// resolveKey remembers its digests by the strings they are made from: a
-// remembered key is the digest computed afresh, and configurations whose
-// strings only join alike get different keys.
-func TestResolveKeyRemembered(t *testing.T) {
-	cfgs := []Config{
-		{Platform: "a2a3sim", PyptoRoot: "/p", Environ: []string{"PATH=/bin"}},
-		{Platform: "a2a3sim", PyptoRoot: "/p", Environ: []string{"PATH=/usr/bin"}},
-		{Platform: "a2a3sim", DeviceRoots: []string{"/a", "b"}, Environ: []string{}},
-		{Platform: "a2a3sim", DeviceRoots: []string{"/ab"}, Environ: []string{}},
-		{Platform: "a2a3sim", DeviceRoots: []string{"/a\x00", "b"}, Environ: []string{}},
-	}
-	seen := map[inventory.Sum]int{}
-	for i := range cfgs {
-		resolveKeys.mu.Lock()
-		resolveKeys.m = nil
-		resolveKeys.mu.Unlock()
-		fresh := resolveKey(&cfgs[i])
-		if again := resolveKey(&cfgs[i]); again != fresh {
-			t.Errorf("config %d: remembered key %s, computed %s", i, again, fresh)
-		}
-		if j, ok := seen[fresh]; ok {
-			t.Errorf("configs %d and %d share the key %s", j, i, fresh)
-		}
-		seen[fresh] = i
-	}
-	// A key remembered among others is still the right one.
-	for i := range cfgs {
-		resolveKey(&cfgs[i])
-	}
-	for i := range cfgs {
-		if k := resolveKey(&cfgs[i]); seen[k] != i {
-			t.Errorf("config %d: the remembered key is config %d's", i, seen[k])
-		}
-	}
-}
