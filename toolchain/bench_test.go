@@ -128,6 +128,23 @@ func BenchmarkCapture(b *testing.B) {
 			}
 		}
 	})
+	// The baseline of warm: the memo keys computed on every capture, as
+	// before they were kept per inputs.
+	b.Run("warm-keys-computed", func(b *testing.B) {
+		c := NewInstallationIdentityCache(Options{})
+		if _, err := c.Capture(ctx, in); err != nil {
+			b.Fatal(err)
+		}
+		for b.Loop() {
+			c.mu.Lock()
+			c.keys = nil
+			c.mu.Unlock()
+			id, err := c.Capture(ctx, in)
+			if err != nil || !id.Usable {
+				b.Fatal(err, id.Reasons())
+			}
+		}
+	})
 }
 
 // BenchmarkPtoIsaCheck compares, on one 5,000-file checkout: CheckPtoIsa,
