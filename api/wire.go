@@ -9,18 +9,19 @@ import (
 	"unicode/utf8"
 )
 
-// The frames of a hit are encoded and decoded without reflection. The first
-// use of encoding/json in a process costs more than the rest of a client's
-// work on a hit (about 0.2 ms of a 4 ms command, most of it the package's
-// first run), and a cold daemon pays for it on every request too.
+// The frames of a hit are encoded and decoded without reflection. In a
+// daemon that other processes' work leaves with cold caches, decoding a
+// request through encoding/json took 0.1-0.16 ms. Measured side by side
+// with the same code without it: a CLI hit 0.96-0.98x, a Python hit
+// 0.94-0.99x. The client alone gained nothing measurable.
 //
 // appendRequest writes a DaemonRequest byte for byte as json.Marshal does,
 // and appendResponse the usual DaemonResponse.
 // decodeFrame reads the JSON of a DaemonRequest or a DaemonResponse in the
 // forms encoders write (this package, Python's json) and reports false on
-// anything else: a repeated or case-folded key, a null, a number that is
-// not a plain integer where an int goes, an escape outside the Basic
-// Multilingual Plane, bytes that are not UTF-8. The caller then decodes
+// anything else: a repeated or case-folded key, a null for a field, a
+// number that is not a plain integer where an int goes, an escape outside
+// the Basic Multilingual Plane, bytes that are not UTF-8. The caller then decodes
 // the frame with encoding/json, so every frame decodes to exactly what
 // json.Unmarshal gives (a fuzz test holds the two to it).
 
