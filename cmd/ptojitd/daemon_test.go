@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -550,7 +551,8 @@ func TestDaemonStopsCompileOfGoneClient(t *testing.T) {
 }
 
 // TestScansStore: the cache commands after which the daemon returns its
-// freed memory are those that read or rewrite the whole store.
+// freed memory are those that read or rewrite the whole store, and only
+// when they allocated freeAfter bytes or more.
 func TestScansStore(t *testing.T) {
 	for _, c := range []struct {
 		name  string
@@ -566,5 +568,25 @@ func TestScansStore(t *testing.T) {
 		if got := scansStore(c.name, o); got != c.want {
 			t.Errorf("scansStore(%q, limit %d) = %v, want %v", c.name, c.limit, got, c.want)
 		}
+		if got := returnsMemory(c.name, o, freeAfter); got != c.want {
+			t.Errorf("returnsMemory(%q, limit %d, %d bytes) = %v, want %v", c.name, c.limit, freeAfter, got, c.want)
+		}
+		if returnsMemory(c.name, o, freeAfter-1) {
+			t.Errorf("returnsMemory(%q, limit %d, %d bytes) = true, want false: too little to free", c.name, c.limit, freeAfter-1)
+		}
 	}
+}
+
+// TestHeapAllocated: the count of allocated bytes grows by what a command
+// allocates (returnsMemory's measure).
+func TestHeapAllocated(t *testing.T) {
+	before := heapAllocated()
+	keep := make([][]byte, 0, 64)
+	for range 64 {
+		keep = append(keep, make([]byte, 1<<20))
+	}
+	if got := heapAllocated() - before; got < 64<<20 {
+		t.Errorf("after allocating 64 MiB: %d bytes counted, want at least %d", got, 64<<20)
+	}
+	runtime.KeepAlive(keep)
 }
