@@ -4,23 +4,28 @@
 #
 # The store (cache.TestScale): it fills a Badger store (cache.Put, one
 # result-sized output per entry) with 1,000 entries and then with N,
-# reopens each, and prints for both and as the ratio N/1k: Put throughput
-# over the last 500 Puts, the open and index load, the in-memory index per
-# entry, the p50 of a hit (Get and read of its output) of 1,000 entries
+# waits for Badger's compactions to finish, reopens each, and prints for
+# both and as the ratio N/1k: the open and index load, the in-memory index
+# per entry, the p50 of a hit (Get and read of its output) of 1,000 entries
 # read for the first time (hit_p50) and read again (hit_warm_p50: a
 # working set, its blocks in Badger's block cache), the resident set after
 # the hits and at the end, and the times of stats, a trim with nothing to
 # evict, the first entry of a listing in last-use order (limit 20), a whole
-# listing, and verify (also per entry).
+# listing, and verify (the median of three; also per entry). Then
+# (cache.TestScalePuts) one process opens both stores and puts new entries
+# into each, in batches of 50 in random order, 40 rounds: the Put
+# throughput of each is its median batch's.
 #
 # The daemon: each filled store then becomes the cache of a daemon, which
-# builds the shipped example (a miss, then 200 hits) and runs the cache
-# commands; it prints the p50 of the hits' own timings.total, the
+# builds the shipped example (a miss, then 400 hits, interleaved in random
+# order with the other daemon's) and runs the cache commands; it prints
+# the p50 of the hits' own timings.total, the
 # daemon's resident set (VmRSS, and its anonymous part) after the hits and
 # after ls, verify and trim, and the wall time of each command (the
-# client's start included, so about 2 ms is their floor). The first trim
+# client's start included, so about 2 ms is their floor; of stats, the
+# no-op trim and ls --limit 20, the median of 11 runs). The first trim
 # compacts what the builds replaced (the example's build record); the
-# second has nothing to evict or compact.
+# later ones have nothing to evict or compact.
 #
 # The load is printed with the figures: on a shared machine, compare only
 # figures of one run.
@@ -54,48 +59,90 @@ ms() {
 	awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.1f", (b - a) / 1e6 }'
 }
 
+# med CMD...: the median wall time of 11 runs of CMD, in milliseconds:
+# for the commands of a few milliseconds, where one run says little on a
+# shared machine.
+med() {
+	local i
+	for i in $(seq 11); do ms "$@"; echo; done | sort -g | sed -n 6p
+}
+
 # rss PID: the resident set and its anonymous part, in MiB.
 rss() {
 	awk '/^VmRSS:/ { r = $2 } /^RssAnon:/ { a = $2 } END { printf "%.1f %.1f", r / 1024, a / 1024 }' "/proc/$1/status"
 }
 
-# daemon N: the daemon's figures on the store of N entries, on one line.
+# prepare N: the shipped example, copied for the daemon of store N, built
+# once (the miss).
+prepare() {
+	cp -r testdata/examples "$work/ex$1"
+	rm -rf "$work/ex$1/vadd/out"
+	PTOJIT_CACHE_DIR=$work/c$1 XDG_RUNTIME_DIR=$work/run "$work/bin/ptojit" build --request "$work/ex$1/vadd/request.json" >/dev/null
+}
+
+# hits A B: 400 rounds of a hit of the example from the daemon of store A
+# and one from that of store B, in a new random order each round; prints
+# the p50 of each's own timings.total (µs), as "A B".
+hits() {
+	python3 - "$work" "$1" "$2" <<'PY'
+import json, os, random, statistics, subprocess, sys
+work, ns = sys.argv[1], sys.argv[2:]
+t = {n: [] for n in ns}
+for _ in range(400):
+    for n in random.sample(ns, len(ns)):
+        env = dict(os.environ, PTOJIT_CACHE_DIR=f"{work}/c{n}", XDG_RUNTIME_DIR=f"{work}/run")
+        out = subprocess.run([f"{work}/bin/ptojit", "build", "--request", f"{work}/ex{n}/vadd/request.json", "--json"],
+                             env=env, capture_output=True, check=True).stdout
+        r = json.loads(out)
+        if r["status"] != "hit":
+            sys.exit("ptojit build: " + r["status"] + ", want hit")
+        t[n].append(r["timings"]["total"])
+print(" ".join(f"{statistics.median(t[n]) * 1e3:.1f}" for n in ns))
+PY
+}
+
+# daemon N HIT: the daemon's figures on the store of N entries, on one
+# line, after its hits (HIT, their p50).
 daemon() {
-	local c=$work/c$1 ex=$work/ex$1 p hits r1 r2 stats trimc trim lsf lsa verify
-	cp -r testdata/examples "$ex"
-	rm -rf "$ex/vadd/out"
-	export PTOJIT_CACHE_DIR=$c XDG_RUNTIME_DIR=$work/run
-	local pt=$work/bin/ptojit req=$ex/vadd/request.json
-	"$pt" build --request "$req" >/dev/null # the miss
-	hits=$(for _ in $(seq 200); do "$pt" build --request "$req" --json; done |
-		python3 -c 'import json, statistics, sys
-s, d, t = sys.stdin.read(), json.JSONDecoder(), []
-i = 0
-while (i := len(s) - len(s[i:].lstrip())) < len(s):
-    r, i = d.raw_decode(s, i)
-    if r["status"] != "hit":
-        sys.exit("ptojit build: " + r["status"] + ", want hit")
-    t.append(r["timings"]["total"])
-print(f"{statistics.median(t) * 1e3:.1f}")')
+	local hit=$2 p r1 r2 stats trimc trim lsf lsa verify
+	export PTOJIT_CACHE_DIR=$work/c$1 XDG_RUNTIME_DIR=$work/run
+	local pt=$work/bin/ptojit
 	p=$("$pt" daemon status --json | python3 -c 'import json, sys; print(json.load(sys.stdin)["server"]["pid"])')
 	r1=$(rss "$p")
-	stats=$(ms "$pt" cache stats)
+	stats=$(med "$pt" cache stats)
 	trimc=$(ms "$pt" cache trim) # compacts what the builds replaced
-	trim=$(ms "$pt" cache trim)  # nothing to evict or compact
-	lsf=$(ms "$pt" cache ls --limit 20)
+	trim=$(med "$pt" cache trim) # nothing to evict or compact
+	lsf=$(med "$pt" cache ls --limit 20)
 	lsa=$(ms "$pt" cache ls)
 	verify=$(ms "$pt" cache verify)
 	r2=$(rss "$p")
 	"$pt" daemon stop >/dev/null
 	set -- $r1 $r2
-	echo "daemon_hit_p50_us=$hits daemon_rss_hits_mb=$1 daemon_anon_hits_mb=$2 daemon_rss_end_mb=$3 daemon_anon_end_mb=$4 cli_stats_ms=$stats cli_trim_compact_ms=$trimc cli_trim_ms=$trim cli_ls20_ms=$lsf cli_ls_ms=$lsa cli_verify_ms=$verify"
+	echo "daemon_hit_p50_us=$hit daemon_rss_hits_mb=$1 daemon_anon_hits_mb=$2 daemon_rss_end_mb=$3 daemon_anon_end_mb=$4 cli_stats_ms=$stats cli_trim_compact_ms=$trimc cli_trim_ms=$trim cli_ls20_ms=$lsf cli_ls_ms=$lsa cli_verify_ms=$verify"
+}
+
+# puts: the Put throughput of both stores, side by side in one process
+# (cache.TestScalePuts), as "RATE_1K RATE_N".
+puts() {
+	PTOJIT_SCALE_PUTS="$work/c1000 $work/c$n" go test -count=1 -timeout 30m -v -run '^TestScalePuts$' ./cache |
+		sed -n 's/.*scale n=.* put_per_s=\([0-9]*\).*/\1/p' | tr '\n' ' '
 }
 
 echo "load before: $(cut -d' ' -f1-3 /proc/loadavg)"
 base=$(run 1000)
 big=$(run "$n")
-base="$base $(daemon 1000)"
-big="$big $(daemon "$n")"
+set -- $(puts)
+base="$base put_per_s=$1"
+big="$big put_per_s=$2"
+prepare 1000
+prepare "$n"
+# The output memo remembers an output only once its times are a second
+# old (racily clean): hits begin when both builds' outputs are, or the
+# store built second would re-read its outputs for longer.
+sleep 1.5
+set -- $(hits 1000 "$n")
+base="$base $(daemon 1000 "$1")"
+big="$big $(daemon "$n" "$2")"
 echo "load after:  $(cut -d' ' -f1-3 /proc/loadavg)"
 awk -v a="$base" -v b="$big" 'BEGIN {
 	na = split(a, fa, " "); split(b, fb, " ")
