@@ -28,7 +28,6 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -130,7 +129,7 @@ func CallEnv(path string, req *api.DaemonRequest, environ []string) (*api.Daemon
 func CallEnvWith(path string, req *api.DaemonRequest, environ []string, o Options) (*api.DaemonResponse, error) {
 	var names []string
 	var hpid int
-	if b, err := os.ReadFile(filepath.Join(filepath.Dir(path), api.HelloName)); err == nil {
+	if b, err := readFile(filepath.Join(filepath.Dir(path), api.HelloName)); err == nil {
 		var h api.DaemonResponse
 		if api.Unmarshal(b, &h) == nil && h.Protocol == api.DaemonProtocol && h.PID > 0 && h.EnvNames != nil &&
 			(h.Depends == "" || api.FileStamp(h.Depends) == h.DependsStamp) {
@@ -181,7 +180,7 @@ func call(path string, req *api.DaemonRequest, o Options, prepare func(pid int) 
 			return nil, fmt.Errorf("daemon request: %w", err)
 		}
 	}
-	conn, err := net.DialUnix("unix", nil, &net.UnixAddr{Name: path, Net: "unix"})
+	conn, err := dial(path)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrNoDaemon, err)
 	}
@@ -239,7 +238,7 @@ func call(path string, req *api.DaemonRequest, o Options, prepare func(pid int) 
 // peerCreds returns the uid and pid of the process at the other end of
 // conn (for a client: the process that listens), with one SO_PEERCRED.
 // Tests replace it.
-var peerCreds = socketPeer
+var peerCreds = func(c daemonConn) (uid, pid int, err error) { return c.peer() }
 
 // UntrustedError refuses a daemon directory or socket that another user
 // could control. Nothing was sent to it. Its message states the refusal;
@@ -551,7 +550,7 @@ func StopVersion(path string, version int, o Options) error {
 	if err := CheckDir(filepath.Dir(path)); err != nil {
 		return err
 	}
-	conn, err := net.DialUnix("unix", nil, &net.UnixAddr{Name: path, Net: "unix"})
+	conn, err := dial(path)
 	if err != nil {
 		return fmt.Errorf("%w: %w", ErrNoDaemon, err)
 	}

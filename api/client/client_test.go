@@ -218,7 +218,7 @@ func TestCallRefusesForeignDaemon(t *testing.T) {
 	dir := ownDir(t)
 	fake := startFake(t, api.SocketPath(dir), func([]byte) []byte { return frame(`{"protocol":2}`) })
 	old := peerCreds
-	peerCreds = func(*net.UnixConn) (int, int, error) { return os.Getuid() + 1, 0, nil }
+	peerCreds = func(daemonConn) (int, int, error) { return os.Getuid() + 1, 0, nil }
 	t.Cleanup(func() { peerCreds = old })
 	_, err := Call(api.SocketPath(dir), &api.DaemonRequest{Op: api.OpRun, Env: []string{"SECRET_TOKEN=x"}})
 	untrusted(t, err, api.SocketPath(dir))

@@ -3,7 +3,6 @@ package client
 import (
 	"fmt"
 	"io/fs"
-	"net"
 	"os"
 	"path/filepath"
 	"slices"
@@ -28,7 +27,7 @@ func countCalls(t *testing.T) (lstats func() []string, creds func() int) {
 		mu.Unlock()
 		return oldLstat(p)
 	}
-	peerCreds = func(c *net.UnixConn) (int, int, error) {
+	peerCreds = func(c daemonConn) (int, int, error) {
 		mu.Lock()
 		n++
 		mu.Unlock()

@@ -5,16 +5,6 @@ import (
 	"syscall"
 )
 
-// socketPeer returns the uid and pid of the process at the other end of
-// conn, from one SO_PEERCRED.
-func socketPeer(conn *net.UnixConn) (uid, pid int, err error) {
-	c, err := peerCred(conn)
-	if err != nil {
-		return -1, -1, err
-	}
-	return int(c.Uid), int(c.Pid), nil
-}
-
 // PeerUID returns the uid of the process at the other end of conn, from
 // SO_PEERCRED.
 func PeerUID(conn *net.UnixConn) (int, error) {

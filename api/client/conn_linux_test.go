@@ -1,0 +1,163 @@
+package client
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"net"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+)
+
+// listen returns the path of a socket whose accepted connections are
+// handed to serve, each on its own goroutine.
+func listen(t *testing.T, serve func(net.Conn)) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "s")
+	l, err := net.Listen("unix", p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			go func() { defer c.Close(); serve(c) }()
+		}
+	}()
+	return p
+}
+
+// TestFdConnDeadline: a read past the deadline fails with
+// os.ErrDeadlineExceeded (the socket's SO_RCVTIMEO), and so does one
+// asked for after it passed.
+func TestFdConnDeadline(t *testing.T) {
+	hold := make(chan struct{})
+	defer close(hold)
+	p := listen(t, func(net.Conn) {
+		select { // the connection closes after 10 s, should the timeout not work
+		case <-hold:
+		case <-time.After(10 * time.Second):
+		}
+	})
+	c, err := dial(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(30 * time.Millisecond))
+	var b [8]byte
+	t0 := time.Now()
+	if _, err := c.Read(b[:]); !errors.Is(err, os.ErrDeadlineExceeded) {
+		t.Fatalf("read of a silent peer: %v, want os.ErrDeadlineExceeded", err)
+	}
+	if d := time.Since(t0); d < 25*time.Millisecond || d > 5*time.Second {
+		t.Errorf("the read gave up after %v, want about 30ms", d)
+	}
+	if _, err := c.Read(b[:]); !errors.Is(err, os.ErrDeadlineExceeded) {
+		t.Fatalf("read after the deadline: %v, want os.ErrDeadlineExceeded", err)
+	}
+	if _, err := c.Write(b[:]); !errors.Is(err, os.ErrDeadlineExceeded) {
+		t.Fatalf("write after the deadline: %v, want os.ErrDeadlineExceeded", err)
+	}
+}
+
+// TestFdConnExchange: what is written arrives whole, what the peer sends
+// is read until its end (io.EOF), and the peer's credentials are this
+// process's.
+func TestFdConnExchange(t *testing.T) {
+	want := bytes.Repeat([]byte("0123456789abcdef"), 1<<16) // 1 MiB: several writes' worth
+	p := listen(t, func(c net.Conn) {
+		got := make([]byte, len(want))
+		if _, err := io.ReadFull(c, got); err != nil || !bytes.Equal(got, want) {
+			c.Write([]byte("bad"))
+			return
+		}
+		c.Write([]byte("ok"))
+	})
+	c, err := dial(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	uid, pid, err := c.peer()
+	if err != nil || uid != os.Getuid() || pid != os.Getpid() {
+		t.Fatalf("peer = uid %d pid %d (%v), want %d %d", uid, pid, err, os.Getuid(), os.Getpid())
+	}
+	c.SetDeadline(time.Now().Add(10 * time.Second))
+	if n, err := c.Write(want); err != nil || n != len(want) {
+		t.Fatalf("write: %d, %v", n, err)
+	}
+	got, err := io.ReadAll(c)
+	if err != nil || string(got) != "ok" {
+		t.Fatalf("reply %q, %v; want ok", got, err)
+	}
+}
+
+// TestFdConnPeerGone: writing to a peer that closed fails with an error
+// (EPIPE or ECONNRESET), not with a SIGPIPE that ends the process.
+func TestFdConnPeerGone(t *testing.T) {
+	closed := make(chan struct{})
+	p := listen(t, func(net.Conn) { close(closed) })
+	c, err := dial(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	select {
+	case <-closed:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the peer did not accept")
+	}
+	c.SetDeadline(time.Now().Add(10 * time.Second))
+	big := make([]byte, 4<<20)
+	var werr error
+	for i := 0; i < 8 && werr == nil; i++ {
+		_, werr = c.Write(big)
+	}
+	if werr == nil {
+		t.Fatal("writes to a closed peer succeeded")
+	}
+}
+
+// TestDialNoSocket: no socket is an error matching fs.ErrNotExist that
+// names the path.
+func TestDialNoSocket(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "none")
+	_, err := dial(p)
+	if !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("dial of no socket: %v, want os.ErrNotExist", err)
+	}
+	var pe *os.PathError
+	if !errors.As(err, &pe) || pe.Path != p {
+		t.Errorf("error %v does not name %s", err, p)
+	}
+}
+
+// TestReadFile: readFile returns a file's bytes whatever its size
+// against the buffer it starts with.
+func TestReadFile(t *testing.T) {
+	dir := t.TempDir()
+	for _, n := range []int{0, 1, 511, 512, 513, 1024, 5000, 70000} {
+		p := filepath.Join(dir, "f")
+		want := bytes.Repeat([]byte{'x'}, n)
+		for i := range want {
+			want[i] = byte(i)
+		}
+		if err := os.WriteFile(p, want, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		got, err := readFile(p)
+		if err != nil || !bytes.Equal(got, want) {
+			t.Errorf("readFile of %d bytes: %d bytes, %v", n, len(got), err)
+		}
+	}
+	if _, err := readFile(filepath.Join(dir, "none")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("readFile of no file: %v, want os.ErrNotExist", err)
+	}
+}
