@@ -9,29 +9,9 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
-)
 
-// listen returns the path of a socket whose accepted connections are
-// handed to serve, each on its own goroutine.
-func listen(t *testing.T, serve func(net.Conn)) string {
-	t.Helper()
-	p := filepath.Join(t.TempDir(), "s")
-	l, err := net.Listen("unix", p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { l.Close() })
-	go func() {
-		for {
-			c, err := l.Accept()
-			if err != nil {
-				return
-			}
-			go func() { defer c.Close(); serve(c) }()
-		}
-	}()
-	return p
-}
+	"github.com/ptojit/ptojit/api"
+)
 
 // TestFdConnDeadline: a read past the deadline fails with
 // os.ErrDeadlineExceeded (the socket's SO_RCVTIMEO), and so does one
@@ -39,12 +19,12 @@ func listen(t *testing.T, serve func(net.Conn)) string {
 func TestFdConnDeadline(t *testing.T) {
 	hold := make(chan struct{})
 	defer close(hold)
-	p := listen(t, func(net.Conn) {
+	p := api.SocketPath(serve(t, func(net.Conn) {
 		select { // the connection closes after 10 s, should the timeout not work
 		case <-hold:
 		case <-time.After(10 * time.Second):
 		}
-	})
+	}))
 	c, err := dial(p)
 	if err != nil {
 		t.Fatal(err)
@@ -72,14 +52,14 @@ func TestFdConnDeadline(t *testing.T) {
 // process's.
 func TestFdConnExchange(t *testing.T) {
 	want := bytes.Repeat([]byte("0123456789abcdef"), 1<<16) // 1 MiB: several writes' worth
-	p := listen(t, func(c net.Conn) {
+	p := api.SocketPath(serve(t, func(c net.Conn) {
 		got := make([]byte, len(want))
 		if _, err := io.ReadFull(c, got); err != nil || !bytes.Equal(got, want) {
 			c.Write([]byte("bad"))
 			return
 		}
 		c.Write([]byte("ok"))
-	})
+	}))
 	c, err := dial(p)
 	if err != nil {
 		t.Fatal(err)
@@ -103,7 +83,7 @@ func TestFdConnExchange(t *testing.T) {
 // (EPIPE or ECONNRESET), not with a SIGPIPE that ends the process.
 func TestFdConnPeerGone(t *testing.T) {
 	closed := make(chan struct{})
-	p := listen(t, func(net.Conn) { close(closed) })
+	p := api.SocketPath(serve(t, func(net.Conn) { close(closed) }))
 	c, err := dial(p)
 	if err != nil {
 		t.Fatal(err)
