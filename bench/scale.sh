@@ -131,7 +131,12 @@ puts() {
 echo "load before: $(cut -d' ' -f1-3 /proc/loadavg)"
 base=$(run 1000)
 big=$(run "$n")
-set -- $(puts)
+rates=$(puts) # an assignment, so that a failed test stops the script
+set -- $rates
+if [ $# != 2 ]; then
+	echo "bench/scale.sh: TestScalePuts printed \"$rates\", want two rates" >&2
+	exit 1
+fi
 base="$base put_per_s=$1"
 big="$big put_per_s=$2"
 prepare 1000
@@ -140,7 +145,8 @@ prepare "$n"
 # old (racily clean): hits begin when both builds' outputs are, or the
 # store built second would re-read its outputs for longer.
 sleep 1.5
-set -- $(hits 1000 "$n")
+p50s=$(hits 1000 "$n")
+set -- $p50s
 base="$base $(daemon 1000 "$1")"
 big="$big $(daemon "$n" "$2")"
 echo "load after:  $(cut -d' ' -f1-3 /proc/loadavg)"
