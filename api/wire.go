@@ -108,13 +108,17 @@ const hexDigits = "0123456789abcdef"
 
 // appendString appends s as a JSON string, escaped as encoding/json
 // escapes it (HTML characters included; invalid UTF-8 as U+FFFD).
-func appendString(b []byte, s string) []byte {
+func appendString(b []byte, s string) []byte { return appendJSONString(b, s, true) }
+
+// appendJSONString is appendString, escaping <, > and & only when html
+// is set (as an Encoder with SetEscapeHTML(false) leaves them).
+func appendJSONString(b []byte, s string, html bool) []byte {
 	b = append(b, '"')
 	start := 0
 	for i := 0; i < len(s); {
 		c := s[i]
 		if c < utf8.RuneSelf {
-			if c >= 0x20 && c != '"' && c != '\\' && c != '<' && c != '>' && c != '&' {
+			if c >= 0x20 && c != '"' && c != '\\' && (!html || c != '<' && c != '>' && c != '&') {
 				i++
 				continue
 			}

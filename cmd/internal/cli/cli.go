@@ -647,14 +647,30 @@ type CompactJSON interface {
 }
 
 // WriteJSON writes v as indented JSON followed by a newline (compact JSON
-// to a CompactJSON writer that says so).
+// to a CompactJSON writer that says so). Compact JSON of a value that
+// appends its own (a build's api.Response: a daemon's every hit) is
+// written without reflection, in the same bytes.
 func WriteJSON(w io.Writer, v any) error {
+	c, compact := w.(CompactJSON)
+	compact = compact && c.CompactJSON()
+	if a, ok := v.(jsonAppender); ok && compact {
+		if b, ok := a.AppendJSON(nil); ok {
+			_, err := w.Write(append(b, '\n'))
+			return err
+		}
+	}
 	enc := json.NewEncoder(w)
-	if c, ok := w.(CompactJSON); !ok || !c.CompactJSON() {
+	if !compact {
 		enc.SetIndent("", "  ")
 	}
 	enc.SetEscapeHTML(false)
 	return enc.Encode(v)
+}
+
+// jsonAppender is a value that appends its compact JSON as an Encoder
+// with SetEscapeHTML(false) writes it, or reports false (api.Response).
+type jsonAppender interface {
+	AppendJSON(b []byte) ([]byte, bool)
 }
 
 // OpenInput returns the reader for a FILE|- argument: stdin for "" or "-".
