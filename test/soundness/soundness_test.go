@@ -7,8 +7,9 @@
 // (PTOJIT_DAEMON=0, a new cache directory). The daemon's key and every
 // output's bytes must be the fresh process's. The changes: headers created
 // beside a source, in an earlier -I directory and shadowing a system
-// header, and removed again; same-size edits of a source and of a header
-// with their old modification times restored; a toolchain root removed,
+// header, and removed again; same-size edits of a source, of a header, of
+// a toolchain header and of the request file with their old modification
+// times restored; a toolchain root removed,
 // renamed in, given a new subdirectory and an edit inside it; the PTO-ISA
 // checkout moved off its pin by a commit, back by reset --hard, to another
 // branch at the same commit, off and back by update-ref and by a direct
@@ -21,7 +22,7 @@
 // the world as it is, so that each change is judged on its own.
 //
 // `go test ./test/soundness` runs it, the same in -short mode and in CI
-// (32 changes, 65 builds: 30 to 80 s on 2 shared cores). The full run,
+// (35 changes, 71 builds: 20 to 80 s on 2 shared cores). The full run,
 // printing the table of every change and both answers:
 //
 //	go test -count=1 -v -run '^TestSoundness$' ./test/soundness
@@ -98,6 +99,14 @@ func changes() []change {
 		{"a same-size edit of a toolchain header (the runtime's ptojit_sim.h, which a daemon checks through its watcher), its modification time restored", func(w *world) {
 			p := filepath.Join(sim(w), "ptojit_sim.h")
 			w.editSameSize(p, "the C ABI", "The C ABI", w.modTime(p))
+		}},
+		{"a same-size edit of the request file (opt_level 2 to 3, which a daemon reads through its memo), its modification time restored", func(w *world) {
+			p := filepath.Join(w.vadd, "request.json")
+			w.editSameSize(p, `"opt_level": 2`, `"opt_level": 3`, w.modTime(p))
+		}},
+		{"the request file's edit undone the same way", func(w *world) {
+			p := filepath.Join(w.vadd, "request.json")
+			w.editSameSize(p, `"opt_level": 3`, `"opt_level": 2`, w.modTime(p))
 		}},
 		{"a toolchain root missing (the PyPTO root renamed away)", func(w *world) {
 			pyptoAway = filepath.Join(w.root, "pypto-away")
