@@ -12,6 +12,7 @@ import (
 	"os"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/ptojit/ptojit/api"
 	"github.com/ptojit/ptojit/cmd/internal/cli"
@@ -24,7 +25,9 @@ var commands []*cli.Command
 // command.
 func register(c *cli.Command) { commands = append(commands, c) }
 
-func program() *cli.Program {
+// program is the engine's command line, built once, after every init has
+// registered its commands: a daemon runs each request's command with it.
+var program = sync.OnceValue(func() *cli.Program {
 	all := append(clientcmd.Commands(), commands...)
 	slices.SortFunc(all, func(a, b *cli.Command) int { return strings.Compare(a.Name, b.Name) })
 	attachValues(all)
@@ -33,7 +36,7 @@ func program() *cli.Program {
 		Summary:  "content-addressed build cache and JIT compiler driver for PTO kernels (engine)",
 		Commands: all,
 	}
-}
+})
 
 func main() {
 	os.Exit(engineMain(context.Background(), cli.OSEnv("ptojit"), os.Args[1:], os.Executable))
