@@ -654,7 +654,7 @@ func WriteJSON(w io.Writer, v any) error {
 	c, compact := w.(CompactJSON)
 	compact = compact && c.CompactJSON()
 	if a, ok := v.(jsonAppender); ok && compact {
-		if b, ok := a.AppendJSON(nil); ok {
+		if b, ok := a.AppendJSON(make([]byte, 0, 2048)); ok { // a build's reply whole
 			_, err := w.Write(append(b, '\n'))
 			return err
 		}
