@@ -80,6 +80,10 @@ type NotAnsweringError struct {
 }
 
 func (e *NotAnsweringError) Error() string {
+	if e.PID == 0 {
+		return fmt.Sprintf("the daemon on %s accepted no connection for %s on %q: it is not answering; its log is %s",
+			e.Socket, e.Bound, e.Op, e.Log)
+	}
 	return fmt.Sprintf("the daemon (pid %d) on %s sent nothing for %s on %q: it is not answering; its log is %s",
 		e.PID, e.Socket, e.Bound, e.Op, e.Log)
 }
@@ -180,7 +184,13 @@ func call(path string, req *api.DaemonRequest, o Options, prepare func(pid int) 
 			return nil, fmt.Errorf("daemon request: %w", err)
 		}
 	}
-	conn, err := dial(path)
+	bound := o.noAnswer()
+	conn, err := dial(path, bound)
+	if errors.Is(err, os.ErrDeadlineExceeded) {
+		// A daemon there that accepts no connection: its listen
+		// queue is full.
+		return nil, &NotAnsweringError{Socket: path, Log: filepath.Join(filepath.Dir(path), api.LogName), Op: req.Op, Bound: bound}
+	}
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrNoDaemon, err)
 	}
@@ -200,7 +210,6 @@ func call(path string, req *api.DaemonRequest, o Options, prepare func(pid int) 
 			return nil, fmt.Errorf("daemon request: %w", err)
 		}
 	}
-	bound := o.noAnswer()
 	notAnswering := &NotAnsweringError{Socket: path, PID: pid, Log: filepath.Join(filepath.Dir(path), api.LogName), Op: req.Op, Bound: bound}
 	conn.SetDeadline(time.Now().Add(bound))
 	// A daemon that refuses the peer replies before reading the request,
@@ -550,7 +559,7 @@ func StopVersion(path string, version int, o Options) error {
 	if err := CheckDir(filepath.Dir(path)); err != nil {
 		return err
 	}
-	conn, err := dial(path)
+	conn, err := dial(path, o.noAnswer())
 	if err != nil {
 		return fmt.Errorf("%w: %w", ErrNoDaemon, err)
 	}

@@ -13,11 +13,20 @@ import (
 // poller (no epoll instance, no event descriptor, no thread woken to wait
 // on them), and a read blocks in the kernel until the daemon's reply
 // wakes this very thread. The deadline is the socket's SO_RCVTIMEO or
-// SO_SNDTIMEO, set to what is left of it before each read and write.
-func dial(path string) (daemonConn, error) {
+// SO_SNDTIMEO, set to what is left of it before each read and write. A
+// connect waits at most bound (SO_SNDTIMEO, which Linux applies to it)
+// when the daemon's listen queue is full, as it is for a daemon that has
+// stopped accepting.
+func dial(path string, bound time.Duration) (daemonConn, error) {
 	fd, err := syscall.Socket(syscall.AF_UNIX, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0)
 	if err != nil {
 		return nil, os.NewSyscallError("socket", err)
+	}
+	c := &fdConn{fd: fd}
+	c.SetDeadline(time.Now().Add(bound))
+	if err := c.arm(syscall.SO_SNDTIMEO); err != nil {
+		syscall.Close(fd)
+		return nil, err
 	}
 	for {
 		err = syscall.Connect(fd, &syscall.SockaddrUnix{Name: path})
@@ -28,11 +37,15 @@ func dial(path string) (daemonConn, error) {
 	if err == syscall.EISCONN { // an interrupted connect that completed
 		err = nil
 	}
+	if err == syscall.EAGAIN {
+		err = os.ErrDeadlineExceeded
+	}
 	if err != nil {
 		syscall.Close(fd)
 		return nil, &os.PathError{Op: "connect", Path: path, Err: err}
 	}
-	return &fdConn{fd: fd}, nil
+	c.SetDeadline(time.Time{})
+	return c, nil
 }
 
 // fdConn is a connected blocking Unix socket. Used by one goroutine.

@@ -7,6 +7,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"syscall"
 	"testing"
 	"time"
 
@@ -25,7 +26,7 @@ func TestFdConnDeadline(t *testing.T) {
 		case <-time.After(10 * time.Second):
 		}
 	}))
-	c, err := dial(p)
+	c, err := dial(p, 10*time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -60,7 +61,7 @@ func TestFdConnExchange(t *testing.T) {
 		}
 		c.Write([]byte("ok"))
 	}))
-	c, err := dial(p)
+	c, err := dial(p, 10*time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -84,7 +85,7 @@ func TestFdConnExchange(t *testing.T) {
 func TestFdConnPeerGone(t *testing.T) {
 	closed := make(chan struct{})
 	p := api.SocketPath(serve(t, func(net.Conn) { close(closed) }))
-	c, err := dial(p)
+	c, err := dial(p, 10*time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -109,7 +110,7 @@ func TestFdConnPeerGone(t *testing.T) {
 // names the path.
 func TestDialNoSocket(t *testing.T) {
 	p := filepath.Join(t.TempDir(), "none")
-	_, err := dial(p)
+	_, err := dial(p, 10*time.Second)
 	if !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("dial of no socket: %v, want os.ErrNotExist", err)
 	}
@@ -140,4 +141,76 @@ func TestReadFile(t *testing.T) {
 	if _, err := readFile(filepath.Join(dir, "none")); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("readFile of no file: %v, want os.ErrNotExist", err)
 	}
+}
+
+// TestDialFullQueue: a connect to a daemon whose listen queue is full (it
+// has stopped accepting) fails within the bound instead of waiting for
+// it forever, and Call reports the daemon as not answering.
+func TestDialFullQueue(t *testing.T) {
+	dir := shortDir(t)
+	p := api.SocketPath(dir)
+	fd := listenNone(t, p)
+	type dialed struct {
+		c   daemonConn
+		err error
+	}
+	for i := range 8 {
+		t0 := time.Now()
+		ch := make(chan dialed, 1)
+		go func() { c, err := dial(p, 50*time.Millisecond); ch <- dialed{c, err} }()
+		var d dialed
+		select {
+		case d = <-ch:
+		case <-time.After(10 * time.Second):
+			syscall.Close(fd) // wakes the connect: the test fails, not hangs
+			t.Fatalf("connect %d to a full queue still waiting after 10 s", i)
+		}
+		c, err := d.c, d.err
+		if err == nil {
+			defer c.Close()
+			continue // queued
+		}
+		if !errors.Is(err, os.ErrDeadlineExceeded) {
+			t.Fatalf("connect %d to a full queue: %v, want os.ErrDeadlineExceeded", i, err)
+		}
+		if d := time.Since(t0); d > 5*time.Second {
+			t.Errorf("the connect gave up after %v, want about 50ms", d)
+		}
+		_, err = CallWith(p, &api.DaemonRequest{Op: api.OpPing}, Options{NoAnswer: 50 * time.Millisecond})
+		var na *NotAnsweringError
+		if !errors.As(err, &na) || na.PID != 0 || na.Bound != 50*time.Millisecond {
+			t.Fatalf("Call to a full queue: %v, want a *NotAnsweringError with no pid and the bound", err)
+		}
+		return
+	}
+	t.Fatal("8 connects to a queue of none all succeeded")
+}
+
+// listenNone listens on a Unix socket at p with a queue of none and never
+// accepts; it returns the socket.
+func listenNone(t *testing.T, p string) int {
+	t.Helper()
+	fd, err := syscall.Socket(syscall.AF_UNIX, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { syscall.Close(fd) })
+	if err := syscall.Bind(fd, &syscall.SockaddrUnix{Name: p}); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Listen(fd, 0); err != nil { // never accepted
+		t.Fatal(err)
+	}
+	return fd
+}
+
+// shortDir is a new directory whose socket paths fit a sockaddr_un.
+func shortDir(t *testing.T) string {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "ptojit-conn-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	return dir
 }

@@ -2,13 +2,22 @@
 
 package client
 
-import "net"
+import (
+	"net"
+	"time"
+)
 
-// dial connects to the daemon socket at path.
-func dial(path string) (daemonConn, error) {
-	c, err := net.DialUnix("unix", nil, &net.UnixAddr{Name: path, Net: "unix"})
+// dial connects to the daemon socket at path, waiting at most bound.
+func dial(path string, bound time.Duration) (daemonConn, error) {
+	d := net.Dialer{Timeout: bound}
+	nc, err := d.Dial("unix", path)
 	if err != nil {
 		return nil, err
+	}
+	c, ok := nc.(*net.UnixConn)
+	if !ok {
+		nc.Close()
+		return nil, &net.OpError{Op: "dial", Net: "unix", Err: net.UnknownNetworkError("unix")}
 	}
 	return unixConn{c}, nil
 }

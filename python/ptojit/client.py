@@ -226,10 +226,8 @@ class _Conn:
         EAGAIN (the daemon is not answering)."""
         if self.bound == seconds:
             return
-        sec = int(seconds)
-        tv = struct.pack("ll", sec, max(int((seconds - sec) * 1e6), 0 if sec else 1))
-        self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVTIMEO, tv)
-        self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDTIMEO, tv)
+        _set_timeout(self.sock, socket.SO_RCVTIMEO, seconds)
+        _set_timeout(self.sock, socket.SO_SNDTIMEO, seconds)
         self.bound = seconds
 
     def read(self, n: int) -> bytes:
@@ -244,6 +242,13 @@ class _Conn:
         out = bytes(buf[:n])
         del buf[:n]
         return out
+
+
+def _set_timeout(sock: socket.socket, opt: int, seconds: float) -> None:
+    """Set the socket timeout opt (SO_RCVTIMEO or SO_SNDTIMEO) to seconds."""
+    sec = int(seconds)
+    tv = struct.pack("ll", sec, max(int((seconds - sec) * 1e6), 0 if sec else 1))
+    sock.setsockopt(socket.SOL_SOCKET, opt, tv)
 
 
 # What one read of the socket asks for at least: a hit's reply whole.
@@ -648,8 +653,13 @@ class Client:
         self._check_dir()
         sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         try:
+            # Linux bounds a connect by SO_SNDTIMEO: a daemon whose listen
+            # queue is full (it accepts nothing) is not answering.
+            _set_timeout(sock, socket.SO_SNDTIMEO, self.no_answer)
             try:
                 sock.connect(self.socket_path)
+            except BlockingIOError:
+                raise DaemonNotAnswering(0, os.path.join(self.daemon_dir, LOG_NAME), self.no_answer) from None
             except OSError as e:
                 if e.errno in (errno.ENOENT, errno.ECONNREFUSED):
                     raise _NoDaemon(str(e)) from None
@@ -737,6 +747,7 @@ class Client:
         self._check_dir()
         sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         try:
+            _set_timeout(sock, socket.SO_SNDTIMEO, self.no_answer)  # bounds the connect too
             sock.connect(self.socket_path)
             conn = _Conn(sock, _check_peer(sock))
             conn.set_bound(self.no_answer)
@@ -850,6 +861,9 @@ def _failure_text(resp: dict) -> str:
     if kind == "store_failure":
         return _store_failure_text(d)
     if kind == "not_answering":
+        if d.get("pid", "") in ("", "0"):
+            return (f"the daemon accepted no connection for {d.get('bound', '')}: it is not answering "
+                    f"(stopped or hung; its log is {d.get('log', '')}; {NO_ANSWER_VARIABLE} sets the bound)")
         return (f"the daemon (pid {d.get('pid', '')}) sent nothing for {d.get('bound', '')}: it is not answering "
                 f"(stopped or hung; its log is {d.get('log', '')}; {NO_ANSWER_VARIABLE} sets the bound)")
     if kind == "bad_request":

@@ -378,6 +378,37 @@ class TestClient(DaemonTest):
 
 
 class TestProtocol2(DaemonTest):
+    def test_full_listen_queue_is_not_answering(self) -> None:
+        # A daemon that accepts nothing: a listen queue of none, filled by
+        # one connection. The next connect waits only for the bound.
+        c = self.client(no_answer=0.2)
+        os.makedirs(c.daemon_dir, 0o700)
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.addCleanup(s.close)
+        s.bind(c.socket_path)
+        s.listen(0)
+        queued, box = [], {}
+
+        def attempt() -> None:
+            try:
+                for _ in range(8):
+                    queued.append(c._connect())  # queued until the queue is full
+            except Exception as e:
+                box["e"] = e
+
+        t = threading.Thread(target=attempt, daemon=True)
+        t.start()
+        t.join(DEADLINE)
+        if t.is_alive():
+            s.close()  # wakes the connect: the test fails, not hangs
+            self.fail("a connect to a full listen queue still waits")
+        for conn in queued:
+            conn.sock.close()
+        e = box.get("e")
+        self.assertIsInstance(e, ptojit.DaemonNotAnswering, box)
+        self.assertEqual(e.pid, 0)
+        self.assertIn("accepted no connection", str(e))
+
     def test_stopped_daemon_is_named_and_engine_fallback_builds(self) -> None:
         c = self.client()
         first = c.build(self.request)

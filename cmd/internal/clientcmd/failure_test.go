@@ -37,6 +37,7 @@ var failureReplies = []api.DaemonResponse{
 	{Kind: api.KindStoreFailure, Exit: 1, Data: map[string]string{"path": "/c/ptojit", "holder": "in_process"}},
 	{Kind: api.KindStoreFailure, Exit: 1, Data: map[string]string{"path": "/c/ptojit", "reason": "its file system has 12 MiB free, the store needs 1.0 GiB to write"}},
 	{Kind: api.KindNotAnswering, Exit: 1, Data: map[string]string{"pid": "4242", "bound": "1m30s", "log": "/run/ptojit/x/daemon.log"}},
+	{Kind: api.KindNotAnswering, Exit: 1, Data: map[string]string{"pid": "0", "bound": "30s", "log": "/run/ptojit/x/daemon.log"}},
 	{Kind: api.KindBadRequest, Exit: 2, Data: map[string]string{"op": "frobnicate"}},
 	{Kind: api.KindBadRequest, Exit: 2, Data: map[string]string{"args": `run "x"`}},
 	{Kind: api.KindBadRequest, Exit: 2, Data: map[string]string{"dir": "rel/dir"}},
