@@ -147,7 +147,7 @@ func TestReadFile(t *testing.T) {
 // has stopped accepting) fails within the bound instead of waiting for
 // it forever, and Call reports the daemon as not answering.
 func TestDialFullQueue(t *testing.T) {
-	dir := shortDir(t)
+	dir := ownDir(t)
 	p := api.SocketPath(dir)
 	fd := listenNone(t, p)
 	type dialed struct {
@@ -202,15 +202,4 @@ func listenNone(t *testing.T, p string) int {
 		t.Fatal(err)
 	}
 	return fd
-}
-
-// shortDir is a new directory whose socket paths fit a sockaddr_un.
-func shortDir(t *testing.T) string {
-	t.Helper()
-	dir, err := os.MkdirTemp("", "ptojit-conn-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	return dir
 }
