@@ -185,11 +185,12 @@ func call(path string, req *api.DaemonRequest, o Options, prepare func(pid int) 
 		}
 	}
 	bound := o.noAnswer()
+	notAnswering := &NotAnsweringError{Socket: path, Log: filepath.Join(filepath.Dir(path), api.LogName), Op: req.Op, Bound: bound}
 	conn, err := dial(path, bound)
 	if errors.Is(err, os.ErrDeadlineExceeded) {
-		// A daemon there that accepts no connection: its listen
-		// queue is full.
-		return nil, &NotAnsweringError{Socket: path, Log: filepath.Join(filepath.Dir(path), api.LogName), Op: req.Op, Bound: bound}
+		// A daemon there that accepts no connection (its listen queue
+		// is full): no pid known.
+		return nil, notAnswering
 	}
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrNoDaemon, err)
@@ -210,7 +211,7 @@ func call(path string, req *api.DaemonRequest, o Options, prepare func(pid int) 
 			return nil, fmt.Errorf("daemon request: %w", err)
 		}
 	}
-	notAnswering := &NotAnsweringError{Socket: path, PID: pid, Log: filepath.Join(filepath.Dir(path), api.LogName), Op: req.Op, Bound: bound}
+	notAnswering.PID = pid
 	conn.SetDeadline(time.Now().Add(bound))
 	// A daemon that refuses the peer replies before reading the request,
 	// so a failed write is judged by whether a reply can still be read.

@@ -1,6 +1,7 @@
 package client
 
 import (
+	"bytes"
 	"io"
 	"os"
 	"syscall"
@@ -28,26 +29,17 @@ func readFile(name string) ([]byte, error) {
 	if err != nil {
 		return nil, &os.PathError{Op: "open", Path: name, Err: err}
 	}
-	// A blocking descriptor: os.NewFile reads it directly.
+	// A blocking descriptor: os.NewFile reads it directly. Sized by its
+	// stat, the buffer takes the file in one read and sees its end in a
+	// second (io.ReadAll would start at 512 bytes and grow).
 	f := os.NewFile(uintptr(fd), name)
 	defer f.Close()
-	size := 0
+	var buf bytes.Buffer
 	if fi, err := f.Stat(); err == nil && fi.Size() < 1<<20 {
-		size = int(fi.Size())
+		buf.Grow(int(fi.Size()) + bytes.MinRead)
 	}
-	// One read of it whole, and one to see its end.
-	b := make([]byte, 0, size+512)
-	for {
-		n, err := f.Read(b[len(b):cap(b)])
-		b = b[:len(b)+n]
-		if err == io.EOF {
-			return b, nil
-		}
-		if err != nil {
-			return nil, err
-		}
-		if len(b) == cap(b) {
-			b = append(b, 0)[:len(b)]
-		}
+	if _, err := buf.ReadFrom(f); err != nil {
+		return nil, err
 	}
+	return buf.Bytes(), nil
 }
