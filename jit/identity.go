@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 
 	"github.com/ptojit/ptojit/api"
 	"github.com/ptojit/ptojit/envaudit/envreg"
@@ -543,10 +544,22 @@ func (id *identity) inToolchainRoot(p string) bool {
 	}
 	for _, name := range toolchain.Names {
 		for _, r := range in.Component(name).Roots {
-			if rest, ok := under(p, r.Path()); ok && rest != "." {
+			if inRoot(p, r.Path()) {
 				return true
 			}
 		}
 	}
 	return false
+}
+
+// inRoot reports whether the absolute, clean path p lies strictly inside
+// the content root root. A root's path is clean but may be "/" (or "//",
+// which inventory keeps and a clean p never starts with), which ends in
+// the slash that under's prefix must not have.
+func inRoot(p, root string) bool {
+	if strings.HasSuffix(root, "/") {
+		return len(p) > len(root) && strings.HasPrefix(p, root)
+	}
+	rest, ok := under(p, root)
+	return ok && rest != "."
 }

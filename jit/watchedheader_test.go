@@ -175,3 +175,27 @@ func TestDriverChecksToolchainHeadersThroughTheWatcher(t *testing.T) {
 		build(t, d, req, api.StatusHit)
 	}
 }
+
+// TestInRoot: a path is inside a toolchain content root when it lies
+// strictly below it, the root "/" included (a clean path is never below
+// "//").
+func TestInRoot(t *testing.T) {
+	for _, c := range []struct {
+		p, root string
+		want    bool
+	}{
+		{"/usr/include/stdio.h", "/usr/include", true},
+		{"/usr/include/sys/types.h", "/usr/include", true},
+		{"/usr/include", "/usr/include", false},
+		{"/usr/includes/a.h", "/usr/include", false},
+		{"/usr/a.h", "/usr/include", false},
+		{"/a.h", "/", true},
+		{"/usr/include/a.h", "/", true},
+		{"/", "/", false},
+		{"/opt/a.h", "//", false},
+	} {
+		if got := inRoot(c.p, c.root); got != c.want {
+			t.Errorf("inRoot(%q, %q) = %v, want %v", c.p, c.root, got, c.want)
+		}
+	}
+}
