@@ -118,11 +118,7 @@ func TestScalePuts(t *testing.T) {
 	for i, d := range dirs {
 		slices.Sort(batches[i])
 		t.Logf("scale n=%d put_per_s=%.0f", held[i], putBatch/batches[i][len(batches[i])/2].Seconds())
-		// Left settled for bench/scale.sh's daemon, as TestScale leaves it.
-		if err := stores[i].Close(); err != nil {
-			t.Fatal(err)
-		}
-		settle(t, open(t, d, Options{}))
+		leaveSettled(t, stores[i], d)
 	}
 }
 
@@ -192,13 +188,7 @@ func measureScale(t *testing.T, dir string, n int) *scaleFigures {
 	slices.Sort(verifies)
 	f.verify = verifies[1]
 	f.rssAfter, f.anonAfter = memStatus(t)
-	// bench/scale.sh's daemon opens the store next: as settled as after
-	// the fill. Closing writes the memtable out as another L0 table,
-	// which may start a compaction: it is done before the store is left.
-	if err := b.Close(); err != nil {
-		t.Fatal(err)
-	}
-	settle(t, open(t, dir, Options{}))
+	leaveSettled(t, b, dir)
 	return f
 }
 
@@ -259,6 +249,18 @@ func settle(t *testing.T, b *Badger) {
 			last, since = state, time.Now()
 		}
 	}
+}
+
+// leaveSettled closes b, the store in dir, and leaves it as settled as
+// after its fill, for bench/scale.sh's daemon, which opens it next:
+// closing writes the memtable out as another L0 table, which may start a
+// compaction, so the store is opened again and settled.
+func leaveSettled(t *testing.T, b *Badger, dir string) {
+	t.Helper()
+	if err := b.Close(); err != nil {
+		t.Fatal(err)
+	}
+	settle(t, open(t, dir, Options{}))
 }
 
 // errStopList stops a listing after its first entry.
