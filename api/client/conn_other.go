@@ -10,16 +10,11 @@ import (
 // dial connects to the daemon socket at path, waiting at most bound.
 func dial(path string, bound time.Duration) (daemonConn, error) {
 	d := net.Dialer{Timeout: bound}
-	nc, err := d.Dial("unix", path)
+	c, err := d.Dial("unix", path)
 	if err != nil {
 		return nil, err
 	}
-	c, ok := nc.(*net.UnixConn)
-	if !ok {
-		nc.Close()
-		return nil, &net.OpError{Op: "dial", Net: "unix", Err: net.UnknownNetworkError("unix")}
-	}
-	return unixConn{c}, nil
+	return unixConn{c.(*net.UnixConn)}, nil // what a "unix" dial returns
 }
 
 // unixConn is a daemonConn of package net.
