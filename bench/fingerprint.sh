@@ -10,6 +10,9 @@
 #   sha256   find -L ROOT -type f | sort | xargs sha256sum
 #   floor    bench/floor: a parallel Go loop of raw open/read/sha256/close
 #            over the file list made beforehand (no walk, no stat, no checks)
+#   walk     (tree only) floor walk: the same loop over the files it finds
+#            by listing the directories (raw open/getdents/close, a stat
+#            per symlink), as any fingerprint must; still no checks
 #
 # Warm page cache; each command runs RUNS times (default 7), interleaved,
 # and the median wall time and CPU time (user+sys, steadier than wall
@@ -65,11 +68,13 @@ sha_big > /dev/null
 "$work/bin/ptojit" fingerprint --json "$work/tree" > "$work/check.json"
 grep -q "\"files\": $tree_files," "$work/check.json" || { echo "ptojit read another number of files than $tree_files" >&2; cat "$work/check.json" >&2; exit 1; }
 "$work/bin/floor" < "$work/tree.list" > /dev/null
+"$work/bin/floor" walk "$work/tree" | grep -q "^$tree_files files " || { echo "floor walk found another number of files than $tree_files" >&2; exit 1; }
 
 for ((i = 0; i < runs; i++)); do
 	timeit ptojit_tree "$work/bin/ptojit" fingerprint --json "$work/tree"
 	timeit floor_tree "$work/bin/floor" < "$work/tree.list"
 	timeit sha_tree sha_tree
+	timeit walk_tree "$work/bin/floor" walk "$work/tree"
 	timeit ptojit_big "$work/bin/ptojit" fingerprint --json "$work/big.bin"
 	timeit floor_big "$work/bin/floor" < "$work/big.list"
 	timeit sha_big sha_big
@@ -93,4 +98,9 @@ report() { # TITLE BYTES NAME LABEL...
 	}'
 }
 report "$(printf 'tree: %d files, %.1f MB' "$tree_files" "$(awk -v b="$tree_total" 'BEGIN {print b / 1e6}')")" "$tree_total" tree "find|sort|sha256sum"
+awk -v b="$tree_total" -v ww="$(m walk_tree)" -v wc="$(c walk_tree)" -v fw="$(m floor_tree)" -v fc="$(c floor_tree)" \
+	-v pw="$(m ptojit_tree)" -v pc="$(c ptojit_tree)" 'BEGIN {
+	printf "  %-22s %7.3f s wall %6.2f GB/s %5.2fx floor | %7.3f s CPU %5.2fx floor\n", "floor walk (listing)", ww, b / ww / 1e9, ww / fw, wc, wc / fc
+	printf "  %-22s %7s   ptojit / floor walk: %5.2fx wall, %5.2fx CPU\n", "", "", pw / ww, pc / wc
+}'
 report "$(printf 'big: 1 file, %.2f GiB' "$(awk -v b="$big_bytes" 'BEGIN {print b / 2^30}')")" "$big_bytes" big "sha256sum"

@@ -9,9 +9,14 @@
 #   client    ptojit.Client.build of the same request (the daemon socket,
 #             no process start)
 #   ccache.py subprocess.run(["ccache", "gcc", "-c", ...]) of that kernel
+#   go.floor  a static Go program whose main is empty, built like the
+#             client and spawned alike: the least any Go client costs
+#             before it does anything (the runtime's start and exit)
 #
-# and prints the median and p90 of each, the ratios cli/ccache and
-# client/ccache.py, and the daemon's share: the median of the build's own
+# and prints the median and p90 of each, the ratios cli/ccache,
+# go.floor/ccache (what of the CLI's target a Go process leaves for the
+# client's and the daemon's work) and client/ccache.py, and the daemon's
+# share: the median of the build's own
 # timings (timings.total and timings.phases_us of the client's responses).
 #
 #   bash bench/hit_latency.sh [ROUNDS]    (default 300)
@@ -53,6 +58,11 @@ trap 'PTOJIT_CACHE_DIR=$work/cache "$work/bin/ptojit" daemon stop >/dev/null 2>&
 # without the dynamic loader.
 CGO_ENABLED=0 go build -o "$work/bin/" ./cmd/ptojit
 go build -o "$work/bin/" ./cmd/ptojitd
+# The floor: the same toolchain and flags, an empty main.
+mkdir "$work/gofloor"
+printf 'package main\n\nfunc main() {}\n' > "$work/gofloor/main.go"
+printf 'module gofloor\n\ngo 1.26\n' > "$work/gofloor/go.mod"
+(cd "$work/gofloor" && CGO_ENABLED=0 GOWORK=off go build -o "$work/bin/gofloor" .)
 cp -r testdata/examples "$work/examples"
 rm -rf "$work/examples/vadd/out"
 # The baseline builds its own copy (as another checkout would): sharing one
@@ -107,7 +117,8 @@ def ccache_py():
     subprocess.run(ccache, check=True, stdout=subprocess.DEVNULL)
 
 
-cases = {"cli": spawn(cli), "ccache": spawn(ccache), "client": client, "ccache.py": ccache_py}
+cases = {"cli": spawn(cli), "ccache": spawn(ccache), "client": client, "ccache.py": ccache_py,
+         "go.floor": spawn([f"{work}/bin/gofloor"])}
 base_ms = []
 if baseline:
     # The baseline's binaries, with their own cache and daemon.
@@ -175,9 +186,11 @@ def interval(a, b, n=2000):
     return rs[int(n * 0.025)], rs[int(n * 0.975) - 1]
 
 
-for a, b, target in (("cli", "ccache", 0.65), ("client", "ccache.py", 0.2)):
+for a, b, target in (("cli", "ccache", 0.65), ("go.floor", "ccache", None), ("client", "ccache.py", 0.2)):
     lo, hi = interval(a, b)
-    print(f"  {a + ' / ' + b:19s} {med[a] / med[b]:5.2f}x  95% interval {lo:.2f}-{hi:.2f}x  (target <= {target}x)")
+    note = f"(target <= {target}x)" if target else "(an empty Go program: no Go client can be faster)"
+    print(f"  {a + ' / ' + b:19s} {med[a] / med[b]:5.2f}x  95% interval {lo:.2f}-{hi:.2f}x  {note}")
+print(f"  cli - go.floor       {med['cli'] - med['go.floor']:5.3f} ms: the client's own work and the daemon's round trip")
 print(f"  load after the rounds: {' '.join(open('/proc/loadavg').read().split()[:3])}")
 d = statistics.median(daemon_ms)
 print(f"  daemon's own work per hit: median {d:.3f} ms ({d / med['cli']:.0%} of cli, {d / med['client']:.0%} of client)")

@@ -10,6 +10,8 @@
 //	floor gen-tree DIR FILES BYTES   make a tree like a runtime installation
 //	floor gen-file PATH BYTES        make one file of pseudo-random bytes
 //	floor evict < LIST               drop the page cache of the listed files
+//	floor walk ROOT                  the same loop over the files found by
+//	                                 listing the directories below ROOT
 package main
 
 import (
@@ -34,6 +36,9 @@ func main() {
 			return
 		case "evict":
 			evict()
+			return
+		case "walk":
+			walkFloor(os.Args[2:])
 			return
 		}
 	}

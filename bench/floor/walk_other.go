@@ -1,0 +1,7 @@
+//go:build !linux
+
+package main
+
+import "errors"
+
+func walkFloor([]string) { fatal(errors.New("floor walk: Linux only")) }
