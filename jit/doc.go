@@ -101,13 +101,15 @@
 // last check holds while the listing of its directory that was current
 // before that check still is, since a write, a mode change, a replacement
 // or a rename of the file is an event in that directory. Only a regular
-// file with one link is checked so (a write through another name would be
-// an event in the other name's directory). The application's own headers,
-// outside those roots, and its sources are stat-checked on every request.
-// What a watch does not see, for every memo the Watcher keeps: a write
-// through a shared memory mapping, a write in place through a hard link
-// made later in another directory, a file system mounted over a directory
-// of the path.
+// file with one link is checked so, and only once the file itself is
+// watched too: a write through another name, or through a hard link made
+// later in a directory no watch covers, is no event in the header's
+// directory, but it is one on the file's own watch (its inode's: the
+// link count, then the write). The application's own headers, outside
+// those roots, and its sources are stat-checked on every request. What
+// the watches do not see, for every memo the Watcher keeps: a write
+// through a shared memory mapping, and a file system mounted over a
+// directory of the path.
 //
 // # Publication
 //

@@ -94,14 +94,16 @@ type watchedHeader struct {
 // replacement or a rename of the file would have been one. So the file
 // is what that check found, and its digest is the one found then.
 //
-// Only a regular file that is its only link is remembered this way (a
-// write through another name of the same file is an event in that
-// name's directory only). A header that cannot be remembered, or whose
-// directory cannot be watched, is checked with headerDigestOf. What the
-// watch does not see, as for every memo the Watcher keeps: a write
-// through a shared memory mapping, a write in place through a hard link
-// made later in another directory (the link itself is no event in the
-// header's), and a file system mounted over a directory of the path.
+// Only a regular file that is its only link is remembered this way, and
+// only once the file itself is watched too (Watcher.watchFile, armed
+// after the stat and before the read): a write through another name of
+// the same file is an event in that name's directory only, and a hard
+// link made later in a directory no watch covers is no event in the
+// header's, but both are events on the file's own watch. A header that
+// cannot be remembered, or whose directory or file cannot be watched, is
+// checked with headerDigestOf. What the watches do not see, as for every
+// memo the Watcher keeps: a write through a shared memory mapping, and a
+// file system mounted over a directory of the path.
 func watchedDigestOf(l *DirListings, p string) (string, error) {
 	dir := filepath.Dir(p)
 	if e, ok := watchedHeaders.get(p); ok && l.isCurrent(dir, e.listing) {
@@ -112,7 +114,7 @@ func watchedDigestOf(l *DirListings, p string) (string, error) {
 	if cur != nil {
 		if fi, err := os.Lstat(p); err == nil {
 			_, regular := statKeyOf(fi)
-			one = regular && onlyLink(fi)
+			one = regular && onlyLink(fi) && l.w.watchFile(p) == nil
 		}
 	}
 	d, err := headerDigestOf(p)

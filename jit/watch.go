@@ -23,8 +23,9 @@ type Forgetter interface {
 	ForgetAll()
 }
 
-// maxWatches bounds the directories one daemon watches; past it, reads are
-// no longer memoized (inotify watches are a per-user kernel resource).
+// maxWatches bounds the directories and files one daemon watches; past it,
+// reads are no longer memoized (inotify watches are a per-user kernel
+// resource).
 const maxWatches = 200000
 
 // Watcher keeps memoized installation identities true to the files: its
@@ -36,7 +37,8 @@ const maxWatches = 200000
 // cannot be watched, or the kernel's event queue overflows, every memo is
 // dropped, so an unwatched read is never served from memory; both are
 // counted in Status. It also keeps the directory listings of Listings
-// (see DirListings), which watch their directories themselves.
+// (see DirListings), which watch their directories themselves, and
+// watches the headers a daemon checks through them (watchFile).
 //
 // A Watcher is safe for concurrent use.
 type Watcher struct {
@@ -46,6 +48,7 @@ type Watcher struct {
 
 	mu          sync.Mutex // guards the fields below
 	dirs        map[string]struct{}
+	files       map[string]struct{} // files watched themselves (watchFile)
 	events      int64
 	forgotten   int64
 	overflows   int64
@@ -72,7 +75,7 @@ func NewWatcher(syncDir string, memos ...Forgetter) (*Watcher, error) {
 		fw.Close()
 		return nil, err
 	}
-	w := &Watcher{fs: fw, memos: memos, dirs: map[string]struct{}{}, unwatchable: map[string]string{},
+	w := &Watcher{fs: fw, memos: memos, dirs: map[string]struct{}{}, files: map[string]struct{}{}, unwatchable: map[string]string{},
 		syncDir: syncDir, syncWait: map[string]chan bool{}}
 	w.listings = newDirListings(w)
 	w.memos = append(slices.Clip(w.memos), w.listings)
@@ -192,7 +195,7 @@ func (w *Watcher) BeforeDir(dir string) error {
 		return nil
 	}
 	var err error
-	if len(w.dirs) >= maxWatches {
+	if len(w.dirs)+len(w.files) >= maxWatches {
 		err = errors.New("too many watched directories")
 	} else {
 		err = addWatch(w.fs, dir)
@@ -247,13 +250,39 @@ func (w *Watcher) watchDir(dir string) error {
 	if w.closed {
 		return errors.New("the watcher is closed")
 	}
-	if len(w.dirs) >= maxWatches {
+	if len(w.dirs)+len(w.files) >= maxWatches {
 		return errors.New("too many watched directories")
 	}
 	if err := addWatch(w.fs, dir); err != nil {
 		return err
 	}
 	w.dirs[dir] = struct{}{}
+	return nil
+}
+
+// watchFile watches the file p names now, itself: its inode, not its
+// directory. A write to that file through any of its names, a change of
+// its mode or times, and a name made for it or taken from it (its link
+// count) are then events here, each dropping the memos of p as an event
+// in p's directory does; without it, a hard link made in a directory no
+// watch covers would let a write in place through that name go unseen.
+// It arms the watch again on every call, since p may name another file
+// than the one watched before (a rename over it): inotify resolves p
+// anew and keeps one watch per inode. The error of a watch that cannot
+// be armed is returned, and the caller does not memoize.
+func (w *Watcher) watchFile(p string) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.closed {
+		return errors.New("the watcher is closed")
+	}
+	if _, ok := w.files[p]; !ok && len(w.dirs)+len(w.files) >= maxWatches {
+		return errors.New("too many watched files")
+	}
+	if err := addWatch(w.fs, p); err != nil {
+		return err
+	}
+	w.files[p] = struct{}{}
 	return nil
 }
 
@@ -286,6 +315,11 @@ func (w *Watcher) loop() {
 			w.mu.Lock()
 			w.events++
 			w.forgotten += int64(n)
+			if ev.Has(fsnotify.Remove) || ev.Has(fsnotify.Rename) {
+				// The name no longer leads to the inode watched: the
+				// next check arms a watch on what it names then.
+				delete(w.files, ev.Name)
+			}
 			if _, ok := w.dirs[ev.Name]; ok && (ev.Has(fsnotify.Remove) || ev.Has(fsnotify.Rename)) {
 				// The kernel drops the watch of a removed directory;
 				// watch it again when a read lists it next time. The
@@ -328,13 +362,14 @@ func (w *Watcher) loop() {
 
 // WatchStatus is the watcher's part of `daemon status`.
 type WatchStatus struct {
-	WatchedDirs int64             `json:"watched_dirs"`
-	ListedDirs  int64             `json:"listed_dirs"`
-	Events      int64             `json:"events"`
-	Forgotten   int64             `json:"memos_dropped"`
-	Overflows   int64             `json:"queue_overflows"`
-	Unwatchable map[string]string `json:"unwatchable,omitempty"`
-	Note        string            `json:"note,omitempty"`
+	WatchedDirs  int64             `json:"watched_dirs"`
+	WatchedFiles int64             `json:"watched_files"`
+	ListedDirs   int64             `json:"listed_dirs"`
+	Events       int64             `json:"events"`
+	Forgotten    int64             `json:"memos_dropped"`
+	Overflows    int64             `json:"queue_overflows"`
+	Unwatchable  map[string]string `json:"unwatchable,omitempty"`
+	Note         string            `json:"note,omitempty"`
 }
 
 // Status reports what the watcher has seen.
@@ -342,7 +377,7 @@ func (w *Watcher) Status() WatchStatus {
 	listed := int64(w.listings.Len())
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	st := WatchStatus{WatchedDirs: int64(len(w.dirs)), ListedDirs: listed, Events: w.events, Forgotten: w.forgotten, Overflows: w.overflows}
+	st := WatchStatus{WatchedDirs: int64(len(w.dirs)), WatchedFiles: int64(len(w.files)), ListedDirs: listed, Events: w.events, Forgotten: w.forgotten, Overflows: w.overflows}
 	if len(w.unwatchable) > 0 {
 		st.Unwatchable = map[string]string{}
 		keys := make([]string, 0, len(w.unwatchable))

@@ -3,11 +3,14 @@ package jit
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/fsnotify/fsnotify"
 
 	"github.com/ptojit/ptojit/api"
 )
@@ -103,6 +106,112 @@ func TestWatchedHeaderSeesEveryChange(t *testing.T) {
 	w.Sync()
 	if d, err := watchedDigestOf(l, p); err == nil {
 		t.Fatalf("removed header: digest %s, want an error", d)
+	}
+}
+
+// A hard link made after the header was remembered, in a directory no
+// watch covers, and a write in place through it with the times restored:
+// neither is an event in the header's directory, but both are events on
+// the file's own watch, so the next check reads it again. Then the
+// header has two names and is checked with a stat every time; once the
+// other name is gone, it is remembered again.
+func TestWatchedHeaderSeesAWriteThroughALaterLink(t *testing.T) {
+	w, l := newListings(t, new(countMemo))
+	p := agedHeader(t, "int a;\n")
+	wantDigest(t, l, p, "int a;\n")
+	other := writeThroughLink(t, p, "int b;\n")
+	w.Sync()
+	wantDigest(t, l, p, "int b;\n")
+	if e, ok := watchedHeaders.get(p); ok && l.isCurrent(filepath.Dir(p), e.listing) {
+		t.Fatalf("%s, with a second name, is remembered", p)
+	}
+	if err := os.Remove(other); err != nil {
+		t.Fatal(err)
+	}
+	w.Sync()
+	wantDigest(t, l, p, "int b;\n")
+	if e, ok := watchedHeaders.get(p); !ok || !l.isCurrent(filepath.Dir(p), e.listing) {
+		t.Fatalf("%s, its only name again, is not remembered", p)
+	}
+}
+
+// writeThroughLink makes a hard link to p in a new directory no watch
+// covers, writes content in place through it, restoring p's times, and
+// returns the link's path.
+func writeThroughLink(t *testing.T, p, content string) string {
+	t.Helper()
+	fi, err := os.Stat(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	other := filepath.Join(t.TempDir(), "elsewhere.h")
+	if err := os.Link(p, other); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.OpenFile(other, os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = f.WriteAt([]byte(content), 0)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chtimes(other, fi.ModTime(), fi.ModTime()); err != nil {
+		t.Fatal(err)
+	}
+	return other
+}
+
+// The file watch follows the file the name leads to: after a rename over
+// the header, the next check watches the new file, so a write through a
+// link to it made later is seen too.
+func TestWatchedHeaderWatchFollowsAReplacement(t *testing.T) {
+	w, l := newListings(t, new(countMemo))
+	p := agedHeader(t, "int a;\n")
+	wantDigest(t, l, p, "int a;\n")
+	q := p + ".new"
+	if err := os.WriteFile(q, []byte("int c;\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	old := time.Now().Add(-time.Hour)
+	if err := os.Chtimes(q, old, old); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(q, p); err != nil {
+		t.Fatal(err)
+	}
+	w.Sync()
+	wantDigest(t, l, p, "int c;\n")
+	if e, ok := watchedHeaders.get(p); !ok || !l.isCurrent(filepath.Dir(p), e.listing) {
+		t.Fatalf("%s, replaced, is not remembered", p)
+	}
+	writeThroughLink(t, p, "int d;\n")
+	w.Sync()
+	wantDigest(t, l, p, "int d;\n")
+}
+
+// A header whose own watch cannot be armed (its directory's can) is
+// checked with a stat every time, and its digest is still right.
+func TestWatchedHeaderNotRememberedWithoutItsWatch(t *testing.T) {
+	_, l := newListings(t, new(countMemo))
+	p := agedHeader(t, "int a;\n")
+	old := addWatch
+	addWatch = func(fw *fsnotify.Watcher, path string) error {
+		if path == p {
+			return errors.New("no space left on device")
+		}
+		return old(fw, path)
+	}
+	t.Cleanup(func() { addWatch = old })
+	wantDigest(t, l, p, "int a;\n")
+	if _, ok := watchedHeaders.get(p); ok {
+		t.Fatalf("%s is remembered without a watch of its own", p)
+	}
+	if st := l.w.Status(); st.WatchedFiles != 0 || st.WatchedDirs == 0 {
+		t.Fatalf("watched: %d files, %d directories; want none and some", st.WatchedFiles, st.WatchedDirs)
 	}
 }
 

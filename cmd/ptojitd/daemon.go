@@ -285,8 +285,8 @@ func runDaemonStatus(env *cli.Env, o daemonOptions) error {
 		fmt.Fprintf(w, "socket %s, log %s\n", st.Socket, st.Log)
 		fmt.Fprintf(w, "requests: %d served, %d in flight, %d refused; exits after %s idle\n", st.Server.Served, st.Server.InFlight, st.Server.Refused, time.Duration(st.Server.IdleExit*float64(time.Second)))
 		fmt.Fprintf(w, "connections: %d open, %d refused over the limit\n", st.Server.Conns, st.Server.RefusedConns)
-		fmt.Fprintf(w, "identities: %d components memoized; %d directories watched, %d events, %d memos dropped, %d queue overflows\n",
-			st.Memoized, st.Watch.WatchedDirs, st.Watch.Events, st.Watch.Forgotten, st.Watch.Overflows)
+		fmt.Fprintf(w, "identities: %d components memoized; %d directories and %d files watched, %d events, %d memos dropped, %d queue overflows\n",
+			st.Memoized, st.Watch.WatchedDirs, st.Watch.WatchedFiles, st.Watch.Events, st.Watch.Forgotten, st.Watch.Overflows)
 		if st.Watch.Note != "" {
 			fmt.Fprintf(w, "note: %s\n", strings.TrimPrefix(st.Watch.Note, "; "))
 			for d, why := range st.Watch.Unwatchable {

@@ -8,8 +8,9 @@
 // output's bytes must be the fresh process's. The changes: headers created
 // beside a source, in an earlier -I directory and shadowing a system
 // header, and removed again; same-size edits of a source, of a header, of
-// a toolchain header and of the request file with their old modification
-// times restored; a toolchain root removed,
+// a toolchain header (once through its name, once through a hard link made
+// in a directory no watch covers, then removed) and of the request file
+// with their old modification times restored; a toolchain root removed,
 // renamed in, given a new subdirectory and an edit inside it; the PTO-ISA
 // checkout moved off its pin by a commit, back by reset --hard, to another
 // branch at the same commit, off and back by update-ref and by a direct
@@ -22,7 +23,7 @@
 // the world as it is, so that each change is judged on its own.
 //
 // `go test ./test/soundness` runs it, the same in -short mode and in CI
-// (35 changes, 71 builds: 20 to 80 s on 2 shared cores). The full run,
+// (37 changes, 75 builds: 20 to 80 s on 2 shared cores). The full run,
 // printing the table of every change and both answers:
 //
 //	go test -count=1 -v -run '^TestSoundness$' ./test/soundness
@@ -52,11 +53,12 @@ type change struct {
 // the ones before it left.
 func changes() []change {
 	var (
-		offPin     string    // the commit that moves the checkout off its pin
-		srcTime    time.Time // kernel_add.c's modification time before its edit
-		pyptoAway  string    // where the PyPTO root went
-		extraDir   string    // the new subdirectory of the PyPTO root
-		outputTime time.Time
+		offPin       string    // the commit that moves the checkout off its pin
+		srcTime      time.Time // kernel_add.c's modification time before its edit
+		pyptoAway    string    // where the PyPTO root went
+		extraDir     string    // the new subdirectory of the PyPTO root
+		outputTime   time.Time
+		linkedHeader string // a second name of ptojit_sim.h, made elsewhere
 	)
 	sim := func(w *world) string { return filepath.Join(w.tc, "runtime", "include") }
 	return []change{
@@ -99,6 +101,22 @@ func changes() []change {
 		{"a same-size edit of a toolchain header (the runtime's ptojit_sim.h, which a daemon checks through its watcher), its modification time restored", func(w *world) {
 			p := filepath.Join(sim(w), "ptojit_sim.h")
 			w.editSameSize(p, "the C ABI", "The C ABI", w.modTime(p))
+		}},
+		{"a same-size edit of that toolchain header written through a hard link made in a directory no watch covers, its modification time restored", func(w *world) {
+			p := filepath.Join(sim(w), "ptojit_sim.h")
+			mt := w.modTime(p)
+			dir, err := os.MkdirTemp(w.root, "elsewhere")
+			if err != nil {
+				w.t.Fatal(err)
+			}
+			linkedHeader = filepath.Join(dir, "sim.h")
+			if err := os.Link(p, linkedHeader); err != nil {
+				w.t.Fatal(err)
+			}
+			w.editSameSize(linkedHeader, "The C ABI", "THE C ABI", mt)
+		}},
+		{"the hard link removed (the header its only name again)", func(w *world) {
+			w.remove(linkedHeader)
 		}},
 		{"a same-size edit of the request file (opt_level 2 to 3, which a daemon reads through its memo), its modification time restored", func(w *world) {
 			p := filepath.Join(w.vadd, "request.json")
