@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/fsnotify/fsnotify"
@@ -30,8 +31,9 @@ const maxWatches = 200000
 
 // Watcher keeps memoized installation identities true to the files: its
 // BeforeDir, called before every directory of a memoized read is listed,
-// adds an inotify watch there, and any event under a watched directory
-// drops the memos that depend on it. Because the watch exists before the
+// adds an inotify watch there and on each regular file in it, and any
+// event under a watched directory or on a watched file drops the memos
+// that depend on it. Because the watch exists before the
 // directory is read, a change during the read is seen too, and the
 // identity cache then declines to memoize that read. When a directory
 // cannot be watched, or the kernel's event queue overflows, every memo is
@@ -48,7 +50,8 @@ type Watcher struct {
 
 	mu          sync.Mutex // guards the fields below
 	dirs        map[string]struct{}
-	files       map[string]struct{} // files watched themselves (watchFile)
+	files       map[string]struct{} // files watched themselves (watchFile, BeforeDir)
+	armed       map[string]struct{} // directories whose files BeforeDir watched
 	events      int64
 	forgotten   int64
 	overflows   int64
@@ -75,7 +78,7 @@ func NewWatcher(syncDir string, memos ...Forgetter) (*Watcher, error) {
 		fw.Close()
 		return nil, err
 	}
-	w := &Watcher{fs: fw, memos: memos, dirs: map[string]struct{}{}, files: map[string]struct{}{}, unwatchable: map[string]string{},
+	w := &Watcher{fs: fw, memos: memos, dirs: map[string]struct{}{}, files: map[string]struct{}{}, armed: map[string]struct{}{}, unwatchable: map[string]string{},
 		syncDir: syncDir, syncWait: map[string]chan bool{}}
 	w.listings = newDirListings(w)
 	w.memos = append(slices.Clip(w.memos), w.listings)
@@ -185,17 +188,27 @@ var (
 // addWatch is fsnotify's Add; tests replace it to inject failures.
 var addWatch = func(fw *fsnotify.Watcher, dir string) error { return fw.Add(dir) }
 
-// BeforeDir watches dir. It never fails the read: a directory that cannot
-// be watched makes the memo forget everything, which discards the read in
-// flight, so it is served but not remembered.
+// BeforeDir watches dir, and each regular file in it itself (its inode):
+// a read of an installation that a memo keeps calls it before it lists
+// dir or reads a file there, so a write to such a file through another
+// of its names, or through a hard link made later in a directory no watch
+// covers, is an event too (the link count, then the write), as a write
+// through dir is. A file created in dir, or renamed into it, is an event
+// in dir that also makes the next BeforeDir of dir watch the files again.
+// It never fails the read: a directory or file that cannot be watched
+// makes the memo forget everything, which discards the read in flight, so
+// it is served but not remembered.
 func (w *Watcher) BeforeDir(dir string) error {
 	w.mu.Lock()
-	if _, ok := w.dirs[dir]; ok || w.closed {
+	if _, ok := w.armed[dir]; ok || w.closed {
 		w.mu.Unlock()
 		return nil
 	}
 	var err error
-	if len(w.dirs)+len(w.files) >= maxWatches {
+	if _, ok := w.dirs[dir]; ok {
+		// Watched already (a listing's, or before a file came): its
+		// files are to be watched.
+	} else if len(w.dirs)+len(w.files) >= maxWatches {
 		err = errors.New("too many watched directories")
 	} else {
 		err = addWatch(w.fs, dir)
@@ -223,6 +236,10 @@ func (w *Watcher) BeforeDir(dir string) error {
 	}
 	if err == nil {
 		w.dirs[dir] = struct{}{}
+		err = w.watchFilesIn(dir)
+	}
+	if err == nil {
+		w.armed[dir] = struct{}{}
 		w.mu.Unlock()
 		return nil
 	}
@@ -231,6 +248,41 @@ func (w *Watcher) BeforeDir(dir string) error {
 	}
 	w.mu.Unlock()
 	w.forgetAll()
+	return nil
+}
+
+// watchFilesIn watches each regular file in dir, a watched directory
+// (w.mu held). A file gone before its watch is armed is skipped: its
+// removal is an event in dir.
+func (w *Watcher) watchFilesIn(dir string) error {
+	f, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	ents, err := f.ReadDir(-1)
+	f.Close()
+	if errors.Is(err, syscall.ENOTDIR) {
+		return nil // a file: watched itself
+	}
+	if err != nil {
+		return err
+	}
+	for _, e := range ents {
+		if !e.Type().IsRegular() {
+			continue
+		}
+		p := filepath.Join(dir, e.Name())
+		if _, ok := w.files[p]; !ok && len(w.dirs)+len(w.files) >= maxWatches {
+			return errors.New("too many watched files")
+		}
+		if err := addWatch(w.fs, p); err != nil {
+			if errors.Is(err, fs.ErrNotExist) {
+				continue
+			}
+			return err
+		}
+		w.files[p] = struct{}{}
+	}
 	return nil
 }
 
@@ -320,6 +372,11 @@ func (w *Watcher) loop() {
 				// next check arms a watch on what it names then.
 				delete(w.files, ev.Name)
 			}
+			if ev.Has(fsnotify.Create) {
+				// A new name in an armed directory (created or renamed
+				// in): the next BeforeDir there watches its file.
+				delete(w.armed, filepath.Dir(ev.Name))
+			}
 			if _, ok := w.dirs[ev.Name]; ok && (ev.Has(fsnotify.Remove) || ev.Has(fsnotify.Rename)) {
 				// The kernel drops the watch of a removed directory;
 				// watch it again when a read lists it next time. The
@@ -328,10 +385,12 @@ func (w *Watcher) loop() {
 				// that may be created again: those are watched
 				// again too.
 				delete(w.dirs, ev.Name)
+				delete(w.armed, ev.Name)
 				prefix := ev.Name + string(filepath.Separator)
 				for d := range w.dirs {
 					if strings.HasPrefix(d, prefix) {
 						delete(w.dirs, d)
+						delete(w.armed, d)
 					}
 				}
 			}

@@ -388,3 +388,75 @@ func guard(t *testing.T) {
 	t.Helper()
 	fixture.Guard(t, watchDeadline)
 }
+
+// BeforeDir watches the files of its directory too: a write in place
+// through a hard link made later in a directory no watch covers is an
+// event that names the file, and so is one to a file that came into the
+// directory afterwards, once the next BeforeDir there has run.
+func TestWatcherSeesWritesThroughOtherNames(t *testing.T) {
+	guard(t)
+	dir := t.TempDir()
+	tool := filepath.Join(dir, "tool")
+	if err := os.WriteFile(tool, []byte("v1"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	m := newFakeMemo()
+	w, err := NewWatcher(filepath.Join(t.TempDir(), "sync"), m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	// forgot reports whether, since the last call, an event named p.
+	forgot := func(p string) bool {
+		w.Sync()
+		m.mu.Lock()
+		defer m.mu.Unlock()
+		ok := slices.Contains(m.paths, p)
+		m.paths = nil
+		for len(m.changed) > 0 {
+			<-m.changed
+		}
+		return ok
+	}
+	// writeThroughLink links p from a directory no watch covers, then
+	// writes through the link; it reports whether the write was seen.
+	writeThroughLink := func(p string) bool {
+		other := filepath.Join(t.TempDir(), "other")
+		if err := os.Link(p, other); err != nil {
+			t.Fatal(err)
+		}
+		forgot(p) // the link itself: the file's link count
+		f, err := os.OpenFile(other, os.O_WRONLY, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = f.WriteAt([]byte("v2"), 0)
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		return forgot(p)
+	}
+	if err := w.BeforeDir(dir); err != nil {
+		t.Fatal(err)
+	}
+	if !writeThroughLink(tool) {
+		t.Errorf("a write through a later link to %s was no event", tool)
+	}
+	late := filepath.Join(dir, "late")
+	if err := os.WriteFile(late, []byte("v1"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	forgot(late)
+	if err := w.BeforeDir(dir); err != nil {
+		t.Fatal(err)
+	}
+	if !writeThroughLink(late) {
+		t.Errorf("a write through a later link to %s, which came after the first BeforeDir, was no event", late)
+	}
+	if st := w.Status(); st.WatchedFiles != 2 {
+		t.Errorf("%d files watched, want 2", st.WatchedFiles)
+	}
+}

@@ -136,7 +136,10 @@
 // environment that can change tool resolution (Config.ToolResolutionVar:
 // a new semantic value, such as a new epoch under the content policy,
 // reuses the resolution). Options.BeforeDir
-// reports every directory whose change must drop a memo; Forget drops them.
+// reports every directory whose change must drop a memo, before anything in
+// it is listed or read (the daemon's watcher then watches the directory and
+// each regular file in it, so that a write through another name of a file
+// drops the memo too); Forget drops them.
 //
 // # Reading git
 //

@@ -9,8 +9,9 @@
 // beside a source, in an earlier -I directory and shadowing a system
 // header, and removed again; same-size edits of a source, of a header, of
 // a toolchain header (once through its name, once through a hard link made
-// in a directory no watch covers, then removed) and of the request file
-// with their old modification times restored; a toolchain root removed,
+// in a directory no watch covers, then removed), of a file of a toolchain
+// root through such a link, and of the request file with their old
+// modification times restored; a toolchain root removed,
 // renamed in, given a new subdirectory and an edit inside it; the PTO-ISA
 // checkout moved off its pin by a commit, back by reset --hard, to another
 // branch at the same commit, off and back by update-ref and by a direct
@@ -23,7 +24,7 @@
 // the world as it is, so that each change is judged on its own.
 //
 // `go test ./test/soundness` runs it, the same in -short mode and in CI
-// (37 changes, 75 builds: 20 to 80 s on 2 shared cores). The full run,
+// (39 changes, 79 builds: 20 to 80 s on 2 shared cores). The full run,
 // printing the table of every change and both answers:
 //
 //	go test -count=1 -v -run '^TestSoundness$' ./test/soundness
@@ -59,6 +60,7 @@ func changes() []change {
 		extraDir     string    // the new subdirectory of the PyPTO root
 		outputTime   time.Time
 		linkedHeader string // a second name of ptojit_sim.h, made elsewhere
+		linkedSource string // a second name of the PyPTO root's jit.py
 	)
 	sim := func(w *world) string { return filepath.Join(w.tc, "runtime", "include") }
 	return []change{
@@ -117,6 +119,22 @@ func changes() []change {
 		}},
 		{"the hard link removed (the header its only name again)", func(w *world) {
 			w.remove(linkedHeader)
+		}},
+		{"a same-size edit of a file of the PyPTO root (jit.py, whose content a daemon memoizes in the component's identity) written through a hard link made in a directory no watch covers, its modification time restored", func(w *world) {
+			p := filepath.Join(w.tc, "pypto", "pypto", "jit.py")
+			mt := w.modTime(p)
+			dir, err := os.MkdirTemp(w.root, "elsewhere")
+			if err != nil {
+				w.t.Fatal(err)
+			}
+			linkedSource = filepath.Join(dir, "jit.py")
+			if err := os.Link(p, linkedSource); err != nil {
+				w.t.Fatal(err)
+			}
+			w.editSameSize(linkedSource, "Stand-in", "STAND-IN", mt)
+		}},
+		{"that hard link removed", func(w *world) {
+			w.remove(linkedSource)
 		}},
 		{"a same-size edit of the request file (opt_level 2 to 3, which a daemon reads through its memo), its modification time restored", func(w *world) {
 			p := filepath.Join(w.vadd, "request.json")
