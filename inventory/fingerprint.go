@@ -65,9 +65,11 @@ type FingerprintOptions struct {
 	// Workers bounds the goroutines hashing files; 0 means GOMAXPROCS.
 	Workers int
 	// BeforeDir, when set, is called with each directory's resolved path
-	// before the directory is listed (the daemon adds a watch there). An
-	// error makes the fingerprint unavailable. It is called from one
-	// goroutine at a time.
+	// before the directory is listed (the daemon adds a watch there), and
+	// before a file or directory reached through symlinks is read, with
+	// each other directory that held one of those symlinks and, for a
+	// file, with the directory that holds it. An error makes the
+	// fingerprint unavailable. It is called from one goroutine at a time.
 	BeforeDir func(resolvedDir string) error
 	// DigestOnly leaves Content.Roots nil: the digest (and Files and
 	// Bytes) are the same, but no record is built for an entry, which

@@ -1252,3 +1252,46 @@ func TestChildRel(t *testing.T) {
 		}
 	}
 }
+
+// BeforeDir is called, before a target reached through symlinks is read,
+// with each directory that held a symlink on the way and, for a file, with
+// the directory that holds it: a daemon watching them sees the target
+// written and the links retargeted. Without BeforeDir nothing else runs.
+func TestFingerprintBeforeDirThroughLinks(t *testing.T) {
+	d := realTemp(t)
+	writeFile(t, d+"/tree/a", "a")
+	writeFile(t, d+"/other/t", "t")
+	writeFile(t, d+"/dirs/sub/f", "f")
+	if err := os.MkdirAll(d+"/hop", 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range [][2]string{
+		{d + "/other/t", d + "/hop/l2"},
+		{"../hop/l2", d + "/tree/l1"},
+		{d + "/dirs/sub", d + "/tree/ld"},
+	} {
+		if err := os.Symlink(l[0], l[1]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var seen []string
+	opt := FingerprintOptions{Workers: 1, BeforeDir: func(dir string) error {
+		seen = append(seen, dir)
+		return nil
+	}}
+	c, err := FingerprintWith([]ContentRoot{mustRoot(t, d+"/tree", false)}, opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Files != 3 {
+		t.Fatalf("%d files, want 3", c.Files)
+	}
+	slices.Sort(seen)
+	if want := []string{d + "/dirs/sub", d + "/hop", d + "/other", d + "/tree"}; !slices.Equal(seen, want) {
+		t.Errorf("BeforeDir saw %q, want %q", seen, want)
+	}
+	plain, err := FingerprintWith([]ContentRoot{mustRoot(t, d+"/tree", false)}, FingerprintOptions{})
+	if err != nil || plain.Digest != c.Digest {
+		t.Errorf("without BeforeDir: %v, %v; want the same digest", plain, err)
+	}
+}

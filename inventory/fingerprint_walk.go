@@ -2,6 +2,7 @@ package inventory
 
 import (
 	"crypto/sha256"
+	"errors"
 	"hash"
 	"math"
 	"slices"
@@ -273,7 +274,7 @@ func (w *walker) list(roots []ContentRoot) []*node {
 	for i := range roots {
 		n := &node{idx: int32(i), root: &roots[i], nodeExt: &nodeExt{}}
 		tops[i] = n
-		resolved, st, reason := resolve("/", n.root.path)
+		resolved, st, reason := resolve("/", n.root.path, nil)
 		if reason != "" {
 			w.problem(n, reason)
 			continue
@@ -372,6 +373,33 @@ func (w *walker) walkDir(n *node) {
 	w.hashLocal(fd, local)
 }
 
+// beforeLink calls opt.BeforeDir, before a target reached through symlinks
+// is read, with each directory that held a symlink on the way but listed,
+// the directory being listed (it has had its call), and, for a file, with
+// the directory that holds it: a change there (a link retargeted, the file
+// written or replaced) then drops what the read is remembered by, as a
+// change in the tree itself does. It returns a problem's reason, or "".
+func (w *walker) beforeLink(listed string, linkDirs []string, resolved string, kind fileKind) string {
+	if kind == kindReg {
+		dir := "/"
+		if i := strings.LastIndexByte(resolved, '/'); i > 0 {
+			dir = resolved[:i]
+		}
+		linkDirs = append(linkDirs, dir)
+	}
+	w.beforeDirMu.Lock()
+	defer w.beforeDirMu.Unlock()
+	for i, d := range linkDirs {
+		if d == listed || slices.Contains(linkDirs[:i], d) {
+			continue
+		}
+		if err := w.opt.BeforeDir(d); err != nil {
+			return "cannot watch directory: " + err.Error()
+		}
+	}
+	return ""
+}
+
 // classifyChildren makes the children of the listed directory n, up to
 // the first problem, and starts the walk of its subdirectories and the
 // reads of its files reached through a link. It returns the other regular
@@ -405,7 +433,14 @@ classify:
 			kind = s.kind
 		}
 		if kind == kindLink {
-			resolved, s, reason := resolve(n.resolved, d.name)
+			var linkDirs *[]string
+			if w.opt.BeforeDir != nil {
+				linkDirs = new([]string)
+			}
+			resolved, s, reason := resolve(n.resolved, d.name, linkDirs)
+			if reason == "" && linkDirs != nil {
+				reason = w.beforeLink(n.resolved, *linkDirs, resolved, s.kind)
+			}
 			if reason != "" {
 				n.children = append(n.children, c)
 				w.problem(c, reason)
@@ -618,7 +653,7 @@ func verifyNode(n *node, buf []byte) *UnavailableError {
 		return &UnavailableError{Root: n.root.path, Rel: rel, Reason: reason}
 	}
 	if n.link {
-		res, _, reason := resolve(n.linkBase, n.linkRest)
+		res, _, reason := resolve(n.linkBase, n.linkRest, nil)
 		if reason != "" || res != n.resolved {
 			return bad(n.rel, "symlink resolution changed while read")
 		}
@@ -754,11 +789,24 @@ func sortDirents(ents []dirent) {
 	slices.SortFunc(ents, func(a, b dirent) int { return strings.Compare(a.key, b.key) })
 }
 
+// ResolveSymlinks resolves the absolute path p as a fingerprint resolves
+// a root (symlinks and ".." followed as the kernel does) and returns the
+// resolved path and the directory holding each symlink followed on the
+// way, in order; an error says why p does not resolve.
+func ResolveSymlinks(p string) (resolved string, linkDirs []string, err error) {
+	resolved, _, reason := resolve("/", p, &linkDirs)
+	if reason != "" {
+		return "", nil, errors.New(p + ": " + reason)
+	}
+	return resolved, linkDirs, nil
+}
+
 // resolve resolves rest relative to the resolved directory base (an
 // absolute path rest is resolved from "/"), following symlinks and ".."
 // as the kernel does, and returns the resolved path and its metadata, or a
-// reason why it does not resolve.
-func resolve(base, rest string) (string, fileStat, string) {
+// reason why it does not resolve. When linkDirs is not nil, the directory
+// holding each symlink it follows is appended to it.
+func resolve(base, rest string, linkDirs *[]string) (string, fileStat, string) {
 	dest := base
 	if strings.HasPrefix(rest, "/") {
 		dest = "/"
@@ -793,6 +841,9 @@ func resolve(base, rest string) (string, fileStat, string) {
 			links++
 			if links > maxSymlinks {
 				return "", st, "symlink loop"
+			}
+			if linkDirs != nil {
+				*linkDirs = append(*linkDirs, dest)
 			}
 			target, err := readlink(next)
 			if err != nil {

@@ -5,6 +5,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 
 	"github.com/ptojit/ptojit/inventory"
 )
@@ -115,9 +116,9 @@ func contentFallback(ci ComponentInputs, before func(string) error) (inventory.V
 	return inventory.T(inventory.Str("ptojit-content"), inventory.Str(content.Digest.String()), version), content.Files, ""
 }
 
-// fileRecord is NativeBuildID(path) as a value, after before(dir).
+// fileRecord is NativeBuildID(path) as a value, after watchPath.
 func fileRecord(path string, before func(string) error) (inventory.Value, error) {
-	if err := before(filepath.Dir(path)); err != nil {
+	if err := watchPath(path, before); err != nil {
 		return nil, err
 	}
 	e, err := NativeBuildID(path)
@@ -156,11 +157,42 @@ func sourcePackages(dir string, before func(string) error) (inventory.Value, err
 	return inventory.List{inventory.T(inventory.StrFromOSBytes(dir), inventory.Str(d))}, nil
 }
 
-// watchDirs calls before with every directory under root, .git excluded.
+// watchPath calls before, ahead of a read of the file path, with the
+// directory that holds what path resolves to and with each directory that
+// holds a symlink on the way (the first is path's own): a change in any of
+// them (the file written or replaced, a link retargeted) then drops what
+// the read is remembered by. A path that does not resolve has its own
+// directory watched; its read reports the failure.
+func watchPath(path string, before func(string) error) error {
+	resolved, dirs, err := inventory.ResolveSymlinks(path)
+	if err != nil || !filepath.IsAbs(path) {
+		return before(filepath.Dir(path))
+	}
+	dirs = append(dirs, filepath.Dir(resolved))
+	for i, d := range dirs {
+		if slices.Contains(dirs[:i], d) {
+			continue
+		}
+		if err := before(d); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// watchDirs calls before with every directory under root, .git excluded,
+// and watchPath with every symlink there that does not lead to a
+// directory (a Python package's file may be one).
 func watchDirs(root string, before func(string) error) error {
 	return filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
+		}
+		if d.Type()&fs.ModeSymlink != 0 {
+			if fi, err := os.Stat(p); err == nil && !fi.IsDir() {
+				return watchPath(p, before)
+			}
+			return nil
 		}
 		if !d.IsDir() {
 			return nil

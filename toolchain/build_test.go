@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -263,4 +264,56 @@ func sameValue(a, b inventory.Value) bool {
 	da, errA := inventory.Digest(a)
 	db, errB := inventory.Digest(b)
 	return errA == nil && errB == nil && da == db
+}
+
+// watchPath and watchDirs name, before a file reached through symlinks is
+// read, the directory of each symlink on the way and that of the file (a
+// compiler behind an alternatives link, a Python package's file linked
+// from elsewhere), so a daemon sees the file written and a link
+// retargeted.
+func TestWatchPathFollowsSymlinks(t *testing.T) {
+	d, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{"pkg/a.py", "real/t.py"} {
+		if err := os.MkdirAll(filepath.Join(d, filepath.Dir(p)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(d, p), []byte("x = 1\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.MkdirAll(d+"/hop", 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(d+"/real/t.py", d+"/hop/t.py"); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("../hop/t.py", d+"/pkg/t.py"); err != nil {
+		t.Fatal(err)
+	}
+	var seen []string
+	before := func(dir string) error { seen = append(seen, dir); return nil }
+	if err := watchPath(d+"/pkg/t.py", before); err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{d + "/pkg", d + "/hop", d + "/real"}; !slices.Equal(seen, want) {
+		t.Errorf("watchPath saw %q, want %q", seen, want)
+	}
+	seen = nil
+	if err := watchPath(d+"/pkg/a.py", before); err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{d + "/pkg"}; !slices.Equal(seen, want) {
+		t.Errorf("watchPath of a plain file saw %q, want %q", seen, want)
+	}
+	seen = nil
+	if err := watchDirs(d+"/pkg", before); err != nil {
+		t.Fatal(err)
+	}
+	slices.Sort(seen)
+	if want := []string{d + "/hop", d + "/pkg", d + "/real"}; !slices.Equal(slices.Compact(seen), want) {
+		t.Errorf("watchDirs saw %q, want %q", seen, want)
+	}
 }

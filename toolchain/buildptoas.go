@@ -348,11 +348,11 @@ func sortedPaths(paths []string) []string {
 // errNotRegular is the error of a file record of a directory or device.
 var errNotRegular = errors.New("identity input is not a regular file")
 
-// fileSums returns Str(sha256 hex) of each regular file, after before(dir).
+// fileSums returns Str(sha256 hex) of each regular file, after watchPath.
 func fileSums(before func(string) error, paths ...string) ([]inventory.Value, error) {
 	out := make([]inventory.Value, len(paths))
 	for i, p := range paths {
-		if err := before(filepath.Dir(p)); err != nil {
+		if err := watchPath(p, before); err != nil {
 			return nil, err
 		}
 		f, err := os.Open(p)

@@ -139,7 +139,9 @@
 // reports every directory whose change must drop a memo, before anything in
 // it is listed or read (the daemon's watcher then watches the directory and
 // each regular file in it, so that a write through another name of a file
-// drops the memo too); Forget drops them.
+// drops the memo too): a file read through symlinks names the directory of
+// each symlink on the way and the one that holds the file; Forget drops
+// them.
 //
 // # Reading git
 //

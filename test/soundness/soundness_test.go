@@ -11,7 +11,9 @@
 // a toolchain header (once through its name, once through a hard link made
 // in a directory no watch covers, then removed), of a file of a toolchain
 // root through such a link, and of the request file with their old
-// modification times restored; a toolchain root removed,
+// modification times restored; a symlink in a toolchain root to a file
+// outside it through a symlink elsewhere, its target edited, the link on
+// the way retargeted, and the symlink removed; a toolchain root removed,
 // renamed in, given a new subdirectory and an edit inside it; the PTO-ISA
 // checkout moved off its pin by a commit, back by reset --hard, to another
 // branch at the same commit, off and back by update-ref and by a direct
@@ -24,7 +26,7 @@
 // the world as it is, so that each change is judged on its own.
 //
 // `go test ./test/soundness` runs it, the same in -short mode and in CI
-// (39 changes, 79 builds: 20 to 80 s on 2 shared cores). The full run,
+// (43 changes, 87 builds: 20 to 90 s on 2 shared cores). The full run,
 // printing the table of every change and both answers:
 //
 //	go test -count=1 -v -run '^TestSoundness$' ./test/soundness
@@ -135,6 +137,38 @@ func changes() []change {
 		}},
 		{"that hard link removed", func(w *world) {
 			w.remove(linkedSource)
+		}},
+		{"a symlink in the PyPTO package to a file outside its root, through a symlink in a third directory", func(w *world) {
+			for _, v := range []string{"one", "two"} {
+				w.write(filepath.Join(w.root, "shared-py", v, "extra.py"), []byte("EXTRA = '"+v+"'\n"))
+			}
+			hop := filepath.Join(w.root, "hop")
+			if err := os.MkdirAll(hop, 0o755); err != nil {
+				w.t.Fatal(err)
+			}
+			if err := os.Symlink(filepath.Join(w.root, "shared-py", "one", "extra.py"), filepath.Join(hop, "extra.py")); err != nil {
+				w.t.Fatal(err)
+			}
+			if err := os.Symlink(filepath.Join(hop, "extra.py"), filepath.Join(w.tc, "pypto", "pypto", "extra.py")); err != nil {
+				w.t.Fatal(err)
+			}
+		}},
+		{"the symlink's target edited in place (same size, time restored)", func(w *world) {
+			t := filepath.Join(w.root, "shared-py", "one", "extra.py")
+			w.editSameSize(t, "one", "ONE", w.modTime(t))
+		}},
+		{"the symlink in the third directory retargeted (to a file of the same size and time)", func(w *world) {
+			one, two := filepath.Join(w.root, "shared-py", "one", "extra.py"), filepath.Join(w.root, "shared-py", "two", "extra.py")
+			w.chtime(two, w.modTime(one))
+			hop := filepath.Join(w.root, "hop", "extra.py")
+			tmp := hop + ".new"
+			if err := os.Symlink(two, tmp); err != nil {
+				w.t.Fatal(err)
+			}
+			w.rename(tmp, hop)
+		}},
+		{"the symlink in the PyPTO package removed", func(w *world) {
+			w.remove(filepath.Join(w.tc, "pypto", "pypto", "extra.py"))
 		}},
 		{"a same-size edit of the request file (opt_level 2 to 3, which a daemon reads through its memo), its modification time restored", func(w *world) {
 			p := filepath.Join(w.vadd, "request.json")
