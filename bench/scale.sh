@@ -11,7 +11,8 @@
 # working set, its blocks in Badger's block cache), the resident set after
 # the hits and at the end, and the times of stats, a trim with nothing to
 # evict, the first entry of a listing in last-use order (limit 20), a whole
-# listing, and verify (the median of three; also per entry). Then
+# listing, and verify (the median of the runs that fit in about half a
+# second, 3 to 21; also per entry). Then
 # (cache.TestScalePuts) one process opens both stores and puts new entries
 # into each, in batches of 50 in random order, 40 rounds: the Put
 # throughput of each is its median batch's.
