@@ -107,33 +107,13 @@ func changes() []change {
 			w.editSameSize(p, "the C ABI", "The C ABI", w.modTime(p))
 		}},
 		{"a same-size edit of that toolchain header written through a hard link made in a directory no watch covers, its modification time restored", func(w *world) {
-			p := filepath.Join(sim(w), "ptojit_sim.h")
-			mt := w.modTime(p)
-			dir, err := os.MkdirTemp(w.root, "elsewhere")
-			if err != nil {
-				w.t.Fatal(err)
-			}
-			linkedHeader = filepath.Join(dir, "sim.h")
-			if err := os.Link(p, linkedHeader); err != nil {
-				w.t.Fatal(err)
-			}
-			w.editSameSize(linkedHeader, "The C ABI", "THE C ABI", mt)
+			linkedHeader = w.editThroughLink(filepath.Join(sim(w), "ptojit_sim.h"), "The C ABI", "THE C ABI")
 		}},
 		{"the hard link removed (the header its only name again)", func(w *world) {
 			w.remove(linkedHeader)
 		}},
 		{"a same-size edit of a file of the PyPTO root (jit.py, whose content a daemon memoizes in the component's identity) written through a hard link made in a directory no watch covers, its modification time restored", func(w *world) {
-			p := filepath.Join(w.tc, "pypto", "pypto", "jit.py")
-			mt := w.modTime(p)
-			dir, err := os.MkdirTemp(w.root, "elsewhere")
-			if err != nil {
-				w.t.Fatal(err)
-			}
-			linkedSource = filepath.Join(dir, "jit.py")
-			if err := os.Link(p, linkedSource); err != nil {
-				w.t.Fatal(err)
-			}
-			w.editSameSize(linkedSource, "Stand-in", "STAND-IN", mt)
+			linkedSource = w.editThroughLink(filepath.Join(w.tc, "pypto", "pypto", "jit.py"), "Stand-in", "STAND-IN")
 		}},
 		{"that hard link removed", func(w *world) {
 			w.remove(linkedSource)
@@ -355,6 +335,23 @@ func (w *world) editSameSize(p, old, repl string, mt time.Time) {
 		w.t.Fatal(err)
 	}
 	w.chtime(p, mt)
+}
+
+// editThroughLink makes a hard link to p in a new directory no watch
+// covers, replaces old by repl (of its length) through it, in place, with
+// p's modification time restored, and returns the link.
+func (w *world) editThroughLink(p, old, repl string) string {
+	mt := w.modTime(p)
+	dir, err := os.MkdirTemp(w.root, "elsewhere")
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	link := filepath.Join(dir, filepath.Base(p))
+	if err := os.Link(p, link); err != nil {
+		w.t.Fatal(err)
+	}
+	w.editSameSize(link, old, repl, mt)
+	return link
 }
 
 func (w *world) lookPath(name string) string {
