@@ -50,12 +50,11 @@ type fileSum struct {
 // walker is the shared state of walkFloor's goroutines; mu guards all of
 // it, and cond is signalled when dirs grows or the walk ends.
 type walker struct {
-	mu     sync.Mutex
-	cond   *sync.Cond
-	dirs   []string // directories not yet listed
-	busy   int      // goroutines listing a directory
-	files  []fileSum
-	failed error
+	mu    sync.Mutex
+	cond  *sync.Cond
+	dirs  []string // directories not yet listed
+	busy  int      // goroutines listing a directory
+	files []fileSum
 }
 
 // work lists directories until none is left and no goroutine can add one.
