@@ -244,7 +244,11 @@ func (w *Watcher) BeforeDir(dir string) error {
 		return nil
 	}
 	if len(w.unwatchable) < 100 {
-		w.unwatchable[dir] = err.Error()
+		why := err.Error()
+		if errors.Is(err, syscall.ENOSPC) {
+			why += " (the kernel's limit of inotify watches, fs.inotify.max_user_watches, is reached)"
+		}
+		w.unwatchable[dir] = why
 	}
 	w.mu.Unlock()
 	w.forgetAll()

@@ -7,7 +7,9 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -458,5 +460,43 @@ func TestWatcherSeesWritesThroughOtherNames(t *testing.T) {
 	}
 	if st := w.Status(); st.WatchedFiles != 2 {
 		t.Errorf("%d files watched, want 2", st.WatchedFiles)
+	}
+}
+
+// A file whose watch the kernel refuses (its limit of watches reached)
+// leaves the directory's reads unmemoized, and the status says which
+// limit to raise.
+func TestWatcherFileWatchLimitIsNamed(t *testing.T) {
+	guard(t)
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "tool"), []byte("v1"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	m := newFakeMemo()
+	w, err := NewWatcher(filepath.Join(t.TempDir(), "sync"), m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	old := addWatch
+	addWatch = func(fw *fsnotify.Watcher, p string) error {
+		if p != dir {
+			return syscall.ENOSPC
+		}
+		return old(fw, p)
+	}
+	defer func() { addWatch = old }()
+	if err := w.BeforeDir(dir); err != nil {
+		t.Fatalf("BeforeDir failed the read: %v", err)
+	}
+	<-m.changed
+	m.mu.Lock()
+	all := m.all
+	m.mu.Unlock()
+	if all != 1 {
+		t.Fatalf("ForgetAll called %d times, want 1", all)
+	}
+	if why := w.Status().Unwatchable[dir]; !strings.Contains(why, "max_user_watches") {
+		t.Fatalf("unwatchable %s: %q, want the limit named", dir, why)
 	}
 }
