@@ -4,7 +4,6 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 	"fmt"
-	"hash"
 	"runtime"
 	"slices"
 	"strings"
@@ -32,13 +31,11 @@ func walkFloor(args []string) {
 	}
 	wg.Wait()
 	slices.SortFunc(w.files, func(a, b fileSum) int { return strings.Compare(a.path, b.path) })
-	all := sha256.New()
-	var total int64
-	for _, f := range w.files {
-		all.Write(f.sum[:])
-		total += f.size
+	sums, sizes := make([][32]byte, len(w.files)), make([]int64, len(w.files))
+	for i, f := range w.files {
+		sums[i], sizes[i] = f.sum, f.size
 	}
-	fmt.Printf("%d files %d bytes %x\n", len(w.files), total, all.Sum(nil))
+	printDigest(sums, sizes)
 }
 
 type fileSum struct {
@@ -141,28 +138,4 @@ func listDir(dir string, buf []byte) (dirs, files []string) {
 			}
 		}
 	}
-}
-
-// hashFile sets sum to the SHA-256 of the file at p and returns its size.
-func hashFile(p string, buf []byte, h hash.Hash, sum *[32]byte) int64 {
-	fd, err := syscall.Open(p, syscall.O_RDONLY|syscall.O_CLOEXEC, 0)
-	if err != nil {
-		fatal(fmt.Errorf("open %s: %w", p, err))
-	}
-	defer syscall.Close(fd)
-	h.Reset()
-	var size int64
-	for {
-		n, err := syscall.Read(fd, buf)
-		if err != nil {
-			fatal(fmt.Errorf("read %s: %w", p, err))
-		}
-		if n == 0 {
-			break
-		}
-		h.Write(buf[:n])
-		size += int64(n)
-	}
-	h.Sum(sum[:0])
-	return size
 }
