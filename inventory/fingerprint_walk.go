@@ -374,23 +374,15 @@ func (w *walker) walkDir(n *node) {
 }
 
 // beforeLink calls opt.BeforeDir, before a target reached through symlinks
-// is read, with each directory that held a symlink on the way but listed,
-// the directory being listed (it has had its call), and, for a file, with
-// the directory that holds it: a change there (a link retargeted, the file
-// written or replaced) then drops what the read is remembered by, as a
-// change in the tree itself does. It returns a problem's reason, or "".
-func (w *walker) beforeLink(listed string, linkDirs []string, resolved string, kind fileKind) string {
-	if kind == kindReg {
-		dir := "/"
-		if i := strings.LastIndexByte(resolved, '/'); i > 0 {
-			dir = resolved[:i]
-		}
-		linkDirs = append(linkDirs, dir)
-	}
+// is read, with each of dirs (readDirs) but listed, the directory being
+// listed, which has had its call: a change there (a link retargeted, the
+// file written or replaced) then drops what the read is remembered by, as
+// a change in the tree itself does. It returns a problem's reason, or "".
+func (w *walker) beforeLink(listed string, dirs []string) string {
 	w.beforeDirMu.Lock()
 	defer w.beforeDirMu.Unlock()
-	for i, d := range linkDirs {
-		if d == listed || slices.Contains(linkDirs[:i], d) {
+	for _, d := range dirs {
+		if d == listed {
 			continue
 		}
 		if err := w.opt.BeforeDir(d); err != nil {
@@ -398,6 +390,27 @@ func (w *walker) beforeLink(listed string, linkDirs []string, resolved string, k
 		}
 	}
 	return ""
+}
+
+// readDirs returns the directories whose change can change what a read of
+// resolved, reached through symlinks, reads: each of linkDirs (those that
+// hold a symlink followed, as resolve reports them) and, with holder, the
+// one that holds resolved; in order, each once.
+func readDirs(linkDirs []string, resolved string, holder bool) []string {
+	if holder {
+		dir := "/"
+		if i := strings.LastIndexByte(resolved, '/'); i > 0 {
+			dir = resolved[:i]
+		}
+		linkDirs = append(linkDirs, dir)
+	}
+	out := linkDirs[:0]
+	for _, d := range linkDirs {
+		if !slices.Contains(out, d) {
+			out = append(out, d)
+		}
+	}
+	return out
 }
 
 // classifyChildren makes the children of the listed directory n, up to
@@ -439,7 +452,8 @@ classify:
 			}
 			resolved, s, reason := resolve(n.resolved, d.name, linkDirs)
 			if reason == "" && linkDirs != nil {
-				reason = w.beforeLink(n.resolved, *linkDirs, resolved, s.kind)
+				// A directory target is watched by its own walk.
+				reason = w.beforeLink(n.resolved, readDirs(*linkDirs, resolved, s.kind == kindReg))
 			}
 			if reason != "" {
 				n.children = append(n.children, c)
@@ -789,16 +803,18 @@ func sortDirents(ents []dirent) {
 	slices.SortFunc(ents, func(a, b dirent) int { return strings.Compare(a.key, b.key) })
 }
 
-// ResolveSymlinks resolves the absolute path p as a fingerprint resolves
-// a root (symlinks and ".." followed as the kernel does) and returns the
-// resolved path and the directory holding each symlink followed on the
-// way, in order; an error says why p does not resolve.
-func ResolveSymlinks(p string) (resolved string, linkDirs []string, err error) {
+// SymlinkDirs resolves the absolute path p as a fingerprint resolves a
+// root (symlinks and ".." followed as the kernel does) and returns the
+// directories whose change can change what a read of p reads: each that
+// holds a symlink followed on the way, and the one that holds what p
+// resolves to; in order, each once. An error says why p does not resolve.
+func SymlinkDirs(p string) ([]string, error) {
+	var linkDirs []string
 	resolved, _, reason := resolve("/", p, &linkDirs)
 	if reason != "" {
-		return "", nil, errors.New(p + ": " + reason)
+		return nil, errors.New(p + ": " + reason)
 	}
-	return resolved, linkDirs, nil
+	return readDirs(linkDirs, resolved, true), nil
 }
 
 // resolve resolves rest relative to the resolved directory base (an

@@ -5,7 +5,6 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"slices"
 
 	"github.com/ptojit/ptojit/inventory"
 )
@@ -164,15 +163,14 @@ func sourcePackages(dir string, before func(string) error) (inventory.Value, err
 // the read is remembered by. A path that does not resolve has its own
 // directory watched; its read reports the failure.
 func watchPath(path string, before func(string) error) error {
-	resolved, dirs, err := inventory.ResolveSymlinks(path)
-	if err != nil || !filepath.IsAbs(path) {
+	if !filepath.IsAbs(path) {
 		return before(filepath.Dir(path))
 	}
-	dirs = append(dirs, filepath.Dir(resolved))
-	for i, d := range dirs {
-		if slices.Contains(dirs[:i], d) {
-			continue
-		}
+	dirs, err := inventory.SymlinkDirs(path)
+	if err != nil {
+		return before(filepath.Dir(path))
+	}
+	for _, d := range dirs {
 		if err := before(d); err != nil {
 			return err
 		}
