@@ -205,12 +205,13 @@ func (w *Watcher) BeforeDir(dir string) error {
 		return nil
 	}
 	var err error
-	if _, ok := w.dirs[dir]; ok {
-		// Watched already (a listing's, or before a file came): its
-		// files are to be watched.
-	} else if len(w.dirs)+len(w.files) >= maxWatches {
+	_, watched := w.dirs[dir]
+	switch {
+	case watched:
+		// A listing's, or armed before a file came: its files remain.
+	case len(w.dirs)+len(w.files) >= maxWatches:
 		err = errors.New("too many watched directories")
-	} else {
+	default:
 		err = addWatch(w.fs, dir)
 		// A directory that does not exist (a checkout's .git, looked for
 		// and absent) cannot change; its creation is an event in the
@@ -275,17 +276,9 @@ func (w *Watcher) watchFilesIn(dir string) error {
 		if !e.Type().IsRegular() {
 			continue
 		}
-		p := filepath.Join(dir, e.Name())
-		if _, ok := w.files[p]; !ok && len(w.dirs)+len(w.files) >= maxWatches {
-			return errors.New("too many watched files")
-		}
-		if err := addWatch(w.fs, p); err != nil {
-			if errors.Is(err, fs.ErrNotExist) {
-				continue
-			}
+		if err := w.addFile(filepath.Join(dir, e.Name())); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return err
 		}
-		w.files[p] = struct{}{}
 	}
 	return nil
 }
@@ -332,6 +325,11 @@ func (w *Watcher) watchFile(p string) error {
 	if w.closed {
 		return errors.New("the watcher is closed")
 	}
+	return w.addFile(p)
+}
+
+// addFile arms the watch of the file p (w.mu held), counted in maxWatches.
+func (w *Watcher) addFile(p string) error {
 	if _, ok := w.files[p]; !ok && len(w.dirs)+len(w.files) >= maxWatches {
 		return errors.New("too many watched files")
 	}

@@ -396,18 +396,13 @@ func guard(t *testing.T) {
 // event that names the file, and so is one to a file that came into the
 // directory afterwards, once the next BeforeDir there has run.
 func TestWatcherSeesWritesThroughOtherNames(t *testing.T) {
-	guard(t)
 	dir := t.TempDir()
 	tool := filepath.Join(dir, "tool")
 	if err := os.WriteFile(tool, []byte("v1"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	m := newFakeMemo()
-	w, err := NewWatcher(filepath.Join(t.TempDir(), "sync"), m)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer w.Close()
+	w, _ := newListings(t, m)
 	// forgot reports whether, since the last call, an event named p.
 	forgot := func(p string) bool {
 		w.Sync()
@@ -423,22 +418,9 @@ func TestWatcherSeesWritesThroughOtherNames(t *testing.T) {
 	// writeThroughLink links p from a directory no watch covers, then
 	// writes through the link; it reports whether the write was seen.
 	writeThroughLink := func(p string) bool {
-		other := filepath.Join(t.TempDir(), "other")
-		if err := os.Link(p, other); err != nil {
-			t.Fatal(err)
-		}
+		other := linkElsewhere(t, p)
 		forgot(p) // the link itself: the file's link count
-		f, err := os.OpenFile(other, os.O_WRONLY, 0)
-		if err != nil {
-			t.Fatal(err)
-		}
-		_, err = f.WriteAt([]byte("v2"), 0)
-		if cerr := f.Close(); err == nil {
-			err = cerr
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
+		writeInPlace(t, other, "v2")
 		return forgot(p)
 	}
 	if err := w.BeforeDir(dir); err != nil {
@@ -467,17 +449,12 @@ func TestWatcherSeesWritesThroughOtherNames(t *testing.T) {
 // leaves the directory's reads unmemoized, and the status says which
 // limit to raise.
 func TestWatcherFileWatchLimitIsNamed(t *testing.T) {
-	guard(t)
 	dir := t.TempDir()
 	if err := os.WriteFile(filepath.Join(dir, "tool"), []byte("v1"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	m := newFakeMemo()
-	w, err := NewWatcher(filepath.Join(t.TempDir(), "sync"), m)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer w.Close()
+	w, _ := newListings(t, m)
 	old := addWatch
 	addWatch = func(fw *fsnotify.Watcher, p string) error {
 		if p != dir {

@@ -135,20 +135,21 @@ func TestWatchedHeaderSeesAWriteThroughALaterLink(t *testing.T) {
 	}
 }
 
-// writeThroughLink makes a hard link to p in a new directory no watch
-// covers, writes content in place through it, restoring p's times, and
-// returns the link's path.
-func writeThroughLink(t *testing.T, p, content string) string {
+// linkElsewhere makes a hard link to p in a new directory no watch covers
+// and returns its path.
+func linkElsewhere(t *testing.T, p string) string {
 	t.Helper()
-	fi, err := os.Stat(p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	other := filepath.Join(t.TempDir(), "elsewhere.h")
+	other := filepath.Join(t.TempDir(), "elsewhere")
 	if err := os.Link(p, other); err != nil {
 		t.Fatal(err)
 	}
-	f, err := os.OpenFile(other, os.O_WRONLY, 0)
+	return other
+}
+
+// writeInPlace writes content over the start of the file p, in place.
+func writeInPlace(t *testing.T, p, content string) {
+	t.Helper()
+	f, err := os.OpenFile(p, os.O_WRONLY, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -159,6 +160,19 @@ func writeThroughLink(t *testing.T, p, content string) string {
 	if err != nil {
 		t.Fatal(err)
 	}
+}
+
+// writeThroughLink makes a hard link to p in a new directory no watch
+// covers, writes content in place through it, restoring p's times, and
+// returns the link's path.
+func writeThroughLink(t *testing.T, p, content string) string {
+	t.Helper()
+	fi, err := os.Stat(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	other := linkElsewhere(t, p)
+	writeInPlace(t, other, content)
 	if err := os.Chtimes(other, fi.ModTime(), fi.ModTime()); err != nil {
 		t.Fatal(err)
 	}
