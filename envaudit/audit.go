@@ -34,13 +34,49 @@ type Scan struct {
 // repository root.
 const DefaultRegistry = "python/pypto/_environment.json"
 
+// PlainRegistry is the registry of any other layout, relative to the
+// repository root.
+const PlainRegistry = "_environment.json"
+
+// pypto is the directory whose presence at the root makes a repository
+// PyPTO's layout.
+const pypto = "python/pypto"
+
 // DefaultScans is the PyPTO layout: Python under python/pypto, C++ under
 // src, include and python/bindings.
 var DefaultScans = []Scan{
-	{Dir: "python/pypto", Exts: []string{".py"}},
+	{Dir: pypto, Exts: []string{".py"}},
 	{Dir: "src", Exts: []string{".cpp", ".h"}},
 	{Dir: "include", Exts: []string{".cpp", ".h"}},
 	{Dir: "python/bindings", Exts: []string{".cpp", ".h"}},
+}
+
+// SourceExts are the suffixes audited in a repository of any other layout:
+// Python, C and C++ (sources and headers), and Go.
+var SourceExts = []string{".py", ".go", ".c", ".cc", ".cpp", ".cxx", ".c++", ".h", ".hh", ".hpp", ".hxx", ".h++", ".inl", ".ipp"}
+
+// PlainScans is the scan of a repository of any other layout: every file
+// with one of SourceExts anywhere under the root, so that files named on
+// the command line (as pre-commit passes them) are audited by their
+// suffix alone.
+var PlainScans = []Scan{{Dir: ".", Exts: SourceExts}}
+
+// PyPTOLayout reports whether the repository at root has PyPTO's layout:
+// a directory python/pypto.
+func PyPTOLayout(root string) bool {
+	fi, err := os.Stat(filepath.Join(root, filepath.FromSlash(pypto)))
+	return err == nil && fi.IsDir()
+}
+
+// Defaults returns the registry (relative to root) and the scan roots of
+// the repository at root when none are given: DefaultRegistry and
+// DefaultScans in PyPTO's layout, PlainRegistry and PlainScans in any
+// other.
+func Defaults(root string) (registry string, scans []Scan) {
+	if PyPTOLayout(root) {
+		return DefaultRegistry, DefaultScans
+	}
+	return PlainRegistry, PlainScans
 }
 
 // Language of a suffix: .py is Python, .go is Go, anything else is C++.
@@ -63,7 +99,8 @@ type Config struct {
 	// relative to it.
 	Root     string
 	Registry *envreg.Registry
-	// Scans defaults to DefaultScans.
+	// Scans defaults to the layout's (Defaults): DefaultScans in PyPTO's
+	// layout, PlainScans in any other.
 	Scans []Scan
 	// Files, when non-nil, limits the audit to these files (relative to
 	// the current directory, or absolute); those outside the scan roots
@@ -198,18 +235,18 @@ func Audit(ctx context.Context, cfg Config) (*Report, error) {
 	if v := cfg.Python.orDefault(); v < DefaultPythonVersion || v > MaxPythonVersion {
 		return nil, fmt.Errorf("envaudit: Python 3.%d: want 3.%d to 3.%d", v, DefaultPythonVersion, MaxPythonVersion)
 	}
+	root := cfg.Root
+	if root == "" {
+		root = "."
+	}
 	scans := cfg.Scans
 	if scans == nil {
-		scans = DefaultScans
+		_, scans = Defaults(root)
 	}
 	for _, s := range scans {
 		if s.Dir == "" || path.IsAbs(s.Dir) || path.Clean(s.Dir) != s.Dir || s.Dir == ".." || strings.HasPrefix(s.Dir, "../") {
 			return nil, fmt.Errorf("envaudit: scan root %q is not a clean relative path", s.Dir)
 		}
-	}
-	root := cfg.Root
-	if root == "" {
-		root = "."
 	}
 	var files []string
 	var err error

@@ -9,6 +9,16 @@
 // envaudit/envreg, which uses no cgo, so the build driver reads the same file
 // without linking the lint.
 //
+// # Layouts
+//
+// Config.Scans chooses the files: scan roots, each with its suffixes. Left
+// empty, it follows the root's layout (Defaults): PyPTO's, a directory
+// python/pypto, gets DefaultScans and DefaultRegistry, the roots PyPTO's
+// lint scans, so that a parity run is exact; any other gets PlainScans
+// (every Python, C/C++ and Go file under the root) and PlainRegistry, so
+// that the files a pre-commit hook names are audited by their suffix in
+// any repository.
+//
 // # Reads
 //
 // A read is either a literal variable name, or a dynamic read: a name the

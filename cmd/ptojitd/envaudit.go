@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path"
 	"path/filepath"
@@ -37,11 +38,16 @@ exceptions are reported too:
 
   Unused dynamic-read exception: <path>:<function>
 
-The defaults follow the PyPTO layout: the registry
-python/pypto/_environment.json; .py under python/pypto; .cpp and .h under
-src, include and python/bindings. Each --scan replaces the defaults with one
+The defaults depend on the layout of the root. PyPTO's (a directory
+python/pypto): the registry python/pypto/_environment.json; .py under
+python/pypto; .cpp and .h under src, include and python/bindings. Any other:
+the registry _environment.json at the root, and every Python (.py), C and
+C++ (.c .cc .cpp .cxx .c++ .h .hh .hpp .hxx .h++ .inl .ipp) and Go (.go)
+file anywhere under the root, so that the files pre-commit passes are
+audited by their suffix alone. Each --scan replaces the defaults with one
 root, e.g. --scan .:go. testdata and hidden directories and Go _test.go files
 are never scanned. Files ending .py are Python, .go Go, anything else C++.
+A registry that does not exist is a usage error; --registry names another.
 
 Findings are sorted by path and line. --order upstream prints them in the
 order of PyPTO's lint instead (scan roots in order, files by path, each
@@ -54,7 +60,7 @@ names a version that accepts them.
 Exit status: 0 clean, 1 findings, 2 usage error or invalid registry.`,
 		Setup: func(fs *pflag.FlagSet) cli.RunFunc {
 			var o envauditOptions
-			fs.StringVar(&o.registry, "registry", "", "the environment registry (default ROOT/"+envaudit.DefaultRegistry+")")
+			fs.StringVar(&o.registry, "registry", "", "the environment registry (default ROOT/"+envaudit.DefaultRegistry+" in PyPTO's layout, else ROOT/"+envaudit.PlainRegistry+")")
 			fs.StringVar(&o.root, "root", ".", "the repository root: paths in findings and exceptions are relative to it")
 			fs.StringArrayVar(&o.scans, "scan", nil, "a scan root and its audited suffixes, DIR:EXT[,EXT] (repeatable; replaces the defaults)")
 			fs.BoolVar(&o.json, "json", false, "print the findings as JSON")
@@ -145,14 +151,9 @@ func runEnvaudit(ctx context.Context, env *cli.Env, o envauditOptions, files []s
 	if len(files) > 0 {
 		cfg.Files = files
 	}
-	regPath := o.registry
-	if regPath == "" {
-		regPath = filepath.Join(o.root, filepath.FromSlash(envaudit.DefaultRegistry))
-	}
-	reg, err := envreg.LoadRegistry(regPath)
+	regPath, reg, err := loadAuditRegistry(o)
 	if err != nil {
-		// An invalid or missing registry is invalid input: exit 2.
-		return cli.Invalid(err)
+		return err
 	}
 	cfg.Registry = reg
 	rep, err := envaudit.Audit(ctx, cfg)
@@ -173,6 +174,30 @@ func runEnvaudit(ctx context.Context, env *cli.Env, o envauditOptions, files []s
 		return cli.Exit(cli.ExitFailure)
 	}
 	return nil
+}
+
+// loadAuditRegistry loads the registry --registry names, or the default
+// of the root's layout, and returns its path as given. A registry that does
+// not exist is a usage error that says how to name one; an invalid one is
+// invalid input. Both exit 2.
+func loadAuditRegistry(o envauditOptions) (string, *envreg.Registry, error) {
+	regPath := o.registry
+	if regPath == "" {
+		def, _ := envaudit.Defaults(o.root)
+		regPath = filepath.Join(o.root, filepath.FromSlash(def))
+	}
+	reg, err := envreg.LoadRegistry(regPath)
+	switch {
+	case errors.Is(err, fs.ErrNotExist) && o.registry != "":
+		return "", nil, &cli.UsageError{Command: "envaudit", Msg: fmt.Sprintf("envaudit: --registry %s: no such file", regPath)}
+	case errors.Is(err, fs.ErrNotExist):
+		return "", nil, &cli.UsageError{Command: "envaudit", Msg: fmt.Sprintf(
+			"envaudit: no environment registry: %s does not exist; name one with --registry FILE (the default is %s at the root, %s in PyPTO's layout)",
+			regPath, envaudit.PlainRegistry, envaudit.DefaultRegistry)}
+	case err != nil:
+		return "", nil, cli.Invalid(err)
+	}
+	return regPath, reg, nil
 }
 
 // writeEnvauditHelp tells, on standard error, how to resolve the findings:
