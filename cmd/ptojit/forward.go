@@ -3,10 +3,12 @@ package main
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strings"
 	"syscall"
 	"time"
 
@@ -62,7 +64,54 @@ func lookEngine(env *cli.Env, exe string) (string, error) {
 	if p, err := exec.LookPath(engineName); err == nil {
 		return p, nil
 	}
-	return "", errors.New("the engine ptojitd was not found beside the ptojit executable, in PTOJIT_ENGINE, or on PATH; build both with go build -o bin/ ./cmd/ptojit ./cmd/ptojitd")
+	return "", errors.New("the engine " + engineName + " was not found beside the ptojit executable, in PTOJIT_ENGINE, or on PATH; build both binaries from a checkout of ptojit with the quick start's line: " + quickStartBuild)
+}
+
+// quickStartBuild is the line of the README's quick start that builds the
+// client and the engine into bin/.
+const quickStartBuild = "CGO_ENABLED=0 go build -o bin/ ./cmd/ptojit && go build -o bin/ ./cmd/ptojitd"
+
+// asksHelp reports whether the words of an engine command ask for its
+// help (-h or --help before any "--").
+func asksHelp(args []string) bool {
+	for _, a := range args[1:] {
+		switch a {
+		case "--":
+			return false
+		case "-h", "--help":
+			return true
+		}
+	}
+	return false
+}
+
+// writeEngineHelp is the help of an engine command when the engine is not
+// there: the command's summary, which the client knows, and how to build the
+// engine, which holds the rest (subcommands, flags and arguments).
+func writeEngineHelp(env *cli.Env, args []string) error {
+	var words []string
+	for _, a := range args {
+		if a == "--" || strings.HasPrefix(a, "-") {
+			break
+		}
+		words = append(words, a)
+	}
+	summary := ""
+	for _, c := range engineCommands {
+		if c.Name == args[0] {
+			summary = c.Summary
+		}
+	}
+	_, err := fmt.Fprintf(env.Stdout, `ptojit %s: %s
+
+The engine %s runs "%s" and holds the rest of its help (flags and
+arguments), but was not found beside the ptojit executable, in PTOJIT_ENGINE,
+or on PATH. Build both binaries from a checkout of ptojit with the quick
+start's line:
+
+  %s
+`, args[0], summary, engineName, strings.Join(words, " "), quickStartBuild)
+	return err
 }
 
 // forward runs an engine command by executing the engine with the same
@@ -91,6 +140,9 @@ func forward(ctx context.Context, env *cli.Env, args []string) (bool, error) {
 	}
 	path, err := findEngine(env)
 	if err != nil {
+		if asksHelp(args) {
+			return true, writeEngineHelp(env, args)
+		}
 		return true, err
 	}
 	argv := append([]string{engineName}, args...)

@@ -119,6 +119,43 @@ func TestForward(t *testing.T) {
 	}
 }
 
+// TestNoEngine: before ptojitd is built, the help of an engine command is
+// what the client knows (exit 0), a run fails (exit 1), and both give the
+// quick start's build line, which is the README's.
+func TestNoEngine(t *testing.T) {
+	readme, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, quick, _ := strings.Cut(string(readme), "## Quick start")
+	quick, _, _ = strings.Cut(quick, "\n## ")
+	if !strings.Contains(quick, "\n"+quickStartBuild+"\n") {
+		t.Errorf("the README's quick start has no line %q", quickStartBuild)
+	}
+	t.Setenv("PATH", t.TempDir())
+	for _, args := range [][]string{{"build", "--help"}, {"help", "build"}, {"cache", "stats", "-h"}, {"help", "cache", "stats"}} {
+		env, out, errb := testEnv(map[string]string{"PTOJIT_DAEMON": "0"}, "")
+		if code := program().Main(context.Background(), env, args); code != 0 || errb.Len() != 0 {
+			t.Errorf("%v: exit %d, stderr %q; want the client's help", args, code, errb)
+		}
+		cmd := args[0]
+		if cmd == "help" {
+			cmd = args[1]
+		}
+		for _, want := range []string{"ptojit " + cmd + ": ", "was not found", "\n  " + quickStartBuild + "\n"} {
+			if !strings.Contains(out.String(), want) {
+				t.Errorf("%v: help %q lacks %q", args, out, want)
+			}
+		}
+	}
+	for _, args := range [][]string{{"build"}, {"cache", "stats"}} {
+		env, out, errb := testEnv(map[string]string{"PTOJIT_DAEMON": "0"}, "")
+		if code := program().Main(context.Background(), env, args); code != 1 || out.Len() != 0 || !strings.Contains(errb.String(), quickStartBuild) {
+			t.Errorf("%v: exit %d, stdout %q, stderr %q; want exit 1 naming %q", args, code, out, errb, quickStartBuild)
+		}
+	}
+}
+
 func TestClientCommands(t *testing.T) {
 	// The client's own commands and the usage errors never run the
 	// engine: PTOJIT_ENGINE names one that would fail the test.
