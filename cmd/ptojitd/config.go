@@ -104,6 +104,12 @@ func checkSetting(k config.Key, v string) error {
 			return nil
 		}
 		_, err := remote.ParseURLs(v)
+		var ue *remote.URLError
+		if errors.As(err, &ue) {
+			// The caller names where the value came from: the
+			// command line, the file's line or the variable.
+			return errors.New(ue.Msg)
+		}
 		return err
 	case "remote_signing_key":
 		_, err := readSigningKey(v)
@@ -393,7 +399,8 @@ func checkEnvSettings(list []config.Setting) error {
 // change one line, write it durably.
 func runConfigSet(env *cli.Env, o *configOptions, args []string) error {
 	unset := len(args) == 1
-	if _, ok := config.Lookup(args[0]); !ok {
+	key, ok := config.Lookup(args[0])
+	if !ok {
 		return unknownKey(args[0])
 	}
 	path, err := configPath(env, o.cacheDir)
@@ -402,9 +409,11 @@ func runConfigSet(env *cli.Env, o *configOptions, args []string) error {
 	}
 	if !unset {
 		// Validate before anything is created: a usage error has no side
-		// effects.
-		if err := (&config.File{Path: path}).Set(args[0], args[1], checkSetting); err != nil {
-			return cli.Usagef("config set: %v", err)
+		// effects. What is wrong is the value on the command line, so
+		// the error names the key as given there, neither the file nor
+		// the key's variable.
+		if err := config.Check(key, strings.TrimSpace(args[1]), checkSetting); err != nil {
+			return cli.Usagef("config set %s: %v", args[0], err)
 		}
 	}
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {

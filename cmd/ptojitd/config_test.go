@@ -255,3 +255,36 @@ func TestLoadConfigMemo(t *testing.T) {
 		t.Fatalf("a file rewritten with its mtime restored read %q from the memo, want info", got)
 	}
 }
+
+// TestConfigSetNamesTheValue: a value config set refuses is the command
+// line's, so the error names the key as given there, neither the settings
+// file (which is not read or written) nor the key's variable; a bad value
+// in the file or the variable is still named by where it is.
+func TestConfigSetNamesTheValue(t *testing.T) {
+	ctx := context.Background()
+	dir := filepath.Join(t.TempDir(), "cache")
+	env := map[string]string{"PTOJIT_CACHE_DIR": dir}
+	for _, tc := range []struct{ key, value, want string }{
+		{"verify", "maybe", `config set verify: "maybe": want 1, true`},
+		{"remote", "redsi://x", `config set remote: scheme "redsi"`},
+		{"remote", "redis://a:1 redsi://x", `config set remote: URL 2 of 2: scheme "redsi"`},
+	} {
+		r := runCache(t, ctx, env, "config", "set", tc.key, tc.value)
+		if r.code != 2 || !strings.Contains(r.stderr, tc.want) || strings.Contains(r.stderr, config.FileName) || strings.Contains(r.stderr, "PTOJIT_") {
+			t.Errorf("config set %s %q: exit %d, stderr %q; want exit 2 naming %q only", tc.key, tc.value, r.code, r.stderr, tc.want)
+		}
+	}
+	bad := map[string]string{"PTOJIT_CACHE_DIR": dir, "PTOJIT_REMOTE": "redsi://x"}
+	if r := runCache(t, ctx, bad, "config", "get", "remote"); r.code != 2 || !strings.Contains(r.stderr, `PTOJIT_REMOTE: scheme "redsi"`) || strings.Count(r.stderr, "PTOJIT_REMOTE") != 1 {
+		t.Errorf("PTOJIT_REMOTE=redsi://x config get remote: exit %d, stderr %q; want the variable named once", r.code, r.stderr)
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, config.FileName), []byte("remote = redsi://x\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if r := runCache(t, ctx, env, "config", "get", "remote"); r.code != 2 || !strings.Contains(r.stderr, config.FileName+`:1: remote: scheme "redsi"`) || strings.Contains(r.stderr, "PTOJIT_REMOTE") {
+		t.Errorf("remote = redsi://x in the file, config get remote: exit %d, stderr %q; want the file's line named", r.code, r.stderr)
+	}
+}
