@@ -23,7 +23,7 @@ import (
 func program() *cli.Program {
 	return &cli.Program{
 		Name:     "ptojit",
-		Summary:  "content-addressed build cache and JIT compiler driver for PTO kernels",
+		Summary:  cli.ProgramSummary,
 		Commands: clientcmd.Commands(),
 		Fallback: forward,
 		Extra:    engineCommands,

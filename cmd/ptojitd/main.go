@@ -33,7 +33,7 @@ var program = sync.OnceValue(func() *cli.Program {
 	attachValues(all)
 	return &cli.Program{
 		Name:     "ptojit",
-		Summary:  "content-addressed build cache and JIT compiler driver for PTO kernels (engine)",
+		Summary:  cli.ProgramSummary,
 		Commands: all,
 	}
 })

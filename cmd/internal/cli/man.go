@@ -6,6 +6,11 @@ import (
 	"strings"
 )
 
+// ProgramSummary is ptojit's one-line description: the client's and the
+// engine's alike, since both are ptojit to the user (help, the manual page's
+// NAME).
+const ProgramSummary = "content-addressed build cache and JIT compiler driver for PTO kernels"
+
 // writeMan writes the program's manual page (man(7) macros) from the same
 // text its help prints: the summary, every listed command and subcommand
 // with its synopsis, description and flags, and the exit codes.
