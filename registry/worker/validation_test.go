@@ -346,6 +346,17 @@ func TestPartialFailureExitAndTimeout(t *testing.T) {
 			if n, _ := w.installed(1); n != 0 {
 				t.Errorf("worker 1 keeps %d identities", n)
 			}
+			// The retired child is replaced, which is no Worker restart:
+			// the pair stays blocked.
+			if !w.Alive(0) || w.Children()[0].Replacements != 1 {
+				t.Fatalf("child 0 was not replaced: %+v", w.Children()[0])
+			}
+			if !w.Uncertain(0, h) {
+				t.Error("the replacement lifted worker 0's uncertain pair")
+			}
+			if _, err := w.Register(context.Background(), registry.ChipCallableKind, vadd); !errors.Is(err, registry.RegisterCleanupUncertain) {
+				t.Errorf("register again after the replacement: %v; want REGISTER_CLEANUP_UNCERTAIN", err)
+			}
 		})
 	}
 }
@@ -701,8 +712,9 @@ func TestSlotExhausted(t *testing.T) {
 }
 
 // A reply naming another hashid than requested is invalid: the endpoint is
-// retired and, its outcome being unknown, the pair is uncertain until the
-// child is replaced (the next request addressed to it).
+// retired and, its outcome being unknown, the pair is uncertain for the
+// Worker's lifetime: the replacement (the next request addressed to the
+// child) keeps it blocked.
 func TestReplyDigestMismatch(t *testing.T) {
 	vadd, _, _ := testBlobs(t)
 	cfg, _ := testConfig(2, 0)
@@ -723,8 +735,8 @@ func TestReplyDigestMismatch(t *testing.T) {
 	if e, _ := w.endpoint(1); e == old {
 		t.Error("the endpoint that sent a wrong digest is still in use")
 	}
-	if w.Uncertain(1, h) {
-		t.Error("the replacement inherited its predecessor's uncertainty")
+	if !w.Uncertain(1, h) {
+		t.Error("the replacement lifted its predecessor's uncertain pair")
 	}
 }
 
