@@ -444,6 +444,53 @@ func TestLazyPrepare(t *testing.T) {
 	}
 }
 
+// host_build_graph has no callable prewarm (seed 000: its prewarm hook is
+// a no-op success): registering succeeds without preparing, even a
+// callable that cannot be prepared; a callable is prepared by its first
+// task, which runs with the right numbers and no lazy-prepare warning, and
+// one that cannot be prepared fails there. The sim's default runtime
+// keeps prewarming at registration.
+func TestHostBuildGraphPrewarmIsNoOp(t *testing.T) {
+	vadd, _, bad := testBlobs(t)
+	cfg, log := testConfig(1, 0)
+	cfg.Runtime = "host_build_graph"
+	w := startWorker(t, cfg)
+	ctx := context.Background()
+	hb, err := w.Register(ctx, registry.ChipCallableKind, bad)
+	if err != nil {
+		t.Fatalf("register a callable host_build_graph does not prewarm: %v", err)
+	}
+	hv, err := w.Register(ctx, registry.ChipCallableKind, vadd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	log.waitFor(t, "worker 0: register "+hv.Hashid.String(), "no callable prewarm")
+	for i := range 2 {
+		if err := runOn(t, w, hv, 0); err != nil {
+			t.Fatalf("task %d: %v", i, err)
+		}
+	}
+	log.waitFor(t, "worker 0: task "+hv.Hashid.String(), "prepared on its first task")
+	if n := len(log.lines("prepared on its first task")); n != 1 {
+		t.Errorf("%d first-task prepares after two tasks, want 1", n)
+	}
+	if n := len(log.lines("warning", "not prewarmed")); n != 0 {
+		t.Errorf("%d lazy-prepare warnings for a runtime without prewarm", n)
+	}
+	err = w.Call(0, hb, mailbox.TaskArgs{})
+	if !errors.Is(err, PrewarmFailed) || !strings.Contains(err.Error(), "no_such_entry") {
+		t.Fatalf("a task of the callable that cannot be prepared: %v", err)
+	}
+
+	// The default test runtime prewarms: the same callable is refused at
+	// registration.
+	cfg2, _ := testConfig(1, 0)
+	w2 := startWorker(t, cfg2)
+	if _, err := w2.Register(ctx, registry.ChipCallableKind, bad); !errors.Is(err, PrewarmFailed) {
+		t.Fatalf("register on %s: %v; want PREWARM_FAILED", cfg2.Runtime, err)
+	}
+}
+
 // Unregister cleanup: at the final unregister, the hashid stops resolving
 // before the slot's executable state is cleared; afterwards a task naming
 // it fails before any work.
