@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -344,5 +345,60 @@ func TestFirstPinWaitsForChange(t *testing.T) {
 	defer r.p.Release()
 	if raced {
 		t.Fatal("a first pin was granted while a change that disables the module was under way: the change went through a live pin")
+	}
+}
+
+// TestPinBlocksChanges: a held pin, the module's first included (no pin
+// file before it), refuses every change of the module's enabled version
+// (disable, remove, rollback, enabling another version) with a
+// *PinnedError naming the pinning operation; a change that leaves the
+// enabled version alone goes through; once the pin is released the change
+// does too. One process: a pin is a flock on its own open file, which an
+// exclusive lock of the same process on another open file conflicts with.
+func TestPinBlocksChanges(t *testing.T) {
+	dir := t.TempDir()
+	ctx := ctxT(t)
+	s, err := Open(dir, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	key := testKey("org.example")
+	if err := s.TrustAdd(ctx, "org.example", pub(key)); err != nil {
+		t.Fatal(err)
+	}
+	for _, v := range []string{"1.0.0", "1.1.0"} {
+		if _, err := s.Install(ctx, testPack(t, testManifest(t, "example.p", v, "org.example", nil), key)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, pinsDir, "example.p.lock")); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("a pin file before the first pin: %v", err)
+	}
+	p, err := s.Pin("example.p", "example.op")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, change := range map[string]func() error{
+		"disable":  func() error { _, err := s.Disable(ctx, "example.p"); return err },
+		"remove":   func() error { _, err := s.Remove(ctx, "example.p"); return err },
+		"rollback": func() error { _, _, err := s.Rollback(ctx, "example.p"); return err },
+		"enable":   func() error { _, err := s.Enable(ctx, "example.p@1.0.0"); return err },
+	} {
+		err := change()
+		var pe *PinnedError
+		if !errors.As(err, &pe) || pe.Module != "example.p@1.1.0" || !slices.Equal(pe.Operations, []string{"example.op"}) {
+			t.Errorf("%s under a held pin: %v; want the module pinned by example.op", name, err)
+		}
+	}
+	if m, err := s.Lookup("example.p@1.1.0"); err != nil || !m.Enabled {
+		t.Fatalf("the pinned version after the refused changes: %+v %v", m, err)
+	}
+	// Removing the disabled version changes nothing enabled.
+	if _, err := s.Remove(ctx, "example.p@1.0.0"); err != nil {
+		t.Errorf("remove the disabled version under a pin: %v", err)
+	}
+	p.Release()
+	if _, err := s.Disable(ctx, "example.p"); err != nil {
+		t.Errorf("disable after the pin was released: %v", err)
 	}
 }
