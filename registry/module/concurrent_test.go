@@ -1,7 +1,6 @@
 package module
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -10,7 +9,6 @@ import (
 	"slices"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/ptojit/ptojit/filesys/durable"
 )
@@ -29,13 +27,11 @@ func TestConcurrentChangesLoseNothing(t *testing.T) {
 	}
 	dir := t.TempDir()
 	key := testKey("org.example")
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
 	setup, err := Open(dir, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := setup.TrustAdd(ctx, "org.example", pub(key)); err != nil {
+	if err := setup.TrustAdd(stepCtx(t), "org.example", pub(key)); err != nil {
 		t.Fatal(err)
 	}
 	// Archives are packed (signed) once, before any change runs.
@@ -60,7 +56,7 @@ func TestConcurrentChangesLoseNothing(t *testing.T) {
 		switch i % 4 {
 		case 2, 3:
 			for _, v := range []string{"2.0.0", "1.0.0"} {
-				if _, err := setup.Install(ctx, archive(fmt.Sprintf("example.x%d", i), v)); err != nil {
+				if _, err := setup.Install(stepCtx(t), archive(fmt.Sprintf("example.x%d", i), v)); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -94,6 +90,10 @@ func TestConcurrentChangesLoseNothing(t *testing.T) {
 	}
 	w.trusted = must(setup.Trust()).Keys
 	for i := range pairs {
+		// Each pair has a deadline of its own: a command waits for the
+		// store lock for as long as the other command of its pair holds
+		// it, never for the commands before it.
+		ctx := stepCtx(t)
 		var first, second func() error
 		switch i % 4 {
 		case 0: // install || install
