@@ -25,7 +25,7 @@ table=$(cat <<'TABLE'
 numerics | registry/opquery/match.go | if !slices.Contains(d.Numerics, c) { | if slices.Contains(d.Numerics, c) { | ./registry/opquery | TestRejections|TestDeclaredGuarantees
 numerics-removed | registry/opquery/match.go | if !slices.Contains(d.Numerics, c) { | if false { | ./registry/opquery | TestRejections|TestDeclaredGuarantees
 memory-space | registry/opquery/match.go | if !slices.Contains(d.MemorySpaces, space) { | if false { | ./registry/opquery | TestBatchAndSpaceBounds
-memory-space-default | registry/opquery/match.go | \t\t\tspace = SpaceDevice\n | \n | ./registry/opquery | TestBatchAndSpaceBounds
+memory-space-default | registry/opquery/match.go | \t\tspace = SpaceDevice\n | \n | ./registry/opquery | TestBatchAndSpaceBounds
 batch | registry/opquery/match.go | if b < d.Batch.Min || b > d.Batch.Max { | if b > d.Batch.Max { | ./registry/opquery | TestBatchAndSpaceBounds
 batch-inner-axis | registry/opquery/match.go | range t.Shape[1:] { | range t.Shape { | ./registry/opquery | TestBatchAndSpaceBounds
 any-dtype | registry/opquery/match.go | if dts[0] != DTypeAny && !slices.Contains(dts, t.DType) { | if !slices.Contains(dts, t.DType) { | ./registry/opquery | TestAnyDType
