@@ -25,7 +25,7 @@ table=$(cat <<'TABLE'
 numerics | registry/opquery/match.go | if !slices.Contains(d.Numerics, c) { | if slices.Contains(d.Numerics, c) { | ./registry/opquery | TestRejections|TestDeclaredGuarantees
 numerics-removed | registry/opquery/match.go | if !slices.Contains(d.Numerics, c) { | if false { | ./registry/opquery | TestRejections|TestDeclaredGuarantees
 memory-space | registry/opquery/match.go | if !slices.Contains(d.MemorySpaces, space) { | if false { | ./registry/opquery | TestBatchAndSpaceBounds
-memory-space-default | registry/opquery/match.go | \t\t\tspace = SpaceDevice\n | \n | ./registry/opquery | TestBatchAndSpaceBounds
+memory-space-default | registry/opquery/match.go | \t\tspace = SpaceDevice\n | \n | ./registry/opquery | TestBatchAndSpaceBounds
 batch | registry/opquery/match.go | if b < d.Batch.Min || b > d.Batch.Max { | if b > d.Batch.Max { | ./registry/opquery | TestBatchAndSpaceBounds
 batch-inner-axis | registry/opquery/match.go | range t.Shape[1:] { | range t.Shape { | ./registry/opquery | TestBatchAndSpaceBounds
 any-dtype | registry/opquery/match.go | if dts[0] != DTypeAny && !slices.Contains(dts, t.DType) { | if !slices.Contains(dts, t.DType) { | ./registry/opquery | TestAnyDType
@@ -59,6 +59,10 @@ service-params-execute | registry/worker/child/opservice.go | \tif len(scalars) 
 service-params-type | registry/opquery/types.go | if p.Type != typ { | if false { | ./registry/ops | TestHostServiceParams
 query-params-tail | registry/worker/child/negotiate.go | binary.LittleEndian.PutUint32(q[28:], uint32(len(a.Params))) | binary.LittleEndian.PutUint32(q[28:], 0) | ./registry/ops | TestOperationParameters
 negotiate-params | registry/ops/service.go | Params: negotiateParams(d.Params, ch.scalars)} | } | ./registry/ops | TestOperationParameters
+table-descriptor-mismatch | registry/table.go | if descriptorDigest != h.Digest() { | if false { | ./registry | TestTargetTableDescriptorMismatch
+table-refcount | registry/table.go | \t\te.refs++\n | \n | ./registry | TestTargetTableRefcount
+table-resolve-during-cleanup | registry/table.go | \tdelete(t.identity, h)\n\tt.tombstones[h] = slot\n\tt.mu.Unlock()\n\n\tif t.onFree != nil {\n\t\tt.onFree(slot, h)\n\t}\n | \tt.tombstones[h] = slot\n\tt.mu.Unlock()\n\n\tif t.onFree != nil {\n\t\tt.onFree(slot, h)\n\t}\n\tt.mu.Lock()\n\tdelete(t.identity, h)\n\tt.mu.Unlock()\n | ./registry | TestTargetTableReleaseOrder
+module-pin-check | registry/module/pins.go | \t\tif !ok {\n\t\t\tf.Close() | \t\tif false && !ok {\n\t\t\tf.Close() | ./registry/module | TestPinBlocksChanges
 TABLE
 )
 

@@ -69,7 +69,7 @@ var Platforms = []string{"a2a3sim", "a5sim", "a2a3", "a5"}
 // for every earlier minor version of the same major.
 const (
 	SimABIMajor = 1
-	SimABIMinor = 2
+	SimABIMinor = 3
 )
 
 // IsSim reports whether platform is one of the simulator platforms.

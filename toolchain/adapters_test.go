@@ -90,28 +90,58 @@ func TestCannInnerversion(t *testing.T) {
 	}
 }
 
+// TestCannUnexpectedReadsContents: each unexpected case seed 003 lists
+// (no info file, two distinct ones, an empty value, an unrecognised
+// install layout), and an unreadable one, reads every input, and the
+// evidence says why.
 func TestCannUnexpectedReadsContents(t *testing.T) {
-	cases := map[string]func(t *testing.T) string{
-		"two_distinct_info_files": func(t *testing.T) string {
+	cases := map[string]struct {
+		mk     func(t *testing.T) string
+		reason string
+	}{
+		"two_distinct_info_files": {func(t *testing.T) string {
 			root := makeCann(t, cannInfo)
 			writeFiles(t, root, map[string]string{"x86_64-linux/" + CannInfoFile: cannInfo})
 			return root
-		},
-		"no_info_file": func(t *testing.T) string {
+		}, "more than one distinct"},
+		"no_info_file": {func(t *testing.T) string {
 			root := makeCann(t, cannInfo)
 			os.Remove(filepath.Join(root, "aarch64-linux", CannInfoFile))
 			return root
-		},
-		"empty_value": func(t *testing.T) string { return makeCann(t, "innerversion=\nversion=\n") },
-		"unparsable":  func(t *testing.T) string { return makeCann(t, "innerversion V1\n") },
-		"conflicting": func(t *testing.T) string { return makeCann(t, "innerversion=A\ninnerversion=B\n") },
+		}, "no " + CannInfoFile},
+		"empty_value":        {func(t *testing.T) string { return makeCann(t, "innerversion=\nversion=\n") }, "empty innerversion"},
+		"empty_innerversion": {func(t *testing.T) string { return makeCann(t, "innerversion=\nversion=8.0.RC1\n") }, "empty innerversion"},
+		"empty_version":      {func(t *testing.T) string { return makeCann(t, "version=\n") }, "empty version"},
+		"unrecognised_layout": {func(t *testing.T) string {
+			root := makeCann(t, cannInfo)
+			os.Remove(filepath.Join(root, "aarch64-linux", CannInfoFile))
+			writeFiles(t, root, map[string]string{"riscv64-linux/" + CannInfoFile: cannInfo})
+			return root
+		}, "unrecognised install layout: riscv64-linux/"},
+		"info_file_not_regular": {func(t *testing.T) string {
+			root := makeCann(t, cannInfo)
+			os.Remove(filepath.Join(root, "aarch64-linux", CannInfoFile))
+			if err := os.Mkdir(filepath.Join(root, CannInfoFile), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			return root
+		}, "unrecognised install layout"},
+		"unparsable":  {func(t *testing.T) string { return makeCann(t, "innerversion V1\n") }, "line without"},
+		"conflicting": {func(t *testing.T) string { return makeCann(t, "innerversion=A\ninnerversion=B\n") }, "given twice"},
 	}
-	for name, mk := range cases {
+	for name, c := range cases {
 		t.Run(name, func(t *testing.T) {
-			root := mk(t)
+			root := c.mk(t)
 			ci := resolveCann(context.Background(), &Config{CannRoot: root})
 			if ci.UnavailableReason != "" || ci.ReportedVersion != "" || len(ci.Roots) != 4 || ci.Roots[0].Path() != root {
 				t.Fatalf("must read every input: %+v", ci)
+			}
+			if !strings.Contains(ci.FallbackReason, c.reason) {
+				t.Fatalf("fallback reason %q, want it to say %q", ci.FallbackReason, c.reason)
+			}
+			id := contentIdentity(DeviceToolchain, ci, optsNone)
+			if got, ok := id.Evidence["fallback_reason"].(inventory.Str); !ok || string(got) != ci.FallbackReason {
+				t.Fatalf("evidence %v lacks the fallback reason %q", id.Evidence, ci.FallbackReason)
 			}
 		})
 	}

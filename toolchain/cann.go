@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 
@@ -47,9 +48,10 @@ func resolveCann(ctx context.Context, cfg *Config) ComponentInputs {
 		return Unavailable(reason)
 	}
 	declared = append(declared, host...)
-	version, _ := CannVersion(root)
+	version, why := CannVersion(root)
 	if version == "" {
 		ci.Roots = append(ci.Roots, declared...)
+		ci.FallbackReason = why
 		return proven(ci)
 	}
 	return proven(ComponentInputs{Roots: declared, ReportedVersion: version})
@@ -137,24 +139,40 @@ func declaredRoots(paths []string) ([]inventory.ContentRoot, string) {
 	return out, ""
 }
 
+// cannArchDirs are the directories below a CANN root that may hold its
+// info file, besides the root itself: the documented install layouts.
+var cannArchDirs = []string{"x86_64-linux", "aarch64-linux", "arm64-linux"}
+
 // CannVersion returns "innerversion=<v>" (or "version=<v>" when the file
-// has no innerversion) from the one ascend_toolkit_install.info that root
-// reaches: root/ascend_toolkit_install.info or root/*-linux/…, candidates
-// counted by the file they resolve to, so the arm64-linux symlink to
-// aarch64-linux is one candidate. Otherwise it returns "" and why: no info
-// file, two distinct ones, an unreadable or unparsable one, or empty
-// values.
+// has no innerversion key) from the one ascend_toolkit_install.info that
+// root reaches: root/ascend_toolkit_install.info or
+// root/{x86_64,aarch64,arm64}-linux/…, candidates counted by the file they
+// resolve to, so the arm64-linux symlink to aarch64-linux is one
+// candidate. Otherwise it returns "" and why: no info file, two distinct
+// ones, one in an unrecognised install layout (any other *-linux
+// directory), an unreadable or unparsable one, or an empty value (an
+// innerversion key with no value counts, even beside a version).
 func CannVersion(root string) (version, reason string) {
 	cands := []string{filepath.Join(root, CannInfoFile)}
-	dirs, _ := filepath.Glob(filepath.Join(root, "*-linux", CannInfoFile))
-	sort.Strings(dirs)
-	cands = append(cands, dirs...)
+	for _, d := range cannArchDirs {
+		cands = append(cands, filepath.Join(root, d, CannInfoFile))
+	}
+	others, _ := filepath.Glob(filepath.Join(root, "*-linux", CannInfoFile))
+	sort.Strings(others)
+	for _, o := range others {
+		if !slices.Contains(cannArchDirs, filepath.Base(filepath.Dir(o))) {
+			return "", "unrecognised install layout: " + filepath.Base(filepath.Dir(o)) + "/" + CannInfoFile
+		}
+	}
 	var files []os.FileInfo
 	var paths []string
 	for _, c := range cands {
 		fi, err := os.Stat(c)
 		if err != nil {
 			continue
+		}
+		if !fi.Mode().IsRegular() {
+			return "", "unrecognised install layout: " + CannInfoFile + " is not a regular file"
 		}
 		dup := false
 		for _, f := range files {
@@ -190,10 +208,16 @@ func CannVersion(root string) (version, reason string) {
 	if err != nil {
 		return "", CannInfoFile + ": " + err.Error()
 	}
-	if v := info["innerversion"]; v != "" {
+	if v, ok := info["innerversion"]; ok {
+		if v == "" {
+			return "", CannInfoFile + ": empty innerversion"
+		}
 		return "innerversion=" + v, ""
 	}
-	if v := info["version"]; v != "" {
+	if v, ok := info["version"]; ok {
+		if v == "" {
+			return "", CannInfoFile + ": empty version"
+		}
 		return "version=" + v, ""
 	}
 	return "", CannInfoFile + " has no innerversion or version"

@@ -308,6 +308,9 @@ func contentIdentity(name string, ci ComponentInputs, opt inventory.FingerprintO
 	if ci.ReportedVersion != "" {
 		ev["reported_version"] = inventory.Str(ci.ReportedVersion)
 	}
+	if ci.FallbackReason != "" {
+		ev["fallback_reason"] = inventory.Str(ci.FallbackReason)
+	}
 	return finish(out, ev)
 }
 
@@ -394,7 +397,7 @@ func sameKeyInputs(a, b *ToolchainInputs) bool {
 	for _, name := range Names {
 		x, y := a.Component(name), b.Component(name)
 		if x.UnavailableReason != y.UnavailableReason || x.VerifiedRevision != y.VerifiedRevision ||
-			x.ReportedVersion != y.ReportedVersion || x.build != y.build || x.complete != y.complete ||
+			x.ReportedVersion != y.ReportedVersion || x.FallbackReason != y.FallbackReason || x.build != y.build || x.complete != y.complete ||
 			!slices.Equal(x.Roots, y.Roots) {
 			return false
 		}
@@ -418,11 +421,12 @@ func memoKey(policy Policy, in *ToolchainInputs, name string, ci *ComponentInput
 		}
 	}
 	return inventory.MustDigest(inventory.T(
-		inventory.Str("ptojit.toolchain.memo"), inventory.IntOf(2),
+		inventory.Str("ptojit.toolchain.memo"), inventory.IntOf(3),
 		inventory.Str(string(policy)), epoch, build, inventory.Str(name), roots,
 		inventory.StrFromOSBytes(ci.UnavailableReason),
 		inventory.StrFromOSBytes(ci.VerifiedRevision),
 		inventory.StrFromOSBytes(ci.ReportedVersion),
+		inventory.StrFromOSBytes(ci.FallbackReason),
 	))
 }
 

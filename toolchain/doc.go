@@ -34,7 +34,10 @@
 //   - device_toolchain: on a2a3/a5 the CANN installation (explicit root or
 //     ASCEND_HOME_PATH): reported_version "innerversion=<v>" (or
 //     "version=<v>") from the one ascend_toolkit_install.info the root
-//     reaches, else the whole root's contents; declared roots are read in
+//     reaches (at the root or in its x86_64-linux, aarch64-linux or
+//     arm64-linux directory), else the whole root's contents with
+//     fallback_reason saying why (no info file, two distinct ones, an
+//     empty value, an unrecognised install layout); declared roots are read in
 //     every case, and so are the host-side files the compiler driver ccec
 //     loads from outside the installation, found by asking ccec (the first
 //     of compiler/ccec_compiler/bin/ccec, compiler/bin/ccec,
@@ -55,6 +58,7 @@
 //
 //	verified_revision  Str  (only pto_isa; its roots are then not read)
 //	reported_version   Str  (ptoas, device_toolchain)
+//	fallback_reason    Str  (device_toolchain read by content: why its version was not used)
 //	content            Str  64 lowercase hex of inventory.Fingerprint(roots).Digest
 //
 // and its digest is digest(("component", name, evidence)). A component with

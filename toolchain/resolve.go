@@ -1,10 +1,10 @@
 package toolchain
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -274,15 +274,31 @@ func probe(ctx context.Context, cfg *Config, prog string, args ...string) (strin
 	return out, nil
 }
 
+// probeBoth runs prog with args and returns what it wrote to its standard
+// output and error. The program writes into two unlinked files rather
+// than pipes, so its output is complete when it exits: no copy of a pipe
+// races a deadline, however loaded the machine. A probe such as cc -E -v
+// runs cc1, so the probe runs in a process group of its own, and a
+// timeout or a cancel kills the whole group.
 func probeBoth(ctx context.Context, cfg *Config, prog string, args ...string) (string, string, error) {
 	ctx, cancel := context.WithTimeout(ctx, probeTimeout)
 	defer cancel()
+	fail := func(reason string) (string, string, error) {
+		return "", "", &ProbeError{Tool: filepath.Base(prog), Args: args, Reason: reason}
+	}
+	var files [2]*os.File
+	for i := range files {
+		f, err := os.CreateTemp("", "ptojit-probe-*")
+		if err != nil {
+			return fail("output file: " + errText(err))
+		}
+		os.Remove(f.Name())
+		defer f.Close()
+		files[i] = f
+	}
 	cmd := exec.CommandContext(ctx, prog, args...)
 	cmd.Env = append(slices.Clone(cfg.environ()), "LC_ALL=C")
-	var stdout, stderr limitedBuffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	// A probe such as cc -E -v runs cc1: the probe runs in a process
-	// group of its own, and a timeout or a cancel kills the whole group.
+	cmd.Stdout, cmd.Stderr = files[0], files[1]
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	cmd.Cancel = func() error {
 		if err := syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL); !errors.Is(err, syscall.ESRCH) {
@@ -290,22 +306,27 @@ func probeBoth(ctx context.Context, cfg *Config, prog string, args ...string) (s
 		}
 		return os.ErrProcessDone
 	}
-	cmd.WaitDelay = time.Second
-	fail := func(reason string) (string, string, error) {
-		return "", "", &ProbeError{Tool: filepath.Base(prog), Args: args, Reason: reason}
+	err := cmd.Run()
+	var out [2]string
+	for i, f := range files {
+		b, rerr := io.ReadAll(io.NewSectionReader(f, 0, maxProbeOutput+1))
+		if rerr != nil {
+			return fail("output: " + errText(rerr))
+		}
+		if len(b) > maxProbeOutput {
+			return fail("output exceeds the probe limit")
+		}
+		out[i] = string(b)
 	}
-	if err := cmd.Run(); err != nil {
+	if err != nil {
 		var ee *exec.ExitError
 		if errors.As(err, &ee) {
-			msg := strings.TrimSpace(firstLine(stderr.String()))
+			msg := strings.TrimSpace(firstLine(out[1]))
 			return "", "", &ProbeError{Tool: filepath.Base(prog), Args: args, Reason: ee.String() + optional(": ", msg), Stderr: msg}
 		}
 		return fail(errText(err))
 	}
-	if stdout.over || stderr.over {
-		return fail("output exceeds the probe limit")
-	}
-	return stdout.String(), stderr.String(), nil
+	return out[0], out[1], nil
 }
 
 func optional(sep, s string) string {
@@ -320,21 +341,6 @@ func firstLine(s string) string {
 		return s[:i]
 	}
 	return s
-}
-
-// limitedBuffer keeps at most maxProbeOutput bytes.
-type limitedBuffer struct {
-	bytes.Buffer
-	over bool
-}
-
-func (b *limitedBuffer) Write(p []byte) (int, error) {
-	if b.Len()+len(p) > maxProbeOutput {
-		b.over = true
-		p = p[:max(0, maxProbeOutput-b.Len())]
-	}
-	b.Buffer.Write(p)
-	return len(p), nil
 }
 
 // lookPath finds name as exec.LookPath does, but on the PATH of cfg, and

@@ -75,6 +75,10 @@ type ComponentInputs struct {
 	// ReportedVersion is what the installation says about itself, verified
 	// by nothing (ptoas --version, CANN innerversion, compiler --version).
 	ReportedVersion string
+	// FallbackReason says why the version an installation states does not
+	// identify it and its contents do instead (CANN: no info file, two, an
+	// empty value, an unrecognised layout); "" otherwise.
+	FallbackReason string
 
 	// build is the build-policy record resolution found, nil when the
 	// component is identified by its contents under that policy too.

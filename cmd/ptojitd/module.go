@@ -52,8 +52,9 @@ refused, naming the field):
   module_abi           integer, required: 1
   kernel_abi           {"min": "MAJOR.MINOR", "max": "MAJOR.MINOR"}, optional
                        (1.0..1.0): the ptojit_sim.h versions the callables work
-                       with; this build runs 1.0..1.2 (1.1: tensor strides;
-                       1.2: operation parameters in the negotiated query)
+                       with; this build runs 1.0..1.3 (1.1: tensor strides;
+                       1.2: operation parameters in the negotiated query;
+                       1.3: the quantized dtypes q8x32 and q4x32)
   runtime              string, required: the runtime the callables are built for
   platforms            [string], required: of a2a3sim, a5sim, a2a3, a5
   os, arch             string, required: GOOS/GOARCH of the host

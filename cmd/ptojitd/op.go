@@ -52,8 +52,11 @@ Query flags (op resolve and op run):
                             when left out, must be the one the implementation
                             declares; VALUE is read as its declared type
 
-Dtypes: f32, f16, bf16, f64, i64, i32, i16, i8, u8. Strides are in elements,
-the first axis innermost; 0 means packed.`
+Dtypes: f32, f16, bf16, f64, i64, i32, i16, i8, u8, and the block-quantized
+q8x32 and q4x32 (blocks of 32 elements, each an f32 scale and 32 int8, or 32
+int4 two to a byte: 36 and 20 bytes). Strides are in elements, the first axis
+innermost; 0 means packed. A quantized tensor is described in blocks: its
+first axis counts blocks (stride one block), its strides are in blocks.`
 
 func init() {
 	register(&cli.Command{
@@ -263,7 +266,7 @@ func parseParam(s string) (ops.Param, error) {
 func parseTensor(dtype, shape, strides string) (ops.Tensor, error) {
 	d, err := ops.ParseDType(dtype)
 	if err != nil || d == ops.DTypeAny {
-		return ops.Tensor{}, cli.Usagef("dtype %q: a concrete dtype (f32, f16, bf16, f64, i64, i32, i16, i8, u8)", dtype)
+		return ops.Tensor{}, cli.Usagef("dtype %q: a concrete dtype (f32, f16, bf16, f64, i64, i32, i16, i8, u8, q8x32, q4x32)", dtype)
 	}
 	sh, err := parseList(shape, "shape")
 	if err != nil {
@@ -537,7 +540,7 @@ func opRunArgs(w *worker.Worker, d ops.Description, input []byte, inputName stri
 		}
 		dt, ok := execDType(t.DType)
 		if !ok {
-			return args, bufs, fmt.Errorf("op run: tensor %d: dtype %s cannot be executed on the sim workers (f32, i32, f16)", i, t.DType)
+			return args, bufs, fmt.Errorf("op run: tensor %d: dtype %s cannot be executed on the sim workers (f32, i32, f16, q8x32, q4x32)", i, t.DType)
 		}
 		if i < d.Inputs {
 			if off+int(n) > len(input) {
@@ -578,6 +581,10 @@ func execDType(d ops.DType) (worker.DType, bool) {
 		return worker.Int32, true
 	case ops.F16:
 		return worker.Float16, true
+	case ops.Q8x32:
+		return worker.Q8x32, true
+	case ops.Q4x32:
+		return worker.Q4x32, true
 	}
 	return 0, false
 }

@@ -42,8 +42,11 @@ Evidence under the content policy (the default):
                     --version (bin/ptoas or ptoas in the root); the root's
                     contents when that probe fails
   device_toolchain  a2a3, a5: the CANN innerversion (else version) from its
-                    one ascend_toolkit_install.info, else every file of the
-                    CANN root. a2a3sim, a5sim: the host C/C++ compilers (CC
+                    one ascend_toolkit_install.info (in the root or its
+                    x86_64-, aarch64- or arm64-linux directory), else every
+                    file of the CANN root, with fallback_reason saying why
+                    (no info file, two, an empty value, another layout).
+                    a2a3sim, a5sim: the host C/C++ compilers (CC
                     and CXX, else cc and c++ on PATH): their --version texts
                     and the contents of the drivers and of every program,
                     directory, link input, include directory and shared

@@ -1,15 +1,14 @@
 package module
 
 import (
-	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/ptojit/ptojit/filesys/durable"
 )
@@ -28,13 +27,11 @@ func TestConcurrentChangesLoseNothing(t *testing.T) {
 	}
 	dir := t.TempDir()
 	key := testKey("org.example")
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
 	setup, err := Open(dir, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := setup.TrustAdd(ctx, "org.example", pub(key)); err != nil {
+	if err := setup.TrustAdd(stepCtx(t), "org.example", pub(key)); err != nil {
 		t.Fatal(err)
 	}
 	// Archives are packed (signed) once, before any change runs.
@@ -59,7 +56,7 @@ func TestConcurrentChangesLoseNothing(t *testing.T) {
 		switch i % 4 {
 		case 2, 3:
 			for _, v := range []string{"2.0.0", "1.0.0"} {
-				if _, err := setup.Install(ctx, archive(fmt.Sprintf("example.x%d", i), v)); err != nil {
+				if _, err := setup.Install(stepCtx(t), archive(fmt.Sprintf("example.x%d", i), v)); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -93,6 +90,10 @@ func TestConcurrentChangesLoseNothing(t *testing.T) {
 	}
 	w.trusted = must(setup.Trust()).Keys
 	for i := range pairs {
+		// Each pair has a deadline of its own: a command waits for the
+		// store lock for as long as the other command of its pair holds
+		// it, never for the commands before it.
+		ctx := stepCtx(t)
 		var first, second func() error
 		switch i % 4 {
 		case 0: // install || install
@@ -344,5 +345,60 @@ func TestFirstPinWaitsForChange(t *testing.T) {
 	defer r.p.Release()
 	if raced {
 		t.Fatal("a first pin was granted while a change that disables the module was under way: the change went through a live pin")
+	}
+}
+
+// TestPinBlocksChanges: a held pin, the module's first included (no pin
+// file before it), refuses every change of the module's enabled version
+// (disable, remove, rollback, enabling another version) with a
+// *PinnedError naming the pinning operation; a change that leaves the
+// enabled version alone goes through; once the pin is released the change
+// does too. One process: a pin is a flock on its own open file, which an
+// exclusive lock of the same process on another open file conflicts with.
+func TestPinBlocksChanges(t *testing.T) {
+	dir := t.TempDir()
+	ctx := ctxT(t)
+	s, err := Open(dir, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	key := testKey("org.example")
+	if err := s.TrustAdd(ctx, "org.example", pub(key)); err != nil {
+		t.Fatal(err)
+	}
+	for _, v := range []string{"1.0.0", "1.1.0"} {
+		if _, err := s.Install(ctx, testPack(t, testManifest(t, "example.p", v, "org.example", nil), key)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, pinsDir, "example.p.lock")); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("a pin file before the first pin: %v", err)
+	}
+	p, err := s.Pin("example.p", "example.op")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, change := range map[string]func() error{
+		"disable":  func() error { _, err := s.Disable(ctx, "example.p"); return err },
+		"remove":   func() error { _, err := s.Remove(ctx, "example.p"); return err },
+		"rollback": func() error { _, _, err := s.Rollback(ctx, "example.p"); return err },
+		"enable":   func() error { _, err := s.Enable(ctx, "example.p@1.0.0"); return err },
+	} {
+		err := change()
+		var pe *PinnedError
+		if !errors.As(err, &pe) || pe.Module != "example.p@1.1.0" || !slices.Equal(pe.Operations, []string{"example.op"}) {
+			t.Errorf("%s under a held pin: %v; want the module pinned by example.op", name, err)
+		}
+	}
+	if m, err := s.Lookup("example.p@1.1.0"); err != nil || !m.Enabled {
+		t.Fatalf("the pinned version after the refused changes: %+v %v", m, err)
+	}
+	// Removing the disabled version changes nothing enabled.
+	if _, err := s.Remove(ctx, "example.p@1.0.0"); err != nil {
+		t.Errorf("remove the disabled version under a pin: %v", err)
+	}
+	p.Release()
+	if _, err := s.Disable(ctx, "example.p"); err != nil {
+		t.Errorf("disable after the pin was released: %v", err)
 	}
 }

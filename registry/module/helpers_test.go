@@ -52,6 +52,26 @@ func testPack(t testing.TB, m *Manifest, key ed25519.PrivateKey) []byte {
 	return ar
 }
 
+// stepTimeout bounds one step of a long test: a command, or a pair of
+// commands that wait for each other. It is far above what a step takes on
+// a loaded machine (milliseconds), so only a step that hangs reaches it.
+const stepTimeout = 2 * time.Minute
+
+// stepCtx is the context of one step of a long test (stepTimeout), so the
+// test's length, which grows with the machine's load, is bounded only by
+// go test's -timeout, while a step that hangs fails fast. It ends a little
+// before the test binary's deadline, if that comes sooner, so the test
+// fails with the step's error instead of a panic.
+func stepCtx(t *testing.T) context.Context {
+	d := time.Now().Add(stepTimeout)
+	if td, ok := t.Deadline(); ok && td.Add(-5*time.Second).Before(d) {
+		d = td.Add(-5 * time.Second)
+	}
+	ctx, cancel := context.WithDeadline(context.Background(), d)
+	t.Cleanup(cancel)
+	return ctx
+}
+
 func ctxT(t testing.TB) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	t.Cleanup(cancel)

@@ -22,8 +22,8 @@ func TestKernelABIRange(t *testing.T) {
 	if err := s.TrustAdd(ctx, "org.acme", pub(k)); err != nil {
 		t.Fatal(err)
 	}
-	if HostKernelABI != (ABIRange{Min: "1.0", Max: "1.2"}) {
-		t.Fatalf("host kernel ABI %v, want 1.0..1.2 (ptojit_sim.h 1.2)", HostKernelABI)
+	if HostKernelABI != (ABIRange{Min: "1.0", Max: "1.3"}) {
+		t.Fatalf("host kernel ABI %v, want 1.0..1.3 (ptojit_sim.h 1.3)", HostKernelABI)
 	}
 	plain := testManifest(t, "example.plain", "1.0.0", "org.acme", []string{"example.plain.v1"})
 	if plain.KernelABIRange() != DefaultKernelABI || DefaultKernelABI != (ABIRange{Min: "1.0", Max: "1.0"}) {
@@ -52,8 +52,10 @@ func TestKernelABIRange(t *testing.T) {
 		{&ABIRange{"1.0", "1.7"}, ""},
 		{&ABIRange{"1.2", "1.2"}, ""},
 		{&ABIRange{"1.2", "1.3"}, ""},
-		{&ABIRange{"1.3", "1.4"}, "module example.m@1.0.0 needs kernel ABI 1.3..1.4; this host runs 1.0..1.2"},
-		{&ABIRange{"2.0", "2.4"}, "needs kernel ABI 2.0..2.4; this host runs 1.0..1.2"},
+		{&ABIRange{"1.3", "1.3"}, ""},
+		{&ABIRange{"1.3", "1.4"}, ""},
+		{&ABIRange{"1.4", "1.5"}, "module example.m@1.0.0 needs kernel ABI 1.4..1.5; this host runs 1.0..1.3"},
+		{&ABIRange{"2.0", "2.4"}, "needs kernel ABI 2.0..2.4; this host runs 1.0..1.3"},
 		{&ABIRange{"0.9", "0.9"}, "needs kernel ABI 0.9..0.9"},
 		{&ABIRange{"1", "1.1"}, `kernel_abi.min: "1" is not MAJOR.MINOR`},
 		{&ABIRange{"1.0", "1.01"}, `kernel_abi.max: "1.01" is not MAJOR.MINOR`},
@@ -86,12 +88,12 @@ func TestKernelABIRange(t *testing.T) {
 	if _, err := ParseSourceManifest([]byte(strings.Replace(string(src), `"max":"1.1"`, `"max":"1.1","x":1`, 1))); err == nil {
 		t.Error("an unknown field of kernel_abi was accepted")
 	}
-	// At load: installed while the host ran 1.0..1.3, loaded by one that
-	// runs 1.0..1.2.
+	// At load: installed while the host ran 1.0..1.4, loaded by one that
+	// runs 1.0..1.3.
 	saved := HostKernelABI
-	HostKernelABI = ABIRange{Min: "1.0", Max: "1.3"}
+	HostKernelABI = ABIRange{Min: "1.0", Max: "1.4"}
 	m = testManifest(t, "example.new", "1.0.0", "org.acme", []string{"example.new.v1"})
-	m.KernelABI = &ABIRange{"1.3", "1.3"}
+	m.KernelABI = &ABIRange{"1.4", "1.4"}
 	_, err = s.Install(ctx, testPack(t, m, k))
 	HostKernelABI = saved
 	if err != nil {
@@ -102,7 +104,7 @@ func TestKernelABIRange(t *testing.T) {
 		t.Fatal(err)
 	}
 	var ke *KernelABIError
-	if err := s.CheckLoad(in); !errors.As(err, &ke) || err.Error() != "module example.new@1.0.0 needs kernel ABI 1.3..1.3; this host runs 1.0..1.2" {
+	if err := s.CheckLoad(in); !errors.As(err, &ke) || err.Error() != "module example.new@1.0.0 needs kernel ABI 1.4..1.4; this host runs 1.0..1.3" {
 		t.Errorf("load: %v", err)
 	}
 }

@@ -55,5 +55,15 @@
 //
 // A tensor given to an implementation must also be aligned as its
 // descriptor says (Descriptor.TensorAlignment): the descriptor's alignment,
-// or the element size when it names none.
+// or the element size when it names none (4, its scales', for a quantized
+// type).
+//
+// Quantized tensors (Q8x32, Q4x32; seed 002: "the first tensor axis is
+// contiguous (one block stride for quantized formats)") are described in
+// blocks: the first axis counts blocks of QuantBlock elements and must be
+// contiguous (stride 0 or 1: one block), the strides of the outer axes are
+// in blocks (a Q4x32 element is half a byte, so no element stride could
+// name every row), and dims, batch, layout and extent read those block
+// counts as they read elements. A query's quantized tensor needs at least
+// one axis.
 package opquery

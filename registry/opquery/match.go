@@ -202,6 +202,9 @@ func checkQuery(q *Query) error {
 		if t.DType == DTypeAny || t.DType.Size() == 0 {
 			return fmt.Errorf("tensor %d: a concrete dtype is needed", i)
 		}
+		if t.DType.Quantized() && len(t.Shape) == 0 {
+			return fmt.Errorf("tensor %d: a %s tensor needs a first axis, which counts its blocks of %d elements", i, t.DType, QuantBlock)
+		}
 		if len(t.Shape) > MaxRank || (len(t.Strides) != 0 && len(t.Strides) != len(t.Shape)) {
 			return fmt.Errorf("tensor %d: %d dimensions (at most %d) with %d strides", i, len(t.Shape), MaxRank, len(t.Strides))
 		}

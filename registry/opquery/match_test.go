@@ -558,3 +558,67 @@ func TestParams(t *testing.T) {
 		t.Errorf("a parameter twice: %v", err)
 	}
 }
+
+// TestQuantizedTensors: the block-quantized types are named and sized by
+// their blocks; a quantized tensor's first axis counts blocks with a stride
+// of one block and its outer strides are in blocks; matching reads them so,
+// and a query's quantized tensor needs its first axis.
+func TestQuantizedTensors(t *testing.T) {
+	for _, c := range []struct {
+		name  string
+		dt    DType
+		size  uint64
+		align uint64
+	}{{"q8x32", Q8x32, 36, 4}, {"q4x32", Q4x32, 20, 4}} {
+		dt, err := ParseDType(c.name)
+		if err != nil || dt != c.dt || dt.String() != c.name || dt.Size() != c.size || !dt.Quantized() || dt.Align() != c.align {
+			t.Errorf("%s: parsed %v (%v), size %d, quantized %v, align %d", c.name, dt, err, dt.Size(), dt.Quantized(), dt.Align())
+		}
+		if (&Descriptor{}).TensorAlignment(dt) != c.align {
+			t.Errorf("%s: default alignment %d, want %d (its scales')", c.name, (&Descriptor{}).TensorAlignment(dt), c.align)
+		}
+	}
+	if F32.Quantized() || I8.Quantized() {
+		t.Error("an element type counts as quantized")
+	}
+	// 3 rows of 4 blocks, rows 6 blocks apart: (2*6 + 3 + 1) blocks of 20 bytes.
+	q4 := Tensor{DType: Q4x32, Shape: []uint64{4, 3}, Strides: []uint64{1, 6}}
+	if n, ok := q4.Bytes(); !ok || n != 16*20 {
+		t.Errorf("q4x32 [4,3] rows 6 blocks apart spans %d bytes, want %d", n, 16*20)
+	}
+
+	// Dequantize: a q8x32 vector of 4 blocks in, 128 f32 out.
+	d := desc(t, "q.impl", 0)
+	d.InputDTypes = []DType{Q8x32, Q4x32}
+	d.Layouts = []string{LayoutContiguous, LayoutOuterStrided}
+	query := func(in Tensor) Query {
+		return Query{OpName: "x.op", Tensors: []Tensor{in, {DType: F32, Shape: []uint64{128}}}, HostBudget: Unlimited, DeviceBudget: Unlimited}
+	}
+	cands := []Candidate{{Desc: d, Module: "m", Runtime: "rt"}}
+	for name, in := range map[string]Tensor{
+		"q8x32":                 {DType: Q8x32, Shape: []uint64{4}},
+		"q4x32 one block apart": {DType: Q4x32, Shape: []uint64{4}, Strides: []uint64{1}},
+		"rows in blocks":        {DType: Q8x32, Shape: []uint64{2, 2}, Strides: []uint64{1, 3}},
+	} {
+		q := query(in)
+		if fits, rej, err := Match(cands, &q, env()); err != nil || len(fits) != 1 {
+			t.Errorf("%s: fits %v rejected %v err %v", name, fits, rej, err)
+		}
+	}
+	for name, c := range map[string]struct {
+		in   Tensor
+		kind string
+	}{
+		"first axis strided": {Tensor{DType: Q8x32, Shape: []uint64{4}, Strides: []uint64{2}}, "layout"},
+		"another format":     {Tensor{DType: I8, Shape: []uint64{128}}, "dtype"},
+	} {
+		q := query(c.in)
+		if fits, rej, err := Match(cands, &q, env()); err != nil || len(fits) != 0 || len(rej) != 1 || rej[0].Kind != c.kind {
+			t.Errorf("%s: fits %v rejected %v err %v; want a %s rejection", name, fits, rej, err, c.kind)
+		}
+	}
+	q := query(Tensor{DType: Q4x32})
+	if _, _, err := Match(cands, &q, env()); err == nil || !strings.Contains(err.Error(), "tensor 0: a q4x32 tensor needs a first axis") {
+		t.Errorf("a quantized tensor of rank 0: %v", err)
+	}
+}

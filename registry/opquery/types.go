@@ -26,11 +26,24 @@ const (
 	U8       DType = 7
 	F64      DType = 8
 	I64      DType = 9
-	maxDType       = I64
+	// Q8x32 and Q4x32 are ptojit's block-quantized types (ptojit_sim.h
+	// 1.3): blocks of QuantBlock elements, each block a little-endian f32
+	// scale followed by the block's signed integers, 8-bit (Q8x32, 36
+	// bytes a block) or 4-bit two's complement, two to a byte, element
+	// 2k in the low nibble of byte k (Q4x32, 20 bytes a block). Element i
+	// of a block is scale * q[i]. A tensor of one counts blocks on its
+	// first axis, whose stride is one block; the strides of its outer axes
+	// are in blocks.
+	Q8x32    DType = 10
+	Q4x32    DType = 11
+	maxDType       = Q4x32
 )
 
-var dtypeNames = [...]string{"any", "f32", "i32", "f16", "bf16", "i16", "i8", "u8", "f64", "i64"}
-var dtypeSizes = [...]uint64{0, 4, 4, 2, 2, 2, 1, 1, 8, 8}
+// QuantBlock is the number of elements of one block of Q8x32 and Q4x32.
+const QuantBlock = 32
+
+var dtypeNames = [...]string{"any", "f32", "i32", "f16", "bf16", "i16", "i8", "u8", "f64", "i64", "q8x32", "q4x32"}
+var dtypeSizes = [...]uint64{0, 4, 4, 2, 2, 2, 1, 1, 8, 8, 4 + QuantBlock, 4 + QuantBlock/2}
 
 func (d DType) String() string {
 	if d <= maxDType {
@@ -39,7 +52,9 @@ func (d DType) String() string {
 	return fmt.Sprintf("dtype(%d)", uint32(d))
 }
 
-// Size is the element size in bytes (0 for DTypeAny or an unknown type).
+// Size is the bytes of one unit of the first axis (0 for DTypeAny or an
+// unknown type): the element size, or for a quantized type the bytes of
+// one block.
 func (d DType) Size() uint64 {
 	if d <= maxDType {
 		return dtypeSizes[d]
@@ -47,8 +62,21 @@ func (d DType) Size() uint64 {
 	return 0
 }
 
-// ParseDType reads a dtype name: f32, f16, bf16, f64, i64, i32, i16, i8, u8
-// (and "any", which only descriptors may use).
+// Quantized reports whether d is a block-quantized type: its first axis
+// counts blocks of QuantBlock elements, and its strides are in blocks.
+func (d DType) Quantized() bool { return d == Q8x32 || d == Q4x32 }
+
+// Align is the alignment a tensor of d needs when its descriptor names
+// none: the element size, or for a quantized type that of its f32 scales.
+func (d DType) Align() uint64 {
+	if d.Quantized() {
+		return 4
+	}
+	return d.Size()
+}
+
+// ParseDType reads a dtype name: f32, f16, bf16, f64, i64, i32, i16, i8,
+// u8, q8x32, q4x32 (and "any", which only descriptors may use).
 func ParseDType(s string) (DType, error) {
 	if i := slices.Index(dtypeNames[:], s); i >= 0 {
 		return DType(i), nil
@@ -294,12 +322,14 @@ func (d *Descriptor) TensorAlignment(t DType) uint64 {
 	if d.Alignment != 0 {
 		return d.Alignment
 	}
-	return t.Size()
+	return t.Align()
 }
 
 // Tensor is a concrete tensor descriptor of a query: element type, shape
 // and strides in elements, first axis innermost. Strides may be empty
-// (packed); a zero stride means packed for that axis.
+// (packed); a zero stride means packed for that axis. For a quantized
+// DType the unit is a block instead of an element: the first axis counts
+// blocks (stride one block), and strides are in blocks.
 type Tensor struct {
 	DType   DType
 	Shape   []uint64

@@ -38,6 +38,8 @@ const (
 	U8       = opquery.U8
 	F64      = opquery.F64
 	I64      = opquery.I64
+	Q8x32    = opquery.Q8x32
+	Q4x32    = opquery.Q4x32
 )
 
 // Layouts, memory spaces and sync modes: opquery's.

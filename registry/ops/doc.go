@@ -48,9 +48,16 @@
 //	callables      [{platform, artifact, hashid}], required: the ChipCallable of
 //	               each platform (package module checks the artifact and hashid)
 //
-// Dtypes are f32, f16, bf16, f64, i64, i32, i16, i8 and u8, numbered as enum
-// ptojit_dtype of ptojit_sim.h. Tensor axes are listed innermost first;
-// strides are in elements and 0 means packed.
+// Dtypes are f32, f16, bf16, f64, i64, i32, i16, i8 and u8, and ptojit's
+// block-quantized q8x32 (id 10) and q4x32 (id 11), numbered as enum
+// ptojit_dtype of ptojit_sim.h (1.3 added the quantized ones). Tensor axes
+// are listed innermost first; strides are in elements and 0 means packed.
+// A quantized type holds blocks of 32 elements, each a little-endian f32
+// scale and then 32 int8 (q8x32, 36 bytes a block) or 32 int4 in two's
+// complement, two to a byte with the even element in the low nibble (q4x32,
+// 20 bytes), element i being scale * q[i]; a tensor of one is described in
+// blocks: its first axis counts blocks, contiguous at one block, and its
+// outer strides are in blocks (package opquery).
 //
 // # Provider entry points
 //

@@ -222,11 +222,11 @@ func examples(t testing.TB) ([]byte, module.PublicKey, map[string][]byte) {
 			t.Fatal(err)
 		}
 		examplePriv, examplePub, exampleArch = priv, pub, map[string][]byte{}
-		for _, n := range []string{"scan", "scan_blocked", "running_mean", "scan_rows"} {
+		for _, n := range []string{"scan", "scan_blocked", "running_mean", "scan_rows", "scan_quant"} {
 			exampleArch[n] = pack(t, readSource(t, n), priv, nil)
 		}
 	})
-	if exampleArch == nil || len(exampleArch) != 4 {
+	if exampleArch == nil || len(exampleArch) != 5 {
 		t.Fatal("example modules did not build")
 	}
 	return examplePriv, examplePub, exampleArch

@@ -142,10 +142,10 @@ func TestSimABIHeader(t *testing.T) {
 // this build would load it; its callables never reach a child.
 func TestKernelABIAtLoad(t *testing.T) {
 	priv, _, _ := examples(t)
-	ar := pack(t, readSource(t, "scan"), priv, func(m *module.Manifest) { m.KernelABI = &module.ABIRange{Min: "1.3", Max: "1.3"} })
+	ar := pack(t, readSource(t, "scan"), priv, func(m *module.Manifest) { m.KernelABI = &module.ABIRange{Min: "1.4", Max: "1.4"} })
 	s := newStore(t)
 	saved := module.HostKernelABI
-	module.HostKernelABI = module.ABIRange{Min: "1.0", Max: "1.3"}
+	module.HostKernelABI = module.ABIRange{Min: "1.0", Max: "1.4"}
 	_, err := s.Install(ctxT(t), ar)
 	module.HostKernelABI = saved
 	if err != nil {
@@ -154,7 +154,7 @@ func TestKernelABIAtLoad(t *testing.T) {
 	svc, _ := newService(t, s, 1)
 	_, res, err := svc.Resolve(ctxT(t), vecQuery(opPrefix, 8))
 	var nf *ops.NotFoundError
-	if !errors.As(err, &nf) || !strings.Contains(reasons(res), implScan+" [kernel_abi] kernel ABI: module example.scan@1.0.0 needs kernel ABI 1.3..1.3; this host runs 1.0..1.2") {
+	if !errors.As(err, &nf) || !strings.Contains(reasons(res), implScan+" [kernel_abi] kernel ABI: module example.scan@1.0.0 needs kernel ABI 1.4..1.4; this host runs 1.0..1.3") {
 		t.Errorf("%v\n%s", err, reasons(res))
 	}
 }

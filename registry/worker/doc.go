@@ -38,8 +38,11 @@
 // parent holds (Registrar Detach, then Attach, with registrations held
 // off), the operations and activations its predecessor held are offered
 // and activated again (so module init runs in the new process), and it
-// reports ready. Its uncertain pairs are forgotten: nothing of the old
-// process is left. Requests that were in flight on the retired endpoint
+// reports ready. Its uncertain pairs stay blocked (seed 000: a marked
+// digest is blocked until the Worker restarts, and a replacement is no
+// restart): a live registration whose hashid is uncertain on the child is
+// not installed on the replacement, its tasks for that hashid are refused
+// with REGISTER_CLEANUP_UNCERTAIN, and so is registering it again. Requests that were in flight on the retired endpoint
 // are not retried, since their outcome there is unknown (a task may have
 // written part of its outputs): they fail with the EndpointError naming
 // the violation, and the caller decides. Registrations made while a child

@@ -32,6 +32,8 @@ const (
 	Float32 = mailbox.Float32
 	Int32   = mailbox.Int32
 	Float16 = mailbox.Float16
+	Q8x32   = mailbox.Q8x32
+	Q4x32   = mailbox.Q4x32
 )
 
 // Limits of one task's arguments and of one negotiation.

@@ -93,7 +93,7 @@ func (s *syncBuffer) lines(words ...string) []string {
 
 const (
 	testPlatform = "a2a3sim"
-	testRuntime  = "host_build_graph"
+	testRuntime  = "tensormap_and_ringbuffer"
 )
 
 func testConfig(chips, subs int) (Config, *syncBuffer) {

@@ -340,7 +340,9 @@ func (r *Registrar) Unregister(ctx context.Context, h CallableHandle) error {
 // Attach adds a target that started after registrations were made: every
 // live registration of the target's namespace is installed on it, once per
 // live handle (so its refcounts match), and the target joins those
-// registrations' scopes. On the first failure the installs Attach made are
+// registrations' scopes, except those whose hashid is uncertain on the
+// target's id: that pair stays blocked for the Registrar's lifetime, so the
+// target is neither sent it nor joins its scope. On the first failure the installs Attach made are
 // undone (a failed undo marks the pair uncertain) and the target joins no
 // scope; the error has code REGISTER_PARTIAL_FAILURE. Attach must not run
 // concurrently with Register calls of the same namespace (their scope would
@@ -350,7 +352,8 @@ func (r *Registrar) Attach(ctx context.Context, t Target) error {
 	r.mu.Lock()
 	ids := make([]uint64, 0, len(r.live))
 	for id, reg := range r.live {
-		if reg.ns == t.Namespace() && !slices.ContainsFunc(reg.targets, func(x Target) bool { return x.ID() == t.ID() }) {
+		_, uncertain := r.uncertain[pairKey{t.ID(), reg.hashid}]
+		if reg.ns == t.Namespace() && !uncertain && !slices.ContainsFunc(reg.targets, func(x Target) bool { return x.ID() == t.ID() }) {
 			ids = append(ids, id)
 		}
 	}
@@ -362,12 +365,7 @@ func (r *Registrar) Attach(ctx context.Context, t Target) error {
 	r.mu.Unlock()
 
 	for i, reg := range regs {
-		err := error(nil)
-		if r.Uncertain(t.ID(), reg.hashid) {
-			err = regErr(registry.RegisterCleanupUncertain, op, t.ID(), reg.ns, reg.hashid, errors.New("hashid is uncertain on this worker"))
-		} else {
-			err = t.Register(ctx, reg.hashid, reg.kind, reg.payload)
-		}
+		err := t.Register(ctx, reg.hashid, reg.kind, reg.payload)
 		if err == nil {
 			continue
 		}
@@ -407,21 +405,17 @@ func (r *Registrar) Attach(ctx context.Context, t Target) error {
 	return errors.Join(causes...)
 }
 
-// Detach takes every target with id out of every live registration's scope
-// and forgets the uncertain pairs of id: the target's process is gone (a
-// replacement has the same id and attaches afresh), and nothing of its
-// state is left to be uncertain about. Like Attach, it must not run
-// concurrently with Register or Unregister calls.
+// Detach takes every target with id out of every live registration's
+// scope: the target's process is gone, and a replacement has the same id
+// and attaches afresh. The uncertain pairs of id stay: seed 000 blocks a
+// marked digest until the Worker restarts, and a replacement is no
+// restart. Like Attach, it must not run concurrently with Register or
+// Unregister calls.
 func (r *Registrar) Detach(id int) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	for _, reg := range r.live {
 		reg.targets = slices.DeleteFunc(reg.targets, func(t Target) bool { return t.ID() == id })
-	}
-	for k := range r.uncertain {
-		if k.target == id {
-			delete(r.uncertain, k)
-		}
 	}
 }
 

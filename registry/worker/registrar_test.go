@@ -360,6 +360,27 @@ func TestRegistrarCleanupUncertainty(t *testing.T) {
 	if _, err := r.Register(ctx, registry.ChipCallableKind, blob2, desc2, targets(f0)); err != nil {
 		t.Fatal(err)
 	}
+	// A replacement of target 0 (Detach, then Attach of a new process with
+	// the same id) is no Worker restart: the pair stays blocked, the live
+	// handle of that hashid is not installed on the replacement, and its
+	// dispatch there is refused.
+	r.Detach(0)
+	n0 := newFake(0, registry.LocalChip, 4)
+	if err := r.Attach(ctx, n0); err != nil {
+		t.Fatalf("attach the replacement: %v", err)
+	}
+	if !r.Uncertain(0, hid) {
+		t.Fatal("replacing target 0 lifted its uncertain pair")
+	}
+	if n, _ := n0.table.Len(); n != 1 || slices.Contains(n0.ops(), "unregister") {
+		t.Fatalf("the replacement holds %d identities (ops %v), want only the other hashid's", n, n0.ops())
+	}
+	if err := r.CheckDispatch(live, registry.LocalChip, 0); !errors.Is(err, registry.RegisterCleanupUncertain) {
+		t.Fatalf("dispatch to the replacement of the uncertain target: %v", err)
+	}
+	if _, err := r.Register(ctx, registry.ChipCallableKind, blob, desc, []Target{n0}); !errors.Is(err, registry.RegisterCleanupUncertain) {
+		t.Fatalf("re-register on the replacement: %v", err)
+	}
 	// A fresh Registrar (a restarted Worker) has no uncertain pairs.
 	if NewRegistrar().Uncertain(0, hid) {
 		t.Fatal("uncertainty leaked across Registrars")

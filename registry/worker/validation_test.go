@@ -346,6 +346,17 @@ func TestPartialFailureExitAndTimeout(t *testing.T) {
 			if n, _ := w.installed(1); n != 0 {
 				t.Errorf("worker 1 keeps %d identities", n)
 			}
+			// The retired child is replaced, which is no Worker restart:
+			// the pair stays blocked.
+			if !w.Alive(0) || w.Children()[0].Replacements != 1 {
+				t.Fatalf("child 0 was not replaced: %+v", w.Children()[0])
+			}
+			if !w.Uncertain(0, h) {
+				t.Error("the replacement lifted worker 0's uncertain pair")
+			}
+			if _, err := w.Register(context.Background(), registry.ChipCallableKind, vadd); !errors.Is(err, registry.RegisterCleanupUncertain) {
+				t.Errorf("register again after the replacement: %v; want REGISTER_CLEANUP_UNCERTAIN", err)
+			}
 		})
 	}
 }
@@ -430,6 +441,53 @@ func TestLazyPrepare(t *testing.T) {
 	}
 	if n := len(log.lines("warning", "not prewarmed")); n != 1 {
 		t.Errorf("%d lazy-prepare warnings after two tasks, want 1", n)
+	}
+}
+
+// host_build_graph has no callable prewarm (seed 000: its prewarm hook is
+// a no-op success): registering succeeds without preparing, even a
+// callable that cannot be prepared; a callable is prepared by its first
+// task, which runs with the right numbers and no lazy-prepare warning, and
+// one that cannot be prepared fails there. The sim's default runtime
+// keeps prewarming at registration.
+func TestHostBuildGraphPrewarmIsNoOp(t *testing.T) {
+	vadd, _, bad := testBlobs(t)
+	cfg, log := testConfig(1, 0)
+	cfg.Runtime = "host_build_graph"
+	w := startWorker(t, cfg)
+	ctx := context.Background()
+	hb, err := w.Register(ctx, registry.ChipCallableKind, bad)
+	if err != nil {
+		t.Fatalf("register a callable host_build_graph does not prewarm: %v", err)
+	}
+	hv, err := w.Register(ctx, registry.ChipCallableKind, vadd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	log.waitFor(t, "worker 0: register "+hv.Hashid.String(), "no callable prewarm")
+	for i := range 2 {
+		if err := runOn(t, w, hv, 0); err != nil {
+			t.Fatalf("task %d: %v", i, err)
+		}
+	}
+	log.waitFor(t, "worker 0: task "+hv.Hashid.String(), "prepared on its first task")
+	if n := len(log.lines("prepared on its first task")); n != 1 {
+		t.Errorf("%d first-task prepares after two tasks, want 1", n)
+	}
+	if n := len(log.lines("warning", "not prewarmed")); n != 0 {
+		t.Errorf("%d lazy-prepare warnings for a runtime without prewarm", n)
+	}
+	err = w.Call(0, hb, mailbox.TaskArgs{})
+	if !errors.Is(err, PrewarmFailed) || !strings.Contains(err.Error(), "no_such_entry") {
+		t.Fatalf("a task of the callable that cannot be prepared: %v", err)
+	}
+
+	// The default test runtime prewarms: the same callable is refused at
+	// registration.
+	cfg2, _ := testConfig(1, 0)
+	w2 := startWorker(t, cfg2)
+	if _, err := w2.Register(ctx, registry.ChipCallableKind, bad); !errors.Is(err, PrewarmFailed) {
+		t.Fatalf("register on %s: %v; want PREWARM_FAILED", cfg2.Runtime, err)
 	}
 }
 
@@ -701,8 +759,9 @@ func TestSlotExhausted(t *testing.T) {
 }
 
 // A reply naming another hashid than requested is invalid: the endpoint is
-// retired and, its outcome being unknown, the pair is uncertain until the
-// child is replaced (the next request addressed to it).
+// retired and, its outcome being unknown, the pair is uncertain for the
+// Worker's lifetime: the replacement (the next request addressed to the
+// child) keeps it blocked.
 func TestReplyDigestMismatch(t *testing.T) {
 	vadd, _, _ := testBlobs(t)
 	cfg, _ := testConfig(2, 0)
@@ -723,8 +782,8 @@ func TestReplyDigestMismatch(t *testing.T) {
 	if e, _ := w.endpoint(1); e == old {
 		t.Error("the endpoint that sent a wrong digest is still in use")
 	}
-	if w.Uncertain(1, h) {
-		t.Error("the replacement inherited its predecessor's uncertainty")
+	if !w.Uncertain(1, h) {
+		t.Error("the replacement lifted its predecessor's uncertain pair")
 	}
 }
 

@@ -26,7 +26,12 @@
 // and runs no orchestration code: the config symbol runs before
 // the slot's first task. A failed prewarm rolls the install back. A task
 // that finds its slot installed but not loaded prepares it first and logs
-// a warning.
+// a warning. The prewarm hook of the host_build_graph runtime is a no-op
+// success (seed 000: that runtime resolves its orchestration on the host
+// during prepare and has no AICPU callable prewarm): its callables are
+// prepared by their first task, negotiation or activation, without a
+// warning, and a callable that cannot be prepared fails there
+// (PREWARM_FAILED), not at registration.
 //
 // Private slots never leave the child: replies carry a status and the
 // digest, tasks carry the digest, and the child resolves digest -> slot

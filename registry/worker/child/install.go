@@ -60,7 +60,7 @@ func (c *child) register(args []byte, fd int) (mailbox.Status, mailbox.Reply) {
 			c.debugf("register %v: prewarm skipped (injected)", h)
 			return mailbox.StatusOK, rep
 		}
-		err = c.prewarm(slot)
+		err = c.registerPrewarm(slot, h)
 	}
 	if err != nil {
 		// Roll back the registration this request created.

@@ -31,7 +31,11 @@ func (c *child) task(args []byte) (mailbox.Status, mailbox.Reply) {
 	}
 	s := &c.slots[slot]
 	if !s.loaded {
-		c.warnf("task %v: slot was registered but not prewarmed; preparing it in the dispatch path", h)
+		if c.prewarms() {
+			c.warnf("task %v: slot was registered but not prewarmed; preparing it in the dispatch path", h)
+		} else {
+			c.debugf("task %v: slot %d prepared on its first task (runtime %s has no callable prewarm)", h, slot, c.init.Runtime)
+		}
 		if err := c.prewarm(slot); err != nil {
 			rep.Message = err.Error()
 			return mailbox.StatusPrewarmFailed, rep

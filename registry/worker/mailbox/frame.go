@@ -249,20 +249,31 @@ func ParseFrame(b []byte) (Frame, error) {
 // DType is a tensor element type (enum ptojit_dtype).
 type DType uint32
 
-// Element types.
+// Element types. Q8x32 and Q4x32 are block-quantized (ptojit_sim.h 1.3):
+// blocks of 32 elements, each a little-endian f32 scale and then 32
+// signed 8-bit integers (36 bytes) or 32 signed 4-bit ones, two to a byte,
+// the even element in the low nibble (20 bytes). A tensor of one counts
+// blocks on its first axis, and its strides are in blocks.
 const (
 	Float32 DType = 1
 	Int32   DType = 2
 	Float16 DType = 3
+	Q8x32   DType = 10
+	Q4x32   DType = 11
 )
 
-// Size is the element size in bytes, or 0 for an unknown type.
+// Size is the bytes of one unit of a tensor's first axis: the element
+// size, or the block size of a quantized type; 0 for an unknown type.
 func (d DType) Size() uint64 {
 	switch d {
 	case Float32, Int32:
 		return 4
 	case Float16:
 		return 2
+	case Q8x32:
+		return 36
+	case Q4x32:
+		return 20
 	}
 	return 0
 }

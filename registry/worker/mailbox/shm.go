@@ -207,6 +207,11 @@ func (b Buffer) Free() error {
 	return nil
 }
 
+// Bytes returns the buffer's bytes (a quantized tensor's blocks, say).
+func (b Buffer) Bytes() []byte {
+	return b.arena.mem[b.Off : b.Off+b.Len : b.Off+b.Len]
+}
+
 // Float32s returns the buffer as float32 values (Len/4 of them).
 func (b Buffer) Float32s() []float32 {
 	if b.Len < 4 {

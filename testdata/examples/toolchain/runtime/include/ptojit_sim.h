@@ -24,6 +24,10 @@
  *        every tensor argument (PTOJIT_ARGS_SIZE_STRIDES)
  *   1.2  ptojit_op_query's tail: struct_size and the operation parameters
  *        validate and the scratch query see (PTOJIT_OP_QUERY_SIZE_PARAMS)
+ *   1.3  the block-quantized element types PTOJIT_DTYPE_Q8X32 and
+ *        PTOJIT_DTYPE_Q4X32 (no layout changes: a binary that names them
+ *        needs a runtime of 1.3 or later, which its module's kernel_abi
+ *        min says)
  *
  * A runtime module's manifest names the range of ABI versions its binaries
  * need (module_abi {min, max}); a runtime that does not provide them is
@@ -39,14 +43,44 @@ extern "C" {
 #endif
 
 #define PTOJIT_SIM_ABI_VERSION 1u
-#define PTOJIT_SIM_ABI_MINOR 2u
+#define PTOJIT_SIM_ABI_MINOR 3u
 
 /* Element types of a tensor. */
 enum ptojit_dtype {
     PTOJIT_DTYPE_FLOAT32 = 1,
     PTOJIT_DTYPE_INT32 = 2,
     PTOJIT_DTYPE_FLOAT16 = 3,
+    /* ABI 1.3: block-quantized types. A block holds PTOJIT_QUANT_BLOCK
+     * elements: a little-endian float scale, then the elements' signed
+     * integers q, element i being scale * q[i]. Q8X32: 32 int8 (36 bytes
+     * a block). Q4X32: 32 int4 in two's complement, two to a byte, element
+     * 2k in the low nibble of byte k (20 bytes a block). A tensor of one
+     * counts blocks on its first axis (shape[0] blocks, stride one block)
+     * and its outer strides are in blocks; nbytes covers whole blocks. */
+    PTOJIT_DTYPE_Q8X32 = 10,
+    PTOJIT_DTYPE_Q4X32 = 11,
 };
+
+#define PTOJIT_QUANT_BLOCK 32u
+#define PTOJIT_Q8X32_BLOCK_BYTES 36u
+#define PTOJIT_Q4X32_BLOCK_BYTES 20u
+
+/* The value of element i (0..PTOJIT_QUANT_BLOCK) of a block of type dtype
+ * (PTOJIT_DTYPE_Q8X32 or PTOJIT_DTYPE_Q4X32). */
+static inline float ptojit_dequant(uint32_t dtype, const void *block, uint32_t i)
+{
+    const unsigned char *b = (const unsigned char *)block;
+    float scale;
+    int32_t q;
+    __builtin_memcpy(&scale, b, sizeof scale);
+    if (dtype == PTOJIT_DTYPE_Q8X32) {
+        q = (int8_t)b[4 + i];
+    } else {
+        uint32_t nib = (b[4 + i / 2] >> ((i & 1) * 4)) & 0xfu;
+        q = (int32_t)nib - ((nib & 0x8u) ? 16 : 0);
+    }
+    return scale * (float)q;
+}
 
 #define PTOJIT_MAX_DIMS 4
 
