@@ -130,7 +130,7 @@ func contentFallback(ci ComponentInputs, before func(string) error) (buildRecord
 	}
 	hex := content.Digest.String()
 	rec := buildRecord{value: inventory.T(inventory.Str("ptojit-content"), inventory.Str(hex), version)}
-	rec.addDigest(hex, contentDigest(content.Roots))
+	rec.addDigest(hex, contentDigest(hex, content.Roots))
 	return rec, content.Files, ""
 }
 
@@ -174,7 +174,7 @@ func sourcePackages(dir string, before func(string) error, rec *buildRecord) (in
 		return nil, err
 	}
 	d := PythonSourcesDigest(dir, recs)
-	rec.addDigest(d, sourcesDigest(dir, recs))
+	rec.addDigest(d, sourcesDigest(d, dir, recs))
 	return inventory.List{inventory.T(inventory.StrFromOSBytes(dir), inventory.Str(d))}, nil
 }
 

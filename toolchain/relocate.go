@@ -121,10 +121,20 @@ func (c *ComponentIdentity) RelocatedBuildDigest(epoch string, epochSet bool, re
 	return sum, slices.Compact(r.changed), true
 }
 
-// contentDigest is the digest of ("content", roots) with every path of
-// the root records rewritten, each root's path remembered.
-func contentDigest(roots inventory.List) pathDigest {
+// contentDigest is hex, the digest of ("content", roots), computed again
+// with every path of the root records rewritten (each root's path
+// remembered); hex itself when rel changes none of them.
+func contentDigest(hex string, roots inventory.List) pathDigest {
 	return func(r *relocator) inventory.Str {
+		moved := false
+		relocated := inventory.RelocateRoots(roots, func(p inventory.Str) inventory.Str {
+			q := r.rel(p)
+			moved = moved || q != p
+			return q
+		})
+		if !moved {
+			return inventory.Str(hex)
+		}
 		for _, root := range roots {
 			if t, ok := root.(inventory.Tuple); ok && len(t) > 0 {
 				if p, ok := t[0].(inventory.Str); ok {
@@ -132,14 +142,20 @@ func contentDigest(roots inventory.List) pathDigest {
 				}
 			}
 		}
-		return inventory.Str(inventory.MustDigest(inventory.T(inventory.Str("content"), inventory.RelocateRoots(roots, r.rel))).String())
+		return inventory.Str(inventory.MustDigest(inventory.T(inventory.Str("content"), relocated)).String())
 	}
 }
 
-// sourcesDigest is PythonSourcesDigest of the records recs found under
-// dir, dir rewritten.
-func sourcesDigest(dir string, recs inventory.List) pathDigest {
+// sourcesDigest is hex, PythonSourcesDigest of the records recs found
+// under dir, computed again with dir rewritten; hex itself when rel
+// leaves dir as it is (recs hold paths relative to dir).
+func sourcesDigest(hex, dir string, recs inventory.List) pathDigest {
 	return func(r *relocator) inventory.Str {
-		return inventory.Str(inventory.MustDigest(inventory.T(r.path(inventory.StrFromOSBytes(dir)), recs)).String())
+		d := inventory.StrFromOSBytes(dir)
+		q := r.path(d)
+		if q == d {
+			return inventory.Str(hex)
+		}
+		return inventory.Str(inventory.MustDigest(inventory.T(q, recs)).String())
 	}
 }
