@@ -41,8 +41,8 @@ type identity struct {
 	// in order; they are part of the key.
 	includes []string
 	// relative lists the paths keyRecord made relative to the base, each
-	// as "field: path" (field the record's, path relative), in record
-	// order.
+	// as "field: path" (field the record's, path relative), in the order
+	// keyRecord writes them.
 	relative []string
 }
 
@@ -432,7 +432,7 @@ func recordField(field string, plain []byte, wire string) (inventory.Value, erro
 func (d *Driver) keyRecord(req *api.Request, id *identity, options inventory.Value) inventory.Value {
 	id.relative = nil
 	str := func(s string) inventory.Value { return inventory.Str(s) }
-	path := func(field, p string) inventory.Value { return inventory.Str(id.relPath(field, p)) }
+	path := func(field string, i int, p string) inventory.Value { return inventory.Str(id.relPath(field, i, p)) }
 	sig := func(ds []registry.Direction) inventory.List {
 		l := make(inventory.List, len(ds))
 		for i, x := range ds {
@@ -444,12 +444,12 @@ func (d *Driver) keyRecord(req *api.Request, id *identity, options inventory.Val
 	for i, k := range req.Kernels {
 		kernels = append(kernels, inventory.Dict{
 			"func_id":   inventory.IntOf(int64(k.FuncID)),
-			"source":    path(fmt.Sprintf("build.kernels[%d].source", i), k.Source),
+			"source":    path("build.kernels[%d].source", i, k.Source),
 			"signature": sig(k.Signature),
 		})
 	}
 	build := inventory.Dict{
-		"orchestration": path("build.orchestration", req.Orchestration.Source),
+		"orchestration": path("build.orchestration", -1, req.Orchestration.Source),
 		"function":      str(req.Orchestration.Function),
 		"config":        str(req.Orchestration.Config),
 		"kernels":       kernels,
@@ -458,7 +458,7 @@ func (d *Driver) keyRecord(req *api.Request, id *identity, options inventory.Val
 	}
 	includes := inventory.List{}
 	for i, inc := range id.includes {
-		includes = append(includes, path(fmt.Sprintf("pipeline.include_dirs[%d]", i), inc))
+		includes = append(includes, path("pipeline.include_dirs[%d]", i, inc))
 	}
 	sources, extra, components := id.sourcesRecord(), id.extraRecord(), id.toolchainRecord()
 	flags := func(fl []string) inventory.List {
@@ -488,10 +488,14 @@ func (d *Driver) keyRecord(req *api.Request, id *identity, options inventory.Val
 }
 
 // relPath returns p relative to the base when it lies under it, and then
-// adds it to id.relative as field's.
-func (id *identity) relPath(field, p string) string {
+// adds it to id.relative as field's: field itself for i < 0, else field
+// formatted with i (made only then: a hit computes the record).
+func (id *identity) relPath(field string, i int, p string) string {
 	q := id.base.rel(p)
 	if q != p {
+		if i >= 0 {
+			field = fmt.Sprintf(field, i)
+		}
 		id.relative = append(id.relative, field+": "+q)
 	}
 	return q
@@ -506,7 +510,9 @@ func (id *identity) sourcesRecord() inventory.Dict {
 			sources[inventory.Str(s.name)] = inventory.None{}
 			continue
 		}
-		id.relPath("sources."+s.name, s.root.Path())
+		if p := s.root.Path(); id.base.rel(p) != p {
+			id.relative = append(id.relative, "sources."+s.name+": "+id.base.rel(p))
+		}
 		sources[inventory.Str(s.name)] = inventory.Str(id.base.contentDigest(s.content.Roots).String())
 	}
 	return sources
@@ -519,7 +525,7 @@ func (id *identity) extraRecord() inventory.Value {
 		return inventory.None{}
 	}
 	for i, p := range id.extraPaths {
-		id.relPath(fmt.Sprintf("extra_sources[%d]", i), p)
+		id.relPath("extra_sources[%d]", i, p)
 	}
 	return inventory.Str(id.extraDigest.String())
 }
