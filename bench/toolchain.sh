@@ -18,3 +18,9 @@ go test -run '^$' -bench 'SideBySide|Capture/warm' \
 # host compiler included) under the build and the content policy, side by
 # side in each iteration, and the median ratio content/build.
 go test -run '^$' -bench 'FirstIdentity' -count 1 -benchtime "${FIRST_BENCHTIME:-10x}" ./toolchain
+
+# BenchmarkBuildFallback: the build policy's content fallback on a
+# 5,000-file root keeping its records (what a relocated digest needs)
+# beside the same read with DigestOnly, alternating, with the median ratio
+# records/digest-only, and the relocation of its digest under a base.
+go test -run '^$' -bench 'BuildFallback' -count "${COUNT:-3}" -benchtime "${BENCHTIME:-15x}" ./toolchain

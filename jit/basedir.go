@@ -108,38 +108,7 @@ func (b baseDir) relRoots(roots inventory.List) inventory.List {
 	if b.dir == "" {
 		return roots
 	}
-	out := make(inventory.List, len(roots))
-	for i, r := range roots {
-		t, ok := r.(inventory.Tuple)
-		if !ok || len(t) != 3 {
-			out[i] = r
-			continue
-		}
-		path, ok1 := t[0].(inventory.Str)
-		entries, ok2 := t[2].(inventory.List)
-		if !ok1 || !ok2 {
-			out[i] = r
-			continue
-		}
-		es := make(inventory.List, len(entries))
-		for j, e := range entries {
-			et, ok := e.(inventory.Tuple)
-			if !ok || len(et) < 3 {
-				es[j] = e
-				continue
-			}
-			resolved, ok := et[2].(inventory.Str)
-			if !ok {
-				es[j] = e
-				continue
-			}
-			ne := append(inventory.Tuple(nil), et...)
-			ne[2] = b.relStr(resolved)
-			es[j] = ne
-		}
-		out[i] = inventory.T(b.relStr(path), t[1], es)
-	}
-	return out
+	return inventory.RelocateRoots(roots, b.relStr)
 }
 
 // contentDigest is the digest of ("content", roots) with the roots in the
@@ -174,11 +143,12 @@ func (b baseDir) extraSourcesDigest(paths []string, extra inventory.Value) (inve
 
 // componentMemo remembers componentDigest's answers: re-encoding the
 // content records of an installation (thousands of files for a compiler)
-// costs milliseconds, and a component's digest covers its content records,
-// so the digest and the base directory determine the answer.
+// costs milliseconds, and a component's digest covers its content records
+// or its build record (and the epoch), so the digest and the base
+// directory determine the answer.
 var componentMemo struct {
 	mu sync.Mutex
-	m  map[componentMemoKey]inventory.Sum
+	m  map[componentMemoKey]relComponent
 }
 
 type componentMemoKey struct {
@@ -187,36 +157,50 @@ type componentMemoKey struct {
 	base, resolved string
 }
 
+// relComponent is a component's digest in the relative form and the
+// paths made relative in it.
+type relComponent struct {
+	digest   inventory.Sum
+	relative []string
+}
+
 const maxComponentMemo = 4096
 
-// componentDigest is the component's digest with its content evidence in
-// the relative form; components without content evidence keep theirs.
-func (b baseDir) componentDigest(c toolchain.ComponentIdentity) inventory.Sum {
-	if b.dir == "" || c.Digest.IsZero() || c.ContentRoots == nil || c.Evidence == nil {
-		return c.Digest
-	}
-	if _, ok := c.Evidence["content"]; !ok {
-		return c.Digest
+// componentDigest is the component's digest with the paths under the
+// base directory relative to it, in its content evidence (content policy)
+// or its build record (build policy, under in's epoch), and those paths,
+// relative; components without either keep their digest.
+func (b baseDir) componentDigest(c toolchain.ComponentIdentity, in *toolchain.ToolchainInputs) relComponent {
+	if b.dir == "" || c.Digest.IsZero() || c.Evidence == nil {
+		return relComponent{digest: c.Digest}
 	}
 	k := componentMemoKey{c.Name, c.Digest, b.dir, b.resolved}
 	componentMemo.mu.Lock()
-	sum, ok := componentMemo.m[k]
+	rc, ok := componentMemo.m[k]
 	componentMemo.mu.Unlock()
 	if ok {
-		return sum
+		return rc
 	}
-	sum = b.relComponentDigest(c)
+	rc = b.relComponent(c, in)
 	componentMemo.mu.Lock()
 	if componentMemo.m == nil || len(componentMemo.m) >= maxComponentMemo {
-		componentMemo.m = map[componentMemoKey]inventory.Sum{}
+		componentMemo.m = map[componentMemoKey]relComponent{}
 	}
-	componentMemo.m[k] = sum
+	componentMemo.m[k] = rc
 	componentMemo.mu.Unlock()
-	return sum
+	return rc
 }
 
-// relComponentDigest computes componentDigest.
-func (b baseDir) relComponentDigest(c toolchain.ComponentIdentity) inventory.Sum {
+// relComponent computes componentDigest.
+func (b baseDir) relComponent(c toolchain.ComponentIdentity, in *toolchain.ToolchainInputs) relComponent {
+	if in != nil {
+		if sum, rel, ok := c.RelocatedBuildDigest(in.Epoch, in.EpochSet, b.relStr); ok {
+			return relComponent{sum, rel}
+		}
+	}
+	if _, ok := c.Evidence["content"]; !ok || c.ContentRoots == nil {
+		return relComponent{digest: c.Digest}
+	}
 	ev := make(inventory.Dict, len(c.Evidence))
 	for k, v := range c.Evidence {
 		ev[k] = v
@@ -224,9 +208,25 @@ func (b baseDir) relComponentDigest(c toolchain.ComponentIdentity) inventory.Sum
 	ev["content"] = inventory.Str(b.contentDigest(c.ContentRoots).String())
 	sum, err := toolchain.ComponentDigest(c.Name, ev)
 	if err != nil {
-		return c.Digest
+		return relComponent{digest: c.Digest}
 	}
-	return sum
+	return relComponent{sum, b.relRootPaths(c.ContentRoots)}
+}
+
+// relRootPaths lists, relative, the paths of the content roots that lie
+// under the base directory.
+func (b baseDir) relRootPaths(roots inventory.List) []string {
+	var out []string
+	for _, r := range roots {
+		if t, ok := r.(inventory.Tuple); ok && len(t) > 0 {
+			if p, ok := t[0].(inventory.Str); ok {
+				if q := b.relStr(p); q != p {
+					out = append(out, string(q))
+				}
+			}
+		}
+	}
+	return out
 }
 
 // exists reports whether the base directory is a directory.

@@ -37,9 +37,12 @@
 // enters the record relative to it, as ccache's base_dir does: the paths of
 // the build group and of include_dirs, header names, and the root and
 // resolved paths inside the content records whose digests the sources,
-// extra_sources and toolchain entries are (so these digests are not
-// PyPTO's when a root lies under the base; `ptojit fingerprint` prints
-// PyPTO's). Paths outside it stay absolute. The compilers run in the base
+// extra_sources and toolchain entries are, and, under the build policy,
+// the paths in a component's build record and the digests over them
+// (toolchain.ComponentIdentity.RelocatedBuildDigest). These digests are
+// then not PyPTO's (`ptojit fingerprint` and `toolchain --json` print
+// PyPTO's); KeyReport.Relative lists the paths made relative. Paths
+// outside it stay absolute. The compilers run in the base
 // directory with relative source and include names and
 // -ffile-prefix-map=BASE=., so that no absolute path under it reaches an
 // output: two checkouts at different paths share keys and outputs.

@@ -40,6 +40,10 @@ type identity struct {
 	// includes are the -I directories of the sim pipeline (includeDirs),
 	// in order; they are part of the key.
 	includes []string
+	// relative lists the paths keyRecord made relative to the base, each
+	// as "field: path" (field the record's, path relative), in the order
+	// keyRecord writes them.
+	relative []string
 }
 
 // source is one content root of the request's sources.
@@ -71,6 +75,7 @@ func (d *Driver) KeyOf(ctx context.Context, req *api.Request) (*KeyReport, error
 		Unavailable:  reasonTexts(id.unavailable),
 		Fresh:        id.fresh,
 		BaseDir:      id.base.dir,
+		Relative:     id.relative,
 	}
 	if id.usable {
 		r.Key = id.key.String()
@@ -425,14 +430,9 @@ func recordField(field string, plain []byte, wire string) (inventory.Value, erro
 // inside the content records the digests cover: the key does not depend
 // on where the project lives.
 func (d *Driver) keyRecord(req *api.Request, id *identity, options inventory.Value) inventory.Value {
+	id.relative = nil
 	str := func(s string) inventory.Value { return inventory.Str(s) }
-	path := func(p string) inventory.Value { return inventory.Str(id.base.rel(p)) }
-	sumOrNone := func(s inventory.Sum) inventory.Value {
-		if s.IsZero() {
-			return inventory.None{}
-		}
-		return inventory.Str(s.String())
-	}
+	path := func(field string, i int, p string) inventory.Value { return inventory.Str(id.relPath(field, i, p)) }
 	sig := func(ds []registry.Direction) inventory.List {
 		l := make(inventory.List, len(ds))
 		for i, x := range ds {
@@ -441,39 +441,26 @@ func (d *Driver) keyRecord(req *api.Request, id *identity, options inventory.Val
 		return l
 	}
 	kernels := inventory.List{}
-	for _, k := range req.Kernels {
+	for i, k := range req.Kernels {
 		kernels = append(kernels, inventory.Dict{
 			"func_id":   inventory.IntOf(int64(k.FuncID)),
-			"source":    path(k.Source),
+			"source":    path("build.kernels[%d].source", i, k.Source),
 			"signature": sig(k.Signature),
 		})
 	}
 	build := inventory.Dict{
-		"orchestration": path(req.Orchestration.Source),
+		"orchestration": path("build.orchestration", -1, req.Orchestration.Source),
 		"function":      str(req.Orchestration.Function),
 		"config":        str(req.Orchestration.Config),
 		"kernels":       kernels,
 		"signature":     sig(req.Signature),
 		"scalar_count":  inventory.IntOf(int64(req.ScalarCount)),
 	}
-	sources := inventory.Dict{}
-	for _, s := range id.sources {
-		if s.content != nil {
-			sources[inventory.Str(s.name)] = str(id.base.contentDigest(s.content.Roots).String())
-		} else {
-			sources[inventory.Str(s.name)] = inventory.None{}
-		}
-	}
-	components := inventory.Dict{}
-	if id.toolchain != nil {
-		for _, c := range id.toolchain.Components {
-			components[inventory.Str(c.Name)] = sumOrNone(id.base.componentDigest(c))
-		}
-	}
 	includes := inventory.List{}
-	for _, inc := range id.includes {
-		includes = append(includes, path(inc))
+	for i, inc := range id.includes {
+		includes = append(includes, path("pipeline.include_dirs[%d]", i, inc))
 	}
+	sources, extra, components := id.sourcesRecord(), id.extraRecord(), id.toolchainRecord()
 	flags := func(fl []string) inventory.List {
 		l := inventory.List{}
 		for _, f := range fl {
@@ -492,12 +479,77 @@ func (d *Driver) keyRecord(req *api.Request, id *identity, options inventory.Val
 		"pipeline":      inventory.Dict{"version": str(pipelineVersion), "c_flags": flags(simCFlags), "cxx_flags": flags(simCXXFlags), "include_dirs": includes},
 		"build":         build,
 		"sources":       sources,
-		"extra_sources": sumOrNone(id.extraDigest),
+		"extra_sources": extra,
 		"toolchain":     components,
 		"options":       options,
 		"environment":   d.semanticEnv(),
 		"epoch":         epoch,
 	})
+}
+
+// relPath returns p relative to the base when it lies under it, and then
+// adds it to id.relative as field's: field itself for i < 0, else field
+// formatted with i (made only then: a hit computes the record).
+func (id *identity) relPath(field string, i int, p string) string {
+	q := id.base.rel(p)
+	if q != p {
+		if i >= 0 {
+			field = fmt.Sprintf(field, i)
+		}
+		id.relative = append(id.relative, field+": "+q)
+	}
+	return q
+}
+
+// sourcesRecord is the key record's "sources": each source root's content
+// digest in the relative form, None when it is unavailable.
+func (id *identity) sourcesRecord() inventory.Dict {
+	sources := inventory.Dict{}
+	for _, s := range id.sources {
+		if s.content == nil {
+			sources[inventory.Str(s.name)] = inventory.None{}
+			continue
+		}
+		if p := s.root.Path(); id.base.rel(p) != p {
+			id.relative = append(id.relative, "sources."+s.name+": "+id.base.rel(p))
+		}
+		sources[inventory.Str(s.name)] = inventory.Str(id.base.contentDigest(s.content.Roots).String())
+	}
+	return sources
+}
+
+// extraRecord is the key record's "extra_sources": their digest in the
+// relative form, None when unavailable.
+func (id *identity) extraRecord() inventory.Value {
+	if id.extraDigest.IsZero() {
+		return inventory.None{}
+	}
+	for i, p := range id.extraPaths {
+		id.relPath("extra_sources[%d]", i, p)
+	}
+	return inventory.Str(id.extraDigest.String())
+}
+
+// toolchainRecord is the key record's "toolchain": each component's
+// digest with the paths under the base relative to it (its content
+// records or its build record), None when it has no identity.
+func (id *identity) toolchainRecord() inventory.Dict {
+	components := inventory.Dict{}
+	if id.toolchain == nil {
+		return components
+	}
+	for _, c := range id.toolchain.Components {
+		if c.Digest.IsZero() {
+			components[inventory.Str(c.Name)] = inventory.None{}
+			continue
+		}
+		rc := id.base.componentDigest(c, id.inputs)
+		for _, p := range rc.relative {
+			id.relative = append(id.relative, "toolchain."+c.Name+": "+p)
+		}
+		components[inventory.Str(c.Name)] = inventory.Str(rc.digest.String())
+	}
+	return components
 }
 
 // semanticEnv is the key record's "environment": each semantic variable of

@@ -56,6 +56,12 @@ type KeyReport struct {
 	// ToolchainDigest are PyPTO's, over absolute paths; the record's
 	// digests use the relative form.
 	BaseDir string `json:"base_dir,omitempty"`
+	// Relative lists the paths of the record made relative to BaseDir,
+	// each as "field: path" (the record's field, the relative path), in
+	// record order: the sources, extra sources and include directories,
+	// and the toolchain components' roots and the paths in their build
+	// records that lie under it.
+	Relative []string `json:"relative,omitempty"`
 }
 
 // Input is one leaf of a key record.
@@ -250,6 +256,9 @@ func (r *KeyReport) WriteTree(w io.Writer) error {
 	}
 	if r.BaseDir != "" {
 		fmt.Fprintf(&b, "base %s (paths under it are relative)\n", r.BaseDir)
+		for _, p := range r.Relative {
+			fmt.Fprintf(&b, "  relative %s\n", p)
+		}
 	}
 	if r.Policy != "" {
 		fmt.Fprintf(&b, "policy %s (%s)\n", r.Policy, r.PolicySource)
@@ -258,7 +267,17 @@ func (r *KeyReport) WriteTree(w io.Writer) error {
 	if err != nil {
 		return err
 	}
-	tree(&b, "", d, 1, map[string]string{"sources": r.SourcesDigest, "toolchain": r.ToolchainDigest})
+	combined := map[string]string{"sources": r.SourcesDigest, "toolchain": r.ToolchainDigest}
+	if r.BaseDir != "" {
+		// PyPTO's digests, not the record's: they differ between
+		// checkouts at different paths where the record does not.
+		for k, v := range combined {
+			if v != "" {
+				combined[k] = v + ", absolute paths"
+			}
+		}
+	}
+	tree(&b, "", d, 1, combined)
 	if len(headers) > 0 {
 		fmt.Fprintf(&b, "  headers:\n")
 		for _, h := range headers {

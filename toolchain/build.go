@@ -28,38 +28,54 @@ const ntGNUBuildID = 3
 
 // buildSpec is what resolution found for the build policy: key describes
 // the selection (for the memo), read computes the value from the files,
-// calling before with each directory it reads from.
+// calling before with each directory it reads from. A record with digests
+// over paths is read by readRecord instead, which also says how to
+// compute them again (see RelocatedBuildDigest).
 type buildSpec struct {
-	key  inventory.Value
-	read func(before func(string) error) (inventory.Value, string)
+	key        inventory.Value
+	read       func(before func(string) error) (inventory.Value, string)
+	readRecord func(before func(string) error) (buildRecord, string)
+}
+
+// record reads the build record of s.
+func (s *buildSpec) record(before func(string) error) (buildRecord, string) {
+	if s.readRecord != nil {
+		return s.readRecord(before)
+	}
+	v, reason := s.read(before)
+	return buildRecord{value: v}, reason
 }
 
 // buildIdentity is the build-policy identity of one component.
 func buildIdentity(name string, ci ComponentInputs, in *ToolchainInputs, before func(string) error) ComponentIdentity {
-	out, value := buildValue(name, ci, before)
+	out, rec := buildValue(name, ci, before)
 	if out.Unavailable != "" {
 		return out
 	}
-	return withEpoch(out, in, value)
+	return withEpoch(out, in, rec)
 }
 
 // withEpoch completes out, the result of buildValue, with the reported
-// version of value under in's epoch: the only part of a build-policy
-// identity that depends on the epoch.
-func withEpoch(out ComponentIdentity, in *ToolchainInputs, value inventory.Value) ComponentIdentity {
-	rv, err := ReportedBuild(in.Epoch, in.EpochSet, value)
+// version of rec's value under in's epoch: the only part of a
+// build-policy identity that depends on the epoch.
+func withEpoch(out ComponentIdentity, in *ToolchainInputs, rec *buildRecord) ComponentIdentity {
+	rv, err := ReportedBuild(in.Epoch, in.EpochSet, rec.value)
 	if err != nil {
 		out.Unavailable = "build record has no identity: " + err.Error()
 		return out
 	}
-	return finish(out, inventory.Dict{"reported_version": inventory.Str(rv)})
+	out = finish(out, inventory.Dict{"reported_version": inventory.Str(rv)})
+	if out.Unavailable == "" {
+		out.build = rec
+	}
+	return out
 }
 
 // buildValue reads the value of one component's build-policy identity
 // (the build record's, or the content fallback's), which no epoch enters;
 // out carries its name, file count and, when there is no value, the
 // reason.
-func buildValue(name string, ci ComponentInputs, before func(string) error) (out ComponentIdentity, value inventory.Value) {
+func buildValue(name string, ci ComponentInputs, before func(string) error) (out ComponentIdentity, rec *buildRecord) {
 	out = ComponentIdentity{Name: name}
 	if before == nil {
 		before = func(string) error { return nil }
@@ -76,43 +92,46 @@ func buildValue(name string, ci ComponentInputs, before func(string) error) (out
 		}
 	}
 	if ci.build != nil {
-		v, reason := ci.build.read(before)
+		r, reason := ci.build.record(before)
 		if reason != "" {
 			out.Unavailable = reason
 			return out, nil
 		}
-		return out, v
+		return out, &r
 	}
-	v, files, reason := contentFallback(ci, before)
+	r, files, reason := contentFallback(ci, before)
 	if reason != "" {
 		out.Unavailable = reason
 		return out, nil
 	}
 	out.Files = files
-	return out, v
+	return out, &r
 }
 
 // contentFallback is ("ptojit-content", hex of the roots' fingerprint or
 // None, the reported version or None).
-func contentFallback(ci ComponentInputs, before func(string) error) (inventory.Value, int, string) {
+func contentFallback(ci ComponentInputs, before func(string) error) (buildRecord, int, string) {
 	var version inventory.Value = inventory.None{}
 	if ci.ReportedVersion != "" {
 		version = inventory.StrFromOSBytes(ci.ReportedVersion)
 	}
 	if len(ci.Roots) == 0 {
 		if ci.ReportedVersion == "" {
-			return nil, 0, "no evidence: no content inputs, revision or version"
+			return buildRecord{}, 0, "no evidence: no content inputs, revision or version"
 		}
-		return inventory.T(inventory.Str("ptojit-content"), inventory.None{}, version), 0, ""
+		return buildRecord{value: inventory.T(inventory.Str("ptojit-content"), inventory.None{}, version)}, 0, ""
 	}
-	content, err := inventory.FingerprintWith(ci.Roots, inventory.FingerprintOptions{BeforeDir: before, DigestOnly: true})
+	content, err := inventory.FingerprintWith(ci.Roots, inventory.FingerprintOptions{BeforeDir: before})
 	if err != nil {
-		return nil, 0, readFailure(err)
+		return buildRecord{}, 0, readFailure(err)
 	}
 	if content.Files == 0 {
-		return nil, 0, "empty inventory: its roots hold no file"
+		return buildRecord{}, 0, "empty inventory: its roots hold no file"
 	}
-	return inventory.T(inventory.Str("ptojit-content"), inventory.Str(content.Digest.String()), version), content.Files, ""
+	hex := content.Digest.String()
+	rec := buildRecord{value: inventory.T(inventory.Str("ptojit-content"), inventory.Str(hex), version)}
+	rec.addDigest(hex, contentDigest(hex, content.Roots))
+	return rec, content.Files, ""
 }
 
 // fileRecord is NativeBuildID(path) as a value, after watchPath.
@@ -141,18 +160,21 @@ func optionalFile(path string, before func(string) error) (inventory.Value, inve
 }
 
 // sourcePackages is PyPTO's _python_package list [(root, digest)] for one
-// package directory, or None when dir is "".
-func sourcePackages(dir string, before func(string) error) (inventory.Value, error) {
+// package directory, or None when dir is "". The digest, which covers
+// dir, is added to rec's digests.
+func sourcePackages(dir string, before func(string) error, rec *buildRecord) (inventory.Value, error) {
 	if dir == "" {
 		return inventory.None{}, nil
 	}
 	if err := watchDirs(dir, before); err != nil {
 		return nil, err
 	}
-	d, err := PythonSources(dir)
+	recs, err := PythonSourceRecords(dir)
 	if err != nil {
 		return nil, err
 	}
+	d := PythonSourcesDigest(dir, recs)
+	rec.addDigest(d, sourcesDigest(d, dir, recs))
 	return inventory.List{inventory.T(inventory.StrFromOSBytes(dir), inventory.Str(d))}, nil
 }
 

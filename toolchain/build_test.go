@@ -158,10 +158,11 @@ func TestBuildPolicyRecords(t *testing.T) {
 	native := compileELF(t, dir, "pypto/pypto/pypto_core.cpython-311.so", knownBuildID)
 	cfg := Config{Environ: os.Environ()}
 	spec := pyptoBuild(context.Background(), &cfg, filepath.Join(dir, "pypto"))
-	v, reason := spec.read(func(string) error { return nil })
+	rec, reason := spec.record(func(string) error { return nil })
 	if reason != "" {
 		t.Fatal(reason)
 	}
+	v := rec.value
 	pkg := filepath.Join(dir, "pypto", "pypto")
 	srcs, _ := PythonSources(pkg)
 	tu := v.(inventory.Tuple)

@@ -92,16 +92,18 @@ func pyptoBuild(ctx context.Context, cfg *Config, root string) *buildSpec {
 		}
 	}
 	key := inventory.T(inventory.Str("pypto"), inventory.StrFromOSBytes(pkg), inventory.StrFromOSBytes(native), version, tag)
-	return &buildSpec{key: key, read: func(before func(string) error) (inventory.Value, string) {
-		srcs, err := sourcePackages(pkg, before)
+	return &buildSpec{key: key, readRecord: func(before func(string) error) (buildRecord, string) {
+		var rec buildRecord
+		srcs, err := sourcePackages(pkg, before, &rec)
 		if err != nil {
-			return nil, errReason(err)
+			return rec, errReason(err)
 		}
 		np, nr, err := optionalFile(native, before)
 		if err != nil {
-			return nil, errReason(err)
+			return rec, errReason(err)
 		}
-		return inventory.T(srcs, np, nr, version, tag), ""
+		rec.value = inventory.T(srcs, np, nr, version, tag)
+		return rec, ""
 	}}
 }
 
@@ -127,7 +129,7 @@ func runtimeBuild(cfg *Config, root string) *buildSpec {
 	env := *cfg
 	key := inventory.T(inventory.Str("runtime"), inventory.StrFromOSBytes(root), inventory.StrFromOSBytes(simpler),
 		inventory.StrFromOSBytes(setup), inventory.StrFromOSBytes(native))
-	return &buildSpec{key: key, read: func(before func(string) error) (inventory.Value, string) {
+	return &buildSpec{key: key, readRecord: func(before func(string) error) (buildRecord, string) {
 		return runtimeRecord(&env, root, simpler, setup, native, before)
 	}}
 }
@@ -142,40 +144,42 @@ func firstPackage(root, name string) string {
 // runtimeRecord asks git for HEAD and for a clean worktree as PyPTO does
 // (git status --porcelain=v1 --untracked-files=all prints nothing), then
 // reads the files.
-func runtimeRecord(cfg *Config, root, simpler, setup, native string, before func(string) error) (inventory.Value, string) {
+func runtimeRecord(cfg *Config, root, simpler, setup, native string, before func(string) error) (buildRecord, string) {
+	var rec buildRecord
 	if err := watchDirs(root, before); err != nil {
-		return nil, errReason(err)
+		return rec, errReason(err)
 	}
 	git, err := lookPath(cfg, "git")
 	if err != nil {
-		return nil, "Runtime source build revision is unavailable: " + root + ": git " + err.Error()
+		return rec, "Runtime source build revision is unavailable: " + root + ": git " + err.Error()
 	}
 	rev, err := gitOutput(cfg, git, root, "rev-parse", "HEAD")
 	if err != nil || strings.TrimSpace(rev) == "" {
-		return nil, "Runtime source build revision is unavailable: " + root + optional(": ", errorText(err))
+		return rec, "Runtime source build revision is unavailable: " + root + optional(": ", errorText(err))
 	}
 	dirty, err := gitOutput(cfg, git, root, "status", "--porcelain=v1", "--untracked-files=all")
 	if err != nil {
-		return nil, "Runtime source checkout status is unavailable: " + root + ": " + err.Error()
+		return rec, "Runtime source checkout status is unavailable: " + root + ": " + err.Error()
 	}
 	if strings.TrimSpace(dirty) != "" {
-		return nil, "Runtime source checkout has uncommitted changes: " + root
+		return rec, "Runtime source checkout has uncommitted changes: " + root
 	}
 	var srcs [2]inventory.Value
 	for i, d := range []string{simpler, setup} {
-		if srcs[i], err = sourcePackages(d, before); err != nil {
-			return nil, errReason(err)
+		if srcs[i], err = sourcePackages(d, before, &rec); err != nil {
+			return rec, errReason(err)
 		}
 	}
 	np, nr, err := optionalFile(native, before)
 	if err != nil {
-		return nil, errReason(err)
+		return rec, errReason(err)
 	}
 	var meta inventory.Value = inventory.None{}
 	if b, err := os.ReadFile(filepath.Join(root, "build", "lib", "pto_isa_build.json")); err == nil {
 		meta = inventory.Bytes(b)
 	}
-	return inventory.T(inventory.Str(strings.TrimSpace(rev)), inventory.StrFromOSBytes(root), srcs[0], srcs[1], np, nr, meta), ""
+	rec.value = inventory.T(inventory.Str(strings.TrimSpace(rev)), inventory.StrFromOSBytes(root), srcs[0], srcs[1], np, nr, meta)
+	return rec, ""
 }
 
 func errorText(err error) string {

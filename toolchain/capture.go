@@ -65,10 +65,10 @@ type InstallationIdentityCache struct {
 
 type memoEntry struct {
 	// id is the component's identity; for an entry under a valueKey,
-	// only its name and file count, and value the build-policy value
+	// only its name and file count, and value the build-policy record
 	// (buildValue) every epoch's identity is made from.
 	id    ComponentIdentity
-	value inventory.Value
+	value *buildRecord
 	// roots are the root paths as given and as resolved.
 	roots []string
 	// dirs holds every resolved directory the read visited.
@@ -174,7 +174,7 @@ func (c *InstallationIdentityCache) read(policy Policy, in *ToolchainInputs, nam
 	var out ComponentIdentity
 	switch policy {
 	case PolicyBuild:
-		var value inventory.Value
+		var value *buildRecord
 		if out, value = buildValue(name, ci, before); out.Unavailable == "" {
 			e := &memoEntry{id: out, value: value, dirs: dirs}
 			e.addRoots(ci.Roots)

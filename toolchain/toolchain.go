@@ -239,6 +239,11 @@ type ComponentIdentity struct {
 	// Files and Bytes count what was read for the content evidence.
 	Files int
 	Bytes int64
+
+	// build is the build-policy record the reported version digests (nil
+	// under the content policy): RelocatedBuildDigest reads it. Shared
+	// with the memo like Evidence.
+	build *buildRecord
 }
 
 // Identity is the identity of a whole toolchain. Safe for concurrent reads.
