@@ -112,7 +112,7 @@ func newTier(t *testing.T, cfg remote.Config) *remote.Remote {
 // daemon's driver, whose hit answers the absent paths from its listings,
 // and through each remote tier by a second machine, whose hit reads the
 // manifest from the tier and stores it locally. A header created in a
-// searched directory is still a miss naming it.
+// searched directory is still a miss naming it, from the listings.
 func TestManyHeadersCacheAndHit(t *testing.T) {
 	if testing.Short() {
 		t.Skip("compiles a unit of 10,000 headers")
@@ -182,11 +182,8 @@ func TestManyHeadersCacheAndHit(t *testing.T) {
 				t.Fatal(err)
 			}
 			w.Sync()
-			for _, d := range []*Driver{a, b} {
-				r := build(t, d, req, api.StatusMiss)
-				if !strings.Contains(r.MissReason, filepath.Base(shadow)) {
-					t.Errorf("miss reason %q does not name %s", r.MissReason, filepath.Base(shadow))
-				}
+			if r := build(t, a, req, api.StatusMiss); !strings.Contains(r.MissReason, filepath.Base(shadow)) {
+				t.Errorf("miss reason %q does not name %s", r.MissReason, filepath.Base(shadow))
 			}
 		})
 	}
