@@ -5,8 +5,9 @@ import (
 	"testing"
 )
 
-// Verify reports a manifest entry whose meta is not JSON as a bad entry
-// and removes it; a readable manifest is kept.
+// Verify reports a manifest entry whose meta is not JSON, or that has
+// neither that meta nor one output (the manifest's blob), as a bad entry
+// and removes it; a readable manifest of either form is kept.
 func TestVerifyReportsDamagedManifest(t *testing.T) {
 	ctx := context.Background()
 	b, err := Open(t.TempDir(), Options{})
@@ -22,18 +23,32 @@ func TestVerifyReportsDamagedManifest(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
+			blob, empty := Key{3}, Key{4}
+			if err := s.Put(ctx, &Entry{Key: blob, Record: []byte("r"), Outputs: []Output{{Name: "manifest.json"}}, Meta: map[string]string{"kind": "manifest"}},
+				Readers([]byte(`{"variants": []}`))); err != nil {
+				t.Fatal(err)
+			}
+			if err := s.Put(ctx, &Entry{Key: empty, Record: []byte("r"), Meta: map[string]string{"kind": "manifest"}}, nil); err != nil {
+				t.Fatal(err)
+			}
 			r, err := s.Verify(ctx)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if _, ok := r.BadEntries[bad]; !ok || len(r.BadEntries) != 1 {
-				t.Errorf("bad entries %v, want the damaged manifest only", r.BadEntries)
+			_, bad1 := r.BadEntries[bad]
+			_, bad2 := r.BadEntries[empty]
+			if !bad1 || !bad2 || len(r.BadEntries) != 2 {
+				t.Errorf("bad entries %v, want the two damaged manifests", r.BadEntries)
 			}
-			if _, err := s.Entry(ctx, bad); err == nil {
-				t.Error("the damaged manifest was not removed")
+			for _, k := range []Key{bad, empty} {
+				if _, err := s.Entry(ctx, k); err == nil {
+					t.Errorf("the damaged manifest %x was not removed", k[:1])
+				}
 			}
-			if _, err := s.Entry(ctx, good); err != nil {
-				t.Errorf("the readable manifest: %v", err)
+			for _, k := range []Key{good, blob} {
+				if _, err := s.Entry(ctx, k); err != nil {
+					t.Errorf("the readable manifest %x: %v", k[:1], err)
+				}
 			}
 		})
 	}
@@ -80,5 +95,27 @@ func TestVerifyReportsDamagedLatestRecord(t *testing.T) {
 				t.Errorf("the intact record: %v", err)
 			}
 		})
+	}
+}
+
+// The Get of a manifest entry reads a build key's manifest, not a build's
+// outputs: it counts no hit; damage it meets is counted as damage.
+func TestManifestGetCountsNoHit(t *testing.T) {
+	ctx := context.Background()
+	s := NewMemory(Options{})
+	k := Key{5}
+	if err := s.Put(ctx, &Entry{Key: k, Record: []byte("r"), Outputs: []Output{{Name: "manifest.json"}}, Meta: map[string]string{"kind": "manifest"}},
+		Readers([]byte(`{"variants": []}`))); err != nil {
+		t.Fatal(err)
+	}
+	h, err := s.Get(ctx, k)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.Read(0); err != nil {
+		t.Fatal(err)
+	}
+	if st, err := s.Stats(ctx); err != nil || st.Hits != 0 || st.Misses != 0 || st.Damaged != 0 {
+		t.Errorf("stats %+v (%v) after reading a manifest, want nothing counted", st, err)
 	}
 }

@@ -526,7 +526,12 @@ func (o *Options) now() time.Time {
 // Limits of the entry encoding; Put rejects entries beyond them and the
 // decoder refuses to read beyond them.
 const (
-	MaxRecordBytes = 1 << 20 // key record
+	// MaxRecordBytes bounds an entry's key record. A direct-mode result
+	// record lists every header a compile read with its digest, hex-
+	// encoded: 10,000 headers take about 3 MB, twice the JSON of a
+	// header manifest of the same headers (package jit caps that at 16
+	// MiB).
+	MaxRecordBytes = 32 << 20
 	MaxOutputs     = 4096
 	MaxNameBytes   = 4096 // output name
 	MaxMetaPairs   = 256

@@ -61,6 +61,8 @@ func (c *Counting) countLookup(ctx context.Context, hit *Hit, err error, get boo
 	var d Stats
 	var me *MissError
 	switch {
+	case err == nil && get && isManifest(hit.Entry):
+		return // a manifest read is not a lookup of outputs (see Get)
 	case err == nil && get:
 		d.Hits, d.TimeSaved, d.BytesServed = 1, int64(hit.Entry.CompileTime), hit.Entry.Size()
 	case errors.As(err, &me) && me.Corrupt:
@@ -73,11 +75,19 @@ func (c *Counting) countLookup(ctx context.Context, hit *Hit, err error, get boo
 	_ = c.c.AddCounts(ctx, d)
 }
 
-// Get implements Core: a hit, a miss or a damaged entry is counted.
+// Get implements Core: a hit, a miss or a damaged entry is counted. The
+// Get of a build key's manifest entry (kind "manifest", whose output is
+// its header manifest; see package jit) reads the manifest, not a build's
+// outputs: its hit is not counted (the Get of the result entry that
+// follows is), its damage is.
 func (c *Counting) Get(ctx context.Context, key Key) (*Hit, error) {
 	hit, err := c.s.Get(ctx, key)
 	c.countLookup(ctx, hit, err, true)
-	if err == nil {
+	if err == nil && isManifest(hit.Entry) {
+		hit.whenDamaged(func(*MissError) {
+			_ = c.c.AddCounts(context.WithoutCancel(ctx), Stats{Damaged: 1, Corrupt: 1})
+		})
+	} else if err == nil {
 		// A reader that finds damage later turns the hit into a
 		// damaged lookup: nothing was served, no time saved.
 		saved, served := int64(hit.Entry.CompileTime), hit.Entry.Size()
@@ -267,3 +277,6 @@ func eventCounts(event, reason string) (Stats, error) {
 	}
 	return d, nil
 }
+
+// isManifest reports whether e is a build key's manifest entry.
+func isManifest(e *Entry) bool { return e.Meta["kind"] == "manifest" }

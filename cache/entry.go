@@ -493,14 +493,19 @@ func missingReason(d Digest) string {
 
 // badManifest says why an entry of kind "manifest" (a build key's direct-
 // mode record, see package jit) or "latest" (a request's latest-build
-// record) is damaged: a manifest's "manifest" meta is not JSON, a
-// latest-build record's "key" or "result" meta is not a key, or it has
-// outputs. It returns "" for every other entry. Verify reports such an
+// record) is damaged: a manifest has neither exactly one output (the
+// manifest's bytes, verified as every blob is) nor a "manifest" meta
+// (the form written before) that is JSON, a latest-build record's "key"
+// or "result" meta is not a key, or it has outputs. It returns "" for every other entry. Verify reports such an
 // entry among BadEntries and removes it, as a reader that finds it does.
 func badManifest(e *Entry) string {
 	switch e.Meta["kind"] {
 	case "manifest":
-		if !json.Valid([]byte(e.Meta["manifest"])) {
+		m, inMeta := e.Meta["manifest"]
+		switch {
+		case !inMeta && len(e.Outputs) != 1:
+			return fmt.Sprintf("manifest with %d outputs, want 1", len(e.Outputs))
+		case inMeta && !json.Valid([]byte(m)):
 			return "manifest meta is not JSON"
 		}
 	case "latest":

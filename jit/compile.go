@@ -468,7 +468,7 @@ type headerDigest struct {
 func hashHeaders(paths []string, notAfter time.Time) ([]headerDigest, error) {
 	out := make([]headerDigest, 0, len(paths))
 	for _, p := range paths {
-		d, mod, err := hashFile(p)
+		d, mod, err := headerDigestAt(p)
 		if err != nil {
 			return nil, err
 		}

@@ -3,7 +3,6 @@ package jit
 import (
 	"context"
 	"encoding/hex"
-	"encoding/json"
 	"strings"
 	"testing"
 
@@ -29,6 +28,7 @@ func TestDamagedManifestIsCountedAndRemoved(t *testing.T) {
 		t.Fatal(err)
 	}
 	bad := *e
+	bad.Outputs = nil // the form written before: the manifest in the meta
 	bad.Meta = map[string]string{"kind": "manifest", "manifest": `{"variants": [`}
 	if err := store.Put(ctx, &bad, nil); err != nil {
 		t.Fatal(err)
@@ -42,13 +42,44 @@ func TestDamagedManifestIsCountedAndRemoved(t *testing.T) {
 	if after.Damaged != before.Damaged+1 {
 		t.Errorf("damaged %d -> %d, want one more", before.Damaged, after.Damaged)
 	}
-	e, err = store.Entry(ctx, key)
+	if m := manifestIn(t, store, key); len(m.Variants) != 1 {
+		t.Errorf("manifest after the rebuild has %d variants, want one readable variant", len(m.Variants))
+	}
+	build(t, d, req, api.StatusHit)
+}
+
+// A manifest blob whose bytes are damaged is never decoded: the build is
+// a miss that says so, the store removes the entry and counts it as
+// damaged, and the rebuild stores a readable manifest.
+func TestDamagedManifestBlobIsAMiss(t *testing.T) {
+	ctx := context.Background()
+	_, req := copyExamples(t)
+	store := cache.NewMemory(cache.Options{})
+	d := newDriver(t, store)
+	first := build(t, d, req, api.StatusMiss)
+	key, err := cache.ParseKey(first.Key)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var m manifest
-	if err := json.Unmarshal([]byte(e.Meta["manifest"]), &m); err != nil || len(m.Variants) != 1 {
-		t.Errorf("manifest after the rebuild %q (%v), want one readable variant", e.Meta["manifest"], err)
+	e, err := store.Entry(ctx, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(e.Outputs) != 1 || e.Outputs[0].Name != ManifestOutput || e.Meta["manifest"] != "" {
+		t.Fatalf("manifest entry outputs %+v meta %v, want one %s output", e.Outputs, e.Meta, ManifestOutput)
+	}
+	if err := cache.FaultInjector(store).CorruptBlob(ctx, e.Outputs[0].Digest); err != nil {
+		t.Fatal(err)
+	}
+	decodedManifests.forget(e.Outputs[0].Digest) // as a fresh process
+	before, _ := store.Stats(ctx)
+	r := build(t, d, req, api.StatusMiss)
+	if !strings.Contains(r.MissReason, "manifest "+cache.ReasonDamaged) || r.Hashid != first.Hashid {
+		t.Errorf("miss reason %q, hashid %s; want a damaged manifest and hashid %s", r.MissReason, r.Hashid, first.Hashid)
+	}
+	after, _ := store.Stats(ctx)
+	if after.Damaged != before.Damaged+1 || after.Hits != before.Hits {
+		t.Errorf("damaged %d -> %d, hits %d -> %d; want one more damaged, no hit", before.Damaged, after.Damaged, before.Hits, after.Hits)
 	}
 	build(t, d, req, api.StatusHit)
 }

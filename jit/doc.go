@@ -55,9 +55,16 @@
 // # Headers (direct mode)
 //
 // Headers are not key inputs: the compiler names them (-MD -MF), as for
-// ccache's direct mode. The entry stored under the key is a manifest (Meta
-// "manifest": JSON {"variants": [{"headers": [{"path", "digest"}...],
-// "result": hex}...]}, most recent first, at most 16). A lookup re-hashes
+// ccache's direct mode. The entry stored under the key is a manifest: its
+// one output, "manifest.json", is the JSON {"variants": [{"headers":
+// [{"path", "digest"}...], "result": hex}...]}, most recent first, at most
+// 16 and at most MaxManifestBytes (16 MiB; the oldest variants are dropped
+// to fit, and a build whose variant alone is larger is not published). It
+// is a blob like any output: verified when read, evicted with its entry,
+// shared with a remote tier. Manifests written before were the entry's
+// meta "manifest" and are still read. A daemon remembers decoded
+// manifests by their digest (64 MiB of JSON at most), so its hit reads
+// the manifest entry and no blob. A lookup re-hashes
 // the headers of each variant and reads the result entry of the first that
 // still matches: its key is the digest of ("ptojit.result", 1, key record,
 // [(path, sha256 hex)...]), so a changed header can never select a stale

@@ -5,7 +5,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -527,38 +526,11 @@ type variant struct {
 	// doc): any of them existing makes the variant not match.
 	Absent []string `json:"absent,omitempty"`
 	Result string   `json:"result"`
-	// plans, in a decoded manifest decodeManifest remembers, holds the
+	// plans, in a decoded manifest decodedManifests remembers, holds the
 	// Absent paths grouped by directory for each base directory
 	// (absentPlan), so a daemon's hit looks them up without building a
 	// path each.
 	plans *sync.Map
-}
-
-// mergeManifest returns the manifest JSON that puts nv first before the
-// variants of old (the key's manifest entry's meta, or "" when it has
-// none), dropping old's variant of the same result and the oldest ones
-// past maxManifestVariants or the store's meta limit; "" when even nv
-// alone does not fit.
-func mergeManifest(old string, nv variant) string {
-	var m manifest
-	if old != "" {
-		_ = json.Unmarshal([]byte(old), &m)
-	}
-	vs := []variant{nv}
-	for _, v := range m.Variants {
-		if v.Result != nv.Result && len(vs) < maxManifestVariants {
-			vs = append(vs, v)
-		}
-	}
-	mj, _ := json.Marshal(manifest{Variants: vs})
-	for len(mj) > cache.MaxMetaBytes && len(vs) > 1 {
-		vs = vs[:len(vs)-1]
-		mj, _ = json.Marshal(manifest{Variants: vs})
-	}
-	if len(mj) > cache.MaxMetaBytes {
-		return ""
-	}
-	return string(mj)
 }
 
 // resultRecord is the record whose digest keys the outputs of one header
@@ -655,9 +627,15 @@ func (d *Driver) resultKeyPhases(ctx context.Context, id *identity, ph *phases) 
 	case err != nil:
 		return cache.Key{}, "", fmt.Errorf("cache lookup: %w", err)
 	}
-	m, err := decodeManifest(e.Meta["manifest"])
-	if err != nil {
+	m, err := d.storedManifest(ctx, e)
+	var un *undecodableManifest
+	switch {
+	case errors.As(err, &me):
+		return noHeaders(), "manifest " + me.Reason, nil // a damaged blob, counted and removed
+	case errors.As(err, &un) || errors.Is(err, errManifestShape):
 		return noHeaders(), d.damagedManifest(ctx, id, err), nil
+	case err != nil:
+		return cache.Key{}, "", fmt.Errorf("cache lookup: %w", err)
 	}
 	_, rk, why, ok := d.matchVariant(id, m.Variants)
 	if !ok {
@@ -667,12 +645,13 @@ func (d *Driver) resultKeyPhases(ctx context.Context, id *identity, ph *phases) 
 }
 
 // damagedManifest removes the key's manifest entry, whose JSON does not
-// parse, and counts it as damaged, as the store does with a damaged entry
-// Get finds; it returns the reason of the miss.
+// parse (or that holds no manifest), and counts it as damaged, as the
+// store does with a damaged entry Get finds; it returns the reason of the
+// miss.
 func (d *Driver) damagedManifest(ctx context.Context, id *identity, err error) string {
 	_ = d.opt.Store.Delete(ctx, cache.Key(id.key))
 	_ = cache.Count(ctx, d.opt.Store, cache.EventDamaged, "manifest")
-	return "manifest " + cache.ReasonDamaged + "unreadable: " + err.Error()
+	return "manifest " + cache.ReasonDamaged + err.Error()
 }
 
 // knownHeaders returns the headers the key's manifest names, for settle.
@@ -681,8 +660,8 @@ func (d *Driver) knownHeaders(ctx context.Context, id *identity) []string {
 	if err != nil {
 		return nil
 	}
-	var m manifest
-	if json.Unmarshal([]byte(e.Meta["manifest"]), &m) != nil {
+	m, err := d.storedManifest(ctx, e)
+	if err != nil {
 		return nil
 	}
 	seen := map[string]bool{}
@@ -760,21 +739,8 @@ func (d *Driver) publish(ctx context.Context, id *identity, res *compileResult, 
 	for i, p := range res.absent {
 		absent[i] = id.base.rel(p)
 	}
-	var old string
-	if e, err := store.Entry(ctx, cache.Key(id.key)); err == nil {
-		old = e.Meta["manifest"]
-	}
-	mj := mergeManifest(old, variant{Headers: headers, Absent: absent, Result: hex.EncodeToString(rk[:])})
-	if mj == "" {
-		return none, "not published: too many headers for a manifest", nil
-	}
-	err = store.Put(ctx, &cache.Entry{
-		Key:    cache.Key(id.key),
-		Record: id.encoded,
-		Meta:   map[string]string{"kind": "manifest", "manifest": mj, "platform": id.platform, "runtime": id.runtime},
-	}, nil)
-	if err != nil {
-		why, err := putFailure(err)
+	why, err := d.writeManifest(ctx, id, variant{Headers: headers, Absent: absent, Result: hex.EncodeToString(rk[:])})
+	if why != "" || err != nil {
 		return none, why, err
 	}
 	return rk, "", nil

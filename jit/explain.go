@@ -123,7 +123,7 @@ func (d *Driver) changesSince(ctx context.Context, base baseDir, rec inventory.V
 			out = append(out, api.Change{Name: df.Name, Input: inputLabel(df.Name, labels), Was: df.A, Now: df.B})
 		}
 	}
-	for _, h := range variantHeaders(e, prevResult) {
+	for _, h := range d.variantHeaders(ctx, e, prevResult) {
 		now, ok := headers[h.Path]
 		if headers == nil {
 			d, err := headerDigestOf(base.abs(h.Path))
@@ -143,8 +143,8 @@ func (d *Driver) changesSince(ctx context.Context, base baseDir, rec inventory.V
 
 // variantHeaders returns the headers of the header variant of the manifest
 // entry e whose result entry is result; nil when there is none.
-func variantHeaders(e *cache.Entry, result cache.Key) []headerDigest {
-	m, err := decodeManifest(e.Meta["manifest"])
+func (d *Driver) variantHeaders(ctx context.Context, e *cache.Entry, result cache.Key) []headerDigest {
+	m, err := d.storedManifest(ctx, e)
 	if err != nil {
 		return nil
 	}
@@ -181,7 +181,7 @@ func (d *Driver) WhyLatest(ctx context.Context, e *cache.Entry) (*Why, error) {
 		return nil, fmt.Errorf("the key record of %s: %w", lb.Key.String()[:12], err)
 	}
 	headers := map[string]string{}
-	for _, h := range variantHeaders(cur, lb.Result) {
+	for _, h := range d.variantHeaders(ctx, cur, lb.Result) {
 		headers[h.Path] = h.Digest
 	}
 	ch, note := d.changesSince(ctx, baseDir{}, rec, lb.Key, lb.Previous, lb.PreviousResult, headers)

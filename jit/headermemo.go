@@ -35,25 +35,34 @@ type headerEntry struct {
 // headerDigestOf returns the hex SHA-256 of the header at p, from the memo
 // when its stat data is unchanged.
 func headerDigestOf(p string) (string, error) {
+	d, _, err := headerDigestAt(p)
+	return d, err
+}
+
+// headerDigestAt is headerDigestOf that also returns the later of the
+// file's modification and status change times, as hashFile does. A
+// publish hashes its headers with it, so the first hit after a miss finds
+// their digests remembered.
+func headerDigestAt(p string) (string, time.Time, error) {
 	fi, err := os.Stat(p)
 	if err != nil {
-		return "", err
+		return "", time.Time{}, err
 	}
 	key, ok := statKeyOf(fi)
 	if ok {
 		if e, hit := headerMemo.get(p); hit && e.key == key {
-			return e.digest, nil
+			return e.digest, time.Unix(0, max(key.mtime, key.ctime)), nil
 		}
 	}
 	read := time.Now()
-	d, _, err := hashFile(p)
+	d, mod, err := hashFile(p)
 	if err != nil {
-		return "", err
+		return "", time.Time{}, err
 	}
 	if ok && rememberable(key, read, stableAge, func() (os.FileInfo, error) { return os.Stat(p) }) {
 		headerMemo.put(p, headerEntry{key: key, digest: d})
 	}
-	return d, nil
+	return d, mod, nil
 }
 
 // rememberable reports whether what was read of a file at read, whose stat

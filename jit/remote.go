@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -56,9 +55,22 @@ func (d *Driver) remoteLookup(ctx context.Context, id *identity) (*flightResult,
 	if !slices.Equal(m.Record, id.encoded) {
 		return nil, ""
 	}
-	man, err := decodeManifest(m.Meta["manifest"])
-	if err != nil {
+	man, err := manifestOf(m, func() ([]byte, error) {
+		mm, data, err := rt.Get(ctx, m.Key)
+		if err == nil && (len(data) != 1 || !slices.Equal(mm.Record, id.encoded)) {
+			err = cache.ErrMiss // replaced by another entry since
+		}
+		if err != nil {
+			return nil, err
+		}
+		return data[0], nil
+	})
+	var un *undecodableManifest
+	switch {
+	case errors.As(err, &un) || errors.Is(err, errManifestShape):
 		return nil, fmt.Sprintf("remote cache: the manifest of key %s is damaged (%v): ignored, the build compiles", id.key, err)
+	case err != nil:
+		return nil, remoteWarning(ctx, err)
 	}
 	v, rk, _, ok := d.matchVariant(id, man.Variants)
 	if !ok {
@@ -106,19 +118,7 @@ func (d *Driver) storeRemoteHit(ctx context.Context, id *identity, e *cache.Entr
 	if err := store.Put(ctx, &local, cache.Readers(data...)); err != nil {
 		return
 	}
-	var old string
-	if e, err := store.Entry(ctx, cache.Key(id.key)); err == nil {
-		old = e.Meta["manifest"]
-	}
-	mj := mergeManifest(old, nv)
-	if mj == "" {
-		return
-	}
-	_ = store.Put(ctx, &cache.Entry{
-		Key:    cache.Key(id.key),
-		Record: id.encoded,
-		Meta:   map[string]string{"kind": "manifest", "manifest": mj, "platform": id.platform, "runtime": id.runtime},
-	}, nil)
+	_, _ = d.writeManifest(ctx, id, nv)
 }
 
 // publishRemote queues the entries a local publish just wrote (the result
@@ -130,8 +130,12 @@ func (d *Driver) publishRemote(ctx context.Context, id *identity, outs []cache.O
 	if err != nil {
 		return
 	}
-	var man manifest
-	if err := json.Unmarshal([]byte(m.Meta["manifest"]), &man); err != nil || len(man.Variants) == 0 {
+	mj, ok, err := ManifestJSON(ctx, store, m)
+	if !ok || err != nil {
+		return
+	}
+	man, err := decodeManifest(mj, sha256.Sum256(mj))
+	if err != nil || len(man.Variants) == 0 {
 		return
 	}
 	rk, err := cache.ParseKey(man.Variants[0].Result)
@@ -154,7 +158,11 @@ func (d *Driver) publishRemote(ctx context.Context, id *identity, outs []cache.O
 		}
 		ordered[i] = b
 	}
+	mdata := [][]byte{mj}
+	if len(m.Outputs) == 0 {
+		mdata = nil // a manifest in its meta, as written before
+	}
 	if d.opt.Remote.Publish(e, ordered) {
-		d.opt.Remote.Publish(m, nil)
+		d.opt.Remote.Publish(m, mdata)
 	}
 }

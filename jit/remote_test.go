@@ -20,7 +20,7 @@ import (
 
 // checkout copies the examples to dir, marks dir as a git work tree (the
 // default base directory) and returns the request there.
-func checkout(t *testing.T, dir string) *api.Request {
+func checkout(t testing.TB, dir string) *api.Request {
 	t.Helper()
 	if err := os.MkdirAll(filepath.Join(dir, ".git"), 0o755); err != nil {
 		t.Fatal(err)

@@ -1,50 +1,11 @@
 package jit
 
 import (
-	"encoding/json"
 	"path/filepath"
-	"sync"
 
 	"github.com/ptojit/ptojit/cache"
 	"github.com/ptojit/ptojit/inventory"
 )
-
-// maxDecodedManifests bounds the manifests decodeManifest remembers (each
-// at most cache.MaxMetaBytes of JSON, and as much again decoded).
-const maxDecodedManifests = 256
-
-// decodedManifests remembers decoded manifests by their JSON text: the
-// example's, with its searched-and-absent paths, takes longer to decode
-// than the rest of a hit's lookup. A remembered manifest is shared and
-// never modified.
-var decodedManifests struct {
-	mu sync.Mutex // guards m
-	m  map[string]*manifest
-}
-
-// decodeManifest decodes the JSON of a manifest entry's meta.
-func decodeManifest(s string) (*manifest, error) {
-	decodedManifests.mu.Lock()
-	m := decodedManifests.m[s]
-	decodedManifests.mu.Unlock()
-	if m != nil {
-		return m, nil
-	}
-	m = new(manifest)
-	if err := json.Unmarshal([]byte(s), m); err != nil {
-		return nil, err
-	}
-	for i := range m.Variants {
-		m.Variants[i].plans = new(sync.Map)
-	}
-	decodedManifests.mu.Lock()
-	defer decodedManifests.mu.Unlock()
-	if decodedManifests.m == nil || len(decodedManifests.m) >= maxDecodedManifests {
-		decodedManifests.m = map[string]*manifest{}
-	}
-	decodedManifests.m[s] = m
-	return m, nil
-}
 
 // noVariantMatches is the miss reason when no variant matches and the
 // newest one names no changed or appeared header.

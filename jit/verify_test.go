@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
-	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
@@ -39,13 +38,9 @@ func resultOf(t *testing.T, store cache.Store, key string) *storedResult {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m, err := store.Entry(ctx, k)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var man manifest
-	if err := json.Unmarshal([]byte(m.Meta["manifest"]), &man); err != nil || len(man.Variants) == 0 {
-		t.Fatalf("manifest %q: %v", m.Meta["manifest"], err)
+	man := manifestIn(t, store, k)
+	if len(man.Variants) == 0 {
+		t.Fatal("manifest names no variant")
 	}
 	rk, err := cache.ParseKey(man.Variants[0].Result)
 	if err != nil {

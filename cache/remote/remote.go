@@ -347,7 +347,9 @@ func (r *Remote) Entry(ctx context.Context, key cache.Key) (*cache.Entry, error)
 // Get returns the verified entry of key and the bytes of its outputs, in
 // order. A miss is ErrMiss or a *MissError; damaged data a *DamagedError;
 // anything else an error of the tier. Get counts a hit, a miss, damaged
-// data or an error.
+// data or an error. The Get of a build key's manifest entry (kind
+// "manifest") reads the manifest, not a build's outputs, and counts no
+// hit, as a local store's does (see cache.Counting.Get).
 func (r *Remote) Get(ctx context.Context, key cache.Key) (*cache.Entry, [][]byte, error) {
 	var (
 		e    *cache.Entry
@@ -361,7 +363,7 @@ func (r *Remote) Get(ctx context.Context, key cache.Key) (*cache.Entry, [][]byte
 		data, err = r.blobs(ctx, e)
 		return err
 	})
-	r.account(err, true)
+	r.account(err, err != nil || e.Meta["kind"] != "manifest")
 	if err != nil {
 		return nil, nil, err
 	}

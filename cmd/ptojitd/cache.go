@@ -587,7 +587,7 @@ func runCacheShow(ctx context.Context, env *cli.Env, o *cacheOptions, s cache.St
 	if err != nil {
 		return fmt.Errorf("cache show: %w", err)
 	}
-	m := manifestOf(e)
+	m := manifestOf(ctx, s, e)
 	if o.json {
 		j := toJSON(e, true)
 		if m != nil {

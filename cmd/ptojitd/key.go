@@ -318,7 +318,7 @@ func (s *keySource) variant(ctx context.Context, arg, other string) (*manifestVa
 	if e == nil {
 		return nil, ""
 	}
-	m := manifestOf(e)
+	m := manifestOf(ctx, s.store, e)
 	if m == nil || len(m.Variants) == 0 {
 		return nil, ""
 	}

@@ -12,10 +12,10 @@ import (
 	"github.com/ptojit/ptojit/jit"
 )
 
-// A build key's entry holds no outputs: its meta "manifest" (package jit,
-// direct mode) lists the header sets seen for the key, most recent first,
-// each with the key of the result entry that holds the outputs. These are
-// that JSON form, read here to make keys followable from the command line.
+// A build key's entry holds its manifest (package jit, direct mode): the
+// header sets seen for the key, most recent first, each with the key of
+// the result entry that holds the outputs. These are that JSON form, read
+// here to make keys followable from the command line.
 
 type buildManifest struct {
 	Variants []manifestVariant `json:"variants"`
@@ -33,15 +33,15 @@ type manifestHeader struct {
 	Digest string `json:"digest"`
 }
 
-// manifestOf returns the manifest of a build key's entry, or nil for a
-// result entry.
-func manifestOf(e *cache.Entry) *buildManifest {
-	s, ok := e.Meta["manifest"]
+// manifestOf returns the manifest of a build key's entry in s (an empty
+// one when it cannot be read), or nil for any other entry.
+func manifestOf(ctx context.Context, s cache.Core, e *cache.Entry) *buildManifest {
+	b, ok, err := jit.ManifestJSON(ctx, s, e)
 	if !ok {
 		return nil
 	}
 	var m buildManifest
-	if json.Unmarshal([]byte(s), &m) != nil {
+	if err != nil || json.Unmarshal(b, &m) != nil {
 		return &buildManifest{}
 	}
 	return &m
@@ -52,7 +52,7 @@ func manifestOf(e *cache.Entry) *buildManifest {
 // entry of one header variant, which holds the outputs.
 func entryKind(e *cache.Entry) string {
 	switch {
-	case manifestOf(e) != nil:
+	case jit.IsManifestEntry(e):
 		return "build"
 	case e.Meta["kind"] == jit.LatestKind:
 		return jit.LatestKind

@@ -15,6 +15,7 @@ import (
 	"github.com/ptojit/ptojit/cache"
 	"github.com/ptojit/ptojit/cmd/internal/cli"
 	"github.com/ptojit/ptojit/internal/fixture"
+	"github.com/ptojit/ptojit/jit"
 )
 
 // TestMain lets scripts run the engine as "ptojit" (and "ptojitd") in a
@@ -150,7 +151,11 @@ func plantOutput(dir, key, name string) ([]byte, error) {
 			Result string `json:"result"`
 		} `json:"variants"`
 	}
-	if err := json.Unmarshal([]byte(m.Meta["manifest"]), &man); err != nil || len(man.Variants) == 0 {
+	mj, _, err := jit.ManifestJSON(ctx, store, m)
+	if err != nil {
+		return nil, err
+	}
+	if err := json.Unmarshal(mj, &man); err != nil || len(man.Variants) == 0 {
 		return nil, fmt.Errorf("the manifest of %s names no variant (%v)", key, err)
 	}
 	rk, err := cache.ParseKey(man.Variants[0].Result)
