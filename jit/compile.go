@@ -21,25 +21,15 @@ import (
 	"github.com/ptojit/ptojit/api"
 )
 
-// pipelineVersion names the compile recipe below (flags, output naming). It
-// is part of every key: change it whenever the recipe changes.
-const pipelineVersion = "ptojit-sim/2"
-
 // maxCompilerOutput bounds the compiler messages kept in a CompileError.
 const maxCompilerOutput = 16 << 10
-
-// Language flags of the sim pipeline; the include directories, dependency
-// output and file names are added per unit.
-var (
-	simCFlags   = []string{"-std=gnu11", "-O2", "-fPIC", "-shared"}
-	simCXXFlags = []string{"-std=c++17", "-O2", "-fPIC", "-shared"}
-)
 
 // unit is one source compiled into one shared object.
 type unit struct {
 	role   string // "orchestration" or "kernel.<func_id>"
 	source string // absolute path
 	output string // output file name, e.g. "kernel_0.so"
+	recipe recipe
 }
 
 // compiler runs the sim pipeline's tools. It is used by one build.
@@ -48,7 +38,6 @@ type compiler struct {
 	// ccec is the CANN compiler for device kernels; "" on sim platforms.
 	ccec     string
 	ccecArch string
-	includes []string // -I directories, in order
 	env      []string // the tools' environment
 	// base, when set, is the compilers' working directory: sources and
 	// include directories under it are named relative to it and its
@@ -114,21 +103,7 @@ func isCXX(src string) bool {
 // flagsFor returns the flags of a unit, without dependency and output
 // arguments.
 func (c *compiler) flagsFor(u unit) []string {
-	var fl []string
-	if isCXX(u.source) {
-		fl = slices.Clone(simCXXFlags)
-	} else {
-		fl = slices.Clone(simCFlags)
-	}
-	if strings.EqualFold(filepath.Ext(u.source), ".pto") {
-		// The assembled file lives in a temporary directory: keep the
-		// source's directory on the quote include path.
-		fl = append(fl, "-iquote", c.base.rel(filepath.Dir(u.source)))
-	}
-	for _, d := range c.includes {
-		fl = append(fl, "-I", c.base.rel(d))
-	}
-	return append(fl, c.prefixMaps()...)
+	return append(u.recipe.args(c.base), c.prefixMaps()...)
 }
 
 // prefixMaps returns the flags that map the base directory (and its
@@ -267,7 +242,7 @@ func (c *compiler) compileUnitDeps(ctx context.Context, dir string, u unit) ([]b
 	if c.ccec != "" && strings.HasPrefix(u.role, "kernel.") {
 		tool = c.ccec
 		args = []string{"-xcce", "-O2", "-fPIC", "-shared", "--cce-aicore-arch=" + c.ccecArch}
-		for _, d := range c.includes {
+		for _, d := range u.recipe.includes {
 			args = append(args, "-I", c.base.rel(d))
 		}
 		args = append(args, c.prefixMaps()...)
