@@ -52,7 +52,14 @@ func (d *Driver) compile(ctx context.Context, req *api.Request, id *identity) (*
 	if tmp == "" {
 		tmp = os.TempDir()
 	}
-	return c.compileAll(ctx, tmp, units)
+	res, err := c.compileAll(ctx, tmp, units)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkEntries(req, units, res); err != nil {
+		return nil, err
+	}
+	return res, nil
 }
 
 func findCCEC(root string) string {
