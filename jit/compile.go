@@ -225,14 +225,10 @@ func (c *compiler) compileUnitDeps(ctx context.Context, dir string, u unit) ([]b
 		return &CompileError{Role: u.role, Source: filepath.Base(u.source), Tool: filepath.Base(tool), Output: string(out), Err: err}
 	}
 	if strings.EqualFold(filepath.Ext(src), ".pto") {
-		if c.ptoas == "" {
-			return nil, nil, "", "", &ToolchainError{Msg: fmt.Sprintf("%s: a .pto source needs ptoas: set toolchain.ptoas_root or PTOAS_ROOT", u.role)}
+		var err error
+		if src, err = c.assemble(ctx, dir, u, fail); err != nil {
+			return nil, nil, "", "", err
 		}
-		asm := filepath.Join(dir, "assembled.cpp")
-		if out, err := c.run(ctx, dir, c.ptoas, src, "-o", asm); err != nil {
-			return nil, nil, "", "", fail(c.ptoas, out, err)
-		}
-		src = asm
 	}
 	tool := c.cc
 	if isCXX(u.source) {
@@ -279,6 +275,40 @@ func (c *compiler) compileUnitDeps(ctx context.Context, dir string, u unit) ([]b
 		deps[i] = filepath.Clean(p)
 	}
 	return bin, deps, tool, cwd, nil
+}
+
+// assemble runs ptoas on a .pto unit in dir and returns the C++ file to
+// compile: the assembled file, or, for a kernel whose assembled file does
+// not define ptojit_kernel, a generated shim that includes it and defines
+// ptojit_kernel calling the module's entry (ptoshim.go).
+func (c *compiler) assemble(ctx context.Context, dir string, u unit, fail func(string, []byte, error) error) (string, error) {
+	if c.ptoas == "" {
+		return "", &ToolchainError{Msg: fmt.Sprintf("%s: a .pto source needs ptoas: set toolchain.ptoas_root or PTOAS_ROOT", u.role)}
+	}
+	asm := filepath.Join(dir, "assembled.cpp")
+	if out, err := c.run(ctx, dir, c.ptoas, u.source, "-o", asm); err != nil {
+		return "", fail(c.ptoas, out, err)
+	}
+	text, err := os.ReadFile(asm)
+	if err != nil {
+		return "", fail(c.ptoas, nil, fmt.Errorf("reading its output: %w", err))
+	}
+	if !strings.HasPrefix(u.role, "kernel.") || bytes.Contains(text, []byte(kernelEntry)) {
+		return asm, nil
+	}
+	pto, err := os.ReadFile(u.source)
+	if err != nil {
+		return "", fail("ptojit", nil, err)
+	}
+	e, err := parsePtoEntry(pto)
+	if err != nil {
+		return "", fail("ptojit", nil, fmt.Errorf("the entry of %s: %w", filepath.Base(u.source), err))
+	}
+	shim := filepath.Join(dir, "entry.cpp")
+	if err := os.WriteFile(shim, e.shim(filepath.Base(asm), filepath.Base(u.source)), 0o600); err != nil {
+		return "", fail("ptojit", nil, err)
+	}
+	return shim, nil
 }
 
 // run runs a tool in dir and returns its combined output.
