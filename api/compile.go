@@ -205,6 +205,9 @@ var refusedFlags = []struct{ prefix, why string }{
 	{"-fdebug-prefix-map", "the pipeline maps the base directory itself"},
 	{"-fmacro-prefix-map", "the pipeline maps the base directory itself"},
 	{"-frecord-", "it records the command line, which names this machine's paths"},
+	{"-ftest-coverage", "it writes files beside the build"},
+	{"-fopt-info", "it may write files beside the build"},
+	{"-mllvm", "it passes options to LLVM that the allowlist cannot check"},
 }
 
 // CheckFlag accepts a flag of the allowlist, which names no file: -std=STD,
@@ -218,6 +221,9 @@ func CheckFlag(f string) error {
 		if strings.HasPrefix(f, r.prefix) {
 			return fmt.Errorf("flag %q is refused: %s", f, r.why)
 		}
+	}
+	if strings.HasSuffix(f, "=native") {
+		return fmt.Errorf("flag %q is refused: its code depends on this machine's CPU, which the key does not cover (name the architecture)", f)
 	}
 	switch {
 	case strings.HasPrefix(f, "-std="):
