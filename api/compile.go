@@ -213,9 +213,10 @@ var refusedFlags = []struct{ prefix, why string }{
 // CheckFlag accepts a flag of the allowlist, which names no file: -std=STD,
 // -DNAME[=VALUE], -UNAME, -O[0123sgz] or -Ofast, and -fNAME[=VALUE] and
 // -mNAME[=VALUE] whose value holds no '/' (and none of the -f flags that
-// read or write files, load plugins or pick programs). It refuses anything
-// else (-B, --sysroot, -specs=, -Wl,, @file, -I, ...) with a reason that
-// names the flag.
+// read or write files, load plugins or pick programs, and none whose value
+// is "native", which makes the code depend on this machine's CPU). It
+// refuses anything else (-B, --sysroot, -specs=, -Wl,, @file, -I, ...) with
+// a reason that names the flag.
 func CheckFlag(f string) error {
 	for _, r := range refusedFlags {
 		if strings.HasPrefix(f, r.prefix) {
