@@ -5,7 +5,8 @@
 // types without linking the engine.
 //
 // A request names the platform, the runtime, the orchestration source and its
-// entry and config symbols, the kernels (func_id, source, signature), the chip
+// entry and config symbols, the kernels (func_id, source, signature, core
+// type), each unit's compile recipe (Compile), the chip
 // signature and scalar count, extra content roots, extra sources and their
 // fingerprint, options (an identity record), the toolchain roots, the
 // output directory and, optionally, a name for the request (Request.Name):
@@ -95,6 +96,8 @@ type Orchestration struct {
 	Function string `json:"function"`
 	// Config is the config symbol (the blob's config_name); may be empty.
 	Config string `json:"config,omitempty"`
+	// Compile is the orchestration's compile recipe; nil: the pipeline's.
+	Compile *Compile `json:"compile,omitempty"`
 }
 
 // Kernel is one child CoreCallable.
@@ -102,6 +105,12 @@ type Kernel struct {
 	FuncID    int32                `json:"func_id"`
 	Source    string               `json:"source"`
 	Signature []registry.Direction `json:"signature"`
+	// CoreType is the AI core the kernel is written for (CoreTypes):
+	// "vec" defines __DAV_VEC__ and "cube" __DAV_CUBE__ on sim
+	// platforms; empty defines neither.
+	CoreType string `json:"core_type,omitempty"`
+	// Compile is the kernel's compile recipe; nil: the pipeline's.
+	Compile *Compile `json:"compile,omitempty"`
 }
 
 // Toolchain selects the identity policy and the installation roots. Empty
@@ -276,7 +285,9 @@ func (r *Request) clone() *Request {
 	c.Kernels = slices.Clone(r.Kernels)
 	for i := range c.Kernels {
 		c.Kernels[i].Signature = slices.Clone(r.Kernels[i].Signature)
+		c.Kernels[i].Compile = r.Kernels[i].Compile.clone()
 	}
+	c.Orchestration.Compile = r.Orchestration.Compile.clone()
 	c.Signature = slices.Clone(r.Signature)
 	c.ExtraRoots = slices.Clone(r.ExtraRoots)
 	c.ExtraSources = slices.Clone(r.ExtraSources)
@@ -375,25 +386,11 @@ func (r *Request) Validate() error {
 	if err := checkSymbol("orchestration.config", r.Orchestration.Config, false); err != nil {
 		return err
 	}
-	if len(r.Kernels) > MaxKernels {
-		return &FieldError{Field: "kernels", Msg: fmt.Sprintf("%d kernels, at most %d", len(r.Kernels), MaxKernels)}
+	if err := r.Orchestration.Compile.validate("orchestration.compile"); err != nil {
+		return err
 	}
-	seen := map[int32]int{}
-	for i, k := range r.Kernels {
-		f := fmt.Sprintf("kernels[%d]", i)
-		if k.FuncID < 0 {
-			return &FieldError{Field: f + ".func_id", Msg: fmt.Sprintf("%d is negative", k.FuncID)}
-		}
-		if j, dup := seen[k.FuncID]; dup {
-			return &FieldError{Field: f + ".func_id", Msg: fmt.Sprintf("%d already used by kernels[%d]", k.FuncID, j)}
-		}
-		seen[k.FuncID] = i
-		if k.Source == "" {
-			return &FieldError{Field: f + ".source", Msg: "missing"}
-		}
-		if len(k.Signature) > MaxKernelSignature {
-			return &FieldError{Field: f + ".signature", Msg: fmt.Sprintf("%d entries, at most %d", len(k.Signature), MaxKernelSignature)}
-		}
+	if err := r.validateKernels(); err != nil {
+		return err
 	}
 	if len(r.Signature) > MaxSignature {
 		return &FieldError{Field: "signature", Msg: fmt.Sprintf("%d entries, at most %d", len(r.Signature), MaxSignature)}
@@ -430,6 +427,38 @@ func (r *Request) Validate() error {
 		return &FieldError{Field: "toolchain.policy", Msg: fmt.Sprintf("%q is not one of %s", r.Toolchain.Policy, strings.Join(Policies, ", "))}
 	}
 	return checkName(r.Name)
+}
+
+// validateKernels checks the kernels: their number, distinct func_ids,
+// sources, signatures, core types and compile recipes.
+func (r *Request) validateKernels() error {
+	if len(r.Kernels) > MaxKernels {
+		return &FieldError{Field: "kernels", Msg: fmt.Sprintf("%d kernels, at most %d", len(r.Kernels), MaxKernels)}
+	}
+	seen := map[int32]int{}
+	for i, k := range r.Kernels {
+		f := fmt.Sprintf("kernels[%d]", i)
+		if k.FuncID < 0 {
+			return &FieldError{Field: f + ".func_id", Msg: fmt.Sprintf("%d is negative", k.FuncID)}
+		}
+		if j, dup := seen[k.FuncID]; dup {
+			return &FieldError{Field: f + ".func_id", Msg: fmt.Sprintf("%d already used by kernels[%d]", k.FuncID, j)}
+		}
+		seen[k.FuncID] = i
+		if k.Source == "" {
+			return &FieldError{Field: f + ".source", Msg: "missing"}
+		}
+		if len(k.Signature) > MaxKernelSignature {
+			return &FieldError{Field: f + ".signature", Msg: fmt.Sprintf("%d entries, at most %d", len(k.Signature), MaxKernelSignature)}
+		}
+		if k.CoreType != "" && !contains(CoreTypes, k.CoreType) {
+			return &FieldError{Field: f + ".core_type", Msg: fmt.Sprintf("%q is not one of %s", k.CoreType, strings.Join(CoreTypes, ", "))}
+		}
+		if err := k.Compile.validate(f + ".compile"); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // checkName checks a request's name: at most MaxName bytes, no control

@@ -207,6 +207,9 @@ func (c *checker) value(t reflect.Type, path string) error {
 	if tok == nil {
 		return nil // null: absent, as encoding/json reads it
 	}
+	if t.Kind() == reflect.Pointer {
+		t = t.Elem() // an optional object (a compile recipe)
+	}
 	wrong := func() error {
 		return c.fail(off, path, "must be %s, not %s", expect(t), describe(tok))
 	}

@@ -21,25 +21,15 @@ import (
 	"github.com/ptojit/ptojit/api"
 )
 
-// pipelineVersion names the compile recipe below (flags, output naming). It
-// is part of every key: change it whenever the recipe changes.
-const pipelineVersion = "ptojit-sim/2"
-
 // maxCompilerOutput bounds the compiler messages kept in a CompileError.
 const maxCompilerOutput = 16 << 10
-
-// Language flags of the sim pipeline; the include directories, dependency
-// output and file names are added per unit.
-var (
-	simCFlags   = []string{"-std=gnu11", "-O2", "-fPIC", "-shared"}
-	simCXXFlags = []string{"-std=c++17", "-O2", "-fPIC", "-shared"}
-)
 
 // unit is one source compiled into one shared object.
 type unit struct {
 	role   string // "orchestration" or "kernel.<func_id>"
 	source string // absolute path
 	output string // output file name, e.g. "kernel_0.so"
+	recipe recipe
 }
 
 // compiler runs the sim pipeline's tools. It is used by one build.
@@ -48,7 +38,6 @@ type compiler struct {
 	// ccec is the CANN compiler for device kernels; "" on sim platforms.
 	ccec     string
 	ccecArch string
-	includes []string // -I directories, in order
 	env      []string // the tools' environment
 	// base, when set, is the compilers' working directory: sources and
 	// include directories under it are named relative to it and its
@@ -114,21 +103,7 @@ func isCXX(src string) bool {
 // flagsFor returns the flags of a unit, without dependency and output
 // arguments.
 func (c *compiler) flagsFor(u unit) []string {
-	var fl []string
-	if isCXX(u.source) {
-		fl = slices.Clone(simCXXFlags)
-	} else {
-		fl = slices.Clone(simCFlags)
-	}
-	if strings.EqualFold(filepath.Ext(u.source), ".pto") {
-		// The assembled file lives in a temporary directory: keep the
-		// source's directory on the quote include path.
-		fl = append(fl, "-iquote", c.base.rel(filepath.Dir(u.source)))
-	}
-	for _, d := range c.includes {
-		fl = append(fl, "-I", c.base.rel(d))
-	}
-	return append(fl, c.prefixMaps()...)
+	return append(u.recipe.args(c.base), c.prefixMaps()...)
 }
 
 // prefixMaps returns the flags that map the base directory (and its
@@ -250,14 +225,10 @@ func (c *compiler) compileUnitDeps(ctx context.Context, dir string, u unit) ([]b
 		return &CompileError{Role: u.role, Source: filepath.Base(u.source), Tool: filepath.Base(tool), Output: string(out), Err: err}
 	}
 	if strings.EqualFold(filepath.Ext(src), ".pto") {
-		if c.ptoas == "" {
-			return nil, nil, "", "", &ToolchainError{Msg: fmt.Sprintf("%s: a .pto source needs ptoas: set toolchain.ptoas_root or PTOAS_ROOT", u.role)}
+		var err error
+		if src, err = c.assemble(ctx, dir, u, fail); err != nil {
+			return nil, nil, "", "", err
 		}
-		asm := filepath.Join(dir, "assembled.cpp")
-		if out, err := c.run(ctx, dir, c.ptoas, src, "-o", asm); err != nil {
-			return nil, nil, "", "", fail(c.ptoas, out, err)
-		}
-		src = asm
 	}
 	tool := c.cc
 	if isCXX(u.source) {
@@ -267,7 +238,7 @@ func (c *compiler) compileUnitDeps(ctx context.Context, dir string, u unit) ([]b
 	if c.ccec != "" && strings.HasPrefix(u.role, "kernel.") {
 		tool = c.ccec
 		args = []string{"-xcce", "-O2", "-fPIC", "-shared", "--cce-aicore-arch=" + c.ccecArch}
-		for _, d := range c.includes {
+		for _, d := range u.recipe.includes {
 			args = append(args, "-I", c.base.rel(d))
 		}
 		args = append(args, c.prefixMaps()...)
@@ -304,6 +275,40 @@ func (c *compiler) compileUnitDeps(ctx context.Context, dir string, u unit) ([]b
 		deps[i] = filepath.Clean(p)
 	}
 	return bin, deps, tool, cwd, nil
+}
+
+// assemble runs ptoas on a .pto unit in dir and returns the C++ file to
+// compile: the assembled file, or, for a kernel whose assembled file does
+// not define ptojit_kernel, a generated shim that includes it and defines
+// ptojit_kernel calling the module's entry (ptoshim.go).
+func (c *compiler) assemble(ctx context.Context, dir string, u unit, fail func(string, []byte, error) error) (string, error) {
+	if c.ptoas == "" {
+		return "", &ToolchainError{Msg: fmt.Sprintf("%s: a .pto source needs ptoas: set toolchain.ptoas_root or PTOAS_ROOT", u.role)}
+	}
+	asm := filepath.Join(dir, "assembled.cpp")
+	if out, err := c.run(ctx, dir, c.ptoas, u.source, "-o", asm); err != nil {
+		return "", fail(c.ptoas, out, err)
+	}
+	text, err := os.ReadFile(asm)
+	if err != nil {
+		return "", fail(c.ptoas, nil, fmt.Errorf("reading its output: %w", err))
+	}
+	if !strings.HasPrefix(u.role, "kernel.") || bytes.Contains(text, []byte(kernelEntry)) {
+		return asm, nil
+	}
+	pto, err := os.ReadFile(u.source)
+	if err != nil {
+		return "", fail("ptojit", nil, err)
+	}
+	e, err := parsePtoEntry(pto)
+	if err != nil {
+		return "", fail("ptojit", nil, fmt.Errorf("the entry of %s: %w", filepath.Base(u.source), err))
+	}
+	shim := filepath.Join(dir, "entry.cpp")
+	if err := os.WriteFile(shim, e.shim(filepath.Base(asm), filepath.Base(u.source)), 0o600); err != nil {
+		return "", fail("ptojit", nil, err)
+	}
+	return shim, nil
 }
 
 // run runs a tool in dir and returns its combined output.

@@ -11,9 +11,11 @@
 //	("ptojit.build", 1, {
 //	  "policy":        "content" | "build",
 //	  "platform":      str, "runtime": str,
-//	  "pipeline":      {"version": "ptojit-sim/2", "c_flags": [...], "cxx_flags": [...], "include_dirs": [...]},
-//	  "build":         {"orchestration": path, "function": str, "config": str,
-//	                    "kernels": [{"func_id": int, "source": path, "signature": [int...]}...],
+//	  "pipeline":      {"version": "ptojit-sim/3"},
+//	  "build":         {"orchestration": path, "orchestration_compile": [str...],
+//	                    "function": str, "config": str,
+//	                    "kernels": [{"func_id": int, "source": path, "signature": [int...],
+//	                                 "compile": [str...]}...],
 //	                    "signature": [int...], "scalar_count": int},
 //	  "sources":       {"orchestration": hex, "kernel.<func_id>": hex, "extra_roots[i]": hex},
 //	  "extra_sources": hex,
@@ -23,7 +25,10 @@
 //	  "epoch":         str | None,                PYPTO_CACHE_EPOCH
 //	})
 //
-// where each source digest is the content digest of that one root (so a
+// where each compile list is the unit's recipe as the compiler gets it
+// (recipe.args: the language standard, the pipeline's flags, defines,
+// include directories, forced includes and the request's flags), and each
+// source digest is the content digest of that one root (so a
 // key diff names the source that changed), extra_sources is
 // inventory.FingerprintExtraSources of the request's extra sources and
 // fingerprint, and the toolchain entries are the component digests of
@@ -35,7 +40,7 @@
 // Every path under the base directory (the request's base_dir, else
 // PTOJIT_BASE_DIR, else the request's git work tree, else its directory)
 // enters the record relative to it, as ccache's base_dir does: the paths of
-// the build group and of include_dirs, header names, and the root and
+// the build group and of the compile recipes' flags, header names, and the root and
 // resolved paths inside the content records whose digests the sources,
 // extra_sources and toolchain entries are, and, under the build policy,
 // the paths in a component's build record and the digests over them

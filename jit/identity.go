@@ -37,8 +37,12 @@ type identity struct {
 	extraDigest       inventory.Sum
 	// base writes the paths of the key under it relative to it.
 	base baseDir
-	// includes are the -I directories of the sim pipeline (includeDirs),
-	// in order; they are part of the key.
+	// recipes are the compile recipes of the units, the orchestration
+	// first, then the kernels in request order (resolveRecipes); they
+	// are part of the key.
+	recipes []recipe
+	// includes are the -I directories of every recipe, in order, each
+	// once.
 	includes []string
 	// relative lists the paths keyRecord made relative to the base, each
 	// as "field: path" (field the record's, path relative), in the order
@@ -205,7 +209,10 @@ func (d *Driver) identify(ctx context.Context, req *api.Request, ph *phases) (*i
 		return nil, err
 	}
 	ph.mark("toolchain")
-	id.includes = includeDirs(req, getenv)
+	if id.recipes, err = resolveRecipes(req, id.base.dir, getenv); err != nil {
+		return nil, err
+	}
+	id.includes = recipeIncludes(id.recipes)
 
 	// Sources: one root each, so that the key names the one that changed.
 	id.identifySources(req, extra)
@@ -310,26 +317,6 @@ func (d *Driver) environ() []string {
 		env = os.Environ()
 	}
 	return append(slices.Clip(env), "LC_ALL=C")
-}
-
-// includeDirs are the -I directories of the sim pipeline: the runtime's
-// include directory, then PTO-ISA's, each when it exists.
-func includeDirs(req *api.Request, getenv func(string) string) []string {
-	var out []string
-	isa := req.Toolchain.PtoIsaRoot
-	if isa == "" {
-		isa = getenv(toolchain.PtoIsaRootEnv)
-	}
-	for _, root := range []string{req.Toolchain.RuntimeRoot, isa} {
-		if root == "" {
-			continue
-		}
-		inc := filepath.Join(root, "include")
-		if fi, err := os.Stat(inc); err == nil && fi.IsDir() {
-			out = append(out, inc)
-		}
-	}
-	return out
 }
 
 // sourceRoots lists the content roots of the request's sources.
@@ -446,28 +433,22 @@ func (d *Driver) keyRecord(req *api.Request, id *identity, options inventory.Val
 			"func_id":   inventory.IntOf(int64(k.FuncID)),
 			"source":    path("build.kernels[%d].source", i, k.Source),
 			"signature": sig(k.Signature),
+			"compile":   id.recipes[1+i].record(id.base),
 		})
 	}
 	build := inventory.Dict{
-		"orchestration": path("build.orchestration", -1, req.Orchestration.Source),
-		"function":      str(req.Orchestration.Function),
-		"config":        str(req.Orchestration.Config),
-		"kernels":       kernels,
-		"signature":     sig(req.Signature),
-		"scalar_count":  inventory.IntOf(int64(req.ScalarCount)),
+		"orchestration":         path("build.orchestration", -1, req.Orchestration.Source),
+		"orchestration_compile": id.recipes[0].record(id.base),
+		"function":              str(req.Orchestration.Function),
+		"config":                str(req.Orchestration.Config),
+		"kernels":               kernels,
+		"signature":             sig(req.Signature),
+		"scalar_count":          inventory.IntOf(int64(req.ScalarCount)),
 	}
-	includes := inventory.List{}
 	for i, inc := range id.includes {
-		includes = append(includes, path("pipeline.include_dirs[%d]", i, inc))
+		id.relPath("include_dirs[%d]", i, inc) // the recipes' -I, listed once each
 	}
 	sources, extra, components := id.sourcesRecord(), id.extraRecord(), id.toolchainRecord()
-	flags := func(fl []string) inventory.List {
-		l := inventory.List{}
-		for _, f := range fl {
-			l = append(l, str(f))
-		}
-		return l
-	}
 	var epoch inventory.Value = inventory.None{}
 	if e := d.opt.Getenv(EpochVariable); e != "" {
 		epoch = inventory.StrFromOSBytes(e)
@@ -476,7 +457,7 @@ func (d *Driver) keyRecord(req *api.Request, id *identity, options inventory.Val
 		"policy":        str(string(id.policy)),
 		"platform":      str(req.Platform),
 		"runtime":       str(req.Runtime),
-		"pipeline":      inventory.Dict{"version": str(pipelineVersion), "c_flags": flags(simCFlags), "cxx_flags": flags(simCXXFlags), "include_dirs": includes},
+		"pipeline":      inventory.Dict{"version": str(pipelineVersion)},
 		"build":         build,
 		"sources":       sources,
 		"extra_sources": extra,

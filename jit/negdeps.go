@@ -45,8 +45,13 @@ func (c *compiler) searchPath(ctx context.Context, tool string, u unit, cwd stri
 			dirs = append(dirs, d)
 		}
 	}
+	if u.recipe.searchesWorkDir() {
+		// A forced include named by a header name is looked for in the
+		// working directory first.
+		add(cwd)
+	}
 	add(filepath.Dir(u.source))
-	for _, d := range c.includes {
+	for _, d := range u.recipe.includes {
 		add(d)
 	}
 	lang := "c"

@@ -22,12 +22,11 @@ var ccecCandidates = []string{"bin/ccec", "compiler/ccec_compiler/bin/ccec", "to
 // resolved.
 func (d *Driver) compile(ctx context.Context, req *api.Request, id *identity) (*compileResult, error) {
 	c := &compiler{
-		cc:       id.inputs.HostCC,
-		cxx:      id.inputs.HostCXX,
-		ptoas:    id.inputs.PtoasLauncher,
-		includes: id.includes,
-		env:      d.environ(),
-		base:     id.base,
+		cc:    id.inputs.HostCC,
+		cxx:   id.inputs.HostCXX,
+		ptoas: id.inputs.PtoasLauncher,
+		env:   d.environ(),
+		base:  id.base,
 	}
 	if !registry.IsSim(req.Platform) {
 		root := req.Toolchain.CannRoot
@@ -45,15 +44,22 @@ func (d *Driver) compile(ctx context.Context, req *api.Request, id *identity) (*
 			c.cc, c.cxx = ccec, ccec
 		}
 	}
-	units := []unit{{role: "orchestration", source: req.Orchestration.Source, output: OrchestrationName}}
-	for _, k := range req.Kernels {
-		units = append(units, unit{role: kernelRole(k.FuncID), source: k.Source, output: KernelName(k.FuncID)})
+	units := []unit{{role: "orchestration", source: req.Orchestration.Source, output: OrchestrationName, recipe: id.recipes[0]}}
+	for i, k := range req.Kernels {
+		units = append(units, unit{role: kernelRole(k.FuncID), source: k.Source, output: KernelName(k.FuncID), recipe: id.recipes[1+i]})
 	}
 	tmp := d.opt.TempDir
 	if tmp == "" {
 		tmp = os.TempDir()
 	}
-	return c.compileAll(ctx, tmp, units)
+	res, err := c.compileAll(ctx, tmp, units)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkEntries(req, units, res); err != nil {
+		return nil, err
+	}
+	return res, nil
 }
 
 func findCCEC(root string) string {
