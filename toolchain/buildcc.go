@@ -66,6 +66,9 @@ func compilerRecord(cfg *Config, invoked string, before func(string) error) (inv
 			return nil, "compiler " + invoked + ": " + err.Error()
 		}
 	}
+	if !strings.Contains(verbose+verbErr, "COLLECT_GCC=") && isClang(version+verErr) {
+		return clangRecord(cfg, invoked, strings.TrimSpace(version+verErr), before)
+	}
 	programs := inventory.List{}
 	for i, name := range gccPrograms {
 		answer := strings.TrimSpace(progs[i])
@@ -142,6 +145,13 @@ func driverExecuted(cfg *Config, out, invoked string) (string, string) {
 	if !found {
 		return "", "Cannot identify the compiler driver actually executed: " + invoked
 	}
+	return acceptDriver(cfg, name, invoked)
+}
+
+// acceptDriver is the real path of name, the driver a compiler reports it
+// executed, when that is the invoked file or ccache runs it without
+// redirects (see driverExecuted).
+func acceptDriver(cfg *Config, name, invoked string) (string, string) {
 	real, err := filepath.EvalSymlinks(name)
 	if err == nil {
 		real, err = filepath.Abs(real)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 
@@ -39,6 +40,9 @@ type HostCompiler struct {
 	LinkInputs  []string // what -print-file-name found
 	IncludeDirs []string // the include search lists of -E -v (C then C++)
 	SharedLibs  []string // what ldd says the drivers and programs load
+	// ClangDirs are the resource directory and the selected GCC
+	// installation of each clang driver (addClang).
+	ClangDirs []string
 }
 
 // resolveHostCompiler identifies the host C and C++ compilers of a sim
@@ -150,12 +154,46 @@ func ProbeHostCompiler(ctx context.Context, cfg *Config, cc, cxx string) (*HostC
 	for _, out := range vOut {
 		hc.IncludeDirs = append(hc.IncludeDirs, ParseIncludeDirs(out)...)
 	}
+	if err := hc.addClang(ctx, cfg, versions); err != nil {
+		return nil, err
+	}
 	libs, err := sharedLibs(ctx, cfg, append([]string{cc, cxx}, hc.Programs...))
 	if err != nil {
 		return nil, err
 	}
 	hc.SharedLibs = libs
 	return hc, nil
+}
+
+// addClang adds, for each driver whose --version text (versions: the C
+// driver's, the C++ driver's) is clang's, what its plan names: the
+// programs it runs, the files its link reads, its configuration files, its
+// resource directory and the GCC installation it selected. gcc reports
+// all of these through the probes ProbeHostCompiler runs for every
+// compiler; clang does not.
+func (hc *HostCompiler) addClang(ctx context.Context, cfg *Config, versions [2]string) error {
+	for i, driver := range []string{hc.CC, hc.CXX} {
+		if !isClang(versions[i]) {
+			continue
+		}
+		plan, err := probeClangPlan(ctx, cfg, driver)
+		if err != nil {
+			return err
+		}
+		for _, p := range plan.Programs {
+			if !slices.Contains(hc.Programs, p) {
+				hc.Programs = append(hc.Programs, p)
+			}
+		}
+		hc.LinkInputs = append(hc.LinkInputs, plan.LinkFiles...)
+		hc.LinkInputs = append(hc.LinkInputs, plan.ConfigFiles...)
+		for _, d := range []string{plan.ResourceDir, plan.GCCInstallation} {
+			if d != "" && !slices.Contains(hc.ClangDirs, d) {
+				hc.ClangDirs = append(hc.ClangDirs, d)
+			}
+		}
+	}
+	return nil
 }
 
 // hostProbe is one run of a compiler driver: prog with args, whose
@@ -285,6 +323,7 @@ func (hc *HostCompiler) roots() ([]inventory.ContentRoot, string) {
 		paths = append(paths, hc.InstallDir)
 	}
 	paths = append(paths, hc.ProgramDirs...)
+	paths = append(paths, hc.ClangDirs...)
 	paths = append(paths, hc.LinkInputs...)
 	paths = append(paths, hc.IncludeDirs...)
 	paths = append(paths, hc.SharedLibs...)
