@@ -39,8 +39,10 @@ Evidence under the content policy (the default):
                     With --pto-isa-url, a checkout that is missing or not
                     exactly at the pin is cloned again from there first.
   ptoas             reported_version = the complete output of the launcher's
-                    --version (bin/ptoas or ptoas in the root); the root's
-                    contents when that probe fails
+                    --version (bin/ptoas or ptoas in the root), and the
+                    contents of the launcher and the shared libraries it
+                    loads (every local build of PTOAS prints "ptoas 0.27");
+                    the root's contents when that probe fails
   device_toolchain  a2a3, a5: the CANN innerversion (else version) from its
                     one ascend_toolkit_install.info, else every file of the
                     CANN root. a2a3sim, a5sim: the host C/C++ compilers (CC
