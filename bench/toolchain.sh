@@ -18,3 +18,8 @@ go test -run '^$' -bench 'SideBySide|Capture/warm' \
 # host compiler included) under the build and the content policy, side by
 # side in each iteration, and the median ratio content/build.
 go test -run '^$' -bench 'FirstIdentity' -count 1 -benchtime "${FIRST_BENCHTIME:-10x}" ./toolchain
+
+# BenchmarkFirstIdentityClang: the same first identity with gcc and with
+# clang-19 as the host compilers, under both policies, interleaved, and the
+# median ratios clang/gcc (skipped without clang-19).
+go test -run '^$' -bench 'FirstIdentityClang' -count 1 -benchtime "${FIRST_BENCHTIME:-10x}" ./toolchain

@@ -44,6 +44,9 @@ func compilerRecord(cfg *Config, invoked string, before func(string) error) (inv
 	if !isELF(invoked) {
 		return nil, "Unsupported compiler launcher (requires dependency adapter): " + invoked
 	}
+	if clangNamed(invoked) {
+		return clangRecord(cfg, invoked, before)
+	}
 	ctx := context.Background()
 	var (
 		wg               sync.WaitGroup
@@ -67,7 +70,7 @@ func compilerRecord(cfg *Config, invoked string, before func(string) error) (inv
 		}
 	}
 	if !strings.Contains(verbose+verbErr, "COLLECT_GCC=") && isClang(version+verErr) {
-		return clangRecord(cfg, invoked, strings.TrimSpace(version+verErr), before)
+		return clangRecord(cfg, invoked, before)
 	}
 	programs := inventory.List{}
 	for i, name := range gccPrograms {

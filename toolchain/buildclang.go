@@ -3,6 +3,8 @@ package toolchain
 import (
 	"context"
 	"path/filepath"
+	"strings"
+	"sync"
 
 	"github.com/ptojit/ptojit/inventory"
 )
@@ -24,11 +26,25 @@ import (
 // runs, as for gcc), and every program an ELF file. The directory holding
 // the selected GCC installation is watched, so that a GCC installed beside
 // it, which clang may select instead, drops the memo.
-func clangRecord(cfg *Config, invoked, version string, before func(string) error) (inventory.Value, string) {
+func clangRecord(cfg *Config, invoked string, before func(string) error) (inventory.Value, string) {
 	ctx := context.Background()
-	plan, err := probeClangPlan(ctx, cfg, invoked)
-	if err != nil {
-		return nil, "compiler " + invoked + ": " + err.Error()
+	var (
+		wg               sync.WaitGroup
+		plan             clangPlan
+		version, verErr  string
+		planErr, versErr error
+	)
+	wg.Go(func() { plan, planErr = probeClangPlan(ctx, cfg, invoked) })
+	wg.Go(func() { version, verErr, versErr = probeBoth(ctx, cfg, invoked, "--version") })
+	wg.Wait()
+	for _, err := range []error{versErr, planErr} {
+		if err != nil {
+			return nil, "compiler " + invoked + ": " + err.Error()
+		}
+	}
+	version = strings.TrimSpace(version + verErr)
+	if !isClang(version) {
+		return nil, "Cannot identify the compiler driver actually executed: " + invoked
 	}
 	if _, reason := acceptDriver(cfg, plan.Compiler, invoked); reason != "" {
 		return nil, reason

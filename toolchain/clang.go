@@ -63,14 +63,32 @@ type linkArgs struct {
 	files, dirs, libs []string
 }
 
+// clangNamed reports whether the file path resolves to is named as clang
+// drivers are (clang, clang++, clang-19, clang++-19): such a driver is
+// asked for its plan at once, beside its --version, which must then say
+// clang.
+func clangNamed(path string) bool {
+	real, err := filepath.EvalSymlinks(path)
+	return err == nil && strings.HasPrefix(filepath.Base(real), "clang")
+}
+
 // probeClangPlan runs clang with clangPlanArgs and reads its plan, with
 // the files its link reads.
 func probeClangPlan(ctx context.Context, cfg *Config, clang string) (clangPlan, error) {
-	out, errOut, err := probeBoth(ctx, cfg, clang, clangPlanArgs...)
-	if err != nil {
-		return clangPlan{}, err
+	return clangPlanOf(ctx, cfg, clang, "")
+}
+
+// clangPlanOf reads the plan clang printed (out: standard output and error
+// of clangPlanArgs), running it first when out is "".
+func clangPlanOf(ctx context.Context, cfg *Config, clang, out string) (clangPlan, error) {
+	if out == "" {
+		stdout, stderr, err := probeBoth(ctx, cfg, clang, clangPlanArgs...)
+		if err != nil {
+			return clangPlan{}, err
+		}
+		out = stdout + stderr
 	}
-	plan, reason := parseClangPlan(out + errOut)
+	plan, reason := parseClangPlan(out)
 	if reason != "" {
 		return clangPlan{}, &ProbeError{Tool: filepath.Base(clang), Args: clangPlanArgs, Reason: reason}
 	}

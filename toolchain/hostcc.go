@@ -105,24 +105,40 @@ func ProbeHostCompiler(ctx context.Context, cfg *Config, cc, cxx string) (*HostC
 		progs     [4]string
 		search    string
 		vOut      [2]string
+		plans     [2]string
 		linkFound = make([]string, len(cLinkInputs)+len(cxxLinkInputs))
+		named     = [2]bool{clangNamed(cc), clangNamed(cxx)}
 	)
 	jobs := []hostProbe{
 		{cc, []string{"--version"}, &versions[0], false},
 		{cxx, []string{"--version"}, &versions[1], false},
-		{cc, []string{"-print-prog-name=cc1"}, &progs[0], false},
-		{cxx, []string{"-print-prog-name=cc1plus"}, &progs[1], false},
-		{cc, []string{"-print-prog-name=as"}, &progs[2], false},
-		{cc, []string{"-print-prog-name=ld"}, &progs[3], false},
-		{cc, []string{"-print-search-dirs"}, &search, false},
 		{cc, []string{"-E", "-v", "-x", "c", os.DevNull}, &vOut[0], true},
 		{cxx, []string{"-E", "-v", "-x", "c++", os.DevNull}, &vOut[1], true},
 	}
-	for i, f := range cLinkInputs {
-		jobs = append(jobs, hostProbe{cc, []string{"-print-file-name=" + f}, &linkFound[i], false})
+	// A driver named clang says in its plan what it runs and links,
+	// which the questions asked of gcc answer only in part; each clang
+	// process costs about ten of gcc's (it loads libLLVM). Its program
+	// directory is LLVM's bin (every LLVM tool installed, 415 MB with
+	// MLIR's on Debian): what it runs from there the plan names.
+	if !named[0] {
+		jobs = append(jobs, hostProbe{cc, []string{"-print-search-dirs"}, &search, false},
+			hostProbe{cc, []string{"-print-prog-name=cc1"}, &progs[0], false},
+			hostProbe{cc, []string{"-print-prog-name=as"}, &progs[2], false},
+			hostProbe{cc, []string{"-print-prog-name=ld"}, &progs[3], false})
+		for i, f := range cLinkInputs {
+			jobs = append(jobs, hostProbe{cc, []string{"-print-file-name=" + f}, &linkFound[i], false})
+		}
 	}
-	for i, f := range cxxLinkInputs {
-		jobs = append(jobs, hostProbe{cxx, []string{"-print-file-name=" + f}, &linkFound[len(cLinkInputs)+i], false})
+	if !named[1] {
+		jobs = append(jobs, hostProbe{cxx, []string{"-print-prog-name=cc1plus"}, &progs[1], false})
+		for i, f := range cxxLinkInputs {
+			jobs = append(jobs, hostProbe{cxx, []string{"-print-file-name=" + f}, &linkFound[len(cLinkInputs)+i], false})
+		}
+	}
+	for i, drv := range []string{cc, cxx} {
+		if named[i] {
+			jobs = append(jobs, hostProbe{drv, clangPlanArgs, &plans[i], true})
+		}
 	}
 	if err := runHostProbes(ctx, cfg, jobs); err != nil {
 		return nil, err
@@ -154,7 +170,7 @@ func ProbeHostCompiler(ctx context.Context, cfg *Config, cc, cxx string) (*HostC
 	for _, out := range vOut {
 		hc.IncludeDirs = append(hc.IncludeDirs, ParseIncludeDirs(out)...)
 	}
-	if err := hc.addClang(ctx, cfg, versions); err != nil {
+	if err := hc.addClang(ctx, cfg, versions, plans); err != nil {
 		return nil, err
 	}
 	libs, err := sharedLibs(ctx, cfg, append([]string{cc, cxx}, hc.Programs...))
@@ -166,17 +182,21 @@ func ProbeHostCompiler(ctx context.Context, cfg *Config, cc, cxx string) (*HostC
 }
 
 // addClang adds, for each driver whose --version text (versions: the C
-// driver's, the C++ driver's) is clang's, what its plan names: the
-// programs it runs, the files its link reads, its configuration files, its
-// resource directory and the GCC installation it selected. gcc reports
-// all of these through the probes ProbeHostCompiler runs for every
-// compiler; clang does not.
-func (hc *HostCompiler) addClang(ctx context.Context, cfg *Config, versions [2]string) error {
+// driver's, the C++ driver's) is clang's, what its plan (plans: the output
+// of clangPlanArgs, "" when not asked yet) names: the programs it runs, the
+// files its link reads, its configuration files, its resource directory
+// and the GCC installation it selected. gcc reports all of these through
+// the probes ProbeHostCompiler runs for every other compiler; clang does
+// not.
+func (hc *HostCompiler) addClang(ctx context.Context, cfg *Config, versions, plans [2]string) error {
 	for i, driver := range []string{hc.CC, hc.CXX} {
 		if !isClang(versions[i]) {
+			if plans[i] != "" {
+				return &ProbeError{Tool: filepath.Base(driver), Args: []string{"--version"}, Reason: "a driver named clang is not clang"}
+			}
 			continue
 		}
-		plan, err := probeClangPlan(ctx, cfg, driver)
+		plan, err := clangPlanOf(ctx, cfg, driver, plans[i])
 		if err != nil {
 			return err
 		}
