@@ -97,8 +97,13 @@ func clangRecord(cfg *Config, invoked string, before func(string) error) (invent
 		inventory.T(gcc, linked), configs), ""
 }
 
-// fileRecords is [(path, fileRecord(path))] for paths, each path as its
-// real path, or the reason one cannot be read.
+// fileRecords is [(real path, evidence)] for paths (libraries, link
+// inputs), or the reason one cannot be read. Each file is watched through
+// the directory holding it and the one holding the name it was found by,
+// not through every symlink on the way, as fileRecord would: on a merged
+// /usr system the loader and the linker name /lib/x86_64-linux-gnu/...,
+// and a watch on / (which holds the symlink lib) would drop the memo at
+// every change anywhere below it (InstallationIdentityCache.Forget).
 func fileRecords(paths []string, before func(string) error) (inventory.List, string) {
 	out := inventory.List{}
 	for _, p := range paths {
@@ -106,7 +111,12 @@ func fileRecords(paths []string, before func(string) error) (inventory.List, str
 		if err != nil {
 			return nil, errReason(err)
 		}
-		rec, err := fileRecord(p, before)
+		if real != p {
+			if err := before(filepath.Dir(filepath.Clean(p))); err != nil {
+				return nil, "cannot watch " + filepath.Dir(p) + ": " + err.Error()
+			}
+		}
+		rec, err := fileRecord(real, before)
 		if err != nil {
 			return nil, errReason(err)
 		}
