@@ -144,20 +144,7 @@ func ProbeHostCompiler(ctx context.Context, cfg *Config, cc, cxx string) (*HostC
 		return nil, err
 	}
 	hc.CCVersion, hc.CXXVersion = versions[0], versions[1]
-	for _, p := range progs {
-		p = strings.TrimSpace(p)
-		if p == "" {
-			continue
-		}
-		if !filepath.IsAbs(p) {
-			found, err := lookPath(cfg, p)
-			if err != nil {
-				continue // built into the driver (clang's cc1) or unused
-			}
-			p = found
-		}
-		hc.Programs = append(hc.Programs, p)
-	}
+	hc.addPrograms(cfg, progs[:])
 	hc.InstallDir, hc.ProgramDirs = ParseSearchDirs(search)
 	for _, f := range linkFound {
 		f = strings.TrimSpace(f)
@@ -179,6 +166,25 @@ func ProbeHostCompiler(ctx context.Context, cfg *Config, cc, cxx string) (*HostC
 	}
 	hc.SharedLibs = libs
 	return hc, nil
+}
+
+// addPrograms adds the programs -print-prog-name answered (progs; "" for
+// a question not asked), found on PATH when answered by a bare name.
+func (hc *HostCompiler) addPrograms(cfg *Config, progs []string) {
+	for _, p := range progs {
+		p = strings.TrimSpace(p)
+		if p == "" {
+			continue
+		}
+		if !filepath.IsAbs(p) {
+			found, err := lookPath(cfg, p)
+			if err != nil {
+				continue // built into the driver (clang's cc1) or unused
+			}
+			p = found
+		}
+		hc.Programs = append(hc.Programs, p)
+	}
 }
 
 // addClang adds, for each driver whose --version text (versions: the C
