@@ -271,6 +271,7 @@ func sharedLibs(ctx context.Context, cfg *Config, progs []string) ([]string, err
 	if err != nil {
 		return nil, &ProbeError{Tool: "ldd", Reason: "cannot list shared libraries: " + err.Error()}
 	}
+	progs = distinctFiles(progs)
 	outs := make([]string, len(progs))
 	errs := make([]error, len(progs))
 	sem := make(chan struct{}, maxParallelProbes)
@@ -306,6 +307,25 @@ func sharedLibs(ctx context.Context, cfg *Config, progs []string) ([]string, err
 		}
 	}
 	return libs, nil
+}
+
+// distinctFiles returns paths without those that resolve to the file an
+// earlier one does (clang-19, clang++-19 and the clang their plans run are
+// one file, and ldd on it maps libLLVM).
+func distinctFiles(paths []string) []string {
+	var out []string
+	seen := map[string]bool{}
+	for _, p := range paths {
+		real, err := filepath.EvalSymlinks(p)
+		if err != nil {
+			real = p // ldd reports the failure
+		}
+		if !seen[real] {
+			seen[real] = true
+			out = append(out, p)
+		}
+	}
+	return out
 }
 
 // ParseLdd reads ldd's output: the absolute paths of the libraries it
