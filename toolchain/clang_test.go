@@ -227,3 +227,37 @@ func TestRecordOf(t *testing.T) {
 		}
 	}
 }
+
+// TestClangNotNamedClang: a clang whose name does not say so (a hard link
+// named cc) is asked gcc's questions first, found to be clang by its
+// --version, and then identified as clang under both policies.
+func TestClangNotNamedClang(t *testing.T) {
+	_, cxx := clangOrSkip(t)
+	cc := filepath.Join(t.TempDir(), "cc")
+	if err := os.Link(mustReal(t, cxx), cc); err != nil {
+		t.Skipf("cannot link clang here: %v", err)
+	}
+	if clangNamed(cc) {
+		t.Fatal("a link named cc is named clang")
+	}
+	cfg := Config{Environ: os.Environ()}
+	v, reason := deviceBuild(&cfg, cc, cc).read(func(string) error { return nil })
+	if reason != "" {
+		t.Fatal(reason)
+	}
+	if tu := v.(inventory.List)[0].(inventory.Tuple); tu[0] != inventory.Str(clangTag) || tu[1] != inventory.Str(cc) {
+		t.Fatalf("record %v", tu)
+	}
+	hc, err := ProbeHostCompiler(context.Background(), &cfg, cc, cc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Its resource directory, relative to where it was run from, does
+	// not exist: only the GCC installation is left.
+	if len(hc.ClangDirs) != 1 || !strings.Contains(hc.ClangDirs[0], "gcc") {
+		t.Fatalf("clang directories %q", hc.ClangDirs)
+	}
+	if _, reason := hc.roots(); reason != "" {
+		t.Fatal(reason)
+	}
+}

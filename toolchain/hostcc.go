@@ -214,7 +214,10 @@ func (hc *HostCompiler) addClang(ctx context.Context, cfg *Config, versions, pla
 		hc.LinkInputs = append(hc.LinkInputs, plan.LinkFiles...)
 		hc.LinkInputs = append(hc.LinkInputs, plan.ConfigFiles...)
 		for _, d := range []string{plan.ResourceDir, plan.GCCInstallation} {
-			if d != "" && !slices.Contains(hc.ClangDirs, d) {
+			// A directory clang names but that does not exist (the
+			// resource directory of a clang copied elsewhere) holds
+			// nothing it reads.
+			if fi, err := os.Stat(d); err == nil && fi.IsDir() && !slices.Contains(hc.ClangDirs, d) {
 				hc.ClangDirs = append(hc.ClangDirs, d)
 			}
 		}
