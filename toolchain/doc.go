@@ -107,6 +107,9 @@
 //     the programs must be ELF files. A driver other than the invoked file
 //     is accepted behind ccache only, and only when ccache --show-config
 //     sets none of compiler, path, prefix_command, prefix_command_cpp.
+//     A clang driver (named clang, or whose --version says clang where no
+//     COLLECT_GCC is reported) has ptojit's record instead, which PyPTO
+//     has none of ("ptojit-clang", see buildclang.go and clang.go).
 //   - device_toolchain on a2a3/a5: [record(the host C++ compiler), (ccec's
 //     real path, the build its installation states), (ld.lld's real path,
 //     evidence)], ccec and ld.lld from <root>/bin (else
