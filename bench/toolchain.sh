@@ -24,3 +24,8 @@ go test -run '^$' -bench 'FirstIdentity' -count 1 -benchtime "${FIRST_BENCHTIME:
 # beside the same read with DigestOnly, alternating, with the median ratio
 # records/digest-only, and the relocation of its digest under a base.
 go test -run '^$' -bench 'BuildFallback' -count "${COUNT:-3}" -benchtime "${BENCHTIME:-15x}" ./toolchain
+
+# BenchmarkFirstIdentityClang: the same first identity with gcc and with
+# clang-19 as the host compilers, under both policies, interleaved, and the
+# median ratios clang/gcc (skipped without clang-19).
+go test -run '^$' -bench 'FirstIdentityClang' -count 1 -benchtime "${FIRST_BENCHTIME:-10x}" ./toolchain

@@ -179,8 +179,13 @@ func TestPtoasVersion(t *testing.T) {
 	root := makePtoas(t, "#!/bin/sh\nprintf 'ptoas 0.9.1\\nbuilt with LLVM 19\\n'\n")
 	cfg := &Config{PtoasRoot: root}
 	ci, launcher := resolvePtoas(context.Background(), cfg)
-	if ci.UnavailableReason != "" || ci.ReportedVersion != "ptoas 0.9.1\nbuilt with LLVM 19\n" || len(ci.Roots) != 0 {
+	if ci.UnavailableReason != "" || ci.ReportedVersion != "ptoas 0.9.1\nbuilt with LLVM 19\n" {
 		t.Fatalf("complete --version text: %+v", ci)
+	}
+	// Beside the version, the launcher's contents (a script loads no
+	// shared library).
+	if len(ci.Roots) != 1 || ci.Roots[0].Path() != filepath.Join(root, "bin", "ptoas") {
+		t.Fatalf("roots %v, want the launcher", ci.Roots)
 	}
 	if launcher != filepath.Join(root, "bin", "ptoas") {
 		t.Fatalf("launcher %q", launcher)
@@ -193,10 +198,36 @@ func TestPtoasVersion(t *testing.T) {
 	if a.Digest == b.Digest || a.Unavailable != "" || b.Unavailable != "" {
 		t.Fatal("dev build shares the release's identity")
 	}
+	// Another build printing the same version (every local build of PTOAS
+	// prints "ptoas 0.27") has another identity.
+	other := makePtoas(t, "#!/bin/sh\nprintf 'ptoas 0.9.1\\nbuilt with LLVM 19\\n'\n# another build\n")
+	co, _ := resolvePtoas(context.Background(), &Config{PtoasRoot: other})
+	if co.ReportedVersion != ci.ReportedVersion || contentIdentity(Ptoas, co, optsNone).Digest == a.Digest {
+		t.Fatalf("a build printing the same version shares the identity: %+v", co)
+	}
 	// PTOAS_ROOT is the default.
 	env := map[string]string{PtoasRootEnv: root}
 	if ci, _ := resolvePtoas(context.Background(), &Config{Getenv: func(k string) string { return env[k] }}); ci.ReportedVersion == "" {
 		t.Fatal("PTOAS_ROOT not used")
+	}
+}
+
+// TestPtoasFiles: an ELF ptoas is read with the shared libraries it loads.
+func TestPtoasFiles(t *testing.T) {
+	exe, err := exec.LookPath("true")
+	if err != nil || !isELF(mustReal(t, exe)) {
+		t.Skip("no ELF true")
+	}
+	roots, err := ptoasFiles(context.Background(), &Config{}, exe)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var paths []string
+	for _, r := range roots {
+		paths = append(paths, r.Path())
+	}
+	if len(paths) < 2 || paths[0] != exe || !strings.Contains(strings.Join(paths, " "), "libc.so") {
+		t.Fatalf("roots %q, want the executable and libc", paths)
 	}
 }
 

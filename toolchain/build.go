@@ -64,11 +64,35 @@ func withEpoch(out ComponentIdentity, in *ToolchainInputs, rec *buildRecord) Com
 		out.Unavailable = "build record has no identity: " + err.Error()
 		return out
 	}
+	out.Record = recordOf(rec.value)
 	out = finish(out, inventory.Dict{"reported_version": inventory.Str(rv)})
 	if out.Unavailable == "" {
 		out.build = rec
 	}
 	return out
+}
+
+// recordOf says whose record value is: ptojit's when it is the content
+// fallback or a list of compiler records (the device toolchain) holding a
+// clang record, else PyPTO's.
+func recordOf(value inventory.Value) string {
+	tag := func(v inventory.Value) inventory.Value {
+		if t, ok := v.(inventory.Tuple); ok && len(t) > 0 {
+			return t[0]
+		}
+		return nil
+	}
+	if tag(value) == inventory.Str(RecordContents) {
+		return RecordContents
+	}
+	if l, ok := value.(inventory.List); ok {
+		for _, v := range l {
+			if tag(v) == inventory.Str(RecordClang) {
+				return RecordClang
+			}
+		}
+	}
+	return RecordPyPTO
 }
 
 // buildValue reads the value of one component's build-policy identity

@@ -44,6 +44,9 @@ func compilerRecord(cfg *Config, invoked string, before func(string) error) (inv
 	if !isELF(invoked) {
 		return nil, "Unsupported compiler launcher (requires dependency adapter): " + invoked
 	}
+	if clangNamed(invoked) {
+		return clangRecord(cfg, invoked, before)
+	}
 	ctx := context.Background()
 	var (
 		wg               sync.WaitGroup
@@ -65,6 +68,9 @@ func compilerRecord(cfg *Config, invoked string, before func(string) error) (inv
 		if err != nil {
 			return nil, "compiler " + invoked + ": " + err.Error()
 		}
+	}
+	if !strings.Contains(verbose+verbErr, "COLLECT_GCC=") && isClang(version+verErr) {
+		return clangRecord(cfg, invoked, before)
 	}
 	programs := inventory.List{}
 	for i, name := range gccPrograms {
@@ -142,6 +148,13 @@ func driverExecuted(cfg *Config, out, invoked string) (string, string) {
 	if !found {
 		return "", "Cannot identify the compiler driver actually executed: " + invoked
 	}
+	return acceptDriver(cfg, name, invoked)
+}
+
+// acceptDriver is the real path of name, the driver a compiler reports it
+// executed, when that is the invoked file or ccache runs it without
+// redirects (see driverExecuted).
+func acceptDriver(cfg *Config, name, invoked string) (string, string) {
 	real, err := filepath.EvalSymlinks(name)
 	if err == nil {
 		real, err = filepath.Abs(real)

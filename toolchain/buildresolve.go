@@ -30,9 +30,10 @@ func attachBuild(ctx context.Context, cfg *Config, in *ToolchainInputs) {
 		if in.Ptoas.build == nil && in.PtoasLauncher != "" {
 			in.Ptoas.build = consolePtoasBuild(cfg, in.PtoasLauncher)
 		}
-		if in.Ptoas.build == nil && len(in.Ptoas.Roots) == 0 {
+		if in.Ptoas.build == nil {
 			// Neither an ELF file nor a Python launcher: its root's
-			// contents, with the version.
+			// contents, with the version (not the launcher's files
+			// the content policy reads beside the version).
 			root := cfg.PtoasRoot
 			if root == "" {
 				root = cfg.getenv(PtoasRootEnv)

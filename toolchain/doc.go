@@ -29,8 +29,12 @@
 //     holds exactly the pinned tree (see CheckPtoIsa); otherwise the root's
 //     contents.
 //   - ptoas: the launcher selected by the explicit root or PTOAS_ROOT;
-//     reported_version is its complete --version output. A failed probe
-//     falls back to the root's contents; no root is unavailable.
+//     reported_version is its complete --version output, and the content
+//     roots are the launcher and, for an ELF launcher, the shared
+//     libraries it loads (ldd): a local build of PTOAS from any commit
+//     prints "ptoas 0.27", so the version alone cannot tell two builds
+//     apart. A failed probe falls back to the root's contents; no root is
+//     unavailable.
 //   - device_toolchain: on a2a3/a5 the CANN installation (explicit root or
 //     ASCEND_HOME_PATH): reported_version "innerversion=<v>" (or
 //     "version=<v>") from the one ascend_toolkit_install.info the root
@@ -57,7 +61,7 @@
 // Under the content policy a component's evidence is a Dict with any of
 //
 //	verified_revision  Str  (only pto_isa; its roots are then not read)
-//	reported_version   Str  (ptoas, device_toolchain)
+//	reported_version   Str  (ptoas, device_toolchain; both have content too)
 //	fallback_reason    Str  (device_toolchain read by content: why its version was not used)
 //	content            Str  64 lowercase hex of inventory.Fingerprint(roots).Digest
 //
@@ -107,6 +111,9 @@
 //     the programs must be ELF files. A driver other than the invoked file
 //     is accepted behind ccache only, and only when ccache --show-config
 //     sets none of compiler, path, prefix_command, prefix_command_cpp.
+//     A clang driver (named clang, or whose --version says clang where no
+//     COLLECT_GCC is reported) has ptojit's record instead, which PyPTO
+//     has none of ("ptojit-clang", see buildclang.go and clang.go).
 //   - device_toolchain on a2a3/a5: [record(the host C++ compiler), (ccec's
 //     real path, the build its installation states), (ld.lld's real path,
 //     evidence)], ccec and ld.lld from <root>/bin (else

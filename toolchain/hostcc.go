@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 
@@ -39,6 +40,9 @@ type HostCompiler struct {
 	LinkInputs  []string // what -print-file-name found
 	IncludeDirs []string // the include search lists of -E -v (C then C++)
 	SharedLibs  []string // what ldd says the drivers and programs load
+	// ClangDirs are the resource directory and the selected GCC
+	// installation of each clang driver (addClang).
+	ClangDirs []string
 }
 
 // resolveHostCompiler identifies the host C and C++ compilers of a sim
@@ -101,29 +105,72 @@ func ProbeHostCompiler(ctx context.Context, cfg *Config, cc, cxx string) (*HostC
 		progs     [4]string
 		search    string
 		vOut      [2]string
+		plans     [2]string
 		linkFound = make([]string, len(cLinkInputs)+len(cxxLinkInputs))
+		named     = [2]bool{clangNamed(cc), clangNamed(cxx)}
 	)
 	jobs := []hostProbe{
 		{cc, []string{"--version"}, &versions[0], false},
 		{cxx, []string{"--version"}, &versions[1], false},
-		{cc, []string{"-print-prog-name=cc1"}, &progs[0], false},
-		{cxx, []string{"-print-prog-name=cc1plus"}, &progs[1], false},
-		{cc, []string{"-print-prog-name=as"}, &progs[2], false},
-		{cc, []string{"-print-prog-name=ld"}, &progs[3], false},
-		{cc, []string{"-print-search-dirs"}, &search, false},
 		{cc, []string{"-E", "-v", "-x", "c", os.DevNull}, &vOut[0], true},
 		{cxx, []string{"-E", "-v", "-x", "c++", os.DevNull}, &vOut[1], true},
 	}
-	for i, f := range cLinkInputs {
-		jobs = append(jobs, hostProbe{cc, []string{"-print-file-name=" + f}, &linkFound[i], false})
+	// A driver named clang says in its plan what it runs and links,
+	// which the questions asked of gcc answer only in part; each clang
+	// process costs about ten of gcc's (it loads libLLVM). Its program
+	// directory is LLVM's bin (every LLVM tool installed, 415 MB with
+	// MLIR's on Debian): what it runs from there the plan names.
+	if !named[0] {
+		jobs = append(jobs, hostProbe{cc, []string{"-print-search-dirs"}, &search, false},
+			hostProbe{cc, []string{"-print-prog-name=cc1"}, &progs[0], false},
+			hostProbe{cc, []string{"-print-prog-name=as"}, &progs[2], false},
+			hostProbe{cc, []string{"-print-prog-name=ld"}, &progs[3], false})
+		for i, f := range cLinkInputs {
+			jobs = append(jobs, hostProbe{cc, []string{"-print-file-name=" + f}, &linkFound[i], false})
+		}
 	}
-	for i, f := range cxxLinkInputs {
-		jobs = append(jobs, hostProbe{cxx, []string{"-print-file-name=" + f}, &linkFound[len(cLinkInputs)+i], false})
+	if !named[1] {
+		jobs = append(jobs, hostProbe{cxx, []string{"-print-prog-name=cc1plus"}, &progs[1], false})
+		for i, f := range cxxLinkInputs {
+			jobs = append(jobs, hostProbe{cxx, []string{"-print-file-name=" + f}, &linkFound[len(cLinkInputs)+i], false})
+		}
+	}
+	for i, drv := range []string{cc, cxx} {
+		if named[i] {
+			jobs = append(jobs, hostProbe{drv, clangPlanArgs, &plans[i], true})
+		}
 	}
 	if err := runHostProbes(ctx, cfg, jobs); err != nil {
 		return nil, err
 	}
 	hc.CCVersion, hc.CXXVersion = versions[0], versions[1]
+	hc.addPrograms(cfg, progs[:])
+	hc.InstallDir, hc.ProgramDirs = ParseSearchDirs(search)
+	for _, f := range linkFound {
+		f = strings.TrimSpace(f)
+		if filepath.IsAbs(f) {
+			if _, err := os.Stat(f); err == nil {
+				hc.LinkInputs = append(hc.LinkInputs, f)
+			}
+		}
+	}
+	for _, out := range vOut {
+		hc.IncludeDirs = append(hc.IncludeDirs, ParseIncludeDirs(out)...)
+	}
+	if err := hc.addClang(ctx, cfg, versions, plans); err != nil {
+		return nil, err
+	}
+	libs, err := sharedLibs(ctx, cfg, append([]string{cc, cxx}, hc.Programs...))
+	if err != nil {
+		return nil, err
+	}
+	hc.SharedLibs = libs
+	return hc, nil
+}
+
+// addPrograms adds the programs -print-prog-name answered (progs; "" for
+// a question not asked), found on PATH when answered by a bare name.
+func (hc *HostCompiler) addPrograms(cfg *Config, progs []string) {
 	for _, p := range progs {
 		p = strings.TrimSpace(p)
 		if p == "" {
@@ -138,24 +185,44 @@ func ProbeHostCompiler(ctx context.Context, cfg *Config, cc, cxx string) (*HostC
 		}
 		hc.Programs = append(hc.Programs, p)
 	}
-	hc.InstallDir, hc.ProgramDirs = ParseSearchDirs(search)
-	for _, f := range linkFound {
-		f = strings.TrimSpace(f)
-		if filepath.IsAbs(f) {
-			if _, err := os.Stat(f); err == nil {
-				hc.LinkInputs = append(hc.LinkInputs, f)
+}
+
+// addClang adds, for each driver whose --version text (versions: the C
+// driver's, the C++ driver's) is clang's, what its plan (plans: the output
+// of clangPlanArgs, "" when not asked yet) names: the programs it runs, the
+// files its link reads, its configuration files, its resource directory
+// and the GCC installation it selected. gcc reports all of these through
+// the probes ProbeHostCompiler runs for every other compiler; clang does
+// not.
+func (hc *HostCompiler) addClang(ctx context.Context, cfg *Config, versions, plans [2]string) error {
+	for i, driver := range []string{hc.CC, hc.CXX} {
+		if !isClang(versions[i]) {
+			if plans[i] != "" {
+				return &ProbeError{Tool: filepath.Base(driver), Args: []string{"--version"}, Reason: "a driver named clang is not clang"}
+			}
+			continue
+		}
+		plan, err := clangPlanOf(ctx, cfg, driver, plans[i])
+		if err != nil {
+			return err
+		}
+		for _, p := range plan.Programs {
+			if !slices.Contains(hc.Programs, p) {
+				hc.Programs = append(hc.Programs, p)
+			}
+		}
+		hc.LinkInputs = append(hc.LinkInputs, plan.LinkFiles...)
+		hc.LinkInputs = append(hc.LinkInputs, plan.ConfigFiles...)
+		for _, d := range []string{plan.ResourceDir, plan.GCCInstallation} {
+			// A directory clang names but that does not exist (the
+			// resource directory of a clang copied elsewhere) holds
+			// nothing it reads.
+			if fi, err := os.Stat(d); err == nil && fi.IsDir() && !slices.Contains(hc.ClangDirs, d) {
+				hc.ClangDirs = append(hc.ClangDirs, d)
 			}
 		}
 	}
-	for _, out := range vOut {
-		hc.IncludeDirs = append(hc.IncludeDirs, ParseIncludeDirs(out)...)
-	}
-	libs, err := sharedLibs(ctx, cfg, append([]string{cc, cxx}, hc.Programs...))
-	if err != nil {
-		return nil, err
-	}
-	hc.SharedLibs = libs
-	return hc, nil
+	return nil
 }
 
 // hostProbe is one run of a compiler driver: prog with args, whose
@@ -207,6 +274,7 @@ func sharedLibs(ctx context.Context, cfg *Config, progs []string) ([]string, err
 	if err != nil {
 		return nil, &ProbeError{Tool: "ldd", Reason: "cannot list shared libraries: " + err.Error()}
 	}
+	progs = distinctFiles(progs)
 	outs := make([]string, len(progs))
 	errs := make([]error, len(progs))
 	sem := make(chan struct{}, maxParallelProbes)
@@ -242,6 +310,25 @@ func sharedLibs(ctx context.Context, cfg *Config, progs []string) ([]string, err
 		}
 	}
 	return libs, nil
+}
+
+// distinctFiles returns paths without those that resolve to the file an
+// earlier one does (clang-19, clang++-19 and the clang their plans run are
+// one file, and ldd on it maps libLLVM).
+func distinctFiles(paths []string) []string {
+	var out []string
+	seen := map[string]bool{}
+	for _, p := range paths {
+		real, err := filepath.EvalSymlinks(p)
+		if err != nil {
+			real = p // ldd reports the failure
+		}
+		if !seen[real] {
+			seen[real] = true
+			out = append(out, p)
+		}
+	}
+	return out
 }
 
 // ParseLdd reads ldd's output: the absolute paths of the libraries it
@@ -285,6 +372,7 @@ func (hc *HostCompiler) roots() ([]inventory.ContentRoot, string) {
 		paths = append(paths, hc.InstallDir)
 	}
 	paths = append(paths, hc.ProgramDirs...)
+	paths = append(paths, hc.ClangDirs...)
 	paths = append(paths, hc.LinkInputs...)
 	paths = append(paths, hc.IncludeDirs...)
 	paths = append(paths, hc.SharedLibs...)

@@ -234,9 +234,48 @@ func resolvePtoas(ctx context.Context, cfg *Config) (ComponentInputs, string) {
 	if err != nil || strings.TrimSpace(out) == "" {
 		return proven(ci), launcher // failed probe: the root's contents identify it
 	}
-	ci.Roots = nil
 	ci.ReportedVersion = out
+	if ci.Roots, err = ptoasFiles(ctx, cfg, launcher); err != nil {
+		return Unavailable("ptoas " + launcher + ": " + err.Error()), launcher
+	}
 	return proven(ci), launcher
+}
+
+// ptoasFiles are the content roots of a ptoas whose --version answered:
+// the launcher and, for an ELF file, the shared libraries it loads
+// (ldd). The complete --version text stays the reported version, as
+// seed 003 asks, but it cannot tell builds apart: a local build of PTOAS
+// from any commit prints "ptoas 0.27" (its CMake project version; only a
+// build at an exact release tag prints another), so two builds with
+// different passes or lowering would share an identity. The contents of
+// the executable and of what it loads (for a build on Debian's LLVM 19,
+// libMLIR and libLLVM) are the further part that does.
+func ptoasFiles(ctx context.Context, cfg *Config, launcher string) ([]inventory.ContentRoot, error) {
+	var libs []string
+	if isELF(launcher) {
+		var err error
+		if libs, err = sharedLibs(ctx, cfg, []string{launcher}); err != nil {
+			return nil, err
+		}
+	}
+	var roots []inventory.ContentRoot
+	seen := map[string]bool{}
+	for _, p := range append([]string{launcher}, libs...) {
+		res, err := filepath.EvalSymlinks(p)
+		if err != nil {
+			return nil, err
+		}
+		if seen[res] {
+			continue
+		}
+		seen[res] = true
+		r, err := inventory.NewContentRoot(p, false)
+		if err != nil {
+			return nil, err
+		}
+		roots = append(roots, r)
+	}
+	return roots, nil
 }
 
 func isExecutableFile(p string) bool {

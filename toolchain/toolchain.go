@@ -239,12 +239,24 @@ type ComponentIdentity struct {
 	// Files and Bytes count what was read for the content evidence.
 	Files int
 	Bytes int64
+	// Record says whose record the build policy's evidence digests
+	// (RecordPyPTO, RecordContents, RecordClang); "" under the content
+	// policy.
+	Record string
 
 	// build is the build-policy record the reported version digests (nil
 	// under the content policy): RelocatedBuildDigest reads it. Shared
 	// with the memo like Evidence.
 	build *buildRecord
 }
+
+// Whose record a build-policy identity digests: PyPTO's _build_identity
+// record, byte for byte, or one ptojit adds where PyPTO has none.
+const (
+	RecordPyPTO    = "pypto"
+	RecordContents = "ptojit-content" // the component's contents (build.go)
+	RecordClang    = clangTag         // a clang driver among the compilers (buildclang.go)
+)
 
 // Identity is the identity of a whole toolchain. Safe for concurrent reads.
 type Identity struct {

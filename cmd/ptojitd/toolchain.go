@@ -39,8 +39,10 @@ Evidence under the content policy (the default):
                     With --pto-isa-url, a checkout that is missing or not
                     exactly at the pin is cloned again from there first.
   ptoas             reported_version = the complete output of the launcher's
-                    --version (bin/ptoas or ptoas in the root); the root's
-                    contents when that probe fails
+                    --version (bin/ptoas or ptoas in the root), and the
+                    contents of the launcher and the shared libraries it
+                    loads (every local build of PTOAS prints "ptoas 0.27");
+                    the root's contents when that probe fails
   device_toolchain  a2a3, a5: the CANN innerversion (else version) from its
                     one ascend_toolkit_install.info (in the root or its
                     x86_64-, aarch64- or arm64-linux directory), else every
@@ -57,11 +59,17 @@ Evidence under the content policy (the default):
 --policy build (or PYPTO_CACHE_IDENTITY=build) identifies ELF files by their
 GNU build-id, source checkouts by their revision (a dirty checkout is
 unavailable) and folds PYPTO_CACHE_EPOCH in; its digests never equal the
-content policy's.
+content policy's. Its evidence digests PyPTO's record of each component,
+byte for byte, except where PyPTO has none and ptojit adds its own: the
+contents of a component PyPTO cannot identify ("record": "ptojit-content")
+and a clang compiler ("record": "ptojit-clang": its --version, the Build-IDs
+of clang, the linker and the libraries they load, its resource directory,
+the GCC installation it selected and the files its link reads).
 
 Roots default to PTOAS_ROOT, ASCEND_HOME_PATH and PTO_ISA_ROOT. --json prints
 {"usable", "digest", "policy", "components": {name: {"digest", "evidence",
-"unavailable", "files", "bytes"}}, "tools": {...}, "seconds"}.`,
+"unavailable", "files", "bytes", "record"}}, "tools": {...}, "seconds"};
+"record" (build policy only) is "pypto", "ptojit-content" or "ptojit-clang".`,
 		Setup: func(fs *pflag.FlagSet) cli.RunFunc {
 			var o toolchainOptions
 			fs.BoolVar(&o.json, "json", false, "print a JSON object")
@@ -107,6 +115,7 @@ type toolchainComponent struct {
 	Unavailable *string        `json:"unavailable"`
 	Files       int            `json:"files"`
 	Bytes       int64          `json:"bytes"`
+	Record      string         `json:"record,omitempty"`
 }
 
 // progressDelay is how long a capture runs before the progress line shows.
@@ -216,7 +225,7 @@ func toolchainJSON(id *toolchain.Identity, in *toolchain.ToolchainInputs) *toolc
 				tc.Evidence[string(k)] = valueJSON(v)
 			}
 		}
-		tc.Files, tc.Bytes = c.Files, c.Bytes
+		tc.Files, tc.Bytes, tc.Record = c.Files, c.Bytes, c.Record
 		res.Components[c.Name] = tc
 		res.order = append(res.order, c.Name)
 	}
@@ -293,6 +302,9 @@ func printToolchain(w io.Writer, res *toolchainResult) error {
 				val += fmt.Sprintf(" (%d files, %s)", c.Files, cache.FormatSize(c.Bytes))
 			}
 			fmt.Fprintf(&b, "  %s: %s\n", k, val)
+		}
+		if c.Record != "" && c.Record != toolchain.RecordPyPTO {
+			fmt.Fprintf(&b, "  record: %s (ptojit's; PyPTO has none)\n", c.Record)
 		}
 	}
 	if res.Digest != nil {

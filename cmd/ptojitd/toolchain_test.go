@@ -94,8 +94,38 @@ type toolchainOut struct {
 		Unavailable *string        `json:"unavailable"`
 		Files       int            `json:"files"`
 		Bytes       int64          `json:"bytes"`
+		Record      string         `json:"record"`
 	} `json:"components"`
 	Tools map[string]string `json:"tools"`
+}
+
+// TestToolchainRecords: under the build policy each component says whose
+// record its evidence digests; under content none does, and ptoas has the
+// contents of its launcher beside its version.
+func TestToolchainRecords(t *testing.T) {
+	dir, flags := toolchainFixture(t)
+	want := map[string]map[string]string{
+		"build":   {"pto_isa": "pypto", "ptoas": "ptojit-content"},
+		"content": {"pto_isa": "", "ptoas": ""},
+	}
+	for policy, records := range want {
+		stdout, stderr, code := runEngine(t, dir, nil, append([]string{"toolchain", "--json", "--policy", policy}, flags...)...)
+		if code != 0 || stderr != "" {
+			t.Fatalf("%s: exit %d\n%s%s", policy, code, stdout, stderr)
+		}
+		var res toolchainOut
+		if err := json.Unmarshal([]byte(stdout), &res); err != nil {
+			t.Fatal(err)
+		}
+		for name, rec := range records {
+			if got := res.Components[name].Record; got != rec {
+				t.Errorf("%s: %s record %q, want %q", policy, name, got, rec)
+			}
+		}
+		if _, ok := res.Components["ptoas"].Evidence["content"]; policy == "content" && !ok {
+			t.Errorf("content: ptoas evidence %v has no content", res.Components["ptoas"].Evidence)
+		}
+	}
 }
 
 func TestToolchainCommand(t *testing.T) {

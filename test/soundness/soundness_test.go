@@ -20,13 +20,14 @@
 // rewrite of the loose ref, and through packed-refs; the ptoas launcher
 // replaced; another cc first on PATH; a semantic variable set and unset;
 // an output edited in place with its time restored, and one replaced by a
-// rename. It prints how many changes the daemon answered exactly as the
+// rename; clang-19 swapped in for gcc and back, twice. It prints how many changes the daemon answered exactly as the
 // fresh process did and fails naming each one it did not. After a wrong
 // answer it goes on with a new daemon on a new cache directory, warmed on
 // the world as it is, so that each change is judged on its own.
 //
 // `go test ./test/soundness` runs it, the same in -short mode and in CI
-// (43 changes, 87 builds: 20 to 90 s on 2 shared cores). The full run,
+// (47 changes, 95 builds: 20 to 120 s on 2 shared cores; the last four,
+// the compiler swaps, need clang-19 and are left out without it). The full run,
 // printing the table of every change and both answers:
 //
 //	go test -count=1 -v -run '^TestSoundness$' ./test/soundness
@@ -40,6 +41,7 @@ import (
 	"bytes"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -275,6 +277,29 @@ func changes() []change {
 	}
 }
 
+// compilerSwaps swap Debian's clang-19 in for gcc (CC and CXX), gcc back,
+// and both again (the daemon's memos of each compiler answer the second
+// swaps). Without clang-19 there are none (in CI that fails the test).
+func compilerSwaps(t *testing.T) []change {
+	clang, err1 := exec.LookPath("clang-19")
+	clangxx, err2 := exec.LookPath("clang++-19")
+	if err1 != nil || err2 != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("no clang-19: the soundness suite swaps it for gcc (apt-get install clang-19)")
+		}
+		t.Log("the compiler swaps are left out: clang-19 is not installed (apt-get install clang-19)")
+		return nil
+	}
+	toClang := func(w *world) { w.vars["CC"], w.vars["CXX"] = clang, clangxx }
+	toGCC := func(w *world) { delete(w.vars, "CC"); delete(w.vars, "CXX") }
+	return []change{
+		{"clang for gcc (CC=clang-19, CXX=clang++-19)", toClang},
+		{"gcc back (CC and CXX unset)", toGCC},
+		{"clang again", toClang},
+		{"gcc again", toGCC},
+	}
+}
+
 // writeRef points the loose ref refs/heads/name at commit as a library
 // writing refs directly would: a new file beside it renamed over it, and
 // nothing else of .git touched.
@@ -382,7 +407,7 @@ func TestSoundness(t *testing.T) {
 	exact := 0
 	// Each change is applied to the world the ones before it left, and the
 	// same warm daemon answers, unless it answered one wrongly.
-	for _, c := range changes() {
+	for _, c := range append(changes(), compilerSwaps(t)...) {
 		c.apply(w)
 		d := w.viaDaemon()
 		f := w.viaFresh()
