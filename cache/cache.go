@@ -65,7 +65,8 @@
 // store that keeps its counters in that store. Badger persists counters
 // in the database in batches like LastUsed, so a process that is killed may
 // lose its last few counts. Clear empties a store and keeps its counters;
-// nothing zeroes them but removing the database (Wipe).
+// ZeroCounts zeroes them (as ccache -z does) and notes when, and removing
+// the database (Wipe) removes them with it.
 //
 // # Read-only stores
 //

@@ -15,8 +15,8 @@ import (
 // Stats that describe the store now (Entries, Bytes, MaxBytes, Health) are
 // not counters. Implementations are safe for concurrent use.
 //
-// Nothing zeroes the counters: Clear empties the store and keeps them
-// (see Maintenance.Clear), and only removing the store's database (Wipe)
+// Clear empties the store and keeps the counters (see Maintenance.Clear);
+// ZeroCounts zeroes them, and removing the store's database (Wipe)
 // removes them.
 type Counters interface {
 	// AddCounts adds the event counts of d.

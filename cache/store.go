@@ -62,7 +62,7 @@ type Maintenance interface {
 	// Clear removes every entry and blob. It is not a reset of the
 	// counters: hits, misses and the other event counts are kept (and
 	// Entries and Bytes drop to 0 because they describe the store now).
-	// No operation zeroes the counters; removing the database (Wipe)
+	// ZeroCounts zeroes the counters; removing the database (Wipe)
 	// removes them with it.
 	Clear(ctx context.Context) error
 	// Stats returns the counters and the size.
