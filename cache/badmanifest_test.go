@@ -14,7 +14,7 @@ func TestVerifyReportsDamagedManifest(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer b.Close()
-	for name, s := range map[string]Store{"memory": NewMemory(Options{}), "badger": b} {
+	for name, s := range map[string]testStore{"memory": NewMemory(Options{}), "badger": b} {
 		t.Run(name, func(t *testing.T) {
 			bad, good := Key{1}, Key{2}
 			for k, meta := range map[Key]string{bad: `{"variants": [`, good: `{"variants": []}`} {
@@ -22,7 +22,7 @@ func TestVerifyReportsDamagedManifest(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			r, err := s.Verify(ctx)
+			r, err := Verify(ctx, s, false)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -50,7 +50,7 @@ func TestVerifyReportsDamagedLatestRecord(t *testing.T) {
 	}
 	defer b.Close()
 	k := Key{7}.String()
-	for name, s := range map[string]Store{"memory": NewMemory(Options{}), "badger": b} {
+	for name, s := range map[string]testStore{"memory": NewMemory(Options{}), "badger": b} {
 		t.Run(name, func(t *testing.T) {
 			recs := map[Key]map[string]string{
 				{1}: {"kind": "latest", "key": k, "result": "zz"},
@@ -62,7 +62,7 @@ func TestVerifyReportsDamagedLatestRecord(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			r, err := s.Verify(ctx)
+			r, err := Verify(ctx, s, false)
 			if err != nil {
 				t.Fatal(err)
 			}

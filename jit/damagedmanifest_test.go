@@ -33,12 +33,12 @@ func TestDamagedManifestIsCountedAndRemoved(t *testing.T) {
 	if err := store.Put(ctx, &bad, nil); err != nil {
 		t.Fatal(err)
 	}
-	before, _ := store.Stats(ctx)
+	before, _ := cache.ReadStats(ctx, store)
 	r = build(t, d, req, api.StatusMiss)
 	if !strings.Contains(r.MissReason, cache.ReasonDamaged) {
 		t.Errorf("miss reason %q does not say the manifest is damaged", r.MissReason)
 	}
-	after, _ := store.Stats(ctx)
+	after, _ := cache.ReadStats(ctx, store)
 	if after.Damaged != before.Damaged+1 {
 		t.Errorf("damaged %d -> %d, want one more", before.Damaged, after.Damaged)
 	}

@@ -624,7 +624,7 @@ func (d *Driver) lookupQuiet(ctx context.Context, id *identity) (*storedHit, str
 	if err != nil || why != "" {
 		return nil, why, err
 	}
-	if _, err := d.opt.Store.Entry(ctx, rk); errors.Is(err, cache.ErrMiss) {
+	if _, err := cache.Lookup(ctx, d.opt.Store, rk); errors.Is(err, cache.ErrMiss) {
 		return nil, "no entry", nil
 	} else if err != nil {
 		return nil, "", fmt.Errorf("cache lookup: %w", err)
@@ -644,7 +644,7 @@ func (d *Driver) resultKeyPhases(ctx context.Context, id *identity, ph *phases) 
 	// The result of the empty header set, encoded only when no variant
 	// matches: a hit takes its key from the manifest.
 	noHeaders := func() cache.Key { return cache.Key(inventory.MustDigest(resultRecord(id.record, nil))) }
-	e, err := d.opt.Store.Entry(ctx, cache.Key(id.key))
+	e, err := cache.Lookup(ctx, d.opt.Store, cache.Key(id.key))
 	ph.mark("lookup")
 	var me *cache.MissError
 	switch {
@@ -670,14 +670,14 @@ func (d *Driver) resultKeyPhases(ctx context.Context, id *identity, ph *phases) 
 // parse, and counts it as damaged, as the store does with a damaged entry
 // Get finds; it returns the reason of the miss.
 func (d *Driver) damagedManifest(ctx context.Context, id *identity, err error) string {
-	_ = d.opt.Store.Delete(ctx, cache.Key(id.key))
+	_ = cache.Delete(ctx, d.opt.Store, cache.Key(id.key))
 	_ = cache.Count(ctx, d.opt.Store, cache.EventDamaged, "manifest")
 	return "manifest " + cache.ReasonDamaged + "unreadable: " + err.Error()
 }
 
 // knownHeaders returns the headers the key's manifest names, for settle.
 func (d *Driver) knownHeaders(ctx context.Context, id *identity) []string {
-	e, err := d.opt.Store.Entry(ctx, cache.Key(id.key))
+	e, err := cache.Lookup(ctx, d.opt.Store, cache.Key(id.key))
 	if err != nil {
 		return nil
 	}
@@ -761,7 +761,7 @@ func (d *Driver) publish(ctx context.Context, id *identity, res *compileResult, 
 		absent[i] = id.base.rel(p)
 	}
 	var old string
-	if e, err := store.Entry(ctx, cache.Key(id.key)); err == nil {
+	if e, err := cache.Lookup(ctx, store, cache.Key(id.key)); err == nil {
 		old = e.Meta["manifest"]
 	}
 	mj := mergeManifest(old, variant{Headers: headers, Absent: absent, Result: hex.EncodeToString(rk[:])})
