@@ -248,6 +248,12 @@ func TestCorruptBlobIsAMiss(t *testing.T) {
 	if err := cache.FaultInjector(store).CorruptBlob(context.Background(), digest); err != nil {
 		t.Fatal(err)
 	}
+	// A hit whose output is in place reads no blob (the file has the
+	// output's digest); one whose output is gone reads it and meets the
+	// damage.
+	if err := os.Remove(filepath.Join(req.OutputDir, CallableName)); err != nil {
+		t.Fatal(err)
+	}
 	r := build(t, d, req, api.StatusMiss)
 	if r.MissReason == "" || r.Hashid != first.Hashid {
 		t.Errorf("miss reason %q, hashid %s want %s", r.MissReason, r.Hashid, first.Hashid)
