@@ -56,8 +56,8 @@ func faceOf(s Core) (f face, c *Counting, readOnly bool, err error) {
 		}
 		switch t := s.(type) {
 		case interface{ counting() *Counting }:
-			c := t.counting()
-			return c.s, c, readOnly, nil
+			cs := t.counting()
+			return cs.s, cs, readOnly, nil
 		case face:
 			return t, nil, readOnly, nil
 		case interface{ Unwrap() Core }:
