@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -21,10 +20,10 @@ import (
 
 // Badger database layout. Every key starts with a one-byte kind:
 //
-//	'e' key(32)     -> entry (see entry.go)
+//	'e' key(32)     -> entry (see Stored formats)
 //	'u' key(32)     -> last use, 8 bytes big-endian Unix nanoseconds
 //	'b' digest(32)  -> blob bytes, for a blob of at most one chunk
-//	'l' digest(32)  -> chunk list of a larger blob (see chunk.go)
+//	'l' digest(32)  -> chunk list of a larger blob (see Stored formats)
 //	'c' upload(16) index(4, big-endian) -> one chunk of a chunked blob
 //	's' name        -> counter, 8 bytes big-endian; names are hits, misses,
 //	                   uncached, errors, corrupt, evictions, damaged and
@@ -90,19 +89,24 @@ func (e *OpenError) Error() string { return fmt.Sprintf("cache: open %s: %v", e.
 
 func (e *OpenError) Unwrap() error { return e.Err }
 
-// Badger is a Store in a Badger database directory: the uncounted store
-// (badgerDB) wrapped in a Counting store whose counters it persists. It is
-// safe for concurrent use by multiple goroutines; only one process may
-// open a directory at a time (read-only stores share it with other
+// Badger is a store in a Badger database directory: the uncounted store
+// (badgerDB) in a Counting store whose counters it persists; its methods
+// are those of the Counting store, with Dir, Healthy and FaultInjector's.
+// It is safe for concurrent use by multiple goroutines; only one process
+// may open a directory at a time (read-only stores share it with other
 // read-only stores, not with a writer).
 type Badger struct {
-	*badgerDB
-	counted *Counting
+	*Counting
+	uncountedBadger
 }
+
+// uncountedBadger holds the badgerDB of a Badger one level below its
+// Counting store, so that the Counting store's methods are Badger's.
+type uncountedBadger struct{ *badgerDB }
 
 // badgerDB is the store in a Badger database directory without the event
 // counts of a Counting store (it counts only its own evictions); it keeps
-// the counters of the Counting store that wraps it (Counters). Safe for
+// the counters of the Counting store that wraps it (see face). Safe for
 // concurrent use.
 type badgerDB struct {
 	opt Options
@@ -162,19 +166,11 @@ type badgerDB struct {
 }
 
 var (
-	_ Store         = (*Badger)(nil)
-	_ Checker       = (*Badger)(nil)
+	_ EventCounter  = (*Badger)(nil)
 	_ FaultInjector = (*Badger)(nil)
-	_ Counters      = (*badgerDB)(nil)
-	_ Evicter       = (*badgerDB)(nil)
+	_ face          = (*badgerDB)(nil)
+	_ badger.Logger = Logger(nil) // Options.Logger goes to Badger as it is
 )
-
-type badgerLogger struct{ Logger }
-
-func (l badgerLogger) Errorf(f string, a ...interface{})   { l.Logger.Errorf(f, a...) }
-func (l badgerLogger) Warningf(f string, a ...interface{}) { l.Logger.Warningf(f, a...) }
-func (l badgerLogger) Infof(f string, a ...interface{})    { l.Logger.Infof(f, a...) }
-func (l badgerLogger) Debugf(f string, a ...interface{})   { l.Logger.Debugf(f, a...) }
 
 // Open opens or creates the store in dir (created with mode 0700, see
 // prepareDir). A store whose file system has less free space than the
@@ -251,7 +247,7 @@ func Open(dir string, opt Options) (*Badger, error) {
 		tightenFiles(dir) // what Badger created while opening
 		go b.flusher()
 	}
-	return &Badger{badgerDB: b, counted: Counted(b, b)}, nil
+	return &Badger{Counting: &Counting{s: b, c: b}, uncountedBadger: uncountedBadger{b}}, nil
 }
 
 // mappedDir returns dir as the kernel names the files mapped from it.
@@ -326,7 +322,7 @@ func badgerOptions(dir string, l Logger) badger.Options {
 		WithChecksumVerificationMode(options.OnBlockRead).
 		WithLogger(nil)
 	if l != nil {
-		bo = bo.WithLogger(badgerLogger{l})
+		bo = bo.WithLogger(l)
 	}
 	return bo
 }
@@ -484,58 +480,5 @@ func cmpFid(a, b string) int {
 	return strings.Compare(a, b)
 }
 
-// The faces of Badger are those of its Counting store.
-
-// Get implements Core.
-func (b *Badger) Get(ctx context.Context, key Key) (*Hit, error) { return b.counted.Get(ctx, key) }
-
-// Put implements Core.
-func (b *Badger) Put(ctx context.Context, e *Entry, data []io.Reader) error {
-	return b.counted.Put(ctx, e, data)
-}
-
-// Entry implements Core.
-func (b *Badger) Entry(ctx context.Context, key Key) (*Entry, error) {
-	return b.counted.Entry(ctx, key)
-}
-
-// Delete implements Core.
-func (b *Badger) Delete(ctx context.Context, key Key) error { return b.counted.Delete(ctx, key) }
-
-// Close implements Core.
-func (b *Badger) Close() error { return b.counted.Close() }
-
-// List implements Maintenance.
-func (b *Badger) List(ctx context.Context, fn func(*Entry) error) error {
-	return b.counted.List(ctx, fn)
-}
-
-// Verify implements Maintenance.
-func (b *Badger) Verify(ctx context.Context) (*VerifyReport, error) { return b.counted.Verify(ctx) }
-
-// Trim implements Maintenance.
-func (b *Badger) Trim(ctx context.Context, maxBytes int64) (*TrimReport, error) {
-	return b.counted.Trim(ctx, maxBytes)
-}
-
-// Clear implements Maintenance.
-func (b *Badger) Clear(ctx context.Context) error { return b.counted.Clear(ctx) }
-
-// Stats implements Maintenance.
-func (b *Badger) Stats(ctx context.Context) (*Stats, error) { return b.counted.Stats(ctx) }
-
-// Count implements EventCounter.
-func (b *Badger) Count(ctx context.Context, event, reason string) error {
-	return b.counted.Count(ctx, event, reason)
-}
-
-// TakeEvictions implements Evicter.
-func (b *badgerDB) TakeEvictions() int64 { return b.evicted.Swap(0) }
-
-// CountRemoteHit implements EventCounter.
-func (b *Badger) CountRemoteHit(ctx context.Context, e *Entry) error {
-	return b.counted.CountRemoteHit(ctx, e)
-}
-
-// ZeroCounts implements EventCounter.
-func (b *Badger) ZeroCounts(ctx context.Context) error { return b.counted.ZeroCounts(ctx) }
+// takeEvictions implements face.
+func (b *badgerDB) takeEvictions() int64 { return b.evicted.Swap(0) }

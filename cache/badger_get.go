@@ -64,7 +64,7 @@ func (b *badgerDB) decodeEntryAt(txn *badger.Txn, key Key) (*Entry, error) {
 	return e, nil
 }
 
-// Get implements Store.
+// Get implements Core.
 func (b *badgerDB) Get(ctx context.Context, key Key) (hit *Hit, err error) {
 	err = b.op("get", func() error {
 		var err error
@@ -371,7 +371,7 @@ func loadChunked(txn *badger.Txn, x *index, seen map[Digest]bool) error {
 	return nil
 }
 
-// Entry implements Store.
+// Entry implements EntryReader.
 func (b *badgerDB) Entry(ctx context.Context, key Key) (e *Entry, err error) {
 	err = b.op("entry", func() error {
 		var err error
@@ -423,9 +423,9 @@ func (b *badgerDB) touch(key Key) (time.Time, bool) {
 	return now, true
 }
 
-// List implements Store. It reads all entries first, then calls fn without
+// walk implements face. It reads all entries first, then calls fn without
 // holding a transaction.
-func (b *badgerDB) List(ctx context.Context, fn func(*Entry) error) error {
+func (b *badgerDB) walk(ctx context.Context, fn func(*Entry) error) error {
 	var es []*Entry
 	if err := b.op("list", func() error {
 		var err error

@@ -68,7 +68,7 @@ func (b *badgerDB) locked(op string, fn func() error) error {
 	return fn()
 }
 
-// Close implements Store: it writes the batched last-use times and counters
+// Close implements Core: it writes the batched last-use times and counters
 // and closes the database. Closing twice is not an error.
 //
 // It waits for the operations in flight; later ones fail with ErrClosed.

@@ -100,7 +100,7 @@ func (b *badgerDB) removeDamaged(key Key, bad *Digest) error {
 	return b.deleteLocked([]Key{key}, blobs)
 }
 
-// Put implements Store.
+// Put implements Core.
 func (b *badgerDB) Put(ctx context.Context, e *Entry, data []io.Reader) error {
 	if b.opt.ReadOnly {
 		if b.roCause != nil {
@@ -351,7 +351,7 @@ func (b *badgerDB) trimLocked(maxBytes int64, r *TrimReport) error {
 	return nil
 }
 
-// Delete implements Store.
+// Delete implements Deleter.
 func (b *badgerDB) Delete(ctx context.Context, key Key) error {
 	if b.opt.ReadOnly {
 		return ErrReadOnly

@@ -91,7 +91,7 @@ func TestBadgerPersists(t *testing.T) {
 	if !hit.Entry.LastUsed.Equal(now) {
 		t.Errorf("hit's LastUsed = %v, want this use at %v", hit.Entry.LastUsed, now)
 	}
-	s, err := b.Stats(ctx)
+	s, err := ReadStats(ctx, b)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -122,14 +122,14 @@ func TestBadgerCrashBetweenBlobsAndEntry(t *testing.T) {
 		t.Fatalf("Entry after restart = %v, want a miss", err)
 	}
 	n := 0
-	b.List(ctx, func(*Entry) error { n++; return nil })
+	List(ctx, b, func(*Entry) error { n++; return nil })
 	if n != 0 {
 		t.Fatalf("List shows %d entries after a crashed Put", n)
 	}
-	if s, _ := b.Stats(ctx); s.Entries != 0 || s.Bytes == 0 {
+	if s, _ := ReadStats(ctx, b); s.Entries != 0 || s.Bytes == 0 {
 		t.Fatalf("stats = %+v, want no entries and the orphans' bytes", s)
 	}
-	r, err := b.Trim(ctx, DefaultMaxBytes)
+	r, err := Trim(ctx, b, DefaultMaxBytes)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -144,7 +144,7 @@ func TestBadgerCrashBetweenBlobsAndEntry(t *testing.T) {
 	b.testHookAfterBlobs = func() error { return crash }
 	b.Put(ctx, entry(key("b"), 1), Readers(d0))
 	b.testHookAfterBlobs = nil
-	vr, err := b.Verify(ctx)
+	vr, err := Verify(ctx, b, false)
 	if err != nil || !vr.OK() || vr.Orphans != 1 || vr.OrphanBytes != int64(len(d0)) {
 		t.Fatalf("Verify = %+v, %v; want 1 orphan of %d bytes", vr, err, len(d0))
 	}
@@ -195,7 +195,7 @@ func TestBadgerFlippedByte(t *testing.T) {
 	if countKeys(t, b, kindBlob) != 0 {
 		t.Fatal("corrupt blob not removed")
 	}
-	if s, _ := b.Stats(ctx); s.Corrupt != 1 || s.Damaged != 1 || s.Misses != 0 || s.Hits != 0 {
+	if s, _ := ReadStats(ctx, b); s.Corrupt != 1 || s.Damaged != 1 || s.Misses != 0 || s.Hits != 0 {
 		t.Fatalf("stats = %+v", s)
 	}
 
@@ -270,7 +270,7 @@ func TestBadgerVerifyFindsRawDamage(t *testing.T) {
 	rawSet(t, b, dbKey(kindBlob, digest[:]), blob("other", 9000))
 	k := key("junk")
 	rawSet(t, b, dbKey(kindEntry, k[:]), []byte("nonsense"))
-	r, err := b.Verify(ctx)
+	r, err := Verify(ctx, b, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -357,7 +357,7 @@ func TestOpenReadOnly(t *testing.T) {
 	if err := r.Put(ctx, entry(key("b"), 1), Readers(d)); !errors.Is(err, ErrReadOnly) {
 		t.Fatalf("read-only Put = %v", err)
 	}
-	s, _ := r.Stats(ctx)
+	s, _ := ReadStats(ctx, r)
 	if s.Hits != 2 {
 		t.Fatalf("read-only stats = %+v, want the persisted hit plus this one", s)
 	}
@@ -400,7 +400,7 @@ func TestBadgerTrimReclaims(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	r, err := b.Trim(ctx, 3<<20)
+	r, err := Trim(ctx, b, 3<<20)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -447,7 +447,7 @@ func TestBadgerTrimReturnsSpace(t *testing.T) {
 		}
 	}
 	before := vlogBytes(t, dir)
-	r, err := b.Trim(ctx, 4*size)
+	r, err := Trim(ctx, b, 4*size)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -461,7 +461,7 @@ func TestBadgerTrimReturnsSpace(t *testing.T) {
 			t.Fatalf("entry %d after value-log GC: %v", i, err)
 		}
 	}
-	if vr, err := b.Verify(ctx); err != nil || !vr.OK() || vr.Entries != 4 {
+	if vr, err := Verify(ctx, b, false); err != nil || !vr.OK() || vr.Entries != 4 {
 		t.Fatalf("Verify after GC = %+v, %v", vr, err)
 	}
 }
@@ -472,13 +472,13 @@ func TestBadgerTrimSkipsCompactionWithoutGarbage(t *testing.T) {
 	if err := b.Put(ctx, entry(key("a"), 1), Readers(d)); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := b.Trim(ctx, DefaultMaxBytes); err != nil { // compacts: first Trim of this store
+	if _, err := Trim(ctx, b, DefaultMaxBytes); err != nil { // compacts: first Trim of this store
 		t.Fatal(err)
 	}
 	if b.garbage {
 		t.Fatal("garbage still set after Trim")
 	}
-	if _, err := b.Trim(ctx, DefaultMaxBytes); err != nil || b.garbage {
+	if _, err := Trim(ctx, b, DefaultMaxBytes); err != nil || b.garbage {
 		t.Fatalf("idle Trim: %v", err)
 	}
 	if err := b.Delete(ctx, key("a")); err != nil {
@@ -487,7 +487,7 @@ func TestBadgerTrimSkipsCompactionWithoutGarbage(t *testing.T) {
 	if !b.garbage {
 		t.Fatal("Delete did not mark garbage")
 	}
-	if _, err := b.Trim(ctx, DefaultMaxBytes); err != nil || b.garbage {
+	if _, err := Trim(ctx, b, DefaultMaxBytes); err != nil || b.garbage {
 		t.Fatalf("Trim after Delete: %v", err)
 	}
 }

@@ -11,13 +11,13 @@ import (
 	"github.com/dgraph-io/badger/v4"
 )
 
-// Trim implements Store. After evicting, when anything was deleted since
+// trimTo implements face. After evicting, when anything was deleted since
 // the last Trim (or this store was opened), it flushes and compacts the LSM
 // tree (see compact) and runs Badger's value-log GC, which rewrites every
 // value-log file whose garbage share is at least one half and deletes it,
 // returning the space to the file system. The value-log file being written
 // is never collected, so up to valueLogFileSize of garbage may remain.
-func (b *badgerDB) Trim(ctx context.Context, maxBytes int64) (r *TrimReport, err error) {
+func (b *badgerDB) trimTo(ctx context.Context, maxBytes int64) (r *TrimReport, err error) {
 	if b.opt.ReadOnly {
 		return nil, ErrReadOnly
 	}
@@ -137,8 +137,8 @@ func (b *badgerDB) compact() error {
 	return nil
 }
 
-// Clear implements Store.
-func (b *badgerDB) Clear(ctx context.Context) error {
+// clearAll implements face.
+func (b *badgerDB) clearAll(ctx context.Context) error {
 	if b.opt.ReadOnly {
 		return ErrReadOnly
 	}
@@ -171,9 +171,9 @@ func (b *badgerDB) clear() error {
 	return nil
 }
 
-// Stats implements Maintenance: the size and health, without counts (the
+// size implements face: the size and health, without counts (the
 // Counting store of Badger adds them from Counts).
-func (b *badgerDB) Stats(ctx context.Context) (s *Stats, err error) {
+func (b *badgerDB) size(ctx context.Context) (s *Stats, err error) {
 	err = b.op("stats", func() error {
 		var err error
 		s, err = b.statsOp()
@@ -218,20 +218,20 @@ func (b *badgerDB) statsOp() (*Stats, error) {
 	return s, nil
 }
 
-// AddCounts implements Counters: the counts are kept in memory and added
+// addCounts implements face: the counts are kept in memory and added
 // to the database in batches (see flushCounters); a read-only store keeps
 // them in memory only.
-func (b *badgerDB) AddCounts(ctx context.Context, d Stats) error {
+func (b *badgerDB) addCounts(ctx context.Context, d Stats) error {
 	return b.op("count", func() error {
 		b.stats.add(func(s *Stats) { addStats(s, &d) })
 		return nil
 	})
 }
 
-// Counts implements Counters: the counts in the database plus those not
+// readCounts implements face: the counts in the database plus those not
 // yet flushed. An unhealthy store answers with the counts it holds in
 // memory.
-func (b *badgerDB) Counts(ctx context.Context) (s Stats, err error) {
+func (b *badgerDB) readCounts(ctx context.Context) (s Stats, err error) {
 	err = b.op("stats", func() error {
 		var err error
 		s, err = b.countsOp()

@@ -1,29 +1,20 @@
 package cache
 
 import (
-	"bytes"
 	"context"
 	"crypto/sha256"
 	"errors"
 	"fmt"
-	"slices"
 
 	"github.com/dgraph-io/badger/v4"
 )
 
-// Verify implements Store. It holds the store's lock while it re-hashes, so
-// Puts wait; Gets do not.
-func (b *badgerDB) Verify(ctx context.Context) (*VerifyReport, error) {
-	return b.verifyOp(ctx, b.opt.ReadOnly)
-}
-
-// Check implements Checker.
-func (b *badgerDB) Check(ctx context.Context) (*VerifyReport, error) { return b.verifyOp(ctx, true) }
-
-func (b *badgerDB) verifyOp(ctx context.Context, reportOnly bool) (r *VerifyReport, err error) {
+// verifyAll implements face. It holds the store's lock while it
+// re-hashes, so Puts wait; Gets do not.
+func (b *badgerDB) verifyAll(ctx context.Context, reportOnly bool) (r *VerifyReport, err error) {
 	err = b.op("verify", func() error {
 		var err error
-		r, err = b.verify(ctx, reportOnly)
+		r, err = b.verify(ctx, reportOnly || b.opt.ReadOnly)
 		return err
 	})
 	return r, err
@@ -85,20 +76,6 @@ func (b *badgerDB) verify(ctx context.Context, reportOnly bool) (*VerifyReport, 
 	}
 	r.Orphans = len(orphans)
 	return r, nil
-}
-
-// verifyScan is what one Verify of a Badger store found: the report it
-// fills, the damaged blobs with their reasons, the size of every blob (-1:
-// unreadable), the outputs of the decodable entries, and where to report
-// the blobs done out of the index's total. Used by one goroutine.
-type verifyScan struct {
-	r        *VerifyReport
-	bad      map[Digest]string
-	sizes    map[Digest]int64
-	entries  map[Key][]Output
-	pg       *pager
-	progress ProgressFunc
-	total    int
 }
 
 // step reports the blobs done.
@@ -195,52 +172,6 @@ func (sc *verifyScan) entry(id []byte, item *badger.Item) error {
 		sc.r.BadEntries[k] = err.Error()
 	}
 	return nil
-}
-
-// damaged fills the report's Corrupt list and returns the entries to
-// remove, in key order: the bad entries and those that name a damaged,
-// missing or wrongly sized blob.
-func (sc *verifyScan) damaged() []Key {
-	byDigest := make(map[Digest]*CorruptBlob)
-	var removed []Key
-	for k := range sc.r.BadEntries {
-		removed = append(removed, k)
-	}
-	for k, outs := range sc.entries {
-		for _, o := range outs {
-			reason, isBad := sc.bad[o.Digest]
-			if size, ok := sc.sizes[o.Digest]; !ok {
-				reason, isBad = missingReason(o.Digest), true
-			} else if !isBad && size != o.Size {
-				reason, isBad = fmt.Sprintf("blob %s corrupt: size %d, want %d", shortHex(o.Digest[:]), size, o.Size), true
-			}
-			if !isBad {
-				continue
-			}
-			cb := byDigest[o.Digest]
-			if cb == nil {
-				cb = &CorruptBlob{Digest: o.Digest, Reason: reason}
-				byDigest[o.Digest] = cb
-			}
-			if !slices.Contains(cb.Entries, k) {
-				cb.Entries = append(cb.Entries, k)
-			}
-			if !slices.Contains(removed, k) {
-				removed = append(removed, k)
-			}
-		}
-	}
-	for d, reason := range sc.bad {
-		if byDigest[d] == nil {
-			byDigest[d] = &CorruptBlob{Digest: d, Reason: reason}
-		}
-	}
-	for _, cb := range byDigest {
-		slices.SortFunc(cb.Entries, func(a, b Key) int { return bytes.Compare(a[:], b[:]) })
-	}
-	sc.r.Corrupt = sortCorrupt(byDigest)
-	slices.SortFunc(removed, func(a, b Key) int { return bytes.Compare(a[:], b[:]) })
-	return removed
 }
 
 // verifyTables runs Badger's checksum check of every table. Badger's check

@@ -15,7 +15,7 @@ func TestVerifyReportsDamagedManifest(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer b.Close()
-	for name, s := range map[string]Store{"memory": NewMemory(Options{}), "badger": b} {
+	for name, s := range map[string]testStore{"memory": NewMemory(Options{}), "badger": b} {
 		t.Run(name, func(t *testing.T) {
 			bad, good := Key{1}, Key{2}
 			for k, meta := range map[Key]string{bad: `{"variants": [`, good: `{"variants": []}`} {
@@ -31,7 +31,7 @@ func TestVerifyReportsDamagedManifest(t *testing.T) {
 			if err := s.Put(ctx, &Entry{Key: empty, Record: []byte("r"), Meta: map[string]string{"kind": "manifest"}}, nil); err != nil {
 				t.Fatal(err)
 			}
-			r, err := s.Verify(ctx)
+			r, err := Verify(ctx, s, false)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -65,7 +65,7 @@ func TestVerifyReportsDamagedLatestRecord(t *testing.T) {
 	}
 	defer b.Close()
 	k := Key{7}.String()
-	for name, s := range map[string]Store{"memory": NewMemory(Options{}), "badger": b} {
+	for name, s := range map[string]testStore{"memory": NewMemory(Options{}), "badger": b} {
 		t.Run(name, func(t *testing.T) {
 			recs := map[Key]map[string]string{
 				{1}: {"kind": "latest", "key": k, "result": "zz"},
@@ -77,7 +77,7 @@ func TestVerifyReportsDamagedLatestRecord(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			r, err := s.Verify(ctx)
+			r, err := Verify(ctx, s, false)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -115,7 +115,7 @@ func TestManifestGetCountsNoHit(t *testing.T) {
 	if _, err := h.Read(0); err != nil {
 		t.Fatal(err)
 	}
-	if st, err := s.Stats(ctx); err != nil || st.Hits != 0 || st.Misses != 0 || st.Damaged != 0 {
+	if st, err := ReadStats(ctx, s); err != nil || st.Hits != 0 || st.Misses != 0 || st.Damaged != 0 {
 		t.Errorf("stats %+v (%v) after reading a manifest, want nothing counted", st, err)
 	}
 }

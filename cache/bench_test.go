@@ -11,7 +11,7 @@ import (
 
 var benchSizes = []int{4 << 10, 1 << 20}
 
-func benchStores(b *testing.B, f func(b *testing.B, s Store)) {
+func benchStores(b *testing.B, f func(b *testing.B, s testStore)) {
 	b.Run("Memory", func(b *testing.B) { f(b, NewMemory(Options{})) })
 	b.Run("Badger", func(b *testing.B) {
 		s, err := Open(b.TempDir(), Options{})
@@ -28,7 +28,7 @@ func benchStores(b *testing.B, f func(b *testing.B, s Store)) {
 func BenchmarkGet(b *testing.B) {
 	for _, size := range benchSizes {
 		b.Run(fmt.Sprintf("size=%s", FormatSize(int64(size))), func(b *testing.B) {
-			benchStores(b, func(b *testing.B, s Store) {
+			benchStores(b, func(b *testing.B, s testStore) {
 				d := blob("get", size)
 				if err := s.Put(ctx, entry(key("get"), 1), Readers(d)); err != nil {
 					b.Fatal(err)
@@ -48,7 +48,7 @@ func BenchmarkGet(b *testing.B) {
 func BenchmarkPut(b *testing.B) {
 	for _, size := range benchSizes {
 		b.Run(fmt.Sprintf("size=%s", FormatSize(int64(size))), func(b *testing.B) {
-			benchStores(b, func(b *testing.B, s Store) {
+			benchStores(b, func(b *testing.B, s testStore) {
 				d := blob("put", size)
 				b.SetBytes(int64(size))
 				var i uint64
@@ -105,7 +105,7 @@ func BenchmarkPaired(b *testing.B) {
 					b.Fatal(err)
 				}
 				defer bs.Close()
-				stores := []Store{NewMemory(Options{}), bs}
+				stores := []testStore{NewMemory(Options{}), bs}
 				d := blob("paired", size)
 				for _, s := range stores {
 					if err := s.Put(ctx, entry(key("get"), 1), Readers(d)); err != nil {

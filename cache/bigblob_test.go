@@ -178,15 +178,15 @@ func TestBigBlobMemory(t *testing.T) {
 	}
 
 	// The chunked blob counts once, verifies, and trims away whole.
-	if s, err := b.Stats(ctx); err != nil || s.Bytes != size || s.Entries != 1 {
+	if s, err := ReadStats(ctx, b); err != nil || s.Bytes != size || s.Entries != 1 {
 		t.Fatalf("Stats = %+v, %v", s, err)
 	}
 	if !testing.Short() {
-		if v, err := b.Verify(ctx); err != nil || !v.OK() || v.Bytes != size {
+		if v, err := Verify(ctx, b, false); err != nil || !v.OK() || v.Bytes != size {
 			t.Fatalf("Verify = %+v, %v", v, err)
 		}
 	}
-	if _, err := b.Trim(ctx, 0); err != nil {
+	if _, err := Trim(ctx, b, 0); err != nil {
 		t.Fatal(err)
 	}
 	if n := countChunks(t, b); n != 0 {
@@ -242,7 +242,7 @@ func TestChunksOfFailedPut(t *testing.T) {
 	}
 	b.Close()
 	b = open(t, dir, Options{ChunkBytes: MinChunkBytes})
-	if _, err := b.Trim(ctx, 1<<40); err != nil {
+	if _, err := Trim(ctx, b, 1<<40); err != nil {
 		t.Fatal(err)
 	}
 	if n := countChunks(t, b); n != 0 {

@@ -15,10 +15,10 @@
 // entry whose blobs were not all written; a crash between the two leaves
 // orphan blobs, which Trim and Verify collect. Every byte served is
 // verified: an entry ends with the SHA-256 of its key and its other bytes
-// (see entry.go), checked before it is decoded; Get checks that each blob
+// (see Stored formats), checked before it is decoded; Get checks that each blob
 // is stored, and a hit's reader reads a blob only when asked and verifies
 // its size and SHA-256 before handing out any byte; a blob larger than a
-// chunk is stored as chunks (see chunk.go) and verified chunk by chunk as
+// chunk is stored as chunks (see Stored formats) and verified chunk by chunk as
 // its reader streams it, and as a whole at its end. Badger's block and value
 // checksums are on as well. A missing or corrupt blob (or a damaged entry) is a miss
 // whose reason starts with "damaged: " (a *MissError with Corrupt set,
@@ -53,19 +53,74 @@
 // batches (on Trim, Stats, Verify, Close and every flushInterval, 2 s), so
 // a hit costs no write.
 //
+// # Faces
+//
+// A build uses the core face (Core: Get, Put, Close), as the go command's
+// build cache does; reading an entry's metadata alone (EntryReader),
+// removing an entry (Deleter) and counting the events a build reports
+// (EventCounter) are optional capabilities, used through Lookup, Delete
+// and Count. Listing, verifying, trimming, clearing and reading the
+// counters are functions (List, ListRecent, Verify, Trim, Clear,
+// ReadStats) that reach the store of this package under a Core: through
+// its Counting store, and through any decorator that names what it wraps
+// with Unwrap (see maintain.go).
+//
 // # Counters
 //
 // Stats reports hits, misses, uncached builds (with reasons), errors,
 // corrupt entries and evictions. Counting is a decorator (Counting, see
 // counting.go) around an uncounted store: it counts the hits, misses and
 // damaged entries of Get and Entry, the entries Verify removes and the
-// evictions the store reports (Evicter), and the caller counts "uncached"
-// and "error" events with Count. Its counters persist through Counters:
-// Badger and Memory are each their uncounted store wrapped in a Counting
-// store that keeps its counters in that store. Badger persists counters
-// in the database in batches like LastUsed, so a process that is killed may
-// lose its last few counts. Clear empties a store and keeps its counters;
-// nothing zeroes them but removing the database (Wipe).
+// evictions of Put and Trim, and the caller counts "uncached" and "error"
+// events with Count. Counting happens there and nowhere else: Badger and
+// Memory are each their uncounted store in a Counting store that keeps
+// its counters in that store. Badger persists counters in the database in
+// batches like LastUsed, so a process that is killed may lose its last
+// few counts. Clear empties a store and keeps its counters; ZeroCounts
+// zeroes them (as ccache -z does) and notes when, and removing the
+// database (Wipe) removes them with it.
+//
+// # Stored formats
+//
+// An entry is stored under its key as:
+//
+//	"PJE2"                         magic and version
+//	uvarint len, record bytes
+//	uvarint n, n times:            outputs
+//	    uvarint len, name bytes
+//	    uvarint size
+//	    32 bytes digest
+//	    uvarint mode
+//	uvarint n, n times:            meta, sorted by key, keys distinct
+//	    uvarint len, key bytes
+//	    uvarint len, value bytes
+//	varint created (Unix nanoseconds)
+//	varint compile time (nanoseconds, >= 0)
+//	32 bytes                       SHA-256 of the key, then of every byte above
+//
+// and nothing after. The key and LastUsed are stored beside it. The digest
+// makes the entry check itself: a flipped byte anywhere in it (or an entry
+// found under another key) fails the check before anything is parsed.
+// Entries of the first format (PJE1) carried no digest; they are not
+// served and are removed like damaged ones. EncodeEntry and DecodeEntry
+// write and read this form (the remote tiers hold the same bytes).
+//
+// A blob of at most a chunk (Options.ChunkBytes) is stored whole under
+// its SHA-256. A larger one is stored as chunks and a chunk list, so that
+// neither Put nor a reader of a hit ever holds more than one chunk of it
+// in memory. The chunk list of the blob with digest D is stored as:
+//
+//	"PJC1"                 magic and version
+//	uvarint size           the blob's size, > chunk size
+//	uvarint chunk size     every chunk but the last has this size
+//	16 bytes upload        the name its chunks are stored under
+//	uvarint n              ceil(size / chunk size)
+//	n times 32 bytes       SHA-256 of each chunk, in order
+//	32 bytes               SHA-256 of D, then of every byte above
+//
+// and nothing after; chunk j (from 0) is stored under (upload, j). The
+// final digest binds the list to its blob, as an entry's binds it to its
+// key.
 //
 // # Read-only stores
 //

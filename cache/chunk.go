@@ -17,19 +17,8 @@ import (
 // as chunks and a chunk list, so that neither Put nor a reader of a hit
 // ever holds more than one chunk of it in memory, and no stored value
 // exceeds a chunk (Badger refuses values larger than a value-log file).
-// The chunk list of the blob with digest D is stored as:
-//
-//	"PJC1"                 magic and version
-//	uvarint size           the blob's size, > chunk size
-//	uvarint chunk size     every chunk but the last has this size
-//	16 bytes upload        the name its chunks are stored under
-//	uvarint n              ceil(size / chunk size)
-//	n times 32 bytes       SHA-256 of each chunk, in order
-//	32 bytes               SHA-256 of D, then of every byte above
-//
-// and nothing after; chunk j (from 0) is stored under (upload, j). The
-// final digest binds the list to its blob, as an entry's binds it to its
-// key. A reader checks the list before it hands out a reader, then each
+// The formats of the chunk list and chunks are in the package doc.
+// A reader checks the list before it hands out a reader, then each
 // chunk's size and SHA-256 as it arrives and the blob's size and SHA-256
 // at its end: a damaged, missing or misplaced chunk is a damaged entry
 // (a *MissError matching ErrDamaged) returned by Read, never bytes.

@@ -14,27 +14,7 @@ import (
 	"time"
 )
 
-// An entry is stored as:
-//
-//	"PJE2"                         magic and version
-//	uvarint len, record bytes
-//	uvarint n, n times:            outputs
-//	    uvarint len, name bytes
-//	    uvarint size
-//	    32 bytes digest
-//	    uvarint mode
-//	uvarint n, n times:            meta, sorted by key, keys distinct
-//	    uvarint len, key bytes
-//	    uvarint len, value bytes
-//	varint created (Unix nanoseconds)
-//	varint compile time (nanoseconds, >= 0)
-//	32 bytes                       SHA-256 of the key, then of every byte above
-//
-// and nothing after. The key and LastUsed are stored beside it. The digest
-// makes the entry check itself: a flipped byte anywhere in it (or an entry
-// found under another key) fails the check before anything is parsed.
-// Entries of the first format (PJE1) carried no digest; they are not
-// served and are removed like damaged ones.
+// entryMagic starts a stored entry (see the package doc for the format).
 const entryMagic = "PJE2"
 
 // entrySumSize is the size of the digest that ends an entry.

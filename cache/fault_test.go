@@ -107,7 +107,7 @@ func TestFlipEntryInValueLog(t *testing.T) {
 			ro.Close()
 			t.Fatalf("byte %d of %d flipped: Entry = %v, want a damaged miss", i, len(enc), err)
 		}
-		r, err := ro.Verify(ctx)
+		r, err := Verify(ctx, ro, false)
 		if err != nil || r.OK() || r.BadEntries[k] == "" {
 			ro.Close()
 			t.Fatalf("byte %d flipped: Verify = %+v, %v, want the entry reported", i, r, err)
@@ -125,7 +125,7 @@ func TestFlipEntryInValueLog(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer b.Close()
-	r, err := b.Verify(ctx)
+	r, err := Verify(ctx, b, false)
 	if err != nil || r.OK() || len(r.Removed) != 1 || r.Removed[0] != k {
 		t.Fatalf("Verify = %+v, %v, want the entry removed", r, err)
 	}
@@ -165,7 +165,7 @@ func TestPanicInPut(t *testing.T) {
 	if err := b.Put(ctx, entry(key("ok"), 1), Readers(d)); !errors.Is(err, ErrUnhealthy) {
 		t.Fatalf("Put after the panic = %v, want ErrUnhealthy", err)
 	}
-	s, err := b.Stats(ctx)
+	s, err := ReadStats(ctx, b)
 	if err != nil || len(s.Health) == 0 || !strings.Contains(strings.Join(s.Health, "\n"), "panic in put") {
 		t.Fatalf("Stats = %+v, %v, want the panic in Health", s, err)
 	}
@@ -189,7 +189,7 @@ func TestPanicInPut(t *testing.T) {
 func TestPanicInVerify(t *testing.T) {
 	b := open(t, t.TempDir(), Options{})
 	b.testHookLocked = func(op string) { panic("verify " + op) }
-	if _, err := b.Verify(ctx); !errors.Is(err, ErrUnhealthy) {
+	if _, err := Verify(ctx, b, false); !errors.Is(err, ErrUnhealthy) {
 		t.Fatalf("Verify = %v", err)
 	}
 	if !b.mu.TryLock() {
@@ -282,12 +282,12 @@ func TestNoSpace(t *testing.T) {
 	if _, err := b.Get(ctx, key("a")); err != nil {
 		t.Fatalf("Get with little space = %v", err)
 	}
-	s, err := b.Stats(ctx)
+	s, err := ReadStats(ctx, b)
 	if err != nil || s.Hits != 1 {
 		t.Fatalf("Stats = %+v, %v", s, err)
 	}
 	free = 1000
-	if s, err := b.Stats(ctx); err != nil || !strings.Contains(strings.Join(s.Health, " "), "writes are refused") {
+	if s, err := ReadStats(ctx, b); err != nil || !strings.Contains(strings.Join(s.Health, " "), "writes are refused") {
 		t.Fatalf("Stats = %+v, %v, want the lack of space in Health", s, err)
 	}
 	b.Close()
@@ -302,7 +302,7 @@ func TestNoSpace(t *testing.T) {
 	if _, err := ro.Get(ctx, key("a")); err != nil {
 		t.Fatalf("Get = %v", err)
 	}
-	if s, _ := ro.Stats(ctx); !strings.Contains(strings.Join(s.Health, " "), "opened read-only") {
+	if s, _ := ReadStats(ctx, ro); !strings.Contains(strings.Join(s.Health, " "), "opened read-only") {
 		t.Fatalf("Health = %q", s.Health)
 	}
 }
@@ -335,7 +335,7 @@ func TestValueLogTruncationReported(t *testing.T) {
 	}
 	var logs bytes.Buffer
 	b = open(t, dir, Options{Logger: &testLogger{w: &logs}})
-	s, err := b.Stats(ctx)
+	s, err := ReadStats(ctx, b)
 	if err != nil || !strings.Contains(strings.Join(s.Health, " "), "truncated") {
 		t.Fatalf("Stats = %+v, %v, want the truncation in Health", s, err)
 	}
@@ -456,7 +456,7 @@ func TestFlipInTable(t *testing.T) {
 				t.Fatalf("byte %d flipped: a hit with wrong bytes", pos)
 			}
 		}
-		r, err := ro.Check(ctx)
+		r, err := Verify(ctx, ro, true)
 		ro.Close()
 		switch {
 		case err != nil:

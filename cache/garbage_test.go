@@ -29,7 +29,7 @@ func TestGarbageMark(t *testing.T) {
 	if !b.garbage {
 		t.Fatal("a store reopened after a deletion does not know of its garbage")
 	}
-	if _, err := b.Trim(ctx, 1<<40); err != nil {
+	if _, err := Trim(ctx, b, 1<<40); err != nil {
 		t.Fatal(err)
 	}
 	if b.garbage || hasGarbageMark(b.db) {

@@ -12,14 +12,18 @@ import (
 	"sync/atomic"
 )
 
-// Memory is a Store that keeps everything in memory, for tests and for
-// callers that need no persistence: the uncounted store (memStore) wrapped
-// in a Counting store whose counters it keeps. It is safe for concurrent
-// use.
+// Memory is a store that keeps everything in memory, for tests and for
+// callers that need no persistence: the uncounted store (memStore) in a
+// Counting store whose counters it keeps; its methods are those of the
+// Counting store, with FaultInjector's. It is safe for concurrent use.
 type Memory struct {
-	*memStore
-	counted *Counting
+	*Counting
+	uncountedMemory
 }
+
+// uncountedMemory holds the memStore of a Memory one level below its
+// Counting store, so that the Counting store's methods are Memory's.
+type uncountedMemory struct{ *memStore }
 
 // memStore is the in-memory store without the event counts of a Counting
 // store (it counts only its own evictions); it keeps the counters of the
@@ -44,11 +48,9 @@ type memStore struct {
 }
 
 var (
-	_ Store         = (*Memory)(nil)
-	_ Checker       = (*Memory)(nil)
+	_ EventCounter  = (*Memory)(nil)
 	_ FaultInjector = (*Memory)(nil)
-	_ Counters      = (*memStore)(nil)
-	_ Evicter       = (*memStore)(nil)
+	_ face          = (*memStore)(nil)
 )
 
 // NewMemory returns an empty in-memory store.
@@ -60,7 +62,7 @@ func NewMemory(opt Options) *Memory {
 		blobs:   make(map[Digest][]byte),
 		chunked: make(map[Digest]*memChunked),
 	}
-	return &Memory{memStore: m, counted: Counted(m, m)}
+	return &Memory{Counting: &Counting{s: m, c: m}, uncountedMemory: uncountedMemory{m}}
 }
 
 func cloneEntry(e *Entry) *Entry {
@@ -86,7 +88,7 @@ type memChunked struct {
 	chunks [][]byte
 }
 
-// Get implements Store.
+// Get implements Core.
 func (m *memStore) Get(ctx context.Context, key Key) (*Hit, error) {
 	if err := m.lock(); err != nil {
 		return nil, err
@@ -169,7 +171,7 @@ func (m *memStore) sourceLocked(o Output) (*source, string) {
 	return &source{out: o, list: c.list, fetch: fetch}, ""
 }
 
-// Put implements Store.
+// Put implements Core.
 func (m *memStore) Put(ctx context.Context, e *Entry, data []io.Reader) error {
 	if m.opt.ReadOnly {
 		return ErrReadOnly
@@ -305,7 +307,7 @@ func (m *memStore) trimLocked(maxBytes int64, r *TrimReport) {
 	}
 }
 
-// Entry implements Store.
+// Entry implements EntryReader.
 func (m *memStore) Entry(ctx context.Context, key Key) (*Entry, error) {
 	if err := m.lock(); err != nil {
 		return nil, err
@@ -332,8 +334,8 @@ func (m *memStore) touchLocked(e *Entry) {
 	m.idx.touch(e.Key, now)
 }
 
-// List implements Store. fn runs without the store's lock held.
-func (m *memStore) List(ctx context.Context, fn func(*Entry) error) error {
+// walk implements face. fn runs without the store's lock held.
+func (m *memStore) walk(ctx context.Context, fn func(*Entry) error) error {
 	if err := m.lock(); err != nil {
 		return err
 	}
@@ -346,7 +348,7 @@ func (m *memStore) List(ctx context.Context, fn func(*Entry) error) error {
 	return visitEntries(ctx, es, fn)
 }
 
-// Delete implements Store.
+// Delete implements Deleter.
 func (m *memStore) Delete(ctx context.Context, key Key) error {
 	if m.opt.ReadOnly {
 		return ErrReadOnly
@@ -359,70 +361,34 @@ func (m *memStore) Delete(ctx context.Context, key Key) error {
 	return nil
 }
 
-// Verify implements Store.
-func (m *memStore) Verify(ctx context.Context) (*VerifyReport, error) {
-	return m.verify(ctx, m.opt.ReadOnly)
-}
-
-// Check implements Checker.
-func (m *memStore) Check(ctx context.Context) (*VerifyReport, error) { return m.verify(ctx, true) }
-
-func (m *memStore) verify(ctx context.Context, reportOnly bool) (*VerifyReport, error) {
+// verifyAll implements face.
+func (m *memStore) verifyAll(ctx context.Context, reportOnly bool) (*VerifyReport, error) {
 	if err := m.lock(); err != nil {
 		return nil, err
 	}
 	defer m.mu.Unlock()
 	r := &VerifyReport{Entries: len(m.entries)}
-	bad := make(map[Digest]string)
-	sizes := m.scanBlobsLocked(r, bad, progressOf(ctx))
-	byDigest := make(map[Digest]*CorruptBlob)
-	keys := slices.SortedFunc(maps.Keys(m.entries), func(a, b Key) int { return bytes.Compare(a[:], b[:]) })
-	for _, k := range keys {
-		if why := badManifest(m.entries[k]); why != "" {
+	sc := &verifyScan{r: r, bad: make(map[Digest]string), entries: make(map[Key][]Output, len(m.entries))}
+	sc.sizes = m.scanBlobsLocked(r, sc.bad, progressOf(ctx))
+	for k, e := range m.entries {
+		if why := badManifest(e); why != "" {
 			if r.BadEntries == nil {
 				r.BadEntries = make(map[Key]string)
 			}
 			r.BadEntries[k] = why
-			r.Removed = append(r.Removed, k)
 			continue
 		}
-		for _, o := range m.entries[k].Outputs {
-			reason, isBad := bad[o.Digest]
-			if size, ok := sizes[o.Digest]; !ok {
-				reason, isBad = missingReason(o.Digest), true
-			} else if !isBad && size != o.Size {
-				reason, isBad = fmt.Sprintf("blob %s corrupt: size %d, want %d", shortHex(o.Digest[:]), size, o.Size), true
-			}
-			if !isBad {
-				continue
-			}
-			cb := byDigest[o.Digest]
-			if cb == nil {
-				cb = &CorruptBlob{Digest: o.Digest, Reason: reason}
-				byDigest[o.Digest] = cb
-			}
-			if !slices.Contains(cb.Entries, k) {
-				cb.Entries = append(cb.Entries, k)
-			}
-			if !slices.Contains(r.Removed, k) {
-				r.Removed = append(r.Removed, k)
-			}
-		}
+		sc.entries[k] = e.Outputs
 	}
-	for d, reason := range bad {
-		if byDigest[d] == nil {
-			byDigest[d] = &CorruptBlob{Digest: d, Reason: reason}
-		}
-	}
-	r.Corrupt = sortCorrupt(byDigest)
-	if reportOnly {
-		r.Removed = nil
+	removed := sc.damaged()
+	if reportOnly || m.opt.ReadOnly {
 		return r, nil
 	}
-	for _, k := range r.Removed {
+	r.Removed = removed
+	for _, k := range removed {
 		m.deleteLocked(k)
 	}
-	for d := range bad {
+	for d := range sc.bad {
 		m.removeBlobLocked(d)
 	}
 	for _, d := range m.idx.orphans() {
@@ -467,17 +433,8 @@ func (m *memStore) scanBlobsLocked(r *VerifyReport, bad map[Digest]string, progr
 	return sizes
 }
 
-func sortCorrupt(m map[Digest]*CorruptBlob) []CorruptBlob {
-	out := make([]CorruptBlob, 0, len(m))
-	for _, cb := range m {
-		out = append(out, *cb)
-	}
-	slices.SortFunc(out, func(a, b CorruptBlob) int { return bytes.Compare(a.Digest[:], b.Digest[:]) })
-	return out
-}
-
-// Trim implements Store.
-func (m *memStore) Trim(ctx context.Context, maxBytes int64) (*TrimReport, error) {
+// trimTo implements face.
+func (m *memStore) trimTo(ctx context.Context, maxBytes int64) (*TrimReport, error) {
 	if m.opt.ReadOnly {
 		return nil, ErrReadOnly
 	}
@@ -491,8 +448,8 @@ func (m *memStore) Trim(ctx context.Context, maxBytes int64) (*TrimReport, error
 	return r, nil
 }
 
-// Clear implements Store.
-func (m *memStore) Clear(ctx context.Context) error {
+// clearAll implements face.
+func (m *memStore) clearAll(ctx context.Context) error {
 	if m.opt.ReadOnly {
 		return ErrReadOnly
 	}
@@ -509,9 +466,9 @@ func (m *memStore) Clear(ctx context.Context) error {
 	return nil
 }
 
-// Stats implements Maintenance: the size, without counts (the Counting
+// size implements face: the size, without counts (the Counting
 // store of Memory adds them from Counts).
-func (m *memStore) Stats(ctx context.Context) (*Stats, error) {
+func (m *memStore) size(ctx context.Context) (*Stats, error) {
 	if err := m.lock(); err != nil {
 		return nil, err
 	}
@@ -523,16 +480,16 @@ func (m *memStore) Stats(ctx context.Context) (*Stats, error) {
 	return &s, nil
 }
 
-// AddCounts implements Counters.
-func (m *memStore) AddCounts(ctx context.Context, d Stats) error {
+// addCounts implements face.
+func (m *memStore) addCounts(ctx context.Context, d Stats) error {
 	m.stats.add(func(s *Stats) { addStats(s, &d) })
 	return nil
 }
 
-// Counts implements Counters.
-func (m *memStore) Counts(ctx context.Context) (Stats, error) { return m.stats.take(false), nil }
+// readCounts implements face.
+func (m *memStore) readCounts(ctx context.Context) (Stats, error) { return m.stats.take(false), nil }
 
-// Close implements Store. Closing twice is not an error.
+// Close implements Core. Closing twice is not an error.
 func (m *memStore) Close() error {
 	m.mu.Lock()
 	m.closed = true
@@ -574,58 +531,5 @@ func (m *memStore) RemoveBlob(ctx context.Context, d Digest) error {
 	return nil
 }
 
-// The faces of Memory are those of its Counting store.
-
-// Get implements Core.
-func (m *Memory) Get(ctx context.Context, key Key) (*Hit, error) { return m.counted.Get(ctx, key) }
-
-// Put implements Core.
-func (m *Memory) Put(ctx context.Context, e *Entry, data []io.Reader) error {
-	return m.counted.Put(ctx, e, data)
-}
-
-// Entry implements Core.
-func (m *Memory) Entry(ctx context.Context, key Key) (*Entry, error) {
-	return m.counted.Entry(ctx, key)
-}
-
-// Delete implements Core.
-func (m *Memory) Delete(ctx context.Context, key Key) error { return m.counted.Delete(ctx, key) }
-
-// Close implements Core.
-func (m *Memory) Close() error { return m.counted.Close() }
-
-// List implements Maintenance.
-func (m *Memory) List(ctx context.Context, fn func(*Entry) error) error {
-	return m.counted.List(ctx, fn)
-}
-
-// Verify implements Maintenance.
-func (m *Memory) Verify(ctx context.Context) (*VerifyReport, error) { return m.counted.Verify(ctx) }
-
-// Trim implements Maintenance.
-func (m *Memory) Trim(ctx context.Context, maxBytes int64) (*TrimReport, error) {
-	return m.counted.Trim(ctx, maxBytes)
-}
-
-// Clear implements Maintenance.
-func (m *Memory) Clear(ctx context.Context) error { return m.counted.Clear(ctx) }
-
-// Stats implements Maintenance.
-func (m *Memory) Stats(ctx context.Context) (*Stats, error) { return m.counted.Stats(ctx) }
-
-// Count implements EventCounter.
-func (m *Memory) Count(ctx context.Context, event, reason string) error {
-	return m.counted.Count(ctx, event, reason)
-}
-
-// TakeEvictions implements Evicter.
-func (m *memStore) TakeEvictions() int64 { return m.evicted.Swap(0) }
-
-// CountRemoteHit implements EventCounter.
-func (m *Memory) CountRemoteHit(ctx context.Context, e *Entry) error {
-	return m.counted.CountRemoteHit(ctx, e)
-}
-
-// ZeroCounts implements EventCounter.
-func (m *Memory) ZeroCounts(ctx context.Context) error { return m.counted.ZeroCounts(ctx) }
+// takeEvictions implements face.
+func (m *memStore) takeEvictions() int64 { return m.evicted.Swap(0) }

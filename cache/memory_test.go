@@ -16,10 +16,10 @@ func TestMemoryCrashBetweenBlobsAndEntry(t *testing.T) {
 	if _, err := m.Get(ctx, key("a")); !errors.Is(err, ErrMiss) {
 		t.Fatalf("Get after a crashed Put = %v", err)
 	}
-	if s, _ := m.Stats(ctx); s.Entries != 0 || s.Bytes != 300 {
+	if s, _ := ReadStats(ctx, m); s.Entries != 0 || s.Bytes != 300 {
 		t.Fatalf("stats = %+v, want an orphan blob", s)
 	}
-	r, err := m.Trim(ctx, DefaultMaxBytes)
+	r, err := Trim(ctx, m, DefaultMaxBytes)
 	if err != nil || r.Orphans != 1 || r.BytesAfter != 0 || len(m.blobs) != 0 {
 		t.Fatalf("Trim = %+v, %v", r, err)
 	}

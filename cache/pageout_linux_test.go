@@ -71,11 +71,11 @@ func TestScansReleaseTables(t *testing.T) {
 	b = open(t, dir, Options{})
 	md := b.mapDir
 	for name, scan := range map[string]func() error{
-		"Verify":     func() error { _, err := b.Verify(ctx); return err },
+		"Verify":     func() error { _, err := Verify(ctx, b, false); return err },
 		"ListRecent": func() error { return ListRecent(ctx, b, 0, func(*Entry) error { return nil }) },
 	} {
 		// Touch every table page, as a scan does, then scan.
-		if _, err := b.Stats(ctx); err != nil {
+		if _, err := ReadStats(ctx, b); err != nil {
 			t.Fatal(err)
 		}
 		if err := b.db.View(func(txn *badger.Txn) error {
@@ -210,7 +210,7 @@ func TestReleaseTablesDuringCompactions(t *testing.T) {
 				running = false
 				break
 			}
-			if _, err := b.Verify(ctx); err != nil {
+			if _, err := Verify(ctx, b, false); err != nil {
 				t.Fatal(err)
 			}
 			if err := ListRecent(ctx, b, 0, func(*Entry) error { return nil }); err != nil {

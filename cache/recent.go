@@ -1,57 +1,17 @@
 package cache
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"time"
 
 	"github.com/dgraph-io/badger/v4"
 )
 
-// Recent is implemented by the stores of this package: ListRecent calls fn
-// for up to limit entries (every entry when limit <= 0), most recently
-// used first, stopping at fn's first error, which it returns. The order
-// comes from the store's in-memory index and each entry is read as it is
-// listed, so the first call of fn comes after a selection over the index,
-// not after a read of every entry. Undecodable entries are skipped (Verify
-// reports them); an entry deleted meanwhile is skipped.
-type Recent interface {
-	ListRecent(ctx context.Context, limit int, fn func(*Entry) error) error
-}
-
-// ListRecent lists the entries of m as Recent does: through m's own
-// ListRecent when m implements Recent, else by reading every entry with
-// List and sorting.
-func ListRecent(ctx context.Context, m Maintenance, limit int, fn func(*Entry) error) error {
-	if r, ok := m.(Recent); ok {
-		return r.ListRecent(ctx, limit, fn)
-	}
-	var es []*Entry
-	if err := m.List(ctx, func(e *Entry) error { es = append(es, e); return nil }); err != nil {
-		return err
-	}
-	slices.SortStableFunc(es, func(a, b *Entry) int { return cmp.Compare(b.LastUsed.UnixNano(), a.LastUsed.UnixNano()) })
-	if limit > 0 && len(es) > limit {
-		es = es[:limit]
-	}
-	return visitEntries(ctx, es, fn)
-}
-
-// ListRecent implements Recent.
-func (c *Counting) ListRecent(ctx context.Context, limit int, fn func(*Entry) error) error {
-	m, err := c.maintenance()
-	if err != nil {
-		return err
-	}
-	return ListRecent(ctx, m, limit, fn)
-}
-
-// ListRecent implements Recent. fn runs outside any lock or transaction:
+// walkRecent implements face. fn runs outside any lock or transaction:
 // it may call the store.
-func (b *badgerDB) ListRecent(ctx context.Context, limit int, fn func(*Entry) error) error {
+func (b *badgerDB) walkRecent(ctx context.Context, limit int, fn func(*Entry) error) error {
 	var (
 		keys []Key
 		used []int64 // the index's last use of keys[i]
@@ -106,8 +66,8 @@ func (b *badgerDB) ListRecent(ctx context.Context, limit int, fn func(*Entry) er
 	return nil
 }
 
-// ListRecent implements Recent.
-func (m *memStore) ListRecent(ctx context.Context, limit int, fn func(*Entry) error) error {
+// walkRecent implements face.
+func (m *memStore) walkRecent(ctx context.Context, limit int, fn func(*Entry) error) error {
 	if err := m.lock(); err != nil {
 		return err
 	}

@@ -96,7 +96,7 @@ func TestScalePuts(t *testing.T) {
 			t.Fatalf("PTOJIT_SCALE_PUTS: %v", err)
 		}
 		stores[i] = open(t, d, Options{})
-		st, err := stores[i].Stats(ctx) // loads the index
+		st, err := ReadStats(ctx, stores[i]) // loads the index
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -151,7 +151,7 @@ func measureScale(t *testing.T, dir string, n int) *scaleFigures {
 	runtime.GC()
 	var before, after runtime.MemStats
 	runtime.ReadMemStats(&before)
-	if _, err := b.Stats(ctx); err != nil { // loads the index
+	if _, err := ReadStats(ctx, b); err != nil { // loads the index
 		t.Fatal(err)
 	}
 	f.open = time.Since(t0)
@@ -167,8 +167,8 @@ func measureScale(t *testing.T, dir string, n int) *scaleFigures {
 	f.rssHits, f.anonHits = memStatus(t)
 
 	_ = b.flush() // the last uses of the hits: their cost, not Stats'
-	f.stats = timed(t, func() error { _, err := b.Stats(ctx); return err })
-	f.trim = timed(t, func() error { _, err := b.Trim(ctx, 1<<50); return err })
+	f.stats = timed(t, func() error { _, err := ReadStats(ctx, b); return err })
+	f.trim = timed(t, func() error { _, err := Trim(ctx, b, 1<<50); return err })
 	f.lsFirst = timed(t, func() error {
 		return ListRecent(ctx, b, 20, func(*Entry) error { return errStopList })
 	})
@@ -178,7 +178,7 @@ func measureScale(t *testing.T, dir string, n int) *scaleFigures {
 	// 1,000 entries) says little on a shared machine.
 	verify := func() time.Duration {
 		return timed(t, func() error {
-			r, err := b.Verify(ctx)
+			r, err := Verify(ctx, b, false)
 			if err == nil && (r.Entries != n || !r.OK()) {
 				err = fmt.Errorf("verify: %d entries, %+v", r.Entries, r.Corrupt)
 			}

@@ -24,7 +24,7 @@ func TestStatsDuringFlush(t *testing.T) {
 		hits++
 		var wg sync.WaitGroup
 		wg.Go(func() { _ = b.flush() })
-		st, err := b.Stats(ctx)
+		st, err := ReadStats(ctx, b)
 		wg.Wait()
 		if err != nil {
 			t.Fatal(err)

@@ -2,21 +2,27 @@ package cache
 
 import (
 	"context"
+	"errors"
 	"io"
 )
 
-// The faces of a store. A build needs five operations (Core); the
-// maintenance commands need five more (Maintenance); counting the events a
-// build reports is a capability of its own (EventCounter). Code takes the
-// narrowest face it uses: the jit driver, the remote tiers and the daemon's
-// build path hold a Core, the cache commands a Maintenance. Conveniences
-// over a face are functions (Count), not methods every store must grow.
+// The faces of a store. A build needs three operations (Core), as the go
+// command's cache needs Get, Put and Close; the rest is optional. Reading
+// an entry's metadata alone (EntryReader), removing an entry (Deleter) and
+// counting the events a build reports (EventCounter) are capabilities of
+// their own, reached through the functions Lookup, Delete, Count and
+// CountRemoteHit, which do what a store without them allows. Listing,
+// verifying, trimming, clearing and reading the size and counters are
+// functions too (List, ListRecent, Verify, Trim, Clear, ReadStats; see
+// maintain.go), over the stores of this package and the decorators that
+// wrap one (Unwrap).
 //
-// Stores of this package implement Store, the union of the three, and are
-// safe for concurrent use by multiple goroutines.
+// Stores of this package (Badger, Memory) implement Core, EntryReader,
+// Deleter and EventCounter, and are safe for concurrent use by multiple
+// goroutines.
 
 // Core is what a build uses of a store: read an entry with its outputs,
-// write one, read an entry's metadata, remove one, release the store.
+// write one, release the store.
 type Core interface {
 	// Get returns the entry and a verified reader of each output (see
 	// Hit). A miss is a *MissError: "no entry", or a damaged entry
@@ -34,39 +40,22 @@ type Core interface {
 	// set to now, a zero LastUsed to Created. Putting an existing key
 	// replaces its entry. Put does not modify e; Readers wraps bytes.
 	Put(ctx context.Context, e *Entry, data []io.Reader) error
-	// Entry returns the metadata of one entry, without reading blobs or
-	// counting anything. A lookup is a use: like Get it updates LastUsed
-	// (so that an entry read only through Entry, such as a manifest, is
-	// not evicted as unused). A missing entry is a *MissError.
-	Entry(ctx context.Context, key Key) (*Entry, error)
-	// Delete removes an entry and the blobs no other entry names. Deleting
-	// a missing key is not an error.
-	Delete(ctx context.Context, key Key) error
 	// Close flushes batched writes and releases the store.
 	Close() error
 }
 
-// Maintenance is what the cache commands use of a store: walk it, check
-// it, shrink it, empty it, and read its counters and size.
-type Maintenance interface {
-	// List calls fn for every entry in key order, stopping at fn's first
-	// error, which it returns. Undecodable entries are skipped (Verify
-	// reports them).
-	List(ctx context.Context, fn func(*Entry) error) error
-	// Verify re-hashes every blob, removes the entries that name a corrupt
-	// or missing blob and deletes orphan blobs.
-	Verify(ctx context.Context) (*VerifyReport, error)
-	// Trim evicts least-recently-used entries until Bytes <= maxBytes,
-	// deletes blobs no entry names and compacts storage.
-	Trim(ctx context.Context, maxBytes int64) (*TrimReport, error)
-	// Clear removes every entry and blob. It is not a reset of the
-	// counters: hits, misses and the other event counts are kept (and
-	// Entries and Bytes drop to 0 because they describe the store now).
-	// No operation zeroes the counters; removing the database (Wipe)
-	// removes them with it.
-	Clear(ctx context.Context) error
-	// Stats returns the counters and the size.
-	Stats(ctx context.Context) (*Stats, error)
+// EntryReader is a store that reads an entry's metadata without its
+// blobs. Entry counts nothing but damage; a lookup is a use: like Get it
+// updates LastUsed (so that an entry read only through Entry, such as a
+// manifest, is not evicted as unused). A missing entry is a *MissError.
+type EntryReader interface {
+	Entry(ctx context.Context, key Key) (*Entry, error)
+}
+
+// Deleter is a store that removes entries: Delete removes an entry and the
+// blobs no other entry names. Deleting a missing key is not an error.
+type Deleter interface {
+	Delete(ctx context.Context, key Key) error
 }
 
 // EventCounter counts the events a build reports to its store.
@@ -83,13 +72,27 @@ type EventCounter interface {
 	ZeroCounts(ctx context.Context) error
 }
 
-// Store is an artifact store with every face: Core, Maintenance and
-// EventCounter. Implementations in this package are safe for concurrent
-// use by multiple goroutines.
-type Store interface {
-	Core
-	Maintenance
-	EventCounter
+// Lookup returns the metadata of key's entry: through s's Entry when s is
+// an EntryReader, else the entry of a Get whose readers it leaves unread
+// (a Get counts a hit or a miss).
+func Lookup(ctx context.Context, s Core, key Key) (*Entry, error) {
+	if r, ok := s.(EntryReader); ok {
+		return r.Entry(ctx, key)
+	}
+	h, err := s.Get(ctx, key)
+	if err != nil {
+		return nil, err
+	}
+	return h.Entry, nil
+}
+
+// Delete removes key's entry from s when s is a Deleter, and returns
+// errors.ErrUnsupported otherwise.
+func Delete(ctx context.Context, s Core, key Key) error {
+	if d, ok := s.(Deleter); ok {
+		return d.Delete(ctx, key)
+	}
+	return errors.ErrUnsupported
 }
 
 // Count counts an event on s when s counts events (implements
@@ -108,13 +111,6 @@ func CountRemoteHit(ctx context.Context, s Core, e *Entry) error {
 		return c.CountRemoteHit(ctx, e)
 	}
 	return nil
-}
-
-// Checker is implemented by the stores of this package: Check is Verify
-// that only reports and changes nothing, for a caller that must not write
-// (PTOJIT_CACHE_READONLY) but shares a writable store (the daemon's).
-type Checker interface {
-	Check(ctx context.Context) (*VerifyReport, error)
 }
 
 // FaultInjector is implemented by the stores of this package, for tests of

@@ -15,13 +15,13 @@ func TestCountVerifyMismatch(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for name, s := range map[string]Store{"memory": NewMemory(Options{}), "badger": b} {
+	for name, s := range map[string]testStore{"memory": NewMemory(Options{}), "badger": b} {
 		for range 2 {
 			if err := s.Count(ctx, EventVerifyMismatch, ""); err != nil {
 				t.Fatalf("%s: %v", name, err)
 			}
 		}
-		st, err := s.Stats(ctx)
+		st, err := ReadStats(ctx, s)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -33,7 +33,7 @@ func TestCountVerifyMismatch(t *testing.T) {
 		t.Fatal(err)
 	}
 	b = open(t, dir, Options{})
-	st, err := b.Stats(ctx)
+	st, err := ReadStats(ctx, b)
 	if err != nil {
 		t.Fatal(err)
 	}

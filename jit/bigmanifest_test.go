@@ -158,7 +158,7 @@ func TestManyHeadersCacheAndHit(t *testing.T) {
 			}
 
 			// Machine B: its own store and no decoded manifest in memory.
-			e, err := a.opt.Store.Entry(ctx, key)
+			e, err := cache.Lookup(ctx, a.opt.Store, key)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -203,7 +203,7 @@ func TestManifestOverTheCapIsUncached(t *testing.T) {
 			t.Errorf("unavailable %q, want one reason naming the cap", r.Unavailable)
 		}
 	}
-	st, err := store.Stats(context.Background())
+	st, err := cache.ReadStats(context.Background(), store)
 	if err != nil {
 		t.Fatal(err)
 	}

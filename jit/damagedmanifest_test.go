@@ -33,12 +33,12 @@ func TestDamagedManifestIsCountedAndRemoved(t *testing.T) {
 	if err := store.Put(ctx, &bad, nil); err != nil {
 		t.Fatal(err)
 	}
-	before, _ := store.Stats(ctx)
+	before, _ := cache.ReadStats(ctx, store)
 	r = build(t, d, req, api.StatusMiss)
 	if !strings.Contains(r.MissReason, cache.ReasonDamaged) {
 		t.Errorf("miss reason %q does not say the manifest is damaged", r.MissReason)
 	}
-	after, _ := store.Stats(ctx)
+	after, _ := cache.ReadStats(ctx, store)
 	if after.Damaged != before.Damaged+1 {
 		t.Errorf("damaged %d -> %d, want one more", before.Damaged, after.Damaged)
 	}
@@ -72,12 +72,12 @@ func TestDamagedManifestBlobIsAMiss(t *testing.T) {
 		t.Fatal(err)
 	}
 	decodedManifests.forget(e.Outputs[0].Digest) // as a fresh process
-	before, _ := store.Stats(ctx)
+	before, _ := cache.ReadStats(ctx, store)
 	r := build(t, d, req, api.StatusMiss)
 	if !strings.Contains(r.MissReason, "manifest "+cache.ReasonDamaged) || r.Hashid != first.Hashid {
 		t.Errorf("miss reason %q, hashid %s; want a damaged manifest and hashid %s", r.MissReason, r.Hashid, first.Hashid)
 	}
-	after, _ := store.Stats(ctx)
+	after, _ := cache.ReadStats(ctx, store)
 	if after.Damaged != before.Damaged+1 || after.Hits != before.Hits {
 		t.Errorf("damaged %d -> %d, hits %d -> %d; want one more damaged, no hit", before.Damaged, after.Damaged, before.Hits, after.Hits)
 	}

@@ -152,9 +152,11 @@
 // finer than the slack (ext4, xfs, btrfs and tmpfs keep nanoseconds; FAT's
 // 2 s would not do).
 //
-// Outputs are written to the request's output directory through a
-// temporary file and a rename, after their bytes are checked against their
-// digests, so the directory never holds a partial or corrupt output.
+// Outputs are streamed to the request's output directory through a
+// temporary file and a rename, their bytes checked against their digests
+// as they are written, so the directory never holds a partial or corrupt
+// output; a local hit's outputs stream from the store, never whole in
+// memory.
 //
 // Every byte read from the store is verified, once. A local hit's Get
 // counts the hit and updates the entry's last use but reads no blob;
@@ -163,15 +165,17 @@
 // size and SHA-256 before handing any out (a chunked output chunk by
 // chunk and as a whole); bytes that reader yields are not hashed again.
 // Bytes from anywhere else (a fresh compile, the remote tier) are hashed
-// and checked against their digests before they are written. An output
-// already in place is not read from the store when the output memo says
-// the file holds it: the memo keeps, per path, the digest and mode of the
-// bytes last found there by reading the whole file and comparing it with
-// verified bytes, keyed by the file's device, inode, size, modification
+// as they are written and checked against their digests before the
+// rename. An output already in place is not read from the store: a file
+// of the output's size and mode whose SHA-256 is the output's digest
+// holds it, and is left alone. The output memo spares even that read:
+// it keeps, per path, the digest and mode of the bytes last found there
+// by hashing the whole file, keyed by the file's device, inode, size, modification
 // and status change times, and only once the file's modification time is
 // older than the read by the racily-clean margin (git's rule), so any
 // write or replacement since, even one that restores the modification
-// time, sends the build back to the store's verified bytes. The chip
+// time, sends the build back to hashing the file (and, when it differs,
+// to the store's verified bytes). The chip
 // callable's hashid is remembered by the blob's digest the same way; its
 // blob is read (verified) only when that memo misses. Damage a reader
 // finds is a damaged miss: the store removes the entry and counts it, and

@@ -596,7 +596,7 @@ func (d *Driver) lookupQuiet(ctx context.Context, id *identity) (*storedHit, str
 	if err != nil || why != "" {
 		return nil, why, err
 	}
-	if _, err := d.opt.Store.Entry(ctx, rk); errors.Is(err, cache.ErrMiss) {
+	if _, err := cache.Lookup(ctx, d.opt.Store, rk); errors.Is(err, cache.ErrMiss) {
 		return nil, "no entry", nil
 	} else if err != nil {
 		return nil, "", fmt.Errorf("cache lookup: %w", err)
@@ -616,7 +616,7 @@ func (d *Driver) resultKeyPhases(ctx context.Context, id *identity, ph *phases) 
 	// The result of the empty header set, encoded only when no variant
 	// matches: a hit takes its key from the manifest.
 	noHeaders := func() cache.Key { return cache.Key(inventory.MustDigest(resultRecord(id.record, nil))) }
-	e, err := d.opt.Store.Entry(ctx, cache.Key(id.key))
+	e, err := cache.Lookup(ctx, d.opt.Store, cache.Key(id.key))
 	ph.mark("lookup")
 	var me *cache.MissError
 	switch {
@@ -649,14 +649,14 @@ func (d *Driver) resultKeyPhases(ctx context.Context, id *identity, ph *phases) 
 // store does with a damaged entry Get finds; it returns the reason of the
 // miss.
 func (d *Driver) damagedManifest(ctx context.Context, id *identity, err error) string {
-	_ = d.opt.Store.Delete(ctx, cache.Key(id.key))
+	_ = cache.Delete(ctx, d.opt.Store, cache.Key(id.key))
 	_ = cache.Count(ctx, d.opt.Store, cache.EventDamaged, "manifest")
 	return "manifest " + cache.ReasonDamaged + err.Error()
 }
 
 // knownHeaders returns the headers the key's manifest names, for settle.
 func (d *Driver) knownHeaders(ctx context.Context, id *identity) []string {
-	e, err := d.opt.Store.Entry(ctx, cache.Key(id.key))
+	e, err := cache.Lookup(ctx, d.opt.Store, cache.Key(id.key))
 	if err != nil {
 		return nil
 	}
@@ -823,14 +823,16 @@ func (e *OutputError) Error() string { return "output " + e.Name + ": " + e.Err.
 func (e *OutputError) Unwrap() error { return e.Err }
 
 // writeOutputs writes the outputs to dir as one set: each output that dir
-// does not already hold is checked against its digest (by the store, for
-// a local hit's bytes; here, for any other) and written to a temporary
-// file beside its name (durable.CreateTemp), and only once all are
-// written are they renamed over the old ones. A local hit's output that
-// the output memo says dir holds is not read from the store at all. A
-// failed check, read or write (a full disk) removes every temporary file
-// and leaves the old set whole; the directory never holds a partial or
-// corrupt output.
+// does not already hold (a file of the output's size, mode and SHA-256)
+// is streamed into a temporary file beside its name (durable.CreateTemp)
+// from the store's verifying reader, for a local hit, or through a
+// hashing writer checked against its digest, for any other bytes; only
+// once all are written are they renamed over the old ones. A local hit's
+// output that dir holds is not read from the store at all, and one the
+// output memo vouches for is not read either. A failed check, read or
+// write (a full disk) removes every temporary file and leaves the old set
+// whole; the directory never holds a partial or corrupt output. Writing
+// makes no copy of an output in memory: a local hit's never is whole there.
 func writeOutputs(dir string, outs []cache.Output, data *blobs) (_ []api.Output, err error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, &OutputError{Name: "directory", Err: err}
@@ -853,23 +855,14 @@ func writeOutputs(dir string, outs []cache.Output, data *blobs) (_ []api.Output,
 		}
 		p := filepath.Join(dir, o.Name)
 		res[i] = api.Output{Name: o.Name, Path: p, Size: o.Size, Digest: hex.EncodeToString(o.Digest[:])}
-		if memoHolds(p, o.Digest, mode) {
-			continue // the memo vouches for the file: no byte needed
+		if memoHolds(p, o.Digest, mode) || holds(p, o.Size, o.Digest, mode) {
+			continue // the file in place has the output's bytes
 		}
-		b, err := data.get(i)
+		tmp, err := stageOutput(p, o, mode, data, i)
 		if err != nil {
-			return nil, fmt.Errorf("output %s: %w", o.Name, err)
+			return nil, err
 		}
-		if int64(len(b)) != o.Size || data.stored == nil && sha256.Sum256(b) != o.Digest {
-			return nil, &OutputError{Name: o.Name, Err: errors.New("bytes do not match the output's digest; nothing written")}
-		}
-		if !holds(p, b, o.Digest, mode) {
-			tmp, err := writeTemp(p, b, mode)
-			if err != nil {
-				return nil, &OutputError{Name: o.Name, Err: err}
-			}
-			todo = append(todo, staged{o.Name, tmp, p})
-		}
+		todo = append(todo, staged{o.Name, tmp, p})
 	}
 	wrote := len(todo) > 0
 	for len(todo) > 0 {
@@ -912,15 +905,17 @@ func sweepStaleTemps(dir string, outs []cache.Output, now time.Time) {
 	}
 }
 
-// holds reports whether p is already a regular file with exactly the bytes
-// b (whose SHA-256 is sum) and the permissions mode, so that a hit into an
+// holds reports whether p is already a regular file of size bytes whose
+// SHA-256 is sum, with the permissions mode, so that a hit into an
 // unchanged output directory rewrites nothing (and leaves the files' times
-// alone, which spares build systems a relink). A file found to hold them
-// is remembered with its stat data, as the header memo does (racily-clean
-// rule included); writeOutputs asks the memo (memoHolds) first, so a file
-// is not read again while its device, inode, size, modification and status
-// change times stay the same: any write or replacement changes one of them.
-func holds(p string, b []byte, sum [32]byte, mode os.FileMode) bool {
+// alone, which spares build systems a relink). It compares digests, reading
+// the file once through SHA-256 and never the output's bytes. A file found
+// to hold them is remembered with its stat data, as the header memo does
+// (racily-clean rule included); writeOutputs asks the memo (memoHolds)
+// first, so a file is not read again while its device, inode, size,
+// modification and status change times stay the same: any write or
+// replacement changes one of them.
+func holds(p string, size int64, sum [32]byte, mode os.FileMode) bool {
 	f, err := os.Open(p)
 	if err != nil {
 		return false
@@ -928,12 +923,12 @@ func holds(p string, b []byte, sum [32]byte, mode os.FileMode) bool {
 	defer f.Close()
 	read := time.Now()
 	fi, err := f.Stat()
-	if err != nil || !fi.Mode().IsRegular() || fi.Size() != int64(len(b)) || fi.Mode().Perm() != mode {
+	if err != nil || !fi.Mode().IsRegular() || fi.Size() != size || fi.Mode().Perm() != mode {
 		return false
 	}
-	have := make([]byte, len(b)+1)
-	n, err := io.ReadFull(f, have)
-	if err != io.ErrUnexpectedEOF || n != len(b) || !bytes.Equal(have[:n], b) {
+	h := sha256.New()
+	n, err := io.Copy(h, io.LimitReader(f, size+1))
+	if err != nil || n != size || [32]byte(h.Sum(nil)) != sum {
 		return false
 	}
 	if key, ok := statKeyOf(fi); ok && rememberable(key, read, outputStableAge, f.Stat) {
@@ -992,6 +987,59 @@ func (b *blobs) get(i int) ([]byte, error) {
 	return d, nil
 }
 
+// open returns a reader of output i: the store's, which verifies the
+// bytes as they stream (verified), or one of the bytes in memory.
+func (b *blobs) open(i int) (r io.ReadCloser, verified bool) {
+	if b.stored == nil || b.read[i] {
+		return io.NopCloser(bytes.NewReader(b.data[i])), b.stored != nil
+	}
+	return b.stored.Open(i), true
+}
+
+// readError remembers the error of the reader it wraps, so that a copy's
+// failure is told apart: the source's (a damaged blob) or the
+// destination's (a full disk).
+type readError struct {
+	r   io.Reader
+	err error
+}
+
+func (r *readError) Read(p []byte) (int, error) {
+	n, err := r.r.Read(p)
+	if err != nil && err != io.EOF {
+		r.err = err
+	}
+	return n, err
+}
+
+// stageOutput writes output i of data, o, to a temporary file beside p
+// with the permissions mode, streaming: from the store's verifying reader,
+// or through SHA-256 checked against o.Digest; its size is checked either
+// way. It returns the temporary file's name; on any failure it leaves no
+// file. A read that fails is the reader's error (a store's damage, a
+// *cache.MissError matching cache.ErrDamaged), any other an *OutputError.
+func stageOutput(p string, o cache.Output, mode os.FileMode, data *blobs, i int) (string, error) {
+	r, verified := data.open(i)
+	defer r.Close()
+	src := &readError{r: r}
+	h := sha256.New()
+	var in io.Reader = src
+	if !verified {
+		in = io.TeeReader(src, h)
+	}
+	tmp, n, err := writeTemp(p, io.LimitReader(in, o.Size+1), mode)
+	switch {
+	case src.err != nil:
+		return "", fmt.Errorf("output %s: %w", o.Name, src.err)
+	case err != nil:
+		return "", &OutputError{Name: o.Name, Err: err}
+	case n != o.Size || !verified && [32]byte(h.Sum(nil)) != o.Digest:
+		os.Remove(tmp)
+		return "", &OutputError{Name: o.Name, Err: errors.New("bytes do not match the output's digest; nothing written")}
+	}
+	return tmp, nil
+}
+
 // readAll returns every output's bytes.
 func (b *blobs) readAll() ([][]byte, error) {
 	for i := range b.data {
@@ -1014,13 +1062,13 @@ type outputEntry struct {
 // outputStableAge is stableAge for outputs (tests lower it).
 var outputStableAge = stableAge
 
-// writeTemp writes b with mode to a new temporary file for p (named as
-// durable.IsTemp expects, so sweepStaleTemps knows it) and returns its
-// name; on failure nothing is left.
-func writeTemp(p string, b []byte, mode os.FileMode) (_ string, err error) {
+// writeTemp writes what r yields, with mode, to a new temporary file for p
+// (named as durable.IsTemp expects, so sweepStaleTemps knows it) and
+// returns its name and size; on failure nothing is left.
+func writeTemp(p string, r io.Reader, mode os.FileMode) (_ string, n int64, err error) {
 	f, err := durable.CreateTemp(p, 0o600)
 	if err != nil {
-		return "", err
+		return "", 0, err
 	}
 	tmp := f.Name()
 	defer func() {
@@ -1029,16 +1077,16 @@ func writeTemp(p string, b []byte, mode os.FileMode) (_ string, err error) {
 			os.Remove(tmp)
 		}
 	}()
-	if _, err = f.Write(b); err != nil {
-		return "", err
+	if n, err = io.Copy(f, r); err != nil {
+		return "", 0, err
 	}
 	if err = f.Chmod(mode); err != nil {
-		return "", err
+		return "", 0, err
 	}
 	if err = f.Close(); err != nil {
-		return "", err
+		return "", 0, err
 	}
-	return tmp, nil
+	return tmp, n, nil
 }
 
 // pack returns the cache outputs of a compile: the shared objects and, last,

@@ -71,7 +71,7 @@ func env(vars ...string) (func(string) string, []string) {
 // installation is the slow part of an identity.
 var identities = toolchain.NewInstallationIdentityCache(toolchain.Options{})
 
-func newDriver(t *testing.T, store cache.Store, vars ...string) *Driver {
+func newDriver(t *testing.T, store testStore, vars ...string) *Driver {
 	getenv, environ := env(vars...)
 	return New(Options{Store: store, Identities: identities, Getenv: getenv, Environ: environ, TempDir: t.TempDir()})
 }
@@ -187,7 +187,7 @@ func TestFreshRequest(t *testing.T) {
 		t.Errorf("fresh request looked up (%v ms) or did not compile (%v ms)", r.Timings.Lookup, r.Timings.Compile)
 	}
 	// Counted under the variable, not under the reason's whole text.
-	st, _ := store.Stats(context.Background())
+	st, _ := cache.ReadStats(context.Background(), store)
 	if want := map[string]int64{"PYPTO_JIT_FORCE_RECOMPILE is set": 1}; !maps.Equal(st.UncachedReasons, want) {
 		t.Errorf("uncached reasons %v, want %v", st.UncachedReasons, want)
 	}
@@ -205,7 +205,7 @@ func TestUnavailableIdentity(t *testing.T) {
 			t.Fatalf("key %q, unavailable %q: want no key and two reasons", r.Key, r.Unavailable)
 		}
 	}
-	st, _ := store.Stats(context.Background())
+	st, _ := cache.ReadStats(context.Background(), store)
 	if st.Entries != 0 || st.Uncached != 2 {
 		t.Errorf("stats %+v: want no entry and two uncached builds", st)
 	}
@@ -228,7 +228,7 @@ func TestSourceChangedDuringCompile(t *testing.T) {
 	if len(r.Unavailable) != 1 || !strings.Contains(r.Unavailable[0], "kernel.0 changed during the compile") {
 		t.Errorf("unavailable %q", r.Unavailable)
 	}
-	st, _ := store.Stats(context.Background())
+	st, _ := cache.ReadStats(context.Background(), store)
 	if st.Entries != 0 {
 		t.Errorf("%d entries published", st.Entries)
 	}
@@ -246,6 +246,12 @@ func TestCorruptBlobIsAMiss(t *testing.T) {
 		}
 	}
 	if err := cache.FaultInjector(store).CorruptBlob(context.Background(), digest); err != nil {
+		t.Fatal(err)
+	}
+	// A hit whose output is in place reads no blob (the file has the
+	// output's digest); one whose output is gone reads it and meets the
+	// damage.
+	if err := os.Remove(filepath.Join(req.OutputDir, CallableName)); err != nil {
 		t.Fatal(err)
 	}
 	r := build(t, d, req, api.StatusMiss)
@@ -300,7 +306,7 @@ func TestHeaderChangedDuringCompile(t *testing.T) {
 	if len(r.Unavailable) != 1 || !strings.Contains(r.Unavailable[0], "header vadd.h changed during the compile") {
 		t.Errorf("unavailable %q", r.Unavailable)
 	}
-	st, _ := store.Stats(context.Background())
+	st, _ := cache.ReadStats(context.Background(), store)
 	if st.Entries != 0 {
 		t.Errorf("%d entries published", st.Entries)
 	}
@@ -324,7 +330,7 @@ func TestHitsUseTheManifest(t *testing.T) {
 	now = now.Add(time.Hour)
 	build(t, d, req, api.StatusHit)
 	var m *cache.Entry
-	store.List(context.Background(), func(e *cache.Entry) error {
+	cache.List(context.Background(), store, func(e *cache.Entry) error {
 		if e.Key == key {
 			m = e
 		}
@@ -333,4 +339,12 @@ func TestHitsUseTheManifest(t *testing.T) {
 	if m == nil || !m.LastUsed.Equal(now) {
 		t.Errorf("manifest %+v: want last use %v", m, now)
 	}
+}
+
+// testStore is what the tests use of a store of package cache.
+type testStore interface {
+	cache.Core
+	cache.EntryReader
+	cache.Deleter
+	cache.EventCounter
 }

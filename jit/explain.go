@@ -104,7 +104,7 @@ func (e *UnavailableError) Error() string {
 // digests differ from those it maps their paths to). The note says why
 // nothing is known, when the earlier key's record is gone or unreadable.
 func (d *Driver) changesSince(ctx context.Context, base baseDir, rec inventory.Value, key, prevKey, prevResult cache.Key, headers map[string]string) ([]api.Change, string) {
-	e, err := d.opt.Store.Entry(ctx, prevKey)
+	e, err := cache.Lookup(ctx, d.opt.Store, prevKey)
 	if err != nil {
 		return nil, "the key record of the earlier build (" + prevKey.String()[:12] + ") is no longer in the cache"
 	}
@@ -172,7 +172,7 @@ func (d *Driver) WhyLatest(ctx context.Context, e *cache.Entry) (*Why, error) {
 		return w, nil
 	}
 	w.Predecessor.Key = lb.Previous.String()
-	cur, err := d.opt.Store.Entry(ctx, lb.Key)
+	cur, err := cache.Lookup(ctx, d.opt.Store, lb.Key)
 	if err != nil {
 		return nil, fmt.Errorf("the key record of %s: %w", lb.Key.String()[:12], err)
 	}

@@ -114,7 +114,7 @@ func TestDiskFillsUp(t *testing.T) {
 			t.Errorf("build %d: %s %q, want uncached with a free-space warning", i, r.Status, r.Warnings)
 		}
 	}
-	s, err := store.Stats(context.Background())
+	s, err := cache.ReadStats(context.Background(), store)
 	if err != nil || !strings.Contains(strings.Join(s.Health, " "), "writes are refused") {
 		t.Errorf("stats %+v, %v: want the lack of space in Health", s, err)
 	}

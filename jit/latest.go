@@ -111,7 +111,7 @@ func (d *Driver) LatestBuild(ctx context.Context, r RequestIdentity) (lb LatestB
 
 // latestBuild is LatestBuild of r, whose identity record encodes as enc.
 func (d *Driver) latestBuild(ctx context.Context, r RequestIdentity, enc []byte) (LatestBuild, bool, error) {
-	e, err := d.opt.Store.Entry(ctx, cache.Key(sha256.Sum256(enc)))
+	e, err := cache.Lookup(ctx, d.opt.Store, cache.Key(sha256.Sum256(enc)))
 	switch {
 	case errors.Is(err, cache.ErrMiss):
 		// Also a damaged entry, which the store removed and counted.
@@ -155,7 +155,7 @@ func parseLatest(e *cache.Entry, enc []byte) (LatestBuild, string) {
 // damagedLatest removes a damaged latest-build record and counts it, as
 // damagedManifest does with a manifest.
 func (d *Driver) damagedLatest(ctx context.Context, k cache.Key) {
-	_ = d.opt.Store.Delete(ctx, k)
+	_ = cache.Delete(ctx, d.opt.Store, k)
 	_ = cache.Count(ctx, d.opt.Store, cache.EventDamaged, "latest-build record")
 }
 

@@ -17,13 +17,13 @@ import (
 
 // countingStore counts the writes of a store.
 type countingStore struct {
-	cache.Store
+	testStore
 	puts atomic.Int64
 }
 
 func (s *countingStore) Put(ctx context.Context, e *cache.Entry, data []io.Reader) error {
 	s.puts.Add(1)
-	return s.Store.Put(ctx, e, data)
+	return s.testStore.Put(ctx, e, data)
 }
 
 // latestOf returns the latest build recorded for req, failing the test
@@ -124,7 +124,7 @@ func TestLatestBuildFollowsTheVariantUsed(t *testing.T) {
 func TestLatestBuildHitWritesNothing(t *testing.T) {
 	dir, req := copyExamples(t)
 	req.File = filepath.Join(dir, "vadd", "request.json")
-	store := &countingStore{Store: cache.NewMemory(cache.Options{})}
+	store := &countingStore{testStore: cache.NewMemory(cache.Options{})}
 	d := newDriver(t, store)
 	build(t, d, req, api.StatusMiss)
 	// The result, the manifest and the record.
@@ -193,11 +193,11 @@ func TestDamagedLatestRecord(t *testing.T) {
 	if err := store.Put(ctx, e, nil); err != nil {
 		t.Fatal(err)
 	}
-	before, _ := store.Stats(ctx)
+	before, _ := cache.ReadStats(ctx, store)
 	if _, ok, err := d.LatestBuild(ctx, ri); ok || err != nil {
 		t.Fatalf("a damaged record: ok %v, %v", ok, err)
 	}
-	after, _ := store.Stats(ctx)
+	after, _ := cache.ReadStats(ctx, store)
 	if after.Damaged != before.Damaged+1 {
 		t.Errorf("damaged %d -> %d, want one more", before.Damaged, after.Damaged)
 	}

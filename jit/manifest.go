@@ -142,7 +142,7 @@ func decodeManifest(b []byte, sum [32]byte) (*manifest, error) {
 func (d *Driver) writeManifest(ctx context.Context, id *identity, nv variant) (string, error) {
 	store := d.opt.Store
 	var old []variant
-	if e, err := store.Entry(ctx, cache.Key(id.key)); err == nil {
+	if e, err := cache.Lookup(ctx, store, cache.Key(id.key)); err == nil {
 		if m, err := d.storedManifest(ctx, e); err == nil {
 			old = m.Variants
 		}

@@ -13,7 +13,7 @@ import (
 func manifestIn(t *testing.T, store cache.Core, k cache.Key) *manifest {
 	t.Helper()
 	ctx := context.Background()
-	e, err := store.Entry(ctx, k)
+	e, err := cache.Lookup(ctx, store, k)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -52,7 +52,7 @@ func TestManifestInMetaIsRead(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e, err := store.Entry(ctx, key)
+	e, err := cache.Lookup(ctx, store, key)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -74,7 +74,7 @@ func TestManifestInMetaIsRead(t *testing.T) {
 	if r := build(t, remote, req, api.StatusHit); r.HitTier != TierRemote || r.Hashid != first.Hashid {
 		t.Errorf("tier %q hashid %s from a remote manifest in meta, want a remote hit of %s", r.HitTier, r.Hashid, first.Hashid)
 	}
-	if e, err := remote.opt.Store.Entry(ctx, key); err != nil || len(e.Outputs) != 1 || e.Meta["manifest"] != "" {
+	if e, err := cache.Lookup(ctx, remote.opt.Store, key); err != nil || len(e.Outputs) != 1 || e.Meta["manifest"] != "" {
 		t.Errorf("the remote hit stored the manifest as %+v (%v), want the blob form", e, err)
 	}
 }
@@ -83,7 +83,7 @@ func TestManifestInMetaIsRead(t *testing.T) {
 type storeTier struct{ s cache.Core }
 
 func (r *storeTier) Entry(ctx context.Context, key cache.Key) (*cache.Entry, error) {
-	return r.s.Entry(ctx, key)
+	return cache.Lookup(ctx, r.s, key)
 }
 
 func (r *storeTier) Get(ctx context.Context, key cache.Key) (*cache.Entry, [][]byte, error) {

@@ -181,12 +181,12 @@ func TestHitInPlaceReadsNoBlob(t *testing.T) {
 		}
 		want[o.Path] = b
 	}
-	before, err := store.Stats(ctx)
+	before, err := cache.ReadStats(ctx, store)
 	if err != nil {
 		t.Fatal(err)
 	}
 	r := build(t, d, req, api.StatusHit)
-	after, err := store.Stats(ctx)
+	after, err := cache.ReadStats(ctx, store)
 	if err != nil {
 		t.Fatal(err)
 	}

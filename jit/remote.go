@@ -126,7 +126,7 @@ func (d *Driver) storeRemoteHit(ctx context.Context, id *identity, e *cache.Entr
 // the outputs' bytes in the order of outs.
 func (d *Driver) publishRemote(ctx context.Context, id *identity, outs []cache.Output, data [][]byte) {
 	store := d.opt.Store
-	m, err := store.Entry(ctx, cache.Key(id.key))
+	m, err := cache.Lookup(ctx, store, cache.Key(id.key))
 	if err != nil {
 		return
 	}
@@ -142,7 +142,7 @@ func (d *Driver) publishRemote(ctx context.Context, id *identity, outs []cache.O
 	if err != nil {
 		return
 	}
-	e, err := store.Entry(ctx, rk)
+	e, err := cache.Lookup(ctx, store, rk)
 	if err != nil || len(e.Outputs) != len(outs) {
 		return
 	}

@@ -122,7 +122,7 @@ func TestRemoteTierAcrossMachines(t *testing.T) {
 		}
 	}
 	// B's store counts a remote hit, not a miss.
-	if st, err := dB.opt.Store.(cache.Store).Stats(ctx); err != nil || st.RemoteHits != 1 || st.Misses != 0 || st.Hits != 0 || st.BytesServed == 0 {
+	if st, err := cache.ReadStats(ctx, dB.opt.Store); err != nil || st.RemoteHits != 1 || st.Misses != 0 || st.Hits != 0 || st.BytesServed == 0 {
 		t.Errorf("B's store counts %+v (%v), want one remote hit and no miss", st, err)
 	}
 	// The remote hit was stored locally.

@@ -15,7 +15,7 @@ import (
 // faultyStore fails the operations given an error; the others reach the
 // store inside.
 type faultyStore struct {
-	cache.Store
+	testStore
 	getErr, entryErr, putErr error
 }
 
@@ -25,21 +25,21 @@ func (f *faultyStore) Get(ctx context.Context, k cache.Key) (*cache.Hit, error) 
 	if f.getErr != nil {
 		return nil, f.getErr
 	}
-	return f.Store.Get(ctx, k)
+	return f.testStore.Get(ctx, k)
 }
 
 func (f *faultyStore) Entry(ctx context.Context, k cache.Key) (*cache.Entry, error) {
 	if f.entryErr != nil {
 		return nil, f.entryErr
 	}
-	return f.Store.Entry(ctx, k)
+	return f.testStore.Entry(ctx, k)
 }
 
 func (f *faultyStore) Put(ctx context.Context, e *cache.Entry, data []io.Reader) error {
 	if f.putErr != nil {
 		return f.putErr
 	}
-	return f.Store.Put(ctx, e, data)
+	return f.testStore.Put(ctx, e, data)
 }
 
 // checkWarning checks that a response carries one warning naming the
@@ -63,7 +63,7 @@ func checkWarning(t *testing.T, r *api.Response, dir, cause, remedy string) {
 func TestStoreFailsBuildDoesNot(t *testing.T) {
 	_, req := copyExamples(t)
 	mem := cache.NewMemory(cache.Options{})
-	fs := &faultyStore{Store: mem, entryErr: errors.New("s2: corrupt input")}
+	fs := &faultyStore{testStore: mem, entryErr: errors.New("s2: corrupt input")}
 	r := build(t, newDriver(t, fs), req, api.StatusUncached)
 	if len(r.Unavailable) != 1 || !strings.HasPrefix(r.Unavailable[0], "cache lookup failed: ") || r.MissReason != "" {
 		t.Errorf("unavailable %q, miss reason %q", r.Unavailable, r.MissReason)
@@ -84,7 +84,7 @@ func TestStoreFailsBuildDoesNot(t *testing.T) {
 	r = build(t, newDriver(t, fs), req, api.StatusUncached)
 	checkWarning(t, r, fs.Dir(), "checksum mismatch", "ptojit cache clear")
 
-	st, err := mem.Stats(context.Background())
+	st, err := cache.ReadStats(context.Background(), mem)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -18,7 +18,7 @@ import (
 // drivers returns two Drivers of store and remote with one C compiler,
 // which logs every shared-object compile to log (see compiles): plain, and
 // in verify mode.
-func drivers(t *testing.T, store cache.Store, remote RemoteTier) (plain, verify *Driver, log string) {
+func drivers(t *testing.T, store testStore, remote RemoteTier) (plain, verify *Driver, log string) {
 	t.Helper()
 	dir := t.TempDir()
 	log = filepath.Join(dir, "cc.log")
@@ -31,7 +31,7 @@ func drivers(t *testing.T, store cache.Store, remote RemoteTier) (plain, verify 
 
 // resultOf returns the result entry that the newest header variant of
 // key's manifest names, with its outputs' bytes.
-func resultOf(t *testing.T, store cache.Store, key string) *storedResult {
+func resultOf(t *testing.T, store testStore, key string) *storedResult {
 	t.Helper()
 	ctx := context.Background()
 	k, err := cache.ParseKey(key)
@@ -61,7 +61,7 @@ func resultOf(t *testing.T, store cache.Store, key string) *storedResult {
 // well-formed entry under the same key, as the cache writes it, whose
 // outputs are not what the key's inputs compile to. It returns the new
 // bytes.
-func plant(t *testing.T, store cache.Store, r *storedResult, name string) []byte {
+func plant(t *testing.T, store testStore, r *storedResult, name string) []byte {
 	t.Helper()
 	e := *r.Entry
 	e.Outputs = slices.Clone(e.Outputs)
@@ -99,7 +99,7 @@ func TestVerifyHitOfExample(t *testing.T) {
 			t.Errorf("phases %v, compile %v ms: the fresh compile is not timed", r.Timings.Phases, r.Timings.Compile)
 		}
 	}
-	st, err := store.Stats(context.Background())
+	st, err := cache.ReadStats(context.Background(), store)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -158,7 +158,7 @@ func TestVerifyReportsPlantedMismatch(t *testing.T) {
 	if _, err := os.Stat(req.OutputDir); !os.IsNotExist(err) {
 		t.Errorf("the failed verify wrote the output directory (%v)", err)
 	}
-	st, err := store.Stats(context.Background())
+	st, err := cache.ReadStats(context.Background(), store)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -189,7 +189,7 @@ func TestVerifyNamedOutputIsCompared(t *testing.T) {
 	if len(r.Warnings) != 1 || !strings.Contains(r.Warnings[0], KernelName(1)) || !strings.Contains(r.Warnings[0], "a test's reason") {
 		t.Errorf("warnings %q, want one naming %s and its reason", r.Warnings, KernelName(1))
 	}
-	if st, _ := store.Stats(context.Background()); st.VerifyMismatch != 0 {
+	if st, _ := cache.ReadStats(context.Background(), store); st.VerifyMismatch != 0 {
 		t.Errorf("%d mismatches counted for a named output", st.VerifyMismatch)
 	}
 }
@@ -227,7 +227,7 @@ func TestVerifyRemoteHit(t *testing.T) {
 
 	// The same compiler (CC names it) on another machine.
 	cc := a.opt.Getenv("CC")
-	machine := func(local cache.Store) *Driver {
+	machine := func(local testStore) *Driver {
 		getenv, environ := env("CC=" + cc)
 		return New(Options{Store: local, Remote: remote, Verify: true, Identities: identities, Getenv: getenv, Environ: environ, TempDir: t.TempDir()})
 	}
@@ -248,7 +248,7 @@ func TestVerifyRemoteHit(t *testing.T) {
 	if !errors.As(err, &ve) || ve.Tier != TierRemote || len(ve.Diffs) != 1 || ve.Diffs[0].Name != OrchestrationName {
 		t.Fatalf("planted remote hit: %v, want a *VerifyError for %s from the remote tier", err, OrchestrationName)
 	}
-	if st, _ := local.Stats(context.Background()); st.VerifyMismatch != 1 {
+	if st, _ := cache.ReadStats(context.Background(), local); st.VerifyMismatch != 1 {
 		t.Errorf("%d mismatches counted, want 1", st.VerifyMismatch)
 	}
 	// The planted entry never reached the local store: without verify,

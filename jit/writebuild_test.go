@@ -103,7 +103,7 @@ func TestHeaderChangedByCompiler(t *testing.T) {
 			t.Errorf("run %d: unavailable %q", i, r.Unavailable)
 		}
 	}
-	st, _ := store.Stats(context.Background())
+	st, _ := cache.ReadStats(context.Background(), store)
 	if st.Entries != 0 {
 		t.Errorf("%d entries published", st.Entries)
 	}

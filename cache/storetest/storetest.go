@@ -1,4 +1,5 @@
-// Package storetest is the conformance suite of cache.Store: every
+// Package storetest is the conformance suite of the stores of package
+// cache (their core face, capabilities and maintenance functions): every
 // implementation runs RunStoreTests, as restic's backends run
 // internal/backend/test.
 package storetest
@@ -19,12 +20,15 @@ import (
 	"github.com/ptojit/ptojit/cache"
 )
 
-// Tested is a store the suite runs on: the core and maintenance faces, and
-// the counts when it is also a cache.EventCounter (a Counting store). The
-// suite checks the counters only of a store that counts.
+// Tested is a store the suite runs on: the core face with the capabilities
+// the stores of package cache have, which the maintenance functions
+// (cache.Verify, cache.Trim, ...) reach, and the counts when it is also a
+// cache.EventCounter (a Counting store). The suite checks the counters
+// only of a store that counts.
 type Tested interface {
 	cache.Core
-	cache.Maintenance
+	cache.EntryReader
+	cache.Deleter
 }
 
 // NewStore returns an empty store with the given options. The suite closes
@@ -175,7 +179,7 @@ func (h *harness) damaged(k cache.Key, reason string) *cache.MissError {
 
 func (h *harness) stats() *cache.Stats {
 	h.t.Helper()
-	s, err := h.s.Stats(h.ctx)
+	s, err := cache.ReadStats(h.ctx, h.s)
 	if err != nil {
 		h.t.Fatalf("Stats: %v", err)
 	}
@@ -453,15 +457,15 @@ func testVerify(h *harness) {
 	h.put(NewEntry(K("x"), a), a)
 	h.put(NewEntry(K("y"), b, c), b, c)
 	h.put(NewEntry(K("z"), c), c)
-	r, err := h.s.Verify(h.ctx)
+	r, err := cache.Verify(h.ctx, h.s, false)
 	if err != nil || !r.OK() || r.Entries != 3 || r.Blobs != 3 || r.Bytes != 10050 || len(r.Removed) != 0 {
 		h.t.Fatalf("Verify of an intact store = %+v, %v", r, err)
 	}
 	if err := fi.CorruptBlob(h.ctx, sha256.Sum256(b)); err != nil {
 		h.t.Fatal(err)
 	}
-	if c, ok := h.s.(cache.Checker); ok {
-		r, err := c.Check(h.ctx)
+	{
+		r, err := cache.Verify(h.ctx, h.s, true)
 		if err != nil || r.OK() || len(r.Corrupt) != 1 || len(r.Removed) != 0 {
 			h.t.Fatalf("Check = %+v, %v; want the damage reported, nothing removed", r, err)
 		}
@@ -469,7 +473,7 @@ func testVerify(h *harness) {
 			h.t.Fatalf("Check removed an entry: %v", err)
 		}
 	}
-	r, err = h.s.Verify(h.ctx)
+	r, err = cache.Verify(h.ctx, h.s, false)
 	if err != nil {
 		h.t.Fatal(err)
 	}
@@ -485,7 +489,7 @@ func testVerify(h *harness) {
 	if s := h.stats(); s.Entries != 2 || s.Bytes != 5050 || h.counts() && s.Corrupt != 1 {
 		h.t.Fatalf("stats = %+v", s)
 	}
-	r, err = h.s.Verify(h.ctx)
+	r, err = cache.Verify(h.ctx, h.s, false)
 	if err != nil || !r.OK() {
 		h.t.Fatalf("second Verify = %+v, %v", r, err)
 	}
@@ -506,7 +510,7 @@ func testTrimLRU(h *harness) {
 	if e, err := h.s.Entry(h.ctx, K("a")); err != nil || !e.LastUsed.Equal(used) {
 		h.t.Fatalf("Entry(a).LastUsed = %v, %v; want %v", e, err, used)
 	}
-	r, err := h.s.Trim(h.ctx, 250)
+	r, err := cache.Trim(h.ctx, h.s, 250)
 	if err != nil {
 		h.t.Fatal(err)
 	}
@@ -518,7 +522,7 @@ func testTrimLRU(h *harness) {
 	if _, err := h.s.Entry(h.ctx, K("c")); err != nil {
 		h.t.Fatal(err)
 	}
-	if r, err = h.s.Trim(h.ctx, 150); err != nil || len(r.Evicted) != 1 || r.Evicted[0] != K("a") {
+	if r, err = cache.Trim(h.ctx, h.s, 150); err != nil || len(r.Evicted) != 1 || r.Evicted[0] != K("a") {
 		h.t.Fatalf("Trim(150) = %+v, %v; want a evicted", r, err)
 	}
 	h.hit(K("c"), Blob("c", 100))
@@ -527,7 +531,7 @@ func testTrimLRU(h *harness) {
 	if s := h.stats(); s.Bytes != 100 || h.counts() && s.Evictions != 2 {
 		h.t.Fatalf("stats = %+v", s)
 	}
-	r, err = h.s.Trim(h.ctx, 0)
+	r, err = cache.Trim(h.ctx, h.s, 0)
 	if err != nil || len(r.Evicted) != 1 || r.BytesAfter != 0 {
 		h.t.Fatalf("Trim(0) = %+v, %v", r, err)
 	}
@@ -588,7 +592,7 @@ func testList(h *harness) {
 		h.put(NewEntry(K(n), d), d)
 	}
 	var got []cache.Key
-	if err := h.s.List(h.ctx, func(e *cache.Entry) error {
+	if err := cache.List(h.ctx, h.s, func(e *cache.Entry) error {
 		got = append(got, e.Key)
 		if len(e.Outputs) != 1 || e.Outputs[0].Size != 10 {
 			return fmt.Errorf("entry %s: outputs %+v", e.Key, e.Outputs)
@@ -607,7 +611,7 @@ func testList(h *harness) {
 	}
 	stop := errors.New("stop")
 	n := 0
-	if err := h.s.List(h.ctx, func(*cache.Entry) error { n++; return stop }); err != stop || n != 1 {
+	if err := cache.List(h.ctx, h.s, func(*cache.Entry) error { n++; return stop }); err != stop || n != 1 {
 		h.t.Fatalf("List did not stop at fn's error: %v after %d calls", err, n)
 	}
 }
@@ -616,7 +620,7 @@ func testClear(h *harness) {
 	a := Blob("a", 10)
 	h.put(NewEntry(K("a"), a), a)
 	h.hit(K("a"), a)
-	if err := h.s.Clear(h.ctx); err != nil {
+	if err := cache.Clear(h.ctx, h.s); err != nil {
 		h.t.Fatal(err)
 	}
 	h.absent(K("a"))
@@ -635,10 +639,10 @@ func testReadOnly(h *harness) {
 	if err := h.s.Delete(h.ctx, K("a")); !errors.Is(err, cache.ErrReadOnly) {
 		h.t.Fatalf("Delete = %v, want ErrReadOnly", err)
 	}
-	if _, err := h.s.Trim(h.ctx, 0); !errors.Is(err, cache.ErrReadOnly) {
+	if _, err := cache.Trim(h.ctx, h.s, 0); !errors.Is(err, cache.ErrReadOnly) {
 		h.t.Fatalf("Trim = %v, want ErrReadOnly", err)
 	}
-	if err := h.s.Clear(h.ctx); !errors.Is(err, cache.ErrReadOnly) {
+	if err := cache.Clear(h.ctx, h.s); !errors.Is(err, cache.ErrReadOnly) {
 		h.t.Fatalf("Clear = %v, want ErrReadOnly", err)
 	}
 	h.miss(K("a"), cache.ReasonNoEntry)
@@ -650,7 +654,7 @@ func testReadOnly(h *harness) {
 			h.t.Fatalf("read-only counters = %+v", s)
 		}
 	}
-	if r, err := h.s.Verify(h.ctx); err != nil || !r.OK() {
+	if r, err := cache.Verify(h.ctx, h.s, false); err != nil || !r.OK() {
 		h.t.Fatalf("Verify = %+v, %v", r, err)
 	}
 }
@@ -718,13 +722,13 @@ func testConcurrent(h *harness) {
 	}
 	// Every remaining entry is whole.
 	var ks []cache.Key
-	h.s.List(h.ctx, func(e *cache.Entry) error { ks = append(ks, e.Key); return nil })
+	cache.List(h.ctx, h.s, func(e *cache.Entry) error { ks = append(ks, e.Key); return nil })
 	for _, k := range ks {
 		if _, err := h.s.Get(h.ctx, k); err != nil {
 			h.t.Errorf("after the storm: %v", err)
 		}
 	}
-	r, err := h.s.Verify(h.ctx)
+	r, err := cache.Verify(h.ctx, h.s, false)
 	if err != nil || !r.OK() || len(r.Removed) != 0 {
 		h.t.Fatalf("Verify after the storm = %+v, %v", r, err)
 	}
@@ -758,7 +762,7 @@ func testChunkedPutGet(h *harness) {
 	if s := h.stats(); s.Bytes != int64(len(odd)) {
 		h.t.Fatalf("after deleting x and z: %+v, want only the shared blob", s)
 	}
-	if r, err := h.s.Verify(h.ctx); err != nil || !r.OK() || r.Orphans != 0 || r.Bytes != int64(len(odd)) {
+	if r, err := cache.Verify(h.ctx, h.s, false); err != nil || !r.OK() || r.Orphans != 0 || r.Bytes != int64(len(odd)) {
 		h.t.Fatalf("Verify = %+v, %v; want the shared blob re-hashed and nothing else", r, err)
 	}
 }
@@ -780,7 +784,7 @@ func testChunkedRejectsBadData(h *harness) {
 	if s := h.stats(); s.Entries != 0 || s.Bytes != 0 {
 		h.t.Fatalf("rejected Puts stored something: %+v", s)
 	}
-	if r, err := h.s.Verify(h.ctx); err != nil || r.Blobs != 0 || r.Orphans != 0 {
+	if r, err := cache.Verify(h.ctx, h.s, false); err != nil || r.Blobs != 0 || r.Orphans != 0 {
 		h.t.Fatalf("Verify after rejected Puts = %+v, %v; want no blob left", r, err)
 	}
 }
@@ -844,7 +848,7 @@ func testChunkedVerifyAndTrim(h *harness) {
 	if err := fi.CorruptBlob(h.ctx, sha256.Sum256(a)); err != nil {
 		h.t.Fatal(err)
 	}
-	r, err := h.s.Verify(h.ctx)
+	r, err := cache.Verify(h.ctx, h.s, false)
 	if err != nil {
 		h.t.Fatal(err)
 	}
@@ -854,11 +858,11 @@ func testChunkedVerifyAndTrim(h *harness) {
 	}
 	h.absent(K("a"))
 	h.hit(K("b"), b)
-	tr, err := h.s.Trim(h.ctx, 0)
+	tr, err := cache.Trim(h.ctx, h.s, 0)
 	if err != nil || len(tr.Evicted) != 1 || tr.BytesAfter != 0 {
 		h.t.Fatalf("Trim(0) = %+v, %v; want b evicted", tr, err)
 	}
-	if r, err := h.s.Verify(h.ctx); err != nil || r.Blobs != 0 || !r.OK() {
+	if r, err := cache.Verify(h.ctx, h.s, false); err != nil || r.Blobs != 0 || !r.OK() {
 		h.t.Fatalf("Verify after Trim = %+v, %v; want an empty store", r, err)
 	}
 }

@@ -266,11 +266,9 @@ func fileSetting(env *cli.Env, cacheDir, name string) (string, error) {
 // command, and identities are computed afresh. Set once, before any
 // command runs (ShareEngine).
 var engine struct {
-	// store is the daemon's store as builds see it; maintenance is the
-	// same store's face for the cache commands.
-	store       cache.Core
-	maintenance cache.Maintenance
-	identities  *toolchain.InstallationIdentityCache
+	// store is the daemon's store.
+	store      cacheStore
+	identities *toolchain.InstallationIdentityCache
 	// listings are the daemon's directory listings, which answer the
 	// checks of searched-and-absent paths (jit.Options.Listings).
 	listings *jit.DirListings
@@ -291,15 +289,15 @@ var engine struct {
 // ShareEngine makes the build and key commands use store (never closed by
 // them) and ids instead of opening the cache themselves. The daemon calls
 // it before serving.
-func ShareEngine(store cache.Store, ids *toolchain.InstallationIdentityCache) {
-	engine.store, engine.maintenance, engine.identities = store, store, ids
+func ShareEngine(store cacheStore, ids *toolchain.InstallationIdentityCache) {
+	engine.store, engine.identities = store, ids
 }
 
 // shareBrokenEngine is ShareEngine for a daemon whose store in dir could
 // not be opened: its builds run uncached with a warning naming err, and
 // cache clear wipes dir, then calls wiped.
 func shareBrokenEngine(dir string, err error, ids *toolchain.InstallationIdentityCache, wiped func(atExit bool)) {
-	engine.store, engine.maintenance, engine.identities = nil, nil, ids
+	engine.store, engine.identities = nil, ids
 	engine.storeDir, engine.storeErr, engine.wiped = dir, err, wiped
 }
 
@@ -315,7 +313,7 @@ var openStoreWait = time.Minute
 // otherwise storeErr is a *heldError naming the holder. verify is the
 // verify setting in force for a store that is returned (read with the
 // store's own settings), else false.
-func storeFor(ctx context.Context, env *cli.Env, dir string, readOnly, wait bool) (st cache.Store, release func() error, storeErr error, verify bool, err error) {
+func storeFor(ctx context.Context, env *cli.Env, dir string, readOnly, wait bool) (st cacheStore, release func() error, storeErr error, verify bool, err error) {
 	if engine.store != nil {
 		opt, verify, err := storeSettings(env, dir)
 		if err != nil {
@@ -605,4 +603,15 @@ func writeSummary(w io.Writer, r *api.Response) error {
 func fileExists(p string) bool {
 	fi, err := os.Stat(p)
 	return err == nil && fi.Mode().IsRegular()
+}
+
+// cacheStore is what the engine's commands use of a store: the core face
+// with the capabilities the stores of package cache have. The maintenance
+// functions of package cache (cache.Verify, cache.Trim, ...) reach the
+// store of package cache under it.
+type cacheStore interface {
+	cache.Core
+	cache.EntryReader
+	cache.Deleter
+	cache.EventCounter
 }

@@ -24,7 +24,7 @@ import (
 )
 
 // cacheRunFunc is what one cache subcommand does with the store it opened.
-type cacheRunFunc func(ctx context.Context, env *cli.Env, o *cacheOptions, s cache.Store, args []string) error
+type cacheRunFunc func(ctx context.Context, env *cli.Env, o *cacheOptions, s cacheStore, args []string) error
 
 // cacheSubcommand is the cache subcommand name: the flags every cache
 // subcommand takes and extra's own, and a RunFunc that opens the store
@@ -304,8 +304,8 @@ func checkKeyPrefix(cmd, arg string) error {
 
 // maintaining adapts a command that uses only the maintenance face of the
 // store to the signature of sub.
-func maintaining(run func(ctx context.Context, env *cli.Env, o *cacheOptions, s cache.Maintenance, args []string) error) func(context.Context, *cli.Env, *cacheOptions, cache.Store, []string) error {
-	return func(ctx context.Context, env *cli.Env, o *cacheOptions, s cache.Store, args []string) error {
+func maintaining(run func(ctx context.Context, env *cli.Env, o *cacheOptions, s cache.Core, args []string) error) func(context.Context, *cli.Env, *cacheOptions, cacheStore, []string) error {
+	return func(ctx context.Context, env *cli.Env, o *cacheOptions, s cacheStore, args []string) error {
 		return run(ctx, env, o, s, args)
 	}
 }
@@ -314,7 +314,7 @@ func maintaining(run func(ctx context.Context, env *cli.Env, o *cacheOptions, s 
 // daemon's shared store (see ShareEngine), else the directory opened in this
 // process (held by another process: a *heldError, or with --wait a wait of
 // at most openStoreWait); read-only for the commands that only read.
-func openCache(ctx context.Context, env *cli.Env, o *cacheOptions, readOnly bool) (cache.Store, func() error, error) {
+func openCache(ctx context.Context, env *cli.Env, o *cacheOptions, readOnly bool) (cacheStore, func() error, error) {
 	dir, err := cacheDirOf(env, o.dir)
 	if err != nil {
 		return nil, nil, err
@@ -453,11 +453,11 @@ type statsJSON struct {
 	Remotes []remote.Stats `json:"remotes,omitempty"`
 }
 
-func runCacheStats(ctx context.Context, env *cli.Env, o *cacheOptions, s cache.Maintenance, args []string) error {
+func runCacheStats(ctx context.Context, env *cli.Env, o *cacheOptions, s cache.Core, args []string) error {
 	if len(args) != 0 {
 		return cli.Usagef("cache stats: unexpected arguments")
 	}
-	st, err := s.Stats(ctx)
+	st, err := storeStats(ctx, s)
 	if err != nil {
 		return err
 	}
@@ -541,7 +541,7 @@ func (e *keyMiss) Error() string { return e.msg }
 func (e *keyMiss) Unwrap() error { return e.err }
 
 // resolveKey finds the entry whose key is arg or starts with arg.
-func resolveKey(ctx context.Context, s cache.Store, arg string) (*cache.Entry, error) {
+func resolveKey(ctx context.Context, s cacheStore, arg string) (*cache.Entry, error) {
 	p := strings.ToLower(arg)
 	if err := checkKeyPrefix("cache show", arg); err != nil {
 		return nil, err
@@ -558,7 +558,7 @@ func resolveKey(ctx context.Context, s cache.Store, arg string) (*cache.Entry, e
 		return e, err
 	}
 	var found []*cache.Entry
-	err := s.List(ctx, func(e *cache.Entry) error {
+	err := cache.List(ctx, s, func(e *cache.Entry) error {
 		if strings.HasPrefix(e.Key.String(), p) {
 			found = append(found, e)
 		}
@@ -579,7 +579,7 @@ func resolveKey(ctx context.Context, s cache.Store, arg string) (*cache.Entry, e
 	return found[0], nil
 }
 
-func runCacheShow(ctx context.Context, env *cli.Env, o *cacheOptions, s cache.Store, args []string) error {
+func runCacheShow(ctx context.Context, env *cli.Env, o *cacheOptions, s cacheStore, args []string) error {
 	if len(args) != 1 {
 		return cli.Usagef("cache show: want one KEY")
 	}
@@ -689,16 +689,13 @@ func keyStrings(ks []cache.Key) []string {
 	return out
 }
 
-func runCacheVerify(ctx context.Context, env *cli.Env, o *cacheOptions, s cache.Maintenance, args []string) error {
+func runCacheVerify(ctx context.Context, env *cli.Env, o *cacheOptions, s cache.Core, args []string) error {
 	if len(args) != 0 {
 		return cli.Usagef("cache verify: unexpected arguments")
 	}
-	verify := s.Verify
-	if c, ok := s.(cache.Checker); ok && (o.opt.ReadOnly || o.dryRun) {
-		verify = c.Check // a shared writable store: report only
-	}
+	// A read-only request on a shared writable store only reports.
 	pctx, clear := withProgress(ctx, env, o.json, "verifying blobs")
-	r, err := verify(pctx)
+	r, err := cache.Verify(pctx, s, o.opt.ReadOnly || o.dryRun)
 	clear()
 	if err != nil {
 		if ctx.Err() != nil {
@@ -783,7 +780,7 @@ type trimJSON struct {
 	ValueLogGC  int      `json:"value_log_gc"`
 }
 
-func runCacheTrim(ctx context.Context, env *cli.Env, o *cacheOptions, s cache.Maintenance, args []string) error {
+func runCacheTrim(ctx context.Context, env *cli.Env, o *cacheOptions, s cache.Core, args []string) error {
 	if len(args) != 0 {
 		return cli.Usagef("cache trim: unexpected arguments")
 	}
@@ -794,7 +791,7 @@ func runCacheTrim(ctx context.Context, env *cli.Env, o *cacheOptions, s cache.Ma
 	if limit <= 0 {
 		limit = math.MaxInt64 // no limit
 	}
-	r, err := s.Trim(ctx, limit)
+	r, err := cache.Trim(ctx, s, limit)
 	if err != nil {
 		return err
 	}
@@ -814,21 +811,21 @@ func runCacheTrim(ctx context.Context, env *cli.Env, o *cacheOptions, s cache.Ma
 	return nil
 }
 
-func runCacheClear(ctx context.Context, env *cli.Env, o *cacheOptions, s cache.Maintenance, args []string) error {
+func runCacheClear(ctx context.Context, env *cli.Env, o *cacheOptions, s cache.Core, args []string) error {
 	if len(args) != 0 {
 		return cli.Usagef("cache clear: unexpected arguments")
 	}
 	if o.opt.ReadOnly {
 		return fmt.Errorf("cache clear: %w", cache.ErrReadOnly)
 	}
-	before, err := s.Stats(ctx)
+	before, err := cache.ReadStats(ctx, s)
 	if err == nil && len(before.Health) > 0 {
 		if b, ok := s.(interface{ Healthy() error }); ok {
 			err = b.Healthy()
 		}
 	}
 	if err == nil {
-		err = s.Clear(ctx)
+		err = cache.Clear(ctx, s)
 	}
 	if err != nil {
 		if ctx.Err() != nil {

@@ -261,9 +261,9 @@ func TestCacheCommandSharedStore(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	saved, savedM := engine.store, engine.maintenance
-	engine.store, engine.maintenance = m, m
-	defer func() { engine.store, engine.maintenance = saved, savedM }()
+	saved := engine.store
+	engine.store = m
+	defer func() { engine.store = saved }()
 	dir := filepath.Join(t.TempDir(), "never-created")
 	env := map[string]string{"PTOJIT_CACHE_DIR": dir}
 	ro := map[string]string{"PTOJIT_CACHE_DIR": dir, "PTOJIT_CACHE_READONLY": "1"}
@@ -283,7 +283,7 @@ func TestCacheCommandSharedStore(t *testing.T) {
 			t.Fatalf("read-only %s: %+v", sub, r)
 		}
 	}
-	if s, _ := m.Stats(ctx); s.Entries != 2 {
+	if s, _ := cache.ReadStats(ctx, m); s.Entries != 2 {
 		t.Fatalf("read-only commands changed the shared store: %+v", s)
 	}
 	if r := runCache(t, ctx, env, "cache", "verify"); r.code != 1 || !strings.Contains(r.stdout, "removed 1 damaged entries") {

@@ -48,7 +48,7 @@ const (
 // first, each written as cache.ListRecent reads it (text, or one JSON
 // object per line), up to --limit; the text ends with a summary of the
 // entries listed.
-func runCacheLs(ctx context.Context, env *cli.Env, o *cacheOptions, s cache.Maintenance, args []string) error {
+func runCacheLs(ctx context.Context, env *cli.Env, o *cacheOptions, s cache.Core, args []string) error {
 	if len(args) != 0 {
 		return cli.Usagef("cache ls: unexpected arguments")
 	}

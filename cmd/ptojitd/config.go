@@ -508,44 +508,33 @@ func runConfigList(env *cli.Env, o *configOptions, args []string) error {
 // that request's size cap and read-only setting (environment, else the
 // settings file, else the defaults). The shared store has no cap of its
 // own; after a Put that leaves it above the request's cap, requestStore
-// trims it to trimTarget of the cap. Safe for concurrent use, like the
-// store it wraps.
+// trims it to trimTarget of the cap. The maintenance functions of package
+// cache reach the shared store through Unwrap, read-only when the request
+// is (ReadOnly); storeStats shows the request's cap. Safe
+// for concurrent use, like the store it wraps.
 type requestStore struct {
-	cache.Core
-	// maint is the shared store's maintenance face, for the cache
-	// commands.
-	maint    cache.Maintenance
+	cacheStore
 	maxBytes int64 // 0: no cap
 	readOnly bool
 }
 
-// List implements cache.Maintenance.
-func (s *requestStore) List(ctx context.Context, fn func(*cache.Entry) error) error {
-	return s.maint.List(ctx, fn)
-}
+// Unwrap returns the shared store, for the maintenance functions of
+// package cache.
+func (s *requestStore) Unwrap() cache.Core { return s.cacheStore }
 
-// ListRecent implements cache.Recent: through the shared store's index
-// (without it, cache.ListRecent would read and sort every entry).
-func (s *requestStore) ListRecent(ctx context.Context, limit int, fn func(*cache.Entry) error) error {
-	return cache.ListRecent(ctx, s.maint, limit, fn)
-}
+// ReadOnly reports whether the request is read-only: the maintenance
+// functions of package cache then change nothing.
+func (s *requestStore) ReadOnly() bool { return s.readOnly }
 
-// Count implements cache.EventCounter.
-func (s *requestStore) Count(ctx context.Context, event, reason string) error {
-	return cache.Count(ctx, s.Core, event, reason)
-}
-
-// CountRemoteHit implements cache.EventCounter.
-func (s *requestStore) CountRemoteHit(ctx context.Context, e *cache.Entry) error {
-	return cache.CountRemoteHit(ctx, s.Core, e)
-}
-
-// ZeroCounts implements cache.EventCounter.
-func (s *requestStore) ZeroCounts(ctx context.Context) error {
-	if c, ok := s.Core.(cache.EventCounter); ok {
-		return c.ZeroCounts(ctx)
+// storeStats returns the counters and size of s, with the cap of the
+// request when s is the shared store as a request sees it (the shared
+// store has none of its own).
+func storeStats(ctx context.Context, s cache.Core) (*cache.Stats, error) {
+	st, err := cache.ReadStats(ctx, s)
+	if rs, ok := s.(*requestStore); ok && err == nil {
+		st.MaxBytes = rs.maxBytes
 	}
-	return nil
+	return st, err
 }
 
 // capped returns data read under the cap c for the entry e: a reader
@@ -591,8 +580,6 @@ func (r *cappedReader) Read(p []byte) (int, error) {
 // limit_multiple: trims are rare instead of one per stored build.
 const trimTarget = 0.9
 
-var _ cache.Checker = (*requestStore)(nil)
-
 func (s *requestStore) Put(ctx context.Context, e *cache.Entry, data []io.Reader) error {
 	if s.readOnly {
 		return cache.ErrReadOnly
@@ -601,19 +588,19 @@ func (s *requestStore) Put(ctx context.Context, e *cache.Entry, data []io.Reader
 	if s.maxBytes > 0 && len(data) == len(e.Outputs) {
 		data = capped(e, data, c)
 	}
-	if err := s.Core.Put(ctx, e, data); err != nil {
+	if err := s.cacheStore.Put(ctx, e, data); err != nil {
 		return err
 	}
 	if s.maxBytes <= 0 {
 		return nil
 	}
-	st, err := s.maint.Stats(ctx)
+	st, err := cache.ReadStats(ctx, s.cacheStore)
 	if err == nil && st.Bytes > s.maxBytes {
 		target := int64(float64(s.maxBytes) * trimTarget)
 		if size := c.max - c.left; size > target {
 			target = s.maxBytes // never evict the entry just stored
 		}
-		_, err = s.maint.Trim(ctx, target)
+		_, err = cache.Trim(ctx, s.cacheStore, target)
 	}
 	if err != nil {
 		return fmt.Errorf("stored, but not trimmed to the cap of %s: %w", cache.FormatSize(s.maxBytes), err)
@@ -621,57 +608,20 @@ func (s *requestStore) Put(ctx context.Context, e *cache.Entry, data []io.Reader
 	return nil
 }
 
+// Delete implements cache.Deleter: ErrReadOnly for a read-only request.
 func (s *requestStore) Delete(ctx context.Context, key cache.Key) error {
 	if s.readOnly {
 		return cache.ErrReadOnly
 	}
-	return s.Core.Delete(ctx, key)
-}
-
-func (s *requestStore) Trim(ctx context.Context, maxBytes int64) (*cache.TrimReport, error) {
-	if s.readOnly {
-		return nil, cache.ErrReadOnly
-	}
-	return s.maint.Trim(ctx, maxBytes)
-}
-
-func (s *requestStore) Clear(ctx context.Context) error {
-	if s.readOnly {
-		return cache.ErrReadOnly
-	}
-	return s.maint.Clear(ctx)
-}
-
-func (s *requestStore) Verify(ctx context.Context) (*cache.VerifyReport, error) {
-	if s.readOnly {
-		return s.Check(ctx)
-	}
-	return s.maint.Verify(ctx)
-}
-
-// Check reports like Verify without changing anything, when the shared
-// store can.
-func (s *requestStore) Check(ctx context.Context) (*cache.VerifyReport, error) {
-	if c, ok := s.maint.(cache.Checker); ok {
-		return c.Check(ctx)
-	}
-	return nil, fmt.Errorf("cache verify: %w", cache.ErrReadOnly)
-}
-
-func (s *requestStore) Stats(ctx context.Context) (*cache.Stats, error) {
-	st, err := s.maint.Stats(ctx)
-	if err == nil {
-		st.MaxBytes = s.maxBytes
-	}
-	return st, err
+	return s.cacheStore.Delete(ctx, key)
 }
 
 // sharedStore returns the daemon's store as a request with options opt
 // sees it. Requests with the same settings share one requestStore: the
 // driver joins concurrent builds of one key per store value, so that 64
 // clients building the same request compile it once.
-func sharedStore(opt cache.Options) cache.Store {
-	k := requestStore{Core: engine.store, maint: engine.maintenance, maxBytes: opt.MaxBytes, readOnly: opt.ReadOnly}
+func sharedStore(opt cache.Options) cacheStore {
+	k := requestStore{cacheStore: engine.store, maxBytes: opt.MaxBytes, readOnly: opt.ReadOnly}
 	s, _ := requestStores.LoadOrStore(k, &k)
 	return s.(*requestStore)
 }

@@ -101,44 +101,44 @@ func TestConfigCommand(t *testing.T) {
 func TestRequestStoreAppliesTheRequestsCap(t *testing.T) {
 	ctx := context.Background()
 	shared := cache.NewMemory(cache.Options{})
-	put := func(s cache.Store, k byte, n int) error {
+	put := func(s cacheStore, k byte, n int) error {
 		e := &cache.Entry{Key: cache.Key{k}, Outputs: []cache.Output{{Name: "out"}}}
 		return s.Put(ctx, e, cache.Readers(bytes.Repeat([]byte{k}, n)))
 	}
-	big := &requestStore{Core: shared, maint: shared, maxBytes: 1 << 20}
+	big := &requestStore{cacheStore: shared, maxBytes: 1 << 20}
 	for k := range byte(7) {
 		if err := put(big, k+1, 100<<10); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if st, _ := shared.Stats(ctx); st.Bytes != 700<<10 {
+	if st, _ := cache.ReadStats(ctx, shared); st.Bytes != 700<<10 {
 		t.Fatalf("a 1 MiB cap trimmed 700 KiB: %+v", st)
 	}
-	small := &requestStore{Core: shared, maint: shared, maxBytes: 200 << 10}
+	small := &requestStore{cacheStore: shared, maxBytes: 200 << 10}
 	if err := put(small, 9, 100<<10); err != nil {
 		t.Fatal(err)
 	}
-	st, _ := shared.Stats(ctx)
+	st, _ := cache.ReadStats(ctx, shared)
 	if st.Bytes > 200<<10 {
 		t.Fatalf("a 200 KiB request left %d bytes", st.Bytes)
 	}
 	if _, err := shared.Entry(ctx, cache.Key{9}); err != nil {
 		t.Fatalf("the trim evicted the entry just stored: %v", err)
 	}
-	if s, _ := small.Stats(ctx); s.MaxBytes != 200<<10 {
+	if s, _ := storeStats(ctx, small); s.MaxBytes != 200<<10 {
 		t.Fatalf("stats show cap %d", s.MaxBytes)
 	}
 	if err := put(small, 10, 300<<10); !errors.Is(err, cache.ErrTooLarge) {
 		t.Fatalf("an entry over the request's cap: %v", err)
 	}
-	ro := &requestStore{Core: shared, maint: shared, readOnly: true}
+	ro := &requestStore{cacheStore: shared, readOnly: true}
 	if err := put(ro, 11, 10); !errors.Is(err, cache.ErrReadOnly) {
 		t.Fatalf("read-only put: %v", err)
 	}
-	if _, err := ro.Trim(ctx, 0); !errors.Is(err, cache.ErrReadOnly) {
+	if _, err := cache.Trim(ctx, ro, 0); !errors.Is(err, cache.ErrReadOnly) {
 		t.Fatalf("read-only trim: %v", err)
 	}
-	if err := ro.Clear(ctx); !errors.Is(err, cache.ErrReadOnly) {
+	if err := cache.Clear(ctx, ro); !errors.Is(err, cache.ErrReadOnly) {
 		t.Fatalf("read-only clear: %v", err)
 	}
 }

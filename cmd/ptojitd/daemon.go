@@ -498,7 +498,10 @@ func serveStore(ctx context.Context, srv *daemon.Server, served <-chan error, di
 	defer engine.remotes.close()
 	engine.wiped = wiped
 
-	m := &maintenance{store: store, logf: logf, limit: func() (int64, bool, error) {
+	trim := func(ctx context.Context, maxBytes int64) (*cache.TrimReport, error) {
+		return cache.Trim(ctx, store, maxBytes)
+	}
+	m := &maintenance{trim: trim, logf: logf, limit: func() (int64, bool, error) {
 		st, err := resolveSettings(nil, dir, func(string) string { return "" })
 		if err != nil {
 			return 0, false, err
@@ -519,7 +522,7 @@ func serveStore(ctx context.Context, srv *daemon.Server, served <-chan error, di
 	srv.SetStatus(func() any {
 		info := srv.Info()
 		st := daemonStatus{Running: true, CacheDir: dir, Server: &info, Memoized: fwd.ids.Len(), Watch: watcher.Status()}
-		if cs, err := store.Stats(context.Background()); err == nil {
+		if cs, err := cache.ReadStats(context.Background(), store); err == nil {
 			st.Cache = cs
 		} else {
 			st.CacheError = err.Error()
@@ -677,7 +680,8 @@ func commandKind(err error) (string, map[string]string) {
 // maintenance trims the cache to its limit (with value-log GC) once the
 // daemon has been idle for a while after serving requests.
 type maintenance struct {
-	store    cache.Maintenance
+	// trim trims the store (cache.Trim of the daemon's store).
+	trim     func(ctx context.Context, maxBytes int64) (*cache.TrimReport, error)
 	maxBytes int64
 	// limit, when set, returns the cap and read-only setting in force at
 	// each trim instead of maxBytes (the settings file may change).
@@ -767,7 +771,7 @@ func (m *maintenance) loop(ctx context.Context, srv *daemon.Server) {
 		if limit <= 0 {
 			limit = math.MaxInt64 // no cap: orphans and value-log GC only
 		}
-		rep, err := m.store.Trim(ctx, limit)
+		rep, err := m.trim(ctx, limit)
 		m.mu.Lock()
 		if err != nil && !errors.Is(err, context.Canceled) {
 			m.trimErr = err.Error()

@@ -155,7 +155,7 @@ type keySource struct {
 	env      *cli.Env
 	cacheDir string
 	wait     bool
-	store    cache.Store
+	store    cacheStore
 	release  func() error
 	// entries are the stored entries the arguments named, by argument.
 	entries map[string]*cache.Entry

@@ -87,7 +87,7 @@ func variantsOf(ctx context.Context, s cache.Core, m *buildManifest) []variantJS
 		k, err := cache.ParseKey(v.Result)
 		var e *cache.Entry
 		if err == nil {
-			e, err = s.Entry(ctx, k)
+			e, err = cache.Lookup(ctx, s, k)
 		}
 		if err != nil {
 			j.Missing = err.Error()

@@ -126,7 +126,7 @@ func writeLogTotals(out io.Writer, p string, t *logTotals, plot string) error {
 }
 
 // runCacheLog is cache log: the last records of the request log.
-func runCacheLog(ctx context.Context, env *cli.Env, o *cacheOptions, s cache.Store, args []string) error {
+func runCacheLog(ctx context.Context, env *cli.Env, o *cacheOptions, s cacheStore, args []string) error {
 	recs, err := readRequestLog(logDirOf(o))
 	if err != nil {
 		return err

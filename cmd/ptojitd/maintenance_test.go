@@ -14,12 +14,12 @@ import (
 
 // trimSpy records the daemon's idle trims.
 type trimSpy struct {
-	cache.Store
+	store cache.Core
 	trims chan int64
 }
 
 func (s *trimSpy) Trim(ctx context.Context, maxBytes int64) (*cache.TrimReport, error) {
-	rep, err := s.Store.Trim(ctx, maxBytes)
+	rep, err := cache.Trim(ctx, s.store, maxBytes)
 	s.trims <- maxBytes
 	return rep, err
 }
@@ -38,8 +38,8 @@ func TestDaemonTrimsWhenIdle(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer srv.Close()
-	spy := &trimSpy{Store: cache.NewMemory(cache.Options{}), trims: make(chan int64, 4)}
-	m := &maintenance{store: spy, maxBytes: 12345, logf: t.Logf, quiet: 30 * time.Millisecond}
+	spy := &trimSpy{store: cache.NewMemory(cache.Options{}), trims: make(chan int64, 4)}
+	m := &maintenance{trim: spy.Trim, maxBytes: 12345, logf: t.Logf, quiet: 30 * time.Millisecond}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	m.touch()
@@ -51,9 +51,8 @@ func TestDaemonTrimsWhenIdle(t *testing.T) {
 	<-spy.trims // a new request makes the next quiet period trim again
 }
 
-// blockingTrim is a store whose Trim runs until its context ends.
+// blockingTrim is a trim that runs until its context ends.
 type blockingTrim struct {
-	cache.Store
 	entered  chan struct{}
 	returned atomic.Bool
 }
@@ -79,8 +78,8 @@ func TestMaintenanceStopJoinsTrim(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer srv.Close()
-	spy := &blockingTrim{Store: cache.NewMemory(cache.Options{}), entered: make(chan struct{})}
-	m := &maintenance{store: spy, maxBytes: 1, logf: t.Logf, quiet: 30 * time.Millisecond}
+	spy := &blockingTrim{entered: make(chan struct{})}
+	m := &maintenance{trim: spy.Trim, maxBytes: 1, logf: t.Logf, quiet: 30 * time.Millisecond}
 	m.touch()
 	stop := m.start(context.Background(), srv)
 	select {

@@ -125,8 +125,8 @@ func writeMetrics(w io.Writer, st *cache.Stats) error {
 
 // runCacheMetrics is cache metrics (and daemon metrics): the store's
 // counters and the serving process's build durations as Prometheus text.
-func runCacheMetrics(ctx context.Context, env *cli.Env, o *cacheOptions, s cache.Store, args []string) error {
-	st, err := s.Stats(ctx)
+func runCacheMetrics(ctx context.Context, env *cli.Env, o *cacheOptions, s cacheStore, args []string) error {
+	st, err := storeStats(ctx, s)
 	if err != nil {
 		return fmt.Errorf("metrics: %w", err)
 	}

@@ -40,7 +40,7 @@ func TestMetricsParseAndEqualStats(t *testing.T) {
 	_ = s.Count(ctx, cache.EventUncached, "pypto")
 	observeBuild(api.StatusHit, 3*time.Millisecond)
 	observeBuild(api.StatusMiss, 2*time.Second)
-	st, err := s.Stats(ctx)
+	st, err := cache.ReadStats(ctx, s)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -25,7 +25,7 @@ const metricsTextfileEvery = 15 * time.Second
 // metrics_textfile every metricsTextfileEvery and at exit. A setting that
 // cannot be honoured is logged and fails nothing else. The returned
 // function stops both and waits for them.
-func startMetrics(ctx context.Context, dir string, store cache.Maintenance, logf func(string, ...any)) func() {
+func startMetrics(ctx context.Context, dir string, store cache.Core, logf func(string, ...any)) func() {
 	set, err := resolveSettings(nil, dir, func(string) string { return "" })
 	if err != nil {
 		logf("metrics: %v: not serving metrics", err)
@@ -57,7 +57,7 @@ func startMetrics(ctx context.Context, dir string, store cache.Maintenance, logf
 
 // serveMetricsHTTP listens on the loopback address addr and serves the
 // metrics of store at /metrics until the returned function is called.
-func serveMetricsHTTP(addr string, store cache.Maintenance) (func(), error) {
+func serveMetricsHTTP(addr string, store cache.Core) (func(), error) {
 	if err := checkLoopback(addr); err != nil {
 		return nil, err
 	}
@@ -72,7 +72,7 @@ func serveMetricsHTTP(addr string, store cache.Maintenance) (func(), error) {
 	}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /metrics", func(w http.ResponseWriter, r *http.Request) {
-		st, err := store.Stats(r.Context())
+		st, err := cache.ReadStats(r.Context(), store)
 		if err != nil {
 			http.Error(w, err.Error(), http.StatusServiceUnavailable)
 			return
@@ -112,7 +112,7 @@ func checkTextfile(dir, p string) error {
 
 // writeMetricsEvery writes the metrics of store to the file p now, every
 // metricsTextfileEvery and when the returned function is called.
-func writeMetricsEvery(ctx context.Context, p string, store cache.Maintenance, logf func(string, ...any)) func() {
+func writeMetricsEvery(ctx context.Context, p string, store cache.Core, logf func(string, ...any)) func() {
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
 	write := func() {
@@ -146,8 +146,8 @@ func writeMetricsEvery(ctx context.Context, p string, store cache.Maintenance, l
 
 // writeMetricsFile writes the metrics of store to p, 0644, through a
 // temporary file renamed over it, so the collector never reads half.
-func writeMetricsFile(p string, store cache.Maintenance) error {
-	st, err := store.Stats(context.Background())
+func writeMetricsFile(p string, store cache.Core) error {
+	st, err := cache.ReadStats(context.Background(), store)
 	if err != nil {
 		return err
 	}

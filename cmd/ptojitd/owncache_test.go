@@ -58,7 +58,7 @@ func forge(dir string) error {
 	}
 	defer s.Close()
 	var keys []cache.Key
-	if err := s.List(ctx, func(e *cache.Entry) error { keys = append(keys, e.Key); return nil }); err != nil {
+	if err := cache.List(ctx, s, func(e *cache.Entry) error { keys = append(keys, e.Key); return nil }); err != nil {
 		return err
 	}
 	forged := 0

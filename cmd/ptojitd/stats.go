@@ -73,7 +73,7 @@ func (o *cacheOptions) ownFlags() (args []string, writes bool, err error) {
 }
 
 // runStats is cache stats: zero the counters when asked, then print them.
-func runStats(ctx context.Context, env *cli.Env, o *cacheOptions, s cache.Store, args []string) error {
+func runStats(ctx context.Context, env *cli.Env, o *cacheOptions, s cacheStore, args []string) error {
 	if o.stats.zero {
 		if err := s.ZeroCounts(ctx); err != nil {
 			return fmt.Errorf("cache stats --zero: %w", err)

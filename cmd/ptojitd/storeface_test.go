@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"reflect"
 	"testing"
 
@@ -8,21 +9,26 @@ import (
 )
 
 // TestEngineHoldsTheCoreFace checks that the daemon's shared store is held
-// as the core face, builds' business, and its maintenance face apart, the
-// cache commands' business; and that a request's view of it has each face.
+// as the core face with its capabilities, and that the maintenance
+// functions reach it through a request's view of it, with the request's
+// read-only setting.
 func TestEngineHoldsTheCoreFace(t *testing.T) {
-	e := reflect.TypeOf(engine)
-	for name, want := range map[string]reflect.Type{"store": reflect.TypeFor[cache.Core](), "maintenance": reflect.TypeFor[cache.Maintenance]()} {
-		if f, ok := e.FieldByName(name); !ok || f.Type != want {
-			t.Errorf("engine.%s is %v, want %v", name, f.Type, want)
-		}
+	if f, ok := reflect.TypeOf(engine).FieldByName("store"); !ok || f.Type != reflect.TypeFor[cacheStore]() {
+		t.Errorf("engine.store is %v, want cacheStore", f.Type)
 	}
+	ctx := t.Context()
 	m := cache.NewMemory(cache.Options{})
-	var s any = &requestStore{Core: m, maint: m}
-	if _, ok := s.(cache.Store); !ok {
-		t.Error("a requestStore is not a cache.Store")
+	if err := m.Put(ctx, &cache.Entry{Key: cache.Key{1}, Outputs: []cache.Output{{Name: "o"}}}, cache.Readers([]byte("x"))); err != nil {
+		t.Fatal(err)
 	}
-	if _, ok := s.(cache.Recent); !ok {
-		t.Error("a requestStore is not a cache.Recent: cache ls through the daemon would read every entry")
+	for _, ro := range []bool{false, true} {
+		s := &requestStore{cacheStore: m, readOnly: ro}
+		n := 0
+		if err := cache.ListRecent(ctx, s, 0, func(*cache.Entry) error { n++; return nil }); err != nil || n != 1 {
+			t.Errorf("read-only %v: ListRecent through a requestStore: %d entries, %v", ro, n, err)
+		}
+		if _, err := cache.Trim(ctx, s, 1<<30); errors.Is(err, cache.ErrReadOnly) != ro {
+			t.Errorf("read-only %v: Trim through a requestStore: %v", ro, err)
+		}
 	}
 }

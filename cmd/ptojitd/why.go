@@ -145,7 +145,7 @@ func runKeyWhy(ctx context.Context, env *cli.Env, o keyWhyOptions) (err error) {
 }
 
 // keyWhy explains the build that o's argument names in the store st.
-func keyWhy(ctx context.Context, env *cli.Env, o keyWhyOptions, st cache.Store) (*jit.Why, error) {
+func keyWhy(ctx context.Context, env *cli.Env, o keyWhyOptions, st cacheStore) (*jit.Why, error) {
 	drv := driverFor(env, o.cacheDir, st, nil, nil, false)
 	if o.arg == "-" || (o.arg != "" && fileExists(env.Abs(o.arg))) {
 		req, err := readRequestIn(env, o.arg, o.cacheDir)
@@ -175,9 +175,9 @@ func keyWhy(ctx context.Context, env *cli.Env, o keyWhyOptions, st cache.Store) 
 
 // latestRecordOf returns the latest-build record, among those in st, whose
 // key is key (any key when !byKey) and that was written last.
-func latestRecordOf(ctx context.Context, st cache.Store, key cache.Key, byKey bool) (*cache.Entry, error) {
+func latestRecordOf(ctx context.Context, st cacheStore, key cache.Key, byKey bool) (*cache.Entry, error) {
 	var found *cache.Entry
-	err := st.List(ctx, func(e *cache.Entry) error {
+	err := cache.List(ctx, st, func(e *cache.Entry) error {
 		if e.Meta["kind"] != jit.LatestKind || (byKey && e.Meta["key"] != key.String()) {
 			return nil
 		}

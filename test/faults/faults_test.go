@@ -176,7 +176,7 @@ func findEntries(t *testing.T, dir string) []located {
 		t.Fatalf("open %s read-only: %v", dir, err)
 	}
 	var keys []cache.Key
-	err = store.List(context.Background(), func(e *cache.Entry) error {
+	err = cache.List(context.Background(), store, func(e *cache.Entry) error {
 		// A latest-build record is a few hundred bytes, below Badger's
 		// value threshold, so it lives in the LSM tree, not a value log:
 		// its damage is jit's TestDamagedLatestRecord.
@@ -228,7 +228,7 @@ func findEntries(t *testing.T, dir string) []located {
 	return out
 }
 
-// entryLen parses an entry's layout (cache/entry.go) far enough to find
+// entryLen parses an entry's layout (package cache's doc, Stored formats) far enough to find
 // its length.
 func entryLen(b []byte) (n int, ok bool) {
 	p := 4

@@ -1,0 +1,146 @@
+package jit
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"io"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"runtime"
+	"runtime/debug"
+	"slices"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/ptojit/ptojit/api"
+	"github.com/ptojit/ptojit/cache"
+)
+
+// hitOutputBytes is the size of TestHitOfLargeOutputMemory's output: 1 GiB,
+// or PTOJIT_HIT_OUTPUT_MIB MiB.
+func hitOutputBytes(t *testing.T) int64 {
+	if s := os.Getenv("PTOJIT_HIT_OUTPUT_MIB"); s != "" {
+		n, err := strconv.ParseInt(s, 10, 64)
+		if err != nil || n <= 0 {
+			t.Fatalf("PTOJIT_HIT_OUTPUT_MIB=%q: want a positive number of MiB", s)
+		}
+		return n << 20
+	}
+	return 1 << 30
+}
+
+// statusKB returns the fields of /proc/self/status named, in KiB.
+func statusKB(t *testing.T, names ...string) []int64 {
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		t.Skipf("no /proc/self/status: %v", err)
+	}
+	out := make([]int64, len(names))
+	sc := bufio.NewScanner(bytes.NewReader(b))
+	for sc.Scan() {
+		f := bytes.Fields(sc.Bytes())
+		if len(f) < 2 {
+			continue
+		}
+		if i := slices.Index(names, string(f[0])); i >= 0 {
+			out[i], _ = strconv.ParseInt(string(f[1]), 10, 64)
+		}
+	}
+	return out
+}
+
+// resetPeakRSS sets the process's resident-set high-water mark (VmHWM) to
+// its resident set now (clear_refs 5, Linux 4.0 and later), after giving
+// the heap back to the system, and returns that resident set in bytes.
+func resetPeakRSS(t *testing.T) int64 {
+	runtime.GC()
+	debug.FreeOSMemory()
+	if err := os.WriteFile("/proc/self/clear_refs", []byte("5"), 0); err != nil {
+		t.Skipf("cannot reset the peak resident set: %v", err)
+	}
+	return statusKB(t, "VmRSS:")[0] << 10
+}
+
+// genReader yields n deterministic pseudo-random bytes.
+type genReader struct {
+	r    *rand.ChaCha8
+	left int64
+}
+
+func (g *genReader) Read(b []byte) (int, error) {
+	if g.left <= 0 {
+		return 0, io.EOF
+	}
+	if int64(len(b)) > g.left {
+		b = b[:g.left]
+	}
+	n, _ := g.r.Read(b)
+	g.left -= int64(n)
+	return n, nil
+}
+
+// TestHitOfLargeOutputMemory: a local hit whose output is 1 GiB, served by
+// the driver into an output directory from a Badger store, keeps the
+// process's peak resident set (VmHWM, the kernel's high-water mark, reset
+// before each build) under 256 MiB: the output streams from the store's
+// verifying reader into its temporary file, and a second hit, the file
+// already in place, compares it by digest without reading the store. The
+// peaks are logged. Slow (about a minute for 1 GiB: the store is filled
+// first), so not in short mode.
+func TestHitOfLargeOutputMemory(t *testing.T) {
+	if testing.Short() {
+		t.Skip("writes a 1 GiB output into a store and out of it")
+	}
+	size := hitOutputBytes(t)
+	ctx := context.Background()
+	_, req := copyExamples(t)
+	store, err := cache.Open(t.TempDir(), cache.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	d := newDriver(t, store)
+	first := build(t, d, req, api.StatusMiss)
+
+	// The result entry, its orchestration output replaced by size bytes
+	// streamed into the store.
+	r := resultOf(t, store, first.Key)
+	e := *r.Entry
+	e.Outputs = slices.Clone(e.Outputs)
+	i := slices.IndexFunc(e.Outputs, func(o cache.Output) bool { return o.Name == OrchestrationName })
+	if i < 0 {
+		t.Fatalf("the entry has no output %s", OrchestrationName)
+	}
+	e.Outputs[i].Size, e.Outputs[i].Digest = 0, cache.Digest{}
+	data := cache.Readers(r.Data...)
+	data[i] = &genReader{r: rand.NewChaCha8([32]byte{47}), left: size}
+	began := time.Now()
+	if err := store.Put(ctx, &e, data); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("stored %d MiB in %v", size>>20, time.Since(began).Round(time.Millisecond))
+
+	const limit = 256 << 20
+	for _, run := range []string{"into a directory without it", "into a directory that holds it"} {
+		base := resetPeakRSS(t)
+		began := time.Now()
+		resp, err := d.Build(ctx, req) // not build, whose check reads the outputs whole
+		took := time.Since(began)
+		peak := statusKB(t, "VmHWM:")[0] << 10
+		if err != nil || resp.Status != api.StatusHit {
+			t.Fatalf("hit %s: %v, %+v", run, err, resp)
+		}
+		fi, err := os.Stat(filepath.Join(req.OutputDir, OrchestrationName))
+		if err != nil || fi.Size() != size || resp.Outputs[i].Size != size {
+			t.Fatalf("hit %s: the output in place is %v, %v; want %d bytes", run, fi, err, size)
+		}
+		t.Logf("hit of a %d MiB output %s: %v, peak resident set %.1f MiB (%.1f MiB before the build)",
+			size>>20, run, took.Round(time.Millisecond), float64(peak)/(1<<20), float64(base)/(1<<20))
+		if peak > limit {
+			t.Errorf("hit %s: peak resident set %.1f MiB, want under 256 MiB", run, float64(peak)/(1<<20))
+		}
+	}
+}
