@@ -50,7 +50,7 @@ var arrows = map[string][]string{
 	"bench":                               {"*"},
 	"test":                                {"*"}, // the fault suite drives the binaries
 	"test/soundness":                      {"*"}, // so does the soundness suite
-	"test/realtoolchain":                   {"*"}, // and the real toolchain's test
+	"test/realtoolchain":                  {"*"}, // and the real toolchain's test
 	"internal/fixture":                    {},    // test fixtures, imported by tests only
 }
 

@@ -44,6 +44,9 @@ type identity struct {
 	// includes are the -I directories of every recipe, in order, each
 	// once.
 	includes []string
+	// unit, in a unit's identity (unitBuilds), names the unit: its
+	// manifest entry says so (meta "unit").
+	unit string
 }
 
 // source is one content root of the request's sources.
