@@ -22,15 +22,18 @@ var compilePool struct {
 	slots chan struct{}
 }
 
-// SetJobs sets the size of the compile pool; n <= 0 means the number of
-// CPUs. Compiles holding a slot of the old pool finish in it.
+// SetJobs sets the size of the compile pool (the jobs setting); n <= 0
+// means the number of CPUs. A new size makes a new pool; compiles holding
+// a slot of the old one finish in it.
 func SetJobs(n int) {
 	if n <= 0 {
 		n = runtime.NumCPU()
 	}
 	compilePool.mu.Lock()
 	defer compilePool.mu.Unlock()
-	compilePool.slots = make(chan struct{}, n)
+	if cap(compilePool.slots) != n {
+		compilePool.slots = make(chan struct{}, n)
+	}
 }
 
 // Jobs returns the size of the compile pool.
