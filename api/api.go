@@ -389,31 +389,8 @@ func (r *Request) Validate() error {
 	if err := r.Orchestration.Compile.validate("orchestration.compile"); err != nil {
 		return err
 	}
-	if len(r.Kernels) > MaxKernels {
-		return &FieldError{Field: "kernels", Msg: fmt.Sprintf("%d kernels, at most %d", len(r.Kernels), MaxKernels)}
-	}
-	seen := map[int32]int{}
-	for i, k := range r.Kernels {
-		f := fmt.Sprintf("kernels[%d]", i)
-		if k.FuncID < 0 {
-			return &FieldError{Field: f + ".func_id", Msg: fmt.Sprintf("%d is negative", k.FuncID)}
-		}
-		if j, dup := seen[k.FuncID]; dup {
-			return &FieldError{Field: f + ".func_id", Msg: fmt.Sprintf("%d already used by kernels[%d]", k.FuncID, j)}
-		}
-		seen[k.FuncID] = i
-		if k.Source == "" {
-			return &FieldError{Field: f + ".source", Msg: "missing"}
-		}
-		if len(k.Signature) > MaxKernelSignature {
-			return &FieldError{Field: f + ".signature", Msg: fmt.Sprintf("%d entries, at most %d", len(k.Signature), MaxKernelSignature)}
-		}
-		if k.CoreType != "" && !contains(CoreTypes, k.CoreType) {
-			return &FieldError{Field: f + ".core_type", Msg: fmt.Sprintf("%q is not one of %s", k.CoreType, strings.Join(CoreTypes, ", "))}
-		}
-		if err := k.Compile.validate(f + ".compile"); err != nil {
-			return err
-		}
+	if err := r.validateKernels(); err != nil {
+		return err
 	}
 	if len(r.Signature) > MaxSignature {
 		return &FieldError{Field: "signature", Msg: fmt.Sprintf("%d entries, at most %d", len(r.Signature), MaxSignature)}
@@ -450,6 +427,38 @@ func (r *Request) Validate() error {
 		return &FieldError{Field: "toolchain.policy", Msg: fmt.Sprintf("%q is not one of %s", r.Toolchain.Policy, strings.Join(Policies, ", "))}
 	}
 	return checkName(r.Name)
+}
+
+// validateKernels checks the kernels: their number, distinct func_ids,
+// sources, signatures, core types and compile recipes.
+func (r *Request) validateKernels() error {
+	if len(r.Kernels) > MaxKernels {
+		return &FieldError{Field: "kernels", Msg: fmt.Sprintf("%d kernels, at most %d", len(r.Kernels), MaxKernels)}
+	}
+	seen := map[int32]int{}
+	for i, k := range r.Kernels {
+		f := fmt.Sprintf("kernels[%d]", i)
+		if k.FuncID < 0 {
+			return &FieldError{Field: f + ".func_id", Msg: fmt.Sprintf("%d is negative", k.FuncID)}
+		}
+		if j, dup := seen[k.FuncID]; dup {
+			return &FieldError{Field: f + ".func_id", Msg: fmt.Sprintf("%d already used by kernels[%d]", k.FuncID, j)}
+		}
+		seen[k.FuncID] = i
+		if k.Source == "" {
+			return &FieldError{Field: f + ".source", Msg: "missing"}
+		}
+		if len(k.Signature) > MaxKernelSignature {
+			return &FieldError{Field: f + ".signature", Msg: fmt.Sprintf("%d entries, at most %d", len(k.Signature), MaxKernelSignature)}
+		}
+		if k.CoreType != "" && !contains(CoreTypes, k.CoreType) {
+			return &FieldError{Field: f + ".core_type", Msg: fmt.Sprintf("%q is not one of %s", k.CoreType, strings.Join(CoreTypes, ", "))}
+		}
+		if err := k.Compile.validate(f + ".compile"); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // checkName checks a request's name: at most MaxName bytes, no control

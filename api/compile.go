@@ -205,19 +205,26 @@ var refusedFlags = []struct{ prefix, why string }{
 	{"-fdebug-prefix-map", "the pipeline maps the base directory itself"},
 	{"-fmacro-prefix-map", "the pipeline maps the base directory itself"},
 	{"-frecord-", "it records the command line, which names this machine's paths"},
+	{"-ftest-coverage", "it writes files beside the build"},
+	{"-fopt-info", "it may write files beside the build"},
+	{"-mllvm", "it passes options to LLVM that the allowlist cannot check"},
 }
 
 // CheckFlag accepts a flag of the allowlist, which names no file: -std=STD,
 // -DNAME[=VALUE], -UNAME, -O[0123sgz] or -Ofast, and -fNAME[=VALUE] and
 // -mNAME[=VALUE] whose value holds no '/' (and none of the -f flags that
-// read or write files, load plugins or pick programs). It refuses anything
-// else (-B, --sysroot, -specs=, -Wl,, @file, -I, ...) with a reason that
-// names the flag.
+// read or write files, load plugins or pick programs, and none whose value
+// is "native", which makes the code depend on this machine's CPU). It
+// refuses anything else (-B, --sysroot, -specs=, -Wl,, @file, -I, ...) with
+// a reason that names the flag.
 func CheckFlag(f string) error {
 	for _, r := range refusedFlags {
 		if strings.HasPrefix(f, r.prefix) {
 			return fmt.Errorf("flag %q is refused: %s", f, r.why)
 		}
+	}
+	if strings.HasSuffix(f, "=native") {
+		return fmt.Errorf("flag %q is refused: its code depends on this machine's CPU, which the key does not cover (name the architecture)", f)
 	}
 	switch {
 	case strings.HasPrefix(f, "-std="):

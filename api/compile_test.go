@@ -14,7 +14,7 @@ func withKernelCompile(recipe string) string {
 func TestCompileRecipe(t *testing.T) {
 	doc := withKernelCompile(`{"std": "c++20", "defines": ["PTO_CPU_MAX_THREADS=1", "X"],
 		"include_dirs": ["<pto_isa>/include/pto", "<base>"], "forced_includes": ["stdint.h", "<base>/inc/pre.h"],
-		"flags": ["-O3", "-ffast-math", "-march=native", "-UNDEBUG", "-std=gnu++20", "-fno-exceptions"]}`)
+		"flags": ["-O3", "-ffast-math", "-march=x86-64-v2", "-UNDEBUG", "-std=gnu++20", "-fno-exceptions"]}`)
 	doc = strings.Replace(doc, `"config": "vadd_orch_config"}`, `"config": "vadd_orch_config", "compile": {"std": "gnu11"}}`, 1)
 	r, err := ParseRequest([]byte(doc))
 	if err != nil {
@@ -46,6 +46,8 @@ func TestCompileRecipeRefused(t *testing.T) {
 		{`{"flags": ["-include", "x.h"]}`, "kernels[1].compile.flags[0]", `forced_includes`},
 		{`{"flags": ["-fprofile-use=p.gcda"]}`, "kernels[1].compile.flags[0]", `profile`},
 		{`{"flags": ["-mfoo=../x/y"]}`, "kernels[1].compile.flags[0]", `no path`},
+		{`{"flags": ["-march=native"]}`, "kernels[1].compile.flags[0]", `this machine's CPU`},
+		{`{"flags": ["-mllvm"]}`, "kernels[1].compile.flags[0]", `LLVM`},
 		{`{"flags": ["-D"]}`, "kernels[1].compile.flags[0]", `"-D"`},
 		{`{"flags": ["-O9"]}`, "kernels[1].compile.flags[0]", `not an optimization level`},
 		{`{"include_dirs": ["<pto_isa>/../etc"]}`, "kernels[1].compile.include_dirs[0]", `leaves its root <pto_isa>`},

@@ -157,3 +157,23 @@ func TestPtoShim(t *testing.T) {
 		t.Errorf("one scalar: ptojit_kernel returned %d, want 1", int32(rc))
 	}
 }
+
+// FuzzParsePtoEntry: any text either has no entry or one whose name is a
+// C identifier, whose shim calls it.
+func FuzzParsePtoEntry(f *testing.F) {
+	f.Add(axpyModule)
+	f.Add("module {\n  func.func @k(%a: !pto.ptr<f16>, %n: index) {\n    return\n  }\n}\n")
+	f.Add("func.func @a(%x: memref<4x<f32>>) attributes {pto.entry} -> i32 {")
+	f.Fuzz(func(t *testing.T, text string) {
+		e, err := parsePtoEntry([]byte(text))
+		if err != nil {
+			return
+		}
+		if !isCIdent(e.name) {
+			t.Fatalf("entry %q is not a C identifier", e.name)
+		}
+		if !strings.Contains(string(e.shim("assembled.cpp", "k.pto")), "    "+e.name+"(") {
+			t.Fatalf("the shim does not call %s", e.name)
+		}
+	})
+}
