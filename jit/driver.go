@@ -692,7 +692,9 @@ func (d *Driver) damagedManifest(ctx context.Context, id *identity, err error) s
 	return "manifest " + cache.ReasonDamaged + "unreadable: " + err.Error()
 }
 
-// knownHeaders returns the headers the key's manifest names, for settle.
+// knownHeaders returns the headers the key's manifest names, for settle:
+// absolute (the manifest names those under the base directory relative
+// to it).
 func (d *Driver) knownHeaders(ctx context.Context, id *identity) []string {
 	e, err := d.opt.Store.Entry(ctx, cache.Key(id.key))
 	if err != nil {
@@ -708,7 +710,7 @@ func (d *Driver) knownHeaders(ctx context.Context, id *identity) []string {
 		for _, h := range v.Headers {
 			if !seen[h.Path] {
 				seen[h.Path] = true
-				out = append(out, h.Path)
+				out = append(out, id.base.abs(h.Path))
 			}
 		}
 	}
