@@ -1,6 +1,9 @@
 package jit
 
 import (
+	"context"
+	"encoding/hex"
+	"errors"
 	"os"
 	"path/filepath"
 	"slices"
@@ -9,6 +12,7 @@ import (
 
 	"github.com/ptojit/ptojit/api"
 	"github.com/ptojit/ptojit/cache"
+	"github.com/ptojit/ptojit/inventory"
 )
 
 // unitLogger writes a C compiler wrapper that logs the source of every
@@ -133,5 +137,54 @@ func TestKernelSharedAcrossRequests(t *testing.T) {
 	}
 	if got, want := UnitsLine(r.Units), "0 of 2 units compiled"; got != want {
 		t.Errorf("units line %q, want %q", got, want)
+	}
+}
+
+// TestOldSchemaRecord: a key record of schema 1 (written before unit
+// entries) is refused with an *OldSchemaError that says so, not misread.
+func TestOldSchemaRecord(t *testing.T) {
+	old := inventory.T(inventory.Str(keyTag), inventory.IntOf(1), inventory.Dict{"platform": inventory.Str("a2a3sim")})
+	_, err := FlattenRecord(old)
+	var oe *OldSchemaError
+	if !errors.As(err, &oe) || !strings.Contains(err.Error(), "earlier ptojit") {
+		t.Fatalf("FlattenRecord of a schema 1 record: %v, want an *OldSchemaError", err)
+	}
+	if _, err := DiffRecords(old, old); !errors.As(err, &oe) {
+		t.Fatalf("DiffRecords: %v, want an *OldSchemaError", err)
+	}
+}
+
+// TestDamagedUnitObject: a unit's object damaged in the store is a miss
+// of that unit alone: it compiles again, the others' objects are read
+// from their entries, and the outputs are those of the first build.
+func TestDamagedUnitObject(t *testing.T) {
+	_, req := copyExamples(t)
+	log := filepath.Join(t.TempDir(), "log")
+	store := cache.NewMemory(cache.Options{})
+	d := newDriver(t, store, "CC="+unitLogger(t, log))
+	first := build(t, d, req, api.StatusMiss)
+	compiled(t, log)
+	var digest [32]byte
+	for _, o := range first.Outputs {
+		if o.Name == KernelName(0) {
+			hex.Decode(digest[:], []byte(o.Digest))
+		}
+	}
+	if err := cache.FaultInjector(store).CorruptBlob(context.Background(), digest); err != nil {
+		t.Fatal(err)
+	}
+	req.Options = []byte(`{"opt_level": 3}`) // a request miss; no unit's key changes
+	r := build(t, d, req, api.StatusMiss)
+	if got := compiled(t, log); !slices.Equal(got, []string{"kernel_add.c"}) {
+		t.Fatalf("with kernel_add.c's object damaged the build compiled %q, want only kernel_add.c", got)
+	}
+	if r.Hashid != first.Hashid {
+		t.Fatalf("hashid %s, want the first build's %s", r.Hashid, first.Hashid)
+	}
+	if u := r.Units[1]; u.Status != unitCompiled || !strings.Contains(u.Reason, cache.ReasonDamaged) {
+		t.Errorf("unit %s: %s (%s), want compiled for damage", u.Name, u.Status, u.Reason)
+	}
+	if r := build(t, d, req, api.StatusHit); r.Hashid != first.Hashid {
+		t.Fatalf("then a hit: hashid %s, want %s", r.Hashid, first.Hashid)
 	}
 }
