@@ -278,8 +278,10 @@ type answer struct {
 	reason  string // the miss reason
 	outputs map[string][]byte
 	// compiled names the units the build compiled ("kernels[0]
-	// kernel_add.c"), in request order; a hit compiles none.
+	// kernel_add.c"), in request order; a hit compiles none. units is
+	// how many units the response lists.
 	compiled []string
+	units    int
 }
 
 func (a *answer) String() string {
@@ -289,6 +291,9 @@ func (a *answer) String() string {
 	s := a.status
 	if a.reason != "" {
 		s += " (" + firstLine(a.reason) + ")"
+	}
+	if len(a.compiled) > 0 {
+		s += " compiling " + strings.Join(a.compiled, ", ")
 	}
 	return s
 }
@@ -323,6 +328,7 @@ func parse(r result, outDir string) *answer {
 		return &answer{failed: fmt.Sprintf("exit 0 without a response (%v):\n%s", err, tail(r.stdout))}
 	}
 	a := &answer{status: resp.Status, key: resp.Key, reason: resp.MissReason, outputs: map[string][]byte{}}
+	a.units = len(resp.Units)
 	for _, u := range resp.Units {
 		if u.Status != "hit" {
 			a.compiled = append(a.compiled, u.Name)
