@@ -52,8 +52,6 @@ const (
 // what its lookup found. One build's.
 type unitBuild struct {
 	unit
-	// index is the unit's place: 0 the orchestration, 1+i kernels[i].
-	index int
 	// name is "orchestration <file>" or "kernels[i] <file>".
 	name string
 	// id is the request's identity with the unit's record and key.
@@ -89,7 +87,7 @@ func (d *Driver) unitBuilds(req *api.Request, id *identity) ([]*unitBuild, error
 			return nil, fmt.Errorf("unit record of %s: %w", unitName(req, i), err)
 		}
 		uid.encoded, uid.key, uid.unit = enc, sha256.Sum256(enc), unitName(req, i)
-		out[i] = &unitBuild{unit: u, index: i, name: uid.unit, id: &uid}
+		out[i] = &unitBuild{unit: u, name: uid.unit, id: &uid}
 	}
 	return out, nil
 }
