@@ -15,6 +15,8 @@
 #   clients  8 concurrent clients building 8 requests that share the N
 #            kernels, each with its own orchestration source, on an empty
 #            cache: compiles in total
+#   verify   a hit of the request in verify mode (PTOJIT_CACHE_VERIFY=1):
+#            every unit compiled again and compared, no difference
 #
 # Every wall figure is the median over ROUNDS rounds (default 5) of
 # interleaved runs; ratios are of medians.
@@ -218,6 +220,20 @@ total = len(logged())
 print(f"clients   8 concurrent requests sharing {n} kernels: {total} compiles in total (want {n + 8}), {wall:.1f} ms")
 if total != n + 8:
     fails.append(f"8 concurrent requests compiled {total}, want {n + 8}")
+
+# Verify mode: the request's hit compiles every unit again and compares
+# each object and the packed outputs; a difference fails the build.
+build(req, "miss")
+logged()
+t = time.perf_counter()
+p = subprocess.run(["ptojit", "build", "--json", "--request", req], capture_output=True, text=True,
+                   env=dict(os.environ, PTOJIT_CACHE_VERIFY="1"))
+wall = (time.perf_counter() - t) * 1000
+vcount = len(logged())
+vstatus = json.loads(p.stdout)["status"] if p.returncode == 0 else f"exit {p.returncode}: {p.stderr.strip()}"
+print(f"verify    a hit in verify mode: {vstatus}, {vcount} units compiled again, {wall:.1f} ms")
+if vstatus != "hit" or vcount != n + 1:
+    fails.append(f"verify mode: {vstatus} with {vcount} compiles, want a hit with {n + 1}")
 if fails:
     raise SystemExit("incremental: " + "; ".join(fails))
 PY
