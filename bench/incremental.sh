@@ -197,6 +197,8 @@ for r in range(rounds):
     w, _ = build(req, "hit")
     hit.append(w)
 line = [u for u in resp.get("units", []) if u["status"] != "hit"]
+tm = resp["timings"]
+print("edit      the last edit's build (ms): " + ", ".join(f"{k} {tm[k]:.1f}" for k in ("identity", "lookup", "compile", "publish", "total")))
 print(f"edit      ptojit {med(edit):8.1f} ms ({edit_counts[-1]} compile: {line[0]['name'] if line else '-'})   bare compile {med(bare):6.1f} ms + hit {med(hit):6.1f} ms   ratio {med(edit) / (med(bare) + med(hit)):.2f}x")
 if any(c != 1 for c in edit_counts):
     fails.append(f"one kernel edited compiled {edit_counts}, want 1 each round")
