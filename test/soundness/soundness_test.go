@@ -31,7 +31,8 @@
 // the world as it is, so that each change is judged on its own.
 //
 // `go test ./test/soundness` runs it, the same in -short mode and in CI
-// (50 changes, 101 builds; 50 of 50 exact, the release before 43 of 50: it lists no units): 20 to 90 s on 2 shared cores). The full run,
+// (50 changes, 101 builds: 20 to 90 s on 2 shared cores; 50 of 50 exact,
+// the release before 43 of 50, whose misses list no units). The full run,
 // printing the table of every change and both answers:
 //
 //	go test -count=1 -v -run '^TestSoundness$' ./test/soundness
