@@ -10,7 +10,9 @@
 // form (-short) builds under the content policy: a miss, a hit with no
 // compiler run, and `ptojit run` with every element right. The full form
 // adds the build policy, the gemm kernel's numbers, and a PTO-ISA header
-// edited (a miss naming it) and restored (a hit).
+// edited (a miss naming it) and restored (a hit). With PTOJIT_TEST_PTOAS (a
+// real ptoas's root) and PTOJIT_TEST_ADDC (PTOAS's addc.pto sample) it also
+// builds addc through ptoas and the generated entry shim and runs it.
 package realtoolchain
 
 import (
