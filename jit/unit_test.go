@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/ptojit/ptojit/api"
 	"github.com/ptojit/ptojit/cache"
@@ -186,5 +187,84 @@ func TestDamagedUnitObject(t *testing.T) {
 	}
 	if r := build(t, d, req, api.StatusHit); r.Hashid != first.Hashid {
 		t.Fatalf("then a hit: hashid %s, want %s", r.Hashid, first.Hashid)
+	}
+}
+
+// sharedFlights returns how many unit flights at least two builds wait
+// for.
+func sharedFlights() int {
+	unitFlight.mu.Lock()
+	defer unitFlight.mu.Unlock()
+	n := 0
+	for _, f := range unitFlight.m {
+		if f.waiters >= 2 {
+			n++
+		}
+	}
+	return n
+}
+
+// TestConcurrentRequestsShareUnitCompiles: two requests built at once
+// that share the orchestration and a kernel compile each shared unit
+// once; the second request reports them shared. The compiler waits for a
+// gate the test opens once both builds wait for the shared flights.
+func TestConcurrentRequestsShareUnitCompiles(t *testing.T) {
+	_, req := copyExamples(t)
+	dir := t.TempDir()
+	log, gate := filepath.Join(dir, "log"), filepath.Join(dir, "gate")
+	cc := filepath.Join(dir, "cc")
+	script := "#!/bin/sh\nfor a; do last=$a; done\ncase \" $* \" in\n*\" -shared \"*) echo \"${last##*/}\" >> \"" + log + "\"\n" +
+		"  while [ ! -e \"" + gate + "\" ]; do sleep 0.01; done ;;\nesac\nexec gcc \"$@\"\n"
+	if err := os.WriteFile(cc, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	d := newDriver(t, cache.NewMemory(cache.Options{}), "CC="+cc)
+	other := *req
+	other.Kernels = []api.Kernel{req.Kernels[0]}
+	other.Kernels[0].FuncID = 7
+	other.OutputDir = filepath.Join(t.TempDir(), "out")
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	type result struct {
+		r   *api.Response
+		err error
+	}
+	done := make(chan result, 2)
+	for _, r := range []*api.Request{req, &other} {
+		go func() {
+			resp, err := d.Build(ctx, r)
+			done <- result{resp, err}
+		}()
+	}
+	open := func() {
+		if err := os.WriteFile(gate, nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	defer open() // a failed wait leaves no compiler waiting
+	for waitUntil := time.Now().Add(20 * time.Second); sharedFlights() < 2; {
+		if time.Now().After(waitUntil) {
+			t.Fatal("in 20 s the two builds never waited for the same two unit flights")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	open()
+	var shared int
+	for range 2 {
+		res := <-done
+		if res.err != nil {
+			t.Fatal(res.err)
+		}
+		for _, u := range res.r.Units {
+			if u.Status == unitShared {
+				shared++
+			}
+		}
+	}
+	if got := compiled(t, log); !slices.Equal(got, []string{"kernel_add.c", "kernel_scale.c", "orchestration.c"}) {
+		t.Fatalf("compiled %q, want each unit once", got)
+	}
+	if shared != 2 {
+		t.Errorf("%d units reported shared, want 2 (the orchestration and kernel_add.c of one build)", shared)
 	}
 }
