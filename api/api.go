@@ -673,6 +673,26 @@ type Response struct {
 	SavedMS float64 `json:"saved_ms,omitempty"`
 	// ChangedSince, on a miss, says what Changed is relative to.
 	ChangedSince *Predecessor `json:"changed_since,omitempty"`
+	// Units, on a miss, lists every compiled unit of the request (the
+	// orchestration, then the kernels): whether its own entry held its
+	// object or it compiled, and why.
+	Units []Unit `json:"units,omitempty"`
+}
+
+// Unit is one compiled unit of a build that missed.
+type Unit struct {
+	// Name is "orchestration <file>" or "kernels[i] <file>".
+	Name string `json:"name"`
+	// Key is the unit's key, 64 hex digits.
+	Key string `json:"key"`
+	// Status is "hit" (its entry held the object), "compiled", or
+	// "shared" (a concurrent build of the same key compiled it).
+	Status string `json:"status"`
+	// Reason, for a unit that compiled, is the first reason: "source
+	// changed", "header changed since the last build: vadd.h", ...
+	Reason string `json:"reason,omitempty"`
+	// CompileMS is the wall time of the compile the unit was part of.
+	CompileMS float64 `json:"compile_ms,omitempty"`
 }
 
 // Change is one input that differs between two builds: Name as ptojit

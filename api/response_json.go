@@ -65,6 +65,25 @@ func (r *Response) AppendJSON(b []byte) ([]byte, bool) {
 		}
 		b = append(appendField(appendField(b, "key", p.Key), "note", p.Note), '}')
 	}
+	if len(r.Units) > 0 {
+		b = append(b, `,"units":[`...)
+		for i, u := range r.Units {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = appendJSONString(append(b, `{"name":`...), u.Name, false)
+			b = appendJSONString(append(b, `,"key":`...), u.Key, false)
+			b = appendJSONString(append(b, `,"status":`...), u.Status, false)
+			b = appendField(b, "reason", u.Reason)
+			if u.CompileMS != 0 {
+				if b, ok = appendFloat(append(b, `,"compile_ms":`...), u.CompileMS); !ok {
+					return b[:start], false
+				}
+			}
+			b = append(b, '}')
+		}
+		b = append(b, ']')
+	}
 	return append(b, '}'), true
 }
 

@@ -33,6 +33,7 @@ func fullResponse() *Response {
 		Changed:      []Change{{Name: "header vadd.h", Input: "header vadd.h", Was: tricky, Now: "n"}, {Name: "x", Input: "y"}},
 		SavedMS:      4.5e-9,
 		ChangedSince: &Predecessor{Request: tricky, First: true, Key: "k", Note: "gone"},
+		Units:        []Unit{{Name: "kernels[0] " + tricky, Key: "k", Status: "compiled", Reason: tricky, CompileMS: 12.5}, {Name: "o", Key: "k2", Status: "hit"}},
 	}
 }
 
@@ -123,6 +124,7 @@ func FuzzResponseAppendJSON(f *testing.F) {
 			r.Changed = []Change{{Name: s1, Input: s2, Was: key}}
 			r.SavedMS = f1
 			r.ChangedSince = &Predecessor{Request: s2, First: n%2 == 0, Note: s1}
+			r.Units = []Unit{{Name: s1, Key: key, Status: s2, Reason: s1, CompileMS: f2}}
 		}
 		want, err := encoded(t, r)
 		got, ok := r.AppendJSON(nil)

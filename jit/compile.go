@@ -90,7 +90,15 @@ type compileResult struct {
 	appeared []string
 	// started is when the first tool started.
 	started time.Time
+	// units holds, by role, what each unit's compiler read and searched
+	// (the same lists, one unit's each): a unit's own entry records
+	// them.
+	units map[string]*unitDeps
 }
+
+// unitDeps are the headers, searched-and-absent paths and appeared paths
+// of one compiled unit (see compileResult).
+type unitDeps struct{ headers, absent, appeared []string }
 
 func isCXX(src string) bool {
 	switch strings.ToLower(filepath.Ext(src)) {
@@ -145,7 +153,12 @@ func (c *compiler) compileAll(ctx context.Context, tmpDir string, units []unit) 
 	g.SetLimit(runtime.GOMAXPROCS(0))
 	for i, u := range units {
 		g.Go(func() error {
+			release, err := acquireSlot(gctx)
+			if err != nil {
+				return err
+			}
 			bin, deps, search, err := c.compileUnit(gctx, filepath.Join(dir, fmt.Sprint(i)), u)
+			release()
 			if err != nil {
 				return err
 			}
@@ -169,12 +182,14 @@ func (c *compiler) compileAll(ctx context.Context, tmpDir string, units []unit) 
 	// so that a header that appeared while any of them ran is found.
 	absent := map[string]bool{}
 	var appeared []string
-	for _, s := range searched {
+	res.units = map[string]*unitDeps{}
+	for i, s := range searched {
 		miss, late := absentCandidates(s.search, s.deps, res.started)
 		for _, p := range miss {
 			absent[p] = true
 		}
 		appeared = append(appeared, late...)
+		res.units[units[i].role] = ownDeps(dir, units[i].source, s.deps, miss, late)
 	}
 	for _, u := range units {
 		delete(headers, filepath.Clean(u.source))
@@ -194,6 +209,30 @@ func (c *compiler) compileAll(ctx context.Context, tmpDir string, units []unit) 
 	slices.Sort(appeared)
 	res.appeared = slices.Compact(appeared)
 	return res, nil
+}
+
+// ownDeps returns one unit's unitDeps: its dependencies without its own
+// source and the build directory's files, sorted, and its absent and
+// appeared paths outside the build directory.
+func ownDeps(dir, source string, deps, absent, appeared []string) *unitDeps {
+	inDir := func(p string) bool { return strings.HasPrefix(p, dir+string(filepath.Separator)) }
+	u := &unitDeps{}
+	for _, d := range deps {
+		if d != filepath.Clean(source) && !inDir(d) {
+			u.headers = append(u.headers, d)
+		}
+	}
+	for _, p := range absent {
+		if !inDir(p) {
+			u.absent = append(u.absent, p)
+		}
+	}
+	u.appeared = appeared
+	slices.Sort(u.headers)
+	u.headers = slices.Compact(u.headers)
+	slices.Sort(u.absent)
+	u.absent = slices.Compact(u.absent)
+	return u
 }
 
 // compileUnit builds one unit in its own directory and returns the shared

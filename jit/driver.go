@@ -234,6 +234,7 @@ func (d *Driver) build(ctx context.Context, req *api.Request, resp *api.Response
 	d.setStatus(ctx, r, why, resp)
 	if resp.Status == api.StatusMiss {
 		d.explainMiss(ctx, req, id, resp)
+		nameUnitChanges(req, resp)
 	}
 	if resp.Status == api.StatusHit || resp.Status == api.StatusMiss {
 		d.recordLatest(ctx, req, id, r.result)
@@ -305,6 +306,9 @@ func (d *Driver) compileShared(ctx context.Context, req *api.Request, id *identi
 	}
 	if shared && !r.hit {
 		why = "compiled by a concurrent build of the same key"
+	}
+	if !r.hit {
+		resp.Units = unitsOf(r.units, shared)
 	}
 	resp.Timings.Compile = r.compileMS
 	resp.Timings.Lookup += r.remoteMS
@@ -429,7 +433,7 @@ func (d *Driver) buildUncached(ctx context.Context, req *api.Request, id *identi
 // compileFlight dedupes concurrent compiles of one key in this process
 // (every Driver of a store shares it: the daemon makes a Driver per
 // request).
-var compileFlight flightGroup
+var compileFlight flightGroup[*flightResult]
 
 // flightKey names a key in one store.
 func (d *Driver) flightKey(id *identity) string {
@@ -469,6 +473,9 @@ type flightResult struct {
 	storeVerified func(context.Context)
 	// storedCompile is a hit's stored compile time (the time it saved).
 	storedCompile time.Duration
+	// units are the compiled units of a compile: each found in its own
+	// entry or compiled.
+	units []*unitBuild
 }
 
 // compileAndPublish looks the key up once more (a flight that just ended
@@ -492,7 +499,7 @@ func (d *Driver) compileAndPublish(ctx context.Context, req *api.Request, id *id
 	if err := settle(ctx, req, id, d.knownHeaders(ctx, id), began); err != nil {
 		return &flightResult{warnings: warnings}, err
 	}
-	res, err := d.compile(ctx, req, id)
+	res, units, err := d.compileUnits(ctx, req, id)
 	if err != nil {
 		return &flightResult{warnings: warnings}, err
 	}
@@ -500,12 +507,15 @@ func (d *Driver) compileAndPublish(ctx context.Context, req *api.Request, id *id
 	if err != nil {
 		return &flightResult{warnings: warnings}, err
 	}
-	r := &flightResult{outs: outs, data: data, compileMS: ms(time.Since(t)), warnings: warnings}
+	r := &flightResult{outs: outs, data: data, compileMS: ms(time.Since(t)), warnings: warnings, units: units}
 	t = time.Now()
 	if d.opt.BeforeRevalidate != nil {
 		d.opt.BeforeRevalidate()
 	}
 	r.result, r.notPublished, r.putErr = d.publish(ctx, id, res, outs, data, time.Since(res.started))
+	if r.notPublished == "" && r.putErr == nil {
+		d.publishUnits(ctx, units)
+	}
 	if r.notPublished == "" && r.putErr == nil && d.opt.Remote != nil {
 		d.publishRemote(ctx, id, outs, data)
 	}
@@ -612,6 +622,13 @@ func (d *Driver) resultKey(ctx context.Context, id *identity) (cache.Key, string
 
 // resultKeyPhases is resultKey that times its phases in ph.
 func (d *Driver) resultKeyPhases(ctx context.Context, id *identity, ph *phases) (cache.Key, string, error) {
+	_, rk, why, err := d.variantOf(ctx, id, ph)
+	return rk, why, err
+}
+
+// variantOf is resultKeyPhases that also returns the header variant that
+// matched (the zero variant when none did).
+func (d *Driver) variantOf(ctx context.Context, id *identity, ph *phases) (variant, cache.Key, string, error) {
 	defer ph.mark("headers")
 	// The result of the empty header set, encoded only when no variant
 	// matches: a hit takes its key from the manifest.
@@ -621,27 +638,27 @@ func (d *Driver) resultKeyPhases(ctx context.Context, id *identity, ph *phases) 
 	var me *cache.MissError
 	switch {
 	case errors.As(err, &me) && me.Corrupt:
-		return noHeaders(), "manifest " + me.Reason, nil
+		return variant{}, noHeaders(), "manifest " + me.Reason, nil
 	case errors.Is(err, cache.ErrMiss):
-		return noHeaders(), "no entry for the key", nil
+		return variant{}, noHeaders(), "no entry for the key", nil
 	case err != nil:
-		return cache.Key{}, "", fmt.Errorf("cache lookup: %w", err)
+		return variant{}, cache.Key{}, "", fmt.Errorf("cache lookup: %w", err)
 	}
 	m, err := d.storedManifest(ctx, e)
 	var un *undecodableManifest
 	switch {
 	case errors.As(err, &me):
-		return noHeaders(), "manifest " + me.Reason, nil // a damaged blob, counted and removed
+		return variant{}, noHeaders(), "manifest " + me.Reason, nil // a damaged blob, counted and removed
 	case errors.As(err, &un) || errors.Is(err, errManifestShape):
-		return noHeaders(), d.damagedManifest(ctx, id, err), nil
+		return variant{}, noHeaders(), d.damagedManifest(ctx, id, err), nil
 	case err != nil:
-		return cache.Key{}, "", fmt.Errorf("cache lookup: %w", err)
+		return variant{}, cache.Key{}, "", fmt.Errorf("cache lookup: %w", err)
 	}
-	_, rk, why, ok := d.matchVariant(id, m.Variants)
+	v, rk, why, ok := d.matchVariant(id, m.Variants)
 	if !ok {
-		return noHeaders(), why, nil
+		return variant{}, noHeaders(), why, nil
 	}
-	return rk, "", nil
+	return v, rk, "", nil
 }
 
 // damagedManifest removes the key's manifest entry, whose JSON does not
@@ -654,7 +671,9 @@ func (d *Driver) damagedManifest(ctx context.Context, id *identity, err error) s
 	return "manifest " + cache.ReasonDamaged + err.Error()
 }
 
-// knownHeaders returns the headers the key's manifest names, for settle.
+// knownHeaders returns the headers the key's manifest names, for settle:
+// absolute (the manifest names those under the base directory relative
+// to it).
 func (d *Driver) knownHeaders(ctx context.Context, id *identity) []string {
 	e, err := cache.Lookup(ctx, d.opt.Store, cache.Key(id.key))
 	if err != nil {
@@ -670,7 +689,7 @@ func (d *Driver) knownHeaders(ctx context.Context, id *identity) []string {
 		for _, h := range v.Headers {
 			if !seen[h.Path] {
 				seen[h.Path] = true
-				out = append(out, h.Path)
+				out = append(out, id.base.abs(h.Path))
 			}
 		}
 	}
@@ -735,15 +754,22 @@ func (d *Driver) publish(ctx context.Context, id *identity, res *compileResult, 
 		return none, why, err
 	}
 	// The manifest is written after the result it names.
-	absent := make([]string, len(res.absent))
-	for i, p := range res.absent {
-		absent[i] = id.base.rel(p)
-	}
-	why, err := d.writeManifest(ctx, id, variant{Headers: headers, Absent: absent, Result: hex.EncodeToString(rk[:])})
-	if why != "" || err != nil {
+	if why, err := d.putManifest(ctx, id, headers, res.absent, rk); why != "" || err != nil {
 		return none, why, err
 	}
 	return rk, "", nil
+}
+
+// putManifest adds to the manifest entry of id's key the header variant
+// of headers (relative to the base directory) and the searched-and-absent
+// paths absent, whose result entry is rk; it returns why it did not, or
+// the store's error.
+func (d *Driver) putManifest(ctx context.Context, id *identity, headers []headerDigest, absentPaths []string, rk cache.Key) (string, error) {
+	absent := make([]string, len(absentPaths))
+	for i, p := range absentPaths {
+		absent[i] = id.base.rel(p)
+	}
+	return d.writeManifest(ctx, id, variant{Headers: headers, Absent: absent, Result: hex.EncodeToString(rk[:])})
 }
 
 // putFailure sorts an error of Put: a refusal of the entry itself (too

@@ -14,14 +14,14 @@ import (
 // none does (each build stops waiting when its own context ends: its
 // client went away, or the daemon is shutting down), so an interrupted
 // build stops its compile without failing the builds that share it.
-type flightGroup struct {
+type flightGroup[T any] struct {
 	mu sync.Mutex
-	m  map[string]*flight
+	m  map[string]*flight[T]
 }
 
-type flight struct {
+type flight[T any] struct {
 	done    chan struct{} // closed once val and err are set
-	val     *flightResult
+	val     T
 	err     error
 	waiters int                // builds waiting; guarded by flightGroup.mu
 	cancel  context.CancelFunc // cancels the compile's context
@@ -31,14 +31,14 @@ type flight struct {
 // is under way, whose result it then shares (shared reports that). fn's
 // context carries ctx's values and is canceled only when no caller waits
 // any more. A caller whose ctx ends first returns ctx's cause.
-func (g *flightGroup) do(ctx context.Context, key string, fn func(context.Context) (*flightResult, error)) (r *flightResult, err error, shared bool) {
+func (g *flightGroup[T]) do(ctx context.Context, key string, fn func(context.Context) (T, error)) (r T, err error, shared bool) {
 	g.mu.Lock()
 	f := g.m[key]
 	if f == nil {
 		fctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-		f = &flight{done: make(chan struct{}), cancel: cancel}
+		f = &flight[T]{done: make(chan struct{}), cancel: cancel}
 		if g.m == nil {
-			g.m = map[string]*flight{}
+			g.m = map[string]*flight[T]{}
 		}
 		g.m[key] = f
 		go g.run(key, f, fctx, fn)
@@ -62,14 +62,16 @@ func (g *flightGroup) do(ctx context.Context, key string, fn func(context.Contex
 			}
 		}
 		g.mu.Unlock()
-		return nil, context.Cause(ctx), shared
+		var zero T
+		return zero, context.Cause(ctx), shared
 	}
 }
 
-func (g *flightGroup) run(key string, f *flight, ctx context.Context, fn func(context.Context) (*flightResult, error)) {
+func (g *flightGroup[T]) run(key string, f *flight[T], ctx context.Context, fn func(context.Context) (T, error)) {
 	defer func() {
 		if p := recover(); p != nil {
-			f.val, f.err = nil, fmt.Errorf("internal error: %v\n%s", p, debug.Stack())
+			var zero T
+			f.val, f.err = zero, fmt.Errorf("internal error: %v\n%s", p, debug.Stack())
 		}
 		g.mu.Lock()
 		if g.m[key] == f {

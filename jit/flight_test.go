@@ -12,7 +12,7 @@ import (
 // stops waiting (its client went away) leaves it to the others; once none
 // waits, its context is canceled and the next build starts a new one.
 func TestFlightGroup(t *testing.T) {
-	var g flightGroup
+	var g flightGroup[*flightResult]
 	deadline := time.After(20 * time.Second)
 	started := make(chan context.Context, 4)
 	release := make(chan struct{})

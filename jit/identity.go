@@ -48,6 +48,9 @@ type identity struct {
 	// as "field: path" (field the record's, path relative), in the order
 	// keyRecord writes them.
 	relative []string
+	// unit, in a unit's identity (unitBuilds), names the unit: its
+	// manifest entry says so (meta "unit").
+	unit string
 }
 
 // source is one content root of the request's sources.

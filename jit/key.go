@@ -11,14 +11,24 @@ import (
 	"github.com/ptojit/ptojit/inventory"
 )
 
-// Record tags. A key record is ("ptojit.build", keySchema, {...}); a result
-// record, which keys the outputs of one header variant, is ("ptojit.result",
-// keySchema, key record, [(header path, sha256 hex)...]).
+// Record tags. A key record is ("ptojit.build", keySchema, {...}); a unit
+// record (unitTag) keys one compiled unit; a result record, which keys the
+// outputs of one header variant of either, is ("ptojit.result", keySchema,
+// key or unit record, [(header path, sha256 hex)...]). Schema 2 added unit
+// entries: no entry of schema 1 is reused.
 const (
 	keyTag    = "ptojit.build"
 	resultTag = "ptojit.result"
-	keySchema = 1
+	keySchema = 2
 )
+
+// OldSchemaError is a key record of an earlier key schema, which an
+// earlier ptojit wrote: its entries are not reused (they age out by trim).
+type OldSchemaError struct{ Schema string }
+
+func (e *OldSchemaError) Error() string {
+	return fmt.Sprintf("key record schema %s, written by an earlier ptojit (this one writes schema %d): its entries are not reused", e.Schema, keySchema)
+}
 
 // KeyReport explains a build's key: every input, its digest, and why the
 // identity is unavailable when it is. It is plain data, safe for concurrent
@@ -86,10 +96,10 @@ func keyFields(rec inventory.Value) (inventory.Dict, inventory.List, error) {
 	tag, _ := t[0].(inventory.Str)
 	schema, _ := t[1].(inventory.Int)
 	if n, ok := schema.Int64(); !ok || n != keySchema {
-		return nil, nil, fmt.Errorf("key record schema %s, want %d", schema, keySchema)
+		return nil, nil, &OldSchemaError{Schema: schema.String()}
 	}
 	switch {
-	case tag == keyTag && len(t) == 3:
+	case (tag == keyTag || tag == unitTag) && len(t) == 3:
 		d, ok := t[2].(inventory.Dict)
 		if !ok {
 			return nil, nil, fmt.Errorf("not a ptojit key record")

@@ -152,11 +152,15 @@ func (d *Driver) writeManifest(ctx context.Context, id *identity, nv variant) (s
 		return fmt.Sprintf("not published: the header manifest (%d headers, %d searched-and-absent paths) is %s, over the cap of %s (MaxManifestBytes)",
 			len(nv.Headers), len(nv.Absent), cache.FormatSize(int64(len(mj))), cache.FormatSize(int64(maxManifestBytes))), nil
 	}
+	meta := map[string]string{"kind": ManifestKind, "platform": id.platform, "runtime": id.runtime}
+	if id.unit != "" {
+		meta["unit"] = id.unit // a unit's manifest says which unit (cache ls)
+	}
 	err := store.Put(ctx, &cache.Entry{
 		Key:     cache.Key(id.key),
 		Record:  id.encoded,
 		Outputs: []cache.Output{{Name: ManifestOutput, Mode: 0o644}},
-		Meta:    map[string]string{"kind": ManifestKind, "platform": id.platform, "runtime": id.runtime},
+		Meta:    meta,
 	}, cache.Readers(mj))
 	if err != nil {
 		return putFailure(err)

@@ -21,6 +21,30 @@ var ccecCandidates = []string{"bin/ccec", "compiler/ccec_compiler/bin/ccec", "to
 // compile runs the pipeline of req's platform with the tools the identity
 // resolved.
 func (d *Driver) compile(ctx context.Context, req *api.Request, id *identity) (*compileResult, error) {
+	units := requestUnits(req, id)
+	res, err := d.compileSome(ctx, req, id, units)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkEntries(req, units, res); err != nil {
+		return nil, err
+	}
+	return res, nil
+}
+
+// requestUnits lists the units of req: the orchestration, then the
+// kernels in request order (as id.recipes and id.sources).
+func requestUnits(req *api.Request, id *identity) []unit {
+	units := []unit{{role: "orchestration", source: req.Orchestration.Source, output: OrchestrationName, recipe: id.recipes[0]}}
+	for i, k := range req.Kernels {
+		units = append(units, unit{role: kernelRole(k.FuncID), source: k.Source, output: KernelName(k.FuncID), recipe: id.recipes[1+i]})
+	}
+	return units
+}
+
+// compileSome compiles units of req (all of them, or the ones no unit
+// entry holds) with the tools the identity resolved.
+func (d *Driver) compileSome(ctx context.Context, req *api.Request, id *identity, units []unit) (*compileResult, error) {
 	c := &compiler{
 		cc:    id.inputs.HostCC,
 		cxx:   id.inputs.HostCXX,
@@ -44,22 +68,11 @@ func (d *Driver) compile(ctx context.Context, req *api.Request, id *identity) (*
 			c.cc, c.cxx = ccec, ccec
 		}
 	}
-	units := []unit{{role: "orchestration", source: req.Orchestration.Source, output: OrchestrationName, recipe: id.recipes[0]}}
-	for i, k := range req.Kernels {
-		units = append(units, unit{role: kernelRole(k.FuncID), source: k.Source, output: KernelName(k.FuncID), recipe: id.recipes[1+i]})
-	}
 	tmp := d.opt.TempDir
 	if tmp == "" {
 		tmp = os.TempDir()
 	}
-	res, err := c.compileAll(ctx, tmp, units)
-	if err != nil {
-		return nil, err
-	}
-	if err := checkEntries(req, units, res); err != nil {
-		return nil, err
-	}
-	return res, nil
+	return c.compileAll(ctx, tmp, units)
 }
 
 func findCCEC(root string) string {

@@ -572,7 +572,11 @@ func writeSummary(w io.Writer, r *api.Response) error {
 			fmt.Fprintf(&b, " (remote: verified, stored locally)")
 		}
 	case api.StatusMiss:
-		fmt.Fprintf(&b, "miss (%s): compiled and cached", r.MissReason)
+		if len(r.Units) > 0 {
+			fmt.Fprintf(&b, "miss (%s): %s; cached", r.MissReason, jit.UnitsLine(r.Units))
+		} else {
+			fmt.Fprintf(&b, "miss (%s): compiled and cached", r.MissReason)
+		}
 		writeChanged(&b, r)
 	case api.StatusUncached:
 		fmt.Fprintf(&b, "uncached: compiled, not cached, because:\n")

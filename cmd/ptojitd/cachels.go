@@ -55,12 +55,14 @@ func runCacheLs(ctx context.Context, env *cli.Env, o *cacheOptions, s cache.Core
 	w := &firstFlush{w: bufio.NewWriter(env.Stdout)}
 	enc := json.NewEncoder(w)
 	enc.SetEscapeHTML(false)
-	n, builds, latest := 0, 0, 0
+	n, builds, units, latest := 0, 0, 0, 0
 	err := cache.ListRecent(ctx, s, o.ls.limit, func(e *cache.Entry) error {
 		kind := entryKind(e)
 		switch kind {
 		case "build":
 			builds++
+		case "unit":
+			units++
 		case jit.LatestKind:
 			latest++
 		}
@@ -94,6 +96,9 @@ func runCacheLs(ctx context.Context, env *cli.Env, o *cacheOptions, s cache.Core
 		return nil
 	}
 	_, err = fmt.Fprintf(env.Stdout, "%d builds in %d entries (a build key's entry names the result entry of each header set seen; the result entries hold the outputs)\n", builds, n)
+	if err == nil && units > 0 {
+		_, err = fmt.Fprintf(env.Stdout, "%d compiled units (a unit's entry names the object entry of each header set seen; each object entry holds one compiled object)\n", units)
+	}
 	if err == nil && latest > 0 {
 		_, err = fmt.Fprintf(env.Stdout, "%d latest-build records (the key and header variant of each request's latest build, for key diff)\n", latest)
 	}

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -255,6 +256,8 @@ type settings struct {
 	maxBytes int64
 	readOnly bool
 	verify   bool // the verify mode (jit.Options.Verify)
+	// jobs is the size of the compile pool (0: the number of CPUs).
+	jobs int
 	// logMaxBytes is log_max_size (the request log), logLevel log_level.
 	logMaxBytes int64
 	logLevel    string
@@ -295,6 +298,10 @@ func resolveSettings(m *cli.Memo, cacheDir string, getenv func(string) string) (
 		case "verify":
 			if s.verify, err = config.ParseBool(st.Value); err != nil {
 				return nil, bad(err)
+			}
+		case "jobs":
+			if s.jobs, err = strconv.Atoi(st.Value); err != nil || s.jobs < 0 {
+				return nil, bad(errors.New("not a number of compiles (0 or more)"))
 			}
 		case "log_max_size":
 			if s.logMaxBytes, err = cache.ParseSize(st.Value); err != nil {
@@ -345,6 +352,7 @@ func storeSettings(env *cli.Env, dir string) (opt cache.Options, verify bool, er
 	if err != nil {
 		return cache.Options{}, false, err
 	}
+	jit.SetJobs(s.jobs)
 	return cache.Options{MaxBytes: s.maxBytes, ReadOnly: s.readOnly}, s.verify, nil
 }
 

@@ -49,9 +49,14 @@ func manifestOf(ctx context.Context, s cache.Core, e *cache.Entry) *buildManifes
 
 // entryKind is "build" for a build key's entry (its manifest), "latest"
 // for a request's latest-build record (package jit), "result" for the
-// entry of one header variant, which holds the outputs.
+// entry of one header variant, which holds the outputs; "unit" and
+// "object" for the same two of one compiled unit.
 func entryKind(e *cache.Entry) string {
 	switch {
+	case e.Meta["kind"] == jit.UnitKind:
+		return "object"
+	case jit.IsManifestEntry(e) && e.Meta["unit"] != "":
+		return "unit"
 	case jit.IsManifestEntry(e):
 		return "build"
 	case e.Meta["kind"] == jit.LatestKind:

@@ -48,6 +48,10 @@ type logRecord struct {
 	Bytes int64 `json:"bytes"`
 	// Reason is why a build missed or was not cached.
 	Reason string `json:"reason,omitempty"`
+	// Units and UnitsCompiled are a miss's compiled units and how many
+	// of them compiled (the others' objects were in their entries).
+	Units         int `json:"units,omitempty"`
+	UnitsCompiled int `json:"units_compiled,omitempty"`
 }
 
 // recordOf is the log record of a build's response r, answered at t.
@@ -63,6 +67,12 @@ func recordOf(r *api.Response, t time.Time) logRecord {
 	switch r.Status {
 	case api.StatusMiss:
 		rec.Reason = r.MissReason
+		rec.Units = len(r.Units)
+		for _, u := range r.Units {
+			if u.Status != "hit" {
+				rec.UnitsCompiled++
+			}
+		}
 		if len(r.Changed) > 0 {
 			rec.Reason += "; changed: " + r.Changed[0].Input
 		}

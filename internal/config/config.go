@@ -96,6 +96,8 @@ var Known = []Key{
 		Doc: "paths under this absolute directory enter keys relative to it (default: the project root)"},
 	{Name: "policy", Env: "PYPTO_CACHE_IDENTITY", Kind: Text, Default: "build",
 		Doc: "the toolchain identity policy: build (PyPTO's build records: version claims) or content (every file read: proofs of contents)"},
+	{Name: "jobs", Env: "PTOJIT_JOBS", Kind: Text, Default: "0",
+		Doc: "how many compiles run at once, over every request the daemon serves (0: the number of CPUs)"},
 	{Name: "pass_env", Env: "PTOJIT_PASS_ENV", Kind: Text, Default: "",
 		Doc: "extra environment variables (comma-separated names) clients send and tools see; never in the key"},
 	{Name: "log_max_size", Env: "PTOJIT_LOG_MAX_SIZE", Kind: Size, Default: "1M",

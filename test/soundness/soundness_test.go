@@ -20,14 +20,21 @@
 // rewrite of the loose ref, and through packed-refs; the ptoas launcher
 // replaced; another cc first on PATH; a semantic variable set and unset;
 // an output edited in place with its time restored, and one replaced by a
-// rename; clang-19 swapped in for gcc and back, twice. It prints how many changes the daemon answered exactly as the
+// rename; clang-19 swapped in for gcc and back, twice; then changes
+// judged also by the units the daemon compiled (each unit is its own
+// entry): a header one kernel alone includes, created and edited (that
+// kernel only), the header both kernels include edited (both), the same
+// kernel placed a second time in the request (an object hit, no compile)
+// and a define added to one kernel's recipe (that kernel only), each
+// undone. It prints how many changes the daemon answered exactly as the
 // fresh process did and fails naming each one it did not. After a wrong
 // answer it goes on with a new daemon on a new cache directory, warmed on
 // the world as it is, so that each change is judged on its own.
 //
 // `go test ./test/soundness` runs it, the same in -short mode and in CI
-// (47 changes, 95 builds: 20 to 120 s on 2 shared cores; the last four,
-// the compiler swaps, need clang-19 and are left out without it). The full run,
+// (54 changes, 109 builds: 20 to 120 s on 2 shared cores; the four
+// compiler swaps need clang-19 and are left out without it; the release
+// before this one's unit changes misses list no units). The full run,
 // printing the table of every change and both answers:
 //
 //	go test -count=1 -v -run '^TestSoundness$' ./test/soundness
@@ -43,6 +50,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -67,7 +75,7 @@ func changes() []change {
 		linkedSource string // a second name of the PyPTO root's jit.py
 	)
 	sim := func(w *world) string { return filepath.Join(w.tc, "runtime", "include") }
-	return []change{
+	changes := []change{
 		{"nothing changed", func(w *world) {}},
 		{"a header created beside a source (ptojit_sim.h, found in the runtime's -I directory until now)", func(w *world) {
 			orig := w.read(filepath.Join(sim(w), "ptojit_sim.h"))
@@ -275,6 +283,57 @@ func changes() []change {
 			w.rename(tmp, p)
 		}},
 	}
+	units, _ := unitChanges()
+	return append(changes, units...)
+}
+
+// unitChanges are the changes whose answer is also judged by the units
+// the daemon compiled (each unit is its own entry, so a change compiles
+// exactly the units it reaches), and by name, those units in request
+// order (empty: none, a unit or request hit).
+func unitChanges() ([]change, map[string][]string) {
+	const add, scale = "kernels[0] kernel_add.c", "kernels[1] kernel_scale.c"
+	kernels := func(req map[string]any) []any { return req["kernels"].([]any) }
+	cs := []struct {
+		change
+		compiled []string
+	}{
+		{change{"a header used by one kernel only (add_only.h, now included by kernel_add.c)", func(w *world) {
+			w.write(filepath.Join(w.vadd, "add_only.h"), []byte("#define SOUNDNESS_ADD_ONLY 1\n"))
+			p := filepath.Join(w.vadd, "kernel_add.c")
+			w.write(p, append([]byte("#include \"add_only.h\"\n"), w.read(p)...))
+		}}, []string{add}},
+		{change{"that header edited (only kernel_add.c reads it)", func(w *world) {
+			w.appendTo(filepath.Join(w.vadd, "add_only.h"), "__attribute__((used)) static const int soundness_add_only = SOUNDNESS_ADD_ONLY;\n")
+		}}, []string{add}},
+		{change{"the header both kernels include edited (vadd.h)", func(w *world) {
+			w.appendTo(filepath.Join(w.vadd, "vadd.h"), "/* both kernels read this */\n")
+		}}, []string{add, scale}},
+		{change{"the same kernel placed a second time in the request (kernel_add.c as func_id 2): its object is a hit", func(w *world) {
+			w.editRequest(func(req map[string]any) {
+				req["kernels"] = append(kernels(req), map[string]any{"func_id": 2, "source": "kernel_add.c", "signature": []any{"IN", "IN", "OUT"}})
+			})
+		}}, []string{}},
+		{change{"the second place removed again (a request hit)", func(w *world) {
+			w.editRequest(func(req map[string]any) { req["kernels"] = kernels(req)[:2] })
+			w.remove(filepath.Join(w.vadd, "out", "kernel_2.so")) // no build removes an output it no longer writes
+		}}, []string{}},
+		{change{"a flag changed for one kernel (kernels[1].compile.defines)", func(w *world) {
+			w.editRequest(func(req map[string]any) {
+				kernels(req)[1].(map[string]any)["compile"] = map[string]any{"defines": []any{"SOUNDNESS_FLAG=1"}}
+			})
+		}}, []string{scale}},
+		{change{"the flag removed again (a request hit)", func(w *world) {
+			w.editRequest(func(req map[string]any) { delete(kernels(req)[1].(map[string]any), "compile") })
+		}}, []string{}},
+	}
+	var out []change
+	want := map[string][]string{}
+	for _, c := range cs {
+		out = append(out, c.change)
+		want[c.name] = c.compiled
+	}
+	return out, want
 }
 
 // compilerSwaps swap Debian's clang-19 in for gcc (CC and CXX), gcc back,
@@ -403,6 +462,7 @@ func TestSoundness(t *testing.T) {
 	if a := w.viaDaemon(); a.failed != "" || a.status == "hit" {
 		t.Fatalf("the first build of the example: %s", a)
 	}
+	_, compiled := unitChanges()
 	var rows []row
 	exact := 0
 	// Each change is applied to the world the ones before it left, and the
@@ -412,6 +472,14 @@ func TestSoundness(t *testing.T) {
 		d := w.viaDaemon()
 		f := w.viaFresh()
 		r := row{name: c.name, daemon: d.String(), fresh: f.String(), diff: differences(d, f)}
+		if want, ok := compiled[c.name]; ok && d.failed == "" {
+			switch {
+			case d.status == "miss" && d.units == 0:
+				r.diff = append(r.diff, "a miss that lists no units")
+			case !slices.Equal(d.compiled, want):
+				r.diff = append(r.diff, fmt.Sprintf("compiled %q, want %q", d.compiled, want))
+			}
+		}
 		rows = append(rows, r)
 		if pid := w.daemonPID(); pid != w.daemon {
 			t.Fatalf("after %q the daemon is %d, not the warm daemon %d: the changes after it would prove nothing", c.name, pid, w.daemon)

@@ -195,6 +195,21 @@ func (w *world) write(p string, b []byte) {
 
 func (w *world) appendTo(p, s string) { w.write(p, append(w.read(p), s...)) }
 
+// editRequest rewrites the example's request file through edit.
+func (w *world) editRequest(edit func(req map[string]any)) {
+	p := filepath.Join(w.vadd, "request.json")
+	var req map[string]any
+	if err := json.Unmarshal(w.read(p), &req); err != nil {
+		w.t.Fatal(err)
+	}
+	edit(req)
+	b, err := json.MarshalIndent(req, "", "  ")
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	w.write(p, b)
+}
+
 // settle waits until the file system's clock is past p's last change.
 func (w *world) settle(p string) {
 	if err := fixture.Settle(p); err != nil {
@@ -262,6 +277,11 @@ type answer struct {
 	key     string
 	reason  string // the miss reason
 	outputs map[string][]byte
+	// compiled names the units the build compiled ("kernels[0]
+	// kernel_add.c"), in request order; a hit compiles none. units is
+	// how many units the response lists.
+	compiled []string
+	units    int
 }
 
 func (a *answer) String() string {
@@ -272,6 +292,9 @@ func (a *answer) String() string {
 	if a.reason != "" {
 		s += " (" + firstLine(a.reason) + ")"
 	}
+	if len(a.compiled) > 0 {
+		s += " compiling " + strings.Join(a.compiled, ", ")
+	}
 	return s
 }
 
@@ -280,7 +303,11 @@ type response struct {
 	Status     string `json:"status"`
 	Key        string `json:"key"`
 	MissReason string `json:"miss_reason"`
-	Outputs    []struct {
+	Units      []struct {
+		Name   string `json:"name"`
+		Status string `json:"status"`
+	} `json:"units"`
+	Outputs []struct {
 		Name   string `json:"name"`
 		Path   string `json:"path"`
 		Digest string `json:"digest"`
@@ -301,6 +328,12 @@ func parse(r result, outDir string) *answer {
 		return &answer{failed: fmt.Sprintf("exit 0 without a response (%v):\n%s", err, tail(r.stdout))}
 	}
 	a := &answer{status: resp.Status, key: resp.Key, reason: resp.MissReason, outputs: map[string][]byte{}}
+	a.units = len(resp.Units)
+	for _, u := range resp.Units {
+		if u.Status != "hit" {
+			a.compiled = append(a.compiled, u.Name)
+		}
+	}
 	ents, err := os.ReadDir(outDir)
 	if err != nil {
 		a.failed = err.Error()
