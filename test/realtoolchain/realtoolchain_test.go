@@ -12,7 +12,9 @@
 // adds the build policy, the gemm kernel's numbers, and a PTO-ISA header
 // edited (a miss naming it) and restored (a hit). With PTOJIT_TEST_PTOAS (a
 // real ptoas's root) and PTOJIT_TEST_ADDC (PTOAS's addc.pto sample) it also
-// builds addc through ptoas and the generated entry shim and runs it.
+// builds addc through ptoas and the generated entry shim, a cached miss and
+// then a hit (under the content policy in -short, else under both), and
+// runs the hit's kernel.
 package realtoolchain
 
 import (
