@@ -21,13 +21,25 @@ const (
 
 // TestAddcPto builds PTOAS's addc sample as kernel 0 of the vadd_pto
 // request through a real ptoas (and the generated entry shim) against real
-// PTO-ISA, then calls the kernel: every element must be a + b + c.
+// PTO-ISA under each policy: a cached miss, then a hit with no compiler run
+// on the same key, whose kernel is called: every element must be a + b + c.
 func TestAddcPto(t *testing.T) {
 	ptoas, addc := os.Getenv(ptoasVar), os.Getenv(addcVar)
 	if ptoas == "" || addc == "" {
 		t.Skipf("%s and %s name no real ptoas and addc.pto", ptoasVar, addcVar)
 	}
-	w := newWorld(t, "content")
+	policies := []string{"content", "build"}
+	if testing.Short() {
+		policies = policies[:1]
+	}
+	for _, policy := range policies {
+		t.Run(policy, func(t *testing.T) { addcPto(t, policy, ptoas, addc) })
+	}
+}
+
+// addcPto is TestAddcPto under one identity policy.
+func addcPto(t *testing.T, policy, ptoas, addc string) {
+	w := newWorld(t, policy)
 	b, err := os.ReadFile(filepath.Join(w.ex, "request.json"))
 	if err != nil {
 		t.Fatal(err)
@@ -47,20 +59,19 @@ func TestAddcPto(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(w.ex, "addc.json"), b, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	out := w.ptojit("build", "--json", "--request", "addc.json")
-	var r api.Response
-	if err := json.Unmarshal(out, &r); err != nil {
-		t.Fatalf("build: %v\n%s", err, out)
+	miss := w.buildRequest("addc.json", api.StatusMiss)
+	hit := w.buildRequest("addc.json", api.StatusHit)
+	if hit.Key != miss.Key {
+		t.Errorf("hit: key %s, want the miss's %s", hit.Key, miss.Key)
 	}
-	if r.Status != api.StatusMiss && r.Status != api.StatusUncached {
-		t.Fatalf("build: %s %s", r.Status, r.Error)
-	}
-	t.Logf("build: %s %q in %.0f ms", r.Status, r.Unavailable, r.Timings.Total)
 	var kernel string
-	for _, o := range r.Outputs {
+	for _, o := range hit.Outputs {
 		if o.Name == "kernel_0.so" {
 			kernel = o.Path
 		}
+	}
+	if kernel == "" {
+		t.Fatal("no kernel_0.so among the hit's outputs")
 	}
 	const n = 32 * 32
 	a, bb, c := make([]float32, n), make([]float32, n), make([]float32, n)

@@ -12,7 +12,9 @@
 // adds the build policy, the gemm kernel's numbers, and a PTO-ISA header
 // edited (a miss naming it) and restored (a hit). With PTOJIT_TEST_PTOAS (a
 // real ptoas's root) and PTOJIT_TEST_ADDC (PTOAS's addc.pto sample) it also
-// builds addc through ptoas and the generated entry shim and runs it.
+// builds addc through ptoas and the generated entry shim, a cached miss and
+// then a hit (under the content policy in -short, else under both), and
+// runs the hit's kernel.
 package realtoolchain
 
 import (
@@ -128,7 +130,14 @@ func (w *world) ptojit(args ...string) []byte {
 // build builds the example and checks its status.
 func (w *world) build(want api.Status) *api.Response {
 	w.t.Helper()
-	out := w.ptojit("build", "--json", "--request", "request.json")
+	return w.buildRequest("request.json", want)
+}
+
+// buildRequest builds the request in the example's directory and checks its
+// status; a hit must not have run the compiler.
+func (w *world) buildRequest(request string, want api.Status) *api.Response {
+	w.t.Helper()
+	out := w.ptojit("build", "--json", "--request", request)
 	var r api.Response
 	if err := json.Unmarshal(out, &r); err != nil {
 		w.t.Fatalf("build: %v\n%s", err, out)
