@@ -180,5 +180,9 @@ func eventCounts(event, reason string) (Stats, error) {
 	return d, nil
 }
 
-// isManifest reports whether e is a build key's manifest entry.
-func isManifest(e *Entry) bool { return e.Meta["kind"] == "manifest" }
+// isManifest reports whether e is read as a part of a build's answer, not
+// as the answer: a build key's manifest entry (kind "manifest") or the
+// object of one compiled unit (kind "unit"; package jit), which a request
+// miss reads for each unit it need not compile. Their hits are not build
+// hits (one request answered counts one), their damage is counted.
+func isManifest(e *Entry) bool { k := e.Meta["kind"]; return k == "manifest" || k == "unit" }
