@@ -96,10 +96,14 @@ func (d *Driver) remoteLookup(ctx context.Context, id *identity) (*flightResult,
 		// agreed with it: a remote entry that fails verification never
 		// reaches the local store.
 		var once sync.Once
-		r.storeVerified = func(ctx context.Context) { once.Do(func() { d.storeRemoteHit(ctx, id, h, v) }) }
+		r.storeVerified = func(ctx context.Context) { once.Do(func() { _ = d.storeRemoteHit(ctx, id, h, v) }) }
 		return r, ""
 	}
-	d.storeRemoteHit(ctx, id, h, v)
+	if err := d.storeRemoteHit(ctx, id, h, v); err != nil {
+		// The tier's bytes failed as the store read them (damaged, or
+		// the tier failed): a miss, and the build compiles.
+		return nil, remoteWarning(ctx, err)
+	}
 	return r, ""
 }
 
@@ -118,21 +122,31 @@ func remoteWarning(ctx context.Context, err error) string {
 // storeRemoteHit writes a remote hit to the local store: the result,
 // streamed from the hit's verifying readers into the store (which checks
 // each output's size and digest again), then the manifest with the
-// variant first, merged into a local one as publish does.
-func (d *Driver) storeRemoteHit(ctx context.Context, id *identity, h *cache.Hit, nv variant) {
+// variant first, merged into a local one as publish does. It returns the
+// error of a hit's reader (the tier's damage or failure); the store's own
+// failure is not one (storing is best effort: the hit is still right).
+func (d *Driver) storeRemoteHit(ctx context.Context, id *identity, h *cache.Hit, nv variant) error {
 	store := d.opt.Store
 	local := *h.Entry
 	local.LastUsed = local.Created
-	rs := make([]io.Reader, len(local.Outputs))
+	rs := make([]*readError, len(local.Outputs))
+	in := make([]io.Reader, len(local.Outputs))
 	for i := range rs {
 		rc := h.Open(i)
 		defer rc.Close()
-		rs[i] = rc
+		rs[i] = &readError{r: rc}
+		in[i] = rs[i]
 	}
-	if err := store.Put(ctx, &local, rs); err != nil {
-		return
+	if err := store.Put(ctx, &local, in); err != nil {
+		for _, r := range rs {
+			if r.err != nil {
+				return r.err
+			}
+		}
+		return nil
 	}
 	_, _ = d.writeManifest(ctx, id, nv)
+	return nil
 }
 
 // publishRemote queues the entries a local publish just wrote (the result
