@@ -7,9 +7,13 @@
 // Blobs are stored by content digest, entries by key (see the key layout in
 // format.go): a blob up to Config.ChunkBytes is one value, a larger one a
 // header and its chunks. Every key is a plain string key, so a cluster may
-// place each in any slot, and reads of many keys are pipelined (one round
-// trip for the entry, one for its blobs, one for the chunks of chunked
-// blobs).
+// place each in any slot, and reads of many keys are pipelined: a Get is
+// one round trip for the entry and one for its blobs (the whole values of
+// small ones, the headers of chunked ones), and a hit's reader of a
+// chunked blob reads one chunk per round trip as it is read, so that no
+// output is ever whole in memory. A Put writes an output larger than a
+// chunk (whose digest the entry gives) a chunk at a time as it reads it,
+// the others in one pipelined round.
 //
 // # Verification
 //
