@@ -237,6 +237,9 @@ type Hit struct {
 // Open returns a reader of output i, verified as it streams (see Hit).
 func (h *Hit) Open(i int) io.ReadCloser {
 	s := h.srcs[i]
+	if s.open != nil {
+		return h.openStream(s)
+	}
 	if s.list == nil {
 		b, err := h.whole(s)
 		if err != nil {
@@ -251,7 +254,7 @@ func (h *Hit) Open(i int) io.ReadCloser {
 // are small. Damage is a *MissError matching ErrDamaged.
 func (h *Hit) Read(i int) ([]byte, error) {
 	s := h.srcs[i]
-	if s.list == nil {
+	if s.list == nil && s.open == nil {
 		return h.whole(s)
 	}
 	r := h.Open(i)

@@ -236,16 +236,19 @@ var errBlobMissing = errors.New("blob missing")
 
 // source is where a hit's output comes from: how to read its bytes (a
 // blob of at most one chunk, checked as a whole when read), or its
-// verified chunk list and how to fetch a chunk.
+// verified chunk list and how to fetch a chunk, or (a hit of NewHit) how
+// to open a stream of it, verified as a whole.
 type source struct {
 	out   Output
 	load  func() ([]byte, error)
 	list  *chunkList
 	fetch chunkFetcher
+	open  func() (io.ReadCloser, error)
 }
 
 // chunkReader streams a chunked output, verifying each chunk as it
-// arrives and the whole blob at its end. Used by one goroutine.
+// arrives and the whole blob at its end, or, with rc, a hit of NewHit's
+// stream (see readStream). Used by one goroutine.
 type chunkReader struct {
 	h   *Hit
 	src *source
@@ -255,10 +258,14 @@ type chunkReader struct {
 	sum hash.Hash
 	n   int64
 	err error
+	rc  io.ReadCloser
 }
 
 // Read implements io.Reader.
 func (r *chunkReader) Read(p []byte) (int, error) {
+	if r.rc != nil {
+		return r.readStream(p)
+	}
 	for len(r.cur) == 0 && r.err == nil {
 		r.next()
 	}
@@ -310,6 +317,9 @@ func (r *chunkReader) Close() error {
 	r.cur, r.buf = nil, nil
 	if r.err == nil {
 		r.err = errors.New("cache: read of a closed hit reader")
+	}
+	if r.rc != nil {
+		return r.rc.Close()
 	}
 	return nil
 }

@@ -208,7 +208,11 @@
 // the first variant whose headers match here, and that variant's result
 // (whose record must be the result record of this key and header set). A
 // hit, verified by the tier, is stored locally and answered with hit_tier
-// "remote". After a local publish the result and the manifest are queued
+// "remote": its outputs stream from the tier's hit (cache.NewHit, a chunk
+// at a time) into the local store and, again, into the output directory,
+// so no output is ever whole in memory (in verify mode the hit is read
+// whole, as every verified hit is, and stored only once the fresh compile
+// agreed). After a local publish the result and the manifest are queued
 // for the remote tier. The remote tier's failures are misses: it fails no
 // build.
 //

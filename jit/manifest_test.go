@@ -86,13 +86,8 @@ func (r *storeTier) Entry(ctx context.Context, key cache.Key) (*cache.Entry, err
 	return cache.Lookup(ctx, r.s, key)
 }
 
-func (r *storeTier) Get(ctx context.Context, key cache.Key) (*cache.Entry, [][]byte, error) {
-	h, err := r.s.Get(ctx, key)
-	if err != nil {
-		return nil, nil, err
-	}
-	data, err := h.ReadAll()
-	return h.Entry, data, err
+func (r *storeTier) Get(ctx context.Context, key cache.Key) (*cache.Hit, error) {
+	return r.s.Get(ctx, key)
 }
 
 func (r *storeTier) Publish(*cache.Entry, [][]byte) bool { return false }

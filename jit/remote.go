@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"slices"
 	"sync"
 	"time"
@@ -23,8 +24,9 @@ import (
 type RemoteTier interface {
 	// Entry returns the entry of key without its blobs.
 	Entry(ctx context.Context, key cache.Key) (*cache.Entry, error)
-	// Get returns the entry of key and the bytes of its outputs.
-	Get(ctx context.Context, key cache.Key) (*cache.Entry, [][]byte, error)
+	// Get returns the entry of key as a hit whose outputs stream from
+	// the tier, verified as they are read (see cache.NewHit).
+	Get(ctx context.Context, key cache.Key) (*cache.Hit, error)
 	// Publish queues a write of e and data; false when it was dropped.
 	Publish(e *cache.Entry, data [][]byte) bool
 }
@@ -56,14 +58,14 @@ func (d *Driver) remoteLookup(ctx context.Context, id *identity) (*flightResult,
 		return nil, ""
 	}
 	man, err := manifestOf(m, func() ([]byte, error) {
-		mm, data, err := rt.Get(ctx, m.Key)
-		if err == nil && (len(data) != 1 || !slices.Equal(mm.Record, id.encoded)) {
+		mh, err := rt.Get(ctx, m.Key)
+		if err == nil && (len(mh.Entry.Outputs) != 1 || !slices.Equal(mh.Entry.Record, id.encoded)) {
 			err = cache.ErrMiss // replaced by another entry since
 		}
 		if err != nil {
 			return nil, err
 		}
-		return data[0], nil
+		return mh.Read(0)
 	})
 	var un *undecodableManifest
 	switch {
@@ -76,24 +78,32 @@ func (d *Driver) remoteLookup(ctx context.Context, id *identity) (*flightResult,
 	if !ok {
 		return nil, ""
 	}
-	e, data, err := rt.Get(ctx, rk)
+	// The hit's readers outlive the flight whose context this is: the
+	// build writes its outputs from them once the flight ended (each read
+	// of the tier still has its own timeout).
+	h, err := rt.Get(context.WithoutCancel(ctx), rk)
 	if err != nil {
 		return nil, remoteWarning(ctx, err)
 	}
+	e := h.Entry
 	want, err := inventory.Encode(resultRecord(id.record, v.Headers))
 	if err != nil || sha256.Sum256(e.Record) != [32]byte(rk) || !slices.Equal(e.Record, want) {
 		return nil, "" // a result of another key or header set
 	}
-	r := &flightResult{outs: e.Outputs, data: data, hit: true, tier: TierRemote, result: rk, remoteMS: ms(time.Since(start)), storedCompile: e.CompileTime}
+	r := &flightResult{outs: e.Outputs, stored: h, hit: true, tier: TierRemote, result: rk, remoteMS: ms(time.Since(start)), storedCompile: e.CompileTime}
 	if d.opt.Verify {
 		// In verify mode the hit is stored only once a fresh compile
 		// agreed with it: a remote entry that fails verification never
 		// reaches the local store.
 		var once sync.Once
-		r.storeVerified = func(ctx context.Context) { once.Do(func() { d.storeRemoteHit(ctx, id, e, data, v) }) }
+		r.storeVerified = func(ctx context.Context) { once.Do(func() { _ = d.storeRemoteHit(ctx, id, h, v) }) }
 		return r, ""
 	}
-	d.storeRemoteHit(ctx, id, e, data, v)
+	if err := d.storeRemoteHit(ctx, id, h, v); err != nil {
+		// The tier's bytes failed as the store read them (damaged, or
+		// the tier failed): a miss, and the build compiles.
+		return nil, remoteWarning(ctx, err)
+	}
 	return r, ""
 }
 
@@ -109,16 +119,34 @@ func remoteWarning(ctx context.Context, err error) string {
 	return err.Error() + " (the build went on without the remote cache)"
 }
 
-// storeRemoteHit writes a remote hit to the local store: the result, then
-// the manifest with the variant first, as publish does.
-func (d *Driver) storeRemoteHit(ctx context.Context, id *identity, e *cache.Entry, data [][]byte, nv variant) {
+// storeRemoteHit writes a remote hit to the local store: the result,
+// streamed from the hit's verifying readers into the store (which checks
+// each output's size and digest again), then the manifest with the
+// variant first, merged into a local one as publish does. It returns the
+// error of a hit's reader (the tier's damage or failure); the store's own
+// failure is not one (storing is best effort: the hit is still right).
+func (d *Driver) storeRemoteHit(ctx context.Context, id *identity, h *cache.Hit, nv variant) error {
 	store := d.opt.Store
-	local := *e
-	local.Created, local.LastUsed = e.Created, e.Created
-	if err := store.Put(ctx, &local, cache.Readers(data...)); err != nil {
-		return
+	local := *h.Entry
+	local.LastUsed = local.Created
+	rs := make([]*readError, len(local.Outputs))
+	in := make([]io.Reader, len(local.Outputs))
+	for i := range rs {
+		rc := h.Open(i)
+		defer rc.Close()
+		rs[i] = &readError{r: rc}
+		in[i] = rs[i]
+	}
+	if err := store.Put(ctx, &local, in); err != nil {
+		for _, r := range rs {
+			if r.err != nil {
+				return r.err
+			}
+		}
+		return nil
 	}
 	_, _ = d.writeManifest(ctx, id, nv)
+	return nil
 }
 
 // publishRemote queues the entries a local publish just wrote (the result

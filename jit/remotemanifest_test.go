@@ -20,8 +20,8 @@ func (r *manifestTier) Entry(_ context.Context, key cache.Key) (*cache.Entry, er
 	return r.e, nil
 }
 
-func (r *manifestTier) Get(context.Context, cache.Key) (*cache.Entry, [][]byte, error) {
-	return nil, nil, cache.ErrMiss
+func (r *manifestTier) Get(context.Context, cache.Key) (*cache.Hit, error) {
+	return nil, cache.ErrMiss
 }
 
 func (r *manifestTier) Publish(*cache.Entry, [][]byte) bool { return true }

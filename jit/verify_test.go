@@ -201,13 +201,8 @@ func (m memoryRemote) Entry(ctx context.Context, k cache.Key) (*cache.Entry, err
 	return m.s.Entry(ctx, k)
 }
 
-func (m memoryRemote) Get(ctx context.Context, k cache.Key) (*cache.Entry, [][]byte, error) {
-	h, err := m.s.Get(ctx, k)
-	if err != nil {
-		return nil, nil, err
-	}
-	data, err := h.ReadAll()
-	return h.Entry, data, err
+func (m memoryRemote) Get(ctx context.Context, k cache.Key) (*cache.Hit, error) {
+	return m.s.Get(ctx, k)
 }
 
 func (m memoryRemote) Publish(e *cache.Entry, data [][]byte) bool {

@@ -1,8 +1,10 @@
 package remote
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"io"
 
 	"github.com/ptojit/ptojit/cache"
 )
@@ -67,24 +69,29 @@ func (c *Chain) Entry(ctx context.Context, key cache.Key) (*cache.Entry, error) 
 	return e, err
 }
 
-// Get returns the verified entry of key and its outputs' bytes from the
-// first tier that has them; a hit in a later tier is published to the
-// earlier ones.
-func (c *Chain) Get(ctx context.Context, key cache.Key) (*cache.Entry, [][]byte, error) {
-	type hit struct {
-		e    *cache.Entry
-		data [][]byte
+// Get returns the verified entry of key as a hit (see Remote.Get) from
+// the first tier that has it. A hit in a later tier of at most
+// copyBackBytes is read (verified) and published to the earlier ones, and
+// the hit returned serves those bytes; a larger one streams from its tier
+// and is not copied back (the publication queue holds whole outputs).
+func (c *Chain) Get(ctx context.Context, key cache.Key) (*cache.Hit, error) {
+	h, i, err := lookup(c, func(r *Remote) (*cache.Hit, error) { return r.Get(ctx, key) })
+	if err != nil || i == 0 || h.Entry.Size() > copyBackBytes {
+		return h, err
 	}
-	h, i, err := lookup(c, func(r *Remote) (hit, error) {
-		e, data, err := r.Get(ctx, key)
-		return hit{e, data}, err
-	})
+	data, err := h.ReadAll()
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
-	c.copyBack(i, h.e, h.data)
-	return h.e, h.data, nil
+	c.copyBack(i, h.Entry, data)
+	return cache.NewHit(h.Entry, func(i int) (io.ReadCloser, error) {
+		return io.NopCloser(bytes.NewReader(data[i])), nil
+	}), nil
 }
+
+// copyBackBytes bounds the outputs of a hit in a later tier that Get
+// copies back to the earlier ones.
+const copyBackBytes = 64 << 20
 
 // copyBack publishes what tier i served to the tiers before it.
 func (c *Chain) copyBack(i int, e *cache.Entry, data [][]byte) {

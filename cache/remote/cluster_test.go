@@ -51,13 +51,13 @@ func TestClusterRoundTrip(t *testing.T) {
 	ctx := context.Background()
 	big := bytes.Repeat([]byte("0123456789abcdef"), 3*minChunkBytes/16+100) // four chunks
 	e, data := testEntry(1, []byte("small"), big, []byte{})
-	if _, _, err := r.Get(ctx, e.Key); !errors.Is(err, ErrMiss) {
+	if _, _, err := getAll(ctx, r, e.Key); !errors.Is(err, ErrMiss) {
 		t.Fatalf("before Put: %v, want a miss", err)
 	}
-	if err := r.Put(ctx, e, data); err != nil {
+	if err := r.Put(ctx, e, cache.Readers(data...)); err != nil {
 		t.Fatal(err)
 	}
-	got, gdata, err := r.Get(ctx, e.Key)
+	got, gdata, err := getAll(ctx, r, e.Key)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -71,7 +71,7 @@ func TestClusterRoundTrip(t *testing.T) {
 	// A second entry sharing the blobs writes only its entry.
 	up := r.Stats().BytesUp
 	e2, data2 := testEntry(2, []byte("small"), big)
-	if err := r.Put(ctx, e2, data2); err != nil {
+	if err := r.Put(ctx, e2, cache.Readers(data2...)); err != nil {
 		t.Fatal(err)
 	}
 	if d := r.Stats().BytesUp - up; d > 1024 {
@@ -80,6 +80,39 @@ func TestClusterRoundTrip(t *testing.T) {
 	s := r.Stats()
 	if s.Hits != 1 || s.Misses != 1 || s.Writes != 2 || s.Errors != 0 || s.BytesDown < int64(len(big)) || s.State != "ok" {
 		t.Errorf("stats %+v", s)
+	}
+}
+
+// TestClusterStreamedPut: Put streams an output larger than a chunk into
+// the tier; bytes that do not match its digest (other bytes, too few, too
+// many) fail the Put and leave no key behind, and a hit streams the
+// right bytes back a chunk at a time.
+func TestClusterStreamedPut(t *testing.T) {
+	r, nodes := clusterRemote(t, Config{ChunkBytes: minChunkBytes})
+	ctx := context.Background()
+	big := bytes.Repeat([]byte("fedcba9876543210"), 5*minChunkBytes/16+7)
+	e, _ := testEntry(2, big)
+	flipped := append(append([]byte{}, big[:len(big)-1]...), '!')
+	for name, b := range map[string][]byte{"other bytes": flipped, "too few": big[:len(big)-1], "too many": append(append([]byte{}, big...), 0)} {
+		if err := r.Put(ctx, e, cache.Readers(b)); err == nil {
+			t.Errorf("Put of %s: no error", name)
+		}
+		if n := dbSize(t, nodes); n != 0 {
+			t.Fatalf("Put of %s left %d keys", name, n)
+		}
+	}
+	if err := r.Put(ctx, e, cache.Readers(big)); err != nil {
+		t.Fatal(err)
+	}
+	h, err := r.Get(ctx, e.Key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rc := h.Open(0)
+	defer rc.Close()
+	var got bytes.Buffer
+	if _, err := got.ReadFrom(rc); err != nil || !bytes.Equal(got.Bytes(), big) {
+		t.Fatalf("streamed back %d bytes, %v; want the %d put", got.Len(), err, len(big))
 	}
 }
 
@@ -102,7 +135,7 @@ func TestClusterTamperedBlob(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			e, data := testEntry(byte(10+i), []byte("inline "+c.name), append(bytes.Clone(big), byte(i)))
-			if err := r.Put(ctx, e, data); err != nil {
+			if err := r.Put(ctx, e, cache.Readers(data...)); err != nil {
 				t.Fatal(err)
 			}
 			k := c.key(e)
@@ -114,7 +147,7 @@ func TestClusterTamperedBlob(t *testing.T) {
 				t.Fatal(err)
 			}
 			before := r.Stats().Damaged
-			got, gdata, err := r.Get(ctx, e.Key)
+			got, gdata, err := getAll(ctx, r, e.Key)
 			var de *DamagedError
 			if !errors.As(err, &de) || got != nil || gdata != nil {
 				t.Fatalf("tampered %s: %v, %v; want a damaged error and nothing served", c.name, got, err)
@@ -123,7 +156,7 @@ func TestClusterTamperedBlob(t *testing.T) {
 				t.Errorf("damaged not counted")
 			}
 			// The damaged item was deleted: the next lookup is a plain miss.
-			if _, _, err := r.Get(ctx, e.Key); !errors.Is(err, ErrMiss) {
+			if _, _, err := getAll(ctx, r, e.Key); !errors.Is(err, ErrMiss) {
 				t.Errorf("after deletion: %v, want a miss", err)
 			}
 		})
@@ -133,13 +166,13 @@ func TestClusterTamperedBlob(t *testing.T) {
 func TestClusterReadOnly(t *testing.T) {
 	r, nodes := clusterRemote(t, Config{ReadOnly: true})
 	e, data := testEntry(1, []byte("x"))
-	if err := r.Put(context.Background(), e, data); !errors.Is(err, ErrReadOnly) {
+	if err := r.Put(context.Background(), e, cache.Readers(data...)); !errors.Is(err, ErrReadOnly) {
 		t.Errorf("Put: %v", err)
 	}
 	if r.Publish(e, data) {
 		t.Error("Publish queued on a read-only tier")
 	}
-	if _, _, err := r.Get(context.Background(), e.Key); !errors.Is(err, ErrMiss) {
+	if _, _, err := getAll(context.Background(), r, e.Key); !errors.Is(err, ErrMiss) {
 		t.Errorf("Get: %v", err)
 	}
 	if n := dbSize(t, nodes); n != 0 {
@@ -166,7 +199,7 @@ func TestClusterNodeDown(t *testing.T) {
 	var keys []cache.Key
 	for i := range 30 {
 		e, data := testEntry(byte(i), []byte{byte(i)})
-		if err := r.Put(ctx, e, data); err != nil {
+		if err := r.Put(ctx, e, cache.Readers(data...)); err != nil {
 			t.Fatal(err)
 		}
 		keys = append(keys, e.Key)
@@ -175,7 +208,7 @@ func TestClusterNodeDown(t *testing.T) {
 	var errs, open int
 	for _, k := range keys {
 		start := time.Now()
-		_, _, err := r.Get(ctx, k)
+		_, _, err := getAll(ctx, r, k)
 		if took := time.Since(start); took > timeout+2*time.Second {
 			t.Fatalf("Get took %s with a %s timeout", took, timeout)
 		}
@@ -206,7 +239,7 @@ func TestClusterFull(t *testing.T) {
 	r, nodes := clusterRemote(t, Config{}, "--maxmemory-policy", "noeviction")
 	ctx := context.Background()
 	e0, data0 := testEntry(1, []byte("before"))
-	if err := r.Put(ctx, e0, data0); err != nil {
+	if err := r.Put(ctx, e0, cache.Readers(data0...)); err != nil {
 		t.Fatal(err)
 	}
 	for _, n := range nodes {
@@ -216,12 +249,12 @@ func TestClusterFull(t *testing.T) {
 	}
 	for i := range 5 {
 		e, data := testEntry(byte(20+i), []byte{byte(i)})
-		err := r.Put(ctx, e, data)
+		err := r.Put(ctx, e, cache.Readers(data...))
 		if err == nil || !strings.Contains(err.Error(), "OOM") {
 			t.Fatalf("Put %d into a full cluster: %v, want OOM", i, err)
 		}
 	}
-	if _, _, err := r.Get(ctx, e0.Key); err != nil {
+	if _, _, err := getAll(ctx, r, e0.Key); err != nil {
 		t.Errorf("a full cluster must still serve reads: %v", err)
 	}
 	if s := r.Stats(); s.Errors != 5 || s.Writes != 1 || s.State != "ok" || s.Hits != 1 {
@@ -249,7 +282,7 @@ func TestClusterPublishDrain(t *testing.T) {
 	}
 	t.Logf("Drain took %s", time.Since(start))
 	for _, k := range keys {
-		if _, _, err := r.Get(context.Background(), k); err != nil {
+		if _, _, err := getAll(context.Background(), r, k); err != nil {
 			t.Fatalf("published entry %s: %v", k, err)
 		}
 	}
@@ -266,7 +299,7 @@ func TestClusterTamperedEntryEveryByte(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	e, data := testEntry(40, []byte("kernel bytes"), []byte("orchestration"))
-	if err := r.Put(ctx, e, data); err != nil {
+	if err := r.Put(ctx, e, cache.Readers(data...)); err != nil {
 		t.Fatal(err)
 	}
 	k := entryKey(e.Key)
@@ -279,7 +312,7 @@ func TestClusterTamperedEntryEveryByte(t *testing.T) {
 		if err := r.be.(*redisBackend).client.Set(ctx, k, b, 0).Err(); err != nil {
 			t.Fatal(err)
 		}
-		got, gdata, err := r.Get(ctx, e.Key)
+		got, gdata, err := getAll(ctx, r, e.Key)
 		var de *DamagedError
 		if !errors.As(err, &de) || got != nil || gdata != nil {
 			served++
@@ -299,7 +332,7 @@ func TestClusterTamperedEntryEveryByte(t *testing.T) {
 	if err := r.be.(*redisBackend).client.Set(ctx, k, good, 0).Err(); err != nil {
 		t.Fatal(err)
 	}
-	if got, _, err := r.Get(ctx, e.Key); err != nil || got == nil {
+	if got, _, err := getAll(ctx, r, e.Key); err != nil || got == nil {
 		t.Fatalf("intact entry: %v", err)
 	}
 }

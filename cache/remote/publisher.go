@@ -54,8 +54,8 @@ func (p *publisher) work() {
 	for j := range p.q {
 		if p.ctx.Err() != nil {
 			p.r.dropped.Add(1) // abandoned by Drain
-		} else if err := p.r.Put(p.ctx, j.e, j.data); err != nil && (p.ctx.Err() != nil || errors.Is(err, ErrCircuitOpen)) {
-			p.r.dropped.Add(1) // not attempted: errors of attempts are counted by Put
+		} else if err := p.r.putBytes(p.ctx, j.e, j.data); err != nil && (p.ctx.Err() != nil || errors.Is(err, ErrCircuitOpen)) {
+			p.r.dropped.Add(1) // not attempted: errors of attempts are counted by putBytes
 		}
 		p.pending.Add(-1)
 	}

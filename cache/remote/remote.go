@@ -7,9 +7,13 @@
 // Blobs are stored by content digest, entries by key (see the key layout in
 // format.go): a blob up to Config.ChunkBytes is one value, a larger one a
 // header and its chunks. Every key is a plain string key, so a cluster may
-// place each in any slot, and reads of many keys are pipelined (one round
-// trip for the entry, one for its blobs, one for the chunks of chunked
-// blobs).
+// place each in any slot, and reads of many keys are pipelined: a Get is
+// one round trip for the entry and one for its blobs (the whole values of
+// small ones, the headers of chunked ones), and a hit's reader of a
+// chunked blob reads one chunk per round trip as it is read, so that no
+// output is ever whole in memory. A Put writes an output larger than a
+// chunk (whose digest the entry gives) a chunk at a time as it reads it,
+// the others in one pipelined round.
 //
 // # Verification
 //
@@ -344,32 +348,6 @@ func (r *Remote) Entry(ctx context.Context, key cache.Key) (*cache.Entry, error)
 	return e, err
 }
 
-// Get returns the verified entry of key and the bytes of its outputs, in
-// order. A miss is ErrMiss or a *MissError; damaged data a *DamagedError;
-// anything else an error of the tier. Get counts a hit, a miss, damaged
-// data or an error. The Get of a build key's manifest entry (kind
-// "manifest") reads the manifest, not a build's outputs, and counts no
-// hit, as a local store's does (see cache.Counting.Get).
-func (r *Remote) Get(ctx context.Context, key cache.Key) (*cache.Entry, [][]byte, error) {
-	var (
-		e    *cache.Entry
-		data [][]byte
-	)
-	err := r.op(ctx, func(ctx context.Context) error {
-		var err error
-		if e, err = r.entry(ctx, key); err != nil {
-			return err
-		}
-		data, err = r.blobs(ctx, e)
-		return err
-	})
-	r.account(err, err != nil || e.Meta["kind"] != "manifest")
-	if err != nil {
-		return nil, nil, err
-	}
-	return e, data, nil
-}
-
 // account counts the outcome of a lookup (errors are counted by op).
 func (r *Remote) account(err error, countHit bool) {
 	var de *DamagedError
@@ -422,107 +400,6 @@ func (r *Remote) entry(ctx context.Context, key cache.Key) (*cache.Entry, error)
 	return e, nil
 }
 
-// blobs reads the outputs of e: one round trip for the blobs, one for the
-// chunks of chunked ones; every blob is verified.
-func (r *Remote) blobs(ctx context.Context, e *cache.Entry) ([][]byte, error) {
-	var total int64
-	for _, o := range e.Outputs {
-		total += o.Size
-	}
-	if total > MaxBlobBytes {
-		return nil, &DamagedError{What: "entry " + e.Key.String(), Reason: fmt.Sprintf("outputs of %d bytes", total)}
-	}
-	keys := make([]string, len(e.Outputs))
-	for i, o := range e.Outputs {
-		keys[i] = blobKey(o.Digest)
-	}
-	vals, err := r.be.get(ctx, keys)
-	if err != nil {
-		return nil, err
-	}
-	data := make([][]byte, len(e.Outputs))
-	var pending []chunked
-	var chunkKeys []string
-	for i, o := range e.Outputs {
-		b := vals[i]
-		if b == nil {
-			return nil, &MissError{Reason: fmt.Sprintf("blob %x of %s missing", o.Digest[:6], o.Name)}
-		}
-		r.down.Add(int64(len(b)))
-		switch {
-		case len(b) > 0 && b[0] == blobInline:
-			data[i] = b[1:]
-		case len(b) > 0 && b[0] == blobChunked:
-			h, err := decodeBlobHeader(b)
-			if err != nil {
-				return nil, r.damagedBlob(ctx, o, nil, err.Error())
-			}
-			if h.size != o.Size {
-				return nil, r.damagedBlob(ctx, o, &h, fmt.Sprintf("%d bytes, the entry says %d", h.size, o.Size))
-			}
-			c := chunked{i: i, h: h, first: len(chunkKeys)}
-			for j := range h.chunks() {
-				chunkKeys = append(chunkKeys, chunkKey(o.Digest, j))
-			}
-			pending = append(pending, c)
-		default:
-			return nil, r.damagedBlob(ctx, o, nil, "unknown blob form")
-		}
-	}
-	if len(pending) > 0 {
-		parts, err := r.be.get(ctx, chunkKeys)
-		if err != nil {
-			return nil, err
-		}
-		if err := r.joinChunks(ctx, e, pending, parts, data); err != nil {
-			return nil, err
-		}
-	}
-	for i, o := range e.Outputs {
-		if int64(len(data[i])) != o.Size {
-			return nil, r.damagedBlob(ctx, o, nil, fmt.Sprintf("%d bytes, the entry says %d", len(data[i]), o.Size))
-		}
-		if sha256.Sum256(data[i]) != o.Digest {
-			return nil, r.damagedBlob(ctx, o, nil, "sha256 mismatch")
-		}
-	}
-	return data, nil
-}
-
-// chunked is a blob of a Get stored in chunks: its output's index, its
-// header and the pipelined reads of its chunks.
-type chunked struct {
-	i, first int // first: the index of its first chunk in the read
-	h        blobHeader
-}
-
-// joinChunks puts each chunked blob of pending together into data from
-// parts, the values of their chunks, checking that each chunk is there and
-// of its size.
-func (r *Remote) joinChunks(ctx context.Context, e *cache.Entry, pending []chunked, parts, data [][]byte) error {
-	for _, c := range pending {
-		o := e.Outputs[c.i]
-		buf := make([]byte, 0, c.h.size)
-		n := c.h.chunks()
-		for j, b := range parts[c.first : c.first+n] {
-			if b == nil {
-				return &MissError{Reason: fmt.Sprintf("chunk %d of blob %x missing", j, o.Digest[:6])}
-			}
-			r.down.Add(int64(len(b)))
-			want := c.h.chunk
-			if j == n-1 {
-				want = c.h.size - int64(j)*c.h.chunk
-			}
-			if int64(len(b)) != want {
-				return r.damagedBlob(ctx, o, &c.h, fmt.Sprintf("chunk %d has %d bytes, want %d", j, len(b), want))
-			}
-			buf = append(buf, b...)
-		}
-		data[c.i] = buf
-	}
-	return nil
-}
-
 // damagedBlob deletes a damaged blob (when writable) and returns its
 // error.
 func (r *Remote) damagedBlob(ctx context.Context, o cache.Output, h *blobHeader, reason string) error {
@@ -545,11 +422,11 @@ func (r *Remote) forget(ctx context.Context, keys ...string) {
 	r.be.del(ctx, keys)
 }
 
-// Put writes e and data[i] as e.Outputs[i] now: the blobs the tier does
+// putBytes writes e and data[i] as e.Outputs[i] now: the blobs the tier does
 // not hold first, the entry last, so a reader never sees an entry before
 // its blobs. Every blob is checked against its output first. It counts a
 // write or an error.
-func (r *Remote) Put(ctx context.Context, e *cache.Entry, data [][]byte) error {
+func (r *Remote) putBytes(ctx context.Context, e *cache.Entry, data [][]byte) error {
 	if r.cfg.ReadOnly {
 		return ErrReadOnly
 	}
@@ -557,6 +434,9 @@ func (r *Remote) Put(ctx context.Context, e *cache.Entry, data [][]byte) error {
 		return fmt.Errorf("remote: %d outputs, %d blobs", len(e.Outputs), len(data))
 	}
 	for i, o := range e.Outputs {
+		if data[i] == nil && o.Size > int64(r.cfg.ChunkBytes) {
+			continue // stored by Put's putChunked
+		}
 		if int64(len(data[i])) != o.Size || sha256.Sum256(data[i]) != o.Digest {
 			return fmt.Errorf("remote: output %s: bytes do not match its size and digest", o.Name)
 		}
@@ -592,6 +472,9 @@ func (r *Remote) put(ctx context.Context, e *cache.Entry, data [][]byte, enc []b
 		}
 		seen[o.Digest] = true
 		b := data[i]
+		if b == nil && o.Size > int64(r.cfg.ChunkBytes) {
+			return &MissError{Reason: fmt.Sprintf("blob %x of %s, just written, missing", o.Digest[:6], o.Name)}
+		}
 		if len(b) <= r.cfg.ChunkBytes {
 			headKeys, headVals = append(headKeys, blobKey(o.Digest)), append(headVals, append([]byte{blobInline}, b...))
 			r.up.Add(int64(len(b) + 1))

@@ -334,9 +334,9 @@ func TestFaultsNeverHang(t *testing.T) {
 				start := time.Now()
 				var err error
 				if i%2 == 0 {
-					_, _, err = r.Get(context.Background(), e.Key)
+					_, _, err = getAll(context.Background(), r, e.Key)
 				} else {
-					err = r.Put(context.Background(), e, data)
+					err = r.Put(context.Background(), e, cache.Readers(data...))
 				}
 				took := time.Since(start)
 				if err == nil || errors.Is(err, ErrMiss) {
@@ -395,4 +395,20 @@ func TestDrainDeadline(t *testing.T) {
 	if s.Dropped != 11 || s.Pending != 0 || s.Writes != 0 {
 		t.Errorf("stats %+v", s)
 	}
+}
+
+// getAll is a Get with every output read: the entry and the outputs'
+// bytes, or the first failure of Get or of a reader.
+func getAll(ctx context.Context, g interface {
+	Get(context.Context, cache.Key) (*cache.Hit, error)
+}, key cache.Key) (*cache.Entry, [][]byte, error) {
+	h, err := g.Get(ctx, key)
+	if err != nil {
+		return nil, nil, err
+	}
+	data, err := h.ReadAll()
+	if err != nil {
+		return nil, nil, err
+	}
+	return h.Entry, data, nil
 }

@@ -65,15 +65,15 @@ func TestS3RoundTrip(t *testing.T) {
 	w := s3Remote(t, srv, Config{ChunkBytes: minChunkBytes}, "")
 	big := bytes.Repeat([]byte("0123456789abcdef"), 3*minChunkBytes/16+100) // four chunks
 	e, data := testEntry(1, []byte("small"), big, []byte{})
-	if _, _, err := w.Get(ctx, e.Key); !errors.Is(err, ErrMiss) {
+	if _, _, err := getAll(ctx, w, e.Key); !errors.Is(err, ErrMiss) {
 		t.Fatalf("before Put: %v, want a miss", err)
 	}
-	if err := w.Put(ctx, e, data); err != nil {
+	if err := w.Put(ctx, e, cache.Readers(data...)); err != nil {
 		t.Fatal(err)
 	}
 	// Another client (another machine's daemon) reads it.
 	r := s3Remote(t, srv, Config{}, "")
-	got, gdata, err := r.Get(ctx, e.Key)
+	got, gdata, err := getAll(ctx, r, e.Key)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -101,7 +101,7 @@ func TestS3RoundTrip(t *testing.T) {
 	// A second entry sharing the blobs writes only its entry.
 	up := w.Stats().BytesUp
 	e2, data2 := testEntry(2, []byte("small"), big)
-	if err := w.Put(ctx, e2, data2); err != nil {
+	if err := w.Put(ctx, e2, cache.Readers(data2...)); err != nil {
 		t.Fatal(err)
 	}
 	if d := w.Stats().BytesUp - up; d > 1024 {
@@ -116,7 +116,7 @@ func TestS3Tampered(t *testing.T) {
 	be := r.be.(*s3Backend)
 	big := bytes.Repeat([]byte{'b'}, 2*minChunkBytes+1)
 	other, otherData := testEntry(99, []byte("another key's output"))
-	if err := r.Put(ctx, other, otherData); err != nil {
+	if err := r.Put(ctx, other, cache.Readers(otherData...)); err != nil {
 		t.Fatal(err)
 	}
 	for i, c := range []struct {
@@ -144,7 +144,7 @@ func TestS3Tampered(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			e, data := testEntry(byte(10+i), []byte("inline "+c.name), append(bytes.Clone(big), byte(i)))
-			if err := r.Put(ctx, e, data); err != nil {
+			if err := r.Put(ctx, e, cache.Readers(data...)); err != nil {
 				t.Fatal(err)
 			}
 			k := c.key(e)
@@ -156,7 +156,7 @@ func TestS3Tampered(t *testing.T) {
 				t.Fatal(err)
 			}
 			before := r.Stats().Damaged
-			got, gdata, err := r.Get(ctx, e.Key)
+			got, gdata, err := getAll(ctx, r, e.Key)
 			var de *DamagedError
 			if !errors.As(err, &de) || got != nil || gdata != nil {
 				t.Fatalf("tampered %s: %v, %v; want a damaged error and nothing served", c.name, got, err)
@@ -165,7 +165,7 @@ func TestS3Tampered(t *testing.T) {
 				t.Errorf("damaged not counted")
 			}
 			// The damaged object was deleted: the next lookup is a miss.
-			if _, _, err := r.Get(ctx, e.Key); !errors.Is(err, ErrMiss) {
+			if _, _, err := getAll(ctx, r, e.Key); !errors.Is(err, ErrMiss) {
 				t.Errorf("after deletion: %v, want a miss", err)
 			}
 		})
@@ -176,7 +176,7 @@ func TestS3ReadOnly(t *testing.T) {
 	srv := fixture.StartS3(t, "bkt")
 	r := s3Remote(t, srv, Config{ReadOnly: true}, "")
 	e, data := testEntry(1, []byte("x"))
-	if err := r.Put(context.Background(), e, data); !errors.Is(err, ErrReadOnly) {
+	if err := r.Put(context.Background(), e, cache.Readers(data...)); !errors.Is(err, ErrReadOnly) {
 		t.Fatalf("Put: %v, want ErrReadOnly", err)
 	}
 	if r.Publish(e, data) {
@@ -200,7 +200,7 @@ func TestS3WrongSecret(t *testing.T) {
 	e, data := testEntry(1, []byte("x"))
 	var outputs []string
 	for range 4 {
-		_, _, err := r.Get(ctx, e.Key)
+		_, _, err := getAll(ctx, r, e.Key)
 		var te *TierError
 		if errors.As(err, &te) {
 			if !te.Auth || !strings.Contains(te.Error(), "refused authentication") || !strings.Contains(te.Error(), SecretKeyVariable) {
@@ -211,7 +211,7 @@ func TestS3WrongSecret(t *testing.T) {
 		}
 		outputs = append(outputs, err.Error())
 	}
-	if err := r.Put(ctx, e, data); err == nil {
+	if err := r.Put(ctx, e, cache.Readers(data...)); err == nil {
 		t.Fatal("Put with a wrong secret succeeded")
 	}
 	ws := w.all()
@@ -240,7 +240,7 @@ func TestS3StoppedAndHung(t *testing.T) {
 		defer srv.Resume()
 		for range 4 {
 			start := time.Now()
-			_, _, err := r.Get(ctx, e.Key)
+			_, _, err := getAll(ctx, r, e.Key)
 			if err == nil || errors.Is(err, cache.ErrMiss) {
 				t.Fatalf("hung server: %v, want a failure", err)
 			}
@@ -257,7 +257,7 @@ func TestS3StoppedAndHung(t *testing.T) {
 		r := s3Remote(t, srv, Config{Timeout: 300 * time.Millisecond}, "")
 		srv.Stop()
 		start := time.Now()
-		if _, _, err := r.Get(ctx, e.Key); err == nil || errors.Is(err, cache.ErrMiss) {
+		if _, _, err := getAll(ctx, r, e.Key); err == nil || errors.Is(err, cache.ErrMiss) {
 			t.Fatalf("stopped server: %v, want a failure", err)
 		}
 		if d := time.Since(start); d > 3*time.Second {
@@ -277,7 +277,7 @@ func signedCases(t *testing.T, open func(cfg Config) *Remote) {
 	pubB, privB, _ := ed25519.GenerateKey(nil)
 	put := func(key byte, priv ed25519.PrivateKey) *cache.Entry {
 		e, data := testEntry(key, []byte(fmt.Sprintf("output %d", key)))
-		if err := open(Config{SigningKey: priv}).Put(ctx, e, data); err != nil {
+		if err := open(Config{SigningKey: priv}).Put(ctx, e, cache.Readers(data...)); err != nil {
 			t.Fatal(err)
 		}
 		return e
@@ -285,7 +285,7 @@ func signedCases(t *testing.T, open func(cfg Config) *Remote) {
 	byA, byB, unsigned := put(1, privA), put(2, privB), put(3, nil)
 	var w warnings
 	r := open(Config{Trust: []ed25519.PublicKey{pubA}, Warn: w.warn})
-	if _, data, err := r.Get(ctx, byA.Key); err != nil || string(data[0]) != "output 1" {
+	if _, data, err := getAll(ctx, r, byA.Key); err != nil || string(data[0]) != "output 1" {
 		t.Fatalf("entry of the trusted key: %v, want a hit", err)
 	}
 	for _, c := range []struct {
@@ -293,7 +293,7 @@ func signedCases(t *testing.T, open func(cfg Config) *Remote) {
 		e      *cache.Entry
 		signer string
 	}{{"untrusted key", byB, KeyString(pubB)}, {"unsigned", unsigned, ""}} {
-		_, _, err := r.Get(ctx, c.e.Key)
+		_, _, err := getAll(ctx, r, c.e.Key)
 		var ue *UntrustedError
 		if !errors.As(err, &ue) || !errors.Is(err, cache.ErrMiss) || ue.Signer != c.signer {
 			t.Errorf("%s: %v, want an untrusted miss naming %q", c.name, err, c.signer)
@@ -305,7 +305,7 @@ func signedCases(t *testing.T, open func(cfg Config) *Remote) {
 	if err := be.set(ctx, []string{sigKey(byB.Key)}, sig); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := r.Get(ctx, byB.Key); !errors.As(err, new(*UntrustedError)) {
+	if _, _, err := getAll(ctx, r, byB.Key); !errors.As(err, new(*UntrustedError)) {
 		t.Errorf("moved signature: %v, want untrusted", err)
 	}
 	s := r.Stats()
@@ -319,19 +319,19 @@ func signedCases(t *testing.T, open func(cfg Config) *Remote) {
 	// Without trust configured, every entry is served.
 	any := open(Config{})
 	for _, e := range []*cache.Entry{byA, unsigned} {
-		if _, _, err := any.Get(ctx, e.Key); err != nil {
+		if _, _, err := getAll(ctx, any, e.Key); err != nil {
 			t.Errorf("no trust: %v, want a hit", err)
 		}
 	}
 	// An empty trust list trusts nobody.
-	if _, _, err := open(Config{Trust: []ed25519.PublicKey{}}).Get(ctx, byA.Key); !errors.As(err, new(*UntrustedError)) {
+	if _, _, err := getAll(ctx, open(Config{Trust: []ed25519.PublicKey{}}), byA.Key); !errors.As(err, new(*UntrustedError)) {
 		t.Errorf("empty trust: %v, want untrusted", err)
 	}
 	// The daemon's tiers warn once that they are unauthenticated.
 	var uw warnings
 	u := open(Config{Warn: uw.warn, WarnUnauthenticated: true})
-	u.Get(ctx, byA.Key)
-	u.Get(ctx, byA.Key)
+	getAll(ctx, u, byA.Key)
+	getAll(ctx, u, byA.Key)
 	if ws := uw.all(); len(ws) != 2 || !strings.Contains(ws[0], "remote_signing_key") || !strings.Contains(ws[1], "remote_trust") {
 		t.Errorf("unauthenticated warnings %q", ws)
 	}
@@ -356,7 +356,7 @@ func TestChainRedisBeforeS3(t *testing.T) {
 	ctx := context.Background()
 	s3 := s3Remote(t, srv, Config{}, "")
 	e, data := testEntry(1, []byte("from the bucket"))
-	if err := s3.Put(ctx, e, data); err != nil {
+	if err := s3.Put(ctx, e, cache.Readers(data...)); err != nil {
 		t.Fatal(err)
 	}
 	redis := func() *Remote {
@@ -364,7 +364,7 @@ func TestChainRedisBeforeS3(t *testing.T) {
 	}
 	red := redis()
 	c := &Chain{tiers: []*Remote{red, s3}}
-	if _, got, err := c.Get(ctx, e.Key); err != nil || string(got[0]) != "from the bucket" {
+	if _, got, err := getAll(ctx, c, e.Key); err != nil || string(got[0]) != "from the bucket" {
 		t.Fatalf("chain: %v", err)
 	}
 	// The hit was copied to Redis, the earlier tier.
@@ -373,7 +373,7 @@ func TestChainRedisBeforeS3(t *testing.T) {
 	if n := c.Drain(dctx); n != 0 {
 		t.Fatalf("%d copies abandoned", n)
 	}
-	if _, got, err := red.Get(ctx, e.Key); err != nil || string(got[0]) != "from the bucket" {
+	if _, got, err := getAll(ctx, red, e.Key); err != nil || string(got[0]) != "from the bucket" {
 		t.Fatalf("redis after the copy: %v", err)
 	}
 	if st := c.Stats(); len(st) != 2 || st[0].Hits != 1 || st[0].Misses != 1 || st[1].Hits != 1 || st[0].Writes != 1 {
@@ -389,7 +389,7 @@ func TestChainRedisBeforeS3(t *testing.T) {
 		t.Fatalf("%d publications abandoned", n)
 	}
 	for _, r := range c.Tiers() {
-		if _, _, err := r.Get(ctx, e2.Key); err != nil {
+		if _, _, err := getAll(ctx, r, e2.Key); err != nil {
 			t.Errorf("%s: %v", r.Stats().Target, err)
 		}
 	}
@@ -437,7 +437,7 @@ func TestS3CredentialsFile(t *testing.T) {
 	})
 	ctx := context.Background()
 	e, data := testEntry(1, []byte("x"))
-	if err := r.Put(ctx, e, data); err != nil {
+	if err := r.Put(ctx, e, cache.Readers(data...)); err != nil {
 		t.Fatalf("with the file's credentials: %v", err)
 	}
 	// A changed file is read again: its wrong secret is refused.
@@ -447,7 +447,7 @@ func TestS3CredentialsFile(t *testing.T) {
 		t.Fatal(err)
 	}
 	var te *TierError
-	if _, _, err := r.Get(ctx, e.Key); !errors.As(err, &te) || !te.Auth {
+	if _, _, err := getAll(ctx, r, e.Key); !errors.As(err, &te) || !te.Auth {
 		t.Fatalf("after the file changed: %v, want refused credentials", err)
 	}
 	// And once it is right again, the tier answers without a restart.
@@ -456,7 +456,7 @@ func TestS3CredentialsFile(t *testing.T) {
 	if err := os.Chtimes(file, past, past); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := r.Get(ctx, e.Key); err != nil {
+	if _, _, err := getAll(ctx, r, e.Key); err != nil {
 		t.Fatalf("after the file was fixed: %v", err)
 	}
 }
