@@ -28,6 +28,9 @@ func TestRemoteHitOfLargeOutputMemory(t *testing.T) {
 	if testing.Short() {
 		t.Skip("writes a 1 GiB output into a Redis tier and out of it")
 	}
+	if !inFreshProcess(t) {
+		return
+	}
 	size := hitOutputBytes(t)
 	ctx := context.Background()
 	node := fixture.StartRedis(t, false)
