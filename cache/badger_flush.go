@@ -99,10 +99,10 @@ func (b *badgerDB) flushTouches() error {
 	return nil
 }
 
-var counterNames = []string{"hits", "misses", "uncached", "errors", "corrupt", "evictions", "damaged", "verify_mismatch", "remote_hits", "time_saved_ns", "bytes_served", "zeroed_at_ns"}
+var counterNames = []string{"hits", "misses", "uncached", "errors", "corrupt", "evictions", "damaged", "verify_mismatch", "remote_hits", "time_saved_ns", "bytes_served", "zeroed_at_ns", "unit_hits", "unit_misses"}
 
 func counterFields(s *Stats) []*int64 {
-	return []*int64{&s.Hits, &s.Misses, &s.Uncached, &s.Errors, &s.Corrupt, &s.Evictions, &s.Damaged, &s.VerifyMismatch, &s.RemoteHits, &s.TimeSaved, &s.BytesServed, &s.ZeroedAt}
+	return []*int64{&s.Hits, &s.Misses, &s.Uncached, &s.Errors, &s.Corrupt, &s.Evictions, &s.Damaged, &s.VerifyMismatch, &s.RemoteHits, &s.TimeSaved, &s.BytesServed, &s.ZeroedAt, &s.UnitHits, &s.UnitMisses}
 }
 
 const uncachedPrefix = "uncached:"

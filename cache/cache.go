@@ -408,6 +408,10 @@ const (
 	// fresh compile of the same request (PTOJIT_CACHE_VERIFY): its key
 	// misses an input. Counted as VerifyMismatch; no reason needed.
 	EventVerifyMismatch = "verify_mismatch"
+	// EventUnitMiss is a compiled unit a request miss found in no entry
+	// of its own and compiled (package jit); counted as UnitMisses, apart
+	// from the request's miss. No reason needed.
+	EventUnitMiss = "unit_miss"
 )
 
 // Stats are a store's counters and size. Entries, Bytes and MaxBytes
@@ -446,6 +450,13 @@ type Stats struct {
 	// Unix nanoseconds; 0 when they never were (they count since the
 	// store was created).
 	ZeroedAt int64 `json:"zeroed_at_ns"`
+	// UnitHits counts the compiled units a request miss found in their
+	// own entries (kind "unit"; see package jit) and so did not compile;
+	// UnitMisses those it compiled (EventUnitMiss). They are counted apart
+	// from Hits and Misses, which count requests: a request miss that
+	// compiles 1 of 3 units counts 1 miss, 2 unit hits and 1 unit miss.
+	UnitHits   int64 `json:"unit_hits"`
+	UnitMisses int64 `json:"unit_misses"`
 }
 
 // HitRate is the share of lookups that hit, local or remote, in

@@ -14,7 +14,8 @@ import (
 // removes, the evictions of a Put or a Trim and the events of Count. The
 // event counts are the fields of Stats that count events (Hits, Misses,
 // Uncached with UncachedReasons, Errors, Corrupt, Damaged, Evictions,
-// VerifyMismatch, RemoteHits, TimeSaved, BytesServed); the fields that
+// VerifyMismatch, RemoteHits, TimeSaved, BytesServed, UnitHits,
+// UnitMisses); the fields that
 // describe the store now (Entries, Bytes, MaxBytes, Health) are not
 // counters. Clear empties the store and keeps the counters; ZeroCounts
 // zeroes them, and removing the store's database (Wipe) removes them.
@@ -42,6 +43,8 @@ func (c *Counting) countLookup(ctx context.Context, hit *Hit, err error, get boo
 	var d Stats
 	var me *MissError
 	switch {
+	case err == nil && get && hit.Entry.Meta["kind"] == "unit":
+		d.UnitHits = 1 // a unit a request miss need not compile (see Get)
 	case err == nil && get && isManifest(hit.Entry):
 		return // a manifest read is not a lookup of outputs (see Get)
 	case err == nil && get:
@@ -60,13 +63,19 @@ func (c *Counting) countLookup(ctx context.Context, hit *Hit, err error, get boo
 // Get of a build key's manifest entry (kind "manifest", whose output is
 // its header manifest; see package jit) reads the manifest, not a build's
 // outputs: its hit is not counted (the Get of the result entry that
-// follows is), its damage is.
+// follows is), its damage is. The Get of a compiled unit's object entry
+// (kind "unit") counts a unit hit, not a build hit: one request answered
+// counts one hit however many of its units were found.
 func (c *Counting) Get(ctx context.Context, key Key) (*Hit, error) {
 	hit, err := c.s.Get(ctx, key)
 	c.countLookup(ctx, hit, err, true)
 	if err == nil && isManifest(hit.Entry) {
+		d := Stats{Damaged: 1, Corrupt: 1}
+		if hit.Entry.Meta["kind"] == "unit" {
+			d.UnitHits = -1 // damage found later: the unit compiles
+		}
 		hit.whenDamaged(func(*MissError) {
-			_ = c.c.addCounts(context.WithoutCancel(ctx), Stats{Damaged: 1, Corrupt: 1})
+			_ = c.c.addCounts(context.WithoutCancel(ctx), d)
 		})
 	} else if err == nil {
 		// A reader that finds damage later turns the hit into a
@@ -134,6 +143,7 @@ func (c *Counting) ZeroCounts(ctx context.Context) error {
 		Hits: -n.Hits, Misses: -n.Misses, Uncached: -n.Uncached, Errors: -n.Errors,
 		Corrupt: -n.Corrupt, Damaged: -n.Damaged, Evictions: -n.Evictions, VerifyMismatch: -n.VerifyMismatch,
 		RemoteHits: -n.RemoteHits, TimeSaved: -n.TimeSaved, BytesServed: -n.BytesServed,
+		UnitHits: -n.UnitHits, UnitMisses: -n.UnitMisses,
 		ZeroedAt:        time.Now().UnixNano() - n.ZeroedAt,
 		UncachedReasons: make(map[string]int64, len(n.UncachedReasons)),
 	}
@@ -148,6 +158,7 @@ func setCounts(s, n *Stats) {
 	s.Hits, s.Misses, s.Uncached, s.Errors = n.Hits, n.Misses, n.Uncached, n.Errors
 	s.Corrupt, s.Damaged, s.Evictions, s.VerifyMismatch = n.Corrupt, n.Damaged, n.Evictions, n.VerifyMismatch
 	s.RemoteHits, s.TimeSaved, s.BytesServed, s.ZeroedAt = n.RemoteHits, n.TimeSaved, n.BytesServed, n.ZeroedAt
+	s.UnitHits, s.UnitMisses = n.UnitHits, n.UnitMisses
 	s.UncachedReasons = make(map[string]int64, len(n.UncachedReasons))
 	for r, v := range n.UncachedReasons {
 		if v != 0 { // a reason zeroed by ZeroCounts
@@ -174,6 +185,8 @@ func eventCounts(event, reason string) (Stats, error) {
 		d.Damaged, d.Corrupt = 1, 1
 	case EventVerifyMismatch:
 		d.VerifyMismatch = 1
+	case EventUnitMiss:
+		d.UnitMisses = 1
 	default:
 		return d, &CountError{Event: event, Reason: "unknown event"}
 	}

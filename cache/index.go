@@ -296,6 +296,8 @@ func addStats(t, s *Stats) {
 	t.TimeSaved += s.TimeSaved
 	t.BytesServed += s.BytesServed
 	t.ZeroedAt += s.ZeroedAt
+	t.UnitHits += s.UnitHits
+	t.UnitMisses += s.UnitMisses
 	for k, v := range s.UncachedReasons {
 		if t.UncachedReasons == nil {
 			t.UncachedReasons = make(map[string]int64)
@@ -306,5 +308,5 @@ func addStats(t, s *Stats) {
 
 // any reports whether s counts any event.
 func (s *Stats) any() bool {
-	return s.Hits|s.Misses|s.Uncached|s.Errors|s.Corrupt|s.Damaged|s.Evictions|s.VerifyMismatch|s.RemoteHits|s.TimeSaved|s.BytesServed|s.ZeroedAt != 0 || len(s.UncachedReasons) > 0
+	return s.Hits|s.Misses|s.Uncached|s.Errors|s.Corrupt|s.Damaged|s.Evictions|s.VerifyMismatch|s.RemoteHits|s.TimeSaved|s.BytesServed|s.ZeroedAt|s.UnitHits|s.UnitMisses != 0 || len(s.UncachedReasons) > 0
 }

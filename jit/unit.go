@@ -145,8 +145,15 @@ func (d *Driver) lookupUnit(ctx context.Context, ub *unitBuild) {
 		ub.reason = why
 		return
 	}
-	hit, err := d.opt.Store.Get(ctx, rk)
+	// The entry is looked up first: a Get that misses counts a request
+	// miss, and this is a unit's (counted by compileUnits).
+	_, err = cache.Lookup(ctx, d.opt.Store, rk)
 	var me *cache.MissError
+	if errors.As(err, &me) {
+		ub.reason = me.Reason
+		return
+	}
+	hit, err := d.opt.Store.Get(ctx, rk)
 	switch {
 	case errors.As(err, &me):
 		ub.reason = me.Reason
@@ -185,6 +192,8 @@ func (d *Driver) compileUnits(ctx context.Context, req *api.Request, id *identit
 		// entry is compared with its fresh object.
 		if d.lookupUnit(ctx, ub); ub.object != nil && !d.opt.Verify {
 			continue
+		} else if ub.object == nil {
+			_ = cache.Count(ctx, d.opt.Store, cache.EventUnitMiss, "")
 		}
 		g.Go(func() error { return d.compileUnit(gctx, req, id, ub) })
 	}

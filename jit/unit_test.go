@@ -63,11 +63,13 @@ func TestOneEditedKernelCompilesOneKernel(t *testing.T) {
 	req.File = filepath.Join(dir, "vadd", "request.json") // its builds are recorded
 	log := filepath.Join(t.TempDir(), "log")
 	cc := unitLogger(t, log)
-	d := newDriver(t, cache.NewMemory(cache.Options{}), "CC="+cc)
+	store := cache.NewMemory(cache.Options{})
+	d := newDriver(t, store, "CC="+cc)
 	first := build(t, d, req, api.StatusMiss)
 	if got := compiled(t, log); len(got) != 3 {
 		t.Fatalf("first build compiled %q, want 3 units", got)
 	}
+	wantUnitCounts(t, store, "first build", 0, 1, 0, 3)
 	if got, want := UnitsLine(first.Units), "3 of 3 units compiled"; !strings.HasPrefix(got, want) {
 		t.Errorf("units line %q, want %q...", got, want)
 	}
@@ -89,6 +91,7 @@ func TestOneEditedKernelCompilesOneKernel(t *testing.T) {
 	if got, want := UnitsLine(r.Units), "1 of 3 units compiled (kernels[0] kernel_add.c: source changed)"; got != want {
 		t.Errorf("units line %q, want %q", got, want)
 	}
+	wantUnitCounts(t, store, "kernel_add.c edited", 0, 2, 2, 4)
 	fresh := build(t, newDriver(t, cache.NewMemory(cache.Options{}), "CC="+cc), req, api.StatusMiss)
 	if n := len(compiled(t, log)); n != 3 {
 		t.Fatalf("a build on an empty cache compiled %d units, want 3", n)
@@ -106,6 +109,7 @@ func TestOneEditedKernelCompilesOneKernel(t *testing.T) {
 	if got := compiled(t, log); len(got) != 0 {
 		t.Fatalf("reverted: compiled %q, want nothing", got)
 	}
+	wantUnitCounts(t, store, "reverted", 1, 2, 2, 4)
 
 	appendTo(t, filepath.Join(dir, "vadd", "vadd.h"), "/* edited */\n")
 	r = build(t, d, req, api.StatusMiss)
@@ -116,6 +120,21 @@ func TestOneEditedKernelCompilesOneKernel(t *testing.T) {
 		if u.Status == unitCompiled && !strings.Contains(u.Reason, "vadd.h") {
 			t.Errorf("unit %s compiled for %q, want the header named", u.Name, u.Reason)
 		}
+	}
+	wantUnitCounts(t, store, "vadd.h edited", 1, 3, 3, 6)
+}
+
+// wantUnitCounts checks the request hits and misses and the unit hits
+// and misses s counted.
+func wantUnitCounts(t *testing.T, s cache.Core, when string, hits, misses, unitHits, unitMisses int64) {
+	t.Helper()
+	st, err := cache.ReadStats(context.Background(), s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Hits != hits || st.Misses != misses || st.UnitHits != unitHits || st.UnitMisses != unitMisses {
+		t.Errorf("%s: %d hits, %d misses, %d unit hits, %d unit misses; want %d, %d, %d, %d",
+			when, st.Hits, st.Misses, st.UnitHits, st.UnitMisses, hits, misses, unitHits, unitMisses)
 	}
 }
 

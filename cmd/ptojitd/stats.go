@@ -111,12 +111,14 @@ func derive(st *cache.Stats, now time.Time) statsDerived {
 }
 
 // writeStatsValue writes the lines of cache stats about hits and what
-// they were worth: local and remote hits, misses, damaged lookups, the
+// they were worth: local and remote hits, misses, the units a request
+// miss found and compiled, damaged lookups, the
 // hit rate, the time saved, the bytes served and since when the counters
 // count.
 func writeStatsValue(w io.Writer, st *cache.Stats) {
 	fmt.Fprintf(w, "hits\t%d (local %d, remote %d)\n", st.Hits+st.RemoteHits, st.Hits, st.RemoteHits)
 	fmt.Fprintf(w, "misses\t%d\n", st.Misses)
+	fmt.Fprintf(w, "units\t%d found, %d compiled (the compiled units a request miss looked up, apart from the requests above)\n", st.UnitHits, st.UnitMisses)
 	fmt.Fprintf(w, "damaged\t%d lookups (%d damaged items removed)\n", st.Damaged, st.Corrupt)
 	if r, ok := st.HitRate(); ok {
 		fmt.Fprintf(w, "hit rate\t%.1f%%\n", 100*r)
