@@ -66,7 +66,8 @@ func compiles(t *testing.T, log string) int {
 // caches, checkouts at different paths) share a 3-master Redis Cluster.
 // A compiles and publishes; B, reading only, gets a remote hit with no
 // compile and byte-identical outputs, then a local hit. A tampered remote
-// blob is never served: C compiles instead.
+// blob is never served: C packs its callable again from the units' remote
+// hits instead.
 func TestRemoteTierAcrossMachines(t *testing.T) {
 	nodes := fixture.RedisCluster(t, 3)
 	target := &remote.Target{Cluster: true}
@@ -100,8 +101,8 @@ func TestRemoteTierAcrossMachines(t *testing.T) {
 	if n := tierA.Drain(ctx); n != 0 {
 		t.Fatalf("A's publication abandoned %d entries", n)
 	}
-	if s := tierA.Stats(); s.Writes != 2 || s.Errors != 0 {
-		t.Fatalf("A's remote stats %+v, want the result and the manifest written", s)
+	if s := tierA.Stats(); s.Writes != 8 || s.Errors != 0 {
+		t.Fatalf("A's remote stats %+v, want the result and the manifest written, and each of the 3 units' object and manifest", s)
 	}
 
 	reqB := checkout(t, filepath.Join(root, "b", "deep", "er"))
@@ -159,15 +160,18 @@ func TestRemoteTierAcrossMachines(t *testing.T) {
 	reqC := checkout(t, filepath.Join(root, "c"))
 	tierC := tier(true)
 	respC := build(t, machine(tierC), reqC, api.StatusMiss)
-	if n := compiles(t, logf); n != 3 {
-		t.Errorf("C compiled %d units after a damaged remote hit, want 3", n)
+	// The request's damaged hit is a miss; its three units, whose
+	// entries are whole, are remote hits for their units: nothing
+	// compiles and the callable is packed from their objects.
+	if n := compiles(t, logf); n != 0 {
+		t.Errorf("C compiled %d units after a damaged remote hit of the request, want 0 (its units are remote hits)", n)
 	}
 	got, _ := os.ReadFile(respC.Callable)
 	if !bytes.Equal(got, callable) {
 		t.Error("C's callable differs from A's")
 	}
-	if s := tierC.Stats(); s.Damaged != 1 || s.Hits != 0 {
-		t.Errorf("C's remote stats %+v, want one damaged", s)
+	if s := tierC.Stats(); s.Damaged != 1 || s.Hits != 3 {
+		t.Errorf("C's remote stats %+v, want one damaged and the 3 units' hits", s)
 	}
 }
 

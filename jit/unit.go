@@ -132,10 +132,30 @@ func (d *Driver) unitRecord(req *api.Request, id *identity, i int, u unit) inven
 	})
 }
 
-// lookupUnit looks unit ub up: on a hit it sets ub.object and ub.v; on a
-// miss ub.reason says why. A unit entry that cannot be read (damaged, the
-// store failing) is a miss: the unit compiles.
+// lookupUnit looks unit ub up in the store and, when the store misses,
+// in the remote tier (not in verify mode, where every unit compiles): a
+// teammate's object is a remote hit for that unit, stored locally and
+// read from the store as a local one (so counted as a unit hit, not as a
+// request's remote hit). On a hit it sets ub.object and ub.v; on a miss
+// ub.reason says why.
 func (d *Driver) lookupUnit(ctx context.Context, ub *unitBuild) {
+	d.lookupStoredUnit(ctx, ub)
+	if ub.object != nil || d.opt.Remote == nil || d.opt.Verify {
+		return
+	}
+	if r, _ := d.remoteLookup(ctx, ub.id); r != nil {
+		reason := ub.reason
+		if d.lookupStoredUnit(ctx, ub); ub.object == nil {
+			ub.reason = reason // the store did not take the remote hit
+		}
+	}
+}
+
+// lookupStoredUnit looks unit ub up in the store: on a hit it sets
+// ub.object and ub.v; on a miss ub.reason says why. A unit entry that
+// cannot be read (damaged, the store failing) is a miss: the unit
+// compiles.
+func (d *Driver) lookupStoredUnit(ctx context.Context, ub *unitBuild) {
 	v, rk, why, err := d.variantOf(ctx, ub.id, nil)
 	switch {
 	case err != nil:
@@ -290,8 +310,9 @@ func mergeUnits(id *identity, ubs []*unitBuild) *compileResult {
 }
 
 // publishUnits stores the object of every unit that compiled in its own
-// entry, with its header variant, once the request's outputs were
-// published (the sources were checked unchanged then). A unit whose
+// entry, with its header variant, and queues both for the remote tier,
+// once the request's outputs were published (the sources were checked
+// unchanged then). A unit whose
 // headers cannot be hashed, or one of whose searched paths appeared, is
 // not published; the store's failures were the request's to report.
 func (d *Driver) publishUnits(ctx context.Context, ubs []*unitBuild) {
@@ -322,7 +343,10 @@ func (d *Driver) publishUnits(ctx context.Context, ubs []*unitBuild) {
 		if err != nil {
 			continue
 		}
-		_, _ = d.putManifest(ctx, ub.id, headers, deps.absent, rk)
+		if _, err := d.putManifest(ctx, ub.id, headers, deps.absent, rk); err == nil && d.opt.Remote != nil {
+			outs := []cache.Output{{Digest: sha256.Sum256(ub.fresh.bin)}}
+			d.publishRemote(ctx, ub.id, outs, [][]byte{ub.fresh.bin})
+		}
 	}
 }
 
