@@ -794,7 +794,10 @@ func (d *Driver) answer(req *api.Request, outs []cache.Output, data *blobs, resp
 	for i, o := range outs {
 		if o.Name == CallableName {
 			resp.Callable = written[i].Path
-			h, err := chipHashid(req.Platform, req.Runtime, o.Digest, func() ([]byte, error) { return data.get(i) })
+			h, err := chipHashid(req.Platform, req.Runtime, o.Digest, o.Size, func() io.ReadCloser {
+				r, _ := data.open(i)
+				return r
+			})
 			if err != nil {
 				return fmt.Errorf("hashid: %w", err)
 			}
@@ -818,18 +821,18 @@ type hashidKey struct {
 	digest            [32]byte
 }
 
-// chipHashid returns registry.ChipHashid of the blob whose SHA-256 is
-// digest; blob reads it, called only when the memo does not know it.
-func chipHashid(platform, runtime string, digest [32]byte, blob func() ([]byte, error)) (string, error) {
+// chipHashid returns registry.ChipHashid of the blob of size bytes whose
+// SHA-256 is digest; open opens a reader of it, called only when the memo
+// does not know it. The blob streams through registry.ChipHashidFrom, so
+// a cold memo costs no copy of a large callable in memory.
+func chipHashid(platform, runtime string, digest [32]byte, size int64, open func() io.ReadCloser) (string, error) {
 	k := hashidKey{platform, runtime, digest}
 	if h, ok := hashidMemo.get(k); ok {
 		return h, nil
 	}
-	b, err := blob()
-	if err != nil {
-		return "", err
-	}
-	id, err := registry.ChipHashid(platform, runtime, b)
+	r := open()
+	defer r.Close()
+	id, err := registry.ChipHashidFrom(platform, runtime, r, size)
 	if err != nil {
 		return "", err
 	}

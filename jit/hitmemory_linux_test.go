@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/binary"
 	"io"
 	"math/rand/v2"
 	"os"
@@ -18,6 +19,7 @@ import (
 
 	"github.com/ptojit/ptojit/api"
 	"github.com/ptojit/ptojit/cache"
+	"github.com/ptojit/ptojit/registry"
 )
 
 // hitOutputBytes is the size of TestHitOfLargeOutputMemory's output: 1 GiB,
@@ -127,6 +129,63 @@ func TestHitOfLargeOutputMemory(t *testing.T) {
 		return
 	}
 	size := hitOutputBytes(t)
+	hitLargeOutput(t, OrchestrationName, size, &genReader{r: rand.NewChaCha8([32]byte{47}), left: size}, "")
+}
+
+// TestHitOfLargeCallableMemory: a local hit whose chip callable is 1 GiB
+// (a valid ChipCallable whose orchestration binary fills it), its hashid
+// not yet remembered (a fresh process; the callable's digest is not the
+// one compiled), keeps the peak resident set under 256 MiB: the hashid is
+// computed as the callable streams from the store, not from a copy of it
+// in memory. The hashid answered is the blob's. Slow, so not in short
+// mode.
+func TestHitOfLargeCallableMemory(t *testing.T) {
+	if testing.Short() {
+		t.Skip("writes a 1 GiB callable into a store and out of it")
+	}
+	if !inFreshProcess(t) {
+		return
+	}
+	size := hitOutputBytes(t)
+	want, err := registry.ChipHashidFrom("a2a3sim", "tensormap_and_ringbuffer", largeCallable(t, size), size)
+	if err != nil {
+		t.Fatalf("the generated callable: %v", err)
+	}
+	hitLargeOutput(t, CallableName, size, largeCallable(t, size), want.String())
+}
+
+// largeCallable returns a reader of a valid ChipCallable blob of size
+// bytes: a header naming no signature and no children, and an
+// orchestration binary of pseudo-random bytes filling the rest. A small
+// one is checked with registry.ParseChipCallable first.
+func largeCallable(t *testing.T, size int64) io.Reader {
+	t.Helper()
+	gen := func(size int64) io.Reader {
+		head, err := (&registry.ChipCallable{FuncName: "f"}).MarshalBinary()
+		if err != nil {
+			t.Fatal(err)
+		}
+		// binary_size, at byte 1028 of the header (the layout of the
+		// registry package doc).
+		binary.LittleEndian.PutUint32(head[1028:], uint32(size-registry.ChipHeaderSize))
+		return io.MultiReader(bytes.NewReader(head), &genReader{r: rand.NewChaCha8([32]byte{48}), left: size - registry.ChipHeaderSize})
+	}
+	small, err := io.ReadAll(gen(registry.ChipHeaderSize + 100))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c, err := registry.ParseChipCallable(small); err != nil || len(c.Binary) != 100 {
+		t.Fatalf("the generated callable does not parse: %v", err)
+	}
+	return gen(size)
+}
+
+// hitLargeOutput builds the example once (a miss), replaces the result
+// entry's output name by size bytes from data, and answers two hits of it,
+// into a directory without the output and into one that holds it, each
+// with a peak resident set under 256 MiB; hashid, when not "", is the
+// hashid each must answer.
+func hitLargeOutput(t *testing.T, name string, size int64, data io.Reader, hashid string) {
 	ctx := context.Background()
 	_, req := copyExamples(t)
 	store, err := cache.Open(t.TempDir(), cache.Options{})
@@ -137,20 +196,20 @@ func TestHitOfLargeOutputMemory(t *testing.T) {
 	d := newDriver(t, store)
 	first := build(t, d, req, api.StatusMiss)
 
-	// The result entry, its orchestration output replaced by size bytes
-	// streamed into the store.
+	// The result entry, its output replaced by size bytes streamed into
+	// the store.
 	r := resultOf(t, store, first.Key)
 	e := *r.Entry
 	e.Outputs = slices.Clone(e.Outputs)
-	i := slices.IndexFunc(e.Outputs, func(o cache.Output) bool { return o.Name == OrchestrationName })
+	i := slices.IndexFunc(e.Outputs, func(o cache.Output) bool { return o.Name == name })
 	if i < 0 {
-		t.Fatalf("the entry has no output %s", OrchestrationName)
+		t.Fatalf("the entry has no output %s", name)
 	}
 	e.Outputs[i].Size, e.Outputs[i].Digest = 0, cache.Digest{}
-	data := cache.Readers(r.Data...)
-	data[i] = &genReader{r: rand.NewChaCha8([32]byte{47}), left: size}
+	readers := cache.Readers(r.Data...)
+	readers[i] = data
 	began := time.Now()
-	if err := store.Put(ctx, &e, data); err != nil {
+	if err := store.Put(ctx, &e, readers); err != nil {
 		t.Fatal(err)
 	}
 	t.Logf("stored %d MiB in %v", size>>20, time.Since(began).Round(time.Millisecond))
@@ -165,12 +224,15 @@ func TestHitOfLargeOutputMemory(t *testing.T) {
 		if err != nil || resp.Status != api.StatusHit {
 			t.Fatalf("hit %s: %v, %+v", run, err, resp)
 		}
-		fi, err := os.Stat(filepath.Join(req.OutputDir, OrchestrationName))
+		fi, err := os.Stat(filepath.Join(req.OutputDir, name))
 		if err != nil || fi.Size() != size || resp.Outputs[i].Size != size {
 			t.Fatalf("hit %s: the output in place is %v, %v; want %d bytes", run, fi, err, size)
 		}
-		t.Logf("hit of a %d MiB output %s: %v, peak resident set %.1f MiB (%.1f MiB before the build)",
-			size>>20, run, took.Round(time.Millisecond), float64(peak)/(1<<20), float64(base)/(1<<20))
+		if hashid != "" && resp.Hashid != hashid {
+			t.Fatalf("hit %s: hashid %s, want %s", run, resp.Hashid, hashid)
+		}
+		t.Logf("hit of a %d MiB %s %s: %v, peak resident set %.1f MiB (%.1f MiB before the build)",
+			size>>20, name, run, took.Round(time.Millisecond), float64(peak)/(1<<20), float64(base)/(1<<20))
 		if peak > limit {
 			t.Errorf("hit %s: peak resident set %.1f MiB, want under 256 MiB", run, float64(peak)/(1<<20))
 		}

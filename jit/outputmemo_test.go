@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -143,7 +144,7 @@ func TestChipHashidMemo(t *testing.T) {
 	sum := sha256.Sum256(blob)
 	for range 2 {
 		for _, rt := range []string{"tensormap_and_ringbuffer", "host_build_graph"} {
-			got, err := chipHashid("a2a3sim", rt, sum, func() ([]byte, error) { return blob, nil })
+			got, err := chipHashid("a2a3sim", rt, sum, int64(len(blob)), func() io.ReadCloser { return io.NopCloser(bytes.NewReader(blob)) })
 			want, werr := registry.ChipHashid("a2a3sim", rt, blob)
 			if err != nil || werr != nil || got != want.String() {
 				t.Fatalf("runtime %s: chipHashid = %s, %v; want %s, %v", rt, got, err, want, werr)

@@ -60,7 +60,8 @@ func FuzzParseSPYC(f *testing.F) {
 }
 
 // FuzzParseChipCallable checks that no blob panics or reads out of bounds,
-// that ParseChipCallable and ChipHashid accept the same blobs, and that an
+// that ParseChipCallable, ChipHashid and ChipHashidFrom accept the same
+// blobs (the last two agreeing on the hashid), and that an
 // accepted blob's canonical form is a fixed point (equal to the input when
 // the input is canonical). Blobs are at least 9376 bytes, and minimizing each
 // new interesting input takes the default 60 s, so run it with
@@ -82,9 +83,13 @@ func FuzzParseChipCallable(f *testing.F) {
 // checkChipBlob holds the invariants of both ChipCallable fuzz targets.
 func checkChipBlob(t *testing.T, b []byte) {
 	c, err := ParseChipCallable(b)
-	_, herr := ChipHashid("a5sim", "rt", b)
+	h, herr := ChipHashid("a5sim", "rt", b)
 	if (err == nil) != (herr == nil) {
 		t.Fatalf("ParseChipCallable %v but ChipHashid %v", err, herr)
+	}
+	hs, serr := ChipHashidFrom("a5sim", "rt", bytes.NewReader(b), int64(len(b)))
+	if hs != h || (serr == nil) != (herr == nil) || serr != nil && !errors.Is(serr, CallableBlobInvalid) {
+		t.Fatalf("ChipHashidFrom = %v, %v; ChipHashid = %v, %v", hs, serr, h, herr)
 	}
 	if err != nil {
 		if !errors.Is(err, CallableBlobInvalid) {
