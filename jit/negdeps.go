@@ -175,7 +175,7 @@ func quotedNames(dir string, deps []string) map[string]bool {
 		return n != ".." && !strings.HasPrefix(n, "../")
 	}
 	for _, f := range deps {
-		if filepath.Dir(f) != dir {
+		if filepath.Dir(filepath.Clean(f)) != dir {
 			continue
 		}
 		b, err := os.ReadFile(f)
