@@ -92,6 +92,17 @@ func TestQuotedIncludeHeaderBesideSourceIsAMiss(t *testing.T) {
 			t.Errorf("miss names %s: %+v", c.Name, r.Changed)
 		}
 	}
+	// Per unit: the kernels that read vadd.h name string.h too.
+	unitNamed := false
+	for _, u := range r.Units {
+		if strings.Contains(u.Reason, "vadd.h") {
+			t.Errorf("unit %+v names vadd.h", u)
+		}
+		unitNamed = unitNamed || strings.Contains(u.Reason, "string.h")
+	}
+	if !unitNamed {
+		t.Errorf("no unit names string.h: %+v", r.Units)
+	}
 	named := false
 	for _, c := range w.Changed {
 		if strings.Contains(c.Name, "vadd.h") {
