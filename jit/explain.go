@@ -142,7 +142,8 @@ func (d *Driver) changesSince(ctx context.Context, base baseDir, rec inventory.V
 	if headers == nil {
 		for _, a := range v.Absent {
 			if appearedHeader(base, []string{a}, nil) != "" {
-				c := api.Change{Name: "header " + a, Input: "header " + a, Was: "absent", Now: "present"}
+				// Absent before: no value on that side.
+				c := api.Change{Name: "header " + a, Input: "header " + a, Now: strconv.Quote("present")}
 				if now, err := headerDigestOf(base.abs(a)); err == nil {
 					c.Now = strconv.Quote(now)
 				}

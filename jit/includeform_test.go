@@ -108,7 +108,12 @@ func TestQuotedIncludeHeaderBesideSourceIsAMiss(t *testing.T) {
 		if strings.Contains(c.Name, "vadd.h") {
 			t.Errorf("key why names %s: %+v", c.Name, w.Changed)
 		}
-		named = named || strings.Contains(c.Name, "string.h")
+		if strings.Contains(c.Name, "string.h") {
+			named = true
+			if c.Was != "" || !strings.HasPrefix(c.Now, `"`) {
+				t.Errorf("key why %+v: want no value before and a JSON string now", c)
+			}
+		}
 	}
 	if !named {
 		t.Errorf("key why %+v does not name string.h", w.Changed)
