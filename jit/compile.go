@@ -149,6 +149,7 @@ func (c *compiler) compileAll(ctx context.Context, tmpDir string, units []unit) 
 	var mu sync.Mutex // guards res.binaries and headers
 	headers := map[string]bool{}
 	searched := make([]struct{ search, deps []string }, len(units))
+	quoteOnly := make([]string, len(units))
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(runtime.GOMAXPROCS(0))
 	for i, u := range units {
@@ -157,7 +158,9 @@ func (c *compiler) compileAll(ctx context.Context, tmpDir string, units []unit) 
 			if err != nil {
 				return err
 			}
-			bin, deps, search, err := c.compileUnit(gctx, filepath.Join(dir, fmt.Sprint(i)), u)
+			unitDir := filepath.Join(dir, fmt.Sprint(i))
+			quoteOnly[i] = quoteOnlyDir(u, c.workDir(unitDir))
+			bin, deps, search, err := c.compileUnit(gctx, unitDir, u)
 			release()
 			if err != nil {
 				return err
@@ -184,7 +187,7 @@ func (c *compiler) compileAll(ctx context.Context, tmpDir string, units []unit) 
 	var appeared []string
 	res.units = map[string]*unitDeps{}
 	for i, s := range searched {
-		miss, late := absentCandidates(s.search, s.deps, res.started)
+		miss, late := absentCandidates(s.search, s.deps, quoteOnly[i], res.started)
 		for _, p := range miss {
 			absent[p] = true
 		}

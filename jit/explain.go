@@ -123,7 +123,8 @@ func (d *Driver) changesSince(ctx context.Context, base baseDir, rec inventory.V
 			out = append(out, api.Change{Name: df.Name, Input: inputLabel(df.Name, labels), Was: df.A, Now: df.B})
 		}
 	}
-	for _, h := range d.variantHeaders(ctx, e, prevResult) {
+	v := d.storedVariant(ctx, e, prevResult)
+	for _, h := range v.Headers {
 		now, ok := headers[h.Path]
 		if headers == nil {
 			d, err := headerDigestOf(base.abs(h.Path))
@@ -138,23 +139,41 @@ func (d *Driver) changesSince(ctx context.Context, base baseDir, rec inventory.V
 		}
 		out = append(out, c)
 	}
+	if headers == nil {
+		for _, a := range v.Absent {
+			if appearedHeader(base, []string{a}, nil) != "" {
+				// Absent before: no value on that side.
+				c := api.Change{Name: "header " + a, Input: "header " + a, Now: strconv.Quote("present")}
+				if now, err := headerDigestOf(base.abs(a)); err == nil {
+					c.Now = strconv.Quote(now)
+				}
+				out = append(out, c)
+			}
+		}
+	}
 	return out, ""
 }
 
 // variantHeaders returns the headers of the header variant of the manifest
 // entry e whose result entry is result; nil when there is none.
 func (d *Driver) variantHeaders(ctx context.Context, e *cache.Entry, result cache.Key) []headerDigest {
+	return d.storedVariant(ctx, e, result).Headers
+}
+
+// storedVariant returns the header variant of the manifest entry e whose
+// result entry is result; the zero variant when there is none.
+func (d *Driver) storedVariant(ctx context.Context, e *cache.Entry, result cache.Key) variant {
 	m, err := d.storedManifest(ctx, e)
 	if err != nil {
-		return nil
+		return variant{}
 	}
 	want := hex.EncodeToString(result[:])
 	for _, v := range m.Variants {
 		if v.Result == want {
-			return v.Headers
+			return v
 		}
 	}
-	return nil
+	return variant{}
 }
 
 // WhyLatest explains the build that the latest-build record e names

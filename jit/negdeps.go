@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -24,6 +25,11 @@ import (
 // So a variant also records, for every header, each earlier candidate path
 // that did not exist when the variant was published; any of them existing
 // later makes the variant not match, a miss whose reason names the file.
+// The including file's directory is searched by a quoted include only:
+// a candidate there is recorded for a name that a file read from it may
+// include in the quoted form (quotedNames), so a string.h created beside
+// a source that includes <string.h> changes nothing, unless -I or
+// -iquote names that directory.
 // A daemon answers these checks from directory listings its watcher keeps
 // valid (DirListings); a process without one stats each path.
 // A candidate that did exist was skipped by the form of the include (an
@@ -72,10 +78,25 @@ func (c *compiler) searchPath(ctx context.Context, tool string, u unit, cwd stri
 // have searched such a directory before the file appeared, so the
 // variant would record neither its absence nor its content: appeared
 // candidates make the build not published.
-func absentCandidates(search, deps []string, since time.Time) (absent, appeared []string) {
+//
+// quoteOnly is the directory only a quoted include searches (quoteOnlyDir),
+// or "": a candidate there is recorded only for a name that a file read
+// from that directory may include in the quoted form (quotedNames).
+func absentCandidates(search, deps []string, quoteOnly string, since time.Time) (absent, appeared []string) {
 	read := make(map[string]bool, len(deps))
 	for _, h := range deps {
 		read[h] = true
+	}
+	var quoted map[string]bool
+	scanned := false
+	searchedFor := func(d, name string) bool {
+		if d != quoteOnly {
+			return true
+		}
+		if !scanned {
+			quoted, scanned = quotedNames(quoteOnly, deps), true
+		}
+		return quoted == nil || quoted[name]
 	}
 	stable := since.Add(-stableAge).UnixNano()
 	for _, h := range deps {
@@ -88,6 +109,9 @@ func absentCandidates(search, deps []string, since time.Time) (absent, appeared 
 			}
 		}
 		for _, d := range search[:max(found, 0)] {
+			if !searchedFor(d, name) {
+				continue
+			}
 			p := filepath.Join(d, name)
 			fi, err := os.Lstat(p)
 			switch {
@@ -101,6 +125,85 @@ func absentCandidates(search, deps []string, since time.Time) (absent, appeared 
 		}
 	}
 	return absent, appeared
+}
+
+// quoteOnlyDir returns the directory of a unit's source when only a
+// quoted include searches it: an angle include starts at the -I
+// directories, and a quoted include in a file elsewhere starts at that
+// file's directory. It returns "" when the directory is searched for
+// other reasons too: named by -I or -iquote, or the working directory a
+// forced include's header name is looked for in.
+func quoteOnlyDir(u unit, cwd string) string {
+	d := filepath.Dir(filepath.Clean(u.source))
+	if u.recipe.quote != "" && filepath.Clean(u.recipe.quote) == d {
+		return ""
+	}
+	for _, i := range u.recipe.includes {
+		if filepath.Clean(i) == d {
+			return ""
+		}
+	}
+	if u.recipe.searchesWorkDir() && filepath.Clean(cwd) == d {
+		return ""
+	}
+	return d
+}
+
+// angleInclude matches an include directive with an angle operand, which
+// never searches the including file's directory; quoteInclude one with a
+// quoted operand, its first group.
+var (
+	angleInclude = regexp.MustCompile(`^\s*(#|%:|\?\?=)\s*(include_next|include|import)\s*<`)
+	quoteInclude = regexp.MustCompile(`^\s*(#|%:|\?\?=)\s*(include_next|include|import)\s*"([^"]*)"`)
+	// directiveMark matches a line that may hold a directive.
+	directiveMark = regexp.MustCompile(`#|%:|\?\?=`)
+)
+
+// quotedNames returns the cleaned names that the files read from dir
+// (among deps) may include in the quoted form: the operands of quoted
+// include directives, and every double-quoted string on another line
+// that mentions include or import. It returns nil, meaning any name, when
+// a file cannot be read, a line holds a directive of another shape (a
+// computed operand, __has_include, a comment before it) or a quoted name
+// leaves its directory: then the form is not known, and every candidate
+// in dir is kept.
+func quotedNames(dir string, deps []string) map[string]bool {
+	names := map[string]bool{}
+	add := func(n string) bool {
+		n = filepath.Clean(n)
+		names[n] = true
+		return n != ".." && !strings.HasPrefix(n, "../")
+	}
+	for _, f := range deps {
+		if filepath.Dir(filepath.Clean(f)) != dir {
+			continue
+		}
+		b, err := os.ReadFile(f)
+		if err != nil {
+			return nil
+		}
+		b = bytes.ReplaceAll(b, []byte("\\\r\n"), nil)
+		b = bytes.ReplaceAll(b, []byte("\\\n"), nil)
+		for _, l := range strings.Split(string(b), "\n") {
+			switch {
+			case !strings.Contains(l, "include") && !strings.Contains(l, "import"), angleInclude.MatchString(l):
+			case quoteInclude.MatchString(l):
+				if !add(quoteInclude.FindStringSubmatch(l)[3]) {
+					return nil
+				}
+			case directiveMark.MatchString(l):
+				return nil
+			default:
+				q := strings.Split(l, `"`)
+				for i := 1; i < len(q)-1; i += 2 {
+					if !add(q[i]) {
+						return nil
+					}
+				}
+			}
+		}
+	}
+	return names
 }
 
 // appearedHeader returns the first of the recorded absent paths that now

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -87,24 +88,24 @@ func TestAbsentCandidates(t *testing.T) {
 	// A compile that started well after present.h was created: it was
 	// there when the compiler searched a, and skipped.
 	later := time.Now().Add(2 * stableAge)
-	got, appeared := absentCandidates([]string{a, b}, deps, later)
+	got, appeared := absentCandidates([]string{a, b}, deps, "", later)
 	if len(got) != 1 || got[0] != filepath.Join(a, "x.h") || len(appeared) != 0 {
 		t.Errorf("got %q and appeared %q, want only %s absent", got, appeared, filepath.Join(a, "x.h"))
 	}
 	// A compile that started before present.h was created may have
 	// searched a before it appeared.
-	got, appeared = absentCandidates([]string{a, b}, deps, time.Now().Add(-time.Minute))
+	got, appeared = absentCandidates([]string{a, b}, deps, "", time.Now().Add(-time.Minute))
 	if len(got) != 1 || len(appeared) != 1 || appeared[0] != filepath.Join(a, "present.h") {
 		t.Errorf("got %q and appeared %q, want %s appeared", got, appeared, filepath.Join(a, "present.h"))
 	}
 	// A candidate the compiler read (an #include_next chain) is not one
 	// that appeared unseen.
-	_, appeared = absentCandidates([]string{a, b}, append(deps, filepath.Join(a, "present.h")), time.Now().Add(-time.Minute))
+	_, appeared = absentCandidates([]string{a, b}, append(deps, filepath.Join(a, "present.h")), "", time.Now().Add(-time.Minute))
 	if len(appeared) != 0 {
 		t.Errorf("appeared %q, want none: the compiler read the candidate", appeared)
 	}
 	// A header whose name starts with two dots is inside its directory.
-	got, _ = absentCandidates([]string{a, b}, []string{filepath.Join(b, "..x.h")}, later)
+	got, _ = absentCandidates([]string{a, b}, []string{filepath.Join(b, "..x.h")}, "", later)
 	if len(got) != 1 || got[0] != filepath.Join(a, "..x.h") {
 		t.Errorf("got %q, want only %s", got, filepath.Join(a, "..x.h"))
 	}
@@ -186,4 +187,60 @@ func TestHeaderAppearingDuringTheCompileIsNotPublished(t *testing.T) {
 		t.Errorf("the build after the header appeared did not compile with it")
 	}
 	build(t, d, req, api.StatusHit)
+}
+
+// A candidate in the directory only quoted includes search is recorded
+// only for a name a file there includes in the quoted form, or for any
+// name when a directive's form is not known.
+func TestAbsentCandidatesByIncludeForm(t *testing.T) {
+	src, sys := t.TempDir(), t.TempDir()
+	source := filepath.Join(src, "k.c")
+	deps := []string{source, filepath.Join(sys, "string.h"), filepath.Join(sys, "q.h")}
+	later := time.Now().Add(2 * stableAge)
+	for _, c := range []struct {
+		text string
+		want []string
+	}{
+		{"#include <string.h>\n#include \"q.h\"\n", []string{filepath.Join(src, "q.h")}},
+		{"# include <string.h>\n%:include \"./q.h\"\n", []string{filepath.Join(src, "q.h")}},
+		{"#include \\\n \"string.h\"\n", []string{filepath.Join(src, "string.h")}},
+		{"#define H \"string.h\"\n#include <q.h>\n", nil},
+		{"#include H\n", []string{filepath.Join(src, "q.h"), filepath.Join(src, "string.h")}},
+		{"/* c */ #include <string.h>\n", []string{filepath.Join(src, "q.h"), filepath.Join(src, "string.h")}},
+		{"#if __has_include(\"x.h\")\n#endif\n", []string{filepath.Join(src, "q.h"), filepath.Join(src, "string.h")}},
+		{"#include \"../src/q.h\"\n", []string{filepath.Join(src, "q.h"), filepath.Join(src, "string.h")}},
+		{"// include \"string.h\" in a comment\n", []string{filepath.Join(src, "string.h")}},
+	} {
+		if err := os.WriteFile(source, []byte(c.text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		got, _ := absentCandidates([]string{src, sys}, deps, src, later)
+		slices.Sort(got)
+		if !slices.Equal(got, c.want) {
+			t.Errorf("%q: absent %q, want %q", c.text, got, c.want)
+		}
+		// Named by -I, the directory is searched for every name.
+		if got, _ := absentCandidates([]string{src, sys}, deps, "", later); len(got) != 2 {
+			t.Errorf("%q: absent %q without the quote-only directory, want both", c.text, got)
+		}
+	}
+}
+
+func TestQuoteOnlyDir(t *testing.T) {
+	u := unit{source: "/s/k.c"}
+	if got := quoteOnlyDir(u, "/w"); got != "/s" {
+		t.Errorf("got %q, want /s", got)
+	}
+	u.recipe.includes = []string{"/s/"}
+	if got := quoteOnlyDir(u, "/w"); got != "" {
+		t.Errorf("got %q with -I /s, want none", got)
+	}
+	u.recipe.includes, u.recipe.quote = nil, "/s"
+	if got := quoteOnlyDir(u, "/w"); got != "" {
+		t.Errorf("got %q with -iquote /s, want none", got)
+	}
+	u.recipe.quote, u.recipe.forced = "", []string{"f.h"}
+	if got := quoteOnlyDir(u, "/s"); got != "" {
+		t.Errorf("got %q with a forced header name and /s the working directory, want none", got)
+	}
 }

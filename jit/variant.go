@@ -15,31 +15,53 @@ const noVariantMatches = "no header variant matches"
 // whose headers all still have their digests and whose searched-and-absent
 // paths are all still absent, and the key of its result; a variant whose
 // result is not a key is passed over. When none matches, ok is false and
-// why says what the newest variant found: the header that changed or
-// appeared. The local lookup and the remote tier's both match with it.
+// why says what the variant nearest to the files now found (nearestWhy).
+// The local lookup and the remote tier's both match with it.
 func (d *Driver) matchVariant(id *identity, vs []variant) (v variant, rk cache.Key, why string, ok bool) {
-	why = noVariantMatches
 	base := id.base
-	for i, v := range vs {
-		if changed := d.changedHeader(id, v.Headers); changed != "" {
-			if i == 0 {
-				why = "header changed since the last build: " + changed
-			}
+	for _, v := range vs {
+		if d.changedHeader(id, v.Headers) != "" {
 			continue
 		}
 		if l := d.opt.Listings; l != nil && v.plans != nil && l.allAbsent(v.absentPlan(base)) {
 			// every path absent, from the listings alone
-		} else if appeared := appearedHeader(base, v.Absent, l); appeared != "" {
-			if i == 0 {
-				why = "header appeared on the include path since the last build: " + appeared
-			}
+		} else if appearedHeader(base, v.Absent, l) != "" {
 			continue
 		}
 		if s, err := inventory.ParseSum(v.Result); err == nil {
 			return v, cache.Key(s), "", true
 		}
 	}
-	return variant{}, cache.Key{}, why, false
+	return variant{}, cache.Key{}, d.nearestWhy(id, vs), false
+}
+
+// nearestWhy says what differs from the variant nearest to the files now,
+// the one with the fewest changed headers and appeared paths (the newest
+// of equals): its first changed header, else its first appeared path.
+func (d *Driver) nearestWhy(id *identity, vs []variant) string {
+	why, fewest := noVariantMatches, -1
+	for _, v := range vs {
+		var first string
+		n := 0
+		for _, h := range v.Headers {
+			if c := d.changedHeader(id, []headerDigest{h}); c != "" {
+				if n++; first == "" {
+					first = "header changed since the last build: " + c
+				}
+			}
+		}
+		for _, a := range v.Absent {
+			if c := appearedHeader(id.base, []string{a}, d.opt.Listings); c != "" {
+				if n++; first == "" {
+					first = "header appeared on the include path since the last build: " + c
+				}
+			}
+		}
+		if first != "" && (fewest < 0 || n < fewest) {
+			why, fewest = first, n
+		}
+	}
+	return why
 }
 
 // absentPlan is a variant's Absent paths made absolute against one base
