@@ -1,6 +1,8 @@
 package jit
 
 import (
+	"context"
+	"errors"
 	"path/filepath"
 	"slices"
 	"testing"
@@ -72,5 +74,40 @@ func TestPackEntryChangesWithShape(t *testing.T) {
 	}
 	if r.Hashid == first.Hashid {
 		t.Errorf("another func id gave the same hashid %s", r.Hashid)
+	}
+}
+
+// TestVerifyComparesPackEntry: verify mode packs the callable again and a
+// pack entry whose callable differs from the fresh pack is a
+// *VerifyError naming the callable, not a callable served.
+func TestVerifyComparesPackEntry(t *testing.T) {
+	dir, req := copyExamples(t)
+	store := cache.NewMemory(cache.Options{})
+	plain, verify, _ := drivers(t, store, nil)
+	build(t, plain, req, api.StatusMiss)
+	var pk cache.Key
+	err := cache.ListRecent(context.Background(), store, 0, func(e *cache.Entry) error {
+		if e.Meta["kind"] == PackKind {
+			pk = e.Key
+		}
+		return nil
+	})
+	if err != nil || pk == (cache.Key{}) {
+		t.Fatalf("no pack entry listed (%v)", err)
+	}
+	h, err := store.Get(context.Background(), pk)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := h.ReadAll()
+	if err != nil {
+		t.Fatal(err)
+	}
+	plant(t, store, &storedResult{Entry: h.Entry, Data: data}, CallableName)
+	appendTo(t, filepath.Join(dir, "vadd", "kernel_add.c"), "/* a comment */\n")
+	_, err = verify.Build(context.Background(), req)
+	var ve *VerifyError
+	if !errors.As(err, &ve) || len(ve.Diffs) != 1 || ve.Diffs[0].Name != CallableName {
+		t.Fatalf("verify over a planted pack entry: %v, want a *VerifyError naming %s", err, CallableName)
 	}
 }
