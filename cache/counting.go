@@ -196,6 +196,11 @@ func eventCounts(event, reason string) (Stats, error) {
 // isManifest reports whether e is read as a part of a build's answer, not
 // as the answer: a build key's manifest entry (kind "manifest") or the
 // object of one compiled unit (kind "unit"; package jit), which a request
-// miss reads for each unit it need not compile. Their hits are not build
-// hits (one request answered counts one), their damage is counted.
-func isManifest(e *Entry) bool { k := e.Meta["kind"]; return k == "manifest" || k == "unit" }
+// miss reads for each unit it need not compile, or a request's packed
+// callable (kind "pack"), which it reads when its units' objects are
+// packed already. Their hits are not build hits (one request answered
+// counts one), their damage is counted.
+func isManifest(e *Entry) bool {
+	k := e.Meta["kind"]
+	return k == "manifest" || k == "unit" || k == "pack"
+}

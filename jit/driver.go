@@ -503,7 +503,7 @@ func (d *Driver) compileAndPublish(ctx context.Context, req *api.Request, id *id
 	if err != nil {
 		return &flightResult{warnings: warnings}, err
 	}
-	outs, data, err := pack(req, res)
+	outs, data, pe, err := d.packed(ctx, req, res)
 	if err != nil {
 		return &flightResult{warnings: warnings}, err
 	}
@@ -515,6 +515,7 @@ func (d *Driver) compileAndPublish(ctx context.Context, req *api.Request, id *id
 	r.result, r.notPublished, r.putErr = d.publish(ctx, id, res, outs, data, time.Since(res.started))
 	if r.notPublished == "" && r.putErr == nil {
 		d.publishUnits(ctx, units)
+		d.putPack(ctx, id, pe)
 	}
 	if r.notPublished == "" && r.putErr == nil && d.opt.Remote != nil {
 		d.publishRemote(ctx, id, outs, data)
@@ -1128,24 +1129,15 @@ func pack(req *api.Request, res *compileResult) ([]cache.Output, [][]byte, error
 		ScalarCount: req.ScalarCount,
 		Binary:      res.binaries["orchestration"],
 	}
-	outs := []cache.Output{{Name: OrchestrationName, Mode: 0o755}}
-	data := [][]byte{cc.Binary}
 	for _, k := range req.Kernels {
-		bin := res.binaries[kernelRole(k.FuncID)]
-		cc.Children = append(cc.Children, registry.Child{FuncID: k.FuncID, Core: registry.CoreCallable{Signature: k.Signature, Binary: bin}})
-		outs = append(outs, cache.Output{Name: KernelName(k.FuncID), Mode: 0o755})
-		data = append(data, bin)
+		cc.Children = append(cc.Children, registry.Child{FuncID: k.FuncID, Core: registry.CoreCallable{Signature: k.Signature, Binary: res.binaries[kernelRole(k.FuncID)]}})
 	}
+	packs.Add(1)
 	blob, err := cc.MarshalBinary()
 	if err != nil {
 		return nil, nil, fmt.Errorf("pack chip callable: %w", err)
 	}
-	outs = append(outs, cache.Output{Name: CallableName, Mode: 0o644})
-	data = append(data, blob)
-	for i := range outs {
-		outs[i].Size = int64(len(data[i]))
-		outs[i].Digest = sha256.Sum256(data[i])
-	}
+	outs, data := packOutputs(req, res, blob)
 	return outs, data, nil
 }
 

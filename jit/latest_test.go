@@ -127,10 +127,10 @@ func TestLatestBuildHitWritesNothing(t *testing.T) {
 	store := &countingStore{testStore: cache.NewMemory(cache.Options{})}
 	d := newDriver(t, store)
 	build(t, d, req, api.StatusMiss)
-	// The result, the manifest and the record, and each of the 3 units'
-	// result and manifest.
-	if n := store.puts.Load(); n != 3+2*3 {
-		t.Fatalf("a miss wrote %d entries, want 9", n)
+	// The result, the manifest and the record, each of the 3 units'
+	// result and manifest, and the pack entry.
+	if n := store.puts.Load(); n != 3+2*3+1 {
+		t.Fatalf("a miss wrote %d entries, want 10", n)
 	}
 	// Within latestRecheck (this process's memo), and past it (the record
 	// read from the store and compared).

@@ -50,11 +50,14 @@ func manifestOf(ctx context.Context, s cache.Core, e *cache.Entry) *buildManifes
 // entryKind is "build" for a build key's entry (its manifest), "latest"
 // for a request's latest-build record (package jit), "result" for the
 // entry of one header variant, which holds the outputs; "unit" and
-// "object" for the same two of one compiled unit.
+// "object" for the same two of one compiled unit; "pack" for a request's
+// packed callable keyed by its objects.
 func entryKind(e *cache.Entry) string {
 	switch {
 	case e.Meta["kind"] == jit.UnitKind:
 		return "object"
+	case e.Meta["kind"] == jit.PackKind:
+		return jit.PackKind
 	case jit.IsManifestEntry(e) && e.Meta["unit"] != "":
 		return "unit"
 	case jit.IsManifestEntry(e):
