@@ -228,10 +228,45 @@ func TestSourceChangedDuringCompile(t *testing.T) {
 	if len(r.Unavailable) != 1 || !strings.Contains(r.Unavailable[0], "kernel.0 changed during the compile") {
 		t.Errorf("unavailable %q", r.Unavailable)
 	}
-	st, _ := cache.ReadStats(context.Background(), store)
-	if st.Entries != 0 {
-		t.Errorf("%d entries published", st.Entries)
+	// The units, each compiled and stored before the edit, are entries
+	// of the sources they read; the request is not.
+	if kinds := storedKinds(t, store); kinds["result"] != 0 || kinds[PackKind] != 0 || kinds[UnitKind] != len(req.Kernels)+1 {
+		t.Errorf("entries by kind %v: want no result and no pack entry, and %d units", kinds, len(req.Kernels)+1)
 	}
+	// The edited kernel misses; the others are found.
+	r = build(t, newDriver(t, store), req, api.StatusMiss)
+	if compiled := compiledUnits(r); len(compiled) != 1 || !strings.Contains(compiled[0], "kernel_add.c") {
+		t.Errorf("after the edit, compiled %q: want the edited kernel only", compiled)
+	}
+}
+
+// storedKinds counts the entries of store by their kind.
+func storedKinds(t *testing.T, store cache.Core) map[string]int {
+	t.Helper()
+	kinds := map[string]int{}
+	if err := cache.List(context.Background(), store, func(e *cache.Entry) error {
+		kinds[e.Meta["kind"]]++
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	return kinds
+}
+
+// unitsReading counts the unit entries of store whose header variant
+// names a header of file name name (the record writes strings in hex).
+func unitsReading(t *testing.T, store cache.Core, name string) int {
+	t.Helper()
+	n := 0
+	if err := cache.List(context.Background(), store, func(e *cache.Entry) error {
+		if e.Meta["kind"] == UnitKind && bytes.Contains(e.Record, []byte(hex.EncodeToString([]byte("/"+name)))) {
+			n++
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	return n
 }
 
 func TestCorruptBlobIsAMiss(t *testing.T) {
@@ -306,9 +341,10 @@ func TestHeaderChangedDuringCompile(t *testing.T) {
 	if len(r.Unavailable) != 1 || !strings.Contains(r.Unavailable[0], "header vadd.h changed during the compile") {
 		t.Errorf("unavailable %q", r.Unavailable)
 	}
-	st, _ := cache.ReadStats(context.Background(), store)
-	if st.Entries != 0 {
-		t.Errorf("%d entries published", st.Entries)
+	// The units were stored before the edit, with the digest of the
+	// header they read; the request is not.
+	if kinds := storedKinds(t, store); kinds["result"] != 0 || kinds[PackKind] != 0 {
+		t.Errorf("entries by kind %v: want no result and no pack entry", kinds)
 	}
 	// Once the edit is in the past, the next build publishes.
 	if err := fixture.Settle(hdr); err != nil {
@@ -347,4 +383,15 @@ type testStore interface {
 	cache.EntryReader
 	cache.Deleter
 	cache.EventCounter
+}
+
+// compiledUnits names the units build response r compiled.
+func compiledUnits(r *api.Response) []string {
+	var out []string
+	for _, u := range r.Units {
+		if u.Status == unitCompiled || u.Status == unitShared {
+			out = append(out, u.Name)
+		}
+	}
+	return out
 }

@@ -380,17 +380,26 @@ func fingerprintSources(ss []source) []reason {
 // build must not be published ("" when nothing changed).
 func (d *Driver) revalidate(id *identity) string {
 	for _, s := range id.sources {
-		c, err := inventory.Fingerprint([]inventory.ContentRoot{s.root})
-		if err != nil {
-			return "not published: " + s.name + " became unavailable during the compile: " + err.Error()
-		}
-		if s.content == nil || c.Digest != s.content.Digest {
-			return "not published: " + s.name + " changed during the compile"
+		if why := sourceChange(s); why != "" {
+			return "not published: " + why
 		}
 	}
 	sum, err := id.base.extraSourcesDigest(id.extraPaths, id.extraFingerprint)
 	if err != nil || sum != id.extraDigest {
 		return "not published: extra_sources changed during the compile"
+	}
+	return ""
+}
+
+// sourceChange says how source s changed since the request's identity
+// fingerprinted it, or "" when it did not.
+func sourceChange(s source) string {
+	c, err := inventory.Fingerprint([]inventory.ContentRoot{s.root})
+	if err != nil {
+		return s.name + " became unavailable during the compile: " + err.Error()
+	}
+	if s.content == nil || c.Digest != s.content.Digest {
+		return s.name + " changed during the compile"
 	}
 	return ""
 }

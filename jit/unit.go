@@ -61,7 +61,9 @@ type unitBuild struct {
 	// v is the header variant that matched, on a hit.
 	v variant
 	// fresh is the unit's compile (a miss's, or a hit's in verify mode).
-	fresh     *unitObject
+	fresh *unitObject
+	// src is the unit's source as the request's identity fingerprinted it.
+	src       source
 	status    string
 	reason    string
 	compileMS float64
@@ -87,7 +89,7 @@ func (d *Driver) unitBuilds(req *api.Request, id *identity) ([]*unitBuild, error
 			return nil, fmt.Errorf("unit record of %s: %w", unitName(req, i), err)
 		}
 		uid.encoded, uid.key, uid.unit = enc, sha256.Sum256(enc), unitName(req, i)
-		out[i] = &unitBuild{unit: u, name: uid.unit, id: &uid}
+		out[i] = &unitBuild{unit: u, name: uid.unit, id: &uid, src: id.sources[i]}
 	}
 	return out, nil
 }
@@ -239,28 +241,53 @@ func (d *Driver) compileUnits(ctx context.Context, req *api.Request, id *identit
 // compile is canceled only when no request waits for it any more).
 var unitFlight flightGroup[*unitObject]
 
-// unitObject is a unit a flight compiled.
+// unitObject is a unit a flight compiled, or found in its entry.
 type unitObject struct {
 	bin     []byte
 	deps    *unitDeps
 	started time.Time
 	ms      float64
+	// published is set once the flight stored the unit's entry.
+	published bool
+	// found is the unit's lookup when the flight found the entry that a
+	// flight ended just before it published.
+	found *unitBuild
 }
 
 // compileUnit compiles ub, or shares the flight of a concurrent request
 // that compiles the same unit key, and records the object in ub.
+//
+// A flight looks the unit up once more before it compiles, and publishes
+// the unit's entry before it ends (not in verify mode, where a unit found
+// is compiled again and publishUnits stores only those that missed): a
+// request that missed the unit just before another's flight of it ended
+// then finds its entry instead of compiling it a second time.
 func (d *Driver) compileUnit(ctx context.Context, req *api.Request, id *identity, ub *unitBuild) error {
 	key := fmt.Sprintf("%p/%s", d.opt.Store, ub.id.key)
 	o, err, shared := unitFlight.do(ctx, key, func(fctx context.Context) (*unitObject, error) {
+		if !d.opt.Verify {
+			probe := *ub
+			if d.lookupStoredUnit(fctx, &probe); probe.object != nil {
+				return &unitObject{found: &probe}, nil
+			}
+		}
 		t := time.Now()
 		res, err := d.compileSome(fctx, req, id, []unit{ub.unit})
 		if err != nil {
 			return nil, err
 		}
-		return &unitObject{bin: res.binaries[ub.role], deps: res.units[ub.role], started: res.started, ms: ms(time.Since(t))}, nil
+		o := &unitObject{bin: res.binaries[ub.role], deps: res.units[ub.role], started: res.started, ms: ms(time.Since(t))}
+		if !d.opt.Verify {
+			o.published = d.publishUnit(fctx, ub, o)
+		}
+		return o, nil
 	})
 	if err != nil {
 		return err
+	}
+	if o.found != nil && ub.object == nil {
+		ub.object, ub.v, ub.status, ub.reason = o.found.object, o.found.v, unitHit, ""
+		return nil
 	}
 	ub.fresh = o
 	if ub.object == nil {
@@ -309,45 +336,58 @@ func mergeUnits(id *identity, ubs []*unitBuild) *compileResult {
 	return res
 }
 
-// publishUnits stores the object of every unit that compiled in its own
-// entry, with its header variant, and queues both for the remote tier,
-// once the request's outputs were published (the sources were checked
-// unchanged then). A unit whose
-// headers cannot be hashed, or one of whose searched paths appeared, is
-// not published; the store's failures were the request's to report.
+// publishUnits stores, in its own entry with its header variant, the
+// object of every unit that compiled and that its flight did not store
+// (in verify mode), and queues both for the remote tier; the request's
+// outputs were published first.
 func (d *Driver) publishUnits(ctx context.Context, ubs []*unitBuild) {
 	for _, ub := range ubs {
-		if ub.object != nil || ub.fresh == nil || len(ub.fresh.deps.appeared) > 0 {
-			continue
-		}
-		deps := ub.fresh.deps
-		headers, err := hashHeaders(deps.headers, ub.fresh.started)
-		if err != nil {
-			continue
-		}
-		for i := range headers {
-			headers[i].Path = ub.id.base.rel(headers[i].Path)
-		}
-		renc, err := inventory.Encode(resultRecord(ub.id.record, headers))
-		if err != nil {
-			continue
-		}
-		rk := cache.Key(sha256.Sum256(renc))
-		err = d.opt.Store.Put(ctx, &cache.Entry{
-			Key:         rk,
-			Record:      renc,
-			Outputs:     []cache.Output{{Name: unitObjectName, Mode: 0o755}},
-			Meta:        map[string]string{"kind": UnitKind, "unit": ub.name, "key": ub.id.key.String(), "platform": ub.id.platform, "runtime": ub.id.runtime},
-			CompileTime: time.Duration(ub.compileMS * float64(time.Millisecond)),
-		}, cache.Readers(ub.fresh.bin))
-		if err != nil {
-			continue
-		}
-		if _, err := d.putManifest(ctx, ub.id, headers, deps.absent, rk); err == nil && d.opt.Remote != nil {
-			outs := []cache.Output{{Digest: sha256.Sum256(ub.fresh.bin)}}
-			d.publishRemote(ctx, ub.id, outs, [][]byte{ub.fresh.bin})
+		if ub.object == nil && ub.fresh != nil && !ub.fresh.published {
+			d.publishUnit(ctx, ub, ub.fresh)
 		}
 	}
+}
+
+// publishUnit stores o, the compile of unit ub, in its own entry with
+// its header variant, and queues both for the remote tier; it reports
+// whether it stored them. A unit whose source changed since the request
+// fingerprinted it, whose headers cannot be hashed or changed during the
+// compile, or one of whose searched paths appeared, is not published;
+// the store's failures are the request's to report.
+func (d *Driver) publishUnit(ctx context.Context, ub *unitBuild, o *unitObject) bool {
+	if len(o.deps.appeared) > 0 || sourceChange(ub.src) != "" {
+		return false
+	}
+	headers, err := hashHeaders(o.deps.headers, o.started)
+	if err != nil {
+		return false
+	}
+	for i := range headers {
+		headers[i].Path = ub.id.base.rel(headers[i].Path)
+	}
+	renc, err := inventory.Encode(resultRecord(ub.id.record, headers))
+	if err != nil {
+		return false
+	}
+	rk := cache.Key(sha256.Sum256(renc))
+	err = d.opt.Store.Put(ctx, &cache.Entry{
+		Key:         rk,
+		Record:      renc,
+		Outputs:     []cache.Output{{Name: unitObjectName, Mode: 0o755}},
+		Meta:        map[string]string{"kind": UnitKind, "unit": ub.name, "key": ub.id.key.String(), "platform": ub.id.platform, "runtime": ub.id.runtime},
+		CompileTime: time.Duration(o.ms * float64(time.Millisecond)),
+	}, cache.Readers(o.bin))
+	if err != nil {
+		return false
+	}
+	if why, err := d.putManifest(ctx, ub.id, headers, o.deps.absent, rk); why != "" || err != nil {
+		return false
+	}
+	if d.opt.Remote != nil {
+		outs := []cache.Output{{Digest: sha256.Sum256(o.bin)}}
+		d.publishRemote(ctx, ub.id, outs, [][]byte{o.bin})
+	}
+	return true
 }
 
 // unitsOf returns the units of a build as the response lists them; shared

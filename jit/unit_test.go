@@ -287,3 +287,48 @@ func TestConcurrentRequestsShareUnitCompiles(t *testing.T) {
 		t.Errorf("%d units reported shared, want 2 (the orchestration and kernel_add.c of one build)", shared)
 	}
 }
+
+// TestUnitFoundOnceItsFlightEnded: a request that needs a unit after the
+// flight of another request compiled it, while that request has not yet
+// published its own outputs, finds the unit's entry and compiles nothing
+// (the flight stored it before it ended). The second request is built
+// from the first one's BeforeRevalidate hook, which runs between the two.
+func TestUnitFoundOnceItsFlightEnded(t *testing.T) {
+	_, req := copyExamples(t)
+	log := filepath.Join(t.TempDir(), "log")
+	store := cache.NewMemory(cache.Options{})
+	cc := "CC=" + unitLogger(t, log)
+	other := *req
+	other.Kernels = []api.Kernel{req.Kernels[0]}
+	other.Kernels[0].FuncID = 7
+	other.OutputDir = filepath.Join(t.TempDir(), "out")
+	var second *api.Response
+	var secondErr error
+	var secondCompiled []string
+	getenv, environ := env(cc)
+	d := New(Options{Store: store, Identities: identities, Getenv: getenv, Environ: environ, TempDir: t.TempDir(), BeforeRevalidate: func() {
+		if second != nil || secondErr != nil {
+			return
+		}
+		compiled(t, log)
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		second, secondErr = newDriver(t, store, cc).Build(ctx, &other)
+		secondCompiled = compiled(t, log)
+	}})
+	build(t, d, req, api.StatusMiss)
+	if secondErr != nil {
+		t.Fatal(secondErr)
+	}
+	if second == nil {
+		t.Fatal("the hook never built the second request")
+	}
+	if len(secondCompiled) != 0 {
+		t.Errorf("the second request compiled %q (units %q), want nothing", secondCompiled, unitStatuses(second))
+	}
+	for _, u := range second.Units {
+		if u.Status != unitHit {
+			t.Errorf("unit %s: %s, want a hit", u.Name, u.Status)
+		}
+	}
+}

@@ -103,8 +103,12 @@ func TestHeaderChangedByCompiler(t *testing.T) {
 			t.Errorf("run %d: unavailable %q", i, r.Unavailable)
 		}
 	}
-	st, _ := cache.ReadStats(context.Background(), store)
-	if st.Entries != 0 {
-		t.Errorf("%d entries published", st.Entries)
+	// No unit that read the header is stored, and no request; a unit
+	// that did not read it is.
+	if kinds := storedKinds(t, store); kinds["result"] != 0 || kinds[PackKind] != 0 {
+		t.Errorf("entries by kind %v: want no result and no pack entry", kinds)
+	}
+	if n := unitsReading(t, store, "vadd.h"); n != 0 {
+		t.Errorf("%d unit entries read vadd.h: want none", n)
 	}
 }
