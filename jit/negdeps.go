@@ -82,6 +82,11 @@ func (c *compiler) searchPath(ctx context.Context, tool string, u unit, cwd stri
 // quoteOnly is the directory only a quoted include searches (quoteOnlyDir),
 // or "": a candidate there is recorded only for a name that a file read
 // from that directory may include in the quoted form (quotedNames).
+//
+// A quoted include looks in the including file's own directory before
+// the search path, so for every file read, each name it may include in
+// the quoted form (quotedOperands) is a candidate in its directory too;
+// for a file whose include forms are not known, every header's name is.
 func absentCandidates(search, deps []string, quoteOnly string, since time.Time) (absent, appeared []string) {
 	read := make(map[string]bool, len(deps))
 	for _, h := range deps {
@@ -99,6 +104,23 @@ func absentCandidates(search, deps []string, quoteOnly string, since time.Time) 
 		return quoted == nil || quoted[name]
 	}
 	stable := since.Add(-stableAge).UnixNano()
+	seen := map[string]bool{}
+	consider := func(p string) {
+		if read[p] || seen[p] {
+			return
+		}
+		seen[p] = true
+		fi, err := os.Lstat(p)
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+			absent = append(absent, p)
+		case err == nil:
+			if k, ok := statKeyOf(fi); !ok || k.ctime >= stable || k.mtime >= stable {
+				appeared = append(appeared, p)
+			}
+		}
+	}
+	var names []string // each header's name under the directory it was found in
 	for _, h := range deps {
 		found := -1
 		var name string
@@ -108,20 +130,25 @@ func absentCandidates(search, deps []string, quoteOnly string, since time.Time) 
 				break
 			}
 		}
+		if found >= 0 {
+			names = append(names, name)
+		}
 		for _, d := range search[:max(found, 0)] {
-			if !searchedFor(d, name) {
-				continue
+			if searchedFor(d, name) {
+				consider(filepath.Join(d, name))
 			}
-			p := filepath.Join(d, name)
-			fi, err := os.Lstat(p)
-			switch {
-			case errors.Is(err, fs.ErrNotExist):
-				absent = append(absent, p)
-			case err == nil && !read[p]:
-				if k, ok := statKeyOf(fi); !ok || k.ctime >= stable || k.mtime >= stable {
-					appeared = append(appeared, p)
-				}
-			}
+		}
+	}
+	// A quoted include looks in the including file's own directory
+	// first, wherever that file is; a file whose include forms are not
+	// known may have looked there for any header's name.
+	for _, f := range deps {
+		ops, ok := quotedOperands(f)
+		if !ok {
+			ops = names
+		}
+		for _, n := range ops {
+			consider(filepath.Join(filepath.Dir(f), n))
 		}
 	}
 	return absent, appeared
@@ -160,50 +187,58 @@ var (
 )
 
 // quotedNames returns the cleaned names that the files read from dir
-// (among deps) may include in the quoted form: the operands of quoted
-// include directives, and every double-quoted string on another line
-// that mentions include or import. It returns nil, meaning any name, when
-// a file cannot be read, a line holds a directive of another shape (a
-// computed operand, __has_include, a comment before it) or a quoted name
-// leaves its directory: then the form is not known, and every candidate
+// (among deps) may include in the quoted form (quotedOperands). It
+// returns nil, meaning any name, when the form of a file's includes is
+// not known or a quoted name leaves its directory: then every candidate
 // in dir is kept.
 func quotedNames(dir string, deps []string) map[string]bool {
 	names := map[string]bool{}
-	add := func(n string) bool {
-		n = filepath.Clean(n)
-		names[n] = true
-		return n != ".." && !strings.HasPrefix(n, "../")
-	}
 	for _, f := range deps {
 		if filepath.Dir(filepath.Clean(f)) != dir {
 			continue
 		}
-		b, err := os.ReadFile(f)
-		if err != nil {
+		ops, ok := quotedOperands(f)
+		if !ok {
 			return nil
 		}
-		b = bytes.ReplaceAll(b, []byte("\\\r\n"), nil)
-		b = bytes.ReplaceAll(b, []byte("\\\n"), nil)
-		for _, l := range strings.Split(string(b), "\n") {
-			switch {
-			case !strings.Contains(l, "include") && !strings.Contains(l, "import"), angleInclude.MatchString(l):
-			case quoteInclude.MatchString(l):
-				if !add(quoteInclude.FindStringSubmatch(l)[3]) {
-					return nil
-				}
-			case directiveMark.MatchString(l):
+		for _, n := range ops {
+			if n == ".." || strings.HasPrefix(n, "../") {
 				return nil
-			default:
-				q := strings.Split(l, `"`)
-				for i := 1; i < len(q)-1; i += 2 {
-					if !add(q[i]) {
-						return nil
-					}
-				}
 			}
+			names[n] = true
 		}
 	}
 	return names
+}
+
+// quotedOperands returns the cleaned names file f may include in the
+// quoted form: the operands of quoted include directives, and every
+// double-quoted string on another line that mentions include or import.
+// ok is false when the form is not known: the file cannot be read, or a
+// line holds a directive of another shape (a computed operand,
+// __has_include, a comment before it).
+func quotedOperands(f string) (names []string, ok bool) {
+	b, err := os.ReadFile(f)
+	if err != nil {
+		return nil, false
+	}
+	b = bytes.ReplaceAll(b, []byte("\\\r\n"), nil)
+	b = bytes.ReplaceAll(b, []byte("\\\n"), nil)
+	for _, l := range strings.Split(string(b), "\n") {
+		switch {
+		case !strings.Contains(l, "include") && !strings.Contains(l, "import"), angleInclude.MatchString(l):
+		case quoteInclude.MatchString(l):
+			names = append(names, filepath.Clean(quoteInclude.FindStringSubmatch(l)[3]))
+		case directiveMark.MatchString(l):
+			return nil, false
+		default:
+			q := strings.Split(l, `"`)
+			for i := 1; i < len(q)-1; i += 2 {
+				names = append(names, filepath.Clean(q[i]))
+			}
+		}
+	}
+	return names, true
 }
 
 // appearedHeader returns the first of the recorded absent paths that now

@@ -85,6 +85,9 @@ func TestAbsentCandidates(t *testing.T) {
 	a, b := t.TempDir(), t.TempDir()
 	os.WriteFile(filepath.Join(a, "present.h"), nil, 0o644)
 	deps := []string{filepath.Join(b, "x.h"), filepath.Join(b, "present.h"), filepath.Join(a, "y.h")}
+	for _, h := range deps {
+		os.WriteFile(h, nil, 0o644) // read, and including nothing
+	}
 	// A compile that started well after present.h was created: it was
 	// there when the compiler searched a, and skipped.
 	later := time.Now().Add(2 * stableAge)
@@ -196,6 +199,11 @@ func TestAbsentCandidatesByIncludeForm(t *testing.T) {
 	src, sys := t.TempDir(), t.TempDir()
 	source := filepath.Join(src, "k.c")
 	deps := []string{source, filepath.Join(sys, "string.h"), filepath.Join(sys, "q.h")}
+	for _, h := range deps[1:] {
+		if err := os.WriteFile(h, nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
 	later := time.Now().Add(2 * stableAge)
 	for _, c := range []struct {
 		text string
@@ -208,7 +216,7 @@ func TestAbsentCandidatesByIncludeForm(t *testing.T) {
 		{"#include H\n", []string{filepath.Join(src, "q.h"), filepath.Join(src, "string.h")}},
 		{"/* c */ #include <string.h>\n", []string{filepath.Join(src, "q.h"), filepath.Join(src, "string.h")}},
 		{"#if __has_include(\"x.h\")\n#endif\n", []string{filepath.Join(src, "q.h"), filepath.Join(src, "string.h")}},
-		{"#include \"../src/q.h\"\n", []string{filepath.Join(src, "q.h"), filepath.Join(src, "string.h")}},
+		{"#include \"../" + filepath.Base(src) + "/q.h\"\n", []string{filepath.Join(src, "q.h"), filepath.Join(src, "string.h")}},
 		{"// include \"string.h\" in a comment\n", []string{filepath.Join(src, "string.h")}},
 	} {
 		if err := os.WriteFile(source, []byte(c.text), 0o644); err != nil {
@@ -242,5 +250,49 @@ func TestQuoteOnlyDir(t *testing.T) {
 	u.recipe.quote, u.recipe.forced = "", []string{"f.h"}
 	if got := quoteOnlyDir(u, "/s"); got != "" {
 		t.Errorf("got %q with a forced header name and /s the working directory, want none", got)
+	}
+}
+
+// A quoted include in a header looks in that header's own directory
+// first, wherever the header is: vadd/sub/extra.h's "ptojit_sim.h" is
+// looked for as vadd/sub/ptojit_sim.h before the runtime's. A file
+// created there is a miss that names it, and the callable changes.
+func TestQuotedIncludeInAHeaderSearchesItsDirectory(t *testing.T) {
+	dir, req := copyExamples(t)
+	sub := filepath.Join(dir, "vadd", "sub")
+	if err := os.MkdirAll(sub, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(sub, "extra.h"), []byte("#include \"ptojit_sim.h\"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	k := filepath.Join(dir, "vadd", "kernel_add.c")
+	kb, err := os.ReadFile(k)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(k, append([]byte("#include \"sub/extra.h\"\n"), kb...), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	d := newDriver(t, cache.NewMemory(cache.Options{}))
+	first := build(t, d, req, api.StatusMiss)
+	build(t, d, req, api.StatusHit)
+
+	shadow := filepath.Join(sub, "ptojit_sim.h")
+	if err := os.WriteFile(shadow, []byte("__attribute__((used)) static const char marker[] = \"x\";\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r := build(t, d, req, api.StatusMiss)
+	if !strings.Contains(r.MissReason, "ptojit_sim.h") {
+		t.Errorf("miss reason %q does not name the new header", r.MissReason)
+	}
+	if r.Hashid == first.Hashid {
+		t.Errorf("the header beside extra.h did not change the callable: the compile did not use it")
+	}
+	if err := os.Remove(shadow); err != nil {
+		t.Fatal(err)
+	}
+	if back := build(t, d, req, api.StatusHit); back.Hashid != first.Hashid {
+		t.Errorf("hashid %s after removing the header, want the first build's %s", back.Hashid, first.Hashid)
 	}
 }

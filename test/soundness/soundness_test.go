@@ -103,6 +103,21 @@ func changes() []change {
 		{"the string.h beside the sources removed", func(w *world) {
 			w.remove(filepath.Join(w.vadd, "string.h"))
 		}},
+		{"a header in a subdirectory of the sources whose quoted include finds the runtime's ptojit_sim.h (sub/extra.h, now included by kernel_add.c)", func(w *world) {
+			w.write(filepath.Join(w.vadd, "sub", "extra.h"), []byte("#include \"ptojit_sim.h\"\n"))
+			k := filepath.Join(w.vadd, "kernel_add.c")
+			w.write(k, append([]byte("#include \"sub/extra.h\"\n"), w.read(k)...))
+		}},
+		{"a header created beside that header (sub/ptojit_sim.h, where its quoted include looks first)", func(w *world) {
+			w.write(filepath.Join(w.vadd, "sub", "ptojit_sim.h"), []byte("__attribute__((used)) static const char soundness_sub[] = \"sub\";\n"))
+		}},
+		{"the header beside the subdirectory's header removed", func(w *world) {
+			w.remove(filepath.Join(w.vadd, "sub", "ptojit_sim.h"))
+		}},
+		{"kernel_add.c's include of sub/extra.h removed", func(w *world) {
+			k := filepath.Join(w.vadd, "kernel_add.c")
+			w.write(k, bytes.TrimPrefix(w.read(k), []byte("#include \"sub/extra.h\"\n")))
+		}},
 		{"a same-size edit of a source, its modification time restored", func(w *world) {
 			p := filepath.Join(w.vadd, "kernel_add.c")
 			srcTime = w.modTime(p)
