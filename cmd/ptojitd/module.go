@@ -237,7 +237,7 @@ func storeCommand(name, usage, summary string, nargs int, run func(context.Conte
 				if name == "install" {
 					// An invalid package is refused before the store is
 					// opened (or created).
-					if _, err := readPackage(env.Abs(args[0]), args[0]); err != nil {
+					if _, err := module.ReadPackage(env.Abs(args[0]), args[0]); err != nil {
 						return cli.Invalid(err)
 					}
 				}
@@ -423,7 +423,7 @@ func packCallable(ctx context.Context, env *cli.Env, o packOptions, m *module.Ma
 
 func runInstall(ctx context.Context, env *cli.Env, s *module.Store, o moduleOptions, args []string) error {
 	src := env.Abs(args[0])
-	ar, err := readPackage(src, args[0])
+	ar, err := module.ReadPackage(src, args[0])
 	if err != nil {
 		// A missing or unreadable package is invalid input (exit 2).
 		return cli.Invalid(err)
