@@ -29,7 +29,7 @@ var arrows = map[string][]string{
 	"filesys/flock":           {},                                    // the lock helper of the daemon, the module store and its pins
 	"internal/config":         {"filesys/durable", "internal/value"}, // imported by cmd/ptojitd only
 	"internal/value":          {},
-	"internal/daemon":         {"api", "api/client", "filesys/durable"},
+	"daemon":                  {"api", "api/client", "filesys/durable"},
 	"envaudit/envreg":         {},
 	"envaudit":                {"envaudit/envreg"},
 	"toolchain":               {"inventory", "registry"},
@@ -72,7 +72,7 @@ var stdlibOnly = map[string][]string{
 	"registry/opquery":        nil,
 	"internal/config":         nil,
 	"internal/value":          nil,
-	"internal/daemon":         {"golang.org/x/sys"},
+	"daemon":                  {"golang.org/x/sys"},
 	"cmd/internal/cli":        {"github.com/spf13/pflag"},
 	"cmd/internal/clientcmd":  {"github.com/spf13/pflag"},
 	"cmd/ptojit":              {"github.com/spf13/pflag"},
@@ -147,7 +147,7 @@ func crossings(pkg, from string, imports []string) []string {
 func TestImportArrowsCatchABadImport(t *testing.T) {
 	line := goList(t, nil, "-f", "{{.ImportPath}}{{range .Imports}} {{.}}{{end}}", "./testdata/deps/badimport")
 	f := strings.Fields(line[0])
-	for _, layer := range []string{"inventory", "registry/worker", "internal/daemon", "cmd/ptojit"} {
+	for _, layer := range []string{"inventory", "registry/worker", "daemon", "cmd/ptojit"} {
 		bad := crossings(f[0], layer, f[1:])
 		if len(bad) != 1 || !strings.Contains(bad[0], module+"/jit") {
 			t.Errorf("as a package of layer %s, the fixture gives %q; want one crossing naming %s/jit", layer, bad, module)

@@ -24,8 +24,8 @@ import (
 	"github.com/ptojit/ptojit/cache"
 	"github.com/ptojit/ptojit/cache/remote"
 	"github.com/ptojit/ptojit/cmd/internal/cli"
+	"github.com/ptojit/ptojit/daemon"
 	"github.com/ptojit/ptojit/internal/config"
-	"github.com/ptojit/ptojit/internal/daemon"
 	"github.com/ptojit/ptojit/jit"
 	"github.com/ptojit/ptojit/toolchain"
 )

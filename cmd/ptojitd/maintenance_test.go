@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/ptojit/ptojit/cache"
-	"github.com/ptojit/ptojit/internal/daemon"
+	"github.com/ptojit/ptojit/daemon"
 )
 
 // trimSpy records the daemon's idle trims.
