@@ -51,7 +51,7 @@ var arrows = map[string][]string{
 	"test":                                {"*"}, // the fault suite drives the binaries
 	"test/soundness":                      {"*"}, // so does the soundness suite
 	"test/realtoolchain":                  {"*"}, // and the real toolchain's test
-	"internal/fixture":                    {},    // test fixtures, imported by tests only
+	"test/fixture":                        {},    // test fixtures, imported by tests only
 }
 
 // stdlibOnly layers may import nothing outside the standard library and

@@ -15,7 +15,7 @@ import (
 
 	"github.com/ptojit/ptojit/cache"
 	"github.com/ptojit/ptojit/internal/config"
-	"github.com/ptojit/ptojit/internal/fixture"
+	"github.com/ptojit/ptojit/test/fixture"
 )
 
 func TestConfigCommand(t *testing.T) {

@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/ptojit/ptojit/api"
-	"github.com/ptojit/ptojit/internal/fixture"
+	"github.com/ptojit/ptojit/test/fixture"
 )
 
 // TestBuildRemoteTier: ptojit build with PTOJIT_REMOTE on two simulated

@@ -22,7 +22,7 @@ import (
 	"time"
 
 	"github.com/ptojit/ptojit/api"
-	"github.com/ptojit/ptojit/internal/fixture"
+	"github.com/ptojit/ptojit/test/fixture"
 )
 
 // Deadlines of the commands the suite runs: a command still running at its
