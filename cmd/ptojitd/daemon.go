@@ -60,7 +60,7 @@ func runDaemonStart(env *cli.Env, o daemonOptions) error {
 	if err != nil {
 		return err
 	}
-	ddir := api.DaemonDir(dir, env.Getenv)
+	ddir := client.DaemonDir(dir, env.Getenv)
 	if err := ensureDaemon(env, dir, o.idle, o.maxSize); err != nil {
 		return err
 	}
@@ -191,7 +191,7 @@ func ensureDaemon(env *cli.Env, cacheDir string, idle time.Duration, maxSize str
 	if maxSize != "" {
 		args = append(args, "--max-size", maxSize)
 	}
-	return client.EnsureDaemon(client.Start{Dir: api.DaemonDir(cacheDir, env.Getenv), Engine: exe, Args: args, Env: env.Environ})
+	return client.EnsureDaemon(client.Start{Dir: client.DaemonDir(cacheDir, env.Getenv), Engine: exe, Args: args, Env: env.Environ})
 }
 
 func runDaemonStop(env *cli.Env, o daemonOptions) error {
@@ -199,7 +199,7 @@ func runDaemonStop(env *cli.Env, o daemonOptions) error {
 	if err != nil {
 		return err
 	}
-	ddir := api.DaemonDir(dir, env.Getenv)
+	ddir := client.DaemonDir(dir, env.Getenv)
 	resp, err := client.Call(api.SocketPath(ddir), &api.DaemonRequest{Op: api.OpStop})
 	if errors.Is(err, client.ErrNoDaemon) {
 		fmt.Fprintln(env.Stdout, "no daemon running")
@@ -260,11 +260,11 @@ func runDaemonStatus(env *cli.Env, o daemonOptions) error {
 	if err != nil {
 		return err
 	}
-	resp, err := client.Call(api.SocketPath(api.DaemonDir(dir, env.Getenv)), &api.DaemonRequest{Op: api.OpStatus})
+	resp, err := client.Call(api.SocketPath(client.DaemonDir(dir, env.Getenv)), &api.DaemonRequest{Op: api.OpStatus})
 	if err != nil && !errors.Is(err, client.ErrNoDaemon) {
 		return fmt.Errorf("daemon status: %w", err)
 	}
-	ddir := api.DaemonDir(dir, env.Getenv)
+	ddir := client.DaemonDir(dir, env.Getenv)
 	st := daemonStatus{CacheDir: dir, DaemonDir: ddir, Socket: api.SocketPath(ddir), Log: filepath.Join(ddir, api.LogName)}
 	if err == nil && resp.Error == "" {
 		if err := json.Unmarshal(resp.Status, &st); err != nil {
@@ -351,7 +351,7 @@ func runDaemon(ctx context.Context, env *cli.Env, o daemonOptions) error {
 	// Badger's errors and warnings (a damaged value log, a failed read)
 	// go to the daemon log.
 	opt := cache.Options{Logger: storeLogger{logf}}
-	ddir := api.DaemonDir(dir, env.Getenv)
+	ddir := client.DaemonDir(dir, env.Getenv)
 	srv, err := daemon.Listen(daemon.Config{
 		Dir: ddir, Idle: o.idle, Ready: ready, StartLock: startLock, WaitLock: true, Logf: logf, EnvNames: clientEnvNames(),
 		ProgressEvery: o.progressEvery,
@@ -586,7 +586,7 @@ func serveCommand(ctx context.Context, req *api.DaemonRequest) *api.DaemonRespon
 	if engine.dir != "" {
 		names = requestEnvNames(memo, engine.dir, req.Env)
 	}
-	environ := api.FilterEnv(req.Env, names)
+	environ := client.FilterEnv(req.Env, names)
 	vars := make(map[string]string, len(environ))
 	for _, kv := range environ {
 		if k, v, ok := strings.Cut(kv, "="); ok {

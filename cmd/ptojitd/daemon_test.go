@@ -177,7 +177,7 @@ func (w *daemonWorld) status() daemonStatus {
 }
 
 func (w *daemonWorld) daemonDir() string {
-	return api.DaemonDir(filepath.Join(w.root, "cache"), func(k string) string {
+	return client.DaemonDir(filepath.Join(w.root, "cache"), func(k string) string {
 		if k == "XDG_RUNTIME_DIR" {
 			return filepath.Join(w.root, "run")
 		}

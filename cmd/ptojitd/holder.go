@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/ptojit/ptojit/api"
+	"github.com/ptojit/ptojit/api/client"
 	"github.com/ptojit/ptojit/cache"
 	"github.com/ptojit/ptojit/cmd/internal/cli"
 	"github.com/ptojit/ptojit/cmd/internal/clientcmd"
@@ -28,7 +29,7 @@ type holder struct {
 
 // holderOf finds who holds the cache directory dir.
 func holderOf(env *cli.Env, dir string) holder {
-	f, err := os.Open(filepath.Join(api.DaemonDir(dir, env.Getenv), api.LockName))
+	f, err := os.Open(filepath.Join(client.DaemonDir(dir, env.Getenv), api.LockName))
 	if err != nil {
 		return holder{}
 	}

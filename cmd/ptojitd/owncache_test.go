@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/ptojit/ptojit/api"
+	"github.com/ptojit/ptojit/api/client"
 	"github.com/ptojit/ptojit/cache"
 	"github.com/ptojit/ptojit/test/fixture"
 )
@@ -472,7 +473,7 @@ func forgedDaemonCase(t *testing.T, w *userWorld, evilCache string, want []byte)
 			t.Fatalf("build %d: warnings %q, want the refusal", i, resp.Warnings)
 		}
 	}
-	ddir := api.DaemonDir(dir, func(k string) string {
+	ddir := client.DaemonDir(dir, func(k string) string {
 		if k == "XDG_RUNTIME_DIR" {
 			return filepath.Join(home, "run")
 		}
