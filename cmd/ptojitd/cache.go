@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"math"
 	"runtime/debug"
 	"runtime/metrics"
 	"slices"
@@ -17,7 +16,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/ptojit/ptojit/cache"
-	"github.com/ptojit/ptojit/cache/remote"
+	"github.com/ptojit/ptojit/cache/report"
 	"github.com/ptojit/ptojit/cmd/internal/cli"
 	"github.com/ptojit/ptojit/inventory"
 	"github.com/ptojit/ptojit/jit"
@@ -120,9 +119,8 @@ func runCacheSubcommand(ctx context.Context, env *cli.Env, name string, nargs in
 		// is at its live size between commands.
 		debug.FreeOSMemory()
 	}
-	var nw *needWipe
-	if errors.As(err, &nw) {
-		return wipeCache(env, o, nw.err, engine.wiped != nil)
+	if errors.Is(err, report.ErrWipe) {
+		return wipeCache(env, o, err, engine.wiped != nil)
 	}
 	return err
 }
@@ -360,12 +358,6 @@ func canWipe(ctx context.Context, err error) bool {
 	return ctx.Err() == nil && errors.As(err, &oe) && !errors.Is(err, cache.ErrLocked) && !errors.Is(err, cache.ErrNotOwned)
 }
 
-// needWipe is the error of cache clear on an open store that failed: the
-// store's files must be removed once it is closed.
-type needWipe struct{ err error }
-
-func (e *needWipe) Error() string { return e.err.Error() }
-
 // wipeCache removes the database files of a store that failed with cause
 // (cache.Wipe: Badger's files only). In the daemon the store is the
 // daemon's own: with atExit the daemon removes them as it exits, after
@@ -442,17 +434,6 @@ func toJSON(e *cache.Entry, withRecord bool) entryJSON {
 	return j
 }
 
-type statsJSON struct {
-	Dir string `json:"dir"`
-	*cache.Stats
-	statsDerived
-	// Remote holds the remote tier's counters, when the daemon serving
-	// the command has one; Remotes every tier's, in lookup order, when
-	// the setting lists several.
-	Remote  *remote.Stats  `json:"remote,omitempty"`
-	Remotes []remote.Stats `json:"remotes,omitempty"`
-}
-
 func runCacheStats(ctx context.Context, env *cli.Env, o *cacheOptions, s cache.Core, args []string) error {
 	if len(args) != 0 {
 		return cli.Usagef("cache stats: unexpected arguments")
@@ -461,51 +442,11 @@ func runCacheStats(ctx context.Context, env *cli.Env, o *cacheOptions, s cache.C
 	if err != nil {
 		return err
 	}
-	rs := remoteStatsFor(env, o.resolvedDir)
+	r := report.NewStats(o.resolvedDir, st, remoteStatsFor(env, o.resolvedDir), time.Now())
 	if o.json {
-		j := statsJSON{Dir: o.resolvedDir, Stats: st, statsDerived: derive(st, time.Now())}
-		if len(rs) > 0 {
-			j.Remote = &rs[0]
-		}
-		if len(rs) > 1 {
-			j.Remotes = rs
-		}
-		return cli.WriteJSON(env.Stdout, j)
+		return cli.WriteJSON(env.Stdout, r)
 	}
-	w := tabwriter.NewWriter(env.Stdout, 0, 0, 2, ' ', 0)
-	fmt.Fprintf(w, "cache directory\t%s\n", o.resolvedDir)
-	fmt.Fprintf(w, "entries\t%d\n", st.Entries)
-	if st.MaxBytes > 0 {
-		fmt.Fprintf(w, "size\t%s of %s (%.0f%%)\n", cache.FormatSize(st.Bytes), cache.FormatSize(st.MaxBytes), 100*float64(st.Bytes)/float64(st.MaxBytes))
-	} else {
-		fmt.Fprintf(w, "size\t%s (no limit)\n", cache.FormatSize(st.Bytes))
-	}
-	writeStatsValue(w, st)
-	fmt.Fprintf(w, "uncached\t%d\n", st.Uncached)
-	for _, r := range slices.Sorted(maps.Keys(st.UncachedReasons)) {
-		fmt.Fprintf(w, "  %s\t%d\n", r, st.UncachedReasons[r])
-	}
-	fmt.Fprintf(w, "errors\t%d\n", st.Errors)
-	fmt.Fprintf(w, "verify_mismatch\t%d hits that differed from a fresh compile (verify mode)\n", st.VerifyMismatch)
-	fmt.Fprintf(w, "evictions\t%d\n", st.Evictions)
-	for _, h := range st.Health {
-		fmt.Fprintf(w, "health\t%s\n", h)
-	}
-	for i := range rs {
-		fmt.Fprintf(w, "%s\n", strings.Replace(remoteSummary(&rs[i]), ": ", "\t", 1))
-	}
-	return w.Flush()
-}
-
-// remoteSummary is one line about the remote tier: its target, state and
-// counters.
-func remoteSummary(s *remote.Stats) string {
-	line := fmt.Sprintf("remote: %s (%s); %d hits, %d misses (%d damaged, %d untrusted), %d errors, %d writes, %d pending, %d dropped; %s down, %s up",
-		s.Target, s.State, s.Hits, s.Misses, s.Damaged, s.Untrusted, s.Errors, s.Writes, s.Pending, s.Dropped, cache.FormatSize(s.BytesDown), cache.FormatSize(s.BytesUp))
-	if s.LastError != "" {
-		line += "; last error: " + s.LastError
-	}
-	return line
+	return r.WriteText(env.Stdout)
 }
 
 func fmtTime(t time.Time) string { return t.Local().Format("2006-01-02 15:04:05") }
@@ -661,34 +602,6 @@ func writeEntryRecord(env *cli.Env, o *cacheOptions, e *cache.Entry) error {
 	return err
 }
 
-type verifyJSON struct {
-	OK          bool              `json:"ok"`
-	Entries     int               `json:"entries"`
-	Blobs       int               `json:"blobs"`
-	Bytes       int64             `json:"bytes"`
-	Corrupt     []corruptJSON     `json:"corrupt"`
-	BadEntries  map[string]string `json:"bad_entries"`
-	Tables      string            `json:"tables,omitempty"`
-	Removed     []string          `json:"removed"`
-	Orphans     int               `json:"orphans"`
-	OrphanBytes int64             `json:"orphan_bytes"`
-	ReadOnly    bool              `json:"read_only"`
-}
-
-type corruptJSON struct {
-	Digest  string   `json:"digest"`
-	Reason  string   `json:"reason"`
-	Entries []string `json:"entries"`
-}
-
-func keyStrings(ks []cache.Key) []string {
-	out := make([]string, 0, len(ks))
-	for _, k := range ks {
-		out = append(out, k.String())
-	}
-	return out
-}
-
 func runCacheVerify(ctx context.Context, env *cli.Env, o *cacheOptions, s cache.Core, args []string) error {
 	if len(args) != 0 {
 		return cli.Usagef("cache verify: unexpected arguments")
@@ -701,83 +614,18 @@ func runCacheVerify(ctx context.Context, env *cli.Env, o *cacheOptions, s cache.
 		if ctx.Err() != nil {
 			return err
 		}
-		remedy := "`ptojit cache clear` starts it afresh"
-		if errors.Is(err, cache.ErrNoSpace) {
-			remedy = cache.Remedy(err)
-		}
-		return fmt.Errorf("cache verify: the store fails beyond what verify repairs: %w; remedy: %s", err, remedy)
+		return report.VerifyFailed(err)
 	}
-	exit := func() error {
-		if r.OK() {
-			return nil
-		}
-		return cli.Exit(cli.ExitFailure)
-	}
+	j := report.NewVerify(r, o.opt.ReadOnly, o.dryRun)
 	if o.json {
-		j := verifyJSON{OK: r.OK(), Entries: r.Entries, Blobs: r.Blobs, Bytes: r.Bytes, Corrupt: []corruptJSON{},
-			BadEntries: map[string]string{}, Removed: keyStrings(r.Removed), Orphans: r.Orphans, OrphanBytes: r.OrphanBytes,
-			ReadOnly: o.opt.ReadOnly, Tables: r.Tables}
-		for _, c := range r.Corrupt {
-			j.Corrupt = append(j.Corrupt, corruptJSON{hex.EncodeToString(c.Digest[:]), c.Reason, keyStrings(c.Entries)})
-		}
-		for k, why := range r.BadEntries {
-			j.BadEntries[k.String()] = why
-		}
-		if err := cli.WriteJSON(env.Stdout, j); err != nil {
-			return err
-		}
-		return exit()
+		err = cli.WriteJSON(env.Stdout, j)
+	} else {
+		err = j.WriteText(env.Stdout)
 	}
-	out := env.Stdout
-	fmt.Fprintf(out, "verified %d entries, %d blobs (%s)\n", r.Entries, r.Blobs, cache.FormatSize(r.Bytes))
-	for _, c := range r.Corrupt {
-		fmt.Fprintf(out, "%s", c.Reason)
-		if len(c.Entries) > 0 {
-			fmt.Fprintf(out, " (named by %s)", strings.Join(shortKeys(c.Entries), ", "))
-		}
-		fmt.Fprintln(out)
+	if err == nil && !r.OK() {
+		err = cli.Exit(cli.ExitFailure)
 	}
-	for _, k := range slices.SortedFunc(maps.Keys(r.BadEntries), func(a, b cache.Key) int { return strings.Compare(a.String(), b.String()) }) {
-		fmt.Fprintf(out, "entry %s: %s\n", k.String()[:12], r.BadEntries[k])
-	}
-	if r.Tables != "" {
-		fmt.Fprintf(out, "tables damaged: %s\nremedy: `ptojit cache clear` (verify cannot repair the tables)\n", r.Tables)
-	}
-	switch {
-	case r.OK():
-		fmt.Fprintln(out, "no damage found")
-	case o.dryRun:
-		fmt.Fprintln(out, "damaged entries not removed: --dry-run")
-	case o.opt.ReadOnly:
-		fmt.Fprintln(out, "damaged entries not removed: the cache is read-only")
-	default:
-		fmt.Fprintf(out, "removed %d damaged entries\n", len(r.Removed))
-	}
-	if r.Orphans > 0 {
-		verb := "deleted"
-		if o.dryRun || o.opt.ReadOnly {
-			verb = "found (not deleted)"
-		}
-		fmt.Fprintf(out, "%s %d orphan blobs (%s)\n", verb, r.Orphans, cache.FormatSize(r.OrphanBytes))
-	}
-	return exit()
-}
-
-func shortKeys(ks []cache.Key) []string {
-	out := keyStrings(ks)
-	for i := range out {
-		out[i] = out[i][:12]
-	}
-	return out
-}
-
-type trimJSON struct {
-	BytesBefore int64    `json:"bytes_before"`
-	BytesAfter  int64    `json:"bytes_after"`
-	MaxBytes    int64    `json:"max_bytes"`
-	Evicted     []string `json:"evicted"`
-	Orphans     int      `json:"orphans"`
-	ValueLogGC  int      `json:"value_log_gc"`
+	return err
 }
 
 func runCacheTrim(ctx context.Context, env *cli.Env, o *cacheOptions, s cache.Core, args []string) error {
@@ -787,28 +635,14 @@ func runCacheTrim(ctx context.Context, env *cli.Env, o *cacheOptions, s cache.Co
 	if o.opt.ReadOnly {
 		return fmt.Errorf("cache trim: %w", cache.ErrReadOnly)
 	}
-	limit := o.opt.MaxBytes
-	if limit <= 0 {
-		limit = math.MaxInt64 // no limit
-	}
-	r, err := cache.Trim(ctx, s, limit)
+	r, err := report.RunTrim(ctx, s, o.opt.MaxBytes)
 	if err != nil {
 		return err
 	}
 	if o.json {
-		return cli.WriteJSON(env.Stdout, trimJSON{r.BytesBefore, r.BytesAfter, o.opt.MaxBytes, keyStrings(r.Evicted), r.Orphans, r.ValueLogGC})
+		return cli.WriteJSON(env.Stdout, r)
 	}
-	lim := "no limit"
-	if o.opt.MaxBytes > 0 {
-		lim = "limit " + cache.FormatSize(r.MaxBytes)
-	}
-	fmt.Fprintf(env.Stdout, "evicted %d entries: %s -> %s (%s)\n", len(r.Evicted),
-		cache.FormatSize(r.BytesBefore), cache.FormatSize(r.BytesAfter), lim)
-	if r.Orphans > 0 {
-		fmt.Fprintf(env.Stdout, "deleted %d orphan blobs\n", r.Orphans)
-	}
-	fmt.Fprintf(env.Stdout, "value-log GC rewrote %d files\n", r.ValueLogGC)
-	return nil
+	return r.WriteText(env.Stdout)
 }
 
 func runCacheClear(ctx context.Context, env *cli.Env, o *cacheOptions, s cache.Core, args []string) error {
@@ -818,25 +652,12 @@ func runCacheClear(ctx context.Context, env *cli.Env, o *cacheOptions, s cache.C
 	if o.opt.ReadOnly {
 		return fmt.Errorf("cache clear: %w", cache.ErrReadOnly)
 	}
-	before, err := cache.ReadStats(ctx, s)
-	if err == nil && len(before.Health) > 0 {
-		if b, ok := s.(interface{ Healthy() error }); ok {
-			err = b.Healthy()
-		}
-	}
-	if err == nil {
-		err = cache.Clear(ctx, s)
-	}
+	r, err := report.RunClear(ctx, s)
 	if err != nil {
-		if ctx.Err() != nil {
-			return err
-		}
-		// A store too damaged to clear: remove its files once closed.
-		return &needWipe{err}
+		return err
 	}
 	if o.json {
-		return cli.WriteJSON(env.Stdout, map[string]int64{"entries": before.Entries, "bytes": before.Bytes})
+		return cli.WriteJSON(env.Stdout, r)
 	}
-	fmt.Fprintf(env.Stdout, "removed %d entries (%s)\n", before.Entries, cache.FormatSize(before.Bytes))
-	return nil
+	return r.WriteText(env.Stdout)
 }

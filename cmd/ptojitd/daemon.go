@@ -23,6 +23,7 @@ import (
 	"github.com/ptojit/ptojit/api/client"
 	"github.com/ptojit/ptojit/cache"
 	"github.com/ptojit/ptojit/cache/remote"
+	"github.com/ptojit/ptojit/cache/report"
 	"github.com/ptojit/ptojit/cmd/internal/cli"
 	"github.com/ptojit/ptojit/daemon"
 	"github.com/ptojit/ptojit/internal/config"
@@ -303,10 +304,10 @@ func runDaemonStatus(env *cli.Env, o daemonOptions) error {
 			fmt.Fprintf(w, "cache unusable: %s (builds run uncached)\n", st.CacheError)
 		}
 		for i := range st.Remotes {
-			fmt.Fprintf(w, "%s\n", remoteSummary(&st.Remotes[i]))
+			fmt.Fprintf(w, "%s\n", report.RemoteSummary(&st.Remotes[i]))
 		}
 		if len(st.Remotes) == 0 && st.Remote != nil {
-			fmt.Fprintf(w, "%s\n", remoteSummary(st.Remote))
+			fmt.Fprintf(w, "%s\n", report.RemoteSummary(st.Remote))
 		}
 		if st.LastTrim != "" {
 			fmt.Fprintf(w, "last trim: %s\n", st.LastTrim)

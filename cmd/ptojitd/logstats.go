@@ -11,6 +11,7 @@ import (
 
 	"github.com/ptojit/ptojit/api"
 	"github.com/ptojit/ptojit/cache"
+	"github.com/ptojit/ptojit/cache/report"
 	"github.com/ptojit/ptojit/cmd/internal/cli"
 	"github.com/ptojit/ptojit/jit"
 )
@@ -115,7 +116,7 @@ func writeLogTotals(out io.Writer, p string, t *logTotals, plot string) error {
 	if t.HitRate != nil {
 		fmt.Fprintf(w, "hit rate\t%.1f%%\n", 100**t.HitRate)
 	}
-	fmt.Fprintf(w, "time saved\t%s\n", formatDuration(time.Duration(t.TimeSavedSeconds*float64(time.Second))))
+	fmt.Fprintf(w, "time saved\t%s\n", report.FormatDuration(time.Duration(t.TimeSavedSeconds*float64(time.Second))))
 	fmt.Fprintf(w, "bytes served\t%s\n", cache.FormatSize(t.BytesServed))
 	fmt.Fprintf(w, "uncached\t%d\n", t.Uncached)
 	fmt.Fprintf(w, "errors\t%d\n", t.Errors)
