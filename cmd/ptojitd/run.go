@@ -19,6 +19,7 @@ import (
 	"github.com/ptojit/ptojit/cmd/internal/cli"
 	"github.com/ptojit/ptojit/cmd/internal/clientcmd"
 	"github.com/ptojit/ptojit/registry"
+	"github.com/ptojit/ptojit/registry/module"
 	"github.com/ptojit/ptojit/registry/worker"
 )
 
@@ -139,7 +140,7 @@ func loadCallable(ctx context.Context, env *cli.Env, o runOptions) (blob []byte,
 		if err != nil {
 			return nil, res, cli.Invalid(fmt.Errorf("run: --callable %s: %w", o.callable, errors.Unwrap(err)))
 		}
-		if err := refuseModulePackage(o.callable, blob); err != nil {
+		if err := module.RefusePackage(o.callable, blob); err != nil {
 			return nil, res, cli.Invalid(fmt.Errorf("run: %w", err))
 		}
 		if _, err := registry.ParseChipCallable(blob); err != nil {
