@@ -20,6 +20,7 @@ import (
 	"github.com/ptojit/ptojit/cmd/internal/cli"
 	"github.com/ptojit/ptojit/internal/config"
 	"github.com/ptojit/ptojit/jit"
+	"github.com/ptojit/ptojit/observe"
 	"github.com/ptojit/ptojit/toolchain"
 )
 
@@ -497,14 +498,14 @@ func runBuild(ctx context.Context, env *cli.Env, o buildOptions) error {
 		}
 	}
 	t = time.Now()
-	observeBuild(resp.Status, time.Since(began))
+	observe.ObserveBuild(resp.Status, time.Since(began))
 	if store != nil {
 		// Only a cache the build could use takes its record (one
 		// another user owns is refused, and its log with it).
 		logBuild(env, o.cacheDir, resp)
 	}
 	if engine.store != nil {
-		daemonLog.build(resp)
+		daemonLog.Build(resp)
 	}
 	endRemote()
 	if err := release(); err != nil && buildErr == nil {
@@ -613,9 +614,4 @@ func fileExists(p string) bool {
 // with the capabilities the stores of package cache have. The maintenance
 // functions of package cache (cache.Verify, cache.Trim, ...) reach the
 // store of package cache under it.
-type cacheStore interface {
-	cache.Core
-	cache.EntryReader
-	cache.Deleter
-	cache.EventCounter
-}
+type cacheStore = cache.Shared

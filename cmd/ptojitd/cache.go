@@ -438,7 +438,7 @@ func runCacheStats(ctx context.Context, env *cli.Env, o *cacheOptions, s cache.C
 	if len(args) != 0 {
 		return cli.Usagef("cache stats: unexpected arguments")
 	}
-	st, err := storeStats(ctx, s)
+	st, err := cache.ReadStats(ctx, s)
 	if err != nil {
 		return err
 	}
