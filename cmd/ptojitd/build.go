@@ -20,6 +20,7 @@ import (
 	"github.com/ptojit/ptojit/cmd/internal/cli"
 	"github.com/ptojit/ptojit/internal/config"
 	"github.com/ptojit/ptojit/jit"
+	"github.com/ptojit/ptojit/jit/inspect"
 	"github.com/ptojit/ptojit/observe"
 	"github.com/ptojit/ptojit/toolchain"
 )
@@ -578,7 +579,7 @@ func writeSummary(w io.Writer, r *api.Response) error {
 		} else {
 			fmt.Fprintf(&b, "miss (%s): compiled and cached", r.MissReason)
 		}
-		writeChanged(&b, r)
+		inspect.WriteChanged(&b, r)
 	case api.StatusUncached:
 		fmt.Fprintf(&b, "uncached: compiled, not cached, because:\n")
 		for _, u := range r.Unavailable {

@@ -2,15 +2,11 @@ package main
 
 import (
 	"context"
-	"encoding/hex"
 	"errors"
 	"fmt"
-	"maps"
 	"runtime/debug"
 	"runtime/metrics"
-	"slices"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/pflag"
@@ -18,8 +14,7 @@ import (
 	"github.com/ptojit/ptojit/cache"
 	"github.com/ptojit/ptojit/cache/report"
 	"github.com/ptojit/ptojit/cmd/internal/cli"
-	"github.com/ptojit/ptojit/inventory"
-	"github.com/ptojit/ptojit/jit"
+	"github.com/ptojit/ptojit/jit/inspect"
 )
 
 // cacheRunFunc is what one cache subcommand does with the store it opened.
@@ -387,53 +382,6 @@ func wipeCache(env *cli.Env, o *cacheOptions, cause error, atExit bool) error {
 
 // The JSON forms.
 
-type outputJSON struct {
-	Name   string `json:"name"`
-	Size   int64  `json:"size"`
-	Digest string `json:"digest"`
-	Mode   string `json:"mode"`
-}
-
-type entryJSON struct {
-	Key            string            `json:"key"`
-	Size           int64             `json:"size"`
-	Created        time.Time         `json:"created"`
-	LastUsed       time.Time         `json:"last_used"`
-	CompileSeconds float64           `json:"compile_seconds"`
-	Meta           map[string]string `json:"meta"`
-	Outputs        []outputJSON      `json:"outputs"`
-	Record         *string           `json:"record,omitempty"`
-	// Kind is "build" for a build key's entry (its outputs are in the
-	// result entries its variants name) or "result".
-	Kind string `json:"kind"`
-	// Variants are a build key's header variants (cache show).
-	Variants []variantJSON `json:"variants,omitempty"`
-}
-
-func toJSON(e *cache.Entry, withRecord bool) entryJSON {
-	j := entryJSON{
-		Key:            e.Key.String(),
-		Size:           e.Size(),
-		Created:        e.Created.UTC(),
-		LastUsed:       e.LastUsed.UTC(),
-		CompileSeconds: e.CompileTime.Seconds(),
-		Meta:           e.Meta,
-		Outputs:        []outputJSON{},
-		Kind:           entryKind(e),
-	}
-	if j.Meta == nil {
-		j.Meta = map[string]string{}
-	}
-	for _, o := range e.Outputs {
-		j.Outputs = append(j.Outputs, outputJSON{o.Name, o.Size, hex.EncodeToString(o.Digest[:]), fmt.Sprintf("%04o", o.Mode)})
-	}
-	if withRecord {
-		r := string(e.Record)
-		j.Record = &r
-	}
-	return j
-}
-
 func runCacheStats(ctx context.Context, env *cli.Env, o *cacheOptions, s cache.Core, args []string) error {
 	if len(args) != 0 {
 		return cli.Usagef("cache stats: unexpected arguments")
@@ -447,25 +395,6 @@ func runCacheStats(ctx context.Context, env *cli.Env, o *cacheOptions, s cache.C
 		return cli.WriteJSON(env.Stdout, r)
 	}
 	return r.WriteText(env.Stdout)
-}
-
-func fmtTime(t time.Time) string { return t.Local().Format("2006-01-02 15:04:05") }
-
-// short abbreviates a long hashid ("sha256:" and 12 hex digits); show
-// prints it whole.
-func short(s string) string {
-	const n = len("sha256:") + 12
-	if len(s) > n {
-		return s[:n]
-	}
-	return orDash(s)
-}
-
-func orDash(s string) string {
-	if s == "" {
-		return "-"
-	}
-	return s
 }
 
 // minKeyPrefix is the shortest key prefix show accepts.
@@ -528,78 +457,10 @@ func runCacheShow(ctx context.Context, env *cli.Env, o *cacheOptions, s cacheSto
 	if err != nil {
 		return fmt.Errorf("cache show: %w", err)
 	}
-	m := manifestOf(ctx, s, e)
 	if o.json {
-		j := toJSON(e, true)
-		if m != nil {
-			j.Variants = variantsOf(ctx, s, m)
-		}
-		return cli.WriteJSON(env.Stdout, j)
+		return cli.WriteJSON(env.Stdout, inspect.Show(ctx, s, e))
 	}
-	w := tabwriter.NewWriter(env.Stdout, 0, 0, 2, ' ', 0)
-	fmt.Fprintf(w, "key\t%s\n", e.Key)
-	fmt.Fprintf(w, "kind\t%s\n", entryKind(e))
-	fmt.Fprintf(w, "size\t%s (%d bytes)\n", cache.FormatSize(e.Size()), e.Size())
-	fmt.Fprintf(w, "created\t%s\n", fmtTime(e.Created))
-	fmt.Fprintf(w, "last used\t%s\n", fmtTime(e.LastUsed))
-	fmt.Fprintf(w, "compile time\t%s\n", e.CompileTime.Round(time.Millisecond))
-	var meta []string
-	for _, k := range slices.Sorted(maps.Keys(e.Meta)) {
-		if k != "manifest" || m == nil { // a manifest is printed as the variants below
-			meta = append(meta, k)
-		}
-	}
-	if len(meta) > 0 {
-		fmt.Fprintf(w, "meta\t\n")
-		for _, k := range meta {
-			fmt.Fprintf(w, "  %s\t%s\n", k, e.Meta[k])
-		}
-	}
-	if err := w.Flush(); err != nil {
-		return err
-	}
-	if m != nil {
-		fmt.Fprintf(env.Stdout, "variants (header sets seen for this key, most recent first; each result entry holds the outputs)\n")
-		for i, v := range variantsOf(ctx, s, m) {
-			fmt.Fprintf(env.Stdout, "  [%d] result %s, %d headers, %d searched and absent\n", i, v.Result, len(v.Headers), len(v.Absent))
-			for _, a := range v.Absent {
-				fmt.Fprintf(env.Stdout, "      absent %s\n", a)
-			}
-			if v.Missing != "" {
-				fmt.Fprintf(env.Stdout, "      result entry unreadable: %s\n", v.Missing)
-			}
-			for _, o := range v.Outputs {
-				fmt.Fprintf(env.Stdout, "      %s %10d  sha256:%s  %s\n", o.Mode, o.Size, o.Digest, o.Name)
-			}
-		}
-	} else {
-		fmt.Fprintf(env.Stdout, "outputs\n")
-		for _, o := range e.Outputs {
-			fmt.Fprintf(env.Stdout, "  %04o %10d  sha256:%x  %s\n", o.Mode, o.Size, o.Digest, o.Name)
-		}
-	}
-	return writeEntryRecord(env, o, e)
-}
-
-// writeEntryRecord prints an entry's key record: the indented tree "ptojit
-// key" prints, or with --raw its wire bytes in hex (as a record that does
-// not decode is printed too).
-func writeEntryRecord(env *cli.Env, o *cacheOptions, e *cache.Entry) error {
-	if len(e.Record) == 0 {
-		return nil
-	}
-	if !o.raw {
-		rec, err := inventory.Decode(e.Record)
-		if err == nil {
-			var b strings.Builder
-			if err := jit.WriteRecordTree(&b, rec); err == nil {
-				_, err := fmt.Fprintf(env.Stdout, "record\n%s", b.String())
-				return err
-			}
-		}
-	}
-	_, err := fmt.Fprintf(env.Stdout, "record (%d bytes, hex)\n  %x\n", len(e.Record), e.Record)
-	return err
+	return inspect.WriteShow(ctx, env.Stdout, s, e, o.raw)
 }
 
 func runCacheVerify(ctx context.Context, env *cli.Env, o *cacheOptions, s cache.Core, args []string) error {
