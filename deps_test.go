@@ -25,6 +25,7 @@ var arrows = map[string][]string{
 	"api/client":              {"api", "filesys/flock"},
 	"cache":                   {"internal/value"},
 	"cache/remote":            {"cache", "internal/value"},
+	"cache/remote/tiers":      {"cache/remote", "internal/config", "registry/module"},
 	"cache/report":            {"cache", "cache/remote"},
 	"filesys/durable":         {},
 	"filesys/flock":           {},                                    // the lock helper of the daemon, the module store and its pins

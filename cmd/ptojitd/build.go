@@ -17,6 +17,7 @@ import (
 	"github.com/ptojit/ptojit/api"
 	"github.com/ptojit/ptojit/cache"
 	"github.com/ptojit/ptojit/cache/remote"
+	"github.com/ptojit/ptojit/cache/remote/tiers"
 	"github.com/ptojit/ptojit/cmd/internal/cli"
 	"github.com/ptojit/ptojit/internal/config"
 	"github.com/ptojit/ptojit/jit"
@@ -276,7 +277,7 @@ var engine struct {
 	listings *jit.DirListings
 	// remotes are the daemon's remote tiers, one per configuration its
 	// requests select; dir is its cache directory.
-	remotes *remoteTiers
+	remotes *tiers.Pool
 	dir     string
 	// storeErr is why the daemon could not open its store (store is nil):
 	// builds run uncached with a warning; cache clear wipes the
@@ -380,10 +381,6 @@ func driverFor(env *cli.Env, cacheDir string, store cache.Core, storeErr error, 
 	return jit.New(o)
 }
 
-// remoteDrain bounds how long an exiting engine waits for its queued
-// publications to the remote tier.
-const remoteDrain = 10 * time.Second
-
 // remoteFor returns the remote tier of a build command using the cache
 // directory cacheDir ("" for the default), the function that ends it, and
 // the warnings of a tier that cannot be used, which the build reports
@@ -391,7 +388,7 @@ const remoteDrain = 10 * time.Second
 // in force select (the client's PTOJIT_REMOTE* variables, else the
 // settings file's remote keys): in the daemon, one of its tiers (kept open
 // for later requests); else one opened for this command, which the
-// returned function drains (for at most remoteDrain, warning about what it
+// returned function drains (for at most tiers.Drain, warning about what it
 // dropped) and closes. No tier is nil. A tier that cannot be configured (a
 // bad URL) is a warning: it can fail no build.
 func remoteFor(env *cli.Env, cacheDir string) (_ *remote.Chain, end func(), warnings []string) {
@@ -412,7 +409,7 @@ func remoteFor(env *cli.Env, cacheDir string) (_ *remote.Chain, end func(), warn
 		return nil, none, nil
 	}
 	disabled := func(err error) []string { return []string{fmt.Sprintf("remote cache disabled: %v", err)} }
-	rs, ok, err := remoteOf(s.list)
+	rs, ok, err := tiers.Of(s.list)
 	if err != nil {
 		return nil, none, disabled(err)
 	}
@@ -420,22 +417,22 @@ func remoteFor(env *cli.Env, cacheDir string) (_ *remote.Chain, end func(), warn
 		return nil, none, nil
 	}
 	if engine.remotes != nil {
-		r, err := engine.remotes.get(rs)
+		r, err := engine.remotes.Get(rs)
 		if err != nil {
 			return nil, none, disabled(err)
 		}
-		if w := credentialWarning(rs, env.Getenv, engine.remotes.getenv); w != "" {
+		if w := tiers.CredentialWarning(rs, env.Getenv, engine.remotes.Getenv); w != "" {
 			warnings = append(warnings, w)
 		}
 		return r, none, warnings
 	}
 	stderr := env.Stderr
-	r, err := openChain(rs, env.Getenv, false, func(_, msg string) { fmt.Fprintf(stderr, "ptojit: warning: %s\n", msg) })
+	r, err := tiers.Open(rs, env.Getenv, false, func(_, msg string) { fmt.Fprintf(stderr, "ptojit: warning: %s\n", msg) })
 	if err != nil {
 		return nil, none, disabled(err)
 	}
 	return r, func() {
-		closeRemote(r, func(format string, args ...any) {
+		tiers.CloseChain(r, func(format string, args ...any) {
 			fmt.Fprintf(stderr, "ptojit: warning: "+format+"\n", args...)
 		})
 	}, nil

@@ -19,6 +19,7 @@ import (
 	"github.com/ptojit/ptojit/api/client"
 	"github.com/ptojit/ptojit/cache"
 	"github.com/ptojit/ptojit/cache/remote"
+	"github.com/ptojit/ptojit/cache/remote/tiers"
 	"github.com/ptojit/ptojit/cmd/internal/cli"
 	"github.com/ptojit/ptojit/internal/config"
 	"github.com/ptojit/ptojit/internal/value"
@@ -113,10 +114,10 @@ func checkSetting(k config.Key, v string) error {
 		}
 		return err
 	case "remote_signing_key":
-		_, err := readSigningKey(v)
+		_, err := tiers.ReadSigningKey(v)
 		return err
 	case "remote_trust":
-		_, err := parseTrust(v)
+		_, err := tiers.ParseTrust(v)
 		return err
 	case "remote_timeout", "remote_connect_timeout":
 		_, err := value.Duration(v, remote.MinTimeout, remote.MaxTimeout)

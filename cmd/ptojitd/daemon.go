@@ -23,6 +23,7 @@ import (
 	"github.com/ptojit/ptojit/api/client"
 	"github.com/ptojit/ptojit/cache"
 	"github.com/ptojit/ptojit/cache/remote"
+	"github.com/ptojit/ptojit/cache/remote/tiers"
 	"github.com/ptojit/ptojit/cache/report"
 	"github.com/ptojit/ptojit/cmd/internal/cli"
 	"github.com/ptojit/ptojit/daemon"
@@ -495,8 +496,8 @@ func serveStore(ctx context.Context, srv *daemon.Server, served <-chan error, di
 	// The remote tiers follow the settings of each request (the file's,
 	// or a client's PTOJIT_REMOTE*), not the environment the daemon
 	// started with.
-	engine.remotes = &remoteTiers{logf: logf, getenv: daemonGetenv}
-	defer engine.remotes.close()
+	engine.remotes = tiers.NewPool(logf, daemonGetenv)
+	defer engine.remotes.Close()
 	engine.wiped = wiped
 
 	trim := func(ctx context.Context, maxBytes int64) (*cache.TrimReport, error) {
@@ -528,7 +529,7 @@ func serveStore(ctx context.Context, srv *daemon.Server, served <-chan error, di
 		} else {
 			st.CacheError = err.Error()
 		}
-		if rs := engine.remotes.stats(); len(rs) > 0 {
+		if rs := engine.remotes.Stats(); len(rs) > 0 {
 			st.Remote = &rs[0]
 			st.Remotes = rs
 		}
