@@ -45,7 +45,7 @@ var arrows = map[string][]string{
 	"registry/opquery":                    {},
 	"registry/ops":                        {"registry/module", "registry/opquery", "registry", "registry/worker", "inventory"},
 	"jit":                                 {"api", "api/client", "cache", "toolchain", "inventory", "registry", "envaudit/envreg", "filesys/durable", "."},
-	"observe":                             {"api", "cache", "cache/report", "filesys/durable", "internal/value", "jit"},
+	"observe":                             {"api", "cache", "cache/remote", "cache/report", "daemon", "filesys/durable", "internal/config", "internal/value", "jit"},
 	"cmd/internal/cli":                    {},
 	"cmd/internal/clientcmd":              {"cmd/internal/cli", "api", "api/client", "inventory", "registry", "internal/value"},
 	"cmd/ptojit":                          {"cmd/internal/cli", "cmd/internal/clientcmd", "api", "api/client", "inventory", "registry"},

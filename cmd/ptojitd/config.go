@@ -10,7 +10,6 @@ import (
 	"strings"
 	"sync"
 	"syscall"
-	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/pflag"
@@ -455,40 +454,6 @@ func runConfigSet(env *cli.Env, o *configOptions, args []string) error {
 	return f.Save()
 }
 
-// settingJSON is one setting in `config list --json` and `daemon status
-// --json`.
-type settingJSON struct {
-	Key    string `json:"key"`
-	Value  string `json:"value"`
-	Source string `json:"source"` // environment, config file, default
-	Env    string `json:"env"`
-	Line   int    `json:"line,omitempty"`
-}
-
-func settingsJSON(list []config.Setting) []settingJSON {
-	out := make([]settingJSON, 0, len(list))
-	for _, s := range list {
-		out = append(out, settingJSON{s.Key.Name, s.Value, string(s.Source), s.Key.Env, s.Line})
-	}
-	return out
-}
-
-// writeSettings prints settings for people, one per line.
-func writeSettings(env *cli.Env, path string, list []settingJSON, indent string) {
-	tw := tabwriter.NewWriter(env.Stdout, 0, 4, 2, ' ', 0)
-	for _, s := range list {
-		from := s.Source
-		switch s.Source {
-		case string(config.FromEnv):
-			from = s.Env
-		case string(config.FromFile):
-			from = fmt.Sprintf("%s:%d", path, s.Line)
-		}
-		fmt.Fprintf(tw, "%s%s = %s\t(%s)\n", indent, s.Key, s.Value, from)
-	}
-	tw.Flush()
-}
-
 func runConfigList(env *cli.Env, o *configOptions, args []string) error {
 	path, err := configPath(env, o.cacheDir)
 	if err != nil {
@@ -502,14 +467,14 @@ func runConfigList(env *cli.Env, o *configOptions, args []string) error {
 	if err := checkEnvSettings(resolved); err != nil {
 		return err
 	}
-	list := settingsJSON(resolved)
+	list := config.Reports(resolved)
 	if o.json {
 		return cli.WriteJSON(env.Stdout, struct {
-			File     string        `json:"file"`
-			Settings []settingJSON `json:"settings"`
+			File     string          `json:"file"`
+			Settings []config.Report `json:"settings"`
 		}{path, list})
 	}
-	writeSettings(env, path, list, "")
+	config.WriteReports(env.Stdout, path, list, "")
 	return nil
 }
 

@@ -61,8 +61,8 @@ func TestConfigCommand(t *testing.T) {
 	}
 	r := runCache(t, ctx, over, "config", "list", "--json")
 	var list struct {
-		File     string        `json:"file"`
-		Settings []settingJSON `json:"settings"`
+		File     string          `json:"file"`
+		Settings []config.Report `json:"settings"`
 	}
 	if err := json.Unmarshal([]byte(r.stdout), &list); err != nil || list.File != conf || len(list.Settings) != len(config.Known) {
 		t.Fatalf("list --json: %v %+v", err, r)

@@ -21,6 +21,7 @@ import (
 
 	"github.com/ptojit/ptojit/api"
 	"github.com/ptojit/ptojit/api/client"
+	"github.com/ptojit/ptojit/observe"
 	"github.com/ptojit/ptojit/test/fixture"
 )
 
@@ -166,10 +167,10 @@ func (w *daemonWorld) compileCount() int {
 	return strings.Count(string(b), "\n")
 }
 
-func (w *daemonWorld) status() daemonStatus {
+func (w *daemonWorld) status() observe.DaemonStatus {
 	w.t.Helper()
 	out, errs, code := w.run("daemon", "status", "--json")
-	var st daemonStatus
+	var st observe.DaemonStatus
 	if err := json.Unmarshal([]byte(out), &st); err != nil {
 		w.t.Fatalf("daemon status (exit %d): %v\n%s%s", code, err, out, errs)
 	}
