@@ -526,7 +526,7 @@ func reportBuild(env *cli.Env, o buildOptions, req *api.Request, resp *api.Respo
 		fmt.Fprintf(env.Stderr, "ptojit: warning: %s\n", w)
 	}
 	if o.trace {
-		writeTrace(env.Stderr, resp)
+		inspect.WriteTrace(env.Stderr, resp)
 	}
 	if o.json {
 		if err := cli.WriteJSON(env.Stdout, resp); err != nil {
@@ -544,62 +544,7 @@ func reportBuild(env *cli.Env, o buildOptions, req *api.Request, resp *api.Respo
 		}
 		return buildErr
 	}
-	return writeSummary(env.Stdout, resp)
-}
-
-// writeTrace prints the phases of a build in microseconds, in the order
-// they run, and the build's total.
-func writeTrace(w io.Writer, r *api.Response) {
-	var b strings.Builder
-	b.WriteString("trace (µs):")
-	for _, p := range []string{"read", "store", "request", "toolchain", "sources", "record", "lookup", "headers", "verify", "compile", "verify_compile", "output", "latest"} {
-		if v, ok := r.Timings.Phases[p]; ok {
-			fmt.Fprintf(&b, " %s %d", p, v)
-		}
-	}
-	fmt.Fprintf(&b, " total %d\n", int64(r.Timings.Total*1000))
-	io.WriteString(w, b.String())
-}
-
-// writeSummary prints a response for people.
-func writeSummary(w io.Writer, r *api.Response) error {
-	var b strings.Builder
-	switch r.Status {
-	case api.StatusHit:
-		fmt.Fprintf(&b, "hit")
-		if r.HitTier == jit.TierRemote {
-			fmt.Fprintf(&b, " (remote: verified, stored locally)")
-		}
-	case api.StatusMiss:
-		if len(r.Units) > 0 {
-			fmt.Fprintf(&b, "miss (%s): %s; cached", r.MissReason, jit.UnitsLine(r.Units))
-		} else {
-			fmt.Fprintf(&b, "miss (%s): compiled and cached", r.MissReason)
-		}
-		inspect.WriteChanged(&b, r)
-	case api.StatusUncached:
-		fmt.Fprintf(&b, "uncached: compiled, not cached, because:\n")
-		for _, u := range r.Unavailable {
-			fmt.Fprintf(&b, "  - %s\n", u)
-		}
-	default:
-		fmt.Fprintf(&b, "%s", r.Status)
-	}
-	if r.Status != api.StatusUncached {
-		b.WriteString("\n")
-	}
-	if r.Key != "" {
-		fmt.Fprintf(&b, "key     %s\n", r.Key)
-	}
-	fmt.Fprintf(&b, "hashid  %s\n", r.Hashid)
-	fmt.Fprintf(&b, "outputs %s\n", filepath.Dir(r.Callable))
-	for _, o := range r.Outputs {
-		fmt.Fprintf(&b, "  %-20s %9d bytes  %s\n", o.Name, o.Size, o.Digest[:16])
-	}
-	t := r.Timings
-	fmt.Fprintf(&b, "time    %.1f ms (identity %.1f, lookup %.1f, compile %.1f, publish %.1f)\n", t.Total, t.Identity, t.Lookup, t.Compile, t.Publish)
-	_, err := io.WriteString(w, b.String())
-	return err
+	return inspect.WriteSummary(env.Stdout, resp)
 }
 
 // fileExists reports whether p names an existing regular file.
