@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -432,7 +431,7 @@ func serveStore(ctx context.Context, srv *daemon.Server, served <-chan error, di
 	trim := func(ctx context.Context, maxBytes int64) (*cache.TrimReport, error) {
 		return cache.Trim(ctx, store, maxBytes)
 	}
-	m := &maintenance{trim: trim, logf: logf, limit: func() (int64, bool, error) {
+	m := &cache.IdleTrim{Trim: trim, Logf: logf, Limit: func() (int64, bool, error) {
 		st, err := resolveSettings(nil, dir, func(string) string { return "" })
 		if err != nil {
 			return 0, false, err
@@ -440,8 +439,8 @@ func serveStore(ctx context.Context, srv *daemon.Server, served <-chan error, di
 		return st.maxBytes, st.readOnly, nil
 	}}
 	srv.SetHandler(func(ctx context.Context, req *api.DaemonRequest) *api.DaemonResponse {
-		m.touch()
-		defer m.touch()
+		m.Touch()
+		defer m.Touch()
 		// Every change that finished before this request must have
 		// dropped its memos before the request uses them: the Sync
 		// begins now and completes before the build (or any other
@@ -462,7 +461,7 @@ func serveStore(ctx context.Context, srv *daemon.Server, served <-chan error, di
 			st.Remote = &rs[0]
 			st.Remotes = rs
 		}
-		st.LastTrim, st.TrimErrors = m.last()
+		st.LastTrim, st.TrimErrors = m.Last()
 		if set, err := resolveSettings(nil, dir, func(string) string { return "" }); err == nil {
 			st.Settings = config.Reports(set.list)
 			if st.Cache != nil {
@@ -475,7 +474,7 @@ func serveStore(ctx context.Context, srv *daemon.Server, served <-chan error, di
 		return st
 	})
 	// Joined before the store closes (deferred above, so run after this).
-	defer m.start(ctx, srv)()
+	defer m.Start(ctx, serverLoad{srv})()
 	defer startMetrics(ctx, dir, store, logf)()
 	return <-served
 }
@@ -608,110 +607,8 @@ func commandKind(err error) (string, map[string]string) {
 	return "", nil
 }
 
-// maintenance trims the cache to its limit (with value-log GC) once the
-// daemon has been idle for a while after serving requests.
-type maintenance struct {
-	// trim trims the store (cache.Trim of the daemon's store).
-	trim     func(ctx context.Context, maxBytes int64) (*cache.TrimReport, error)
-	maxBytes int64
-	// limit, when set, returns the cap and read-only setting in force at
-	// each trim instead of maxBytes (the settings file may change).
-	limit func() (maxBytes int64, readOnly bool, err error)
-	logf  func(string, ...any)
-	// quiet is the time without requests before the daemon trims;
-	// trimAfter when zero.
-	quiet time.Duration
+// serverLoad is the daemon's server as the idle trim watches it.
+type serverLoad struct{ *daemon.Server }
 
-	mu       sync.Mutex // guards the fields below
-	lastUse  time.Time
-	dirty    bool // requests since the last trim
-	lastTrim string
-	trimErr  string
-}
-
-// trimAfter is the quiet time before the daemon trims.
-const trimAfter = 30 * time.Second
-
-func (m *maintenance) touch() {
-	m.mu.Lock()
-	m.lastUse, m.dirty = time.Now(), true
-	m.mu.Unlock()
-}
-
-func (m *maintenance) last() (string, string) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return m.lastTrim, m.trimErr
-}
-
-// start runs the loop until stop is called, ctx ends or srv is done. stop
-// cancels a trim in progress and returns once the loop has returned, so the
-// store can be closed after it.
-func (m *maintenance) start(ctx context.Context, srv *daemon.Server) (stop func()) {
-	ctx, cancel := context.WithCancel(ctx)
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		m.loop(ctx, srv)
-	}()
-	return func() {
-		cancel()
-		<-done
-	}
-}
-
-func (m *maintenance) loop(ctx context.Context, srv *daemon.Server) {
-	quiet := m.quiet
-	if quiet == 0 {
-		quiet = trimAfter
-	}
-	tick := time.NewTicker(quiet / 3)
-	defer tick.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-srv.Done():
-			return
-		case <-tick.C:
-		}
-		m.mu.Lock()
-		due := m.dirty && time.Since(m.lastUse) >= quiet && srv.Info().InFlight == 0
-		if due {
-			m.dirty = false // claimed: a request from now on makes it due again
-		}
-		m.mu.Unlock()
-		if !due {
-			continue
-		}
-		limit := m.maxBytes
-		if m.limit != nil {
-			n, ro, err := m.limit()
-			if err != nil {
-				m.mu.Lock()
-				m.trimErr = err.Error()
-				m.mu.Unlock()
-				m.logf("trim: %v", err)
-				continue
-			}
-			if ro {
-				continue // readonly: the daemon never trims
-			}
-			limit = n
-		}
-		if limit <= 0 {
-			limit = math.MaxInt64 // no cap: orphans and value-log GC only
-		}
-		rep, err := m.trim(ctx, limit)
-		m.mu.Lock()
-		if err != nil && !errors.Is(err, context.Canceled) {
-			m.trimErr = err.Error()
-			m.logf("trim: %v", err)
-		} else if err == nil {
-			m.lastTrim = fmt.Sprintf("%s: %s -> %s of %s; %d entries evicted, %d orphan blobs deleted, %d value-log files rewritten",
-				time.Now().Format(time.RFC3339), cache.FormatSize(rep.BytesBefore), cache.FormatSize(rep.BytesAfter), cache.FormatSize(rep.MaxBytes),
-				len(rep.Evicted), rep.Orphans, rep.ValueLogGC)
-		}
-		m.mu.Unlock()
-	}
-}
+// InFlight is the requests the server serves now.
+func (s serverLoad) InFlight() int { return s.Info().InFlight }
