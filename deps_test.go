@@ -213,6 +213,17 @@ func TestClientIsStatic(t *testing.T) {
 	}
 }
 
+// TestStoreImportsNoServer holds the store below the server: no package of
+// cache (the store, its remote tiers, its reports) depends on the daemon's
+// socket server, directly or through another package.
+func TestStoreImportsNoServer(t *testing.T) {
+	for _, d := range goList(t, nil, "-deps", "./cache/...") {
+		if d == module+"/daemon" {
+			t.Errorf("a package of cache depends on %s", d)
+		}
+	}
+}
+
 // TestFolderGraphIsAcyclic draws the house by folder: each top-level folder
 // is one node, with an edge for every import between packages of two
 // folders. No arrow may run back up, so the graph has no cycle.
