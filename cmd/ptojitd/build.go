@@ -16,6 +16,7 @@ import (
 
 	"github.com/ptojit/ptojit/api"
 	"github.com/ptojit/ptojit/cache"
+	"github.com/ptojit/ptojit/cache/limit"
 	"github.com/ptojit/ptojit/cache/remote"
 	"github.com/ptojit/ptojit/cache/remote/tiers"
 	"github.com/ptojit/ptojit/cmd/internal/cli"
@@ -557,4 +558,4 @@ func fileExists(p string) bool {
 // with the capabilities the stores of package cache have. The maintenance
 // functions of package cache (cache.Verify, cache.Trim, ...) reach the
 // store of package cache under it.
-type cacheStore = cache.Shared
+type cacheStore = limit.Shared

@@ -17,6 +17,7 @@ import (
 	"github.com/ptojit/ptojit/api"
 	"github.com/ptojit/ptojit/api/client"
 	"github.com/ptojit/ptojit/cache"
+	"github.com/ptojit/ptojit/cache/limit"
 	"github.com/ptojit/ptojit/cache/remote"
 	"github.com/ptojit/ptojit/cache/remote/tiers"
 	"github.com/ptojit/ptojit/cmd/internal/cli"
@@ -479,16 +480,16 @@ func runConfigList(env *cli.Env, o *configOptions, args []string) error {
 }
 
 // sharedStore returns the daemon's store as a request with options opt
-// sees it. Requests with the same settings share one cache.Limited: the
+// sees it. Requests with the same settings share one limit.Store: the
 // driver joins concurrent builds of one key per store value, so that 64
 // clients building the same request compile it once.
 func sharedStore(opt cache.Options) cacheStore {
-	k := cache.NewLimited(engine.store, opt.MaxBytes, opt.ReadOnly)
+	k := limit.New(engine.store, opt.MaxBytes, opt.ReadOnly)
 	s, _ := requestStores.LoadOrStore(*k, k)
-	return s.(*cache.Limited)
+	return s.(*limit.Store)
 }
 
-// requestStores holds one *cache.Limited per distinct cache.Limited value.
+// requestStores holds one *limit.Store per distinct limit.Store value.
 var requestStores sync.Map
 
 // unknownKey is the usage error for a key config does not know: the

@@ -21,6 +21,7 @@ import (
 	"github.com/ptojit/ptojit/api"
 	"github.com/ptojit/ptojit/api/client"
 	"github.com/ptojit/ptojit/cache"
+	"github.com/ptojit/ptojit/cache/idle"
 	"github.com/ptojit/ptojit/cache/remote/tiers"
 	"github.com/ptojit/ptojit/cmd/internal/cli"
 	"github.com/ptojit/ptojit/daemon"
@@ -431,7 +432,7 @@ func serveStore(ctx context.Context, srv *daemon.Server, served <-chan error, di
 	trim := func(ctx context.Context, maxBytes int64) (*cache.TrimReport, error) {
 		return cache.Trim(ctx, store, maxBytes)
 	}
-	m := &cache.IdleTrim{Trim: trim, Logf: logf, Limit: func() (int64, bool, error) {
+	m := &idle.Trimmer{Trim: trim, Logf: logf, Limit: func() (int64, bool, error) {
 		st, err := resolveSettings(nil, dir, func(string) string { return "" })
 		if err != nil {
 			return 0, false, err

@@ -1,4 +1,6 @@
-package cache
+// Package idle trims a daemon's store once the daemon has been quiet for a
+// while after serving requests.
+package idle
 
 import (
 	"context"
@@ -7,21 +9,23 @@ import (
 	"math"
 	"sync"
 	"time"
+
+	"github.com/ptojit/ptojit/cache"
 )
 
-// Server is what IdleTrim watches of the daemon's server: when it is done,
+// Server is what Trimmer watches of the daemon's server: when it is done,
 // and how many requests it serves.
 type Server interface {
 	Done() <-chan struct{}
 	InFlight() int
 }
 
-// IdleTrim trims a daemon's store to its limit (with value-log GC) once
+// Trimmer trims a daemon's store to its limit (with value-log GC) once
 // the daemon has been idle for a while after serving requests. Touch marks
 // a request; Start runs the loop.
-type IdleTrim struct {
+type Trimmer struct {
 	// Trim trims the store (Trim of the daemon's store).
-	Trim func(ctx context.Context, maxBytes int64) (*TrimReport, error)
+	Trim func(ctx context.Context, maxBytes int64) (*cache.TrimReport, error)
 	// MaxBytes is the limit trimmed to, unless Limit is set.
 	MaxBytes int64
 	// Limit, when set, returns the cap and read-only setting in force at
@@ -44,14 +48,14 @@ type IdleTrim struct {
 const trimAfter = 30 * time.Second
 
 // Touch marks a request: the loop trims after the next quiet period.
-func (m *IdleTrim) Touch() {
+func (m *Trimmer) Touch() {
 	m.mu.Lock()
 	m.lastUse, m.dirty = time.Now(), true
 	m.mu.Unlock()
 }
 
 // Last returns the last trim and the error of the last one that failed.
-func (m *IdleTrim) Last() (string, string) {
+func (m *Trimmer) Last() (string, string) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return m.lastTrim, m.trimErr
@@ -60,7 +64,7 @@ func (m *IdleTrim) Last() (string, string) {
 // Start runs the loop until stop is called, ctx ends or srv is done. stop
 // cancels a trim in progress and returns once the loop has returned, so the
 // store can be closed after it.
-func (m *IdleTrim) Start(ctx context.Context, srv Server) (stop func()) {
+func (m *Trimmer) Start(ctx context.Context, srv Server) (stop func()) {
 	ctx, cancel := context.WithCancel(ctx)
 	done := make(chan struct{})
 	go func() {
@@ -74,7 +78,7 @@ func (m *IdleTrim) Start(ctx context.Context, srv Server) (stop func()) {
 }
 
 // loop trims once the store has been quiet for Quiet after a request.
-func (m *IdleTrim) loop(ctx context.Context, srv Server) {
+func (m *Trimmer) loop(ctx context.Context, srv Server) {
 	quiet := m.Quiet
 	if quiet == 0 {
 		quiet = trimAfter
@@ -123,7 +127,7 @@ func (m *IdleTrim) loop(ctx context.Context, srv Server) {
 			m.Logf("trim: %v", err)
 		} else if err == nil {
 			m.lastTrim = fmt.Sprintf("%s: %s -> %s of %s; %d entries evicted, %d orphan blobs deleted, %d value-log files rewritten",
-				time.Now().Format(time.RFC3339), FormatSize(rep.BytesBefore), FormatSize(rep.BytesAfter), FormatSize(rep.MaxBytes),
+				time.Now().Format(time.RFC3339), cache.FormatSize(rep.BytesBefore), cache.FormatSize(rep.BytesAfter), cache.FormatSize(rep.MaxBytes),
 				len(rep.Evicted), rep.Orphans, rep.ValueLogGC)
 		}
 		m.mu.Unlock()

@@ -1,9 +1,11 @@
-package cache
+package idle
 
 import (
 	"context"
 	"sync/atomic"
 	"testing"
+
+	"github.com/ptojit/ptojit/cache"
 	"time"
 )
 
@@ -15,12 +17,12 @@ func (s idleServer) InFlight() int         { return 0 }
 
 // trimSpy records the daemon's idle trims.
 type trimSpy struct {
-	store Core
+	store cache.Core
 	trims chan int64
 }
 
-func (s *trimSpy) Trim(ctx context.Context, maxBytes int64) (*TrimReport, error) {
-	rep, err := Trim(ctx, s.store, maxBytes)
+func (s *trimSpy) Trim(ctx context.Context, maxBytes int64) (*cache.TrimReport, error) {
+	rep, err := cache.Trim(ctx, s.store, maxBytes)
 	s.trims <- maxBytes
 	return rep, err
 }
@@ -31,8 +33,8 @@ func TestDaemonTrimsWhenIdle(t *testing.T) {
 	t.Parallel()
 	srv := idleServer{make(chan struct{})}
 	defer close(srv.done)
-	spy := &trimSpy{store: NewMemory(Options{}), trims: make(chan int64, 4)}
-	m := &IdleTrim{Trim: spy.Trim, MaxBytes: 12345, Logf: t.Logf, Quiet: 30 * time.Millisecond}
+	spy := &trimSpy{store: cache.NewMemory(cache.Options{}), trims: make(chan int64, 4)}
+	m := &Trimmer{Trim: spy.Trim, MaxBytes: 12345, Logf: t.Logf, Quiet: 30 * time.Millisecond}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	m.Touch()
@@ -50,7 +52,7 @@ type blockingTrim struct {
 	returned atomic.Bool
 }
 
-func (s *blockingTrim) Trim(ctx context.Context, maxBytes int64) (*TrimReport, error) {
+func (s *blockingTrim) Trim(ctx context.Context, maxBytes int64) (*cache.TrimReport, error) {
 	close(s.entered)
 	<-ctx.Done()
 	s.returned.Store(true)
@@ -64,7 +66,7 @@ func TestMaintenanceStopJoinsTrim(t *testing.T) {
 	srv := idleServer{make(chan struct{})}
 	defer close(srv.done)
 	spy := &blockingTrim{entered: make(chan struct{})}
-	m := &IdleTrim{Trim: spy.Trim, MaxBytes: 1, Logf: t.Logf, Quiet: 30 * time.Millisecond}
+	m := &Trimmer{Trim: spy.Trim, MaxBytes: 1, Logf: t.Logf, Quiet: 30 * time.Millisecond}
 	m.Touch()
 	stop := m.Start(context.Background(), srv)
 	select {
