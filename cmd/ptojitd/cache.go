@@ -71,7 +71,7 @@ func runCacheSubcommand(ctx context.Context, env *cli.Env, name string, nargs in
 	}
 	s, release, err := openCache(ctx, env, o, !writes)
 	var held *heldError
-	if errors.As(err, &held) && held.h.daemon && (!writes || !o.opt.ReadOnly) {
+	if errors.As(err, &held) && held.h.Daemon && (!writes || !o.opt.ReadOnly) {
 		// A live daemon serves the command with the
 		// store it holds.
 		fwd := append([]string{"cache", name, "--cache-dir", o.resolvedDir}, args...)

@@ -598,7 +598,7 @@ func commandKind(err error) (string, map[string]string) {
 		return api.KindRefused, map[string]string{"path": owner.Path, "dir": owner.Dir, "owner": strconv.Itoa(owner.UID),
 			"mode": fmt.Sprintf("%04o", owner.Mode.Perm()), "user": strconv.Itoa(owner.Want)}
 	case errors.As(err, &held):
-		return api.KindStoreFailure, held.h.data(held.dir)
+		return api.KindStoreFailure, held.h.Data(held.dir)
 	case errors.As(err, &open):
 		return api.KindStoreFailure, map[string]string{"path": open.Dir, "reason": open.Err.Error()}
 	case errors.As(err, &space):
