@@ -25,11 +25,13 @@ var arrows = map[string][]string{
 	"api/client":              {"api", "filesys/flock"},
 	"cache":                   {"internal/value"},
 	"cache/remote":            {"cache", "internal/value"},
+	"cache/remote/tiers":      {"cache/remote", "internal/config", "registry/module"},
+	"cache/report":            {"cache", "cache/remote"},
 	"filesys/durable":         {},
 	"filesys/flock":           {},                                    // the lock helper of the daemon, the module store and its pins
 	"internal/config":         {"filesys/durable", "internal/value"}, // imported by cmd/ptojitd only
 	"internal/value":          {},
-	"internal/daemon":         {"api", "api/client", "filesys/durable"},
+	"daemon":                  {"api", "api/client", "filesys/durable"},
 	"envaudit/envreg":         {},
 	"envaudit":                {"envaudit/envreg"},
 	"toolchain":               {"inventory", "registry"},
@@ -43,6 +45,7 @@ var arrows = map[string][]string{
 	"registry/opquery":                    {},
 	"registry/ops":                        {"registry/module", "registry/opquery", "registry", "registry/worker", "inventory"},
 	"jit":                                 {"api", "api/client", "cache", "toolchain", "inventory", "registry", "envaudit/envreg", "filesys/durable", "."},
+	"observe":                             {"api", "cache", "cache/remote", "cache/report", "daemon", "filesys/durable", "internal/config", "internal/value", "jit"},
 	"cmd/internal/cli":                    {},
 	"cmd/internal/clientcmd":              {"cmd/internal/cli", "api", "api/client", "inventory", "registry", "internal/value"},
 	"cmd/ptojit":                          {"cmd/internal/cli", "cmd/internal/clientcmd", "api", "api/client", "inventory", "registry"},
@@ -51,7 +54,7 @@ var arrows = map[string][]string{
 	"test":                                {"*"}, // the fault suite drives the binaries
 	"test/soundness":                      {"*"}, // so does the soundness suite
 	"test/realtoolchain":                  {"*"}, // and the real toolchain's test
-	"internal/fixture":                    {},    // test fixtures, imported by tests only
+	"test/fixture":                        {},    // test fixtures, imported by tests only
 }
 
 // stdlibOnly layers may import nothing outside the standard library and
@@ -72,7 +75,7 @@ var stdlibOnly = map[string][]string{
 	"registry/opquery":        nil,
 	"internal/config":         nil,
 	"internal/value":          nil,
-	"internal/daemon":         {"golang.org/x/sys"},
+	"daemon":                  {"golang.org/x/sys"},
 	"cmd/internal/cli":        {"github.com/spf13/pflag"},
 	"cmd/internal/clientcmd":  {"github.com/spf13/pflag"},
 	"cmd/ptojit":              {"github.com/spf13/pflag"},
@@ -147,7 +150,7 @@ func crossings(pkg, from string, imports []string) []string {
 func TestImportArrowsCatchABadImport(t *testing.T) {
 	line := goList(t, nil, "-f", "{{.ImportPath}}{{range .Imports}} {{.}}{{end}}", "./testdata/deps/badimport")
 	f := strings.Fields(line[0])
-	for _, layer := range []string{"inventory", "registry/worker", "internal/daemon", "cmd/ptojit"} {
+	for _, layer := range []string{"inventory", "registry/worker", "daemon", "cmd/ptojit"} {
 		bad := crossings(f[0], layer, f[1:])
 		if len(bad) != 1 || !strings.Contains(bad[0], module+"/jit") {
 			t.Errorf("as a package of layer %s, the fixture gives %q; want one crossing naming %s/jit", layer, bad, module)
@@ -206,6 +209,17 @@ func TestClientIsStatic(t *testing.T) {
 	for _, d := range cgo {
 		if d != "" && d != "net" && d != "runtime/cgo" {
 			t.Errorf("cmd/ptojit depends on cgo package %s", d)
+		}
+	}
+}
+
+// TestStoreImportsNoServer holds the store below the server: no package of
+// cache (the store, its remote tiers, its reports) depends on the daemon's
+// socket server, directly or through another package.
+func TestStoreImportsNoServer(t *testing.T) {
+	for _, d := range goList(t, nil, "-deps", "./cache/...") {
+		if d == module+"/daemon" {
+			t.Errorf("a package of cache depends on %s", d)
 		}
 	}
 }

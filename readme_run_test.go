@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ptojit/ptojit/internal/fixture"
+	"github.com/ptojit/ptojit/test/fixture"
 )
 
 // runnableMarker, on the line before a fenced sh or python block of

@@ -147,13 +147,17 @@ func Clear(ctx context.Context, s Core) error {
 }
 
 // ReadStats returns the counters and the size of s: a Counting store's
-// counters, none for an uncounted store.
+// counters, none for an uncounted store; the size limit of a request's
+// view of a shared store (package cache/limit) is the request's.
 func ReadStats(ctx context.Context, s Core) (*Stats, error) {
 	f, c, _, err := faceOf(s)
 	if err != nil {
 		return nil, err
 	}
 	st, err := f.size(ctx)
+	if l, ok := s.(interface{ MaxBytes() int64 }); ok && err == nil {
+		st.MaxBytes = l.MaxBytes()
+	}
 	if err != nil || c == nil {
 		return st, err
 	}

@@ -12,7 +12,7 @@ import (
 	"github.com/ptojit/ptojit/api"
 	"github.com/ptojit/ptojit/cache"
 	"github.com/ptojit/ptojit/cache/remote"
-	"github.com/ptojit/ptojit/internal/fixture"
+	"github.com/ptojit/ptojit/test/fixture"
 )
 
 // The synthetic many-header unit: kernel_add.c includes bigHeaders

@@ -15,8 +15,8 @@ import (
 
 	"github.com/ptojit/ptojit/api"
 	"github.com/ptojit/ptojit/cache"
-	"github.com/ptojit/ptojit/internal/fixture"
 	"github.com/ptojit/ptojit/registry"
+	"github.com/ptojit/ptojit/test/fixture"
 	"github.com/ptojit/ptojit/toolchain"
 )
 

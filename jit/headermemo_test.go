@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ptojit/ptojit/internal/fixture"
+	"github.com/ptojit/ptojit/test/fixture"
 )
 
 // The memo answers for an unchanged old header, and never for an edited

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/ptojit/ptojit/cache"
-	"github.com/ptojit/ptojit/internal/fixture"
+	"github.com/ptojit/ptojit/test/fixture"
 )
 
 // BenchmarkHitHeaders is the headers phase of a warm hit of the example:

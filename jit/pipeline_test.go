@@ -2,7 +2,7 @@ package jit
 
 import (
 	"context"
-	"github.com/ptojit/ptojit/internal/fixture"
+	"github.com/ptojit/ptojit/test/fixture"
 	"os"
 	"path/filepath"
 	"strings"

@@ -15,7 +15,7 @@ import (
 	"github.com/ptojit/ptojit/api"
 	"github.com/ptojit/ptojit/cache"
 	"github.com/ptojit/ptojit/cache/remote"
-	"github.com/ptojit/ptojit/internal/fixture"
+	"github.com/ptojit/ptojit/test/fixture"
 )
 
 // checkout copies the examples to dir, marks dir as a git work tree (the

@@ -10,7 +10,7 @@ import (
 	"github.com/ptojit/ptojit/api"
 	"github.com/ptojit/ptojit/cache"
 	"github.com/ptojit/ptojit/cache/remote"
-	"github.com/ptojit/ptojit/internal/fixture"
+	"github.com/ptojit/ptojit/test/fixture"
 )
 
 // TestRemoteHitDamagedChunk: a remote result whose chunked output has a

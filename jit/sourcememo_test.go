@@ -6,8 +6,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ptojit/ptojit/internal/fixture"
 	"github.com/ptojit/ptojit/inventory"
+	"github.com/ptojit/ptojit/test/fixture"
 )
 
 // The source memo answers for an unchanged source file with the

@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"github.com/ptojit/ptojit/cache"
-	"github.com/ptojit/ptojit/internal/fixture"
+	"github.com/ptojit/ptojit/test/fixture"
 )
 
 // grandchildScript is a compiler driver whose first compile of a shared

@@ -49,7 +49,7 @@ var ErrNoDaemon = errors.New("no daemon answers")
 type Options struct {
 	// NoAnswer is the no-answer bound: a daemon that sends no frame for
 	// that long is not answering (*NotAnsweringError). Zero means
-	// api.NoAnswerBound of this process's environment.
+	// NoAnswerBound of this process's environment.
 	NoAnswer time.Duration
 	// SettingsNoAnswer, when set and NoAnswer is zero, gives the bound of
 	// the daemon's settings file for CallEnvWith, which calls it only
@@ -65,8 +65,8 @@ func (o Options) noAnswer() time.Duration {
 	if o.NoAnswer > 0 {
 		return o.NoAnswer
 	}
-	v := os.Getenv("PTOJIT_DAEMON_TIMEOUT") // api.NoAnswerVariable
-	return api.NoAnswerBound(func(string) string { return v })
+	v := os.Getenv("PTOJIT_DAEMON_TIMEOUT") // NoAnswerVariable
+	return NoAnswerBound(func(string) string { return v })
 }
 
 // NotAnsweringError reports a daemon that accepted the connection but sent
@@ -159,7 +159,7 @@ func CallEnvWith(path string, req *api.DaemonRequest, environ []string, o Option
 			names = hello.EnvNames
 		}
 		// The daemon's names, plus those this client's PTOJIT_PASS_ENV adds.
-		req.Env = api.FilterEnv(environ, append(slices.Clip(names), api.PassEnvFrom(environ)...))
+		req.Env = FilterEnv(environ, append(slices.Clip(names), PassEnvFrom(environ)...))
 		return nil
 	})
 }
@@ -382,7 +382,7 @@ func (e *DaemonLostError) Unwrap() error { return e.Err }
 
 // Start says how to start a daemon when none answers.
 type Start struct {
-	// Dir is the daemon directory (api.DaemonDir).
+	// Dir is the daemon directory (DaemonDir).
 	Dir string
 	// Engine is the path of the ptojitd executable and Args its arguments
 	// for running the daemon in the foreground (e.g. "daemon", "run",

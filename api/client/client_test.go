@@ -186,7 +186,7 @@ func TestHijackedTempDirRefused(t *testing.T) {
 	t.Setenv("TMPDIR", tmp)
 	long := filepath.Join(ownDir(t), strings.Repeat("c", 100))
 	getenv := func(string) string { return "" }
-	ddir := api.DaemonDir(long, getenv)
+	ddir := DaemonDir(long, getenv)
 	top := filepath.Join(tmp, "ptojit-0")
 	if filepath.Dir(ddir) != top {
 		t.Fatalf("daemon directory %s is not the shared-temp fallback under %s", ddir, top)

@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/ptojit/ptojit/cache"
-	"github.com/ptojit/ptojit/internal/fixture"
+	"github.com/ptojit/ptojit/test/fixture"
 )
 
 // clusterRemote returns a Remote on a fresh 3-master cluster on loopback.

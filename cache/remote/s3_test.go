@@ -15,7 +15,7 @@ import (
 	"time"
 
 	"github.com/ptojit/ptojit/cache"
-	"github.com/ptojit/ptojit/internal/fixture"
+	"github.com/ptojit/ptojit/test/fixture"
 )
 
 // s3Remote returns a Remote on bucket "bkt", prefix "team/cache", of srv,

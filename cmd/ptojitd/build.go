@@ -16,10 +16,14 @@ import (
 
 	"github.com/ptojit/ptojit/api"
 	"github.com/ptojit/ptojit/cache"
+	"github.com/ptojit/ptojit/cache/limit"
 	"github.com/ptojit/ptojit/cache/remote"
+	"github.com/ptojit/ptojit/cache/remote/tiers"
 	"github.com/ptojit/ptojit/cmd/internal/cli"
 	"github.com/ptojit/ptojit/internal/config"
 	"github.com/ptojit/ptojit/jit"
+	"github.com/ptojit/ptojit/jit/inspect"
+	"github.com/ptojit/ptojit/observe"
 	"github.com/ptojit/ptojit/toolchain"
 )
 
@@ -274,7 +278,7 @@ var engine struct {
 	listings *jit.DirListings
 	// remotes are the daemon's remote tiers, one per configuration its
 	// requests select; dir is its cache directory.
-	remotes *remoteTiers
+	remotes *tiers.Pool
 	dir     string
 	// storeErr is why the daemon could not open its store (store is nil):
 	// builds run uncached with a warning; cache clear wipes the
@@ -378,10 +382,6 @@ func driverFor(env *cli.Env, cacheDir string, store cache.Core, storeErr error, 
 	return jit.New(o)
 }
 
-// remoteDrain bounds how long an exiting engine waits for its queued
-// publications to the remote tier.
-const remoteDrain = 10 * time.Second
-
 // remoteFor returns the remote tier of a build command using the cache
 // directory cacheDir ("" for the default), the function that ends it, and
 // the warnings of a tier that cannot be used, which the build reports
@@ -389,7 +389,7 @@ const remoteDrain = 10 * time.Second
 // in force select (the client's PTOJIT_REMOTE* variables, else the
 // settings file's remote keys): in the daemon, one of its tiers (kept open
 // for later requests); else one opened for this command, which the
-// returned function drains (for at most remoteDrain, warning about what it
+// returned function drains (for at most tiers.Drain, warning about what it
 // dropped) and closes. No tier is nil. A tier that cannot be configured (a
 // bad URL) is a warning: it can fail no build.
 func remoteFor(env *cli.Env, cacheDir string) (_ *remote.Chain, end func(), warnings []string) {
@@ -410,7 +410,7 @@ func remoteFor(env *cli.Env, cacheDir string) (_ *remote.Chain, end func(), warn
 		return nil, none, nil
 	}
 	disabled := func(err error) []string { return []string{fmt.Sprintf("remote cache disabled: %v", err)} }
-	rs, ok, err := remoteOf(s.list)
+	rs, ok, err := tiers.Of(s.list)
 	if err != nil {
 		return nil, none, disabled(err)
 	}
@@ -418,22 +418,22 @@ func remoteFor(env *cli.Env, cacheDir string) (_ *remote.Chain, end func(), warn
 		return nil, none, nil
 	}
 	if engine.remotes != nil {
-		r, err := engine.remotes.get(rs)
+		r, err := engine.remotes.Get(rs)
 		if err != nil {
 			return nil, none, disabled(err)
 		}
-		if w := credentialWarning(rs, env.Getenv, engine.remotes.getenv); w != "" {
+		if w := tiers.CredentialWarning(rs, env.Getenv, engine.remotes.Getenv); w != "" {
 			warnings = append(warnings, w)
 		}
 		return r, none, warnings
 	}
 	stderr := env.Stderr
-	r, err := openChain(rs, env.Getenv, false, func(_, msg string) { fmt.Fprintf(stderr, "ptojit: warning: %s\n", msg) })
+	r, err := tiers.Open(rs, env.Getenv, false, func(_, msg string) { fmt.Fprintf(stderr, "ptojit: warning: %s\n", msg) })
 	if err != nil {
 		return nil, none, disabled(err)
 	}
 	return r, func() {
-		closeRemote(r, func(format string, args ...any) {
+		tiers.CloseChain(r, func(format string, args ...any) {
 			fmt.Fprintf(stderr, "ptojit: warning: "+format+"\n", args...)
 		})
 	}, nil
@@ -497,14 +497,14 @@ func runBuild(ctx context.Context, env *cli.Env, o buildOptions) error {
 		}
 	}
 	t = time.Now()
-	observeBuild(resp.Status, time.Since(began))
+	observe.ObserveBuild(resp.Status, time.Since(began))
 	if store != nil {
 		// Only a cache the build could use takes its record (one
 		// another user owns is refused, and its log with it).
 		logBuild(env, o.cacheDir, resp)
 	}
 	if engine.store != nil {
-		daemonLog.build(resp)
+		daemonLog.Build(resp)
 	}
 	endRemote()
 	if err := release(); err != nil && buildErr == nil {
@@ -527,7 +527,7 @@ func reportBuild(env *cli.Env, o buildOptions, req *api.Request, resp *api.Respo
 		fmt.Fprintf(env.Stderr, "ptojit: warning: %s\n", w)
 	}
 	if o.trace {
-		writeTrace(env.Stderr, resp)
+		inspect.WriteTrace(env.Stderr, resp)
 	}
 	if o.json {
 		if err := cli.WriteJSON(env.Stdout, resp); err != nil {
@@ -545,62 +545,7 @@ func reportBuild(env *cli.Env, o buildOptions, req *api.Request, resp *api.Respo
 		}
 		return buildErr
 	}
-	return writeSummary(env.Stdout, resp)
-}
-
-// writeTrace prints the phases of a build in microseconds, in the order
-// they run, and the build's total.
-func writeTrace(w io.Writer, r *api.Response) {
-	var b strings.Builder
-	b.WriteString("trace (µs):")
-	for _, p := range []string{"read", "store", "request", "toolchain", "sources", "record", "lookup", "headers", "verify", "compile", "verify_compile", "output", "latest"} {
-		if v, ok := r.Timings.Phases[p]; ok {
-			fmt.Fprintf(&b, " %s %d", p, v)
-		}
-	}
-	fmt.Fprintf(&b, " total %d\n", int64(r.Timings.Total*1000))
-	io.WriteString(w, b.String())
-}
-
-// writeSummary prints a response for people.
-func writeSummary(w io.Writer, r *api.Response) error {
-	var b strings.Builder
-	switch r.Status {
-	case api.StatusHit:
-		fmt.Fprintf(&b, "hit")
-		if r.HitTier == jit.TierRemote {
-			fmt.Fprintf(&b, " (remote: verified, stored locally)")
-		}
-	case api.StatusMiss:
-		if len(r.Units) > 0 {
-			fmt.Fprintf(&b, "miss (%s): %s; cached", r.MissReason, jit.UnitsLine(r.Units))
-		} else {
-			fmt.Fprintf(&b, "miss (%s): compiled and cached", r.MissReason)
-		}
-		writeChanged(&b, r)
-	case api.StatusUncached:
-		fmt.Fprintf(&b, "uncached: compiled, not cached, because:\n")
-		for _, u := range r.Unavailable {
-			fmt.Fprintf(&b, "  - %s\n", u)
-		}
-	default:
-		fmt.Fprintf(&b, "%s", r.Status)
-	}
-	if r.Status != api.StatusUncached {
-		b.WriteString("\n")
-	}
-	if r.Key != "" {
-		fmt.Fprintf(&b, "key     %s\n", r.Key)
-	}
-	fmt.Fprintf(&b, "hashid  %s\n", r.Hashid)
-	fmt.Fprintf(&b, "outputs %s\n", filepath.Dir(r.Callable))
-	for _, o := range r.Outputs {
-		fmt.Fprintf(&b, "  %-20s %9d bytes  %s\n", o.Name, o.Size, o.Digest[:16])
-	}
-	t := r.Timings
-	fmt.Fprintf(&b, "time    %.1f ms (identity %.1f, lookup %.1f, compile %.1f, publish %.1f)\n", t.Total, t.Identity, t.Lookup, t.Compile, t.Publish)
-	_, err := io.WriteString(w, b.String())
-	return err
+	return inspect.WriteSummary(env.Stdout, resp)
 }
 
 // fileExists reports whether p names an existing regular file.
@@ -613,9 +558,4 @@ func fileExists(p string) bool {
 // with the capabilities the stores of package cache have. The maintenance
 // functions of package cache (cache.Verify, cache.Trim, ...) reach the
 // store of package cache under it.
-type cacheStore interface {
-	cache.Core
-	cache.EntryReader
-	cache.Deleter
-	cache.EventCounter
-}
+type cacheStore = limit.Shared

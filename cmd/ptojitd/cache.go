@@ -2,25 +2,19 @@ package main
 
 import (
 	"context"
-	"encoding/hex"
 	"errors"
 	"fmt"
-	"maps"
-	"math"
 	"runtime/debug"
 	"runtime/metrics"
-	"slices"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/pflag"
 
 	"github.com/ptojit/ptojit/cache"
-	"github.com/ptojit/ptojit/cache/remote"
+	"github.com/ptojit/ptojit/cache/report"
 	"github.com/ptojit/ptojit/cmd/internal/cli"
-	"github.com/ptojit/ptojit/inventory"
-	"github.com/ptojit/ptojit/jit"
+	"github.com/ptojit/ptojit/jit/inspect"
 )
 
 // cacheRunFunc is what one cache subcommand does with the store it opened.
@@ -77,7 +71,7 @@ func runCacheSubcommand(ctx context.Context, env *cli.Env, name string, nargs in
 	}
 	s, release, err := openCache(ctx, env, o, !writes)
 	var held *heldError
-	if errors.As(err, &held) && held.h.daemon && (!writes || !o.opt.ReadOnly) {
+	if errors.As(err, &held) && held.h.Daemon && (!writes || !o.opt.ReadOnly) {
 		// A live daemon serves the command with the
 		// store it holds.
 		fwd := append([]string{"cache", name, "--cache-dir", o.resolvedDir}, args...)
@@ -120,9 +114,8 @@ func runCacheSubcommand(ctx context.Context, env *cli.Env, name string, nargs in
 		// is at its live size between commands.
 		debug.FreeOSMemory()
 	}
-	var nw *needWipe
-	if errors.As(err, &nw) {
-		return wipeCache(env, o, nw.err, engine.wiped != nil)
+	if errors.Is(err, report.ErrWipe) {
+		return wipeCache(env, o, err, engine.wiped != nil)
 	}
 	return err
 }
@@ -360,12 +353,6 @@ func canWipe(ctx context.Context, err error) bool {
 	return ctx.Err() == nil && errors.As(err, &oe) && !errors.Is(err, cache.ErrLocked) && !errors.Is(err, cache.ErrNotOwned)
 }
 
-// needWipe is the error of cache clear on an open store that failed: the
-// store's files must be removed once it is closed.
-type needWipe struct{ err error }
-
-func (e *needWipe) Error() string { return e.err.Error() }
-
 // wipeCache removes the database files of a store that failed with cause
 // (cache.Wipe: Badger's files only). In the daemon the store is the
 // daemon's own: with atExit the daemon removes them as it exits, after
@@ -395,136 +382,19 @@ func wipeCache(env *cli.Env, o *cacheOptions, cause error, atExit bool) error {
 
 // The JSON forms.
 
-type outputJSON struct {
-	Name   string `json:"name"`
-	Size   int64  `json:"size"`
-	Digest string `json:"digest"`
-	Mode   string `json:"mode"`
-}
-
-type entryJSON struct {
-	Key            string            `json:"key"`
-	Size           int64             `json:"size"`
-	Created        time.Time         `json:"created"`
-	LastUsed       time.Time         `json:"last_used"`
-	CompileSeconds float64           `json:"compile_seconds"`
-	Meta           map[string]string `json:"meta"`
-	Outputs        []outputJSON      `json:"outputs"`
-	Record         *string           `json:"record,omitempty"`
-	// Kind is "build" for a build key's entry (its outputs are in the
-	// result entries its variants name) or "result".
-	Kind string `json:"kind"`
-	// Variants are a build key's header variants (cache show).
-	Variants []variantJSON `json:"variants,omitempty"`
-}
-
-func toJSON(e *cache.Entry, withRecord bool) entryJSON {
-	j := entryJSON{
-		Key:            e.Key.String(),
-		Size:           e.Size(),
-		Created:        e.Created.UTC(),
-		LastUsed:       e.LastUsed.UTC(),
-		CompileSeconds: e.CompileTime.Seconds(),
-		Meta:           e.Meta,
-		Outputs:        []outputJSON{},
-		Kind:           entryKind(e),
-	}
-	if j.Meta == nil {
-		j.Meta = map[string]string{}
-	}
-	for _, o := range e.Outputs {
-		j.Outputs = append(j.Outputs, outputJSON{o.Name, o.Size, hex.EncodeToString(o.Digest[:]), fmt.Sprintf("%04o", o.Mode)})
-	}
-	if withRecord {
-		r := string(e.Record)
-		j.Record = &r
-	}
-	return j
-}
-
-type statsJSON struct {
-	Dir string `json:"dir"`
-	*cache.Stats
-	statsDerived
-	// Remote holds the remote tier's counters, when the daemon serving
-	// the command has one; Remotes every tier's, in lookup order, when
-	// the setting lists several.
-	Remote  *remote.Stats  `json:"remote,omitempty"`
-	Remotes []remote.Stats `json:"remotes,omitempty"`
-}
-
 func runCacheStats(ctx context.Context, env *cli.Env, o *cacheOptions, s cache.Core, args []string) error {
 	if len(args) != 0 {
 		return cli.Usagef("cache stats: unexpected arguments")
 	}
-	st, err := storeStats(ctx, s)
+	st, err := cache.ReadStats(ctx, s)
 	if err != nil {
 		return err
 	}
-	rs := remoteStatsFor(env, o.resolvedDir)
+	r := report.NewStats(o.resolvedDir, st, remoteStatsFor(env, o.resolvedDir), time.Now())
 	if o.json {
-		j := statsJSON{Dir: o.resolvedDir, Stats: st, statsDerived: derive(st, time.Now())}
-		if len(rs) > 0 {
-			j.Remote = &rs[0]
-		}
-		if len(rs) > 1 {
-			j.Remotes = rs
-		}
-		return cli.WriteJSON(env.Stdout, j)
+		return cli.WriteJSON(env.Stdout, r)
 	}
-	w := tabwriter.NewWriter(env.Stdout, 0, 0, 2, ' ', 0)
-	fmt.Fprintf(w, "cache directory\t%s\n", o.resolvedDir)
-	fmt.Fprintf(w, "entries\t%d\n", st.Entries)
-	if st.MaxBytes > 0 {
-		fmt.Fprintf(w, "size\t%s of %s (%.0f%%)\n", cache.FormatSize(st.Bytes), cache.FormatSize(st.MaxBytes), 100*float64(st.Bytes)/float64(st.MaxBytes))
-	} else {
-		fmt.Fprintf(w, "size\t%s (no limit)\n", cache.FormatSize(st.Bytes))
-	}
-	writeStatsValue(w, st)
-	fmt.Fprintf(w, "uncached\t%d\n", st.Uncached)
-	for _, r := range slices.Sorted(maps.Keys(st.UncachedReasons)) {
-		fmt.Fprintf(w, "  %s\t%d\n", r, st.UncachedReasons[r])
-	}
-	fmt.Fprintf(w, "errors\t%d\n", st.Errors)
-	fmt.Fprintf(w, "verify_mismatch\t%d hits that differed from a fresh compile (verify mode)\n", st.VerifyMismatch)
-	fmt.Fprintf(w, "evictions\t%d\n", st.Evictions)
-	for _, h := range st.Health {
-		fmt.Fprintf(w, "health\t%s\n", h)
-	}
-	for i := range rs {
-		fmt.Fprintf(w, "%s\n", strings.Replace(remoteSummary(&rs[i]), ": ", "\t", 1))
-	}
-	return w.Flush()
-}
-
-// remoteSummary is one line about the remote tier: its target, state and
-// counters.
-func remoteSummary(s *remote.Stats) string {
-	line := fmt.Sprintf("remote: %s (%s); %d hits, %d misses (%d damaged, %d untrusted), %d errors, %d writes, %d pending, %d dropped; %s down, %s up",
-		s.Target, s.State, s.Hits, s.Misses, s.Damaged, s.Untrusted, s.Errors, s.Writes, s.Pending, s.Dropped, cache.FormatSize(s.BytesDown), cache.FormatSize(s.BytesUp))
-	if s.LastError != "" {
-		line += "; last error: " + s.LastError
-	}
-	return line
-}
-
-func fmtTime(t time.Time) string { return t.Local().Format("2006-01-02 15:04:05") }
-
-// short abbreviates a long hashid ("sha256:" and 12 hex digits); show
-// prints it whole.
-func short(s string) string {
-	const n = len("sha256:") + 12
-	if len(s) > n {
-		return s[:n]
-	}
-	return orDash(s)
-}
-
-func orDash(s string) string {
-	if s == "" {
-		return "-"
-	}
-	return s
+	return r.WriteText(env.Stdout)
 }
 
 // minKeyPrefix is the shortest key prefix show accepts.
@@ -587,106 +457,10 @@ func runCacheShow(ctx context.Context, env *cli.Env, o *cacheOptions, s cacheSto
 	if err != nil {
 		return fmt.Errorf("cache show: %w", err)
 	}
-	m := manifestOf(ctx, s, e)
 	if o.json {
-		j := toJSON(e, true)
-		if m != nil {
-			j.Variants = variantsOf(ctx, s, m)
-		}
-		return cli.WriteJSON(env.Stdout, j)
+		return cli.WriteJSON(env.Stdout, inspect.Show(ctx, s, e))
 	}
-	w := tabwriter.NewWriter(env.Stdout, 0, 0, 2, ' ', 0)
-	fmt.Fprintf(w, "key\t%s\n", e.Key)
-	fmt.Fprintf(w, "kind\t%s\n", entryKind(e))
-	fmt.Fprintf(w, "size\t%s (%d bytes)\n", cache.FormatSize(e.Size()), e.Size())
-	fmt.Fprintf(w, "created\t%s\n", fmtTime(e.Created))
-	fmt.Fprintf(w, "last used\t%s\n", fmtTime(e.LastUsed))
-	fmt.Fprintf(w, "compile time\t%s\n", e.CompileTime.Round(time.Millisecond))
-	var meta []string
-	for _, k := range slices.Sorted(maps.Keys(e.Meta)) {
-		if k != "manifest" || m == nil { // a manifest is printed as the variants below
-			meta = append(meta, k)
-		}
-	}
-	if len(meta) > 0 {
-		fmt.Fprintf(w, "meta\t\n")
-		for _, k := range meta {
-			fmt.Fprintf(w, "  %s\t%s\n", k, e.Meta[k])
-		}
-	}
-	if err := w.Flush(); err != nil {
-		return err
-	}
-	if m != nil {
-		fmt.Fprintf(env.Stdout, "variants (header sets seen for this key, most recent first; each result entry holds the outputs)\n")
-		for i, v := range variantsOf(ctx, s, m) {
-			fmt.Fprintf(env.Stdout, "  [%d] result %s, %d headers, %d searched and absent\n", i, v.Result, len(v.Headers), len(v.Absent))
-			for _, a := range v.Absent {
-				fmt.Fprintf(env.Stdout, "      absent %s\n", a)
-			}
-			if v.Missing != "" {
-				fmt.Fprintf(env.Stdout, "      result entry unreadable: %s\n", v.Missing)
-			}
-			for _, o := range v.Outputs {
-				fmt.Fprintf(env.Stdout, "      %s %10d  sha256:%s  %s\n", o.Mode, o.Size, o.Digest, o.Name)
-			}
-		}
-	} else {
-		fmt.Fprintf(env.Stdout, "outputs\n")
-		for _, o := range e.Outputs {
-			fmt.Fprintf(env.Stdout, "  %04o %10d  sha256:%x  %s\n", o.Mode, o.Size, o.Digest, o.Name)
-		}
-	}
-	return writeEntryRecord(env, o, e)
-}
-
-// writeEntryRecord prints an entry's key record: the indented tree "ptojit
-// key" prints, or with --raw its wire bytes in hex (as a record that does
-// not decode is printed too).
-func writeEntryRecord(env *cli.Env, o *cacheOptions, e *cache.Entry) error {
-	if len(e.Record) == 0 {
-		return nil
-	}
-	if !o.raw {
-		rec, err := inventory.Decode(e.Record)
-		if err == nil {
-			var b strings.Builder
-			if err := jit.WriteRecordTree(&b, rec); err == nil {
-				_, err := fmt.Fprintf(env.Stdout, "record\n%s", b.String())
-				return err
-			}
-		}
-	}
-	_, err := fmt.Fprintf(env.Stdout, "record (%d bytes, hex)\n  %x\n", len(e.Record), e.Record)
-	return err
-}
-
-type verifyJSON struct {
-	OK          bool              `json:"ok"`
-	Entries     int               `json:"entries"`
-	Blobs       int               `json:"blobs"`
-	Bytes       int64             `json:"bytes"`
-	Corrupt     []corruptJSON     `json:"corrupt"`
-	BadEntries  map[string]string `json:"bad_entries"`
-	Tables      string            `json:"tables,omitempty"`
-	Removed     []string          `json:"removed"`
-	Orphans     int               `json:"orphans"`
-	OrphanBytes int64             `json:"orphan_bytes"`
-	ReadOnly    bool              `json:"read_only"`
-}
-
-type corruptJSON struct {
-	Digest  string   `json:"digest"`
-	Reason  string   `json:"reason"`
-	Entries []string `json:"entries"`
-}
-
-func keyStrings(ks []cache.Key) []string {
-	out := make([]string, 0, len(ks))
-	for _, k := range ks {
-		out = append(out, k.String())
-	}
-	return out
+	return inspect.WriteShow(ctx, env.Stdout, s, e, o.raw)
 }
 
 func runCacheVerify(ctx context.Context, env *cli.Env, o *cacheOptions, s cache.Core, args []string) error {
@@ -701,83 +475,18 @@ func runCacheVerify(ctx context.Context, env *cli.Env, o *cacheOptions, s cache.
 		if ctx.Err() != nil {
 			return err
 		}
-		remedy := "`ptojit cache clear` starts it afresh"
-		if errors.Is(err, cache.ErrNoSpace) {
-			remedy = cache.Remedy(err)
-		}
-		return fmt.Errorf("cache verify: the store fails beyond what verify repairs: %w; remedy: %s", err, remedy)
+		return report.VerifyFailed(err)
 	}
-	exit := func() error {
-		if r.OK() {
-			return nil
-		}
-		return cli.Exit(cli.ExitFailure)
-	}
+	j := report.NewVerify(r, o.opt.ReadOnly, o.dryRun)
 	if o.json {
-		j := verifyJSON{OK: r.OK(), Entries: r.Entries, Blobs: r.Blobs, Bytes: r.Bytes, Corrupt: []corruptJSON{},
-			BadEntries: map[string]string{}, Removed: keyStrings(r.Removed), Orphans: r.Orphans, OrphanBytes: r.OrphanBytes,
-			ReadOnly: o.opt.ReadOnly, Tables: r.Tables}
-		for _, c := range r.Corrupt {
-			j.Corrupt = append(j.Corrupt, corruptJSON{hex.EncodeToString(c.Digest[:]), c.Reason, keyStrings(c.Entries)})
-		}
-		for k, why := range r.BadEntries {
-			j.BadEntries[k.String()] = why
-		}
-		if err := cli.WriteJSON(env.Stdout, j); err != nil {
-			return err
-		}
-		return exit()
+		err = cli.WriteJSON(env.Stdout, j)
+	} else {
+		err = j.WriteText(env.Stdout)
 	}
-	out := env.Stdout
-	fmt.Fprintf(out, "verified %d entries, %d blobs (%s)\n", r.Entries, r.Blobs, cache.FormatSize(r.Bytes))
-	for _, c := range r.Corrupt {
-		fmt.Fprintf(out, "%s", c.Reason)
-		if len(c.Entries) > 0 {
-			fmt.Fprintf(out, " (named by %s)", strings.Join(shortKeys(c.Entries), ", "))
-		}
-		fmt.Fprintln(out)
+	if err == nil && !r.OK() {
+		err = cli.Exit(cli.ExitFailure)
 	}
-	for _, k := range slices.SortedFunc(maps.Keys(r.BadEntries), func(a, b cache.Key) int { return strings.Compare(a.String(), b.String()) }) {
-		fmt.Fprintf(out, "entry %s: %s\n", k.String()[:12], r.BadEntries[k])
-	}
-	if r.Tables != "" {
-		fmt.Fprintf(out, "tables damaged: %s\nremedy: `ptojit cache clear` (verify cannot repair the tables)\n", r.Tables)
-	}
-	switch {
-	case r.OK():
-		fmt.Fprintln(out, "no damage found")
-	case o.dryRun:
-		fmt.Fprintln(out, "damaged entries not removed: --dry-run")
-	case o.opt.ReadOnly:
-		fmt.Fprintln(out, "damaged entries not removed: the cache is read-only")
-	default:
-		fmt.Fprintf(out, "removed %d damaged entries\n", len(r.Removed))
-	}
-	if r.Orphans > 0 {
-		verb := "deleted"
-		if o.dryRun || o.opt.ReadOnly {
-			verb = "found (not deleted)"
-		}
-		fmt.Fprintf(out, "%s %d orphan blobs (%s)\n", verb, r.Orphans, cache.FormatSize(r.OrphanBytes))
-	}
-	return exit()
-}
-
-func shortKeys(ks []cache.Key) []string {
-	out := keyStrings(ks)
-	for i := range out {
-		out[i] = out[i][:12]
-	}
-	return out
-}
-
-type trimJSON struct {
-	BytesBefore int64    `json:"bytes_before"`
-	BytesAfter  int64    `json:"bytes_after"`
-	MaxBytes    int64    `json:"max_bytes"`
-	Evicted     []string `json:"evicted"`
-	Orphans     int      `json:"orphans"`
-	ValueLogGC  int      `json:"value_log_gc"`
+	return err
 }
 
 func runCacheTrim(ctx context.Context, env *cli.Env, o *cacheOptions, s cache.Core, args []string) error {
@@ -787,28 +496,14 @@ func runCacheTrim(ctx context.Context, env *cli.Env, o *cacheOptions, s cache.Co
 	if o.opt.ReadOnly {
 		return fmt.Errorf("cache trim: %w", cache.ErrReadOnly)
 	}
-	limit := o.opt.MaxBytes
-	if limit <= 0 {
-		limit = math.MaxInt64 // no limit
-	}
-	r, err := cache.Trim(ctx, s, limit)
+	r, err := report.RunTrim(ctx, s, o.opt.MaxBytes)
 	if err != nil {
 		return err
 	}
 	if o.json {
-		return cli.WriteJSON(env.Stdout, trimJSON{r.BytesBefore, r.BytesAfter, o.opt.MaxBytes, keyStrings(r.Evicted), r.Orphans, r.ValueLogGC})
+		return cli.WriteJSON(env.Stdout, r)
 	}
-	lim := "no limit"
-	if o.opt.MaxBytes > 0 {
-		lim = "limit " + cache.FormatSize(r.MaxBytes)
-	}
-	fmt.Fprintf(env.Stdout, "evicted %d entries: %s -> %s (%s)\n", len(r.Evicted),
-		cache.FormatSize(r.BytesBefore), cache.FormatSize(r.BytesAfter), lim)
-	if r.Orphans > 0 {
-		fmt.Fprintf(env.Stdout, "deleted %d orphan blobs\n", r.Orphans)
-	}
-	fmt.Fprintf(env.Stdout, "value-log GC rewrote %d files\n", r.ValueLogGC)
-	return nil
+	return r.WriteText(env.Stdout)
 }
 
 func runCacheClear(ctx context.Context, env *cli.Env, o *cacheOptions, s cache.Core, args []string) error {
@@ -818,25 +513,12 @@ func runCacheClear(ctx context.Context, env *cli.Env, o *cacheOptions, s cache.C
 	if o.opt.ReadOnly {
 		return fmt.Errorf("cache clear: %w", cache.ErrReadOnly)
 	}
-	before, err := cache.ReadStats(ctx, s)
-	if err == nil && len(before.Health) > 0 {
-		if b, ok := s.(interface{ Healthy() error }); ok {
-			err = b.Healthy()
-		}
-	}
-	if err == nil {
-		err = cache.Clear(ctx, s)
-	}
+	r, err := report.RunClear(ctx, s)
 	if err != nil {
-		if ctx.Err() != nil {
-			return err
-		}
-		// A store too damaged to clear: remove its files once closed.
-		return &needWipe{err}
+		return err
 	}
 	if o.json {
-		return cli.WriteJSON(env.Stdout, map[string]int64{"entries": before.Entries, "bytes": before.Bytes})
+		return cli.WriteJSON(env.Stdout, r)
 	}
-	fmt.Fprintf(env.Stdout, "removed %d entries (%s)\n", before.Entries, cache.FormatSize(before.Bytes))
-	return nil
+	return r.WriteText(env.Stdout)
 }

@@ -3,11 +3,11 @@ package main
 import (
 	"testing"
 
-	"github.com/ptojit/ptojit/api"
+	"github.com/ptojit/ptojit/api/client"
 	"github.com/ptojit/ptojit/cache"
 )
 
-// The client picks the daemon by api.CacheDir; the engine opens
+// The client picks the daemon by client.CacheDir; the engine opens
 // cache.DefaultDir. They must name the same directory.
 func TestCacheDirAgrees(t *testing.T) {
 	for _, env := range []map[string]string{
@@ -20,7 +20,7 @@ func TestCacheDirAgrees(t *testing.T) {
 		{},
 	} {
 		getenv := func(k string) string { return env[k] }
-		a, aerr := api.CacheDir(getenv)
+		a, aerr := client.CacheDir(getenv)
 		c, cerr := cache.DefaultDir(getenv)
 		if a != c || (aerr == nil) != (cerr == nil) {
 			t.Errorf("%v: client %q (%v), engine %q (%v)", env, a, aerr, c, cerr)

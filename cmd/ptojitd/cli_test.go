@@ -18,8 +18,9 @@ import (
 	"github.com/rogpeppe/go-internal/testscript"
 
 	"github.com/ptojit/ptojit/api"
+	"github.com/ptojit/ptojit/api/client"
 	"github.com/ptojit/ptojit/cache"
-	"github.com/ptojit/ptojit/internal/fixture"
+	"github.com/ptojit/ptojit/test/fixture"
 )
 
 // scriptBinEnv names a directory of ptojit and ptojitd binaries that the
@@ -193,7 +194,7 @@ func cmdHoldCache(ts *testscript.TestScript, neg bool, args []string) {
 	dir := ts.Getenv("PTOJIT_CACHE_DIR")
 	st, err := cache.Open(dir, cache.Options{})
 	ts.Check(err)
-	ddir := api.DaemonDir(dir, ts.Getenv)
+	ddir := client.DaemonDir(dir, ts.Getenv)
 	ts.Check(os.MkdirAll(ddir, 0o700))
 	lock, err := os.OpenFile(filepath.Join(ddir, api.LockName), os.O_CREATE|os.O_RDWR, 0o600)
 	ts.Check(err)

@@ -52,7 +52,7 @@ func settingKeys(*cli.Env) []string {
 // lookStore opens the default module store of env for looking; nil when
 // there is none.
 func lookStore(env *cli.Env) *module.Store {
-	dir, err := moduleDir(env, "")
+	dir, err := module.StoreDir("", env.Getenv, env.Abs)
 	if err != nil {
 		return nil
 	}

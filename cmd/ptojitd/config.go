@@ -4,14 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
 	"syscall"
-	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/pflag"
@@ -19,11 +17,14 @@ import (
 	"github.com/ptojit/ptojit/api"
 	"github.com/ptojit/ptojit/api/client"
 	"github.com/ptojit/ptojit/cache"
+	"github.com/ptojit/ptojit/cache/limit"
 	"github.com/ptojit/ptojit/cache/remote"
+	"github.com/ptojit/ptojit/cache/remote/tiers"
 	"github.com/ptojit/ptojit/cmd/internal/cli"
 	"github.com/ptojit/ptojit/internal/config"
 	"github.com/ptojit/ptojit/internal/value"
 	"github.com/ptojit/ptojit/jit"
+	"github.com/ptojit/ptojit/observe"
 )
 
 func init() {
@@ -113,10 +114,10 @@ func checkSetting(k config.Key, v string) error {
 		}
 		return err
 	case "remote_signing_key":
-		_, err := readSigningKey(v)
+		_, err := tiers.ReadSigningKey(v)
 		return err
 	case "remote_trust":
-		_, err := parseTrust(v)
+		_, err := tiers.ParseTrust(v)
 		return err
 	case "remote_timeout", "remote_connect_timeout":
 		_, err := value.Duration(v, remote.MinTimeout, remote.MaxTimeout)
@@ -137,7 +138,7 @@ func checkSetting(k config.Key, v string) error {
 		_, err := passEnvNames(v)
 		return err
 	case "log_level", "metrics_listen", "metrics_textfile":
-		return checkObservability(k.Name, v)
+		return observe.CheckSetting(k.Name, v)
 	}
 	return nil
 }
@@ -308,12 +309,12 @@ func resolveSettings(m *cli.Memo, cacheDir string, getenv func(string) string) (
 				return nil, bad(err)
 			}
 		case "log_level":
-			if err := checkObservability(st.Key.Name, st.Value); err != nil {
+			if err := observe.CheckSetting(st.Key.Name, st.Value); err != nil {
 				return nil, bad(err)
 			}
 			s.logLevel = st.Value
 		case "metrics_listen", "metrics_textfile":
-			if err := checkObservability(st.Key.Name, st.Value); err != nil {
+			if err := observe.CheckSetting(st.Key.Name, st.Value); err != nil {
 				return nil, bad(err)
 			}
 			if st.Key.Name == "metrics_listen" {
@@ -454,40 +455,6 @@ func runConfigSet(env *cli.Env, o *configOptions, args []string) error {
 	return f.Save()
 }
 
-// settingJSON is one setting in `config list --json` and `daemon status
-// --json`.
-type settingJSON struct {
-	Key    string `json:"key"`
-	Value  string `json:"value"`
-	Source string `json:"source"` // environment, config file, default
-	Env    string `json:"env"`
-	Line   int    `json:"line,omitempty"`
-}
-
-func settingsJSON(list []config.Setting) []settingJSON {
-	out := make([]settingJSON, 0, len(list))
-	for _, s := range list {
-		out = append(out, settingJSON{s.Key.Name, s.Value, string(s.Source), s.Key.Env, s.Line})
-	}
-	return out
-}
-
-// writeSettings prints settings for people, one per line.
-func writeSettings(env *cli.Env, path string, list []settingJSON, indent string) {
-	tw := tabwriter.NewWriter(env.Stdout, 0, 4, 2, ' ', 0)
-	for _, s := range list {
-		from := s.Source
-		switch s.Source {
-		case string(config.FromEnv):
-			from = s.Env
-		case string(config.FromFile):
-			from = fmt.Sprintf("%s:%d", path, s.Line)
-		}
-		fmt.Fprintf(tw, "%s%s = %s\t(%s)\n", indent, s.Key, s.Value, from)
-	}
-	tw.Flush()
-}
-
 func runConfigList(env *cli.Env, o *configOptions, args []string) error {
 	path, err := configPath(env, o.cacheDir)
 	if err != nil {
@@ -501,140 +468,28 @@ func runConfigList(env *cli.Env, o *configOptions, args []string) error {
 	if err := checkEnvSettings(resolved); err != nil {
 		return err
 	}
-	list := settingsJSON(resolved)
+	list := config.Reports(resolved)
 	if o.json {
 		return cli.WriteJSON(env.Stdout, struct {
-			File     string        `json:"file"`
-			Settings []settingJSON `json:"settings"`
+			File     string          `json:"file"`
+			Settings []config.Report `json:"settings"`
 		}{path, list})
 	}
-	writeSettings(env, path, list, "")
+	config.WriteReports(env.Stdout, path, list, "")
 	return nil
-}
-
-// requestStore is the daemon's shared store as one request sees it: with
-// that request's size cap and read-only setting (environment, else the
-// settings file, else the defaults). The shared store has no cap of its
-// own; after a Put that leaves it above the request's cap, requestStore
-// trims it to trimTarget of the cap. The maintenance functions of package
-// cache reach the shared store through Unwrap, read-only when the request
-// is (ReadOnly); storeStats shows the request's cap. Safe
-// for concurrent use, like the store it wraps.
-type requestStore struct {
-	cacheStore
-	maxBytes int64 // 0: no cap
-	readOnly bool
-}
-
-// Unwrap returns the shared store, for the maintenance functions of
-// package cache.
-func (s *requestStore) Unwrap() cache.Core { return s.cacheStore }
-
-// ReadOnly reports whether the request is read-only: the maintenance
-// functions of package cache then change nothing.
-func (s *requestStore) ReadOnly() bool { return s.readOnly }
-
-// storeStats returns the counters and size of s, with the cap of the
-// request when s is the shared store as a request sees it (the shared
-// store has none of its own).
-func storeStats(ctx context.Context, s cache.Core) (*cache.Stats, error) {
-	st, err := cache.ReadStats(ctx, s)
-	if rs, ok := s.(*requestStore); ok && err == nil {
-		st.MaxBytes = rs.maxBytes
-	}
-	return st, err
-}
-
-// capped returns data read under the cap c for the entry e: a reader
-// fails with cache.ErrTooLarge once the bytes read, counting an output
-// whose digest an earlier output gave once, exceed it.
-func capped(e *cache.Entry, data []io.Reader, c *sizeCap) []io.Reader {
-	seen := map[cache.Digest]bool{}
-	out := make([]io.Reader, len(data))
-	for i, o := range e.Outputs {
-		out[i] = data[i]
-		if d := o.Digest; d != (cache.Digest{}) && seen[d] {
-			continue
-		} else if d != (cache.Digest{}) {
-			seen[d] = true
-		}
-		out[i] = &cappedReader{r: data[i], c: c}
-	}
-	return out
-}
-
-// sizeCap is the bytes a Put may still read. Used by one goroutine.
-type sizeCap struct {
-	key       cache.Key
-	left, max int64
-}
-
-// cappedReader reads through a sizeCap.
-type cappedReader struct {
-	r io.Reader
-	c *sizeCap
-}
-
-// Read implements io.Reader.
-func (r *cappedReader) Read(p []byte) (int, error) {
-	n, err := r.r.Read(p)
-	if r.c.left -= int64(n); r.c.left < 0 {
-		return n, &cache.DataError{Key: r.c.key, Reason: fmt.Sprintf("more bytes than the limit of %d", r.c.max), Err: cache.ErrTooLarge}
-	}
-	return n, err
-}
-
-// trimTarget is the share of the cap a trim after Put leaves, as ccache's
-// limit_multiple: trims are rare instead of one per stored build.
-const trimTarget = 0.9
-
-func (s *requestStore) Put(ctx context.Context, e *cache.Entry, data []io.Reader) error {
-	if s.readOnly {
-		return cache.ErrReadOnly
-	}
-	c := &sizeCap{key: e.Key, left: s.maxBytes, max: s.maxBytes}
-	if s.maxBytes > 0 && len(data) == len(e.Outputs) {
-		data = capped(e, data, c)
-	}
-	if err := s.cacheStore.Put(ctx, e, data); err != nil {
-		return err
-	}
-	if s.maxBytes <= 0 {
-		return nil
-	}
-	st, err := cache.ReadStats(ctx, s.cacheStore)
-	if err == nil && st.Bytes > s.maxBytes {
-		target := int64(float64(s.maxBytes) * trimTarget)
-		if size := c.max - c.left; size > target {
-			target = s.maxBytes // never evict the entry just stored
-		}
-		_, err = cache.Trim(ctx, s.cacheStore, target)
-	}
-	if err != nil {
-		return fmt.Errorf("stored, but not trimmed to the cap of %s: %w", cache.FormatSize(s.maxBytes), err)
-	}
-	return nil
-}
-
-// Delete implements cache.Deleter: ErrReadOnly for a read-only request.
-func (s *requestStore) Delete(ctx context.Context, key cache.Key) error {
-	if s.readOnly {
-		return cache.ErrReadOnly
-	}
-	return s.cacheStore.Delete(ctx, key)
 }
 
 // sharedStore returns the daemon's store as a request with options opt
-// sees it. Requests with the same settings share one requestStore: the
+// sees it. Requests with the same settings share one limit.Store: the
 // driver joins concurrent builds of one key per store value, so that 64
 // clients building the same request compile it once.
 func sharedStore(opt cache.Options) cacheStore {
-	k := requestStore{cacheStore: engine.store, maxBytes: opt.MaxBytes, readOnly: opt.ReadOnly}
-	s, _ := requestStores.LoadOrStore(k, &k)
-	return s.(*requestStore)
+	k := limit.New(engine.store, opt.MaxBytes, opt.ReadOnly)
+	s, _ := requestStores.LoadOrStore(*k, k)
+	return s.(*limit.Store)
 }
 
-// requestStores holds one *requestStore per distinct requestStore value.
+// requestStores holds one *limit.Store per distinct limit.Store value.
 var requestStores sync.Map
 
 // unknownKey is the usage error for a key config does not know: the

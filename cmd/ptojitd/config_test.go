@@ -1,10 +1,8 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -15,7 +13,7 @@ import (
 
 	"github.com/ptojit/ptojit/cache"
 	"github.com/ptojit/ptojit/internal/config"
-	"github.com/ptojit/ptojit/internal/fixture"
+	"github.com/ptojit/ptojit/test/fixture"
 )
 
 func TestConfigCommand(t *testing.T) {
@@ -63,8 +61,8 @@ func TestConfigCommand(t *testing.T) {
 	}
 	r := runCache(t, ctx, over, "config", "list", "--json")
 	var list struct {
-		File     string        `json:"file"`
-		Settings []settingJSON `json:"settings"`
+		File     string          `json:"file"`
+		Settings []config.Report `json:"settings"`
 	}
 	if err := json.Unmarshal([]byte(r.stdout), &list); err != nil || list.File != conf || len(list.Settings) != len(config.Known) {
 		t.Fatalf("list --json: %v %+v", err, r)
@@ -93,53 +91,6 @@ func TestConfigCommand(t *testing.T) {
 		if r.code != 2 || !strings.Contains(r.stderr, conf+":2: max_sise: unknown key") {
 			t.Errorf("%v on a broken file: %+v", args, r)
 		}
-	}
-}
-
-// A request's cap (its environment, else the file) bounds the daemon's
-// shared store for that request only.
-func TestRequestStoreAppliesTheRequestsCap(t *testing.T) {
-	ctx := context.Background()
-	shared := cache.NewMemory(cache.Options{})
-	put := func(s cacheStore, k byte, n int) error {
-		e := &cache.Entry{Key: cache.Key{k}, Outputs: []cache.Output{{Name: "out"}}}
-		return s.Put(ctx, e, cache.Readers(bytes.Repeat([]byte{k}, n)))
-	}
-	big := &requestStore{cacheStore: shared, maxBytes: 1 << 20}
-	for k := range byte(7) {
-		if err := put(big, k+1, 100<<10); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if st, _ := cache.ReadStats(ctx, shared); st.Bytes != 700<<10 {
-		t.Fatalf("a 1 MiB cap trimmed 700 KiB: %+v", st)
-	}
-	small := &requestStore{cacheStore: shared, maxBytes: 200 << 10}
-	if err := put(small, 9, 100<<10); err != nil {
-		t.Fatal(err)
-	}
-	st, _ := cache.ReadStats(ctx, shared)
-	if st.Bytes > 200<<10 {
-		t.Fatalf("a 200 KiB request left %d bytes", st.Bytes)
-	}
-	if _, err := shared.Entry(ctx, cache.Key{9}); err != nil {
-		t.Fatalf("the trim evicted the entry just stored: %v", err)
-	}
-	if s, _ := storeStats(ctx, small); s.MaxBytes != 200<<10 {
-		t.Fatalf("stats show cap %d", s.MaxBytes)
-	}
-	if err := put(small, 10, 300<<10); !errors.Is(err, cache.ErrTooLarge) {
-		t.Fatalf("an entry over the request's cap: %v", err)
-	}
-	ro := &requestStore{cacheStore: shared, readOnly: true}
-	if err := put(ro, 11, 10); !errors.Is(err, cache.ErrReadOnly) {
-		t.Fatalf("read-only put: %v", err)
-	}
-	if _, err := cache.Trim(ctx, ro, 0); !errors.Is(err, cache.ErrReadOnly) {
-		t.Fatalf("read-only trim: %v", err)
-	}
-	if err := cache.Clear(ctx, ro); !errors.Is(err, cache.ErrReadOnly) {
-		t.Fatalf("read-only clear: %v", err)
 	}
 }
 

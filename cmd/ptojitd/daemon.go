@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -22,11 +21,13 @@ import (
 	"github.com/ptojit/ptojit/api"
 	"github.com/ptojit/ptojit/api/client"
 	"github.com/ptojit/ptojit/cache"
-	"github.com/ptojit/ptojit/cache/remote"
+	"github.com/ptojit/ptojit/cache/idle"
+	"github.com/ptojit/ptojit/cache/remote/tiers"
 	"github.com/ptojit/ptojit/cmd/internal/cli"
+	"github.com/ptojit/ptojit/daemon"
 	"github.com/ptojit/ptojit/internal/config"
-	"github.com/ptojit/ptojit/internal/daemon"
 	"github.com/ptojit/ptojit/jit"
+	"github.com/ptojit/ptojit/observe"
 	"github.com/ptojit/ptojit/toolchain"
 )
 
@@ -60,7 +61,7 @@ func runDaemonStart(env *cli.Env, o daemonOptions) error {
 	if err != nil {
 		return err
 	}
-	ddir := api.DaemonDir(dir, env.Getenv)
+	ddir := client.DaemonDir(dir, env.Getenv)
 	if err := ensureDaemon(env, dir, o.idle, o.maxSize); err != nil {
 		return err
 	}
@@ -191,7 +192,7 @@ func ensureDaemon(env *cli.Env, cacheDir string, idle time.Duration, maxSize str
 	if maxSize != "" {
 		args = append(args, "--max-size", maxSize)
 	}
-	return client.EnsureDaemon(client.Start{Dir: api.DaemonDir(cacheDir, env.Getenv), Engine: exe, Args: args, Env: env.Environ})
+	return client.EnsureDaemon(client.Start{Dir: client.DaemonDir(cacheDir, env.Getenv), Engine: exe, Args: args, Env: env.Environ})
 }
 
 func runDaemonStop(env *cli.Env, o daemonOptions) error {
@@ -199,7 +200,7 @@ func runDaemonStop(env *cli.Env, o daemonOptions) error {
 	if err != nil {
 		return err
 	}
-	ddir := api.DaemonDir(dir, env.Getenv)
+	ddir := client.DaemonDir(dir, env.Getenv)
 	resp, err := client.Call(api.SocketPath(ddir), &api.DaemonRequest{Op: api.OpStop})
 	if errors.Is(err, client.ErrNoDaemon) {
 		fmt.Fprintln(env.Stdout, "no daemon running")
@@ -227,45 +228,17 @@ func runDaemonStop(env *cli.Env, o daemonOptions) error {
 // grace period for the requests in flight, and time to close the store.
 const stopWait = daemon.DefaultGrace + 30*time.Second
 
-// daemonStatus is what `daemon status --json` prints.
-type daemonStatus struct {
-	Running  bool   `json:"running"`
-	CacheDir string `json:"cache_dir"`
-	// DaemonDir holds the socket, the locks and the log.
-	DaemonDir string          `json:"daemon_dir"`
-	Socket    string          `json:"socket"`
-	Log       string          `json:"log"`
-	Server    *daemon.Info    `json:"server,omitempty"`
-	Memoized  int             `json:"memoized_components"`
-	Watch     jit.WatchStatus `json:"watch"`
-	Cache     *cache.Stats    `json:"cache,omitempty"`
-	// Remote is the tier the last request used; Remotes every tier open
-	// (most recently used first; requests may select different ones).
-	Remote     *remote.Stats  `json:"remote,omitempty"`
-	Remotes    []remote.Stats `json:"remotes,omitempty"`
-	LastTrim   string         `json:"last_trim,omitempty"`
-	TrimErrors string         `json:"trim_error,omitempty"`
-	// CacheError says why the cache is unusable (it could not be opened
-	// or read); builds then run uncached.
-	CacheError string `json:"cache_error,omitempty"`
-	// Settings are those in force for a request that sets none of their
-	// variables; a client's environment overrides them for its request.
-	ConfigFile    string        `json:"config_file,omitempty"`
-	Settings      []settingJSON `json:"settings,omitempty"`
-	SettingsError string        `json:"settings_error,omitempty"`
-}
-
 func runDaemonStatus(env *cli.Env, o daemonOptions) error {
 	dir, err := cacheDirOf(env, o.cacheDir)
 	if err != nil {
 		return err
 	}
-	resp, err := client.Call(api.SocketPath(api.DaemonDir(dir, env.Getenv)), &api.DaemonRequest{Op: api.OpStatus})
+	resp, err := client.Call(api.SocketPath(client.DaemonDir(dir, env.Getenv)), &api.DaemonRequest{Op: api.OpStatus})
 	if err != nil && !errors.Is(err, client.ErrNoDaemon) {
 		return fmt.Errorf("daemon status: %w", err)
 	}
-	ddir := api.DaemonDir(dir, env.Getenv)
-	st := daemonStatus{CacheDir: dir, DaemonDir: ddir, Socket: api.SocketPath(ddir), Log: filepath.Join(ddir, api.LogName)}
+	ddir := client.DaemonDir(dir, env.Getenv)
+	st := observe.DaemonStatus{CacheDir: dir, DaemonDir: ddir, Socket: api.SocketPath(ddir), Log: filepath.Join(ddir, api.LogName)}
 	if err == nil && resp.Error == "" {
 		if err := json.Unmarshal(resp.Status, &st); err != nil {
 			return fmt.Errorf("daemon status: %w", err)
@@ -277,50 +250,8 @@ func runDaemonStatus(env *cli.Env, o daemonOptions) error {
 		if err := cli.WriteJSON(env.Stdout, st); err != nil {
 			return err
 		}
-	} else if !st.Running {
-		fmt.Fprintf(env.Stdout, "no daemon running for %s\n", dir)
-	} else {
-		w := env.Stdout
-		fmt.Fprintf(w, "daemon pid %d, up %s, serving %s\n", st.Server.PID, time.Duration(st.Server.Uptime*float64(time.Second)).Round(time.Second), st.CacheDir)
-		fmt.Fprintf(w, "socket %s, log %s\n", st.Socket, st.Log)
-		fmt.Fprintf(w, "requests: %d served, %d in flight, %d refused; exits after %s idle\n", st.Server.Served, st.Server.InFlight, st.Server.Refused, time.Duration(st.Server.IdleExit*float64(time.Second)))
-		fmt.Fprintf(w, "connections: %d open, %d refused over the limit\n", st.Server.Conns, st.Server.RefusedConns)
-		fmt.Fprintf(w, "identities: %d components memoized; %d directories and %d files watched, %d events, %d memos dropped, %d queue overflows\n",
-			st.Memoized, st.Watch.WatchedDirs, st.Watch.WatchedFiles, st.Watch.Events, st.Watch.Forgotten, st.Watch.Overflows)
-		if st.Watch.Note != "" {
-			fmt.Fprintf(w, "note: %s\n", strings.TrimPrefix(st.Watch.Note, "; "))
-			for d, why := range st.Watch.Unwatchable {
-				fmt.Fprintf(w, "  unwatchable %s: %s\n", d, why)
-			}
-		}
-		if st.Cache != nil {
-			fmt.Fprintf(w, "cache: %d entries, %s of %s; %d hits, %d misses, %d damaged, %d uncached, %d errors\n", st.Cache.Entries, cache.FormatSize(st.Cache.Bytes), cache.FormatSize(st.Cache.MaxBytes), st.Cache.Hits, st.Cache.Misses, st.Cache.Damaged, st.Cache.Uncached, st.Cache.Errors)
-			for _, h := range st.Cache.Health {
-				fmt.Fprintf(w, "cache health: %s\n", h)
-			}
-		}
-		if st.CacheError != "" {
-			fmt.Fprintf(w, "cache unusable: %s (builds run uncached)\n", st.CacheError)
-		}
-		for i := range st.Remotes {
-			fmt.Fprintf(w, "%s\n", remoteSummary(&st.Remotes[i]))
-		}
-		if len(st.Remotes) == 0 && st.Remote != nil {
-			fmt.Fprintf(w, "%s\n", remoteSummary(st.Remote))
-		}
-		if st.LastTrim != "" {
-			fmt.Fprintf(w, "last trim: %s\n", st.LastTrim)
-		}
-		if st.TrimErrors != "" {
-			fmt.Fprintf(w, "last trim failed: %s\n", st.TrimErrors)
-		}
-		if len(st.Settings) > 0 {
-			fmt.Fprintf(w, "settings (a client's environment overrides them for its request):\n")
-			writeSettings(env, st.ConfigFile, st.Settings, "  ")
-		}
-		if st.SettingsError != "" {
-			fmt.Fprintf(w, "settings: %s\n", st.SettingsError)
-		}
+	} else if err := st.WriteText(env.Stdout); err != nil {
+		return err
 	}
 	if !st.Running {
 		return cli.Exit(cli.ExitFailure)
@@ -351,7 +282,7 @@ func runDaemon(ctx context.Context, env *cli.Env, o daemonOptions) error {
 	// Badger's errors and warnings (a damaged value log, a failed read)
 	// go to the daemon log.
 	opt := cache.Options{Logger: storeLogger{logf}}
-	ddir := api.DaemonDir(dir, env.Getenv)
+	ddir := client.DaemonDir(dir, env.Getenv)
 	srv, err := daemon.Listen(daemon.Config{
 		Dir: ddir, Idle: o.idle, Ready: ready, StartLock: startLock, WaitLock: true, Logf: logf, EnvNames: clientEnvNames(),
 		ProgressEvery: o.progressEvery,
@@ -481,7 +412,7 @@ func serveUncached(srv *daemon.Server, dir string, storeErr error, fwd *forgette
 	})
 	srv.SetStatus(func() any {
 		info := srv.Info()
-		return daemonStatus{Running: true, CacheDir: dir, Server: &info, Memoized: fwd.ids.Len(), Watch: watcher.Status(),
+		return observe.DaemonStatus{Running: true, CacheDir: dir, Server: &info, Memoized: fwd.ids.Len(), Watch: watcher.Status(),
 			CacheError: storeErr.Error()}
 	})
 }
@@ -494,14 +425,14 @@ func serveStore(ctx context.Context, srv *daemon.Server, served <-chan error, di
 	// The remote tiers follow the settings of each request (the file's,
 	// or a client's PTOJIT_REMOTE*), not the environment the daemon
 	// started with.
-	engine.remotes = &remoteTiers{logf: logf, getenv: daemonGetenv}
-	defer engine.remotes.close()
+	engine.remotes = tiers.NewPool(logf, daemonGetenv)
+	defer engine.remotes.Close()
 	engine.wiped = wiped
 
 	trim := func(ctx context.Context, maxBytes int64) (*cache.TrimReport, error) {
 		return cache.Trim(ctx, store, maxBytes)
 	}
-	m := &maintenance{trim: trim, logf: logf, limit: func() (int64, bool, error) {
+	m := &idle.Trimmer{Trim: trim, Logf: logf, Limit: func() (int64, bool, error) {
 		st, err := resolveSettings(nil, dir, func(string) string { return "" })
 		if err != nil {
 			return 0, false, err
@@ -509,8 +440,8 @@ func serveStore(ctx context.Context, srv *daemon.Server, served <-chan error, di
 		return st.maxBytes, st.readOnly, nil
 	}}
 	srv.SetHandler(func(ctx context.Context, req *api.DaemonRequest) *api.DaemonResponse {
-		m.touch()
-		defer m.touch()
+		m.Touch()
+		defer m.Touch()
 		// Every change that finished before this request must have
 		// dropped its memos before the request uses them: the Sync
 		// begins now and completes before the build (or any other
@@ -521,19 +452,19 @@ func serveStore(ctx context.Context, srv *daemon.Server, served <-chan error, di
 	})
 	srv.SetStatus(func() any {
 		info := srv.Info()
-		st := daemonStatus{Running: true, CacheDir: dir, Server: &info, Memoized: fwd.ids.Len(), Watch: watcher.Status()}
+		st := observe.DaemonStatus{Running: true, CacheDir: dir, Server: &info, Memoized: fwd.ids.Len(), Watch: watcher.Status()}
 		if cs, err := cache.ReadStats(context.Background(), store); err == nil {
 			st.Cache = cs
 		} else {
 			st.CacheError = err.Error()
 		}
-		if rs := engine.remotes.stats(); len(rs) > 0 {
+		if rs := engine.remotes.Stats(); len(rs) > 0 {
 			st.Remote = &rs[0]
 			st.Remotes = rs
 		}
-		st.LastTrim, st.TrimErrors = m.last()
+		st.LastTrim, st.TrimErrors = m.Last()
 		if set, err := resolveSettings(nil, dir, func(string) string { return "" }); err == nil {
-			st.Settings = settingsJSON(set.list)
+			st.Settings = config.Reports(set.list)
 			if st.Cache != nil {
 				st.Cache.MaxBytes = set.maxBytes
 			}
@@ -544,7 +475,7 @@ func serveStore(ctx context.Context, srv *daemon.Server, served <-chan error, di
 		return st
 	})
 	// Joined before the store closes (deferred above, so run after this).
-	defer m.start(ctx, srv)()
+	defer m.Start(ctx, serverLoad{srv})()
 	defer startMetrics(ctx, dir, store, logf)()
 	return <-served
 }
@@ -586,7 +517,7 @@ func serveCommand(ctx context.Context, req *api.DaemonRequest) *api.DaemonRespon
 	if engine.dir != "" {
 		names = requestEnvNames(memo, engine.dir, req.Env)
 	}
-	environ := api.FilterEnv(req.Env, names)
+	environ := client.FilterEnv(req.Env, names)
 	vars := make(map[string]string, len(environ))
 	for _, kv := range environ {
 		if k, v, ok := strings.Cut(kv, "="); ok {
@@ -667,7 +598,7 @@ func commandKind(err error) (string, map[string]string) {
 		return api.KindRefused, map[string]string{"path": owner.Path, "dir": owner.Dir, "owner": strconv.Itoa(owner.UID),
 			"mode": fmt.Sprintf("%04o", owner.Mode.Perm()), "user": strconv.Itoa(owner.Want)}
 	case errors.As(err, &held):
-		return api.KindStoreFailure, held.h.data(held.dir)
+		return api.KindStoreFailure, held.h.Data(held.dir)
 	case errors.As(err, &open):
 		return api.KindStoreFailure, map[string]string{"path": open.Dir, "reason": open.Err.Error()}
 	case errors.As(err, &space):
@@ -677,110 +608,8 @@ func commandKind(err error) (string, map[string]string) {
 	return "", nil
 }
 
-// maintenance trims the cache to its limit (with value-log GC) once the
-// daemon has been idle for a while after serving requests.
-type maintenance struct {
-	// trim trims the store (cache.Trim of the daemon's store).
-	trim     func(ctx context.Context, maxBytes int64) (*cache.TrimReport, error)
-	maxBytes int64
-	// limit, when set, returns the cap and read-only setting in force at
-	// each trim instead of maxBytes (the settings file may change).
-	limit func() (maxBytes int64, readOnly bool, err error)
-	logf  func(string, ...any)
-	// quiet is the time without requests before the daemon trims;
-	// trimAfter when zero.
-	quiet time.Duration
+// serverLoad is the daemon's server as the idle trim watches it.
+type serverLoad struct{ *daemon.Server }
 
-	mu       sync.Mutex // guards the fields below
-	lastUse  time.Time
-	dirty    bool // requests since the last trim
-	lastTrim string
-	trimErr  string
-}
-
-// trimAfter is the quiet time before the daemon trims.
-const trimAfter = 30 * time.Second
-
-func (m *maintenance) touch() {
-	m.mu.Lock()
-	m.lastUse, m.dirty = time.Now(), true
-	m.mu.Unlock()
-}
-
-func (m *maintenance) last() (string, string) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return m.lastTrim, m.trimErr
-}
-
-// start runs the loop until stop is called, ctx ends or srv is done. stop
-// cancels a trim in progress and returns once the loop has returned, so the
-// store can be closed after it.
-func (m *maintenance) start(ctx context.Context, srv *daemon.Server) (stop func()) {
-	ctx, cancel := context.WithCancel(ctx)
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		m.loop(ctx, srv)
-	}()
-	return func() {
-		cancel()
-		<-done
-	}
-}
-
-func (m *maintenance) loop(ctx context.Context, srv *daemon.Server) {
-	quiet := m.quiet
-	if quiet == 0 {
-		quiet = trimAfter
-	}
-	tick := time.NewTicker(quiet / 3)
-	defer tick.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-srv.Done():
-			return
-		case <-tick.C:
-		}
-		m.mu.Lock()
-		due := m.dirty && time.Since(m.lastUse) >= quiet && srv.Info().InFlight == 0
-		if due {
-			m.dirty = false // claimed: a request from now on makes it due again
-		}
-		m.mu.Unlock()
-		if !due {
-			continue
-		}
-		limit := m.maxBytes
-		if m.limit != nil {
-			n, ro, err := m.limit()
-			if err != nil {
-				m.mu.Lock()
-				m.trimErr = err.Error()
-				m.mu.Unlock()
-				m.logf("trim: %v", err)
-				continue
-			}
-			if ro {
-				continue // readonly: the daemon never trims
-			}
-			limit = n
-		}
-		if limit <= 0 {
-			limit = math.MaxInt64 // no cap: orphans and value-log GC only
-		}
-		rep, err := m.trim(ctx, limit)
-		m.mu.Lock()
-		if err != nil && !errors.Is(err, context.Canceled) {
-			m.trimErr = err.Error()
-			m.logf("trim: %v", err)
-		} else if err == nil {
-			m.lastTrim = fmt.Sprintf("%s: %s -> %s of %s; %d entries evicted, %d orphan blobs deleted, %d value-log files rewritten",
-				time.Now().Format(time.RFC3339), cache.FormatSize(rep.BytesBefore), cache.FormatSize(rep.BytesAfter), cache.FormatSize(rep.MaxBytes),
-				len(rep.Evicted), rep.Orphans, rep.ValueLogGC)
-		}
-		m.mu.Unlock()
-	}
-}
+// InFlight is the requests the server serves now.
+func (s serverLoad) InFlight() int { return s.Info().InFlight }

@@ -21,7 +21,8 @@ import (
 
 	"github.com/ptojit/ptojit/api"
 	"github.com/ptojit/ptojit/api/client"
-	"github.com/ptojit/ptojit/internal/fixture"
+	"github.com/ptojit/ptojit/observe"
+	"github.com/ptojit/ptojit/test/fixture"
 )
 
 // These tests run the real binaries: the thin client ptojit starts the
@@ -166,10 +167,10 @@ func (w *daemonWorld) compileCount() int {
 	return strings.Count(string(b), "\n")
 }
 
-func (w *daemonWorld) status() daemonStatus {
+func (w *daemonWorld) status() observe.DaemonStatus {
 	w.t.Helper()
 	out, errs, code := w.run("daemon", "status", "--json")
-	var st daemonStatus
+	var st observe.DaemonStatus
 	if err := json.Unmarshal([]byte(out), &st); err != nil {
 		w.t.Fatalf("daemon status (exit %d): %v\n%s%s", code, err, out, errs)
 	}
@@ -177,7 +178,7 @@ func (w *daemonWorld) status() daemonStatus {
 }
 
 func (w *daemonWorld) daemonDir() string {
-	return api.DaemonDir(filepath.Join(w.root, "cache"), func(k string) string {
+	return client.DaemonDir(filepath.Join(w.root, "cache"), func(k string) string {
 		if k == "XDG_RUNTIME_DIR" {
 			return filepath.Join(w.root, "run")
 		}

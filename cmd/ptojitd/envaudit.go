@@ -4,13 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
-	"path"
 	"path/filepath"
-	"slices"
-	"strings"
 
 	"github.com/spf13/pflag"
 
@@ -87,33 +83,6 @@ type envauditOptions struct {
 	python   string
 }
 
-// parseScan parses DIR:EXT[,EXT].
-func parseScan(s string) (envaudit.Scan, error) {
-	i := strings.LastIndexByte(s, ':')
-	if i < 0 {
-		return envaudit.Scan{}, cli.Usagef("envaudit: --scan %q: want DIR:EXT[,EXT]", s)
-	}
-	dir := path.Clean(filepath.ToSlash(s[:i]))
-	if s[:i] == "" || path.IsAbs(dir) || dir == ".." || strings.HasPrefix(dir, "../") {
-		return envaudit.Scan{}, cli.Usagef("envaudit: --scan %q: DIR must be a path inside the root", s)
-	}
-	var exts []string
-	for _, e := range strings.Split(s[i+1:], ",") {
-		e = strings.TrimSpace(e)
-		if e == "" {
-			continue
-		}
-		if !strings.HasPrefix(e, ".") {
-			e = "." + e
-		}
-		exts = append(exts, e)
-	}
-	if len(exts) == 0 {
-		return envaudit.Scan{}, cli.Usagef("envaudit: --scan %q: no suffix", s)
-	}
-	return envaudit.Scan{Dir: dir, Exts: exts}, nil
-}
-
 func runEnvaudit(ctx context.Context, env *cli.Env, o envauditOptions, files []string) error {
 	cfg := envaudit.Config{Root: o.root, Jobs: o.jobs, Full: o.parseAll}
 	switch o.order {
@@ -133,9 +102,9 @@ func runEnvaudit(ctx context.Context, env *cli.Env, o envauditOptions, files []s
 		return cli.Usagef("envaudit: --python %q: want 3.10, 3.11 or 3.12", o.python)
 	}
 	for _, s := range o.scans {
-		sc, err := parseScan(s)
+		sc, err := envaudit.ParseScan(s)
 		if err != nil {
-			return err
+			return cli.Usagef("%s", err.Error())
 		}
 		cfg.Scans = append(cfg.Scans, sc)
 	}
@@ -168,7 +137,7 @@ func runEnvaudit(ctx context.Context, env *cli.Env, o envauditOptions, files []s
 		for _, l := range rep.Lines() {
 			fmt.Fprintln(env.Stdout, l)
 		}
-		writeEnvauditHelp(env.Stderr, regPath, rep)
+		rep.WriteHelp(env.Stderr, regPath)
 	}
 	if !rep.OK() {
 		return cli.Exit(cli.ExitFailure)
@@ -198,43 +167,4 @@ func loadAuditRegistry(o envauditOptions) (string, *envreg.Registry, error) {
 		return "", nil, cli.Invalid(err)
 	}
 	return regPath, reg, nil
-}
-
-// writeEnvauditHelp tells, on standard error, how to resolve the findings:
-// the registry file, its categories and an entry ready to paste. The
-// finding lines on standard output stay in PyPTO's format.
-func writeEnvauditHelp(w io.Writer, regPath string, rep *envaudit.Report) {
-	var names []string
-	dynamic := false
-	for _, f := range rep.Findings {
-		switch {
-		case f.Variable != "" && !slices.Contains(names, f.Variable):
-			names = append(names, f.Variable)
-		case f.Variable == "":
-			dynamic = true
-		}
-	}
-	if len(names) == 0 && !dynamic && len(rep.UnusedExceptions) == 0 {
-		return
-	}
-	var b strings.Builder
-	if len(names) > 0 {
-		fmt.Fprintf(&b, "\nTo classify a variable, add it to \"variables\" in %s with one of the\ncategories:\n", regPath)
-		b.WriteString("  semantic         its value is part of every build key\n")
-		b.WriteString("  tool_resolution  it selects a tool, which the toolchain identity covers\n")
-		b.WriteString("  fresh_request    a set value asks for a build that bypasses the cache\n")
-		b.WriteString("  nonsemantic      it never changes an output (say why in the reason)\n")
-		b.WriteString("For example:\n")
-		for _, n := range names {
-			fmt.Fprintf(&b, "    %q: {\"category\": \"nonsemantic\", \"reason\": \"TODO: why %s never changes an output.\"},\n", n, n)
-		}
-	}
-	if dynamic {
-		fmt.Fprintf(&b, "\nA dynamic read (a name not known statically, or the whole environment) needs an\nentry in \"dynamic_reads\" of %s: {\"path\": PATH, \"function\":\nFUNCTION, \"reason\": TEXT}.\n", regPath)
-	}
-	if len(rep.UnusedExceptions) > 0 {
-		fmt.Fprintf(&b, "\nRemove the unused dynamic-read exceptions from %s.\n", regPath)
-	}
-	b.WriteString("\"ptojit help envaudit\" describes the registry format.\n")
-	io.WriteString(w, b.String())
 }

@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ptojit/ptojit/internal/fixture"
+	"github.com/ptojit/ptojit/test/fixture"
 )
 
 // hookDeadline bounds each command the pre-commit hook test runs.

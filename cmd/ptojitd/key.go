@@ -2,14 +2,7 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
-	"io"
-	"maps"
-	"path/filepath"
-	"slices"
-	"strconv"
-	"strings"
 
 	"github.com/spf13/pflag"
 
@@ -17,6 +10,7 @@ import (
 	"github.com/ptojit/ptojit/cmd/internal/cli"
 	"github.com/ptojit/ptojit/inventory"
 	"github.com/ptojit/ptojit/jit"
+	"github.com/ptojit/ptojit/jit/inspect"
 )
 
 // keyLong is the help of the key command.
@@ -258,20 +252,20 @@ func runKeyDiff(ctx context.Context, env *cli.Env, o keyDiffOptions, a, b string
 			fmt.Fprintf(env.Stderr, "key diff: %s\n", n)
 		}
 	}
-	headers := headerDiffs(va, vb, src.base)
+	headers := inspect.HeaderDiffs(va, vb, src.base)
 	for _, h := range headers {
-		diffs = append(diffs, jit.Difference{Name: "header " + h.path, A: h.a, B: h.b})
+		diffs = append(diffs, jit.Difference{Name: "header " + h.Path, A: h.A, B: h.B})
 	}
 	if o.json {
-		out := make([]diffJSON, 0, len(diffs))
+		out := make([]inspect.DiffJSON, 0, len(diffs))
 		for _, d := range diffs {
-			out = append(out, diffJSON{Name: d.Name, A: displayJSON(d.A), B: displayJSON(d.B)})
+			out = append(out, inspect.DiffJSON{Name: d.Name, A: inspect.DisplayJSON(d.A), B: inspect.DisplayJSON(d.B)})
 		}
 		if err := cli.WriteJSON(env.Stdout, out); err != nil {
 			return err
 		}
 	} else {
-		if err := writeDiffs(env.Stdout, diffs); err != nil {
+		if err := inspect.WriteDiffs(env.Stdout, diffs); err != nil {
 			return err
 		}
 		if len(headers) > 0 && len(headers) == len(diffs) {
@@ -285,46 +279,24 @@ func runKeyDiff(ctx context.Context, env *cli.Env, o keyDiffOptions, a, b string
 	return nil
 }
 
-// diffJSON is one difference in key diff --json: the values as JSON
-// values (a string is a JSON string, a number a number), absent on the
-// side that lacks the input.
-type diffJSON struct {
-	Name string          `json:"name"`
-	A    json.RawMessage `json:"a,omitempty"`
-	B    json.RawMessage `json:"b,omitempty"`
-}
-
-// displayJSON turns a displayed value (jit.Display) into JSON: itself when
-// it is valid JSON, else as a JSON string (NaN, bytes, tuples).
-func displayJSON(s string) json.RawMessage {
-	if s == "" {
-		return nil
-	}
-	if json.Valid([]byte(s)) {
-		return json.RawMessage(s)
-	}
-	b, _ := json.Marshal(s)
-	return b
-}
-
 // variant returns the header variant of the stored build key that
 // argument arg of key diff named, to compare with the other argument
 // other, and a note saying which variant it is; nil and "" when arg is
 // no stored build key. Against a request it is the variant that the
 // request's latest build used, when that build had this key; else (and
 // against another stored key) the variant created last.
-func (s *keySource) variant(ctx context.Context, arg, other string) (*manifestVariant, string) {
+func (s *keySource) variant(ctx context.Context, arg, other string) (*inspect.Variant, string) {
 	e := s.entries[arg]
 	if e == nil {
 		return nil, ""
 	}
-	m := manifestOf(ctx, s.store, e)
+	m := inspect.ManifestOf(ctx, s.store, e)
 	if m == nil || len(m.Variants) == 0 {
 		return nil, ""
 	}
 	k := e.Key.String()[:12]
-	last := func(why string) (*manifestVariant, string) {
-		return &m.Variants[0], fmt.Sprintf("headers of %s: compared the variant created last (result %s, 1 of %d): %s", k, short12(m.Variants[0].Result), len(m.Variants), why)
+	last := func(why string) (*inspect.Variant, string) {
+		return &m.Variants[0], fmt.Sprintf("headers of %s: compared the variant created last (result %s, 1 of %d): %s", k, inspect.Short12(m.Variants[0].Result), len(m.Variants), why)
 	}
 	r, ok := s.requests[other]
 	switch {
@@ -345,97 +317,8 @@ func (s *keySource) variant(ctx context.Context, arg, other string) (*manifestVa
 	for i := range m.Variants {
 		if m.Variants[i].Result == lb.Result.String() {
 			return &m.Variants[i], fmt.Sprintf("headers of %s: compared the variant the latest build of %s used (result %s, %d of %d, since %s)",
-				k, r, short12(m.Variants[i].Result), i+1, len(m.Variants), fmtTime(lb.Since))
+				k, r, inspect.Short12(m.Variants[i].Result), i+1, len(m.Variants), inspect.FormatTime(lb.Since))
 		}
 	}
 	return last("the variant the latest build of " + r.String() + " used (result " + lb.Result.String()[:12] + ") is no longer in the key's manifest")
-}
-
-func short12(s string) string { return s[:min(len(s), 12)] }
-
-// headerDiff is a header whose digest differs between a header variant of
-// a stored key and the other side (another stored key's variant, or the
-// file as it is now).
-type headerDiff struct{ path, a, b string }
-
-// headerDiffs compares the header sets of the variants a and b of stored
-// build keys (nil: a request, whose headers are the files as they are
-// now; relative header names are relative to its base directory base).
-func headerDiffs(a, b *manifestVariant, base string) []headerDiff {
-	latest := func(v *manifestVariant) map[string]string {
-		if v == nil {
-			return nil
-		}
-		out := map[string]string{}
-		for _, h := range v.Headers {
-			out[h.Path] = h.Digest
-		}
-		return out
-	}
-	ha, hb := latest(a), latest(b)
-	if ha == nil && hb == nil {
-		return nil
-	}
-	now := func(p string) string {
-		if !filepath.IsAbs(p) && base != "" {
-			p = filepath.Join(base, p)
-		}
-		d, err := fileSHA256(p)
-		if err != nil {
-			return ""
-		}
-		return d
-	}
-	var out []headerDiff
-	switch {
-	case ha != nil && hb != nil:
-		for _, p := range slices.Sorted(maps.Keys(ha)) {
-			if hb[p] != ha[p] {
-				out = append(out, headerDiff{p, quote(ha[p]), quote(hb[p])})
-			}
-		}
-		for _, p := range slices.Sorted(maps.Keys(hb)) {
-			if _, ok := ha[p]; !ok {
-				out = append(out, headerDiff{p, "", quote(hb[p])})
-			}
-		}
-	case ha != nil:
-		for _, p := range slices.Sorted(maps.Keys(ha)) {
-			if d := now(p); d != ha[p] {
-				out = append(out, headerDiff{p, quote(ha[p]), quote(d)})
-			}
-		}
-	default:
-		for _, p := range slices.Sorted(maps.Keys(hb)) {
-			if d := now(p); d != hb[p] {
-				out = append(out, headerDiff{p, quote(d), quote(hb[p])})
-			}
-		}
-	}
-	return out
-}
-
-func quote(s string) string {
-	if s == "" {
-		return ""
-	}
-	return strconv.Quote(s)
-}
-
-func writeDiffs(w io.Writer, diffs []jit.Difference) error {
-	var b strings.Builder
-	if len(diffs) == 0 {
-		b.WriteString("no inputs differ\n")
-	}
-	side := func(s string) string {
-		if s == "" {
-			return "(absent)"
-		}
-		return s
-	}
-	for _, d := range diffs {
-		fmt.Fprintf(&b, "%s: %s -> %s\n", d.Name, side(d.A), side(d.B))
-	}
-	_, err := io.WriteString(w, b.String())
-	return err
 }

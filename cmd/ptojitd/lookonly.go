@@ -7,8 +7,6 @@ import (
 	"os"
 	"slices"
 	"strings"
-
-	"github.com/ptojit/ptojit/registry/module"
 )
 
 // lookingModuleCommands are the module and op subcommands that only look
@@ -41,36 +39,4 @@ func lookable(dir string) error {
 		return fmt.Errorf("%w: %s is not a directory", errNoCache, dir)
 	}
 	return nil
-}
-
-// readPackage reads the package module install was given (name as typed,
-// src resolved): an archive, or an unpacked package directory written as
-// one. Every error names the package and means it is missing or invalid:
-// it does not open as a package (signatures and trust are Install's).
-func readPackage(src, name string) ([]byte, error) {
-	fi, err := os.Stat(src)
-	if err != nil {
-		return nil, fmt.Errorf("module install: %s: %w", name, errors.Unwrap(err))
-	}
-	var ar []byte
-	if fi.IsDir() {
-		files, err := module.ReadDir(src)
-		if err != nil {
-			return nil, fmt.Errorf("module install: %s: %w", name, err)
-		}
-		if ar, err = module.WriteArchive(files); err != nil {
-			return nil, fmt.Errorf("module install: %s: %w", name, err)
-		}
-	} else {
-		if fi.Size() > module.MaxPackageSize {
-			return nil, fmt.Errorf("module install: %s: %d bytes exceeds the limit of %d", name, fi.Size(), module.MaxPackageSize)
-		}
-		if ar, err = os.ReadFile(src); err != nil {
-			return nil, fmt.Errorf("module install: %s: %w", name, errors.Unwrap(err))
-		}
-	}
-	if _, err := module.OpenArchive(ar); err != nil {
-		return nil, fmt.Errorf("module install: %s: %w", name, err)
-	}
-	return ar, nil
 }

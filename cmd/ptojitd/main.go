@@ -67,7 +67,7 @@ func engineMain(ctx context.Context, env *cli.Env, args []string, engine func() 
 				// Invalid input fails the same way in this process,
 				// before any side effect, and answers as the command
 				// does (--json included).
-				return report(env, program().Run(ctx, env, args))
+				return reportExit(env, program().Run(ctx, env, args))
 			}
 			return cli.Report(env, "ptojit", err)
 		}
@@ -75,14 +75,14 @@ func engineMain(ctx context.Context, env *cli.Env, args []string, engine func() 
 			return cli.Report(env, "ptojit", err)
 		}
 	}
-	return report(env, program().Run(ctx, env, args))
+	return reportExit(env, program().Run(ctx, env, args))
 }
 
-// report prints err and returns its exit code, as the client does for a
+// reportExit prints err and returns its exit code, as the client does for a
 // reply: a failure of a kind (commandKind) in the words FailureText
 // composes from its data, so that a command says the same whether the
 // daemon served it or this process ran it.
-func report(env *cli.Env, err error) int {
+func reportExit(env *cli.Env, err error) int {
 	if kind, data := commandKind(err); kind != "" {
 		err = &cli.ExitError{Code: cli.ExitCode(err), Err: errors.New(clientcmd.FailureText(&api.DaemonResponse{Kind: kind, Data: data}))}
 	}

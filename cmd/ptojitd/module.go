@@ -3,16 +3,13 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path"
 	"path/filepath"
 	"runtime"
 	"slices"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/pflag"
@@ -237,7 +234,7 @@ func storeCommand(name, usage, summary string, nargs int, run func(context.Conte
 				if name == "install" {
 					// An invalid package is refused before the store is
 					// opened (or created).
-					if _, err := readPackage(env.Abs(args[0]), args[0]); err != nil {
+					if _, err := module.ReadPackage(env.Abs(args[0]), args[0]); err != nil {
 						return cli.Invalid(err)
 					}
 				}
@@ -249,26 +246,8 @@ func storeCommand(name, usage, summary string, nargs int, run func(context.Conte
 	}
 }
 
-// moduleDir returns the store directory: the flag, PTOJIT_MODULE_DIR,
-// $XDG_DATA_HOME/ptojit/modules or ~/.local/share/ptojit/modules.
-func moduleDir(env *cli.Env, flag string) (string, error) {
-	if flag != "" {
-		return env.Abs(flag), nil
-	}
-	if d := env.Getenv("PTOJIT_MODULE_DIR"); d != "" {
-		return env.Abs(d), nil
-	}
-	if d := env.Getenv("XDG_DATA_HOME"); d != "" && filepath.IsAbs(d) {
-		return filepath.Join(d, "ptojit", "modules"), nil
-	}
-	if h := env.Getenv("HOME"); h != "" {
-		return filepath.Join(h, ".local", "share", "ptojit", "modules"), nil
-	}
-	return "", errors.New("no module store: set --module-dir, PTOJIT_MODULE_DIR, XDG_DATA_HOME or HOME")
-}
-
 func withStore(ctx context.Context, env *cli.Env, o moduleOptions, fn func(context.Context, *module.Store) error) error {
-	dir, err := moduleDir(env, o.moduleDir)
+	dir, err := module.StoreDir(o.moduleDir, env.Getenv, env.Abs)
 	if err != nil {
 		return err
 	}
@@ -294,16 +273,9 @@ func withStore(ctx context.Context, env *cli.Env, o moduleOptions, fn func(conte
 }
 
 func runKeygen(env *cli.Env, out string) error {
-	p := env.Abs(out)
-	if _, err := os.Lstat(p); err == nil {
-		return fmt.Errorf("module keygen: %s exists; a key is never overwritten", out)
-	}
-	priv, pub, err := module.GenerateKey()
+	pub, err := module.WriteNewKey(env.Abs(out), out)
 	if err != nil {
 		return err
-	}
-	if err := durable.WriteFile(p, priv, 0o600); err != nil {
-		return fmt.Errorf("module keygen: %w", err)
 	}
 	fmt.Fprintln(env.Stdout, pub)
 	return nil
@@ -423,7 +395,7 @@ func packCallable(ctx context.Context, env *cli.Env, o packOptions, m *module.Ma
 
 func runInstall(ctx context.Context, env *cli.Env, s *module.Store, o moduleOptions, args []string) error {
 	src := env.Abs(args[0])
-	ar, err := readPackage(src, args[0])
+	ar, err := module.ReadPackage(src, args[0])
 	if err != nil {
 		// A missing or unreadable package is invalid input (exit 2).
 		return cli.Invalid(err)
@@ -432,24 +404,7 @@ func runInstall(ctx context.Context, env *cli.Env, s *module.Store, o moduleOpti
 	if err != nil {
 		return fmt.Errorf("module install: %s: %w", args[0], err)
 	}
-	for _, c := range r.Activation {
-		if c.Checked {
-			fmt.Fprintf(env.Stdout, "activated on %s: implementation ids match provided_ops; init and shutdown ran\n", c.Platform)
-		} else {
-			fmt.Fprintf(env.Stdout, "not activation-checked on %s: %s\n", c.Platform, c.Note)
-		}
-	}
-	switch {
-	case r.NoOp:
-		fmt.Fprintf(env.Stdout, "%s is already installed (identical package): no change\n", r.Module.ID())
-	case r.Replaced != nil:
-		fmt.Fprintf(env.Stdout, "installed %s (digest %s), replacing %s (now disabled; module rollback %s re-enables it)\n", r.Module.ID(), r.Module.Digest, r.Replaced.ID(), r.Module.PackageID)
-	case r.Module.Enabled:
-		fmt.Fprintf(env.Stdout, "installed %s (digest %s)\n", r.Module.ID(), r.Module.Digest)
-	default:
-		fmt.Fprintf(env.Stdout, "installed %s (digest %s), disabled: a newer version is enabled\n", r.Module.ID(), r.Module.Digest)
-	}
-	return nil
+	return r.WriteText(env.Stdout)
 }
 
 func runRollback(ctx context.Context, env *cli.Env, s *module.Store, o moduleOptions, args []string) error {
@@ -494,33 +449,6 @@ func runRemove(ctx context.Context, env *cli.Env, s *module.Store, o moduleOptio
 	return nil
 }
 
-// moduleInfo is the JSON of ls, show and graph.
-type moduleInfo struct {
-	PackageID    string              `json:"package_id"`
-	Version      string              `json:"version"`
-	Publisher    string              `json:"publisher"`
-	Enabled      bool                `json:"enabled"`
-	Digest       string              `json:"digest"`
-	Key          string              `json:"key"`
-	ProvidedOps  []string            `json:"provided_ops"`
-	Dependencies []module.Dependency `json:"module_dependencies"`
-	// Revoked says what revokes the module ("publisher P", "key K",
-	// "package DIGEST"); ls sets it.
-	Revoked string `json:"revoked,omitempty"`
-}
-
-func infoOf(m *module.Installed) moduleInfo {
-	i := moduleInfo{PackageID: m.PackageID, Version: m.Version, Publisher: m.Publisher, Enabled: m.Enabled,
-		Digest: m.Digest, Key: m.Key, ProvidedOps: m.Manifest.ProvidedOps, Dependencies: m.Manifest.Dependencies}
-	if i.ProvidedOps == nil {
-		i.ProvidedOps = []string{}
-	}
-	if i.Dependencies == nil {
-		i.Dependencies = []module.Dependency{}
-	}
-	return i
-}
-
 func runModuleLs(ctx context.Context, env *cli.Env, s *module.Store, o moduleOptions, args []string) error {
 	ms, err := s.List()
 	if err != nil {
@@ -531,43 +459,9 @@ func runModuleLs(ctx context.Context, env *cli.Env, s *module.Store, o moduleOpt
 		return err
 	}
 	if o.json {
-		out := make([]moduleInfo, 0, len(ms))
-		for _, m := range ms {
-			i := infoOf(m)
-			i.Revoked = tr.Revocation(m)
-			out = append(out, i)
-		}
-		return cli.WriteJSON(env.Stdout, out)
+		return cli.WriteJSON(env.Stdout, module.Infos(ms, tr))
 	}
-	return writeModuleTable(env.Stdout, ms, tr)
-}
-
-// moduleState is a module's STATE column: enabled, disabled, or revoked
-// (publisher P | key K | package DIGEST).
-func moduleState(m *module.Installed, tr *module.Trust) string {
-	if tr != nil {
-		if r := tr.Revocation(m); r != "" {
-			return "revoked (" + r + ")"
-		}
-	}
-	if m.Enabled {
-		return "enabled"
-	}
-	return "disabled"
-}
-
-func writeModuleTable(w io.Writer, ms []*module.Installed, tr *module.Trust) error {
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "MODULE\tVERSION\tSTATE\tPUBLISHER\tDIGEST\tOPS\tDEPENDS ON")
-	for _, m := range ms {
-		st := moduleState(m, tr)
-		var deps []string
-		for _, d := range m.Manifest.Dependencies {
-			deps = append(deps, d.String())
-		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%s\n", m.PackageID, m.Version, st, m.Publisher, m.Digest[:12], len(m.Manifest.ProvidedOps), strings.Join(deps, "; "))
-	}
-	return tw.Flush()
+	return module.WriteTable(env.Stdout, ms, tr)
 }
 
 func runShow(ctx context.Context, env *cli.Env, s *module.Store, o moduleOptions, args []string) error {
@@ -579,42 +473,11 @@ func runShow(ctx context.Context, env *cli.Env, s *module.Store, o moduleOptions
 	if err != nil {
 		return err
 	}
-	var dependents []string
-	for _, x := range all {
-		for _, d := range x.Manifest.Dependencies {
-			if d.ModuleID == m.PackageID {
-				dependents = append(dependents, x.ID())
-			}
-		}
-	}
+	r := module.Show(m, all)
 	if o.json {
-		return cli.WriteJSON(env.Stdout, struct {
-			moduleInfo
-			Manifest   *module.Manifest `json:"manifest"`
-			Dependents []string         `json:"dependents"`
-		}{infoOf(m), m.Manifest, append([]string{}, dependents...)})
+		return cli.WriteJSON(env.Stdout, r)
 	}
-	var b strings.Builder
-	st := "disabled"
-	if m.Enabled {
-		st = "enabled"
-	}
-	fmt.Fprintf(&b, "module     %s (%s)\npublisher  %s\ndigest     %s\nkey        %s\nruntime    %s on %s, %s/%s\n",
-		m.ID(), st, m.Publisher, m.Digest, m.Key, m.Manifest.Runtime, strings.Join(m.Manifest.Platforms, ", "), m.Manifest.OS, m.Manifest.Arch)
-	for _, op := range m.Manifest.ProvidedOps {
-		fmt.Fprintf(&b, "provides   %s\n", op)
-	}
-	for _, d := range m.Manifest.Dependencies {
-		fmt.Fprintf(&b, "depends on %s\n", d)
-	}
-	for _, d := range dependents {
-		fmt.Fprintf(&b, "needed by  %s\n", d)
-	}
-	for _, a := range m.Manifest.Artifacts {
-		fmt.Fprintf(&b, "artifact   %s %d bytes sha256 %s\n", a.Path, a.Size, a.SHA256)
-	}
-	_, err = io.WriteString(env.Stdout, b.String())
-	return err
+	return r.WriteText(env.Stdout)
 }
 
 func runModuleVerify(ctx context.Context, env *cli.Env, s *module.Store, o moduleOptions, args []string) error {
@@ -640,24 +503,9 @@ func runGraph(ctx context.Context, env *cli.Env, s *module.Store, o moduleOption
 		return fmt.Errorf("module graph: %w", err)
 	}
 	if o.json {
-		out := make([]moduleInfo, 0, len(order))
-		for _, m := range order {
-			out = append(out, infoOf(m))
-		}
-		return cli.WriteJSON(env.Stdout, out)
+		return cli.WriteJSON(env.Stdout, module.Infos(order, nil))
 	}
-	for i, m := range order {
-		var deps []string
-		for _, d := range m.Manifest.Dependencies {
-			deps = append(deps, d.ModuleID)
-		}
-		line := fmt.Sprintf("%d %s", i+1, m.ID())
-		if len(deps) > 0 {
-			line += " <- " + strings.Join(deps, ", ")
-		}
-		fmt.Fprintln(env.Stdout, line)
-	}
-	return nil
+	return module.WriteGraph(env.Stdout, order)
 }
 
 func runTrustAdd(ctx context.Context, env *cli.Env, s *module.Store, o moduleOptions, args []string) error {
@@ -680,34 +528,5 @@ func runTrustLs(ctx context.Context, env *cli.Env, s *module.Store, o moduleOpti
 	if o.json {
 		return cli.WriteJSON(env.Stdout, t)
 	}
-	var b strings.Builder
-	for _, k := range t.Keys {
-		fmt.Fprintf(&b, "trusted   %s %s\n", k.Publisher, k.Key)
-	}
-	for _, p := range t.RevokedPublishers {
-		fmt.Fprintf(&b, "revoked   publisher %s\n", p)
-	}
-	for _, k := range t.RevokedKeys {
-		fmt.Fprintf(&b, "revoked   key %s\n", k)
-	}
-	for _, d := range t.RevokedPackages {
-		fmt.Fprintf(&b, "revoked   package %s\n", d)
-	}
-	_, err = io.WriteString(env.Stdout, b.String())
-	return err
-}
-
-// refuseModulePackage refuses a runtime module package where a ChipCallable
-// blob is expected: hosts that do not load runtime modules reject them
-// instead of reading them as something else.
-func refuseModulePackage(name string, blob []byte) error {
-	if strings.HasSuffix(name, ".ptomodule") {
-		return fmt.Errorf("%s is a runtime module package (module_abi %d), not a ChipCallable blob: install it with ptojit module install", name, module.ModuleABI)
-	}
-	if files, err := module.ReadArchive(blob); err == nil {
-		if _, ok := files[module.ManifestName]; ok {
-			return fmt.Errorf("%s is a runtime module package (module_abi %d), not a ChipCallable blob: install it with ptojit module install", name, module.ModuleABI)
-		}
-	}
-	return nil
+	return t.WriteText(env.Stdout)
 }

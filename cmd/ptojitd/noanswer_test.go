@@ -20,14 +20,14 @@ import (
 	"github.com/ptojit/ptojit/api"
 	"github.com/ptojit/ptojit/api/client"
 	"github.com/ptojit/ptojit/internal/config"
-	"github.com/ptojit/ptojit/internal/fixture"
+	"github.com/ptojit/ptojit/test/fixture"
 )
 
 // TestSettingsNameAgrees: the settings file the clients read the
 // no-answer bound from is the engine's.
 func TestSettingsNameAgrees(t *testing.T) {
-	if api.SettingsName != config.FileName {
-		t.Fatalf("api.SettingsName %q, config.FileName %q", api.SettingsName, config.FileName)
+	if client.SettingsName != config.FileName {
+		t.Fatalf("client.SettingsName %q, config.FileName %q", client.SettingsName, config.FileName)
 	}
 }
 
@@ -76,7 +76,7 @@ func TestDaemonUnderSIGSTOP(t *testing.T) {
 		t.Fatal(err)
 	}
 	const bound = 500 * time.Millisecond
-	w.env = append(w.env, api.NoAnswerVariable+"="+bound.String())
+	w.env = append(w.env, client.NoAnswerVariable+"="+bound.String())
 	var r api.Response
 	json.Unmarshal([]byte(out), &r)
 	for _, o := range r.Outputs {
@@ -267,7 +267,7 @@ func TestThinClientLongCompileDoesNotFallBack(t *testing.T) {
 	}
 	w.env = append(w.env, "CC="+cc)
 	w.startDaemon("--progress-every", "50ms")
-	w.env = append(w.env, api.NoAnswerVariable+"=1s")
+	w.env = append(w.env, client.NoAnswerVariable+"=1s")
 	// The compile is held for at least 3 s: a lower bound on its time,
 	// so the build outlasts the client's bound three times over.
 	const held = 3 * time.Second

@@ -17,8 +17,9 @@ import (
 	"time"
 
 	"github.com/ptojit/ptojit/api"
+	"github.com/ptojit/ptojit/api/client"
 	"github.com/ptojit/ptojit/cache"
-	"github.com/ptojit/ptojit/internal/fixture"
+	"github.com/ptojit/ptojit/test/fixture"
 )
 
 // The forged-entry attack: cache entries carry no secret, so another user
@@ -472,7 +473,7 @@ func forgedDaemonCase(t *testing.T, w *userWorld, evilCache string, want []byte)
 			t.Fatalf("build %d: warnings %q, want the refusal", i, resp.Warnings)
 		}
 	}
-	ddir := api.DaemonDir(dir, func(k string) string {
+	ddir := client.DaemonDir(dir, func(k string) string {
 		if k == "XDG_RUNTIME_DIR" {
 			return filepath.Join(home, "run")
 		}

@@ -6,14 +6,14 @@ import (
 	"strings"
 	"time"
 
-	"github.com/ptojit/ptojit/api"
+	"github.com/ptojit/ptojit/api/client"
 	"github.com/ptojit/ptojit/cmd/internal/cli"
 	"github.com/ptojit/ptojit/internal/config"
 	"github.com/ptojit/ptojit/jit"
 )
 
-// passEnvNames parses a pass_env value (api.PassEnvNames).
-func passEnvNames(v string) ([]string, error) { return api.PassEnvNames(v) }
+// passEnvNames parses a pass_env value (client.PassEnvNames).
+func passEnvNames(v string) ([]string, error) { return client.PassEnvNames(v) }
 
 // filePassEnv returns the names the pass_env of dir's settings file lists
 // (none when the file cannot be read: the request reports that itself).
@@ -28,18 +28,18 @@ func filePassEnv(m *cli.Memo, dir string) []string {
 }
 
 // fileNoAnswer is the no-answer bound the settings file of dir sets
-// (daemon_timeout), api.DefaultNoAnswer when it sets none or no positive
+// (daemon_timeout), client.DefaultNoAnswer when it sets none or no positive
 // duration: the hello file publishes it for clients.
 func fileNoAnswer(dir string) time.Duration {
 	f, err := loadConfig(dir)
 	if err != nil {
-		return api.DefaultNoAnswer
+		return client.DefaultNoAnswer
 	}
 	s, _ := config.ResolveKey(f, nil, "daemon_timeout")
 	if d, err := time.ParseDuration(s.Value); err == nil && d > 0 {
 		return d
 	}
-	return api.DefaultNoAnswer
+	return client.DefaultNoAnswer
 }
 
 // helloEnvNames are the variables the daemon of dir asks clients to send:
@@ -58,8 +58,8 @@ func requestEnvNames(m *cli.Memo, dir string, env []string) []string {
 	for _, kv := range env {
 		// A value set (not empty) overrides the file, as for every
 		// setting.
-		if v, ok := strings.CutPrefix(kv, api.PassEnvVariable+"="); ok && v != "" {
-			return append(names, api.PassEnvFrom(env)...)
+		if v, ok := strings.CutPrefix(kv, client.PassEnvVariable+"="); ok && v != "" {
+			return append(names, client.PassEnvFrom(env)...)
 		}
 	}
 	return append(names, filePassEnv(m, dir)...)
@@ -79,7 +79,7 @@ func toolEnv(env *cli.Env, cacheDir string) []string {
 	if environ == nil {
 		environ = os.Environ()
 	}
-	return withoutSecrets(api.FilterEnv(environ, requestEnvNames(env.Memo, dir, environ)))
+	return withoutSecrets(client.FilterEnv(environ, requestEnvNames(env.Memo, dir, environ)))
 }
 
 // withoutSecrets returns environ less the variables the registry marks

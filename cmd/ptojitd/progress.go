@@ -5,7 +5,7 @@ import (
 
 	"github.com/ptojit/ptojit/cache"
 	"github.com/ptojit/ptojit/cmd/internal/cli"
-	"github.com/ptojit/ptojit/internal/daemon"
+	"github.com/ptojit/ptojit/daemon"
 )
 
 // withProgress returns ctx carrying a cache.ProgressFunc that reports the

@@ -12,7 +12,8 @@ import (
 	"time"
 
 	"github.com/ptojit/ptojit/api"
-	"github.com/ptojit/ptojit/internal/fixture"
+	"github.com/ptojit/ptojit/cache/report"
+	"github.com/ptojit/ptojit/test/fixture"
 )
 
 // TestBuildRemoteTier: ptojit build with PTOJIT_REMOTE on two simulated
@@ -183,7 +184,7 @@ func TestDaemonRemoteFollowsSettings(t *testing.T) {
 		t.Errorf("B's daemon status remote %+v", st.Remote)
 	}
 	out, _, _ := b.run("cache", "stats", "--json")
-	var stats statsJSON
+	var stats report.Stats
 	if err := json.Unmarshal([]byte(out), &stats); err != nil || stats.Remote == nil || stats.Remote.Hits != 1 {
 		t.Errorf("B's cache stats: %v %s", err, out)
 	}

@@ -6,11 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
-	"math"
 	"os"
-	"slices"
-	"strings"
 	"time"
 
 	"github.com/spf13/pflag"
@@ -19,7 +15,9 @@ import (
 	"github.com/ptojit/ptojit/cmd/internal/cli"
 	"github.com/ptojit/ptojit/cmd/internal/clientcmd"
 	"github.com/ptojit/ptojit/registry"
+	"github.com/ptojit/ptojit/registry/module"
 	"github.com/ptojit/ptojit/registry/worker"
+	"github.com/ptojit/ptojit/registry/worker/vadd"
 )
 
 func init() {
@@ -93,53 +91,16 @@ type runOptions struct {
 	timeout           time.Duration
 }
 
-// runResult is what run reports (--json prints it).
-type runResult struct {
-	Hashid       string         `json:"hashid"`
-	Platform     string         `json:"platform"`
-	Runtime      string         `json:"runtime"`
-	Build        string         `json:"build,omitempty"` // hit, miss, uncached (with --request)
-	Workers      int            `json:"workers"`
-	Tasks        int            `json:"tasks"`
-	Elements     int            `json:"elements"`
-	Verified     int            `json:"verified_elements"`
-	Mismatches   int            `json:"mismatches"`
-	Seconds      float64        `json:"seconds"`
-	TasksPerSec  float64        `json:"tasks_per_second"`
-	LatencyUs    latencySummary `json:"latency_us"`
-	TasksPerChip map[int]int    `json:"tasks_per_worker"`
-	StartMs      float64        `json:"start_ms"`
-	RegisterMs   float64        `json:"register_ms"`
-}
-
-type latencySummary struct {
-	P50 float64 `json:"p50"`
-	P90 float64 `json:"p90"`
-	P99 float64 `json:"p99"`
-	Max float64 `json:"max"`
-}
-
-// percentile returns the p-th percentile (nearest rank) of sorted values.
-func percentile(sorted []time.Duration, p float64) time.Duration {
-	if len(sorted) == 0 {
-		return 0
-	}
-	i := int(math.Ceil(p/100*float64(len(sorted)))) - 1
-	return sorted[min(max(i, 0), len(sorted)-1)]
-}
-
-func us(d time.Duration) float64 { return float64(d.Nanoseconds()) / 1e3 }
-
 // loadCallable returns the blob, its platform and runtime, and the build
 // status (with --request).
-func loadCallable(ctx context.Context, env *cli.Env, o runOptions) (blob []byte, res runResult, err error) {
+func loadCallable(ctx context.Context, env *cli.Env, o runOptions) (blob []byte, res vadd.Result, err error) {
 	res.Platform, res.Runtime = o.platform, o.runtime
 	if o.callable != "" {
 		blob, err = os.ReadFile(env.Abs(o.callable))
 		if err != nil {
 			return nil, res, cli.Invalid(fmt.Errorf("run: --callable %s: %w", o.callable, errors.Unwrap(err)))
 		}
-		if err := refuseModulePackage(o.callable, blob); err != nil {
+		if err := module.RefusePackage(o.callable, blob); err != nil {
 			return nil, res, cli.Invalid(fmt.Errorf("run: %w", err))
 		}
 		if _, err := registry.ParseChipCallable(blob); err != nil {
@@ -209,87 +170,29 @@ func buildForRun(ctx context.Context, env *cli.Env, o runOptions, req *api.Reque
 	return resp, buildErr
 }
 
-// vaddInputs fills the inputs of task k deterministically and returns s.
-func vaddInputs(k int, a, b []float32) float32 {
-	for i := range a {
-		a[i] = float32((i*7+k*13)%1000) / 8
-		b[i] = float32((i*3+k*5)%777)/4 - 50
-	}
-	return 0.5 + float32(k%7)*0.25
-}
-
 func runRun(ctx context.Context, env *cli.Env, o runOptions) (err error) {
 	blob, res, err := loadCallable(ctx, env, o)
 	if err != nil {
 		return err
 	}
-	c, err := registry.ParseChipCallable(blob)
-	if err != nil {
-		return fmt.Errorf("run: %w", err)
+	if err := vadd.Check(blob); err != nil {
+		return err
 	}
-	want := []registry.Direction{registry.In, registry.In, registry.Out, registry.Scalar}
-	if !slices.Equal(c.Signature, want) {
-		return fmt.Errorf("run: the callable's signature is %v; the example needs %v", c.Signature, want)
-	}
-	vec := uint64(4 * o.length)
-	w, err := newRunWorker(env, o, res, vec)
+	w, err := newRunWorker(env, o, res)
 	if err != nil {
 		return err
 	}
 	defer w.Close()
-	t0 := time.Now()
-	if err := w.Start(ctx); err != nil {
-		return fmt.Errorf("run: starting children: %w", err)
-	}
-	t1 := time.Now()
-	h, err := w.Register(ctx, registry.ChipCallableKind, blob)
+	res.Workers = o.workers
+	first, err := vadd.Run(ctx, w, blob, o.tasks, o.length, o.timeout, &res)
 	if err != nil {
-		return fmt.Errorf("run: %w", err)
-	}
-	t2 := time.Now()
-	res.Hashid, res.Workers, res.Tasks, res.Elements = h.Hashid.String(), o.workers, o.tasks, o.length
-	res.StartMs, res.RegisterMs = float64(t1.Sub(t0).Microseconds())/1e3, float64(t2.Sub(t1).Microseconds())/1e3
-
-	jobs, err := newVaddJobs(w, o.tasks, vec)
-	if err != nil {
-		return fmt.Errorf("run: %w", err)
-	}
-	n := uint64(o.length)
-	runCtx := ctx
-	if o.timeout > 0 {
-		var cancel context.CancelFunc
-		runCtx, cancel = context.WithTimeoutCause(ctx, o.timeout, fmt.Errorf("--timeout %s passed", o.timeout))
-		defer cancel()
-	}
-	start := time.Now()
-	err = w.Run(runCtx, func(orch *worker.Orchestrator) error {
-		for k := range jobs {
-			j := &jobs[k]
-			args := worker.TaskArgs{
-				Tensors: []worker.Tensor{j.a.Tensor(worker.Float32, n), j.b.Tensor(worker.Float32, n), j.out.Tensor(worker.Float32, n)},
-				Scalars: []uint64{worker.Float32Scalar(j.s)},
-			}
-			if j.task, err = orch.SubmitNextLevel(h, args, worker.CallConfig{}); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
-	elapsed := time.Since(start)
-	if err != nil {
-		return fmt.Errorf("run: %w", err)
-	}
-	res.Seconds = elapsed.Seconds()
-	res.TasksPerSec = float64(o.tasks) / elapsed.Seconds()
-	first := checkVaddJobs(jobs, &res)
-	if err := w.Unregister(ctx, h); err != nil {
-		return fmt.Errorf("run: %w", err)
+		return err
 	}
 	if o.json {
 		if err := cli.WriteJSON(env.Stdout, res); err != nil {
 			return err
 		}
-	} else if err := writeRunSummary(env.Stdout, res); err != nil {
+	} else if err := res.WriteText(env.Stdout); err != nil {
 		return err
 	}
 	if res.Mismatches > 0 {
@@ -301,15 +204,13 @@ func runRun(ctx context.Context, env *cli.Env, o runOptions) (err error) {
 
 // newRunWorker makes the Worker of a run: o.workers chip children of this
 // program, for res's platform and runtime, with an arena that holds
-// o.tasks tasks of three vectors of vec bytes.
-func newRunWorker(env *cli.Env, o runOptions, res runResult, vec uint64) (*worker.Worker, error) {
+// o.tasks tasks of three vectors of o.length elements.
+func newRunWorker(env *cli.Env, o runOptions, res vadd.Result) (*worker.Worker, error) {
 	exe, err := os.Executable()
 	if err != nil {
 		return nil, fmt.Errorf("run: locating this program to start children: %w", err)
 	}
-	per := 3 * ((vec + 63) &^ 63)
-	page := uint64(os.Getpagesize())
-	arena := (per*uint64(o.tasks) + page - 1) / page * page
+	arena := vadd.ArenaBytes(o.tasks, o.length)
 	if arena > 4<<30 {
 		return nil, cli.Usagef("run: %d tasks of %d elements need %d MiB of arena; use fewer --tasks or a smaller --len", o.tasks, o.length, arena>>20)
 	}
@@ -325,82 +226,4 @@ func newRunWorker(env *cli.Env, o runOptions, res runResult, vec uint64) (*worke
 		return nil, fmt.Errorf("run: %w", err)
 	}
 	return w, nil
-}
-
-// vaddJob is one task of the vadd example: its buffers, its scalar and,
-// once submitted, the task.
-type vaddJob struct {
-	a, b, out worker.Buffer
-	s         float32
-	task      *worker.Task
-}
-
-// newVaddJobs allocates the buffers of n tasks of vec bytes each in w's
-// arena and fills their inputs.
-func newVaddJobs(w *worker.Worker, n int, vec uint64) ([]vaddJob, error) {
-	jobs := make([]vaddJob, n)
-	for k := range jobs {
-		j := &jobs[k]
-		for _, p := range []*worker.Buffer{&j.a, &j.b, &j.out} {
-			var err error
-			if *p, err = w.Arena().Alloc(vec); err != nil {
-				return nil, err
-			}
-		}
-		j.s = vaddInputs(k, j.a.Float32s(), j.b.Float32s())
-		clear(j.out.Float32s())
-	}
-	return jobs, nil
-}
-
-// checkVaddJobs compares the outputs of the finished jobs with (a + b) * s,
-// counts the verified and wrong elements, the tasks per chip and the
-// latencies into res, and returns a description of the first wrong element.
-func checkVaddJobs(jobs []vaddJob, res *runResult) (first string) {
-	res.TasksPerChip = map[int]int{}
-	lat := make([]time.Duration, 0, len(jobs))
-	for k := range jobs {
-		j := &jobs[k]
-		lat = append(lat, j.task.Latency())
-		res.TasksPerChip[j.task.Worker()]++
-		a, b, out := j.a.Float32s(), j.b.Float32s(), j.out.Float32s()
-		for i := range out {
-			if w := (a[i] + b[i]) * j.s; out[i] != w {
-				if res.Mismatches == 0 {
-					first = fmt.Sprintf("task %d element %d: got %v, want (%v + %v) * %v = %v", k, i, out[i], a[i], b[i], j.s, w)
-				}
-				res.Mismatches++
-			} else {
-				res.Verified++
-			}
-		}
-	}
-	slices.Sort(lat)
-	res.LatencyUs = latencySummary{P50: us(percentile(lat, 50)), P90: us(percentile(lat, 90)), P99: us(percentile(lat, 99)), Max: us(lat[len(lat)-1])}
-	return first
-}
-
-func writeRunSummary(out io.Writer, r runResult) error {
-	var b strings.Builder
-	fmt.Fprintf(&b, "callable  %s (%s, %s)", r.Hashid, r.Platform, r.Runtime)
-	if r.Build != "" {
-		fmt.Fprintf(&b, " build %s", r.Build)
-	}
-	fmt.Fprintf(&b, "\nworkers   %d chip children (start %.1f ms, register %.1f ms)\n", r.Workers, r.StartMs, r.RegisterMs)
-	fmt.Fprintf(&b, "tasks     %d x %d float32 elements: out = (a + b) * s\n", r.Tasks, r.Elements)
-	fmt.Fprintf(&b, "verified  %d elements, %d wrong\n", r.Verified, r.Mismatches)
-	fmt.Fprintf(&b, "rate      %.0f tasks/s (%.3f s)\n", r.TasksPerSec, r.Seconds)
-	fmt.Fprintf(&b, "latency   p50 %.1f us  p90 %.1f us  p99 %.1f us  max %.1f us (dispatch round trip)\n", r.LatencyUs.P50, r.LatencyUs.P90, r.LatencyUs.P99, r.LatencyUs.Max)
-	ids := make([]int, 0, len(r.TasksPerChip))
-	for id := range r.TasksPerChip {
-		ids = append(ids, id)
-	}
-	slices.Sort(ids)
-	b.WriteString("per child")
-	for _, id := range ids {
-		fmt.Fprintf(&b, "  %d:%d", id, r.TasksPerChip[id])
-	}
-	b.WriteString("\n")
-	_, err := io.WriteString(out, b.String())
-	return err
 }

@@ -8,8 +8,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/ptojit/ptojit/internal/fixture"
 	"github.com/ptojit/ptojit/registry/module"
+	"github.com/ptojit/ptojit/test/fixture"
 )
 
 // TestDaemonS3Tier: two simulated machines share a bucket on a real S3

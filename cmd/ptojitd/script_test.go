@@ -14,8 +14,8 @@ import (
 
 	"github.com/ptojit/ptojit/cache"
 	"github.com/ptojit/ptojit/cmd/internal/cli"
-	"github.com/ptojit/ptojit/internal/fixture"
 	"github.com/ptojit/ptojit/jit"
+	"github.com/ptojit/ptojit/test/fixture"
 )
 
 // TestMain lets scripts run the engine as "ptojit" (and "ptojitd") in a

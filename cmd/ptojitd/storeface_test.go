@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/ptojit/ptojit/cache"
+	"github.com/ptojit/ptojit/cache/limit"
 )
 
 // TestEngineHoldsTheCoreFace checks that the daemon's shared store is held
@@ -22,13 +23,13 @@ func TestEngineHoldsTheCoreFace(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, ro := range []bool{false, true} {
-		s := &requestStore{cacheStore: m, readOnly: ro}
+		s := limit.New(m, 0, ro)
 		n := 0
 		if err := cache.ListRecent(ctx, s, 0, func(*cache.Entry) error { n++; return nil }); err != nil || n != 1 {
-			t.Errorf("read-only %v: ListRecent through a requestStore: %d entries, %v", ro, n, err)
+			t.Errorf("read-only %v: ListRecent through a limit.Store: %d entries, %v", ro, n, err)
 		}
 		if _, err := cache.Trim(ctx, s, 1<<30); errors.Is(err, cache.ErrReadOnly) != ro {
-			t.Errorf("read-only %v: Trim through a requestStore: %v", ro, err)
+			t.Errorf("read-only %v: Trim through a limit.Store: %v", ro, err)
 		}
 	}
 }

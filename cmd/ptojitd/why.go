@@ -4,52 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
-	"strings"
 
 	"github.com/spf13/pflag"
 
-	"github.com/ptojit/ptojit/api"
 	"github.com/ptojit/ptojit/cache"
 	"github.com/ptojit/ptojit/cmd/internal/cli"
 	"github.com/ptojit/ptojit/jit"
+	"github.com/ptojit/ptojit/jit/inspect"
 )
-
-// changedShown is how many changed inputs the one-line summary of a miss
-// names; --json and key why list them all.
-const changedShown = 4
-
-// writeChanged writes the "changed: ..." line of a miss: the inputs that
-// differ from the latest earlier build of the request, that there was
-// none, or why they are not known. Nothing when the request has no
-// identity (standard input without a name).
-func writeChanged(b *strings.Builder, r *api.Response) {
-	p := r.ChangedSince
-	if p == nil {
-		return
-	}
-	b.WriteString("\nchanged: ")
-	switch {
-	case p.First:
-		fmt.Fprintf(b, "first build of %s (no earlier build is recorded)", p.Request)
-		return
-	case p.Note != "":
-		fmt.Fprintf(b, "unknown since the last build of %s: %s", p.Request, p.Note)
-		return
-	case len(r.Changed) == 0:
-		fmt.Fprintf(b, "no input since the last build of %s (key %s)", p.Request, short12(p.Key))
-		return
-	}
-	names := make([]string, 0, changedShown)
-	for _, c := range r.Changed[:min(len(r.Changed), changedShown)] {
-		names = append(names, c.Input)
-	}
-	b.WriteString(strings.Join(names, ", "))
-	if n := len(r.Changed) - changedShown; n > 0 {
-		fmt.Fprintf(b, " and %d more", n)
-	}
-	fmt.Fprintf(b, " (since the last build of %s, key %s; ptojit key why shows every input)", p.Request, short12(p.Key))
-}
 
 // keyWhyCommand is "key why".
 func keyWhyCommand() *cli.Command {
@@ -141,7 +103,7 @@ func runKeyWhy(ctx context.Context, env *cli.Env, o keyWhyOptions) (err error) {
 	if o.json {
 		return cli.WriteJSON(env.Stdout, w)
 	}
-	return writeWhy(env.Stdout, w)
+	return inspect.WriteWhy(env.Stdout, w)
 }
 
 // keyWhy explains the build that o's argument names in the store st.
@@ -195,28 +157,4 @@ func latestRecordOf(ctx context.Context, st cacheStore, key cache.Key, byKey boo
 		return nil, errors.New("key why: no build is recorded in the cache")
 	}
 	return found, nil
-}
-
-// writeWhy prints an explanation for people.
-func writeWhy(w io.Writer, y *jit.Why) error {
-	var b strings.Builder
-	p := y.Predecessor
-	switch {
-	case p.First:
-		fmt.Fprintf(&b, "first build of %s (key %s): no earlier build is recorded\n", p.Request, short12(y.Key))
-	case p.Note != "":
-		fmt.Fprintf(&b, "%s (key %s) since its build before (key %s): unknown: %s\n", p.Request, short12(y.Key), short12(p.Key), p.Note)
-	default:
-		fmt.Fprintf(&b, "%s: key %s, the build before had key %s\n", p.Request, short12(y.Key), short12(p.Key))
-		diffs := make([]jit.Difference, 0, len(y.Changed))
-		for _, c := range y.Changed {
-			diffs = append(diffs, jit.Difference{Name: c.Name, A: c.Was, B: c.Now})
-		}
-		if _, err := io.WriteString(w, b.String()); err != nil {
-			return err
-		}
-		return writeDiffs(w, diffs)
-	}
-	_, err := io.WriteString(w, b.String())
-	return err
 }

@@ -82,8 +82,8 @@ __all__ = [
 ]
 
 PROTOCOL = 2
-# The no-answer bound (api.DefaultNoAnswer) and the variable that sets it
-# (api.NoAnswerVariable, a Go duration such as "45s" or "1m30s").
+# The no-answer bound (client.DefaultNoAnswer) and the variable that sets it
+# (client.NoAnswerVariable, a Go duration such as "45s" or "1m30s").
 DEFAULT_NO_ANSWER = 30.0
 NO_ANSWER_VARIABLE = "PTOJIT_DAEMON_TIMEOUT"
 LOG_NAME = "daemon.log"
@@ -92,7 +92,7 @@ MAX_RESPONSE = 256 << 20
 SOCKET_NAME = "daemon.sock"
 # The daemon's hello reply as a file in its directory (api.HelloName).
 HELLO_NAME = "hello.json"
-# Extra variables a request carries (api.PassEnvVariable).
+# Extra variables a request carries (client.PassEnvVariable).
 PASS_ENV_VARIABLE = "PTOJIT_PASS_ENV"
 _MAX_SOCKET_PATH = 107
 # ``ptojit daemon start`` waits for the daemon's readiness signal; this only
@@ -191,7 +191,7 @@ def _clean(p: str, cwd: str | None) -> str:
 
 
 def daemon_dir(cache: str, environ: Mapping[str, str] | None = None) -> str:
-    """The daemon directory of a cache directory, as api.DaemonDir computes
+    """The daemon directory of a cache directory, as client.DaemonDir computes
     it: $XDG_RUNTIME_DIR/ptojit/<id>, else <cache>/daemon, else (a socket
     path too long) $TMPDIR/ptojit-<uid>/<id>."""
     env = os.environ if environ is None else environ
@@ -503,7 +503,7 @@ class Client:
 
     def _forwarded_env(self, names: frozenset[str]) -> list[str]:
         # The daemon's names, plus those this client's PTOJIT_PASS_ENV
-        # adds (api.PassEnvFrom). Looked up by name: iterating os.environ
+        # adds (client.PassEnvFrom). Looked up by name: iterating os.environ
         # decodes every variable. The payload is built again only when a
         # name or a value changed since the last request.
         env = self._env()
@@ -977,7 +977,7 @@ def _check_peer(sock: socket.socket) -> int:
 
 @functools.lru_cache(maxsize=64)
 def _pass_env_names(v: str) -> frozenset[str]:
-    """api.PassEnvNames: variable names separated by commas or white
+    """client.PassEnvNames: variable names separated by commas or white
     space; none at all when one is not a variable name."""
     names = [n for n in re.split(r"[, \t]+", v) if n]
     if not all(_VAR_NAME.fullmatch(n) for n in names):

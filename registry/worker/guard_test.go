@@ -4,7 +4,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ptojit/ptojit/internal/fixture"
+	"github.com/ptojit/ptojit/test/fixture"
 )
 
 // testDeadline bounds each test that starts a worker: one that has not

@@ -31,6 +31,7 @@ import (
 	"time"
 
 	"github.com/ptojit/ptojit/api"
+	"github.com/ptojit/ptojit/api/client"
 	"github.com/ptojit/ptojit/cache"
 )
 
@@ -607,7 +608,7 @@ func (s *suite) hostileOwner(t *testing.T) {
 			extra = []string{"SECRET_TOKEN=planted-daemons-must-not-see-this"}
 			sum := sha256.Sum256([]byte(w.cache))
 			dir = filepath.Join(tmp, fmt.Sprintf("ptojit-%d", os.Getuid()), hex.EncodeToString(sum[:8]))
-			if got := api.DaemonDir(w.cache, func(k string) string { return "" }); filepath.Base(got) != filepath.Base(dir) || !strings.Contains(got, fmt.Sprintf("ptojit-%d", os.Getuid())) {
+			if got := client.DaemonDir(w.cache, func(k string) string { return "" }); filepath.Base(got) != filepath.Base(dir) || !strings.Contains(got, fmt.Sprintf("ptojit-%d", os.Getuid())) {
 				t.Fatalf("the fallback daemon directory is %s, want one like %s", got, dir)
 			}
 		}

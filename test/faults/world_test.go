@@ -22,7 +22,8 @@ import (
 	"time"
 
 	"github.com/ptojit/ptojit/api"
-	"github.com/ptojit/ptojit/internal/fixture"
+	"github.com/ptojit/ptojit/api/client"
+	"github.com/ptojit/ptojit/test/fixture"
 )
 
 // Deadlines of the commands the suite runs: a command still running at its
@@ -159,7 +160,7 @@ func cleanEnv() []string {
 }
 
 func (w *world) daemonDir() string {
-	return api.DaemonDir(w.cache, func(k string) string {
+	return client.DaemonDir(w.cache, func(k string) string {
 		if k == "XDG_RUNTIME_DIR" {
 			return w.run
 		}

@@ -30,7 +30,7 @@ import (
 	"time"
 
 	"github.com/ptojit/ptojit/api"
-	"github.com/ptojit/ptojit/internal/fixture"
+	"github.com/ptojit/ptojit/test/fixture"
 )
 
 // The variables of the test.

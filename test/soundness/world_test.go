@@ -19,7 +19,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ptojit/ptojit/internal/fixture"
+	"github.com/ptojit/ptojit/test/fixture"
 )
 
 // Deadlines of the commands the suite runs: a command still running at its

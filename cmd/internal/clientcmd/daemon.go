@@ -149,7 +149,7 @@ func ViaDaemon(env *cli.Env, args []string, engine func() (string, error)) (bool
 		// engine answers in its own process, creating nothing.
 		return false, nil
 	}
-	ddir := api.DaemonDir(cacheDir, env.Getenv)
+	ddir := client.DaemonDir(cacheDir, env.Getenv)
 	environ := env.Environ
 	if environ == nil {
 		environ = os.Environ()
@@ -183,11 +183,11 @@ func ViaDaemon(env *cli.Env, args []string, engine func() (string, error)) (bool
 	// The bound comes from PTOJIT_DAEMON_TIMEOUT, else from the hello
 	// file, which records the settings file's for its stamp; only when
 	// that is stale is the settings file read here.
-	settingsBound := func() time.Duration { return api.NoAnswerFor(cacheDir, env.Getenv) }
+	settingsBound := func() time.Duration { return client.NoAnswerFor(cacheDir, env.Getenv) }
 	bar := newFrameBar(env, args)
 	defer bar.Clear()
 	opts := client.Options{SettingsNoAnswer: settingsBound, Progress: bar.frame}
-	if v := env.Getenv(api.NoAnswerVariable); v != "" {
+	if v := env.Getenv(client.NoAnswerVariable); v != "" {
 		opts.NoAnswer = settingsBound() // the variable, when it is a positive duration
 	}
 	send := func() (*api.DaemonResponse, error) { return client.CallEnvWith(sock, req, environ, opts) }
@@ -213,7 +213,7 @@ func ViaDaemon(env *cli.Env, args []string, engine func() (string, error)) (bool
 func daemonCallDirs(env *cli.Env, args []string) (cacheDir, dir string, err error) {
 	cacheDir = flagValue(args, "cache-dir")
 	if cacheDir == "" {
-		if cacheDir, err = api.CacheDir(env.Getenv); err != nil {
+		if cacheDir, err = client.CacheDir(env.Getenv); err != nil {
 			return "", "", err
 		}
 	}
@@ -327,7 +327,7 @@ func versionText(e *client.VersionError) string {
 // daemon of ddir to release its lock.
 func awaitExit(ddir string, bound time.Duration) error {
 	if bound <= 0 {
-		bound = api.DefaultNoAnswer
+		bound = client.DefaultNoAnswer
 	}
 	done := make(chan error, 1)
 	go func() { done <- client.AwaitDaemonExit(ddir) }()

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/ptojit/ptojit/api"
+	"github.com/ptojit/ptojit/api/client"
 	"github.com/ptojit/ptojit/cmd/internal/cli"
 )
 
@@ -105,7 +106,7 @@ func noEngine(n *int) func() (string, error) {
 
 func TestViaDaemonSendsOnlyTheNamedVariables(t *testing.T) {
 	cache := shortTemp(t)
-	ddir := api.DaemonDir(cache, func(string) string { return "" })
+	ddir := client.DaemonDir(cache, func(string) string { return "" })
 	if err := os.MkdirAll(ddir, 0o700); err != nil {
 		t.Fatal(err)
 	}
@@ -130,7 +131,7 @@ func TestViaDaemonSendsOnlyTheNamedVariables(t *testing.T) {
 
 func TestViaDaemonDoesNotResendOnProtocolError(t *testing.T) {
 	cache := shortTemp(t)
-	ddir := api.DaemonDir(cache, func(string) string { return "" })
+	ddir := client.DaemonDir(cache, func(string) string { return "" })
 	if err := os.MkdirAll(ddir, 0o700); err != nil {
 		t.Fatal(err)
 	}
@@ -163,7 +164,7 @@ func TestViaDaemonRefusesHijackedTempDir(t *testing.T) {
 	}
 	t.Setenv("TMPDIR", tmp)
 	cache := filepath.Join(shortTemp(t), strings.Repeat("c", 100))
-	ddir := api.DaemonDir(cache, func(string) string { return "" })
+	ddir := client.DaemonDir(cache, func(string) string { return "" })
 	top := filepath.Join(tmp, "ptojit-0")
 	if filepath.Dir(ddir) != top {
 		t.Fatalf("daemon directory %s is not under %s", ddir, top)

@@ -46,10 +46,10 @@ func FailureText(r *api.DaemonResponse) string {
 	case api.KindNotAnswering:
 		if d["pid"] == "" || d["pid"] == "0" {
 			return fmt.Sprintf("the daemon accepted no connection for %s: it is not answering (stopped or hung; its log is %s; %s sets the bound)",
-				d["bound"], d["log"], api.NoAnswerVariable)
+				d["bound"], d["log"], client.NoAnswerVariable)
 		}
 		return fmt.Sprintf("the daemon (pid %s) sent nothing for %s: it is not answering (stopped or hung; its log is %s; %s sets the bound)",
-			d["pid"], d["bound"], d["log"], api.NoAnswerVariable)
+			d["pid"], d["bound"], d["log"], client.NoAnswerVariable)
 	case api.KindBadRequest:
 		switch {
 		case d["op"] != "":

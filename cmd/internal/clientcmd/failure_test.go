@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/ptojit/ptojit/api"
+	"github.com/ptojit/ptojit/api/client"
 	"github.com/ptojit/ptojit/cmd/internal/cli"
 )
 
@@ -147,7 +148,7 @@ func TestClientsWordEveryKindAlike(t *testing.T) {
 	}
 	py := python3(t)
 	cache := shortTemp(t)
-	ddir := api.DaemonDir(cache, func(string) string { return "" })
+	ddir := client.DaemonDir(cache, func(string) string { return "" })
 	if err := os.MkdirAll(ddir, 0o700); err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package main
+package observe
 
 import (
 	"bufio"
@@ -13,22 +13,21 @@ import (
 	"time"
 
 	"github.com/ptojit/ptojit/api"
-	"github.com/ptojit/ptojit/cmd/internal/cli"
 )
 
-// The request log: one JSON object per line (a logRecord) per build, in
-// requestLogName in the cache directory. Before a record would take the
-// file beyond log_max_size it is renamed to requestLogName+".1" (replacing
+// The request log: one JSON object per line (a Record) per build, in
+// RequestLogName in the cache directory. Before a record would take the
+// file beyond log_max_size it is renamed to RequestLogName+".1" (replacing
 // the older one) and a new file begun, so the log holds at most twice
 // log_max_size; log_max_size 0 writes none.
-const requestLogName = "requests.log"
+const RequestLogName = "requests.log"
 
 // maxLogLine bounds one line of the request log a reader accepts.
 const maxLogLine = 64 << 10
 
-// logRecord is one build in the request log. Its fields are counts,
+// Record is one build in the request log. Its fields are counts,
 // durations, a key prefix and the reason of a miss or an uncached build.
-type logRecord struct {
+type Record struct {
 	Time   time.Time `json:"time"`
 	Status string    `json:"status"`
 	// Tier is a hit's: local or remote.
@@ -54,9 +53,9 @@ type logRecord struct {
 	UnitsCompiled int `json:"units_compiled,omitempty"`
 }
 
-// recordOf is the log record of a build's response r, answered at t.
-func recordOf(r *api.Response, t time.Time) logRecord {
-	rec := logRecord{Time: t.UTC(), Status: string(r.Status), Key: short12(r.Key), Saved: r.SavedMS,
+// RecordOf is the log record of a build's response r, answered at t.
+func RecordOf(r *api.Response, t time.Time) Record {
+	rec := Record{Time: t.UTC(), Status: string(r.Status), Key: short12(r.Key), Saved: r.SavedMS,
 		Identity: r.Timings.Identity, Lookup: r.Timings.Lookup, Compile: r.Timings.Compile, Publish: r.Timings.Publish, Total: r.Timings.Total}
 	if r.Status == api.StatusHit {
 		rec.Tier = r.HitTier
@@ -94,9 +93,9 @@ func recordOf(r *api.Response, t time.Time) logRecord {
 // O_APPEND, one write per record.
 var requestLogMu sync.Mutex
 
-// appendRequestLog appends rec to the request log of the cache directory
+// AppendRequestLog appends rec to the request log of the cache directory
 // dir, rotating it beyond maxBytes; maxBytes 0 writes nothing.
-func appendRequestLog(dir string, maxBytes int64, rec logRecord) error {
+func AppendRequestLog(dir string, maxBytes int64, rec Record) error {
 	if maxBytes <= 0 {
 		return nil
 	}
@@ -105,7 +104,7 @@ func appendRequestLog(dir string, maxBytes int64, rec logRecord) error {
 		return err
 	}
 	line = append(line, '\n')
-	p := filepath.Join(dir, requestLogName)
+	p := filepath.Join(dir, RequestLogName)
 	requestLogMu.Lock()
 	defer requestLogMu.Unlock()
 	fi, err := os.Stat(p)
@@ -158,43 +157,12 @@ func (l *heldLog) open(p string) error {
 	return nil
 }
 
-// logBuild appends the record of the build response r to the request log
-// of the cache directory of a build command (cacheDir its flag; the
-// daemon's own in the daemon). A log
-// that cannot be written is a warning: it fails no build.
-func logBuild(env *cli.Env, cacheDir string, r *api.Response) {
-	dir, err := cacheDirOf(env, cacheDir)
-	if engine.dir != "" {
-		// The daemon's builds use its store, whatever they name.
-		dir, err = engine.dir, nil
-	}
-	if err != nil {
-		return
-	}
-	s, err := resolveSettings(env.Memo, dir, env.Getenv)
-	if err != nil {
-		return
-	}
-	if err := appendRequestLog(dir, s.logMaxBytes, recordOf(r, time.Now())); err != nil && !errors.Is(err, fs.ErrNotExist) {
-		r.Warnings = append(r.Warnings, fmt.Sprintf("request log: %v", err))
-	}
-}
-
-// logDirOf is the cache directory whose request log a cache command of
-// o reads: the daemon's own in the daemon.
-func logDirOf(o *cacheOptions) string {
-	if engine.dir != "" {
-		return engine.dir
-	}
-	return o.resolvedDir
-}
-
-// readRequestLog returns the records of the request log of dir, oldest
+// ReadRequestLog returns the records of the request log of dir, oldest
 // first: the rotated file's, then the current one's. A line that does
 // not parse is an error naming the file and the line.
-func readRequestLog(dir string) ([]logRecord, error) {
-	var out []logRecord
-	for _, name := range []string{requestLogName + ".1", requestLogName} {
+func ReadRequestLog(dir string) ([]Record, error) {
+	var out []Record
+	for _, name := range []string{RequestLogName + ".1", RequestLogName} {
 		p := filepath.Join(dir, name)
 		f, err := os.Open(p)
 		if errors.Is(err, fs.ErrNotExist) {
@@ -214,12 +182,12 @@ func readRequestLog(dir string) ([]logRecord, error) {
 }
 
 // parseRequestLog reads the records of the log file named p from r.
-func parseRequestLog(p string, r io.Reader) ([]logRecord, error) {
-	var out []logRecord
+func parseRequestLog(p string, r io.Reader) ([]Record, error) {
+	var out []Record
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 4096), maxLogLine)
 	for n := 1; sc.Scan(); n++ {
-		var rec logRecord
+		var rec Record
 		if err := json.Unmarshal(sc.Bytes(), &rec); err != nil {
 			return nil, fmt.Errorf("%s:%d: not a request-log record: %v", p, n, err)
 		}

@@ -1,9 +1,7 @@
-package main
+package observe
 
 import (
 	"bytes"
-	"context"
-	"fmt"
 	"io"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -11,7 +9,6 @@ import (
 
 	"github.com/ptojit/ptojit/api"
 	"github.com/ptojit/ptojit/cache"
-	"github.com/ptojit/ptojit/cmd/internal/cli"
 )
 
 // storeMetrics is a prometheus.Collector of a store's counters and size
@@ -102,9 +99,9 @@ func (m *storeMetrics) collectLatencies(ch chan<- prometheus.Metric) {
 	}
 }
 
-// writeMetrics writes the metrics of the store counters st and this
+// WriteMetrics writes the metrics of the store counters st and this
 // process's build durations in the Prometheus text format.
-func writeMetrics(w io.Writer, st *cache.Stats) error {
+func WriteMetrics(w io.Writer, st *cache.Stats) error {
 	reg := prometheus.NewPedanticRegistry()
 	if err := reg.Register(&storeMetrics{st: st, lat: latencySnapshot()}); err != nil {
 		return err
@@ -121,24 +118,4 @@ func writeMetrics(w io.Writer, st *cache.Stats) error {
 	}
 	_, err = w.Write(b.Bytes())
 	return err
-}
-
-// runCacheMetrics is cache metrics (and daemon metrics): the store's
-// counters and the serving process's build durations as Prometheus text.
-func runCacheMetrics(ctx context.Context, env *cli.Env, o *cacheOptions, s cacheStore, args []string) error {
-	st, err := storeStats(ctx, s)
-	if err != nil {
-		return fmt.Errorf("metrics: %w", err)
-	}
-	return writeMetrics(env.Stdout, st)
-}
-
-// daemonMetricsCommand is daemon metrics: cache metrics under the daemon's
-// name.
-func daemonMetricsCommand() *cli.Command {
-	c := cacheSubcommand("metrics", "metrics", "print the counters and build durations as Prometheus metrics",
-		`The same as "ptojit cache metrics": the cache's counters and the daemon's build
-durations in the Prometheus text format.`, 0, false, runCacheMetrics, nil)
-	c.Usage = "daemon metrics [--cache-dir D]"
-	return c
 }

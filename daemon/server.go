@@ -78,7 +78,7 @@ type Handler func(ctx context.Context, req *api.DaemonRequest) *api.DaemonRespon
 
 // Config configures a Server.
 type Config struct {
-	// Dir holds the socket, the lock and the log (api.DaemonDir).
+	// Dir holds the socket, the lock and the log (client.DaemonDir).
 	Dir string
 	// Handler answers OpRun requests.
 	Handler Handler

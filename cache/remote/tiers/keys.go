@@ -1,4 +1,4 @@
-package main
+package tiers
 
 import (
 	"crypto/ed25519"
@@ -16,24 +16,24 @@ import (
 
 // The variables of remote_signing_key and remote_trust.
 const (
-	signingKeyVariable = "PTOJIT_REMOTE_SIGNING_KEY"
-	trustVariable      = "PTOJIT_REMOTE_TRUST"
+	SigningKeyVariable = "PTOJIT_REMOTE_SIGNING_KEY"
+	TrustVariable      = "PTOJIT_REMOTE_TRUST"
 )
 
 // maxKeyFile bounds a key or trust file read for the remote tier.
 const maxKeyFile = 1 << 20
 
-// openChain opens the tiers of rs: each signs with remote_signing_key and
+// Open opens the tiers of rs: each signs with remote_signing_key and
 // trusts remote_trust's keys; getenv is where the S3 tiers' credentials
 // come from; warn hears each tier's warnings with its target. In the
 // daemon (daemon set) each tier also warns once that it is unauthenticated
 // when a key or the trust is missing.
-func openChain(rs remoteSetting, getenv func(string) string, daemon bool, warn func(target, msg string)) (*remote.Chain, error) {
-	priv, err := readSigningKey(rs.signingKey)
+func Open(rs Setting, getenv func(string) string, daemon bool, warn func(target, msg string)) (*remote.Chain, error) {
+	priv, err := ReadSigningKey(rs.signingKey)
 	if err != nil {
 		return nil, err
 	}
-	trust, err := parseTrust(rs.trust)
+	trust, err := ParseTrust(rs.trust)
 	if err != nil {
 		return nil, err
 	}
@@ -47,9 +47,9 @@ func openChain(rs remoteSetting, getenv func(string) string, daemon bool, warn f
 	return remote.NewChain(cfgs)
 }
 
-// readSigningKey reads the private key file of remote_signing_key ("": no
+// ReadSigningKey reads the private key file of remote_signing_key ("": no
 // key). The key itself never appears in an error.
-func readSigningKey(file string) (ed25519.PrivateKey, error) {
+func ReadSigningKey(file string) (ed25519.PrivateKey, error) {
 	if file == "" {
 		return nil, nil
 	}
@@ -83,11 +83,11 @@ func readKeyFile(file string) ([]byte, error) {
 	return b, nil
 }
 
-// parseTrust reads remote_trust: whitespace-separated public keys
+// ParseTrust reads remote_trust: whitespace-separated public keys
 // (ed25519:...) and absolute paths of trust files in the module store's
 // format (their keys, less the revoked ones). "" is nil: no trust
 // configured.
-func parseTrust(v string) ([]ed25519.PublicKey, error) {
+func ParseTrust(v string) ([]ed25519.PublicKey, error) {
 	items := strings.Fields(v)
 	if len(items) == 0 {
 		return nil, nil
@@ -140,10 +140,10 @@ func trustFileKeys(file string) ([]ed25519.PublicKey, error) {
 	return keys, nil
 }
 
-// credentialWarning is the warning of a request to the daemon whose S3
+// CredentialWarning is the warning of a request to the daemon whose S3
 // credential variables differ from the daemon's own, which the daemon
 // uses: it names the variables, never their values. "" when they agree.
-func credentialWarning(rs remoteSetting, request, daemon func(string) string) string {
+func CredentialWarning(rs Setting, request, daemon func(string) string) string {
 	if !slices.ContainsFunc(rs.cfgs, func(c remote.Config) bool { return c.Target.S3 != nil }) {
 		return ""
 	}

@@ -1,4 +1,4 @@
-package main
+package observe
 
 import (
 	"bytes"
@@ -19,33 +19,29 @@ import (
 // metricsTextfileEvery is how often the daemon rewrites metrics_textfile.
 const metricsTextfileEvery = 15 * time.Second
 
-// startMetrics serves the daemon's metrics as the settings file of the
-// cache directory dir asks when the daemon starts: over HTTP on the
-// loopback address metrics_listen (GET /metrics), and into the file
-// metrics_textfile every metricsTextfileEvery and at exit. A setting that
-// cannot be honoured is logged and fails nothing else. The returned
-// function stops both and waits for them.
-func startMetrics(ctx context.Context, dir string, store cache.Core, logf func(string, ...any)) func() {
-	set, err := resolveSettings(nil, dir, func(string) string { return "" })
-	if err != nil {
-		logf("metrics: %v: not serving metrics", err)
-		return func() {}
-	}
+// StartMetrics serves the daemon's metrics as the settings of the cache
+// directory dir ask when the daemon starts: over HTTP on the loopback
+// address listen (metrics_listen; GET /metrics), and into the file
+// textfile (metrics_textfile) every metricsTextfileEvery and at exit;
+// empty settings serve nothing. A setting that cannot be honoured is
+// logged and fails nothing else. The returned function stops both and
+// waits for them.
+func StartMetrics(ctx context.Context, dir, listen, textfile string, store cache.Core, logf func(string, ...any)) func() {
 	var stops []func()
-	if set.metricsListen != "" {
-		stop, err := serveMetricsHTTP(set.metricsListen, store)
+	if listen != "" {
+		stop, err := serveMetricsHTTP(listen, store)
 		if err != nil {
 			logf("metrics_listen: %v: not serving metrics over HTTP", err)
 		} else {
-			logf("metrics: serving http://%s/metrics (any local user can read them)", set.metricsListen)
+			logf("metrics: serving http://%s/metrics (any local user can read them)", listen)
 			stops = append(stops, stop)
 		}
 	}
-	if set.metricsTextfile != "" {
-		if err := checkTextfile(dir, set.metricsTextfile); err != nil {
+	if textfile != "" {
+		if err := checkTextfile(dir, textfile); err != nil {
 			logf("metrics_textfile: %v: not writing metrics", err)
 		} else {
-			stops = append(stops, writeMetricsEvery(ctx, set.metricsTextfile, store, logf))
+			stops = append(stops, writeMetricsEvery(ctx, textfile, store, logf))
 		}
 	}
 	return func() {
@@ -78,7 +74,7 @@ func serveMetricsHTTP(addr string, store cache.Core) (func(), error) {
 			return
 		}
 		w.Header().Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
-		_ = writeMetrics(w, st)
+		_ = WriteMetrics(w, st)
 	})
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second, ReadTimeout: 10 * time.Second, WriteTimeout: 10 * time.Second}
 	done := make(chan struct{})
@@ -152,7 +148,7 @@ func writeMetricsFile(p string, store cache.Core) error {
 		return err
 	}
 	var b bytes.Buffer
-	if err := writeMetrics(&b, st); err != nil {
+	if err := WriteMetrics(&b, st); err != nil {
 		return err
 	}
 	return durable.WriteFile(p, b.Bytes(), 0o644)

@@ -1,23 +1,21 @@
-package main
+package observe
 
 import (
-	"context"
 	"fmt"
 	"io"
-	"path/filepath"
 	"strings"
 	"text/tabwriter"
 	"time"
 
 	"github.com/ptojit/ptojit/api"
 	"github.com/ptojit/ptojit/cache"
-	"github.com/ptojit/ptojit/cmd/internal/cli"
+	"github.com/ptojit/ptojit/cache/report"
 	"github.com/ptojit/ptojit/jit"
 )
 
-// logTotals are the request log's records added up: the figures of cache
+// Totals are the request log's records added up: the figures of cache
 // stats --since, named as cache stats --json names the counters.
-type logTotals struct {
+type Totals struct {
 	// Since is the start of the period (RFC 3339), absent for the whole
 	// log.
 	Since            string   `json:"since,omitempty"`
@@ -33,7 +31,7 @@ type logTotals struct {
 }
 
 // add counts one record.
-func (t *logTotals) add(r *logRecord) {
+func (t *Totals) add(r *Record) {
 	t.Builds++
 	switch api.Status(r.Status) {
 	case api.StatusHit:
@@ -57,10 +55,10 @@ func (t *logTotals) add(r *logRecord) {
 	}
 }
 
-// recordsSince returns the records of recs at or after from (all of them
+// RecordsSince returns the records of recs at or after from (all of them
 // for a zero from).
-func recordsSince(recs []logRecord, from time.Time) []logRecord {
-	var out []logRecord
+func RecordsSince(recs []Record, from time.Time) []Record {
+	var out []Record
 	for _, r := range recs {
 		if !r.Time.Before(from) {
 			out = append(out, r)
@@ -69,39 +67,8 @@ func recordsSince(recs []logRecord, from time.Time) []logRecord {
 	return out
 }
 
-// runStatsOverLog is cache stats --since D (D zero: the whole log) and
-// --plot FILE: the request log of the cache directory added up over the
-// period ending at now, and drawn.
-func runStatsOverLog(env *cli.Env, o *cacheOptions, since time.Duration, now time.Time) error {
-	recs, err := readRequestLog(logDirOf(o))
-	if err != nil {
-		return err
-	}
-	var from time.Time
-	if since > 0 {
-		from = now.Add(-since)
-		recs = recordsSince(recs, from)
-	}
-	var t logTotals
-	if !from.IsZero() {
-		t.Since = from.UTC().Format(time.RFC3339)
-	}
-	for i := range recs {
-		t.add(&recs[i])
-	}
-	if o.stats.plot != "" {
-		if err := plotRequestLog(env.Abs(o.stats.plot), recs); err != nil {
-			return fmt.Errorf("cache stats --plot: %w", err)
-		}
-	}
-	if o.json {
-		return cli.WriteJSON(env.Stdout, t)
-	}
-	return writeLogTotals(env.Stdout, filepath.Join(logDirOf(o), requestLogName), &t, o.stats.plot)
-}
-
-// writeLogTotals prints the totals of the request log file p for people.
-func writeLogTotals(out io.Writer, p string, t *logTotals, plot string) error {
+// WriteTotals prints the totals of the request log file p for people.
+func WriteTotals(out io.Writer, p string, t *Totals, plot string) error {
 	w := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
 	fmt.Fprintf(w, "request log\t%s\n", p)
 	if t.Since != "" {
@@ -115,7 +82,7 @@ func writeLogTotals(out io.Writer, p string, t *logTotals, plot string) error {
 	if t.HitRate != nil {
 		fmt.Fprintf(w, "hit rate\t%.1f%%\n", 100**t.HitRate)
 	}
-	fmt.Fprintf(w, "time saved\t%s\n", formatDuration(time.Duration(t.TimeSavedSeconds*float64(time.Second))))
+	fmt.Fprintf(w, "time saved\t%s\n", report.FormatDuration(time.Duration(t.TimeSavedSeconds*float64(time.Second))))
 	fmt.Fprintf(w, "bytes served\t%s\n", cache.FormatSize(t.BytesServed))
 	fmt.Fprintf(w, "uncached\t%d\n", t.Uncached)
 	fmt.Fprintf(w, "errors\t%d\n", t.Errors)
@@ -125,24 +92,31 @@ func writeLogTotals(out io.Writer, p string, t *logTotals, plot string) error {
 	return w.Flush()
 }
 
-// runCacheLog is cache log: the last records of the request log.
-func runCacheLog(ctx context.Context, env *cli.Env, o *cacheOptions, s cacheStore, args []string) error {
-	recs, err := readRequestLog(logDirOf(o))
-	if err != nil {
-		return err
+// TotalsOver adds up the records recs over the period of since ending at
+// now (since zero: all of them) and returns the totals and the records
+// of the period.
+func TotalsOver(recs []Record, since time.Duration, now time.Time) (Totals, []Record) {
+	var from time.Time
+	if since > 0 {
+		from = now.Add(-since)
+		recs = RecordsSince(recs, from)
 	}
-	if n := o.stats.limit; n > 0 && len(recs) > n {
-		recs = recs[len(recs)-n:]
+	var t Totals
+	if !from.IsZero() {
+		t.Since = from.UTC().Format(time.RFC3339)
 	}
-	if o.json {
-		if recs == nil {
-			recs = []logRecord{}
-		}
-		return cli.WriteJSON(env.Stdout, recs)
+	for i := range recs {
+		t.add(&recs[i])
 	}
+	return t, recs
+}
+
+// WriteRecords writes the records recs of the request log file p as cache
+// log prints them, one line each.
+func WriteRecords(w io.Writer, p string, recs []Record) error {
 	var b strings.Builder
 	if len(recs) == 0 {
-		fmt.Fprintf(&b, "no builds in the request log %s\n", filepath.Join(logDirOf(o), requestLogName))
+		fmt.Fprintf(&b, "no builds in the request log %s\n", p)
 	}
 	for _, r := range recs {
 		status := r.Status
@@ -158,6 +132,6 @@ func runCacheLog(ctx context.Context, env *cli.Env, o *cacheOptions, s cacheStor
 		}
 		b.WriteString("\n")
 	}
-	_, err = io.WriteString(env.Stdout, b.String())
+	_, err := io.WriteString(w, b.String())
 	return err
 }

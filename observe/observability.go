@@ -1,4 +1,4 @@
-package main
+package observe
 
 import (
 	"fmt"
@@ -12,9 +12,9 @@ import (
 // logLevels are the values of log_level, least verbose first.
 var logLevels = []string{"error", "warn", "info", "debug"}
 
-// checkObservability checks a value of log_level, metrics_listen or
+// CheckSetting checks a value of log_level, metrics_listen or
 // metrics_textfile.
-func checkObservability(name, v string) error {
+func CheckSetting(name, v string) error {
 	switch name {
 	case "log_level":
 		_, err := value.Enum(v, logLevels...)

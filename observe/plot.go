@@ -1,4 +1,4 @@
-package main
+package observe
 
 import (
 	"bytes"
@@ -26,13 +26,13 @@ const (
 // logBucket is the records of one hour or day added up.
 type logBucket struct {
 	start time.Time
-	t     logTotals
+	t     Totals
 }
 
 // bucketsOf adds recs (oldest first) up per minute, hour or day (the
 // finest whose span limit they keep: plotPerMinute, plotHourly), with a
 // bucket for every period between the first and the last record.
-func bucketsOf(recs []logRecord) []logBucket {
+func bucketsOf(recs []Record) []logBucket {
 	if len(recs) == 0 {
 		return nil
 	}
@@ -58,12 +58,12 @@ func bucketsOf(recs []logRecord) []logBucket {
 	return out
 }
 
-// plotRequestLog draws recs into the SVG file p: three panels over time,
+// PlotRequestLog draws recs into the SVG file p: three panels over time,
 // the hit rate (percent of lookups), the time saved (seconds) and the
 // builds and misses, per minute, hour or day (bucketsOf). gonum.org/v1/plot draws them:
 // a maintained plotting library with an SVG back end in pure Go, so the
 // engine stays cgo-free, and reached from this command only.
-func plotRequestLog(p string, recs []logRecord) error {
+func PlotRequestLog(p string, recs []Record) error {
 	bs := bucketsOf(recs)
 	if len(bs) == 0 {
 		return errors.New("the request log has no builds in the period to draw")

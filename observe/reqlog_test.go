@@ -1,4 +1,4 @@
-package main
+package observe
 
 import (
 	"encoding/xml"
@@ -18,17 +18,17 @@ func TestRequestLogRotates(t *testing.T) {
 	const max = 1000
 	t0 := time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)
 	for i := range 40 {
-		if err := appendRequestLog(dir, max, logRecord{Time: t0.Add(time.Duration(i) * time.Minute), Status: "hit", Total: float64(i)}); err != nil {
+		if err := AppendRequestLog(dir, max, Record{Time: t0.Add(time.Duration(i) * time.Minute), Status: "hit", Total: float64(i)}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	for _, name := range []string{requestLogName, requestLogName + ".1"} {
+	for _, name := range []string{RequestLogName, RequestLogName + ".1"} {
 		fi, err := os.Stat(filepath.Join(dir, name))
 		if err != nil || fi.Size() > max {
 			t.Fatalf("%s: %v, size over %d", name, err, max)
 		}
 	}
-	recs, err := readRequestLog(dir)
+	recs, err := ReadRequestLog(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -40,10 +40,10 @@ func TestRequestLogRotates(t *testing.T) {
 			t.Fatalf("records out of order at %d: %v after %v", i, recs[i].Total, recs[i-1].Total)
 		}
 	}
-	if err := appendRequestLog(dir, 0, logRecord{Status: "miss"}); err != nil {
+	if err := AppendRequestLog(dir, 0, Record{Status: "miss"}); err != nil {
 		t.Fatal(err)
 	}
-	if again, _ := readRequestLog(dir); len(again) != len(recs) {
+	if again, _ := ReadRequestLog(dir); len(again) != len(recs) {
 		t.Fatal("log_max_size 0 wrote a record")
 	}
 	_, err = parseRequestLog("requests.log", strings.NewReader("{\"status\":\"hit\"}\nnot json\n"))
@@ -57,16 +57,16 @@ func TestRequestLogRotates(t *testing.T) {
 // goes to the file the path names.
 func TestRequestLogFollowsThePath(t *testing.T) {
 	dir := t.TempDir()
-	p := filepath.Join(dir, requestLogName)
+	p := filepath.Join(dir, RequestLogName)
 	add := func(total float64) {
 		t.Helper()
-		if err := appendRequestLog(dir, 1<<20, logRecord{Status: "hit", Total: total}); err != nil {
+		if err := AppendRequestLog(dir, 1<<20, Record{Status: "hit", Total: total}); err != nil {
 			t.Fatal(err)
 		}
 	}
 	totals := func() []float64 {
 		t.Helper()
-		recs, err := readRequestLog(dir)
+		recs, err := ReadRequestLog(dir)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -102,16 +102,16 @@ func TestRequestLogFollowsThePath(t *testing.T) {
 // panels per hour, their axes and every series.
 func TestPlotRequestLog(t *testing.T) {
 	t0 := time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)
-	var recs []logRecord
+	var recs []Record
 	for i := range 30 {
 		status := "hit"
 		if i%4 == 0 {
 			status = "miss"
 		}
-		recs = append(recs, logRecord{Time: t0.Add(time.Duration(i) * 6 * time.Minute), Status: status, Saved: 400, Bytes: 1000})
+		recs = append(recs, Record{Time: t0.Add(time.Duration(i) * 6 * time.Minute), Status: status, Saved: 400, Bytes: 1000})
 	}
 	p := filepath.Join(t.TempDir(), "plot.svg")
-	if err := plotRequestLog(p, recs); err != nil {
+	if err := PlotRequestLog(p, recs); err != nil {
 		t.Fatal(err)
 	}
 	f, err := os.Open(p)
@@ -168,7 +168,7 @@ func TestPlotRequestLog(t *testing.T) {
 			t.Errorf("no series drawn in %s", c)
 		}
 	}
-	if err := plotRequestLog(p, nil); err == nil {
+	if err := PlotRequestLog(p, nil); err == nil {
 		t.Error("an empty log plotted")
 	}
 }

@@ -1,4 +1,4 @@
-package main
+package observe
 
 import (
 	"bytes"
@@ -38,14 +38,14 @@ func TestMetricsParseAndEqualStats(t *testing.T) {
 	_, _ = s.Get(ctx, cache.Key{3})
 	_ = s.CountRemoteHit(ctx, e)
 	_ = s.Count(ctx, cache.EventUncached, "pypto")
-	observeBuild(api.StatusHit, 3*time.Millisecond)
-	observeBuild(api.StatusMiss, 2*time.Second)
+	ObserveBuild(api.StatusHit, 3*time.Millisecond)
+	ObserveBuild(api.StatusMiss, 2*time.Second)
 	st, err := cache.ReadStats(ctx, s)
 	if err != nil {
 		t.Fatal(err)
 	}
 	var b bytes.Buffer
-	if err := writeMetrics(&b, st); err != nil {
+	if err := WriteMetrics(&b, st); err != nil {
 		t.Fatal(err)
 	}
 	p := expfmt.NewTextParser(model.LegacyValidation)
@@ -127,7 +127,7 @@ func TestObservabilitySettings(t *testing.T) {
 		{"metrics_textfile", "/var/lib/node_exporter/ptojit.prom", true},
 		{"metrics_textfile", "ptojit.prom", false},
 	} {
-		err := checkObservability(c.name, c.v)
+		err := CheckSetting(c.name, c.v)
 		if (err == nil) != c.ok {
 			t.Errorf("%s = %q: %v, want ok %v", c.name, c.v, err, c.ok)
 		}
@@ -191,18 +191,18 @@ func TestDaemonLogLevels(t *testing.T) {
 	var lines []string
 	logf := func(format string, args ...any) { lines = append(lines, fmt.Sprintf(format, args...)) }
 	r := &api.Response{Status: api.StatusHit, Key: "0123456789abcdef", Warnings: []string{"remote cache: breaker open"}}
-	newLeveledLog(logf, "warn").build(r)
-	newLeveledLog(logf, "warn").info("started")
+	NewLog(logf, "warn").Build(r)
+	NewLog(logf, "warn").Info("started")
 	if len(lines) != 1 || lines[0] != "warning: remote cache: breaker open" {
 		t.Fatalf("at warn: %q", lines)
 	}
 	lines = nil
-	newLeveledLog(logf, "debug").build(r)
+	NewLog(logf, "debug").Build(r)
 	if len(lines) != 2 || !strings.HasPrefix(lines[1], "build hit 0123456789ab ") {
 		t.Fatalf("at debug: %q", lines)
 	}
 	lines = nil
-	newLeveledLog(logf, "error").build(r)
+	NewLog(logf, "error").Build(r)
 	if len(lines) != 0 {
 		t.Fatalf("at error: %q", lines)
 	}

@@ -1,4 +1,4 @@
-package main
+package observe
 
 import (
 	"sync"
@@ -27,8 +27,8 @@ var buildLatencies struct {
 	m  map[api.Status]*latencyHistogram
 }
 
-// observeBuild counts a build of status s that took d.
-func observeBuild(s api.Status, d time.Duration) {
+// ObserveBuild counts a build of status s that took d.
+func ObserveBuild(s api.Status, d time.Duration) {
 	sec := d.Seconds()
 	i := 0
 	for i < len(latencyBuckets) && sec > latencyBuckets[i] {

@@ -1,16 +1,19 @@
-package main
+package idle
 
 import (
 	"context"
-	"os"
-	"path/filepath"
 	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/ptojit/ptojit/cache"
-	"github.com/ptojit/ptojit/internal/daemon"
+	"time"
 )
+
+// idleServer is a server that serves nothing until it is closed.
+type idleServer struct{ done chan struct{} }
+
+func (s idleServer) Done() <-chan struct{} { return s.done }
+func (s idleServer) InFlight() int         { return 0 }
 
 // trimSpy records the daemon's idle trims.
 type trimSpy struct {
@@ -28,26 +31,18 @@ func (s *trimSpy) Trim(ctx context.Context, maxBytes int64) (*cache.TrimReport, 
 // the next request.
 func TestDaemonTrimsWhenIdle(t *testing.T) {
 	t.Parallel()
-	dir, err := os.MkdirTemp("", "pjm")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer os.RemoveAll(dir)
-	srv, err := daemon.Listen(daemon.Config{Dir: filepath.Join(dir, "d")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer srv.Close()
+	srv := idleServer{make(chan struct{})}
+	defer close(srv.done)
 	spy := &trimSpy{store: cache.NewMemory(cache.Options{}), trims: make(chan int64, 4)}
-	m := &maintenance{trim: spy.Trim, maxBytes: 12345, logf: t.Logf, quiet: 30 * time.Millisecond}
+	m := &Trimmer{Trim: spy.Trim, MaxBytes: 12345, Logf: t.Logf, Quiet: 30 * time.Millisecond}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	m.touch()
+	m.Touch()
 	go m.loop(ctx, srv)
 	if got := <-spy.trims; got != 12345 {
 		t.Fatalf("trimmed to %d, want the cap 12345", got)
 	}
-	m.touch()
+	m.Touch()
 	<-spy.trims // a new request makes the next quiet period trim again
 }
 
@@ -68,20 +63,12 @@ func (s *blockingTrim) Trim(ctx context.Context, maxBytes int64) (*cache.TrimRep
 // it has returned, so the daemon closes the store after it.
 func TestMaintenanceStopJoinsTrim(t *testing.T) {
 	t.Parallel()
-	dir, err := os.MkdirTemp("", "pjm")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer os.RemoveAll(dir)
-	srv, err := daemon.Listen(daemon.Config{Dir: filepath.Join(dir, "d")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer srv.Close()
+	srv := idleServer{make(chan struct{})}
+	defer close(srv.done)
 	spy := &blockingTrim{entered: make(chan struct{})}
-	m := &maintenance{trim: spy.Trim, maxBytes: 1, logf: t.Logf, quiet: 30 * time.Millisecond}
-	m.touch()
-	stop := m.start(context.Background(), srv)
+	m := &Trimmer{Trim: spy.Trim, MaxBytes: 1, Logf: t.Logf, Quiet: 30 * time.Millisecond}
+	m.Touch()
+	stop := m.Start(context.Background(), srv)
 	select {
 	case <-spy.entered:
 	case <-time.After(10 * time.Second):
