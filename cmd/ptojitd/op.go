@@ -20,6 +20,7 @@ import (
 	"github.com/ptojit/ptojit/registry/module"
 	"github.com/ptojit/ptojit/registry/opquery"
 	"github.com/ptojit/ptojit/registry/ops"
+	"github.com/ptojit/ptojit/registry/semver"
 	"github.com/ptojit/ptojit/registry/worker"
 )
 
@@ -186,7 +187,7 @@ func (o *opOptions) query() (ops.Query, error) {
 		lo, hi, _ := strings.Cut(o.version, ",")
 		q.MinVersion, q.MaxVersion = lo, hi
 		for _, v := range []string{lo, hi} {
-			if _, err := module.ParseVersion(v); v != "" && err != nil {
+			if _, err := semver.Parse(v); v != "" && err != nil {
 				return q, cli.Usagef("--version %s: %v", o.version, err)
 			}
 		}
