@@ -424,10 +424,10 @@ func recordField(field string, plain []byte, wire string) (inventory.Value, erro
 	return inventory.None{}, nil
 }
 
-// keyRecord builds ("ptojit.build", 1, {...}). Every path under the base
-// directory is written relative to it, in the paths of the request and
-// inside the content records the digests cover: the key does not depend
-// on where the project lives.
+// keyRecord builds ("ptojit.build", keySchema, {...}). Every path under
+// the base directory is written relative to it, in the paths of the
+// request and inside the content records the digests cover: the key does
+// not depend on where the project lives.
 func (d *Driver) keyRecord(req *api.Request, id *identity, options inventory.Value) inventory.Value {
 	id.relative = nil
 	str := func(s string) inventory.Value { return inventory.Str(s) }
