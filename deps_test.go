@@ -41,9 +41,10 @@ var arrows = map[string][]string{
 	// The child's fault-injection seam: only the child imports it outside
 	// tests, so no program but a test binary can set it.
 	"registry/worker/internal/childfault": {"registry/worker/mailbox", "registry"},
-	"registry/module":                     {"inventory", "registry", "filesys/durable", "filesys/flock"},
-	"registry/opquery":                    {},
-	"registry/ops":                        {"registry/module", "registry/opquery", "registry", "registry/worker", "inventory"},
+	"registry/module":                     {"inventory", "registry", "registry/semver", "filesys/durable", "filesys/flock"},
+	"registry/opquery":                    {"registry/semver"},
+	"registry/ops":                        {"registry/module", "registry/opquery", "registry/semver", "registry", "registry/worker", "inventory"},
+	"registry/semver":                     {},
 	"jit":                                 {"api", "api/client", "cache", "toolchain", "inventory", "registry", "envaudit/envreg", "filesys/durable", "."},
 	"observe":                             {"api", "cache", "cache/remote", "cache/report", "daemon", "filesys/durable", "internal/config", "internal/value", "jit"},
 	"cmd/internal/cli":                    {},
@@ -73,6 +74,7 @@ var stdlibOnly = map[string][]string{
 	"registry/module":         nil,
 	"filesys/durable":         nil,
 	"registry/opquery":        nil,
+	"registry/semver":         nil,
 	"internal/config":         nil,
 	"internal/value":          nil,
 	"daemon":                  {"golang.org/x/sys"},

@@ -12,7 +12,17 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/ptojit/ptojit/test/fixture"
 )
+
+// TestMain removes the binaries the tests built (fixture.Binaries), once
+// every test that shares them ran.
+func TestMain(m *testing.M) {
+	code := m.Run()
+	fixture.RemoveBinaries()
+	os.Exit(code)
+}
 
 // TestPython runs the Python package's tests (python/tests) with the ptojit
 // binaries built from this tree. Without python3 (3.10 or newer) it skips,
@@ -51,10 +61,9 @@ func TestPython(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
-	bin := t.TempDir()
-	build := exec.CommandContext(ctx, "go", "build", "-o", bin+string(filepath.Separator), "./cmd/ptojit", "./cmd/ptojitd")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("building the binaries: %v\n%s", err, out)
+	bin, err := fixture.Binaries() // built once, shared with TestReadmeRunnable
+	if err != nil {
+		t.Fatalf("building the binaries: %v", err)
 	}
 
 	cmd := exec.CommandContext(ctx, py, "-m", "unittest", "discover", "-v", "-s", "tests", "-t", ".")

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -18,7 +19,7 @@ import (
 )
 
 // runnableMarker, on the line before a fenced sh or python block of
-// README.md, makes TestReadmeRunnable run the block.
+// README.md or of a page of docs/, makes TestReadmeRunnable run the block.
 const runnableMarker = "<!-- runnable -->"
 
 // readmeBlockTimeout bounds each runnable block; readmeTimeout the test.
@@ -27,18 +28,36 @@ const (
 	readmeTimeout      = 4 * time.Minute
 )
 
-// readmeBlock is a fenced block of README.md marked runnable.
+// readmeBlock is a fenced block of README.md or a page of docs/ marked
+// runnable.
 type readmeBlock struct {
+	file string // the page, relative to the repository's root
 	lang string // "sh" or "python"
 	line int    // the line of its opening fence
 	text string
 }
 
-// runnableBlocks returns the blocks of the markdown text that follow a
-// runnableMarker line. A marker that is not followed by a fenced sh or
-// python block is an error, so that a misplaced marker does not silently
-// leave a block untested.
-func runnableBlocks(text string) ([]readmeBlock, error) {
+// where is the block's page and line, for messages.
+func (b readmeBlock) where() string { return fmt.Sprintf("%s:%d", b.file, b.line) }
+
+// runnablePages are the markdown pages whose runnable blocks
+// TestReadmeRunnable runs, in order: README.md, then docs/*.md by name.
+// The blocks share one shell state across pages, so a page's blocks may
+// use what an earlier page's left (none does today).
+func runnablePages() ([]string, error) {
+	docs, err := filepath.Glob(filepath.Join("docs", "*.md"))
+	if err != nil {
+		return nil, err
+	}
+	slices.Sort(docs)
+	return append([]string{"README.md"}, docs...), nil
+}
+
+// runnableBlocks returns the blocks of the markdown text of the page file
+// that follow a runnableMarker line. A marker that is not followed by a
+// fenced sh or python block is an error, so that a misplaced marker does
+// not silently leave a block untested.
+func runnableBlocks(file, text string) ([]readmeBlock, error) {
 	lines := strings.Split(text, "\n")
 	var blocks []readmeBlock
 	for i := 0; i < len(lines); i++ {
@@ -50,13 +69,13 @@ func runnableBlocks(text string) ([]readmeBlock, error) {
 			j++
 		}
 		if j == len(lines) {
-			return nil, fmt.Errorf("README.md:%d: %s is not followed by a fenced block", i+1, runnableMarker)
+			return nil, fmt.Errorf("%s:%d: %s is not followed by a fenced block", file, i+1, runnableMarker)
 		}
 		fence := lines[j]
 		indent := fence[:len(fence)-len(strings.TrimLeft(fence, " "))]
 		lang := strings.TrimPrefix(strings.TrimSpace(fence), "```")
 		if !strings.HasPrefix(strings.TrimSpace(fence), "```") || (lang != "sh" && lang != "python") {
-			return nil, fmt.Errorf("README.md:%d: %s must be followed by a ```sh or ```python block, not %q", i+1, runnableMarker, fence)
+			return nil, fmt.Errorf("%s:%d: %s must be followed by a ```sh or ```python block, not %q", file, i+1, runnableMarker, fence)
 		}
 		var body []string
 		k := j + 1
@@ -64,9 +83,9 @@ func runnableBlocks(text string) ([]readmeBlock, error) {
 			body = append(body, strings.TrimPrefix(lines[k], indent))
 		}
 		if k == len(lines) {
-			return nil, fmt.Errorf("README.md:%d: the block is not closed", j+1)
+			return nil, fmt.Errorf("%s:%d: the block is not closed", file, j+1)
 		}
-		blocks = append(blocks, readmeBlock{lang: lang, line: j + 1, text: strings.Join(body, "\n") + "\n"})
+		blocks = append(blocks, readmeBlock{file: file, lang: lang, line: j + 1, text: strings.Join(body, "\n") + "\n"})
 		i = k
 	}
 	return blocks, nil
@@ -74,22 +93,23 @@ func runnableBlocks(text string) ([]readmeBlock, error) {
 
 func TestRunnableBlocksParser(t *testing.T) {
 	text := "# t\n\n```sh\nnot marked\n```\n\n<!-- runnable -->\n```sh\necho a\n```\n  <!-- runnable -->\n\n  ```python\n  print(1)\n  ```\n"
-	blocks, err := runnableBlocks(text)
+	blocks, err := runnableBlocks("p.md", text)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(blocks) != 2 || blocks[0] != (readmeBlock{"sh", 8, "echo a\n"}) || blocks[1] != (readmeBlock{"python", 13, "print(1)\n"}) {
+	if len(blocks) != 2 || blocks[0] != (readmeBlock{"p.md", "sh", 8, "echo a\n"}) || blocks[1] != (readmeBlock{"p.md", "python", 13, "print(1)\n"}) {
 		t.Fatalf("blocks %+v", blocks)
 	}
 	for _, bad := range []string{"<!-- runnable -->\ntext\n", "<!-- runnable -->\n```yaml\na: 1\n```\n", "<!-- runnable -->\n```sh\necho\n", "<!-- runnable -->\n"} {
-		if _, err := runnableBlocks(bad); err == nil {
+		if _, err := runnableBlocks("p.md", bad); err == nil {
 			t.Errorf("%q: no error", bad)
 		}
 	}
 }
 
-// TestReadmeRunnable runs README.md's runnable blocks (those after a
-// runnableMarker line) in order, as a user would from a fresh checkout:
+// TestReadmeRunnable runs the runnable blocks (those after a
+// runnableMarker line) of README.md and the pages of docs/
+// (runnablePages) in order, as a user would from a fresh checkout:
 // in a git repository holding a copy of the shipped examples and the Python
 // package, with the binaries of this tree first on PATH and a cache,
 // runtime, home and temporary directory of its own. A shell block runs
@@ -112,20 +132,27 @@ func TestReadmeRunnable(t *testing.T) {
 		}
 	}
 	fixture.Guard(t, readmeTimeout)
-	b, err := os.ReadFile("README.md")
+	pages, err := runnablePages()
 	if err != nil {
 		t.Fatal(err)
 	}
-	blocks, err := runnableBlocks(string(b))
-	if err != nil {
-		t.Fatal(err)
+	var blocks []readmeBlock
+	for _, page := range pages {
+		b, err := os.ReadFile(page)
+		if err != nil {
+			t.Fatal(err)
+		}
+		more, err := runnableBlocks(filepath.ToSlash(page), string(b))
+		if err != nil {
+			t.Fatal(err)
+		}
+		blocks = append(blocks, more...)
 	}
 	if len(blocks) < 3 {
-		t.Fatalf("README.md has %d runnable blocks, want at least 3 (the module walkthrough, operations, Python)", len(blocks))
+		t.Fatalf("README.md and docs/ have %d runnable blocks, want at least 3 (the module walkthrough, operations, Python)", len(blocks))
 	}
 	before := gitStatus(t, ".")
-	bin, err := fixture.Binaries()
-	t.Cleanup(fixture.RemoveBinaries) // the only test here that builds them
+	bin, err := fixture.Binaries() // TestMain removes them
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -153,9 +180,9 @@ func TestReadmeRunnable(t *testing.T) {
 	for _, blk := range blocks {
 		out, err := runBlock(blk, checkout, state, env)
 		if err != nil {
-			t.Fatalf("README.md:%d (%s block): %v\n%s", blk.line, blk.lang, err, out)
+			t.Fatalf("%s (%s block): %v\n%s", blk.where(), blk.lang, err, out)
 		}
-		t.Logf("README.md:%d (%s block) ran:\n%s", blk.line, blk.lang, lastLines(string(out), 4))
+		t.Logf("%s (%s block) ran:\n%s", blk.where(), blk.lang, lastLines(string(out), 4))
 	}
 	stopDaemon(t, bin, env)
 	if st := gitStatus(t, checkout); st != "" {

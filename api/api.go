@@ -85,7 +85,8 @@ const MaxName = 256
 const DefaultOutputDir = "ptojit-out"
 
 // Policies lists the identity policies; "" selects the environment's
-// (PYPTO_CACHE_IDENTITY) or "content".
+// (PYPTO_CACHE_IDENTITY), else the settings file's (ptojit.conf policy),
+// else "build" (toolchain.DefaultPolicy, PyPTO's default).
 var Policies = []string{"content", "build"}
 
 // Orchestration names the orchestration source and its symbols.

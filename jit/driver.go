@@ -544,16 +544,6 @@ type variant struct {
 	plans *sync.Map
 }
 
-// resultRecord is the record whose digest keys the outputs of one header
-// variant of a key.
-func resultRecord(keyRecord inventory.Value, headers []headerDigest) inventory.Value {
-	l := make(inventory.List, len(headers))
-	for i, h := range headers {
-		l[i] = inventory.T(inventory.Str(h.Path), inventory.Str(h.Digest))
-	}
-	return inventory.T(inventory.Str(resultTag), inventory.IntOf(keySchema), keyRecord, l)
-}
-
 // lookupPhases finds the result of the key, timing its phases in ph: the
 // manifest names the header variants; the first whose headers all still
 // have their digests gives the result key. With no manifest or no matching

@@ -1,14 +1,19 @@
 package jit
 
-import (
-	"fmt"
-	"io"
-	"math"
-	"slices"
-	"strconv"
-	"strings"
+// The key records: every record whose digest keys an entry is built here
+// (a request's key record, a header variant's result record, a unit's and
+// a pack's); keyreport.go explains them (the key tree, flattened inputs,
+// differences).
 
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+
+	"github.com/ptojit/ptojit/api"
+	"github.com/ptojit/ptojit/envaudit/envreg"
 	"github.com/ptojit/ptojit/inventory"
+	"github.com/ptojit/ptojit/registry"
 )
 
 // Record tags. A key record is ("ptojit.build", keySchema, {...}); a unit
@@ -30,384 +35,247 @@ func (e *OldSchemaError) Error() string {
 	return fmt.Sprintf("key record schema %s, written by an earlier ptojit (this one writes schema %d): its entries are not reused", e.Schema, keySchema)
 }
 
-// KeyReport explains a build's key: every input, its digest, and why the
-// identity is unavailable when it is. It is plain data, safe for concurrent
-// reads.
-type KeyReport struct {
-	// Key is the 64 hex digits of the key record's digest; empty when
-	// Usable is false.
-	Key string `json:"key,omitempty"`
-	// Usable reports whether the identity is complete: no unavailable
-	// component, source or extra source.
-	Usable bool   `json:"usable"`
-	Policy string `json:"policy"`
-	// PolicySource says what chose Policy: toolchain.policy,
-	// PYPTO_CACHE_IDENTITY, ptojit.conf policy or default.
-	PolicySource string `json:"policy_source"`
-	// Record is the key record; components that are unavailable hold None.
-	Record inventory.Value `json:"-"`
-	// RecordWire is the canonical encoding of Record.
-	RecordWire string `json:"record"`
-	// Inputs lists every leaf of the record with its digest, in record
-	// order.
-	Inputs []Input `json:"inputs"`
-	// SourcesDigest is the content digest of every source root together
-	// (orchestration, kernels, extra roots), as pypto computes it.
-	SourcesDigest string `json:"sources_digest,omitempty"`
-	// ToolchainDigest is digest(("toolchain", 1, {name: component digest})).
-	ToolchainDigest string `json:"toolchain_digest,omitempty"`
-	// Unavailable lists every reason the identity is incomplete.
-	Unavailable []string `json:"unavailable,omitempty"`
-	// Fresh lists the fresh_request variables that are set: such a build
-	// neither looks up nor publishes.
-	Fresh []string `json:"fresh,omitempty"`
-	// BaseDir is the directory the record's relative paths are relative
-	// to ("" when every path is absolute). SourcesDigest and
-	// ToolchainDigest are PyPTO's, over absolute paths; the record's
-	// digests use the relative form.
-	BaseDir string `json:"base_dir,omitempty"`
-	// Relative lists the paths of the record made relative to BaseDir,
-	// each as "field: path" (the record's field, the relative path), in
-	// record order: the sources, extra sources and include directories,
-	// and the toolchain components' roots and the paths in their build
-	// records that lie under it.
-	Relative []string `json:"relative,omitempty"`
+// keyRecord builds ("ptojit.build", keySchema, {...}). Every path under
+// the base directory is written relative to it, in the paths of the
+// request and inside the content records the digests cover: the key does
+// not depend on where the project lives.
+func (d *Driver) keyRecord(req *api.Request, id *identity, options inventory.Value) inventory.Value {
+	id.relative = nil
+	str := func(s string) inventory.Value { return inventory.Str(s) }
+	path := func(field string, i int, p string) inventory.Value { return inventory.Str(id.relPath(field, i, p)) }
+	sig := func(ds []registry.Direction) inventory.List {
+		l := make(inventory.List, len(ds))
+		for i, x := range ds {
+			l[i] = inventory.IntOf(int64(x))
+		}
+		return l
+	}
+	kernels := inventory.List{}
+	for i, k := range req.Kernels {
+		kernels = append(kernels, inventory.Dict{
+			"func_id":   inventory.IntOf(int64(k.FuncID)),
+			"source":    path("build.kernels[%d].source", i, k.Source),
+			"signature": sig(k.Signature),
+			"compile":   id.recipes[1+i].record(id.base),
+		})
+	}
+	build := inventory.Dict{
+		"orchestration":         path("build.orchestration", -1, req.Orchestration.Source),
+		"orchestration_compile": id.recipes[0].record(id.base),
+		"function":              str(req.Orchestration.Function),
+		"config":                str(req.Orchestration.Config),
+		"kernels":               kernels,
+		"signature":             sig(req.Signature),
+		"scalar_count":          inventory.IntOf(int64(req.ScalarCount)),
+	}
+	for i, inc := range id.includes {
+		id.relPath("include_dirs[%d]", i, inc) // the recipes' -I, listed once each
+	}
+	sources, extra, components := id.sourcesRecord(), id.extraRecord(), id.toolchainRecord()
+	var epoch inventory.Value = inventory.None{}
+	if e := d.opt.Getenv(EpochVariable); e != "" {
+		epoch = inventory.StrFromOSBytes(e)
+	}
+	return inventory.T(inventory.Str(keyTag), inventory.IntOf(keySchema), inventory.Dict{
+		"policy":        str(string(id.policy)),
+		"platform":      str(req.Platform),
+		"runtime":       str(req.Runtime),
+		"pipeline":      inventory.Dict{"version": str(pipelineVersion)},
+		"build":         build,
+		"sources":       sources,
+		"extra_sources": extra,
+		"toolchain":     components,
+		"options":       options,
+		"environment":   d.semanticEnv(),
+		"epoch":         epoch,
+	})
 }
 
-// Input is one leaf of a key record.
-type Input struct {
-	// Name is the leaf's path in the record, e.g. "sources.kernel.0" or
-	// "options.opt_level".
-	Name string `json:"name"`
-	// Value is the leaf in the plain JSON form (tuples as lists, bytes as
-	// a hex string).
-	Value string `json:"value"`
-	// Digest is the digest of the leaf's record.
-	Digest string `json:"digest"`
+// relPath returns p relative to the base when it lies under it, and then
+// adds it to id.relative as field's: field itself for i < 0, else field
+// formatted with i (made only then: a hit computes the record).
+func (id *identity) relPath(field string, i int, p string) string {
+	q := id.base.rel(p)
+	if q != p {
+		if i >= 0 {
+			field = fmt.Sprintf(field, i)
+		}
+		id.relative = append(id.relative, field+": "+q)
+	}
+	return q
 }
 
-// keyFields returns the dict of a key or result record, and the headers of
-// a result record.
-func keyFields(rec inventory.Value) (inventory.Dict, inventory.List, error) {
-	t, ok := rec.(inventory.Tuple)
-	if !ok || len(t) < 3 {
-		return nil, nil, fmt.Errorf("not a ptojit key record")
-	}
-	tag, _ := t[0].(inventory.Str)
-	schema, _ := t[1].(inventory.Int)
-	if n, ok := schema.Int64(); !ok || n != keySchema {
-		return nil, nil, &OldSchemaError{Schema: schema.String()}
-	}
-	switch {
-	case (tag == keyTag || tag == unitTag) && len(t) == 3:
-		d, ok := t[2].(inventory.Dict)
-		if !ok {
-			return nil, nil, fmt.Errorf("not a ptojit key record")
+// sourcesRecord is the key record's "sources": each source root's content
+// digest in the relative form, None when it is unavailable.
+func (id *identity) sourcesRecord() inventory.Dict {
+	sources := inventory.Dict{}
+	for _, s := range id.sources {
+		if s.content == nil {
+			sources[inventory.Str(s.name)] = inventory.None{}
+			continue
 		}
-		return d, nil, nil
-	case tag == resultTag && len(t) == 4:
-		d, _, err := keyFields(t[2])
-		if err != nil {
-			return nil, nil, err
+		if p := s.root.Path(); id.base.rel(p) != p {
+			id.relative = append(id.relative, "sources."+s.name+": "+id.base.rel(p))
 		}
-		h, ok := t[3].(inventory.List)
-		if !ok {
-			return nil, nil, fmt.Errorf("result record without a header list")
-		}
-		return d, h, nil
+		sources[inventory.Str(s.name)] = inventory.Str(id.base.contentDigest(s.content.Roots).String())
 	}
-	return nil, nil, fmt.Errorf("not a ptojit key record (tag %q)", string(tag))
+	return sources
 }
 
-// FlattenRecord lists the leaves of a key or result record: nested dicts
-// and lists of dicts are walked, anything else is a leaf. The headers of a
-// result record become "headers.<path>" leaves.
-func FlattenRecord(rec inventory.Value) ([]Input, error) {
-	d, headers, err := keyFields(rec)
-	if err != nil {
-		return nil, err
+// extraRecord is the key record's "extra_sources": their digest in the
+// relative form, None when unavailable.
+func (id *identity) extraRecord() inventory.Value {
+	if id.extraDigest.IsZero() {
+		return inventory.None{}
 	}
-	var out []Input
-	flatten("", d, &out)
-	for _, h := range headers {
-		if t, ok := h.(inventory.Tuple); ok && len(t) == 2 {
-			p, _ := t[0].(inventory.Str)
-			out = append(out, leaf("headers."+string(p), t[1]))
-		}
+	for i, p := range id.extraPaths {
+		id.relPath("extra_sources[%d]", i, p)
 	}
-	return out, nil
+	return inventory.Str(id.extraDigest.String())
 }
 
-func leaf(name string, v inventory.Value) Input {
-	return Input{Name: name, Value: Display(v), Digest: inventory.MustDigest(v).String()}
+// toolchainRecord is the key record's "toolchain": each component's
+// digest with the paths under the base relative to it (its content
+// records or its build record), None when it has no identity.
+func (id *identity) toolchainRecord() inventory.Dict {
+	components := inventory.Dict{}
+	if id.toolchain == nil {
+		return components
+	}
+	for _, c := range id.toolchain.Components {
+		if c.Digest.IsZero() {
+			components[inventory.Str(c.Name)] = inventory.None{}
+			continue
+		}
+		rc := id.base.componentDigest(c, id.inputs)
+		for _, p := range rc.relative {
+			id.relative = append(id.relative, "toolchain."+c.Name+": "+p)
+		}
+		components[inventory.Str(c.Name)] = inventory.Str(rc.digest.String())
+	}
+	return components
 }
 
-func flatten(prefix string, v inventory.Value, out *[]Input) {
-	switch x := v.(type) {
-	case inventory.Dict:
-		if len(x) == 0 {
-			*out = append(*out, leaf(prefix, v))
-			return
+// semanticEnv is the key record's "environment": each semantic variable of
+// the registry with its value, None when unset or empty.
+func (d *Driver) semanticEnv() inventory.Dict {
+	env := inventory.Dict{}
+	for _, v := range d.opt.Registry.Variables(envreg.Semantic) {
+		if val := d.opt.Getenv(v); val != "" {
+			env[inventory.Str(v)] = inventory.StrFromOSBytes(val)
+		} else {
+			env[inventory.Str(v)] = inventory.None{}
 		}
-		for _, k := range sortedKeys(x) {
-			flatten(join(prefix, string(k)), x[k], out)
-		}
-	case inventory.List:
-		if !hasDict(x) {
-			*out = append(*out, leaf(prefix, v))
-			return
-		}
-		for i, e := range x {
-			flatten(fmt.Sprintf("%s[%d]", prefix, i), e, out)
-		}
-	default:
-		*out = append(*out, leaf(prefix, v))
 	}
+	return env
 }
 
-func hasDict(l inventory.List) bool {
-	for _, e := range l {
-		if _, ok := e.(inventory.Dict); ok {
-			return true
-		}
+// resultRecord is the record whose digest keys the outputs of one header
+// variant of a key.
+func resultRecord(keyRecord inventory.Value, headers []headerDigest) inventory.Value {
+	l := make(inventory.List, len(headers))
+	for i, h := range headers {
+		l[i] = inventory.T(inventory.Str(h.Path), inventory.Str(h.Digest))
 	}
-	return false
+	return inventory.T(inventory.Str(resultTag), inventory.IntOf(keySchema), keyRecord, l)
 }
 
-func join(prefix, name string) string {
-	if prefix == "" {
-		return name
-	}
-	return prefix + "." + name
-}
+// Unit entries. Every compiled unit (the orchestration and each kernel)
+// has a key of its own: the digest of its unit record,
+//
+//	("ptojit.unit", keySchema, {policy, platform, runtime, pipeline, kind,
+//	  source, source_digest, compile, toolchain, environment, epoch})
+//
+// with the source's path relative to the base directory, its content
+// digest, the unit's compile recipe, every toolchain component's digest
+// (a change to any component recompiles every unit), the semantic
+// environment and the epoch. The unit's key holds a manifest of header
+// variants exactly as a request's key does (putManifest, variantOf); each
+// variant names a result entry (resultRecord over the unit record) whose
+// one output is the unit's object. A request that misses looks every unit
+// up and compiles only those no entry holds.
+const unitTag = "ptojit.unit"
 
-func sortedKeys(d inventory.Dict) []inventory.Str {
-	keys := make([]inventory.Str, 0, len(d))
-	for k := range d {
-		keys = append(keys, k)
+// unitRecord builds the unit record of unit i of req (see unitTag).
+func (d *Driver) unitRecord(req *api.Request, id *identity, i int, u unit) inventory.Value {
+	str := func(s string) inventory.Value { return inventory.Str(s) }
+	kind := "kernel"
+	if i == 0 {
+		kind = "orchestration"
 	}
-	slices.Sort(keys) // byte order of the UTF-8 form is code-point order
-	return keys
-}
-
-// Display renders a value in the plain JSON form, compactly: tuples as
-// lists, bytes as a quoted hex string prefixed "bytes:".
-func Display(v inventory.Value) string {
-	var b strings.Builder
-	display(&b, v)
-	return b.String()
-}
-
-func display(b *strings.Builder, v inventory.Value) {
-	switch x := v.(type) {
-	case nil, inventory.None:
-		b.WriteString("null")
-	case inventory.Bool:
-		b.WriteString(strconv.FormatBool(bool(x)))
-	case inventory.Int:
-		b.WriteString(x.String())
-	case inventory.Float:
-		f := x.Float64()
-		switch {
-		case math.IsNaN(f):
-			b.WriteString("NaN")
-		case math.IsInf(f, 0):
-			b.WriteString(map[bool]string{true: "Infinity", false: "-Infinity"}[f > 0])
-		default:
-			s := strconv.FormatFloat(f, 'g', -1, 64)
-			if !strings.ContainsAny(s, ".eEn") {
-				s += ".0"
-			}
-			b.WriteString(s)
-		}
-	case inventory.Str:
-		b.WriteString(strconv.Quote(string(x)))
-	case inventory.Bytes:
-		fmt.Fprintf(b, "\"bytes:%x\"", []byte(x))
-	case inventory.List:
-		displaySeq(b, x)
-	case inventory.Tuple:
-		displaySeq(b, x)
-	case inventory.Dict:
-		b.WriteByte('{')
-		for i, k := range sortedKeys(x) {
-			if i > 0 {
-				b.WriteString(", ")
-			}
-			b.WriteString(strconv.Quote(string(k)))
-			b.WriteString(": ")
-			display(b, x[k])
-		}
-		b.WriteByte('}')
-	default:
-		fmt.Fprintf(b, "%v", v)
+	var digest inventory.Value = inventory.None{}
+	if s := id.sources[i]; s.content != nil {
+		digest = str(id.base.contentDigest(s.content.Roots).String())
 	}
-}
-
-func displaySeq(b *strings.Builder, items []inventory.Value) {
-	b.WriteByte('[')
-	for i, e := range items {
-		if i > 0 {
-			b.WriteString(", ")
-		}
-		display(b, e)
-	}
-	b.WriteByte(']')
-}
-
-// WriteTree writes the report as an indented tree: each dict with its
-// digest, each leaf with its value, then every unavailable reason.
-func (r *KeyReport) WriteTree(w io.Writer) error {
-	var b strings.Builder
-	if r.Usable {
-		fmt.Fprintf(&b, "key %s\n", r.Key)
-	} else {
-		fmt.Fprintf(&b, "key unavailable (the build would compile and not be cached)\n")
-	}
-	if r.BaseDir != "" {
-		fmt.Fprintf(&b, "base %s (paths under it are relative)\n", r.BaseDir)
-		for _, p := range r.Relative {
-			fmt.Fprintf(&b, "  relative %s\n", p)
-		}
-	}
-	if r.Policy != "" {
-		fmt.Fprintf(&b, "policy %s (%s)\n", r.Policy, r.PolicySource)
-	}
-	d, headers, err := keyFields(r.Record)
-	if err != nil {
-		return err
-	}
-	combined := map[string]string{"sources": r.SourcesDigest, "toolchain": r.ToolchainDigest}
-	if r.BaseDir != "" {
-		// PyPTO's digests, not the record's: they differ between
-		// checkouts at different paths where the record does not.
-		for k, v := range combined {
-			if v != "" {
-				combined[k] = v + ", absolute paths"
-			}
-		}
-	}
-	tree(&b, "", d, 1, combined)
-	if len(headers) > 0 {
-		fmt.Fprintf(&b, "  headers:\n")
-		for _, h := range headers {
-			fmt.Fprintf(&b, "    %s\n", Display(h))
-		}
-	}
-	if len(r.Fresh) > 0 {
-		fmt.Fprintf(&b, "fresh request (no lookup, no publish):\n")
-		for _, f := range r.Fresh {
-			fmt.Fprintf(&b, "  - %s\n", f)
-		}
-	}
-	if len(r.Unavailable) > 0 {
-		fmt.Fprintf(&b, "unavailable:\n")
-		for _, u := range r.Unavailable {
-			fmt.Fprintf(&b, "  - %s\n", u)
-		}
-	}
-	_, err = io.WriteString(w, b.String())
-	return err
-}
-
-// WriteRecordTree writes a key record (a stored entry's, decoded) as the
-// indented tree WriteTree prints: each dict with its digest, each leaf with
-// its value, then the headers.
-func WriteRecordTree(w io.Writer, record inventory.Value) error {
-	d, headers, err := keyFields(record)
-	if err != nil {
-		return err
-	}
-	var b strings.Builder
-	tree(&b, "", d, 1, nil)
-	if len(headers) > 0 {
-		fmt.Fprintf(&b, "  headers:\n")
-		for _, h := range headers {
-			fmt.Fprintf(&b, "    %s\n", Display(h))
-		}
-	}
-	_, err = io.WriteString(w, b.String())
-	return err
-}
-
-// tree writes the children of d at the given depth. extra names the
-// combined digest shown for a top-level group instead of the dict's own.
-func tree(b *strings.Builder, prefix string, d inventory.Dict, depth int, extra map[string]string) {
-	ind := strings.Repeat("  ", depth)
-	for _, k := range sortedKeys(d) {
-		v := d[k]
-		name := string(k)
-		switch x := v.(type) {
-		case inventory.Dict:
-			if len(x) == 0 {
-				fmt.Fprintf(b, "%s%s: {}\n", ind, name)
+	components := inventory.Dict{}
+	if id.toolchain != nil {
+		for _, c := range id.toolchain.Components {
+			if c.Digest.IsZero() {
+				components[inventory.Str(c.Name)] = inventory.None{}
 				continue
 			}
-			label := "digest " + inventory.MustDigest(x).String()
-			if depth == 1 && extra[name] != "" {
-				label = "combined " + extra[name]
-			}
-			fmt.Fprintf(b, "%s%s (%s):\n", ind, name, label)
-			tree(b, join(prefix, name), x, depth+1, nil)
-		case inventory.List:
-			if !hasDict(x) {
-				fmt.Fprintf(b, "%s%s: %s\n", ind, name, Display(x))
-				continue
-			}
-			fmt.Fprintf(b, "%s%s (digest %s):\n", ind, name, inventory.MustDigest(x))
-			for i, e := range x {
-				if ed, ok := e.(inventory.Dict); ok {
-					fmt.Fprintf(b, "%s  [%d]:\n", ind, i)
-					tree(b, "", ed, depth+2, nil)
-				} else {
-					fmt.Fprintf(b, "%s  [%d]: %s\n", ind, i, Display(e))
-				}
-			}
-		default:
-			fmt.Fprintf(b, "%s%s: %s\n", ind, name, Display(v))
+			components[inventory.Str(c.Name)] = str(id.base.componentDigest(c, id.inputs).digest.String())
 		}
 	}
+	var epoch inventory.Value = inventory.None{}
+	if e := d.opt.Getenv(EpochVariable); e != "" {
+		epoch = inventory.StrFromOSBytes(e)
+	}
+	return inventory.T(inventory.Str(unitTag), inventory.IntOf(keySchema), inventory.Dict{
+		"policy":        str(string(id.policy)),
+		"platform":      str(req.Platform),
+		"runtime":       str(req.Runtime),
+		"pipeline":      inventory.Dict{"version": str(pipelineVersion)},
+		"kind":          str(kind),
+		"source":        str(id.base.rel(u.source)),
+		"source_digest": digest,
+		"compile":       u.recipe.record(id.base),
+		"toolchain":     components,
+		"environment":   d.semanticEnv(),
+		"epoch":         epoch,
+	})
 }
 
-// Difference is one input that differs between two key records. A or B is
-// empty when the input exists on one side only.
-type Difference struct {
-	Name string `json:"name"`
-	A    string `json:"a,omitempty"`
-	B    string `json:"b,omitempty"`
-}
+// Pack entries. The packed ChipCallable of a request is a pure function
+// of the request's shape and its units' objects, so it is kept as an
+// entry of its own, keyed by the digest of its pack record,
+//
+//	("ptojit.pack", keySchema, {platform, runtime, pipeline, function,
+//	  config, signature, scalar_count, orchestration,
+//	  kernels: [(func_id, signature, object digest)...]})
+//
+// with the orchestration's object digest and the kernels' in request
+// order. Its one output is the callable (CallableName), its hashid in the
+// meta. A request miss whose units give the objects a pack entry holds
+// re-packs nothing (early cutoff: an edit that yields the same objects).
+const packTag = "ptojit.pack"
 
-// DiffRecords returns the leaves of two key (or result) records that
-// differ, in the order of a then b.
-func DiffRecords(a, b inventory.Value) ([]Difference, error) {
-	la, err := FlattenRecord(a)
-	if err != nil {
-		return nil, err
+// packRecord returns the pack record of req whose units compiled to res.
+func packRecord(req *api.Request, res *compileResult) inventory.Value {
+	digest := func(b []byte) inventory.Value {
+		s := sha256.Sum256(b)
+		return inventory.Str(hex.EncodeToString(s[:]))
 	}
-	lb, err := FlattenRecord(b)
-	if err != nil {
-		return nil, err
-	}
-	mb := map[string]Input{}
-	for _, in := range lb {
-		mb[in.Name] = in
-	}
-	var out []Difference
-	seen := map[string]bool{}
-	for _, x := range la {
-		seen[x.Name] = true
-		y, ok := mb[x.Name]
-		switch {
-		case !ok:
-			out = append(out, Difference{Name: x.Name, A: x.Value})
-		case x.Digest != y.Digest:
-			out = append(out, Difference{Name: x.Name, A: x.Value, B: y.Value})
+	signature := func(ds []registry.Direction) inventory.List {
+		l := make(inventory.List, len(ds))
+		for i, d := range ds {
+			l[i] = inventory.IntOf(int64(d))
 		}
+		return l
 	}
-	for _, y := range lb {
-		if !seen[y.Name] {
-			out = append(out, Difference{Name: y.Name, B: y.Value})
-		}
+	kernels := make(inventory.List, len(req.Kernels))
+	for i, k := range req.Kernels {
+		kernels[i] = inventory.T(inventory.IntOf(int64(k.FuncID)), signature(k.Signature), digest(res.binaries[kernelRole(k.FuncID)]))
 	}
-	return out, nil
+	return inventory.T(inventory.Str(packTag), inventory.IntOf(keySchema), inventory.Dict{
+		"platform":      inventory.Str(req.Platform),
+		"runtime":       inventory.Str(req.Runtime),
+		"pipeline":      inventory.Dict{"version": inventory.Str(pipelineVersion)},
+		"function":      inventory.Str(req.Orchestration.Function),
+		"config":        inventory.Str(req.Orchestration.Config),
+		"signature":     signature(req.Signature),
+		"scalar_count":  inventory.IntOf(int64(req.ScalarCount)),
+		"orchestration": digest(res.binaries["orchestration"]),
+		"kernels":       kernels,
+	})
 }

@@ -13,55 +13,11 @@ import (
 	"github.com/ptojit/ptojit/registry"
 )
 
-// Pack entries. The packed ChipCallable of a request is a pure function
-// of the request's shape and its units' objects, so it is kept as an
-// entry of its own, keyed by the digest of its pack record,
-//
-//	("ptojit.pack", keySchema, {platform, runtime, pipeline, function,
-//	  config, signature, scalar_count, orchestration,
-//	  kernels: [(func_id, signature, object digest)...]})
-//
-// with the orchestration's object digest and the kernels' in request
-// order. Its one output is the callable (CallableName), its hashid in the
-// meta. A request miss whose units give the objects a pack entry holds
-// re-packs nothing (early cutoff: an edit that yields the same objects).
-const packTag = "ptojit.pack"
-
 // PackKind is the kind meta of a pack entry.
 const PackKind = "pack"
 
 // packs counts the callables packed in this process.
 var packs atomic.Int64
-
-// packRecord returns the pack record of req whose units compiled to res.
-func packRecord(req *api.Request, res *compileResult) inventory.Value {
-	digest := func(b []byte) inventory.Value {
-		s := sha256.Sum256(b)
-		return inventory.Str(hex.EncodeToString(s[:]))
-	}
-	signature := func(ds []registry.Direction) inventory.List {
-		l := make(inventory.List, len(ds))
-		for i, d := range ds {
-			l[i] = inventory.IntOf(int64(d))
-		}
-		return l
-	}
-	kernels := make(inventory.List, len(req.Kernels))
-	for i, k := range req.Kernels {
-		kernels[i] = inventory.T(inventory.IntOf(int64(k.FuncID)), signature(k.Signature), digest(res.binaries[kernelRole(k.FuncID)]))
-	}
-	return inventory.T(inventory.Str(packTag), inventory.IntOf(keySchema), inventory.Dict{
-		"platform":      inventory.Str(req.Platform),
-		"runtime":       inventory.Str(req.Runtime),
-		"pipeline":      inventory.Dict{"version": inventory.Str(pipelineVersion)},
-		"function":      inventory.Str(req.Orchestration.Function),
-		"config":        inventory.Str(req.Orchestration.Config),
-		"signature":     signature(req.Signature),
-		"scalar_count":  inventory.IntOf(int64(req.ScalarCount)),
-		"orchestration": digest(res.binaries["orchestration"]),
-		"kernels":       kernels,
-	})
-}
 
 // packed returns the outputs of a request miss whose units compiled to
 // res: the objects and the callable its pack entry holds, else a fresh

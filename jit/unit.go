@@ -19,22 +19,6 @@ import (
 	"github.com/ptojit/ptojit/inventory"
 )
 
-// Unit entries. Every compiled unit (the orchestration and each kernel)
-// has a key of its own: the digest of its unit record,
-//
-//	("ptojit.unit", keySchema, {policy, platform, runtime, pipeline, kind,
-//	  source, source_digest, compile, toolchain, environment, epoch})
-//
-// with the source's path relative to the base directory, its content
-// digest, the unit's compile recipe, every toolchain component's digest
-// (a change to any component recompiles every unit), the semantic
-// environment and the epoch. The unit's key holds a manifest of header
-// variants exactly as a request's key does (putManifest, variantOf); each
-// variant names a result entry (resultRecord over the unit record) whose
-// one output is the unit's object. A request that misses looks every unit
-// up and compiles only those no entry holds.
-const unitTag = "ptojit.unit"
-
 // UnitKind is the kind meta of a unit's result entry.
 const UnitKind = "unit"
 
@@ -92,46 +76,6 @@ func (d *Driver) unitBuilds(req *api.Request, id *identity) ([]*unitBuild, error
 		out[i] = &unitBuild{unit: u, name: uid.unit, id: &uid, src: id.sources[i]}
 	}
 	return out, nil
-}
-
-// unitRecord builds the unit record of unit i of req (see unitTag).
-func (d *Driver) unitRecord(req *api.Request, id *identity, i int, u unit) inventory.Value {
-	str := func(s string) inventory.Value { return inventory.Str(s) }
-	kind := "kernel"
-	if i == 0 {
-		kind = "orchestration"
-	}
-	var digest inventory.Value = inventory.None{}
-	if s := id.sources[i]; s.content != nil {
-		digest = str(id.base.contentDigest(s.content.Roots).String())
-	}
-	components := inventory.Dict{}
-	if id.toolchain != nil {
-		for _, c := range id.toolchain.Components {
-			if c.Digest.IsZero() {
-				components[inventory.Str(c.Name)] = inventory.None{}
-				continue
-			}
-			components[inventory.Str(c.Name)] = str(id.base.componentDigest(c, id.inputs).digest.String())
-		}
-	}
-	var epoch inventory.Value = inventory.None{}
-	if e := d.opt.Getenv(EpochVariable); e != "" {
-		epoch = inventory.StrFromOSBytes(e)
-	}
-	return inventory.T(inventory.Str(unitTag), inventory.IntOf(keySchema), inventory.Dict{
-		"policy":        str(string(id.policy)),
-		"platform":      str(req.Platform),
-		"runtime":       str(req.Runtime),
-		"pipeline":      inventory.Dict{"version": str(pipelineVersion)},
-		"kind":          str(kind),
-		"source":        str(id.base.rel(u.source)),
-		"source_digest": digest,
-		"compile":       u.recipe.record(id.base),
-		"toolchain":     components,
-		"environment":   d.semanticEnv(),
-		"epoch":         epoch,
-	})
 }
 
 // lookupUnit looks unit ub up in the store and, when the store misses,

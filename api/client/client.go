@@ -4,8 +4,8 @@
 // the reply, and starts a daemon when none answers. A daemon that sends
 // nothing for the bound is a *NotAnsweringError naming its pid and log; one
 // of another protocol version a *VersionError (StopVersion stops an older
-// one in its own protocol). It imports only the standard library
-// and api, so the thin client can use it.
+// one in its own protocol). It imports only the standard library, api and
+// filesys/flock (the start lock), so the thin client can use it.
 //
 // Trust runs both ways: the client uses a daemon directory only when this
 // user owns it, nobody else can write it and no directory above it is

@@ -18,19 +18,19 @@ import (
 // hookDeadline bounds each command the pre-commit hook test runs.
 const hookDeadline = 2 * time.Minute
 
-// readmeHook is the pre-commit configuration README.md gives for other
-// projects.
+// readmeHook is the pre-commit configuration docs/commands.md gives for
+// other projects.
 type readmeHook struct {
 	config  string   // the whole .pre-commit-config.yaml
 	entry   []string // the hook's entry line, split into words
 	typesOr []string // the file types it selects
 }
 
-// readHookSnippet finds the yaml block of README.md that defines the hook
-// ptojit-envaudit and reads its entry and types_or lines.
+// readHookSnippet finds the yaml block of docs/commands.md that defines
+// the hook ptojit-envaudit and reads its entry and types_or lines.
 func readHookSnippet(t *testing.T) readmeHook {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
+	b, err := os.ReadFile(filepath.Join("..", "..", "docs", "commands.md"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -52,11 +52,11 @@ func readHookSnippet(t *testing.T) readmeHook {
 			}
 		}
 		if len(h.entry) == 0 || len(h.typesOr) == 0 {
-			t.Fatalf("README.md: the ptojit-envaudit hook has no entry or types_or:\n%s", text)
+			t.Fatalf("docs/commands.md: the ptojit-envaudit hook has no entry or types_or:\n%s", text)
 		}
 		return h
 	}
-	t.Fatal("README.md: no yaml block defines the hook ptojit-envaudit")
+	t.Fatal("docs/commands.md: no yaml block defines the hook ptojit-envaudit")
 	return readmeHook{}
 }
 
@@ -77,7 +77,7 @@ const (
 )
 
 // hookRepo is a plain git repository (no PyPTO layout) holding
-// hookSources, the README's .pre-commit-config.yaml and a registry.
+// hookSources, the .pre-commit-config.yaml of docs/commands.md and a registry.
 type hookRepo struct {
 	t    *testing.T
 	dir  string
@@ -162,8 +162,8 @@ func checkFails(t *testing.T, what, out string, code int) {
 	}
 }
 
-// TestEnvauditPreCommitHook runs the README's pre-commit hook in a plain git
-// repository (no PyPTO layout, no --scan) holding a.py, b.cc and m.go, each
+// TestEnvauditPreCommitHook runs the pre-commit hook of docs/commands.md
+// in a plain git repository (no PyPTO layout, no --scan) holding a.py, b.cc and m.go, each
 // with one unclassified read: the hook fails naming all three, and passes
 // once the reads are classified. The entry line runs as pre-commit would
 // run it (the files its types_or selects), and, where pre-commit is

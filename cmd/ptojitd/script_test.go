@@ -28,6 +28,8 @@ func TestMain(m *testing.M) {
 }
 
 // TestBuildScripts runs the build and key scripts: jit/testdata/script.
+// A script line under the condition [full] runs in the full suites only
+// (PTOJIT_TEST_FULL=1).
 func TestBuildScripts(t *testing.T) {
 	testscript.Run(t, testscript.Params{
 		Dir:   filepath.Join("..", "..", "jit", "testdata", "script"),
@@ -40,6 +42,9 @@ func TestBuildScripts(t *testing.T) {
 		},
 		Condition: func(cond string) (bool, error) {
 			switch cond {
+			case "full":
+				// The long parts of a script run in the full suites only.
+				return fixture.Full(t), nil
 			case "cachecmd":
 				// The cache command is another part of the engine.
 				for _, c := range commands {

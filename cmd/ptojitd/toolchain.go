@@ -31,7 +31,7 @@ ptoas and device_toolchain — and prints, for each, the evidence that
 identifies it and its digest, or the reason it has none; then the toolchain
 digest, which exists only when all five have one (exit status 1 otherwise).
 
-Evidence under the content policy (the default):
+Evidence under the content policy (--policy content):
   pypto, runtime    the contents of their roots (every file)
   pto_isa           verified_revision = the pin, when HEAD is the pin and the
                     worktree holds exactly the pinned tree (nothing modified,
@@ -56,7 +56,7 @@ Evidence under the content policy (the default):
                     LD_PRELOAD, LD_AUDIT, GCC_EXEC_PREFIX or COMPILER_PATH set
                     makes it unavailable.
 
---policy build (or PYPTO_CACHE_IDENTITY=build) identifies ELF files by their
+--policy build (the default; or PYPTO_CACHE_IDENTITY=build) identifies ELF files by their
 GNU build-id, source checkouts by their revision (a dirty checkout is
 unavailable) and folds PYPTO_CACHE_EPOCH in; its digests never equal the
 content policy's. Its evidence digests PyPTO's record of each component,

@@ -12,6 +12,7 @@ import (
 
 	"github.com/ptojit/ptojit/inventory"
 	"github.com/ptojit/ptojit/registry"
+	"github.com/ptojit/ptojit/registry/semver"
 )
 
 // ModuleABI is the only module_abi this ptojit loads.
@@ -48,7 +49,7 @@ type Manifest struct {
 	Operations   []Operation  `json:"operations,omitempty"`
 	Dependencies []Dependency `json:"module_dependencies,omitempty"`
 
-	version Version // parsed Version, set by Validate
+	version semver.Version // parsed m.Version, set by Validate
 }
 
 // ABIRange is the kernel_abi of a manifest: the inclusive range of sim
@@ -154,7 +155,7 @@ type Dependency struct {
 	PublisherID string `json:"publisher_id,omitempty"`
 	SHA256      string `json:"sha256,omitempty"`
 
-	lo, hi Version // parsed bounds, set by Validate; hi.text == "" without max_version
+	lo, hi semver.Version // parsed bounds, set by Validate; hi is the zero Version without max_version
 }
 
 // String describes the edge's target and constraints, e.g.
@@ -612,7 +613,7 @@ func (m *Manifest) validateHeader() error {
 	if !validID(m.PackageID) {
 		return fieldErr("package_id", "%q is not a dotted identifier ([a-z0-9_-] components separated by dots, at most %d bytes)", m.PackageID, maxIDLen)
 	}
-	v, err := ParseVersion(m.Version)
+	v, err := semver.Parse(m.Version)
 	if err != nil {
 		return fieldErr("version", "%v", err)
 	}
@@ -753,13 +754,13 @@ func (m *Manifest) validateDependencies() error {
 			return fieldErr(w+".module_id", "a second edge to %q", d.ModuleID)
 		}
 		deps[d.ModuleID] = true
-		lo, err := ParseVersion(d.MinVersion)
+		lo, err := semver.Parse(d.MinVersion)
 		if err != nil {
 			return fieldErr(w+".min_version", "%v", err)
 		}
 		d.lo = lo
 		if d.MaxVersion != "" {
-			hi, err := ParseVersion(d.MaxVersion)
+			hi, err := semver.Parse(d.MaxVersion)
 			if err != nil {
 				return fieldErr(w+".max_version", "%v", err)
 			}

@@ -112,8 +112,9 @@ type Package struct {
 	// Payload is the canonical unsigned manifest; Digest its SHA-256 hex.
 	Payload []byte
 	Digest  string
-	// Key is the signing key (nil for an unsigned package, which Open
-	// refuses unless allowUnsigned).
+	// Key is the signing key; it is nil only in the package OpenPackage
+	// returns beside ErrUnsigned, which every caller but Pack (reading
+	// back an archive it packed without a key) treats as a refusal.
 	Key   PublicKey
 	Files Files
 }

@@ -1,15 +1,16 @@
 // Package opquery decides, for an operation query, which implementation
 // descriptors match it, why every other one does not, and in which order the
-// matching ones are preferred; it imports the standard library only, so the
-// daemon's operation service and a chip child's host operation service can
-// share one implementation of these rules.
+// matching ones are preferred; it imports the standard library and
+// registry/semver only, so the daemon's operation service and a chip
+// child's host operation service can share one implementation of these
+// rules.
 //
 // # What is matched
 //
 // A Descriptor holds the fields of an operation descriptor (a GOP1
 // descriptor) that the rules read, as plain data: what parses it (package
 // registry/ops, from a module's manifest) fills it in, including the
-// version as parsed by the caller's semantic version parser and the
+// version as registry/semver parsed it and the
 // platforms of its callables. A Candidate is a descriptor with the module
 // that provides it and the runtime that module is built for.
 //

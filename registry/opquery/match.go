@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+
+	"github.com/ptojit/ptojit/registry/semver"
 )
 
 // Unlimited is a budget without a limit.
@@ -103,9 +105,6 @@ type Env struct {
 	// order; Runtime the runtime its workers run ("" for any).
 	Platforms []string
 	Runtime   string
-	// ParseVersion parses the query's version bounds (the same parser
-	// that made the descriptors' versions).
-	ParseVersion func(string) (Version, error)
 	// Negotiate runs a candidate that fits its descriptor on its tensors
 	// and sets its scratch. A *Refusal rejects the candidate; any other
 	// error ends the match. Nil accepts every candidate without scratch.
@@ -128,7 +127,7 @@ func Match(cands []Candidate, q *Query, env Env) (fits []Fit, rejected []Rejecti
 		}
 	}
 	slices.SortFunc(mine, func(a, b int) int { return strings.Compare(cands[a].Desc.ImplID, cands[b].Desc.ImplID) })
-	lo, hi, loose, err := versionRange(q, cands, mine, env.ParseVersion)
+	lo, hi, loose, err := versionRange(q, cands, mine)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -228,7 +227,7 @@ func checkQuery(q *Query) error {
 
 // versionRange returns the query's interval; for an empty MinVersion, the
 // newest major version among the candidates mine (indexes into cands).
-func versionRange(q *Query, cands []Candidate, mine []int, parse func(string) (Version, error)) (lo, hi Version, loose bool, err error) {
+func versionRange(q *Query, cands []Candidate, mine []int) (lo, hi semver.Version, loose bool, err error) {
 	if q.MinVersion == "" {
 		if q.MaxVersion != "" {
 			return lo, hi, false, errors.New("a maximum version needs a minimum version")
@@ -237,16 +236,17 @@ func versionRange(q *Query, cands []Candidate, mine []int, parse func(string) (V
 		for _, i := range mine {
 			major = max(major, cands[i].Desc.OpVersion.Major)
 		}
-		lo = Version{Major: major, Pre: []string{"0"}, Text: fmt.Sprintf("%d.0.0-0", major)}
-		return lo, lo, true, nil
+		// MAJOR.0.0-0 is the lowest version of the major version.
+		lo, err = semver.Parse(fmt.Sprintf("%d.0.0-0", major))
+		return lo, lo, true, err
 	}
-	if lo, err = parse(q.MinVersion); err != nil {
+	if lo, err = semver.Parse(q.MinVersion); err != nil {
 		return lo, hi, false, fmt.Errorf("minimum version: %w", err)
 	}
 	if q.MaxVersion == "" {
 		return lo, lo, true, nil
 	}
-	if hi, err = parse(q.MaxVersion); err != nil {
+	if hi, err = semver.Parse(q.MaxVersion); err != nil {
 		return lo, hi, false, fmt.Errorf("maximum version: %w", err)
 	}
 	if hi.Major != lo.Major {
@@ -271,7 +271,7 @@ func overBudget(f *Fit, q *Query) (string, string) {
 // check compares a descriptor with the query; it returns the kind and
 // reason of the first mismatch, and on success fills in f's platform and
 // tensors.
-func check(d *Descriptor, q *Query, lo, hi Version, loose bool, platforms []string, f *Fit) (string, string) {
+func check(d *Descriptor, q *Query, lo, hi semver.Version, loose bool, platforms []string, f *Fit) (string, string) {
 	v := d.OpVersion
 	if v.Compare(lo) < 0 || (loose && v.Major != lo.Major) || (!loose && v.Compare(hi) > 0) {
 		want := fmt.Sprintf("[%s, %s]", lo, hi)

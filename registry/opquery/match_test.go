@@ -5,36 +5,15 @@ import (
 	"fmt"
 	"math"
 	"slices"
-	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/ptojit/ptojit/registry/semver"
 )
 
-// parseTestVersion reads MAJOR.MINOR.PATCH[-PRE]: enough of semantic
-// versions for these tests (the daemon passes package module's parser).
-func parseTestVersion(s string) (Version, error) {
-	v := Version{Text: s}
-	core, pre, ok := strings.Cut(s, "-")
-	if ok {
-		v.Pre = strings.Split(pre, ".")
-	}
-	parts := strings.Split(core, ".")
-	if len(parts) != 3 {
-		return v, fmt.Errorf("version %q is not MAJOR.MINOR.PATCH", s)
-	}
-	for i, p := range []*uint64{&v.Major, &v.Minor, &v.Patch} {
-		n, err := strconv.ParseUint(parts[i], 10, 64)
-		if err != nil {
-			return v, fmt.Errorf("version %q: %v", s, err)
-		}
-		*p = n
-	}
-	return v, nil
-}
-
-func ver(t testing.TB, s string) Version {
+func ver(t testing.TB, s string) semver.Version {
 	t.Helper()
-	v, err := parseTestVersion(s)
+	v, err := semver.Parse(s)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -53,7 +32,7 @@ func vec(n uint64) Query {
 		HostBudget: Unlimited, DeviceBudget: Unlimited}
 }
 
-func env() Env { return Env{Platforms: []string{"p1"}, Runtime: "rt", ParseVersion: parseTestVersion} }
+func env() Env { return Env{Platforms: []string{"p1"}, Runtime: "rt"} }
 
 // matched lists the impl_ids of fits in order.
 func matched(cands []Candidate, fits []Fit) []string {

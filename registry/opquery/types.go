@@ -1,13 +1,14 @@
 package opquery
 
 import (
-	"cmp"
 	"fmt"
 	"math"
 	"math/bits"
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/ptojit/ptojit/registry/semver"
 )
 
 // DType is a tensor element type: the enum ptojit_dtype of ptojit_sim.h.
@@ -161,57 +162,13 @@ func ValidName(s string, min int) bool {
 // Bounds is an inclusive range [Min, Max].
 type Bounds struct{ Min, Max uint64 }
 
-// Version is a semantic version as plain data, parsed by the caller:
-// MAJOR.MINOR.PATCH, the prerelease identifiers, and the text as written.
-type Version struct {
-	Major, Minor, Patch uint64
-	Pre                 []string
-	Text                string
-}
-
-// String returns the version as it was written.
-func (v Version) String() string { return v.Text }
-
-// Compare returns -1, 0 or +1 as v is less than, equal to or greater than
-// w in semantic version precedence.
-func (v Version) Compare(w Version) int {
-	if c := slices.Compare([]uint64{v.Major, v.Minor, v.Patch}, []uint64{w.Major, w.Minor, w.Patch}); c != 0 {
-		return c
-	}
-	switch {
-	case len(v.Pre) == 0 && len(w.Pre) == 0:
-		return 0
-	case len(v.Pre) == 0:
-		return 1
-	case len(w.Pre) == 0:
-		return -1
-	}
-	return slices.CompareFunc(v.Pre, w.Pre, compareIdent)
-}
-
-// compareIdent orders two prerelease identifiers: numeric ones by value and
-// below alphanumeric ones, which compare in ASCII order.
-func compareIdent(a, b string) int {
-	an, aerr := strconv.ParseUint(a, 10, 64)
-	bn, berr := strconv.ParseUint(b, 10, 64)
-	switch {
-	case aerr == nil && berr == nil:
-		return cmp.Compare(an, bn)
-	case aerr == nil:
-		return -1
-	case berr == nil:
-		return 1
-	}
-	return strings.Compare(a, b)
-}
-
 // Descriptor holds the fields of an operation implementation's descriptor
 // that the rules read (see the package documentation of registry/ops for
 // the schema).
 type Descriptor struct {
 	ImplID       string
 	OpName       string
-	OpVersion    Version
+	OpVersion    semver.Version
 	Priority     int64
 	Capabilities []string
 	Numerics     []string

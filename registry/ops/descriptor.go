@@ -14,6 +14,7 @@ import (
 
 	"github.com/ptojit/ptojit/registry/module"
 	"github.com/ptojit/ptojit/registry/opquery"
+	"github.com/ptojit/ptojit/registry/semver"
 )
 
 func init() { module.SetOperationSchema(checkSchema) }
@@ -178,17 +179,6 @@ func checkSchema(canon json.RawMessage, field string) error {
 
 func validName(s string, min int) bool { return opquery.ValidName(s, min) }
 
-// queryVersion is v as opquery's plain data.
-func queryVersion(v module.Version) opquery.Version {
-	return opquery.Version{Major: v.Major, Minor: v.Minor, Patch: v.Patch, Pre: v.Pre, Text: v.String()}
-}
-
-// parseVersion is module.ParseVersion for opquery.
-func parseVersion(s string) (opquery.Version, error) {
-	v, err := module.ParseVersion(s)
-	return queryVersion(v), err
-}
-
 // ParseDescriptor parses and validates one descriptor. Errors are
 // *DescriptorError naming the field.
 func ParseDescriptor(b []byte) (*Descriptor, error) {
@@ -251,7 +241,7 @@ func (d *Descriptor) parseIdentity(r *rawDescriptor) error {
 	if !validName(d.OpName, 2) {
 		return derr("op_name", "%q is not a namespaced name (dotted [a-z0-9_-] components, at least two, e.g. example.sequence.prefix_sum)", d.OpName)
 	}
-	v, err := parseVersion(*r.OpVersion)
+	v, err := semver.Parse(*r.OpVersion)
 	if err != nil {
 		return derr("op_version", "%v", err)
 	}

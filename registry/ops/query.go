@@ -5,8 +5,8 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/ptojit/ptojit/registry/module"
 	"github.com/ptojit/ptojit/registry/opquery"
+	"github.com/ptojit/ptojit/registry/semver"
 )
 
 // QueryText is a query as the command line writes it (op resolve and op
@@ -47,7 +47,7 @@ func (o *QueryText) Query() (Query, error) {
 		lo, hi, _ := strings.Cut(o.Version, ",")
 		q.MinVersion, q.MaxVersion = lo, hi
 		for _, v := range []string{lo, hi} {
-			if _, err := module.ParseVersion(v); v != "" && err != nil {
+			if _, err := semver.Parse(v); v != "" && err != nil {
 				return q, queryTextf("--version %s: %v", o.Version, err)
 			}
 		}

@@ -109,7 +109,7 @@ func resolve(cands []*Candidate, q *Query, platforms []string, runtime string, n
 		qc[i] = opquery.Candidate{Desc: &c.Desc.Descriptor, Module: c.Module, Runtime: c.Runtime}
 	}
 	chs := make([]Choice, len(cands)) // by candidate: what negotiation gave
-	fits, rejected, err := opquery.Match(qc, q, opquery.Env{Platforms: platforms, Runtime: runtime, ParseVersion: parseVersion,
+	fits, rejected, err := opquery.Match(qc, q, opquery.Env{Platforms: platforms, Runtime: runtime,
 		Negotiate: func(f *opquery.Fit) error {
 			ch := &chs[f.Cand]
 			*ch = newChoice(cands[f.Cand], f)

@@ -7,8 +7,9 @@
 // under a deadline. It prints, per fault class, the builds run, wrong
 // artifacts served, hangs and crashes.
 //
-// `go test ./test/faults` runs the short mode; PTOJIT_FAULTS=full (see
-// bench/faults.sh) runs at least 500 faulted builds.
+// `go test ./test/faults` runs the short mode; the full suites
+// (PTOJIT_TEST_FULL=1, as .ci/run sets, or PTOJIT_FAULTS=full, as
+// bench/faults.sh sets) run at least 500 faulted builds.
 package faults
 
 import (
@@ -33,6 +34,7 @@ import (
 	"github.com/ptojit/ptojit/api"
 	"github.com/ptojit/ptojit/api/client"
 	"github.com/ptojit/ptojit/cache"
+	"github.com/ptojit/ptojit/test/fixture"
 )
 
 // plan is how many rounds each class runs.
@@ -43,7 +45,7 @@ type plan struct {
 }
 
 func planFor(t *testing.T) plan {
-	if os.Getenv("PTOJIT_FAULTS") == "full" {
+	if os.Getenv("PTOJIT_FAULTS") == "full" || fixture.Full(t) {
 		return plan{variants: 3, killDaemon: 30, killClient: 40, entryFlip: 40, blobFlip: 24, rndFlip: 40, fullDisk: 60, silent: 10, sweep: 24}
 	}
 	if testing.Short() {

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"unsafe"
@@ -105,34 +104,6 @@ func endTaskOpHandles() {
 	clear(opHandles)
 }
 
-// parseSemver reads a semantic version into opquery's plain data: the
-// same precedence as the daemon's parser, build metadata ignored.
-func parseSemver(s string) (opquery.Version, error) {
-	v := opquery.Version{Text: s}
-	core, _, _ := strings.Cut(s, "+")
-	core, pre, hasPre := strings.Cut(core, "-")
-	if hasPre {
-		v.Pre = strings.Split(pre, ".")
-		for _, id := range v.Pre {
-			if id == "" {
-				return v, fmt.Errorf("version %q has an empty prerelease identifier", s)
-			}
-		}
-	}
-	parts := strings.Split(core, ".")
-	if len(parts) != 3 {
-		return v, fmt.Errorf("version %q is not MAJOR.MINOR.PATCH", s)
-	}
-	for i, p := range []*uint64{&v.Major, &v.Minor, &v.Patch} {
-		n, err := strconv.ParseUint(parts[i], 10, 64)
-		if err != nil || (len(parts[i]) > 1 && parts[i][0] == '0') {
-			return v, fmt.Errorf("version %q is not MAJOR.MINOR.PATCH", s)
-		}
-		*p = n
-	}
-	return v, nil
-}
-
 // cStrings reads n C strings from the array at p.
 func cStrings(p uintptr, n uint32) []string {
 	if p == 0 || n == 0 || n > 64 {
@@ -229,7 +200,7 @@ func opResolve(user, req, handleOut uintptr) uintptr {
 		return fail(opEInvalid, msg)
 	}
 	cands, hashids := offeredCandidates(c)
-	fits, rejected, err := opquery.Match(cands, &q, opquery.Env{Platforms: []string{c.init.Platform}, ParseVersion: parseSemver,
+	fits, rejected, err := opquery.Match(cands, &q, opquery.Env{Platforms: []string{c.init.Platform},
 		Negotiate: c.negotiator(cands, hashids, &q)})
 	if err != nil {
 		return fail(opEInvalid, "resolve: "+err.Error())
@@ -364,7 +335,7 @@ func (c *child) negotiator(cands []opquery.Candidate, hashids []registry.Hashid,
 // describeMem builds the ptojit_op_description of a resolved fit outside
 // the Go heap: the structure, the negotiated tensors, then the strings.
 func describeMem(p *providedOp, f opquery.Fit) (cmem, error) {
-	strs := []string{p.desc.ImplID, p.desc.OpName, p.desc.OpVersion.Text, p.op.Module}
+	strs := []string{p.desc.ImplID, p.desc.OpName, p.desc.OpVersion.String(), p.op.Module}
 	n := sizeofOpDescription + sizeofOpTensor*len(f.Tensors)
 	for _, s := range strs {
 		n += len(s) + 1

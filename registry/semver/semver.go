@@ -1,4 +1,9 @@
-package module
+// Package semver parses and orders semantic versions (semver.org 2.0.0):
+// the versions of runtime modules (registry/module) and of operations
+// (registry/opquery, registry/ops and the worker child's host operation
+// service) are read by this one parser and ordered by this one precedence.
+// It imports only the standard library.
+package semver
 
 import (
 	"fmt"
@@ -19,8 +24,23 @@ type Version struct {
 // String returns the version as it was written.
 func (v Version) String() string { return v.text }
 
-// ParseVersion parses a semantic version without a leading "v".
-func ParseVersion(s string) (Version, error) {
+// MarshalText returns the version as it was written, so that a Version
+// travels in JSON (an operation's descriptor, to a worker child) as its
+// text.
+func (v Version) MarshalText() ([]byte, error) { return []byte(v.text), nil }
+
+// UnmarshalText parses the version b with Parse.
+func (v *Version) UnmarshalText(b []byte) error {
+	w, err := Parse(string(b))
+	if err != nil {
+		return err
+	}
+	*v = w
+	return nil
+}
+
+// Parse parses a semantic version without a leading "v".
+func Parse(s string) (Version, error) {
 	v := Version{text: s}
 	if s == "" {
 		return v, fmt.Errorf("empty version")
@@ -62,6 +82,8 @@ func ParseVersion(s string) (Version, error) {
 	return v, nil
 }
 
+// checkIdents checks the dot-separated identifiers of a prerelease (pre)
+// or of build metadata.
 func checkIdents(s string, pre bool) error {
 	for _, id := range strings.Split(s, ".") {
 		if id == "" {
@@ -112,6 +134,8 @@ func (v Version) Compare(w Version) int {
 	return 0
 }
 
+// compareIdent orders two prerelease identifiers: numeric ones by value and
+// below alphanumeric ones, which compare in ASCII order.
 func compareIdent(a, b string) int {
 	an, aerr := strconv.ParseUint(a, 10, 64)
 	bn, berr := strconv.ParseUint(b, 10, 64)

@@ -1,9 +1,8 @@
 package ptojit_test
 
-// These tests keep two rules of the style of every Go file of the
-// repository: no function outside the tests is longer than maxFuncLines,
-// and a doc comment that starts with the name of a function or type names
-// the declaration it sits above.
+// These tests keep a rule of the style of every Go file of the
+// repository: a doc comment that starts with the name of a function or
+// type names the declaration it sits above.
 
 import (
 	"fmt"
@@ -16,10 +15,6 @@ import (
 	"strings"
 	"testing"
 )
-
-// maxFuncLines is the longest a function or method outside the tests may
-// be, counted from its func keyword to its closing brace.
-const maxFuncLines = 80
 
 // goDirs parses the Go files of every package directory under root (not
 // testdata, not hidden or underscore directories) and returns them by
@@ -49,123 +44,6 @@ func goDirs(root string) (*token.FileSet, map[string][]*ast.File, error) {
 		return nil
 	})
 	return fset, dirs, err
-}
-
-// longFunc is a function over the limit: where it is, its name
-// (Recv.Name for a method) and its length in lines.
-type longFunc struct {
-	file, name string
-	lines      int
-}
-
-func (l longFunc) String() string {
-	return fmt.Sprintf("%s: %s is %d lines long (at most %d)", l.file, l.name, l.lines, maxFuncLines)
-}
-
-// longFuncs lists the functions and methods of the non-test files under
-// root that are longer than maxFuncLines, but for those whose body is one
-// return of a composite literal (a table).
-func longFuncs(root string) ([]longFunc, error) {
-	fset, dirs, err := goDirs(root)
-	if err != nil {
-		return nil, err
-	}
-	var long []longFunc
-	for _, files := range dirs {
-		for _, f := range files {
-			file := fset.Position(f.Package).Filename
-			if strings.HasSuffix(file, "_test.go") {
-				continue
-			}
-			for _, decl := range f.Decls {
-				fd, ok := decl.(*ast.FuncDecl)
-				if !ok || fd.Body == nil || returnsCompositeLiteral(fd.Body) {
-					continue
-				}
-				n := fset.Position(fd.Body.Rbrace).Line - fset.Position(fd.Type.Func).Line + 1
-				if n > maxFuncLines {
-					rel, _ := filepath.Rel(root, file)
-					long = append(long, longFunc{filepath.ToSlash(rel), funcName(fd), n})
-				}
-			}
-		}
-	}
-	slices.SortFunc(long, func(a, b longFunc) int { return strings.Compare(a.String(), b.String()) })
-	return long, nil
-}
-
-// returnsCompositeLiteral reports whether body is a single return
-// statement of one composite literal (or of its address).
-func returnsCompositeLiteral(body *ast.BlockStmt) bool {
-	if len(body.List) != 1 {
-		return false
-	}
-	ret, ok := body.List[0].(*ast.ReturnStmt)
-	if !ok || len(ret.Results) != 1 {
-		return false
-	}
-	e := ret.Results[0]
-	if u, ok := e.(*ast.UnaryExpr); ok && u.Op == token.AND {
-		e = u.X
-	}
-	_, ok = e.(*ast.CompositeLit)
-	return ok
-}
-
-// funcName is a function's name, Recv.Name for a method.
-func funcName(fd *ast.FuncDecl) string {
-	if fd.Recv == nil || len(fd.Recv.List) == 0 {
-		return fd.Name.Name
-	}
-	return recvTypeName(fd.Recv.List[0].Type) + "." + fd.Name.Name
-}
-
-// recvTypeName is the name of a receiver's type, without pointer or type
-// parameters.
-func recvTypeName(e ast.Expr) string {
-	for {
-		switch t := e.(type) {
-		case *ast.StarExpr:
-			e = t.X
-		case *ast.IndexExpr:
-			e = t.X
-		case *ast.IndexListExpr:
-			e = t.X
-		case *ast.Ident:
-			return t.Name
-		default:
-			return ""
-		}
-	}
-}
-
-func TestFunctionLength(t *testing.T) {
-	long, err := longFuncs(".")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, l := range long {
-		t.Errorf("%v: split it into parts named for what each does", l)
-	}
-}
-
-// TestFunctionLengthCatchesALongFunction proves the check bites: the
-// fixture testdata/funclen holds a function and a method one line over
-// the limit, one exactly at it, and a long table returned as one
-// composite literal; only the first two are reported.
-func TestFunctionLengthCatchesALongFunction(t *testing.T) {
-	long, err := longFuncs("testdata/funclen")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var got []string
-	for _, l := range long {
-		got = append(got, fmt.Sprintf("%s %s %d", l.file, l.name, l.lines))
-	}
-	want := []string{"long.go T.tooLongMethod 81", "long.go tooLong 81"}
-	if !slices.Equal(got, want) {
-		t.Errorf("longFuncs(testdata/funclen) = %q, want %q", got, want)
-	}
 }
 
 // misnamedDoc is a doc comment that starts with the name of a function or
