@@ -22,10 +22,11 @@ var arrows = map[string][]string{
 	"inventory":               {},
 	"registry":                {},
 	"api":                     {"registry"},
-	"api/client":              {"api", "filesys/flock"},
-	"cache":                   {"internal/value"},
+	"api/client":              {"api", "filesys/flock", "filesys/owned"},
+	"cache":                   {"internal/value", "filesys/owned"},
 	"cache/remote":            {"cache", "internal/value"},
 	"filesys/durable":         {},
+	"filesys/owned":           {},                                    // the ownership rule of the cache, module and runtime directories
 	"filesys/flock":           {},                                    // the lock helper of the daemon, the module store and its pins
 	"internal/config":         {"filesys/durable", "internal/value"}, // imported by cmd/ptojitd only
 	"internal/value":          {},
@@ -39,7 +40,7 @@ var arrows = map[string][]string{
 	// The child's fault-injection seam: only the child imports it outside
 	// tests, so no program but a test binary can set it.
 	"registry/worker/internal/childfault": {"registry/worker/mailbox", "registry"},
-	"registry/module":                     {"inventory", "registry", "filesys/durable", "filesys/flock"},
+	"registry/module":                     {"inventory", "registry", "filesys/durable", "filesys/flock", "filesys/owned"},
 	"registry/opquery":                    {},
 	"registry/ops":                        {"registry/module", "registry/opquery", "registry", "registry/worker", "inventory"},
 	"jit":                                 {"api", "api/client", "cache", "toolchain", "inventory", "registry", "envaudit/envreg", "filesys/durable", "."},
@@ -69,6 +70,7 @@ var stdlibOnly = map[string][]string{
 	"envaudit/envreg":         nil,
 	"registry/module":         nil,
 	"filesys/durable":         nil,
+	"filesys/owned":           nil,
 	"registry/opquery":        nil,
 	"internal/config":         nil,
 	"internal/value":          nil,
