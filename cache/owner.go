@@ -176,7 +176,8 @@ func checkOne(root, p string, fi fs.FileInfo, want, depth int) error {
 }
 
 // CheckFile is CheckOwned for one file: the cache directory dir itself
-// (not its other entries) and the file name in it, when they exist. The
+// and the path to it (not its other entries) and the file name in it, when
+// they exist. The
 // settings file is read with it, on every request, where a walk of the
 // whole directory would cost too much.
 func CheckFile(dir, name string) error {
@@ -192,19 +193,21 @@ func CheckFileStat(dir, name string) (fs.FileInfo, error) {
 	if testEUID != nil {
 		want = testEUID()
 	}
-	var fi fs.FileInfo
-	for _, p := range []string{dir, filepath.Join(dir, name)} {
-		var err error
-		fi, err = os.Stat(p)
-		if errors.Is(err, fs.ErrNotExist) {
-			return nil, nil
-		}
-		if err != nil {
-			return nil, err
-		}
-		if err := checkOne(dir, p, fi, want, 0); err != nil {
-			return nil, err
-		}
+	if err := owned.Check(dir, dirRule(want)); errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	} else if err != nil {
+		return nil, ownerError(dir, err)
+	}
+	p := filepath.Join(dir, name)
+	fi, err := os.Stat(p)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	if err := checkOne(dir, p, fi, want, 0); err != nil {
+		return nil, err
 	}
 	return fi, nil
 }

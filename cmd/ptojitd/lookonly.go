@@ -46,28 +46,17 @@ func lookable(dir string) error {
 // readPackage reads the package module install was given (name as typed,
 // src resolved): an archive, or an unpacked package directory written as
 // one. Every error names the package and means it is missing or invalid:
-// it does not open as a package (signatures and trust are Install's).
+// it does not open as a package (signatures and trust are Install's). The
+// reading is bounded (module.ReadSource): a FIFO or device is refused at
+// once, an oversized file by its size.
 func readPackage(src, name string) ([]byte, error) {
-	fi, err := os.Stat(src)
-	if err != nil {
-		return nil, fmt.Errorf("module install: %s: %w", name, errors.Unwrap(err))
+	ar, err := module.ReadSource(src)
+	var pe *fs.PathError
+	if errors.As(err, &pe) && pe.Path == src {
+		err = pe.Err
 	}
-	var ar []byte
-	if fi.IsDir() {
-		files, err := module.ReadDir(src)
-		if err != nil {
-			return nil, fmt.Errorf("module install: %s: %w", name, err)
-		}
-		if ar, err = module.WriteArchive(files); err != nil {
-			return nil, fmt.Errorf("module install: %s: %w", name, err)
-		}
-	} else {
-		if fi.Size() > module.MaxPackageSize {
-			return nil, fmt.Errorf("module install: %s: %d bytes exceeds the limit of %d", name, fi.Size(), module.MaxPackageSize)
-		}
-		if ar, err = os.ReadFile(src); err != nil {
-			return nil, fmt.Errorf("module install: %s: %w", name, errors.Unwrap(err))
-		}
+	if err != nil {
+		return nil, fmt.Errorf("module install: %s: %w", name, err)
 	}
 	if _, err := module.OpenArchive(ar); err != nil {
 		return nil, fmt.Errorf("module install: %s: %w", name, err)
