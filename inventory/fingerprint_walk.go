@@ -898,6 +898,15 @@ func resolve(base, rest string, linkDirs *[]string) (string, fileStat, string) {
 		case "", ".":
 			continue
 		case "..":
+			// The kernel looks ".." up inside dest: dest must be a
+			// directory the caller may search (seed 003: ".." is left to
+			// the file system, which refuses "t/.git/.." when t/.git
+			// cannot be entered).
+			if dest != "/" {
+				if _, err := lstat(dest + "/."); err != nil {
+					return "", st, errReason(err)
+				}
+			}
 			if i := strings.LastIndexByte(dest, '/'); i > 0 {
 				dest = dest[:i]
 			} else {
