@@ -10,8 +10,8 @@ import (
 
 // OwnerError refuses a module store that another user could write: the
 // store directory, a directory on the way to it, a symbolic link to it or
-// one of its files (state.json, trust.json, packages/, the lock) fails the
-// rule of package filesys/owned. Whoever can write a store can trust their
+// one of its entries (state.json, trust.json, packages/, pins/, the lock)
+// fails the rule of package filesys/owned. Whoever can write a store can trust their
 // own key and install a package whose native code then runs as this user,
 // so nothing of a refused store is read, loaded or run, and nothing is
 // written into it. Immutable once returned.
@@ -39,7 +39,7 @@ func storeRule() owned.Rule {
 
 // storeEntries are the files and directories of a store that checkStore
 // checks beside the store directory.
-var storeEntries = []string{stateFile, trustFile, packagesDir, lockFile}
+var storeEntries = []string{stateFile, trustFile, packagesDir, lockFile, pinsDir}
 
 // checkStore applies the ownership rule to the store in dir (created with
 // mode 0755 when create is set and it is missing) and to its entries.
