@@ -89,11 +89,8 @@ func (s *suite) foreignInput(t *testing.T) {
 func (s *suite) foreignStore(t *testing.T, w *world, shared string) {
 	c := s.tally.class(w.class)
 	theirs := mustDir(t, filepath.Join(filepath.Dir(w.cache), "theirs"), 0o755)
-	if err := os.WriteFile(filepath.Join(theirs, "trust.json"), []byte(`{"schema":1}`), 0o644); err != nil {
-		t.Fatal(err)
-	}
 	open := mustDir(t, filepath.Join(shared, "store"), 0o777)
-	for _, p := range []string{theirs, filepath.Join(theirs, "trust.json"), open} {
+	for _, p := range []string{theirs, open} {
 		if err := os.Chown(p, 65534, 65534); err != nil {
 			t.Fatal(err)
 		}
