@@ -22,12 +22,13 @@ var arrows = map[string][]string{
 	"inventory":               {},
 	"registry":                {},
 	"api":                     {"registry"},
-	"api/client":              {"api", "filesys/flock"},
-	"cache":                   {"internal/value"},
+	"api/client":              {"api", "filesys/flock", "filesys/owned"},
+	"cache":                   {"internal/value", "filesys/owned"},
 	"cache/remote":            {"cache", "internal/value"},
 	"cache/remote/tiers":      {"cache/remote", "internal/config", "registry/module"},
 	"cache/report":            {"cache", "cache/remote"},
 	"filesys/durable":         {},
+	"filesys/owned":           {},                                    // the ownership rule of the cache, module and runtime directories
 	"filesys/flock":           {},                                    // the lock helper of the daemon, the module store and its pins
 	"internal/config":         {"filesys/durable", "internal/value"}, // imported by cmd/ptojitd only
 	"internal/value":          {},
@@ -41,7 +42,7 @@ var arrows = map[string][]string{
 	// The child's fault-injection seam: only the child imports it outside
 	// tests, so no program but a test binary can set it.
 	"registry/worker/internal/childfault": {"registry/worker/mailbox", "registry"},
-	"registry/module":                     {"inventory", "registry", "registry/semver", "filesys/durable", "filesys/flock"},
+	"registry/module":                     {"inventory", "registry", "registry/semver", "filesys/durable", "filesys/flock", "filesys/owned"},
 	"registry/opquery":                    {"registry/semver"},
 	"registry/ops":                        {"registry/module", "registry/opquery", "registry/semver", "registry", "registry/worker", "inventory"},
 	"registry/semver":                     {},
@@ -73,6 +74,7 @@ var stdlibOnly = map[string][]string{
 	"envaudit/envreg":         nil,
 	"registry/module":         nil,
 	"filesys/durable":         nil,
+	"filesys/owned":           nil,
 	"registry/opquery":        nil,
 	"registry/semver":         nil,
 	"internal/config":         nil,

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/ptojit/ptojit/filesys/owned"
 	"github.com/ptojit/ptojit/internal/value"
 )
 
@@ -44,8 +45,12 @@ func DefaultDir(getenv func(string) string) (string, error) {
 // for a dir that passed CheckOwned: a dir others could write is refused,
 // never tightened, so no file another user left there is adopted.
 func prepareDir(dir string) error {
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return err
+	want := os.Geteuid()
+	if testEUID != nil {
+		want = testEUID()
+	}
+	if err := owned.Ensure(dir, 0o700, dirRule(want)); err != nil {
+		return ownerError(dir, err)
 	}
 	fi, err := os.Stat(dir)
 	if err != nil {

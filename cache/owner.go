@@ -8,6 +8,8 @@ import (
 	"os/user"
 	"path/filepath"
 	"strconv"
+
+	"github.com/ptojit/ptojit/filesys/owned"
 )
 
 // ErrNotOwned matches an *OwnerError: a cache directory, or a file in it,
@@ -25,9 +27,16 @@ type OwnerError struct {
 	UID  int         // Path's owner
 	Mode fs.FileMode // Path's permission bits
 	Want int         // the user's uid
+	// Reason, when set, says what is wrong with Path, a directory on the
+	// way to Dir or a symbolic link (the rule of package filesys/owned).
+	Reason string
 }
 
 func (e *OwnerError) Error() string {
+	if e.Reason != "" {
+		return fmt.Sprintf("cache directory %s refused: %s is owned by %s with mode %04o: %s, so another user could forge a cache entry; ptojit uses only a cache no other user can write or redirect",
+			e.Dir, e.Path, userName(e.UID), e.Mode.Perm(), e.Reason)
+	}
 	what := "cache directory " + e.Path
 	if e.Path != e.Dir {
 		what = "file " + e.Path + " of cache directory " + e.Dir
@@ -45,6 +54,9 @@ func (e *OwnerError) Is(target error) bool { return target == ErrNotOwned }
 
 // ownerRemedy is Remedy's advice for e.
 func (e *OwnerError) remedy() string {
+	if e.Reason != "" {
+		return fmt.Sprintf("set %s to a directory of your own whose path no other user can write or redirect (%s is not; do not chown or chmod what another user made)", EnvDir, e.Path)
+	}
 	return fmt.Sprintf("make it the user's own (`chown -R %s %s && chmod 700 %s`; remove files other users left there), or set %s to a directory of your own; to share a cache between users, share it through a remote tier (PTOJIT_REMOTE), not a shared directory",
 		strconv.Itoa(e.Want), e.Dir, e.Dir, EnvDir)
 }
@@ -68,7 +80,11 @@ var testEUID func() int
 // be writable by group or others (in a subdirectory, which the daemon
 // fills under the user's umask, not by others). Symbolic links and sockets are checked for their owner
 // only (their own mode bits grant nothing); a link is also checked for its
-// target. A dir that does not exist passes: ptojit creates it 0700. Open and
+// target. The path to dir is checked as package filesys/owned says (every
+// directory above owned by the user or root and not writable by others
+// unless sticky; a symbolic link followed only when the link is the user's
+// or root's and its target passes). A dir that does not exist passes when
+// the directories above it do: ptojit creates it 0700. Open and
 // Wipe call it before they touch a file; the daemon calls it when it
 // starts. A system that reports no owners passes.
 func CheckOwned(dir string) error {
@@ -76,17 +92,33 @@ func CheckOwned(dir string) error {
 	if testEUID != nil {
 		want = testEUID()
 	}
-	fi, err := os.Stat(dir)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil
-	}
-	if err != nil {
-		return err
-	}
-	if err := checkOne(dir, dir, fi, want, 0); err != nil {
-		return err
+	if err := owned.Check(dir, dirRule(want)); err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil
+		}
+		return ownerError(dir, err)
 	}
 	return checkTree(dir, dir, want, 0)
+}
+
+// dirRule is the rule of package owned for the cache directory of the
+// user want: the user's own, a final link followed when it passes.
+func dirRule(want int) owned.Rule {
+	return owned.Rule{UID: want, Strict: true, FollowFinal: true}
+}
+
+// ownerError returns err of owned.Check as an *OwnerError of the cache
+// directory dir, or err itself when it is no refusal.
+func ownerError(dir string, err error) error {
+	var oe *owned.Error
+	if !errors.As(err, &oe) {
+		return err
+	}
+	e := &OwnerError{Dir: dir, Path: oe.Path, UID: oe.UID, Mode: oe.Mode.Perm(), Want: oe.Want, Reason: oe.Reason}
+	if abs, _ := filepath.Abs(dir); oe.Trusted && filepath.Clean(oe.Path) == abs {
+		e.Reason = "" // the cache directory itself: the message and remedy of its own
+	}
+	return e
 }
 
 // maxCheckDepth bounds the subdirectories CheckOwned descends into: the
@@ -144,7 +176,8 @@ func checkOne(root, p string, fi fs.FileInfo, want, depth int) error {
 }
 
 // CheckFile is CheckOwned for one file: the cache directory dir itself
-// (not its other entries) and the file name in it, when they exist. The
+// and the path to it (not its other entries) and the file name in it, when
+// they exist. The
 // settings file is read with it, on every request, where a walk of the
 // whole directory would cost too much.
 func CheckFile(dir, name string) error {
@@ -160,19 +193,21 @@ func CheckFileStat(dir, name string) (fs.FileInfo, error) {
 	if testEUID != nil {
 		want = testEUID()
 	}
-	var fi fs.FileInfo
-	for _, p := range []string{dir, filepath.Join(dir, name)} {
-		var err error
-		fi, err = os.Stat(p)
-		if errors.Is(err, fs.ErrNotExist) {
-			return nil, nil
-		}
-		if err != nil {
-			return nil, err
-		}
-		if err := checkOne(dir, p, fi, want, 0); err != nil {
-			return nil, err
-		}
+	if err := owned.Check(dir, dirRule(want)); errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	} else if err != nil {
+		return nil, ownerError(dir, err)
+	}
+	p := filepath.Join(dir, name)
+	fi, err := os.Stat(p)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	if err := checkOne(dir, p, fi, want, 0); err != nil {
+		return nil, err
 	}
 	return fi, nil
 }

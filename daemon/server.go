@@ -217,25 +217,28 @@ var ErrRunning = errors.New("another ptojit daemon is running for this cache")
 // replace it to simulate a foreign peer.
 var peerUID = client.PeerUID
 
-// PrepareDir creates dir with mode 0700, tightens it to 0700 when it is
-// this user's, and checks it as the client does (client.CheckDir): owned by
-// this user, and no directory above it writable by another.
+// PrepareDir creates dir with mode 0700 (client.MakeDir: one directory at
+// a time, nothing made through a directory or link another user controls),
+// tightens it to 0700 when it is this user's own directory with a looser
+// mode, and checks it as the client does (client.CheckDir): owned by this
+// user, and no directory above it writable by another.
 func PrepareDir(dir string) error {
-	if err := os.MkdirAll(dir, 0o700); err != nil {
+	err := client.MakeDir(dir)
+	var u *client.UntrustedError
+	abs, aerr := filepath.Abs(dir)
+	if !errors.As(err, &u) || aerr != nil || u.Path != abs {
 		return err
 	}
-	fi, err := os.Lstat(dir)
-	if err != nil {
+	fi, lerr := os.Lstat(dir)
+	if lerr != nil {
 		return err
 	}
 	st, ok := fi.Sys().(*syscall.Stat_t)
 	if !fi.IsDir() || !ok || int(st.Uid) != os.Getuid() {
-		return fmt.Errorf("daemon directory %s is not a directory owned by uid %d", dir, os.Getuid())
+		return err
 	}
-	if fi.Mode().Perm() != 0o700 {
-		if err := os.Chmod(dir, 0o700); err != nil {
-			return err
-		}
+	if cerr := os.Chmod(dir, 0o700); cerr != nil {
+		return err
 	}
 	return client.CheckDir(dir)
 }

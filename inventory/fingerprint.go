@@ -75,6 +75,13 @@ type FingerprintOptions struct {
 	// Bytes) are the same, but no record is built for an entry, which
 	// saves an allocation or more per file when nobody reads them.
 	DigestOnly bool
+	// Budget, when set, bounds the regular files and bytes the walk reads
+	// (see Budget): a walk that passes it stops and returns a *BudgetError,
+	// whatever else it met. Meanwhile a problem does not stop the walk
+	// early, so that an input over the budget is refused for the budget
+	// whatever else it holds; the work past a problem is bounded by the
+	// budget.
+	Budget *Budget
 }
 
 // Fingerprint returns the content fingerprint of roots, or an
@@ -139,6 +146,12 @@ func Fingerprint(roots []ContentRoot) (*Content, error) {
 // paths is empty. extraFingerprint is None (nil means None) or a Str. An
 // unavailable input is an *UnavailableError.
 func FingerprintExtraSources(paths []string, extraFingerprint Value) (Sum, error) {
+	return FingerprintExtraSourcesWith(paths, extraFingerprint, nil)
+}
+
+// FingerprintExtraSourcesWith is FingerprintExtraSources whose walk is
+// bounded by budget (nil: none); past it, the error is a *BudgetError.
+func FingerprintExtraSourcesWith(paths []string, extraFingerprint Value, budget *Budget) (Sum, error) {
 	switch extraFingerprint.(type) {
 	case nil:
 		extraFingerprint = None{}
@@ -158,7 +171,7 @@ func FingerprintExtraSources(paths []string, extraFingerprint Value) (Sum, error
 			}
 			roots = append(roots, r)
 		}
-		c, err := FingerprintWith(roots, FingerprintOptions{DigestOnly: true})
+		c, err := FingerprintWith(roots, FingerprintOptions{DigestOnly: true, Budget: budget})
 		if err != nil {
 			return Sum{}, err
 		}
@@ -192,6 +205,9 @@ func fingerprintWith(roots []ContentRoot, opt FingerprintOptions, sched schedule
 
 	// 1. List the directories and read the files.
 	tops := w.list(roots)
+	if w.over.Load() {
+		return nil, opt.Budget.Err()
+	}
 	order := make([]*node, 0, int(w.nodes.Load())+len(tops))
 	var bad *node
 	ends := make([]int, 0, len(tops))

@@ -494,3 +494,6 @@ func readPipelined(fd int, size int64, buf []byte, h hash.Hash) string {
 	}
 	return ""
 }
+
+// size is the file's size as openFile found it.
+func (f *openedFile) size() int64 { return f.st.size }

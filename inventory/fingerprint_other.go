@@ -38,3 +38,5 @@ func hashFileAt(int, string, string, []byte, hash.Hash, *Sum, int64, int64) (int
 }
 
 func (*openedFile) finish([]byte, hash.Hash, *Sum) (int64, string) { return 0, errUnsupported.Error() }
+
+func (*openedFile) size() int64 { return 0 }

@@ -127,6 +127,9 @@ type walker struct {
 	// nodes counts the nodes made below the roots, to size the walk order.
 	nodes atomic.Int64
 
+	// over is set once the walk passed opt.Budget: every task then stops.
+	over atomic.Bool
+
 	// beforeDirMu serializes calls of opt.BeforeDir.
 	beforeDirMu sync.Mutex
 }
@@ -162,12 +165,26 @@ func (w *walker) problem(n *node, reason string) {
 
 // skip reports whether n comes after a problem already found.
 func (w *walker) skip(n *node) bool {
+	if w.opt.Budget != nil {
+		return w.over.Load() // a budgeted walk reads on past a problem
+	}
 	if !w.failed.Load() {
 		return false
 	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return w.firstErr != nil && precedes(w.firstErr, n)
+}
+
+// charge charges files and bytes to the walk's budget and reports whether
+// the walk may go on.
+func (w *walker) charge(files, bytes int64) bool {
+	if w.opt.Budget.Charge(files, bytes) {
+		return true
+	}
+	w.over.Store(true)
+	w.failed.Store(true)
+	return false
 }
 
 // spawn queues f for the workers.
@@ -286,6 +303,9 @@ func (w *walker) list(roots []ContentRoot) []*node {
 			w.spawn(func() { w.walkDir(n) })
 		case kindReg:
 			n.kind = kindReg
+			if !w.charge(1, 0) {
+				continue
+			}
 			w.spawn(func() { w.hashPath(n) })
 		default:
 			w.problem(n, "not a regular file or directory ("+st.kind.String()+")")
@@ -441,28 +461,23 @@ classify:
 			if err != nil {
 				n.children = append(n.children, c)
 				w.problem(c, "directory changed while read: "+errReason(err))
+				if w.opt.Budget != nil {
+					continue // a budgeted walk reads on past a problem
+				}
 				break
 			}
 			kind = s.kind
 		}
 		if kind == kindLink {
-			var linkDirs *[]string
-			if w.opt.BeforeDir != nil {
-				linkDirs = new([]string)
-			}
-			resolved, s, reason := resolve(n.resolved, d.name, linkDirs)
-			if reason == "" && linkDirs != nil {
-				// A directory target is watched by its own walk.
-				reason = w.beforeLink(n.resolved, readDirs(*linkDirs, resolved, s.kind == kindReg))
-			}
-			if reason != "" {
+			var reason string
+			if kind, reason = w.followLink(n, c, d.name); reason != "" {
 				n.children = append(n.children, c)
 				w.problem(c, reason)
+				if w.opt.Budget != nil {
+					continue
+				}
 				break
 			}
-			c.nodeExt = &nodeExt{st: s, linkBase: n.resolved, linkRest: d.name}
-			c.resolved, c.link = resolved, true
-			kind = s.kind
 		}
 		switch kind {
 		case kindReg:
@@ -471,6 +486,9 @@ classify:
 			}
 			c.kind = kindReg
 			n.children = append(n.children, c)
+			if !w.charge(1, 0) {
+				break classify
+			}
 			if c.link {
 				w.spawn(func() { w.hashPath(c) })
 			} else {
@@ -486,10 +504,33 @@ classify:
 		default:
 			n.children = append(n.children, c)
 			w.problem(c, "not a regular file or directory ("+kind.String()+")")
+			if w.opt.Budget != nil {
+				continue
+			}
 			break classify
 		}
 	}
 	return local
+}
+
+// followLink resolves the symbolic link name, child c of the directory n,
+// into c and returns the kind of its target, or a problem's reason.
+func (w *walker) followLink(n, c *node, name string) (fileKind, string) {
+	var linkDirs *[]string
+	if w.opt.BeforeDir != nil {
+		linkDirs = new([]string)
+	}
+	resolved, s, reason := resolve(n.resolved, name, linkDirs)
+	if reason == "" && linkDirs != nil {
+		// A directory target is watched by its own walk.
+		reason = w.beforeLink(n.resolved, readDirs(*linkDirs, resolved, s.kind == kindReg))
+	}
+	if reason != "" {
+		return kindLink, reason
+	}
+	c.nodeExt = &nodeExt{st: s, linkBase: n.resolved, linkRest: name}
+	c.resolved, c.link = resolved, true
+	return s.kind, ""
 }
 
 // childPaths returns joinPath(dir, name) for the names of listing, one
@@ -537,6 +578,13 @@ func (w *walker) hashLocal(dirfd int, files []*node) {
 			w.problem(c, reason)
 			return
 		}
+		if large != nil && !w.charge(0, large.size()) {
+			closeFD(large.fd)
+			return
+		}
+		if large == nil && !w.charge(0, size) {
+			return
+		}
 		if large != nil {
 			large.dirfd, large.name = atFDCWD, c.resolved
 			lh := h
@@ -573,7 +621,20 @@ func (w *walker) hashPath(n *node) {
 	bp := readBufs.Get().(*[]byte)
 	h := hashers.Get().(hash.Hash)
 	defer func() { readBufs.Put(bp); hashers.Put(h) }()
-	size, _, reason := hashFileAt(atFDCWD, n.resolved, n.resolved, *bp, h, &n.sum, math.MaxInt64, w.cleanBefore)
+	maxSize := int64(math.MaxInt64)
+	if w.opt.Budget != nil {
+		maxSize = smallFile // the size is charged before the rest is read
+	}
+	size, large, reason := hashFileAt(atFDCWD, n.resolved, n.resolved, *bp, h, &n.sum, maxSize, w.cleanBefore)
+	if reason == "" && large != nil {
+		if !w.charge(0, large.size()) {
+			closeFD(large.fd)
+			return
+		}
+		size, reason = large.finish(*bp, h, &n.sum)
+	} else if reason == "" && !w.charge(0, size) {
+		return
+	}
 	if reason != "" {
 		w.problem(n, reason)
 		return
@@ -837,6 +898,15 @@ func resolve(base, rest string, linkDirs *[]string) (string, fileStat, string) {
 		case "", ".":
 			continue
 		case "..":
+			// The kernel looks ".." up inside dest: dest must be a
+			// directory the caller may search (seed 003: ".." is left to
+			// the file system, which refuses "t/.git/.." when t/.git
+			// cannot be entered).
+			if dest != "/" {
+				if _, err := lstat(dest + "/."); err != nil {
+					return "", st, errReason(err)
+				}
+			}
 			if i := strings.LastIndexByte(dest, '/'); i > 0 {
 				dest = dest[:i]
 			} else {

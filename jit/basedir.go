@@ -118,10 +118,11 @@ func (b baseDir) contentDigest(roots inventory.List) inventory.Sum {
 }
 
 // extraSourcesDigest is inventory.FingerprintExtraSources with the content
-// in the relative form: digest(("extra_sources", content, extra)).
-func (b baseDir) extraSourcesDigest(paths []string, extra inventory.Value) (inventory.Sum, error) {
+// in the relative form: digest(("extra_sources", content, extra)), its
+// walk bounded by budget (see sourceBudget).
+func (b baseDir) extraSourcesDigest(paths []string, extra inventory.Value, budget *inventory.Budget) (inventory.Sum, error) {
 	if b.dir == "" || len(paths) == 0 {
-		return inventory.FingerprintExtraSources(paths, extra)
+		return inventory.FingerprintExtraSourcesWith(paths, extra, budget)
 	}
 	roots := make([]inventory.ContentRoot, 0, len(paths))
 	for _, p := range paths {
@@ -131,7 +132,7 @@ func (b baseDir) extraSourcesDigest(paths []string, extra inventory.Value) (inve
 		}
 		roots = append(roots, r)
 	}
-	c, err := inventory.Fingerprint(roots)
+	c, err := inventory.FingerprintWith(roots, inventory.FingerprintOptions{Budget: budget})
 	if err != nil {
 		return inventory.Sum{}, err
 	}

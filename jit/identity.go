@@ -277,7 +277,8 @@ func (d *Driver) identifyToolchain(ctx context.Context, req *api.Request, id *id
 // reasons they have no identity.
 func (id *identity) identifySources(req *api.Request, extra inventory.Value) {
 	id.sources = sourceRoots(req)
-	id.unavailable = append(id.unavailable, fingerprintSources(id.sources)...)
+	budget := sourceBudget()
+	id.unavailable = append(id.unavailable, fingerprintSources(id.sources, budget)...)
 	var all inventory.List
 	for _, s := range id.sources {
 		if s.content != nil {
@@ -287,7 +288,7 @@ func (id *identity) identifySources(req *api.Request, extra inventory.Value) {
 	if len(id.unavailable) == 0 || allSourcesRead(id.sources) {
 		id.sourcesDigest = inventory.MustDigest(inventory.T(inventory.Str("content"), all))
 	}
-	if sum, err := id.base.extraSourcesDigest(id.extraPaths, extra); err != nil {
+	if sum, err := id.base.extraSourcesDigest(id.extraPaths, extra, budget); err != nil {
 		id.unavailable = append(id.unavailable, reason{"extra_sources", "extra_sources: " + err.Error()})
 	} else {
 		id.extraDigest = sum
@@ -354,9 +355,9 @@ func componentReasons(tid *toolchain.Identity) []reason {
 	return out
 }
 
-// fingerprintSources reads every source root and returns the reasons of
-// those that are unavailable.
-func fingerprintSources(ss []source) []reason {
+// fingerprintSources reads every source root, within budget, and returns
+// the reasons of those that are unavailable.
+func fingerprintSources(ss []source, budget *inventory.Budget) []reason {
 	var reasons []reason
 	for i := range ss {
 		s := &ss[i]
@@ -364,7 +365,7 @@ func fingerprintSources(ss []source) []reason {
 			reasons = append(reasons, reason{s.name, s.name + ": not a usable path"})
 			continue
 		}
-		c, err := fingerprintSource(s.root)
+		c, err := fingerprintSource(s.root, budget)
 		if err != nil {
 			s.content = nil
 			reasons = append(reasons, reason{s.name, s.name + ": " + err.Error()})
@@ -383,7 +384,7 @@ func (d *Driver) revalidate(id *identity) string {
 			return "not published: " + why
 		}
 	}
-	sum, err := id.base.extraSourcesDigest(id.extraPaths, id.extraFingerprint)
+	sum, err := id.base.extraSourcesDigest(id.extraPaths, id.extraFingerprint, sourceBudget())
 	if err != nil || sum != id.extraDigest {
 		return "not published: extra_sources changed during the compile"
 	}
@@ -393,7 +394,7 @@ func (d *Driver) revalidate(id *identity) string {
 // sourceChange says how source s changed since the request's identity
 // fingerprinted it, or "" when it did not.
 func sourceChange(s source) string {
-	c, err := inventory.Fingerprint([]inventory.ContentRoot{s.root})
+	c, err := inventory.FingerprintWith([]inventory.ContentRoot{s.root}, inventory.FingerprintOptions{Budget: sourceBudget()})
 	if err != nil {
 		return s.name + " became unavailable during the compile: " + err.Error()
 	}

@@ -23,21 +23,28 @@ type sourceEntry struct {
 }
 
 // fingerprintSource returns the content fingerprint of root, from the memo
-// when root is a regular file whose stat data is unchanged.
-func fingerprintSource(root inventory.ContentRoot) (*inventory.Content, error) {
+// when root is a regular file whose stat data is unchanged, charged to
+// budget either way.
+func fingerprintSource(root inventory.ContentRoot, budget *inventory.Budget) (*inventory.Content, error) {
+	opt := inventory.FingerprintOptions{Budget: budget}
 	fi, err := os.Lstat(root.Path())
 	if err != nil {
-		return inventory.Fingerprint([]inventory.ContentRoot{root}) // it says why
+		return inventory.FingerprintWith([]inventory.ContentRoot{root}, opt) // it says why
 	}
 	key, ok := statKeyOf(fi)
 	if !ok {
-		return inventory.Fingerprint([]inventory.ContentRoot{root})
+		return inventory.FingerprintWith([]inventory.ContentRoot{root}, opt)
 	}
 	if e, hit := sourceMemo.get(root); hit && e.key == key {
+		// Charged as a read would be: a hit passes the budget exactly
+		// when a fresh process's walk would.
+		if !budget.Charge(int64(e.content.Files), e.content.Bytes) {
+			return nil, budget.Err()
+		}
 		return e.content, nil
 	}
 	read := time.Now()
-	c, err := inventory.Fingerprint([]inventory.ContentRoot{root})
+	c, err := inventory.FingerprintWith([]inventory.ContentRoot{root}, opt)
 	if err != nil {
 		return nil, err
 	}

@@ -27,7 +27,7 @@ func TestSourceMemo(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c1, err := fingerprintSource(root)
+	c1, err := fingerprintSource(root, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -45,7 +45,7 @@ func TestSourceMemo(t *testing.T) {
 	key, _ := statKeyOf(fi)
 	marked := &inventory.Content{Digest: c1.Digest, Roots: c1.Roots}
 	sourceMemo.put(root, sourceEntry{key: key, content: marked})
-	if c, _ := fingerprintSource(root); c != marked {
+	if c, _ := fingerprintSource(root, nil); c != marked {
 		t.Fatal("an unchanged source was read again")
 	}
 	if err := fixture.Settle(p); err != nil {
@@ -57,7 +57,7 @@ func TestSourceMemo(t *testing.T) {
 	if err := os.Chtimes(p, old, old); err != nil {
 		t.Fatal(err)
 	}
-	c2, err := fingerprintSource(root)
+	c2, err := fingerprintSource(root, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"io"
 	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 
@@ -17,10 +16,12 @@ import (
 // root: (path relative to root, sha256 hex) for every .py and .in file, in
 // os.walk order with sorted names, skipping directories named __pycache__,
 // .git and _assets. A symlinked directory, a file that changes while it is
-// read, or no source at all is an error.
+// read, or no source at all is an error. root is used as given: its ".."
+// components are left to the file system (seed 003), which may refuse
+// them, and each file is read as root + "/" + its relative path.
 func PythonSourceRecords(root string) (inventory.List, error) {
 	var out inventory.List
-	if err := walkSources(root, root, &out); err != nil {
+	if err := walkSources(root, "", &out); err != nil {
 		return nil, err
 	}
 	if len(out) == 0 {
@@ -43,9 +44,12 @@ func PythonSourcesDigest(base string, recs inventory.List) string {
 	return inventory.MustDigest(inventory.T(inventory.StrFromOSBytes(base), recs)).String()
 }
 
-// walkSources visits dir as os.walk visits it top-down: this directory's
-// files first, then each kept subdirectory in name order.
-func walkSources(base, dir string, out *inventory.List) error {
+// walkSources visits root/rel as os.walk visits it top-down: this
+// directory's files first, then each kept subdirectory in name order. rel
+// is "" for root itself, else slash-terminated; paths are joined without
+// cleaning, so that ".." in root stays for the file system to resolve.
+func walkSources(root, rel string, out *inventory.List) error {
+	dir := joinRaw(root, rel)
 	ents, err := os.ReadDir(dir)
 	if err != nil {
 		return err
@@ -54,7 +58,7 @@ func walkSources(base, dir string, out *inventory.List) error {
 	for _, e := range ents {
 		isDir := e.IsDir()
 		if e.Type()&os.ModeSymlink != 0 {
-			fi, err := os.Stat(filepath.Join(dir, e.Name()))
+			fi, err := os.Stat(joinRaw(dir, e.Name()))
 			isDir = err == nil && fi.IsDir()
 		}
 		if isDir {
@@ -66,8 +70,8 @@ func walkSources(base, dir string, out *inventory.List) error {
 	dirs = slices.DeleteFunc(dirs, func(n string) bool { return n == "__pycache__" || n == ".git" || n == "_assets" })
 	slices.Sort(dirs)
 	for _, n := range dirs {
-		if fi, err := os.Lstat(filepath.Join(dir, n)); err == nil && fi.Mode()&os.ModeSymlink != 0 {
-			return errors.New("Python package has an unsupported directory symlink: " + dir + "/" + n)
+		if fi, err := os.Lstat(joinRaw(dir, n)); err == nil && fi.Mode()&os.ModeSymlink != 0 {
+			return errors.New("Python package has an unsupported directory symlink: " + joinRaw(dir, n))
 		}
 	}
 	slices.Sort(files)
@@ -75,19 +79,30 @@ func walkSources(base, dir string, out *inventory.List) error {
 		if !strings.HasSuffix(n, ".py") && !strings.HasSuffix(n, ".in") {
 			continue
 		}
-		p := filepath.Join(dir, n)
-		sum, err := stableSHA256(p)
+		sum, err := stableSHA256(joinRaw(dir, n))
 		if err != nil {
 			return err
 		}
-		*out = append(*out, inventory.T(inventory.StrFromOSBytes(p[len(base)+1:]), inventory.Str(sum)))
+		*out = append(*out, inventory.T(inventory.StrFromOSBytes(rel+n), inventory.Str(sum)))
 	}
 	for _, n := range dirs {
-		if err := walkSources(base, filepath.Join(dir, n), out); err != nil {
+		if err := walkSources(root, rel+n+"/", out); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// joinRaw joins dir and name with one slash, cleaning nothing (unlike
+// filepath.Join, which would resolve ".." by its text).
+func joinRaw(dir, name string) string {
+	switch {
+	case name == "":
+		return dir
+	case strings.HasSuffix(dir, "/"):
+		return dir + name
+	}
+	return dir + "/" + name
 }
 
 // stableSHA256 hashes a file and fails when its device, inode, size, mtime

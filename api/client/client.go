@@ -38,6 +38,7 @@ import (
 
 	"github.com/ptojit/ptojit/api"
 	"github.com/ptojit/ptojit/filesys/flock"
+	"github.com/ptojit/ptojit/filesys/owned"
 )
 
 // ErrNoDaemon is matched (errors.Is) by the error of Call when no daemon
@@ -262,113 +263,49 @@ func (e *UntrustedError) Error() string {
 	return fmt.Sprintf("refusing the daemon at %s: %s; another user could serve a fake daemon there", e.Path, e.Reason)
 }
 
-// CheckDir returns nil when dir may hold this user's daemon socket: dir
-// itself (read with Lstat, so not a symbolic link) is a directory owned by
-// this user that neither group nor others can write, and every directory
-// above it (symbolic links resolved) is owned by this user or root and not
-// writable by others unless it has the sticky bit (as /tmp has), which
-// keeps them from renaming what this user put there. A directory above
-// may be group-writable (a user's private group, as a umask of 002 leaves
-// ~/.cache): whoever could replace dir through it would own the new dir,
-// which the ownership check refuses, and SO_PEERCRED refuses their daemon.
-// Any other directory is refused with an *UntrustedError naming the
-// outermost one at fault; a missing one gives an error matching
-// fs.ErrNotExist.
+// CheckDir returns nil when dir may hold this user's daemon socket: the
+// rule of package filesys/owned, strict and with no final link. dir itself
+// (read with Lstat, so not a symbolic link) is a directory owned by this
+// user that neither group nor others can write, and every directory above
+// it is owned by this user or root and not writable by others unless it
+// has the sticky bit (as /tmp has), which keeps them from renaming what
+// this user put there. A symbolic link on the way is followed only when
+// the link is this user's or root's (a link another user planted in /tmp
+// is refused), and the chain it leads to is checked the same way. A
+// directory above may be group-writable (a user's private group, as a
+// umask of 002 leaves ~/.cache): whoever could replace dir through it
+// would own the new dir, which the ownership check refuses, and
+// SO_PEERCRED refuses their daemon. Any other directory is refused with an
+// *UntrustedError naming the outermost one at fault; a missing one gives
+// an error matching fs.ErrNotExist. The walk is one Lstat per component.
 func CheckDir(dir string) error {
-	dir, err := filepath.Abs(dir)
-	if err != nil {
-		return err
-	}
-	uid := os.Getuid()
-	if err := checkAbove(filepath.Dir(dir), uid); err != nil {
-		return err
-	}
-	return checkComponent(dir, uid, true)
+	return asUntrusted(owned.Check(dir, dirRule()))
 }
 
-// checkAbove checks every directory of the chain from the root down to
-// parent (absolute and clean) with one Lstat each. Only when a component
-// is a symbolic link does it resolve parent (filepath.EvalSymlinks) and
-// check the resolved chain instead: the walk a hit makes is one Lstat per
-// component.
-func checkAbove(parent string, uid int) error {
-	for p, rest := "/", parent; ; {
-		fi, err := lstat(p)
-		if err != nil {
-			return err
-		}
-		if fi.Mode()&fs.ModeSymlink != 0 {
-			return checkResolved(parent, uid)
-		}
-		if err := checkInfo(p, fi, uid, false); err != nil {
-			return err
-		}
-		rest = strings.TrimLeft(rest, "/")
-		if rest == "" {
-			return nil
-		}
-		name, after, _ := strings.Cut(rest, "/")
-		p, rest = filepath.Join(p, name), after
-	}
+// MakeDir creates the daemon directory dir (mode 0700) and what is missing
+// above it, one directory at a time, each checked as CheckDir checks, so
+// that nothing is created through a directory or link another user
+// controls; it then returns CheckDir's verdict.
+func MakeDir(dir string) error {
+	return asUntrusted(owned.Ensure(dir, 0o700, dirRule()))
 }
 
-// checkResolved checks the chain of directories from the root down to
-// what parent resolves to.
-func checkResolved(parent string, uid int) error {
-	resolved, err := filepath.EvalSymlinks(parent)
-	if err != nil {
-		return err
+// dirRule is CheckDir's rule.
+func dirRule() owned.Rule {
+	return owned.Rule{UID: os.Getuid(), Strict: true, Lstat: lstat}
+}
+
+// asUntrusted returns a refusal of package owned as an *UntrustedError.
+func asUntrusted(err error) error {
+	var oe *owned.Error
+	if errors.As(err, &oe) {
+		return &UntrustedError{Path: oe.Path, Reason: fmt.Sprintf("owned by %s with mode %04o: %s", owned.UserName(oe.UID), oe.Mode.Perm(), oe.Reason)}
 	}
-	var chain []string
-	for p := resolved; ; p = filepath.Dir(p) {
-		chain = append(chain, p)
-		if filepath.Dir(p) == p {
-			break
-		}
-	}
-	for i := len(chain) - 1; i >= 0; i-- {
-		if err := checkComponent(chain[i], uid, false); err != nil {
-			return err
-		}
-	}
-	return nil
+	return err
 }
 
 // lstat is os.Lstat; tests count its calls.
 var lstat = os.Lstat
-
-// checkComponent checks one directory of CheckDir; own is set for the
-// daemon directory itself.
-func checkComponent(p string, uid int, own bool) error {
-	fi, err := lstat(p)
-	if err != nil {
-		return err
-	}
-	return checkInfo(p, fi, uid, own)
-}
-
-// checkInfo is checkComponent of p's Lstat information fi.
-func checkInfo(p string, fi fs.FileInfo, uid int, own bool) error {
-	if fi.Mode()&fs.ModeSymlink != 0 {
-		return &UntrustedError{Path: p, Reason: "a symbolic link, not a directory"}
-	}
-	st, ok := fi.Sys().(*syscall.Stat_t)
-	if !fi.IsDir() || !ok {
-		return &UntrustedError{Path: p, Reason: "not a directory"}
-	}
-	owner := int(st.Uid)
-	switch {
-	case own && owner != uid:
-		return &UntrustedError{Path: p, Reason: fmt.Sprintf("owned by uid %d, not by this user (uid %d)", owner, uid)}
-	case owner != uid && owner != 0:
-		return &UntrustedError{Path: p, Reason: fmt.Sprintf("owned by uid %d, neither this user (uid %d) nor root", owner, uid)}
-	case own && fi.Mode().Perm()&0o022 != 0:
-		return &UntrustedError{Path: p, Reason: fmt.Sprintf("writable by group or others (mode %04o)", fi.Mode().Perm())}
-	case fi.Mode().Perm()&0o002 != 0 && fi.Mode()&fs.ModeSticky == 0:
-		return &UntrustedError{Path: p, Reason: fmt.Sprintf("writable by others (mode %04o)", fi.Mode().Perm())}
-	}
-	return nil
-}
 
 // DaemonLostError reports a daemon that accepted a request but did not
 // answer it (it was killed or crashed mid-request).
@@ -424,10 +361,7 @@ func EnsureDaemon(s Start) error {
 	if err == nil || !replaceable(err) {
 		return err
 	}
-	if err := os.MkdirAll(s.Dir, 0o700); err != nil {
-		return err
-	}
-	if err := CheckDir(s.Dir); err != nil {
+	if err := MakeDir(s.Dir); err != nil {
 		return err
 	}
 	lock, err := os.OpenFile(filepath.Join(s.Dir, api.StartLockName), os.O_CREATE|os.O_RDWR|syscall.O_NOFOLLOW, 0o600)

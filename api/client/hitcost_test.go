@@ -72,8 +72,9 @@ func TestHitChecksOnce(t *testing.T) {
 }
 
 // TestCheckDirThroughSymlink: a link on the way to the daemon directory is
-// resolved, and the chain checked is the resolved one, as before the
-// one-walk check (TestCheckDir has the refusals through links).
+// examined (its owner), then followed as the kernel follows it: the chain
+// checked is the resolved one, and the directory it leads to is checked
+// last (TestCheckDir has the refusals through links).
 func TestCheckDirThroughSymlink(t *testing.T) {
 	base := ownDir(t)
 	real := mkdir(t, filepath.Join(base, "real"), 0o700)
@@ -86,8 +87,11 @@ func TestCheckDirThroughSymlink(t *testing.T) {
 		t.Fatal(err)
 	}
 	got := lstats()
-	if len(got) == 0 || got[len(got)-1] != filepath.Join(base, "link", "d") {
+	if len(got) == 0 || got[len(got)-1] != filepath.Join(real, "d") {
 		t.Fatalf("the daemon directory was not checked last: %q", got)
+	}
+	if !slices.Contains(got, filepath.Join(base, "link")) {
+		t.Errorf("the link was not examined: %q", got)
 	}
 	for _, p := range chainOf(real) {
 		if !slices.Contains(got, p) {

@@ -137,7 +137,8 @@ func ReadArchive(b []byte) (Files, error) {
 		return nil, fmt.Errorf("archive of %d bytes exceeds the limit of %d", len(b), MaxPackageSize)
 	}
 	c := &collector{files: Files{}}
-	tr := tar.NewReader(bytes.NewReader(b))
+	br := bytes.NewReader(b)
+	tr := tar.NewReader(br)
 	var order []string
 	for {
 		h, err := tr.Next()
@@ -163,6 +164,11 @@ func ReadArchive(b []byte) (Files, error) {
 		}
 		if h.Size > MaxFileSize {
 			return nil, &EntryError{Name: h.Name, Reason: fmt.Sprintf("larger than %d bytes", MaxFileSize)}
+		}
+		// The claimed size must be present before it is allocated: a
+		// 512-byte header may claim MaxFileSize.
+		if h.Size > int64(br.Len()) {
+			return nil, &EntryError{Name: h.Name, Reason: fmt.Sprintf("truncated: its header claims %d bytes, %d remain in the archive", h.Size, br.Len())}
 		}
 		data := make([]byte, h.Size)
 		if _, err := io.ReadFull(tr, data); err != nil {
@@ -233,8 +239,10 @@ func WriteArchive(files Files) ([]byte, error) {
 
 // ReadDir reads a package directory through the same hardened extraction
 // as ReadArchive: regular files only (a symbolic link, device, FIFO or
-// socket anywhere is refused with its name), the same name rules and
-// limits. Names are slash-separated and relative to dir.
+// socket anywhere is refused with its name, and a file replaced by one
+// after the walk saw it is refused without waiting on it), the same name
+// rules and limits, a file over MaxFileSize refused by its size before a
+// byte of it is read. Names are slash-separated and relative to dir.
 func ReadDir(dir string) (Files, error) {
 	c := &collector{files: Files{}}
 	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
@@ -262,14 +270,24 @@ func ReadDir(dir string) (Files, error) {
 		if err := checkName(name); err != nil {
 			return &EntryError{Name: name, Reason: err.Error()}
 		}
-		f, err := os.OpenFile(p, os.O_RDONLY|syscallNoFollow, 0)
+		f, err := os.OpenFile(p, os.O_RDONLY|syscallNoFollow|syscallNonBlock, 0)
 		if err != nil {
 			return err
 		}
 		defer f.Close()
-		data, err := io.ReadAll(io.LimitReader(f, MaxFileSize+1))
+		fi, err := f.Stat()
 		if err != nil {
 			return err
+		}
+		if fi.Mode().IsRegular() && fi.Size() > MaxFileSize {
+			return &EntryError{Name: name, Reason: fmt.Sprintf("larger than %d bytes (%d)", MaxFileSize, fi.Size())}
+		}
+		if fi.Mode().IsRegular() && c.total+fi.Size() > MaxPackageSize {
+			return &EntryError{Name: name, Reason: fmt.Sprintf("the package exceeds %d bytes", MaxPackageSize)}
+		}
+		data, err := readBounded(f, fi, MaxFileSize)
+		if err != nil {
+			return &EntryError{Name: name, Reason: err.Error()}
 		}
 		return c.add(name, data)
 	})

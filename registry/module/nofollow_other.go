@@ -2,4 +2,7 @@
 
 package module
 
-const syscallNoFollow = 0
+const (
+	syscallNoFollow = 0
+	syscallNonBlock = 0
+)

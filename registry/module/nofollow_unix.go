@@ -4,4 +4,9 @@ package module
 
 import "syscall"
 
-const syscallNoFollow = syscall.O_NOFOLLOW
+const (
+	syscallNoFollow = syscall.O_NOFOLLOW
+	// syscallNonBlock keeps an open of a FIFO from waiting for a writer:
+	// what is opened is then refused as not a regular file.
+	syscallNonBlock = syscall.O_NONBLOCK
+)

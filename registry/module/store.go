@@ -265,7 +265,9 @@ func stampOf(p string) fileStamp {
 	return s
 }
 
-// Open opens (creating when needed) the module store in dir. When no other
+// Open opens (creating when needed, mode 0755) the module store in dir,
+// once it and its files pass the ownership rule (an *OwnerError refuses
+// one that another user could write, see package filesys/owned). When no other
 // process holds the store lock, it recovers from a crash: temporary files
 // and package files that the committed state does not name are removed.
 func Open(dir string, opts Options) (*Store, error) {
@@ -274,6 +276,9 @@ func Open(dir string, opts Options) (*Store, error) {
 
 func open(dir string, opts Options, dfs durable.FS) (*Store, error) {
 	s := &Store{dir: dir, opts: opts, fs: dfs}
+	if err := checkStore(dir, true); err != nil {
+		return nil, err
+	}
 	if err := (durable.FS{}).MkdirAll(filepath.Join(dir, packagesDir), 0o755); err != nil {
 		return nil, fmt.Errorf("module store: %w", err)
 	}

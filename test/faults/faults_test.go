@@ -69,6 +69,7 @@ func TestFaults(t *testing.T) {
 	t.Run("full-disk", func(t *testing.T) { s.fullDisk(t, rng, p.fullDisk) })
 	t.Run("silent-client", func(t *testing.T) { s.silentClient(t, p.silent) })
 	t.Run("hostile-owner", func(t *testing.T) { s.hostileOwner(t) })
+	t.Run("foreign-input", func(t *testing.T) { s.foreignInput(t) })
 	rep := s.tally.report()
 	t.Log("figures:\n" + rep)
 	if f := os.Getenv("PTOJIT_FAULTS_REPORT"); f != "" {
