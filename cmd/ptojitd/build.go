@@ -483,6 +483,10 @@ func runBuild(ctx context.Context, env *cli.Env, o buildOptions) error {
 	if err != nil {
 		return err
 	}
+	if ctx, err = compileContext(ctx, env, o.cacheDir); err != nil {
+		release()
+		return err
+	}
 	rt, endRemote, remoteWarnings := remoteFor(env, o.cacheDir)
 	storeUS := time.Since(t).Microseconds()
 	resp, buildErr := driverFor(env, o.cacheDir, store, storeErr, rt, verify).Build(ctx, req)
