@@ -80,7 +80,7 @@ func recordOf(r *api.Response, t time.Time) logRecord {
 		if len(r.Unavailable) > 0 {
 			rec.Reason = r.Unavailable[0]
 		}
-	case api.StatusError:
+	case api.StatusError, api.StatusCancelled:
 		rec.Reason = r.Error
 	}
 	if len(rec.Reason) > 512 {
