@@ -393,7 +393,11 @@ func runDaemon(ctx context.Context, env *cli.Env, o daemonOptions) error {
 	if storeErr != nil {
 		logf("cache %s unusable: %v; builds run uncached; remedy: %s", dir, storeErr, cache.Remedy(storeErr))
 	} else {
-		defer store.Close()
+		defer func() {
+			if err := store.Close(); err != nil {
+				logf("closing the cache %s: %v", dir, err)
+			}
+		}()
 	}
 	// Builds killed while this cache had no daemon (kill -9, a crash)
 	// left their compile directories behind.
