@@ -203,9 +203,15 @@ func ViaDaemon(env *cli.Env, args []string, engine func() (string, error)) (bool
 		}
 	}
 	bar.Clear()
+	return writeReply(env, args, resp)
+}
+
+// writeReply writes the daemon's reply resp to args to env and returns
+// ViaDaemon's results for it: a build or key refused at the daemon's
+// connection limit is not served (ErrInProcess), as with a daemon that
+// does not answer: it runs in this process, uncached, instead of failing.
+func writeReply(env *cli.Env, args []string, resp *api.DaemonResponse) (bool, error) {
 	if overConnLimit(resp) && inProcessFallback(args) {
-		// As with a daemon that does not answer: the build runs here,
-		// uncached, instead of failing.
 		fmt.Fprintf(env.Stderr, "%s: %s; running the %s in this process, uncached\n", env.Prog, FailureText(resp), args[0])
 		return false, ErrInProcess
 	}
