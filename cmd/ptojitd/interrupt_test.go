@@ -227,3 +227,44 @@ func awaitConnected(t *testing.T, pid int) {
 		time.Sleep(5 * time.Millisecond)
 	}
 }
+
+// TestCompileTimeoutThroughDaemon: PTOJIT_COMPILE_TIMEOUT in the client's
+// environment bounds the daemon's compile of its request: the hung
+// compiler is killed at the deadline and the build fails (exit 1) naming
+// compile_timeout; nothing is published.
+func TestCompileTimeoutThroughDaemon(t *testing.T) {
+	w := newDaemonWorld(t)
+	w.env = append(w.env, "PTOJIT_COMPILE_TIMEOUT=2s")
+	var stdout, stderr strings.Builder
+	cmd, compiler := w.startBlockedBuild(&stdout, &stderr)
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	select {
+	case err := <-exited:
+		var ee *exec.ExitError
+		if !errors.As(err, &ee) || ee.ExitCode() != 1 {
+			t.Fatalf("build with a hung compiler: %v, want exit 1\n%s", err, stderr.String())
+		}
+	case <-time.After(60 * time.Second):
+		cmd.Process.Kill()
+		t.Fatal("compile_timeout 2s did not end the build within 60s")
+	}
+	if a := parseAnswer(t, stdout.String()); a.Status != "error" || !strings.Contains(a.Error, "compile_timeout 2s") {
+		t.Errorf("the answer does not name the deadline: %+v\n%s", a, stderr.String())
+	}
+	t.Logf("answer: %s", firstLineOf(stdout.String()))
+	awaitGone(t, compiler, "the hung compiler")
+	w.env = w.env[:len(w.env)-2] // neither the deadline nor the blocking FIFO
+	if a := w.build(); a.Status != "miss" {
+		t.Fatalf("the next build: %+v, want a miss (nothing published)", a)
+	}
+}
+
+// firstLineOf returns the error of a build answer, for the test's log.
+func firstLineOf(out string) string {
+	var a buildAnswer
+	if json.Unmarshal([]byte(out), &a) != nil {
+		return out
+	}
+	return a.Error
+}
