@@ -115,8 +115,8 @@ func (s *suite) stopFullDisk(t *testing.T, rounds int) {
 	if err := os.MkdirAll(w.cache, 0o700); err != nil {
 		t.Fatal(err)
 	}
-	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size=64m", "tmpfs", w.cache).CombinedOutput(); err != nil {
-		msg := "mount -t tmpfs -o size=64m tmpfs " + w.cache + ": " + err.Error() + " " + string(out) + " (the full-disk faults need root)"
+	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size=64m,mode=0700", "tmpfs", w.cache).CombinedOutput(); err != nil {
+		msg := "mount -t tmpfs -o size=64m,mode=0700 tmpfs " + w.cache + ": " + err.Error() + " " + string(out) + " (the full-disk faults need root)"
 		if os.Getenv("CI") == "true" {
 			t.Fatal(msg)
 		}
