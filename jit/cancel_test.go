@@ -27,9 +27,29 @@ func TestCancelBeforePublishPublishesNothing(t *testing.T) {
 	getenv, environ := env()
 	ctx, cancel := context.WithCancelCause(context.Background())
 	defer cancel(nil)
+	returned := make(chan struct{})
 	d := New(Options{Store: store, Identities: identities, Getenv: getenv, Environ: environ, TempDir: t.TempDir(),
-		BeforeRevalidate: func() { cancel(errInterrupted) }})
-	r, err := d.Build(ctx, req)
+		BeforeRevalidate: func() {
+			// The client goes away; its build returns once it stopped
+			// waiting for the flight, which nobody else waits for.
+			cancel(errInterrupted)
+			select {
+			case <-returned:
+			case <-time.After(30 * time.Second):
+				t.Error("the cancelled build did not return within 30s")
+			}
+		}})
+	var r *api.Response
+	var err error
+	go func() {
+		r, err = d.Build(ctx, req)
+		close(returned)
+	}()
+	select {
+	case <-returned:
+	case <-time.After(50 * time.Second):
+		t.Fatal("the build did not return within 50s")
+	}
 	if !errors.Is(err, errInterrupted) || r.Status != api.StatusCancelled {
 		t.Fatalf("cancelled build: status %s, err %v; want cancelled with the context's cause", r.Status, err)
 	}
