@@ -5,14 +5,17 @@
 #
 #   idle   nothing else touches the files the daemon watches
 #   busy   another process creates and deletes files in a watched ancestor
-#          of the header (the example's toolchain directory, CHURN_DIR to
-#          choose another) at about 100 events per second
+#          of the header (the copied example's toolchain directory;
+#          CHURN_DIR, relative to the copy's work directory, chooses another:
+#          CHURN_DIR=examples, CHURN_DIR=examples/toolchain/runtime) at
+#          about 100 events per second
 #
 # Each phase runs ROUNDS rounds of: touch the header (same bytes, a new
 # mtime), then HITS builds with the CLI (`ptojit build --json`). The first
 # build after a touch re-reads what the touch invalidated; the medians are
 # of the later ones (CLI wall and the daemon's timings.total), with the
 # ratio busy/idle, and `daemon status`'s memo drops and their reasons.
+# PYPTO_CACHE_IDENTITY=content runs it under the content policy.
 #
 #   bash bench/busy_watch.sh [ROUNDS [HITS]]   (default 10 rounds, 10 hits)
 #   bash bench/busy_watch.sh --smoke           2 rounds of 3: checks that
