@@ -605,6 +605,12 @@ const (
 	StatusUncached Status = "uncached"
 	// StatusError: the build failed; Error says why.
 	StatusError Status = "error"
+	// StatusCancelled: the build stopped because its client went away
+	// (hung up, or was interrupted by SIGINT or SIGTERM) or the daemon
+	// shut down; nothing was published for a compile no other build
+	// waited for. Error says why. Not a failure of the build: the
+	// request log and the metrics count it apart from errors.
+	StatusCancelled Status = "cancelled"
 )
 
 // Output is one file written to the output directory.

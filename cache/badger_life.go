@@ -116,6 +116,16 @@ func (b *badgerDB) Close() error {
 		}
 		ferr = nil
 	}
+	if !b.opt.ReadOnly {
+		if serr := b.checkFlushSpace(); serr != nil {
+			// Badger's close writes its memtable to a new table through
+			// mmap, where a full file system is a SIGBUS. The database
+			// is left open instead: the memtable's writes are in its
+			// write-ahead log, which the next open replays, and the
+			// process's exit releases the directory's lock.
+			return errors.Join(ferr, fmt.Errorf("close: %w: the database was left for the next open to recover from its write-ahead log", serr))
+		}
+	}
 	err := b.safe("close", b.db.Close)
 	if !b.opt.ReadOnly {
 		// Closing wrote the memtables to new tables, 0644 under the

@@ -36,6 +36,24 @@ func (b *badgerDB) checkSpace(need int64) error {
 	return nil
 }
 
+// flushSpace is the free space a close needs: Badger writes each memtable
+// it holds to a table of about its size (a full one, and one being filled).
+const flushSpace = 2 * memTableSize
+
+// checkFlushSpace returns a *SpaceError when fewer than flushSpace bytes
+// are free in the store's directory: too few for the tables Badger's
+// close writes.
+func (b *badgerDB) checkFlushSpace() error {
+	free, err := freeSpace(b.dir)
+	if err != nil || free < 0 {
+		return nil // unknown: Badger's close decides
+	}
+	if free < flushSpace {
+		return &SpaceError{Dir: b.dir, Free: free, Need: flushSpace}
+	}
+	return nil
+}
+
 // freeSpace returns the free space of the file system of dir, or of its
 // nearest existing parent when dir does not exist yet.
 func freeSpace(dir string) (int64, error) {

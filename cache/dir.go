@@ -62,6 +62,7 @@ func prepareDir(dir string) error {
 	if fi.Mode().Perm()&0o077 != 0 {
 		os.Chmod(dir, 0o700)
 	}
+	privateDefaultACL(dir)
 	tightenFiles(dir)
 	return nil
 }

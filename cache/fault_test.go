@@ -290,7 +290,14 @@ func TestNoSpace(t *testing.T) {
 	if s, err := ReadStats(ctx, b); err != nil || !strings.Contains(strings.Join(s.Health, " "), "writes are refused") {
 		t.Fatalf("Stats = %+v, %v, want the lack of space in Health", s, err)
 	}
-	b.Close()
+	// The close writes the memtable to a table: it needs the space the
+	// test took (with too little it leaves the database to the next
+	// process: TestCloseOnFullDisk).
+	free = 1 << 40
+	if err := b.Close(); err != nil {
+		t.Fatal(err)
+	}
+	free = 1000
 	ro, err := Open(dir, Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -467,4 +474,27 @@ func TestFlipInTable(t *testing.T) {
 		counts["verify reports"]++
 	}
 	t.Logf("flips of a %d-byte table: %v", len(orig), counts)
+}
+
+// TestCloseWithoutFlushSpace: with less free space than a flush of the
+// memtable needs, Close writes no table (through mmap, a SIGBUS on a full
+// file system) and says why, naming the directory and the free space.
+func TestCloseWithoutFlushSpace(t *testing.T) {
+	dir := t.TempDir()
+	free := int64(1 << 40)
+	testFreeSpace = func(string) (int64, error) { return free, nil }
+	t.Cleanup(func() { testFreeSpace = nil })
+	b, err := Open(dir, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Put(ctx, entry(key("a"), 1), Readers(blob("a", 100))); err != nil {
+		t.Fatal(err)
+	}
+	free = 0
+	err = b.Close()
+	var se *SpaceError
+	if !errors.As(err, &se) || se.Dir != dir || se.Free != 0 || !strings.Contains(err.Error(), "write-ahead log") {
+		t.Fatalf("Close with 0 bytes free = %v, want a *SpaceError of %s naming the write-ahead log", err, dir)
+	}
 }

@@ -179,6 +179,9 @@ type Server struct {
 	cfg  Config
 	ln   *net.UnixListener
 	lock *os.File
+	// accept accepts the next connection: ln.AcceptUnix, which tests
+	// replace to inject failures.
+	accept func() (*net.UnixConn, error)
 
 	helloMu    sync.Mutex // guards helloNames, helloStamp
 	helloNames []string   // the names api.HelloName holds
@@ -531,8 +534,13 @@ func (s *Server) Serve(ctx context.Context) error {
 		s.beginClosing()
 	}()
 
+	var backoff time.Duration // the wait after a failed accept; 0 after a success
 	for {
-		conn, err := s.ln.AcceptUnix()
+		accept := s.accept
+		if accept == nil {
+			accept = s.ln.AcceptUnix
+		}
+		conn, err := accept()
 		if err != nil {
 			select {
 			case <-s.stop:
@@ -540,9 +548,17 @@ func (s *Server) Serve(ctx context.Context) error {
 				if ne, ok := err.(net.Error); ok && ne.Timeout() {
 					continue
 				}
+				if transientAccept(err) {
+					backoff = s.backOff(err, backoff)
+					continue
+				}
 				s.Shutdown("accept: " + err.Error())
 			}
 			break
+		}
+		if backoff > 0 {
+			s.cfg.Logf("accepting again after %v", backoffNote)
+			backoff = 0
 		}
 		ok, over := s.track(conn)
 		if over {
@@ -558,6 +574,43 @@ func (s *Server) Serve(ctx context.Context) error {
 
 	s.drain(cancel)
 	return nil
+}
+
+// transientAccept reports whether a failed accept is worth retrying: the
+// process or the system is out of file descriptors or memory for a
+// moment, or the client gave up before its connection was accepted.
+func transientAccept(err error) bool {
+	for _, e := range []syscall.Errno{syscall.EMFILE, syscall.ENFILE, syscall.ECONNABORTED, syscall.ENOBUFS, syscall.ENOMEM} {
+		if errors.Is(err, e) {
+			return true
+		}
+	}
+	return false
+}
+
+// Bounds of the wait between accepts that fail for want of descriptors.
+const (
+	minAcceptBackoff = 5 * time.Millisecond
+	maxAcceptBackoff = time.Second
+)
+
+// backoffNote is what the log says of a streak of failed accepts.
+const backoffNote = "accept failures (descriptors or memory exhausted)"
+
+// backOff waits after a transient accept failure err, the last wait having
+// been last (0: the first failure of a streak, which is logged), doubling
+// from minAcceptBackoff up to maxAcceptBackoff, or until shutdown begins;
+// it returns the wait.
+func (s *Server) backOff(err error, last time.Duration) time.Duration {
+	d := min(max(2*last, minAcceptBackoff), maxAcceptBackoff)
+	if last == 0 {
+		s.cfg.Logf("accept: %v; retrying with a backoff of up to %s while requests in flight finish", err, maxAcceptBackoff)
+	}
+	select {
+	case <-time.After(d):
+	case <-s.stop:
+	}
+	return d
 }
 
 // shutDownWhen shuts s down on a signal of sigs, when ctx ends or when s

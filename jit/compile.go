@@ -154,13 +154,13 @@ func (c *compiler) compileAll(ctx context.Context, tmpDir string, units []unit) 
 	g.SetLimit(runtime.GOMAXPROCS(0))
 	for i, u := range units {
 		g.Go(func() error {
-			release, err := acquireSlot(gctx)
+			cctx, release, err := acquireSlot(gctx)
 			if err != nil {
 				return err
 			}
 			unitDir := filepath.Join(dir, fmt.Sprint(i))
 			quoteOnly[i] = quoteOnlyDir(u, c.workDir(unitDir))
-			bin, deps, search, err := c.compileUnit(gctx, unitDir, u)
+			bin, deps, search, err := c.compileUnit(cctx, unitDir, u)
 			release()
 			if err != nil {
 				return err
@@ -363,7 +363,7 @@ func (c *compiler) run(ctx context.Context, dir, tool string, args ...string) ([
 	cmd.Env = c.env
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
-	err := cmd.Run()
+	err := runTool(ctx, cmd)
 	if errors.Is(err, exec.ErrWaitDelay) && cmd.ProcessState.Success() {
 		// The tool succeeded and something still holds its output pipe
 		// (or this process was too busy to drain it in time): its

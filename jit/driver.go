@@ -152,7 +152,8 @@ type RequestError = api.FieldError
 
 // Build builds req, whose paths must be absolute (api.Request.Resolve). It
 // always returns a Response; the error is non-nil exactly when the
-// response's status is "error", and is the same error.
+// response's status is "error" or "cancelled" (ctx ended: the build's
+// client went away; not counted as an error), and is the same error.
 func (d *Driver) Build(ctx context.Context, req *api.Request) (*api.Response, error) {
 	AwaitSync(ctx) // before any memo is used
 	start := time.Now()
@@ -162,6 +163,10 @@ func (d *Driver) Build(ctx context.Context, req *api.Request) (*api.Response, er
 	if err != nil {
 		resp.Status = api.StatusError
 		resp.Error = err.Error()
+		if ctx.Err() != nil {
+			resp.Status = api.StatusCancelled
+			return resp, err
+		}
 		if d.opt.Store != nil {
 			_ = cache.Count(ctx, d.opt.Store, cache.EventError, errorKind(err))
 		}
@@ -511,6 +516,11 @@ func (d *Driver) compileAndPublish(ctx context.Context, req *api.Request, id *id
 	t = time.Now()
 	if d.opt.BeforeRevalidate != nil {
 		d.opt.BeforeRevalidate()
+	}
+	if ctx.Err() != nil {
+		// Cancelled: nobody waits for this flight any more, and
+		// nothing is published for it.
+		return &flightResult{warnings: warnings}, context.Cause(ctx)
 	}
 	r.result, r.notPublished, r.putErr = d.publish(ctx, id, res, outs, data, time.Since(res.started))
 	if r.notPublished == "" && r.putErr == nil {

@@ -299,6 +299,9 @@ func (d *Driver) publishUnits(ctx context.Context, ubs []*unitBuild) {
 // compile, or one of whose searched paths appeared, is not published;
 // the store's failures are the request's to report.
 func (d *Driver) publishUnit(ctx context.Context, ub *unitBuild, o *unitObject) bool {
+	if ctx.Err() != nil {
+		return false // nobody waits for it any more: cancelled
+	}
 	if len(o.deps.appeared) > 0 || sourceChange(ub.src) != "" {
 		return false
 	}

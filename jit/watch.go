@@ -3,6 +3,7 @@ package jit
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -54,6 +55,7 @@ type Watcher struct {
 	armed       map[string]struct{} // directories whose files BeforeDir watched
 	events      int64
 	forgotten   int64
+	drops       []MemoDrop // the latest maxDrops events that dropped memos, oldest first
 	overflows   int64
 	unwatchable map[string]string // dir -> why it could not be watched
 	closed      bool
@@ -369,6 +371,9 @@ func (w *Watcher) loop() {
 			w.mu.Lock()
 			w.events++
 			w.forgotten += int64(n)
+			if n > 0 {
+				w.noteDrop(MemoDrop{Path: ev.Name, Event: ev.Op.String(), Memos: n, At: time.Now()})
+			}
 			if ev.Has(fsnotify.Remove) || ev.Has(fsnotify.Rename) {
 				// The name no longer leads to the inode watched: the
 				// next check arms a watch on what it names then.
@@ -412,6 +417,7 @@ func (w *Watcher) loop() {
 			}
 			w.forgetAll()
 			w.mu.Lock()
+			w.noteDrop(MemoDrop{Event: "watch error: " + err.Error() + " (every memo dropped)", At: time.Now()})
 			for m, ch := range w.syncWait {
 				ch <- false
 				delete(w.syncWait, m)
@@ -419,6 +425,43 @@ func (w *Watcher) loop() {
 			w.mu.Unlock()
 		}
 	}
+}
+
+// MemoDrop says why memos were dropped: the event (its path and
+// operations, as fsnotify names them: CREATE, WRITE, REMOVE, RENAME,
+// CHMOD) and how many memos depended on the path, or a watch error that
+// dropped every memo (no path).
+type MemoDrop struct {
+	Path  string    `json:"path,omitempty"`
+	Event string    `json:"event"`
+	Memos int       `json:"memos,omitempty"`
+	At    time.Time `json:"at"`
+}
+
+func (d MemoDrop) String() string {
+	if d.Path == "" {
+		return d.Event
+	}
+	return fmt.Sprintf("%s %s dropped %d memos", d.Event, d.Path, d.Memos)
+}
+
+// maxDrops is how many memo drops the watcher remembers.
+const maxDrops = 8
+
+// noteDrop remembers d among the latest drops (w.mu held).
+func (w *Watcher) noteDrop(d MemoDrop) {
+	if len(w.drops) == maxDrops {
+		w.drops = append(w.drops[:0], w.drops[1:]...)
+	}
+	w.drops = append(w.drops, d)
+}
+
+// Drops returns the latest events that dropped memos (at most maxDrops),
+// oldest first.
+func (w *Watcher) Drops() []MemoDrop {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return slices.Clone(w.drops)
 }
 
 // WatchStatus is the watcher's part of `daemon status`.
@@ -429,6 +472,7 @@ type WatchStatus struct {
 	Events       int64             `json:"events"`
 	Forgotten    int64             `json:"memos_dropped"`
 	Overflows    int64             `json:"queue_overflows"`
+	RecentDrops  []MemoDrop        `json:"recent_drops,omitempty"`
 	Unwatchable  map[string]string `json:"unwatchable,omitempty"`
 	Note         string            `json:"note,omitempty"`
 }
@@ -438,7 +482,8 @@ func (w *Watcher) Status() WatchStatus {
 	listed := int64(w.listings.Len())
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	st := WatchStatus{WatchedDirs: int64(len(w.dirs)), WatchedFiles: int64(len(w.files)), ListedDirs: listed, Events: w.events, Forgotten: w.forgotten, Overflows: w.overflows}
+	st := WatchStatus{WatchedDirs: int64(len(w.dirs)), WatchedFiles: int64(len(w.files)), ListedDirs: listed, Events: w.events, Forgotten: w.forgotten, Overflows: w.overflows,
+		RecentDrops: slices.Clone(w.drops)}
 	if len(w.unwatchable) > 0 {
 		st.Unwatchable = map[string]string{}
 		keys := make([]string, 0, len(w.unwatchable))

@@ -477,3 +477,39 @@ func TestWatcherFileWatchLimitIsNamed(t *testing.T) {
 		t.Fatalf("unwatchable %s: %q, want the limit named", dir, why)
 	}
 }
+
+// TestWatcherSaysWhyMemosDropped: an event that drops memos is kept with
+// its path, its operations and the number of memos, for daemon status and
+// --trace; a watch error that drops every memo is kept too.
+func TestWatcherSaysWhyMemosDropped(t *testing.T) {
+	guard(t)
+	dir := t.TempDir()
+	m := newFakeMemo()
+	w, err := NewWatcher(filepath.Join(t.TempDir(), "sync"), m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	if err := w.BeforeDir(dir); err != nil {
+		t.Fatal(err)
+	}
+	f := filepath.Join(dir, "ptojit_sim.h")
+	if err := os.WriteFile(f, []byte("v2"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	w.Sync()
+	drops := w.Status().RecentDrops
+	if len(drops) == 0 || drops[0].Path != f || !strings.Contains(drops[0].Event, "CREATE") || drops[0].Memos != 1 {
+		t.Fatalf("recent drops %+v, want the creation of %s first, 1 memo", drops, f)
+	}
+	if s := drops[0].String(); !strings.Contains(s, f) || !strings.Contains(s, "dropped 1 memos") {
+		t.Errorf("drop says %q", s)
+	}
+	w.fs.Errors <- fsnotify.ErrEventOverflow
+	<-m.changed
+	w.Sync()
+	drops = w.Drops()
+	if last := drops[len(drops)-1]; last.Path != "" || !strings.Contains(last.Event, "overflow") {
+		t.Fatalf("last drop %+v, want the overflow", last)
+	}
+}

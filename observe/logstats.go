@@ -25,6 +25,7 @@ type Totals struct {
 	Misses           int64    `json:"misses"`
 	Uncached         int64    `json:"uncached"`
 	Errors           int64    `json:"errors"`
+	Cancelled        int64    `json:"cancelled"`
 	HitRate          *float64 `json:"hit_rate,omitempty"`
 	TimeSavedSeconds float64  `json:"time_saved_seconds"`
 	BytesServed      int64    `json:"bytes_served"`
@@ -46,6 +47,8 @@ func (t *Totals) add(r *Record) {
 		t.Misses++
 	case api.StatusUncached:
 		t.Uncached++
+	case api.StatusCancelled:
+		t.Cancelled++
 	default:
 		t.Errors++
 	}
@@ -86,6 +89,7 @@ func WriteTotals(out io.Writer, p string, t *Totals, plot string) error {
 	fmt.Fprintf(w, "bytes served\t%s\n", cache.FormatSize(t.BytesServed))
 	fmt.Fprintf(w, "uncached\t%d\n", t.Uncached)
 	fmt.Fprintf(w, "errors\t%d\n", t.Errors)
+	fmt.Fprintf(w, "cancelled\t%d\n", t.Cancelled)
 	if plot != "" {
 		fmt.Fprintf(w, "plot\t%s\n", plot)
 	}

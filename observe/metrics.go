@@ -83,7 +83,7 @@ func (m *storeMetrics) Collect(ch chan<- prometheus.Metric) {
 func (m *storeMetrics) collectLatencies(ch chan<- prometheus.Metric) {
 	builds := prometheus.NewDesc("ptojit_builds_total", "Builds this daemon answered, by status.", []string{"status"}, nil)
 	dur := prometheus.NewDesc("ptojit_build_duration_seconds", "Duration of the builds this daemon answered, by status.", []string{"status"}, nil)
-	for _, s := range []api.Status{api.StatusHit, api.StatusMiss, api.StatusUncached, api.StatusError} {
+	for _, s := range []api.Status{api.StatusHit, api.StatusMiss, api.StatusUncached, api.StatusError, api.StatusCancelled} {
 		h := m.lat[s]
 		if h.counts == nil {
 			h.counts = make([]uint64, len(latencyBuckets)+1)

@@ -79,7 +79,7 @@ func RecordOf(r *api.Response, t time.Time) Record {
 		if len(r.Unavailable) > 0 {
 			rec.Reason = r.Unavailable[0]
 		}
-	case api.StatusError:
+	case api.StatusError, api.StatusCancelled:
 		rec.Reason = r.Error
 	}
 	if len(rec.Reason) > 512 {

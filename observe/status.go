@@ -54,6 +54,9 @@ func (st *DaemonStatus) WriteText(w io.Writer) error {
 	fmt.Fprintf(w, "connections: %d open, %d refused over the limit\n", st.Server.Conns, st.Server.RefusedConns)
 	fmt.Fprintf(w, "identities: %d components memoized; %d directories and %d files watched, %d events, %d memos dropped, %d queue overflows\n",
 		st.Memoized, st.Watch.WatchedDirs, st.Watch.WatchedFiles, st.Watch.Events, st.Watch.Forgotten, st.Watch.Overflows)
+	for _, d := range st.Watch.RecentDrops {
+		fmt.Fprintf(w, "  memos dropped %s ago: %s\n", time.Since(d.At).Round(time.Millisecond), d)
+	}
 	if st.Watch.Note != "" {
 		fmt.Fprintf(w, "note: %s\n", strings.TrimPrefix(st.Watch.Note, "; "))
 		for d, why := range st.Watch.Unwatchable {

@@ -45,14 +45,19 @@ type InstallationIdentityCache struct {
 	opt    Options
 	flight singleflight.Group
 
-	// mu guards memo, resolved and gen. No other lock is taken while it
-	// is held.
+	// mu guards memo, resolved, reads and gen. While it is held, only
+	// the lock of a readDeps in reads is taken.
 	mu       sync.Mutex
 	memo     map[inventory.Sum]*memoEntry
 	resolved map[inventory.Sum]*resolvedEntry
-	// gen counts Forget/ForgetAll calls; a read started at an older
-	// generation is not memoized, and flights are keyed by generation so
-	// that callers after a Forget never join an older read.
+	// reads are the dependencies, so far, of the reads in flight.
+	reads map[*readDeps]struct{}
+	// gen counts the Forget calls that dropped a memo or met a read in
+	// flight that depends on their path, and ForgetAll calls; a read
+	// started at an older generation is not memoized, and flights are
+	// keyed by generation so that callers after such a Forget never join
+	// an older read. A Forget of a path nothing depends on leaves it: a
+	// read in flight then is memoized.
 	gen uint64
 	// keys are the memo keys of the components of each inputs Capture
 	// was given (memoKeys). They depend on nothing but the inputs, so
@@ -71,8 +76,58 @@ type memoEntry struct {
 	value *buildRecord
 	// roots are the root paths as given and as resolved.
 	roots []string
-	// dirs holds every resolved directory the read visited.
+	// dirs holds every resolved directory the read visited: listed, or
+	// holding a file it read.
 	dirs map[string]struct{}
+	// above holds every ancestor of the directories of dirs (made by
+	// dependsOn when first needed; guarded by InstallationIdentityCache.mu):
+	// the removal or renaming of one of them changes what the read saw.
+	above map[string]struct{}
+}
+
+// readDeps are the dependencies of a read in flight: its roots and the
+// directories it visited so far. Safe for concurrent use.
+type readDeps struct {
+	mu sync.Mutex // guards e
+	e  memoEntry
+}
+
+// startRead registers a read in flight with the given roots; the returned
+// readDeps records the directories it visits (recordDirs) and must be
+// ended with endRead.
+func (c *InstallationIdentityCache) startRead(roots []inventory.ContentRoot) *readDeps {
+	r := &readDeps{e: memoEntry{dirs: map[string]struct{}{}}}
+	r.e.addRoots(roots)
+	c.mu.Lock()
+	if c.reads == nil {
+		c.reads = map[*readDeps]struct{}{}
+	}
+	c.reads[r] = struct{}{}
+	c.mu.Unlock()
+	return r
+}
+
+// endRead forgets a read that is no longer in flight (one whose result
+// is memoized leaves c.reads under the same lock as it enters the memo).
+func (c *InstallationIdentityCache) endRead(r *readDeps) {
+	c.mu.Lock()
+	delete(c.reads, r)
+	c.mu.Unlock()
+}
+
+// addRoots records roots (as addRoots of a memoEntry) on a read in flight.
+func (r *readDeps) addRoots(roots []inventory.ContentRoot) {
+	r.mu.Lock()
+	r.e.addRoots(roots)
+	r.mu.Unlock()
+}
+
+// dependsOn reports whether the read, as far as it got, depends on path.
+func (r *readDeps) dependsOn(path string) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.e.above = nil // the directories grow while the read runs
+	return r.e.dependsOn(path)
 }
 
 // NewInstallationIdentityCache returns an empty cache.
@@ -159,11 +214,13 @@ func (c *InstallationIdentityCache) read(policy Policy, in *ToolchainInputs, nam
 			return out
 		}
 	}
+	deps := c.startRead(ci.Roots)
+	defer c.endRead(deps)
 	if c.readHook != nil {
 		c.readHook(name)
 	}
-	dirs := map[string]struct{}{}
-	before := c.recordDirs(dirs)
+	before := c.recordDirs(deps)
+	dirs := deps.e.dirs // read once the read is done
 	if c.opt.BeforeDir != nil {
 		for _, r := range ci.Roots {
 			if err := watchRootPath(r.Path(), c.opt.BeforeDir); err != nil {
@@ -194,6 +251,7 @@ func (c *InstallationIdentityCache) read(policy Policy, in *ToolchainInputs, nam
 	e := &memoEntry{id: out, dirs: dirs}
 	e.addRoots(ci.Roots)
 	c.mu.Lock()
+	delete(c.reads, deps) // with the memo: no Forget between the two
 	if c.gen == gen {
 		c.memo[key] = e
 	}
@@ -234,14 +292,14 @@ func (e *memoEntry) addRoots(roots []inventory.ContentRoot) {
 }
 
 // recordDirs returns a BeforeDir, safe for concurrent use, that adds each
-// directory to dirs (read it only once the walk is done) before calling
-// Options.BeforeDir.
-func (c *InstallationIdentityCache) recordDirs(dirs map[string]struct{}) func(string) error {
-	var mu sync.Mutex
+// directory to the dependencies of the read in flight r before calling
+// Options.BeforeDir (which starts watching it): an event about it is
+// matched to the read from then on.
+func (c *InstallationIdentityCache) recordDirs(r *readDeps) func(string) error {
 	return func(dir string) error {
-		mu.Lock()
-		dirs[filepath.Clean(dir)] = struct{}{}
-		mu.Unlock()
+		r.mu.Lock()
+		r.e.dirs[filepath.Clean(dir)] = struct{}{}
+		r.mu.Unlock()
 		if c.opt.BeforeDir != nil {
 			return c.opt.BeforeDir(dir)
 		}
@@ -432,14 +490,15 @@ func memoKey(policy Policy, in *ToolchainInputs, name string, ci *ComponentInput
 
 func rootPythonOnly(r inventory.ContentRoot) bool { return r.PythonOnly() }
 
-// Forget drops every memo that depends on path: memos whose roots or whose
-// visited directories contain path, and memos whose roots lie under path.
-// Reads in flight are not memoized. It returns how many memos it dropped.
+// Forget drops every memo that depends on path, the name an event of the
+// file system gave (memoEntry.dependsOn), and keeps every other. A read in
+// flight that depends on path, as far as it got, is not memoized (nor,
+// then, any read in flight); one that does not is. It returns how many
+// memos it dropped.
 func (c *InstallationIdentityCache) Forget(path string) int {
 	path = filepath.Clean(path)
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.gen++
 	n := 0
 	for k, e := range c.memo {
 		if e.dependsOn(path) {
@@ -453,25 +512,55 @@ func (c *InstallationIdentityCache) Forget(path string) int {
 			n++
 		}
 	}
+	stale := n > 0
+	for r := range c.reads {
+		if stale {
+			break
+		}
+		stale = r.dependsOn(path)
+	}
+	if stale {
+		c.gen++
+	}
 	return n
 }
 
+// dependsOn reports whether the memo depends on path, the name of a file
+// or directory an event of the file system gave (a child of a watched
+// directory): path is under one of its roots, or on the way to one; path
+// is a directory it visited or a name in one (a file created, written or
+// removed there changes the listing or the file it read); or path is an
+// ancestor of a directory it visited (removed or renamed, it takes that
+// directory with it). A name in a directory above those it visited
+// (another file beside the installation) is none of these.
 func (e *memoEntry) dependsOn(path string) bool {
 	for _, r := range e.roots {
 		if within(path, r) || within(r, path) {
 			return true
 		}
 	}
-	for p := path; ; {
-		if _, ok := e.dirs[p]; ok {
-			return true
-		}
-		parent := filepath.Dir(p)
-		if parent == p {
-			return false
-		}
-		p = parent
+	if _, ok := e.dirs[path]; ok {
+		return true
 	}
+	if _, ok := e.dirs[filepath.Dir(path)]; ok {
+		return true
+	}
+	if e.above == nil {
+		e.above = map[string]struct{}{}
+		for d := range e.dirs {
+			for p := filepath.Dir(d); ; p = filepath.Dir(p) {
+				if _, ok := e.above[p]; ok {
+					break
+				}
+				e.above[p] = struct{}{}
+				if filepath.Dir(p) == p {
+					break
+				}
+			}
+		}
+	}
+	_, ok := e.above[path]
+	return ok
 }
 
 // within reports whether p is dir or lies beneath it.
@@ -553,20 +642,22 @@ func (c *InstallationIdentityCache) resolve(ctx context.Context, cfg Config) (*T
 		if c.opt.Resolving != nil {
 			c.opt.Resolving()
 		}
-		e := &resolvedEntry{memoEntry: memoEntry{dirs: map[string]struct{}{}}}
-		in, err := resolve(context.WithoutCancel(ctx), cfg, c.recordDirs(e.dirs))
+		deps := c.startRead(nil)
+		defer c.endRead(deps)
+		in, err := resolve(context.WithoutCancel(ctx), cfg, c.recordDirs(deps))
 		if err != nil {
 			return in, err
 		}
-		e.in = in
 		for _, n := range Names {
 			ci := in.Component(n)
 			if ci.Reason() != "" {
 				return in, nil
 			}
-			e.addRoots(ci.Roots)
+			deps.addRoots(ci.Roots)
 		}
+		e := &resolvedEntry{in: in, memoEntry: memoEntry{dirs: deps.e.dirs, roots: deps.e.roots}}
 		c.mu.Lock()
+		delete(c.reads, deps) // with the memo: no Forget between the two
 		if c.gen == gen {
 			c.resolved[key] = e
 		}

@@ -9,7 +9,6 @@ import (
 	"syscall"
 	"testing"
 	"time"
-
 )
 
 // TestPlantedRuntimeLinkRefused: in the shared-temp fallback's directory

@@ -31,5 +31,9 @@ func program() *cli.Program {
 }
 
 func main() {
-	os.Exit(program().Main(context.Background(), cli.OSEnv("ptojit"), os.Args[1:]))
+	env := cli.OSEnv("ptojit")
+	// SIGINT and SIGTERM cancel the command: a request to the daemon ends
+	// as a hang-up, which cancels it there.
+	ctx, exit := cli.Interruptible(context.Background(), env)
+	os.Exit(exit(program().Main(ctx, env, os.Args[1:])))
 }

@@ -276,6 +276,9 @@ var engine struct {
 	// listings are the daemon's directory listings, which answer the
 	// checks of searched-and-absent paths (jit.Options.Listings).
 	listings *jit.DirListings
+	// watcher is the daemon's watcher, whose latest memo drops a build's
+	// --trace names.
+	watcher *jit.Watcher
 	// remotes are the daemon's remote tiers, one per configuration its
 	// requests select; dir is its cache directory.
 	remotes *tiers.Pool
@@ -483,6 +486,10 @@ func runBuild(ctx context.Context, env *cli.Env, o buildOptions) error {
 	if err != nil {
 		return err
 	}
+	if ctx, err = compileContext(ctx, env, o.cacheDir); err != nil {
+		release()
+		return err
+	}
 	rt, endRemote, remoteWarnings := remoteFor(env, o.cacheDir)
 	storeUS := time.Since(t).Microseconds()
 	resp, buildErr := driverFor(env, o.cacheDir, store, storeErr, rt, verify).Build(ctx, req)
@@ -528,6 +535,9 @@ func reportBuild(env *cli.Env, o buildOptions, req *api.Request, resp *api.Respo
 	}
 	if o.trace {
 		inspect.WriteTrace(env.Stderr, resp)
+		if engine.watcher != nil {
+			writeDrops(env.Stderr, engine.watcher.Drops())
+		}
 	}
 	if o.json {
 		if err := cli.WriteJSON(env.Stdout, resp); err != nil {
@@ -546,6 +556,14 @@ func reportBuild(env *cli.Env, o buildOptions, req *api.Request, resp *api.Respo
 		return buildErr
 	}
 	return inspect.WriteSummary(env.Stdout, resp)
+}
+
+// writeDrops prints, for --trace, the latest events that dropped memos of
+// the daemon (what a build after them read again, and why).
+func writeDrops(w io.Writer, drops []jit.MemoDrop) {
+	for _, d := range drops {
+		fmt.Fprintf(w, "trace: memos dropped %s ago: %s\n", time.Since(d.At).Round(time.Millisecond), d)
+	}
 }
 
 // fileExists reports whether p names an existing regular file.

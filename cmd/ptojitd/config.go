@@ -21,6 +21,7 @@ import (
 	"github.com/ptojit/ptojit/cache/remote"
 	"github.com/ptojit/ptojit/cache/remote/tiers"
 	"github.com/ptojit/ptojit/cmd/internal/cli"
+	"github.com/ptojit/ptojit/daemon"
 	"github.com/ptojit/ptojit/internal/config"
 	"github.com/ptojit/ptojit/internal/value"
 	"github.com/ptojit/ptojit/jit"
@@ -124,6 +125,9 @@ func checkSetting(k config.Key, v string) error {
 		return err
 	case "daemon_timeout":
 		_, err := value.Duration(v, minDaemonTimeout, maxDaemonTimeout)
+		return err
+	case "compile_timeout":
+		_, err := value.Duration(v, minCompileTimeout, maxCompileTimeout)
 		return err
 	case "policy":
 		if v != "" {
@@ -259,6 +263,9 @@ type settings struct {
 	verify   bool // the verify mode (jit.Options.Verify)
 	// jobs is the size of the compile pool (0: the number of CPUs).
 	jobs int
+	// compileTimeout is compile_timeout: how long one unit's compile may
+	// run (jit.WithCompileTimeout).
+	compileTimeout time.Duration
 	// logMaxBytes is log_max_size (the request log), logLevel log_level.
 	logMaxBytes int64
 	logLevel    string
@@ -303,6 +310,10 @@ func resolveSettings(m *cli.Memo, cacheDir string, getenv func(string) string) (
 		case "jobs":
 			if s.jobs, err = strconv.Atoi(st.Value); err != nil || s.jobs < 0 {
 				return nil, bad(errors.New("not a number of compiles (0 or more)"))
+			}
+		case "compile_timeout":
+			if s.compileTimeout, err = value.Duration(st.Value, minCompileTimeout, maxCompileTimeout); err != nil {
+				return nil, bad(err)
 			}
 		case "log_max_size":
 			if s.logMaxBytes, err = cache.ParseSize(st.Value); err != nil {
@@ -385,6 +396,12 @@ func runConfigGet(env *cli.Env, o *configOptions, args []string) error {
 const (
 	minDaemonTimeout = time.Millisecond
 	maxDaemonTimeout = 24 * time.Hour
+)
+
+// Bounds of compile_timeout.
+const (
+	minCompileTimeout = time.Millisecond
+	maxCompileTimeout = 7 * 24 * time.Hour
 )
 
 // checkEnvSettings refuses a setting in force from the environment whose
@@ -500,4 +517,21 @@ func unknownKey(name string) error {
 		names[i] = k.Name
 	}
 	return cli.Usagef("config: unknown key %q%s (keys: %s)", name, cli.DidYouMean(name, "", names), strings.Join(names, ", "))
+}
+
+// compileContext returns ctx carrying what the compiles of a build using
+// the cache directory dir need from its command: the compile_timeout in
+// force (jit.WithCompileTimeout) and, in the daemon, a report of a
+// stopped compiler in the request's progress frames (jit.WithProgress).
+func compileContext(ctx context.Context, env *cli.Env, dir string) (context.Context, error) {
+	dir, err := cacheDirOf(env, dir)
+	if err != nil {
+		return nil, err
+	}
+	s, err := resolveSettings(env.Memo, dir, env.Getenv)
+	if err != nil {
+		return nil, err
+	}
+	ctx = jit.WithCompileTimeout(ctx, s.compileTimeout)
+	return jit.WithProgress(ctx, func(doing string) { daemon.Progress(ctx, doing, -1) }), nil
 }

@@ -259,6 +259,15 @@ func runDaemonStatus(env *cli.Env, o daemonOptions) error {
 	return nil
 }
 
+// closeStore closes the daemon's store of the cache directory dir, logging
+// a failure (a full file system: the close writes no table, and the next
+// open recovers from the write-ahead log).
+func closeStore(store *cache.Badger, dir string, logf func(format string, args ...any)) {
+	if err := store.Close(); err != nil {
+		logf("closing the cache %s: %v", dir, err)
+	}
+}
+
 // forgetter lets the watcher reach the identity memo created after it.
 type forgetter struct {
 	ids *toolchain.InstallationIdentityCache
@@ -321,7 +330,7 @@ func runDaemon(ctx context.Context, env *cli.Env, o daemonOptions) error {
 	if storeErr != nil {
 		logf("cache %s unusable: %v; builds run uncached; remedy: %s", dir, storeErr, cache.Remedy(storeErr))
 	} else {
-		defer store.Close()
+		defer closeStore(store, dir, logf)
 	}
 	// Builds killed while this cache had no daemon (kill -9, a crash)
 	// left their compile directories behind.
@@ -335,7 +344,7 @@ func runDaemon(ctx context.Context, env *cli.Env, o daemonOptions) error {
 	}
 	defer watcher.Close()
 	fwd.ids = toolchain.NewInstallationIdentityCache(toolchain.Options{BeforeDir: watcher.BeforeDir})
-	engine.listings = watcher.Listings()
+	engine.listings, engine.watcher = watcher.Listings(), watcher
 	engine.dir, daemonGetenv = dir, env.Getenv
 	wiped := func(atExit bool) {
 		wipeAtExit.Store(atExit)

@@ -39,7 +39,15 @@ var program = sync.OnceValue(func() *cli.Program {
 })
 
 func main() {
-	os.Exit(engineMain(context.Background(), cli.OSEnv("ptojit"), os.Args[1:], os.Executable))
+	env := cli.OSEnv("ptojit")
+	if len(os.Args) > 1 && os.Args[1] == "daemon" {
+		// The daemon handles its own signals (a graceful stop).
+		os.Exit(engineMain(context.Background(), env, os.Args[1:], os.Executable))
+	}
+	// SIGINT and SIGTERM cancel the command: its compilers' process
+	// groups are killed, and a request to the daemon ends as a hang-up.
+	ctx, exit := cli.Interruptible(context.Background(), env)
+	os.Exit(exit(engineMain(ctx, env, os.Args[1:], os.Executable)))
 }
 
 // engineMain runs args: commands that use the store go to the daemon, as

@@ -148,7 +148,7 @@ func buildForRun(ctx context.Context, env *cli.Env, o runOptions, req *api.Reque
 			}
 			return nil, fmt.Errorf("the daemon's answer: %w", jerr)
 		}
-		if resp.Status == api.StatusError {
+		if resp.Status == api.StatusError || resp.Status == api.StatusCancelled {
 			return nil, errors.New(resp.Error)
 		}
 		return &resp, nil

@@ -98,6 +98,8 @@ var Known = []Key{
 		Doc: "the toolchain identity policy: build (PyPTO's build records: version claims) or content (every file read: proofs of contents)"},
 	{Name: "jobs", Env: "PTOJIT_JOBS", Kind: Text, Default: "0",
 		Doc: "how many compiles run at once, over every request the daemon serves (0: the number of CPUs)"},
+	{Name: "compile_timeout", Env: "PTOJIT_COMPILE_TIMEOUT", Kind: Text, Default: "10m",
+		Doc: "how long one unit's compile may run, counted from its start (not its wait for a slot): at the deadline its tools' process group is killed and the build fails naming it"},
 	{Name: "pass_env", Env: "PTOJIT_PASS_ENV", Kind: Text, Default: "",
 		Doc: "extra environment variables (comma-separated names) clients send and tools see; never in the key"},
 	{Name: "log_max_size", Env: "PTOJIT_LOG_MAX_SIZE", Kind: Size, Default: "1M",

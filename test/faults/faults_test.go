@@ -42,16 +42,19 @@ type plan struct {
 	variants                                             int
 	killDaemon, killClient, entryFlip, blobFlip, rndFlip int
 	fullDisk, silent, sweep                              int
+	interrupt, connLimit, stopFullDisk                   int
 }
 
 func planFor(t *testing.T) plan {
 	if os.Getenv("PTOJIT_FAULTS") == "full" || fixture.Full(t) {
-		return plan{variants: 3, killDaemon: 30, killClient: 40, entryFlip: 40, blobFlip: 24, rndFlip: 40, fullDisk: 60, silent: 10, sweep: 24}
+		return plan{variants: 3, killDaemon: 30, killClient: 40, entryFlip: 40, blobFlip: 24, rndFlip: 40, fullDisk: 60, silent: 10, sweep: 24,
+			interrupt: 40, connLimit: 3, stopFullDisk: 6}
 	}
 	if testing.Short() {
 		t.Skip("the fault suite runs real builds; without -short it runs its short mode")
 	}
-	return plan{variants: 2, killDaemon: 3, killClient: 3, entryFlip: 4, blobFlip: 2, rndFlip: 4, fullDisk: 12, silent: 1, sweep: 2}
+	return plan{variants: 2, killDaemon: 3, killClient: 3, entryFlip: 4, blobFlip: 2, rndFlip: 4, fullDisk: 12, silent: 1, sweep: 2,
+		interrupt: 4, connLimit: 1, stopFullDisk: 2}
 }
 
 func TestFaults(t *testing.T) {
@@ -70,6 +73,9 @@ func TestFaults(t *testing.T) {
 	t.Run("silent-client", func(t *testing.T) { s.silentClient(t, p.silent) })
 	t.Run("hostile-owner", func(t *testing.T) { s.hostileOwner(t) })
 	t.Run("foreign-input", func(t *testing.T) { s.foreignInput(t) })
+	t.Run("interrupt", func(t *testing.T) { s.interruptClient(t, rng, p.interrupt) })
+	t.Run("conn-limit", func(t *testing.T) { s.connLimit(t, p.connLimit) })
+	t.Run("full-disk-stop", func(t *testing.T) { s.stopFullDisk(t, p.stopFullDisk) })
 	rep := s.tally.report()
 	t.Log("figures:\n" + rep)
 	if f := os.Getenv("PTOJIT_FAULTS_REPORT"); f != "" {

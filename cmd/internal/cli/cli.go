@@ -187,11 +187,14 @@ func ExitCode(err error) int {
 	var ee *ExitError
 	var ue *UsageError
 	var ie *InputError
+	var interrupted *InterruptError
 	switch {
 	case err == nil:
 		return ExitOK
 	case errors.As(err, &ee):
 		return ee.Code
+	case errors.As(err, &interrupted):
+		return interrupted.Code()
 	case errors.As(err, &ue), errors.As(err, &ie):
 		return ExitUsage
 	default:

@@ -203,9 +203,27 @@ func ViaDaemon(env *cli.Env, args []string, engine func() (string, error)) (bool
 		}
 	}
 	bar.Clear()
+	return writeReply(env, args, resp)
+}
+
+// writeReply writes the daemon's reply resp to args to env and returns
+// ViaDaemon's results for it: a build or key refused at the daemon's
+// connection limit is not served (ErrInProcess), as with a daemon that
+// does not answer: it runs in this process, uncached, instead of failing.
+func writeReply(env *cli.Env, args []string, resp *api.DaemonResponse) (bool, error) {
+	if overConnLimit(resp) && inProcessFallback(args) {
+		fmt.Fprintf(env.Stderr, "%s: %s; running the %s in this process, uncached\n", env.Prog, FailureText(resp), args[0])
+		return false, ErrInProcess
+	}
 	env.Stdout.Write(resp.Stdout)
 	env.Stderr.Write(resp.Stderr)
 	return true, ReplyError(resp)
+}
+
+// overConnLimit reports whether resp refuses the connection because the
+// daemon has its limit of connections open.
+func overConnLimit(resp *api.DaemonResponse) bool {
+	return resp.Kind == api.KindRefused && resp.Data["max_connections"] != ""
 }
 
 // daemonCallDirs returns the cache directory of a command served by the
@@ -297,7 +315,8 @@ func (r *daemonRetry) retry(env *cli.Env, args []string, err error) (*api.Daemon
 }
 
 // ErrInProcess is the error of a ViaDaemon that reports false because the
-// daemon did not answer and the command may run without it: the caller
+// daemon did not answer, or refused the connection at its limit of
+// connections, and the command may run without it: the caller
 // runs it in-process with the daemon disabled (an engine it executes gets
 // PTOJIT_DAEMON=0), so that it does not wait for that daemon again.
 var ErrInProcess = errors.New("the daemon is not answering: run in this process")
