@@ -58,7 +58,7 @@ func TestStatsValue(t *testing.T) {
 			if st.TimeSaved != int64(3*e.CompileTime) || st.BytesServed != 15 {
 				t.Fatalf("time saved %v, bytes served %d; want %v and 15", time.Duration(st.TimeSaved), st.BytesServed, 3*e.CompileTime)
 			}
-			if err := s.CountRemoteHit(ctx, e); err != nil {
+			if err := s.CountRemoteHit(ctx, e, false); err != nil {
 				t.Fatal(err)
 			}
 			st, _ = ReadStats(ctx, s)

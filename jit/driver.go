@@ -63,7 +63,11 @@ const maxManifestVariants = 16
 type Options struct {
 	// Store is the artifact cache; nil makes every build uncached. The
 	// driver counts events (uncached, error, damaged, verify_mismatch) on
-	// it when it implements cache.EventCounter.
+	// it when it implements cache.EventCounter. A store with remote tiers
+	// behind it (package cache/remote's Tiered: a cache.Core whose Get
+	// reads the tiers after a local miss, copies their hits into the
+	// local store and publishes what is Put) is also asked, after a local
+	// miss, for the key's manifest in the tiers (see remoteStore).
 	Store cache.Core
 	// StoreErr, with Store nil, is why the cache in StoreDir could not be
 	// opened: every build runs uncached and carries a warning naming the
@@ -85,9 +89,6 @@ type Options struct {
 	// TempDir holds the compilers' working directories; "" means
 	// os.TempDir().
 	TempDir string
-	// Remote, when set, is looked up after a local miss and receives what
-	// is published locally.
-	Remote RemoteTier
 	// Verify compiles every hit again and compares its outputs with the
 	// stored ones, byte for byte (the verify mode, PTOJIT_CACHE_VERIFY): a
 	// difference fails the build with a *VerifyError and is counted as
@@ -270,7 +271,7 @@ func (d *Driver) answerFlight(ctx context.Context, req *api.Request, id *identit
 }
 
 // verifyFlight is verifyHit for a hit in verify mode (every output read
-// first), then the remote hit's local store; it does nothing otherwise.
+// first); it does nothing otherwise.
 func (d *Driver) verifyFlight(ctx context.Context, req *api.Request, id *identity, r *flightResult, out *blobs, began time.Time, resp *api.Response, ph *phases) error {
 	if !r.hit || !d.opt.Verify {
 		return nil
@@ -281,9 +282,6 @@ func (d *Driver) verifyFlight(ctx context.Context, req *api.Request, id *identit
 	}
 	if err := d.verifyHit(ctx, req, id, r, data, began, resp, ph); err != nil {
 		return err
-	}
-	if r.storeVerified != nil {
-		r.storeVerified(ctx)
 	}
 	return nil
 }
@@ -326,10 +324,7 @@ func (d *Driver) setStatus(ctx context.Context, r *flightResult, why string, res
 	case r.hit:
 		resp.Status = api.StatusHit
 		resp.HitTier = r.tier
-		resp.SavedMS = ms(r.storedCompile)
-		if r.tier == TierRemote {
-			_ = cache.CountRemoteHit(ctx, store, &cache.Entry{Outputs: r.outs, CompileTime: r.storedCompile})
-		}
+		resp.SavedMS = ms(r.storedCompile) // a remote hit is counted by the store that served it
 	case r.putErr != nil:
 		// The outputs are right; the store failed to keep them.
 		resp.Status = api.StatusUncached
@@ -397,7 +392,7 @@ func isPlainReadOnly(err error) bool {
 // cache directory, the cause and the remedy.
 func (d *Driver) storeWarning(err error) string {
 	dir := "(in memory)"
-	if s, ok := d.opt.Store.(interface{ Dir() string }); ok {
+	if s, ok := d.localStore().(interface{ Dir() string }); ok {
 		dir = s.Dir()
 	}
 	return cache.StoreWarning(dir, err)
@@ -437,7 +432,7 @@ var compileFlight flightGroup[*flightResult]
 
 // flightKey names a key in one store.
 func (d *Driver) flightKey(id *identity) string {
-	return fmt.Sprintf("%p/%s", d.opt.Store, id.key)
+	return fmt.Sprintf("%p/%s", d.localStore(), id.key)
 }
 
 // flightResult is what a compile flight hands every build that joined it.
@@ -468,9 +463,6 @@ type flightResult struct {
 	// remote tier's failures).
 	warnings             []string
 	compileMS, publishMS float64
-	// storeVerified, set on a remote hit in verify mode, stores the hit
-	// locally; a build calls it once its fresh compile agreed.
-	storeVerified func(context.Context)
 	// storedCompile is a hit's stored compile time (the time it saved).
 	storedCompile time.Duration
 	// units are the compiled units of a compile: each found in its own
@@ -486,14 +478,10 @@ func (d *Driver) compileAndPublish(ctx context.Context, req *api.Request, id *id
 		return hit.result(), nil
 	}
 	var warnings []string
-	if d.opt.Remote != nil {
-		r, warning := d.remoteLookup(ctx, id)
-		if r != nil {
-			return r, nil
-		}
-		if warning != "" {
-			warnings = append(warnings, warning)
-		}
+	if r, warning := d.remoteLookup(ctx, id); r != nil {
+		return r, nil
+	} else if warning != "" {
+		warnings = append(warnings, warning)
 	}
 	t := time.Now()
 	if err := settle(ctx, req, id, d.knownHeaders(ctx, id), began); err != nil {
@@ -516,9 +504,6 @@ func (d *Driver) compileAndPublish(ctx context.Context, req *api.Request, id *id
 	if r.notPublished == "" && r.putErr == nil {
 		d.publishUnits(ctx, units)
 		d.putPack(ctx, id, pe)
-	}
-	if r.notPublished == "" && r.putErr == nil && d.opt.Remote != nil {
-		d.publishRemote(ctx, id, outs, data)
 	}
 	r.publishMS = ms(time.Since(t))
 	return r, nil
@@ -578,7 +563,11 @@ type storedHit struct {
 
 // result is the flight result of the hit h.
 func (h *storedHit) result() *flightResult {
-	return &flightResult{outs: h.Entry.Outputs, stored: h.Hit, hit: true, tier: TierLocal, result: h.Entry.Key, storedCompile: h.Entry.CompileTime}
+	tier := TierLocal
+	if h.Hit.Tier != "" {
+		tier = TierRemote // a local miss the store's remote tiers answered
+	}
+	return &flightResult{outs: h.Entry.Outputs, stored: h.Hit, hit: true, tier: tier, result: h.Entry.Key, storedCompile: h.Entry.CompileTime}
 }
 
 // get looks the result entry rk up; why is the reason of a miss when rk
@@ -770,7 +759,7 @@ func (d *Driver) putManifest(ctx context.Context, id *identity, headers []header
 	for i, p := range absentPaths {
 		absent[i] = id.base.rel(p)
 	}
-	return d.writeManifest(ctx, id, variant{Headers: headers, Absent: absent, Result: hex.EncodeToString(rk[:])})
+	return d.writeManifest(ctx, d.opt.Store, id, variant{Headers: headers, Absent: absent, Result: hex.EncodeToString(rk[:])})
 }
 
 // putFailure sorts an error of Put: a refusal of the entry itself (too

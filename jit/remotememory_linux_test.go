@@ -87,7 +87,7 @@ func TestRemoteHitOfLargeOutputMemory(t *testing.T) {
 	}
 	defer store.Close()
 	getenv, environ := env()
-	d := New(Options{Store: store, Remote: tier, Identities: identities, Getenv: getenv, Environ: environ, TempDir: t.TempDir()})
+	d := New(Options{Store: withRemote(store, tier), Identities: identities, Getenv: getenv, Environ: environ, TempDir: t.TempDir()})
 	for _, want := range []string{TierRemote, TierLocal} {
 		os.Remove(filepath.Join(req.OutputDir, OrchestrationName))
 		base := resetPeakRSS(t)
