@@ -232,7 +232,11 @@ type Hit struct {
 	// tiers, whose hit the decorator may have copied to its store
 	// first).
 	Tier string
-	srcs []*source
+	// Warnings are what the build served the hit should report of where
+	// it came from (a remote tier that cannot authenticate its entries,
+	// said once per tier).
+	Warnings []string
+	srcs     []*source
 	// onDamage run, in order and once, when a reader finds damage:
 	// the store removes the entry, a Counting store counts it.
 	mu       sync.Mutex // guards onDamage and damage

@@ -222,6 +222,7 @@ func (d *Driver) build(ctx context.Context, req *api.Request, resp *api.Response
 	var r *flightResult
 	if hit != nil {
 		r = hit.result()
+		resp.Warnings = append(resp.Warnings, r.warnings...)
 	} else if r, why, err = d.compileShared(ctx, req, id, began, why, resp, ph); err != nil {
 		return err
 	}
@@ -477,11 +478,9 @@ func (d *Driver) compileAndPublish(ctx context.Context, req *api.Request, id *id
 	if hit, _, err := d.lookupQuiet(ctx, id); err == nil && hit != nil {
 		return hit.result(), nil
 	}
-	var warnings []string
-	if r, warning := d.remoteLookup(ctx, id); r != nil {
+	r, warnings := d.remoteLookup(ctx, id)
+	if r != nil {
 		return r, nil
-	} else if warning != "" {
-		warnings = append(warnings, warning)
 	}
 	t := time.Now()
 	if err := settle(ctx, req, id, d.knownHeaders(ctx, id), began); err != nil {
@@ -495,7 +494,10 @@ func (d *Driver) compileAndPublish(ctx context.Context, req *api.Request, id *id
 	if err != nil {
 		return &flightResult{warnings: warnings}, err
 	}
-	r := &flightResult{outs: outs, data: data, compileMS: ms(time.Since(t)), warnings: warnings, units: units}
+	for _, ub := range units {
+		warnings = append(warnings, ub.warnings...)
+	}
+	r = &flightResult{outs: outs, data: data, compileMS: ms(time.Since(t)), warnings: warnings, units: units}
 	t = time.Now()
 	if d.opt.BeforeRevalidate != nil {
 		d.opt.BeforeRevalidate()
@@ -567,7 +569,7 @@ func (h *storedHit) result() *flightResult {
 	if h.Hit.Tier != "" {
 		tier = TierRemote // a local miss the store's remote tiers answered
 	}
-	return &flightResult{outs: h.Entry.Outputs, stored: h.Hit, hit: true, tier: tier, result: h.Entry.Key, storedCompile: h.Entry.CompileTime}
+	return &flightResult{outs: h.Entry.Outputs, stored: h.Hit, hit: true, tier: tier, result: h.Entry.Key, storedCompile: h.Entry.CompileTime, warnings: h.Hit.Warnings}
 }
 
 // get looks the result entry rk up; why is the reason of a miss when rk

@@ -298,16 +298,17 @@ func (d *Driver) localStore() cache.Core {
 }
 
 // remoteLookup looks id up in the store's remote tiers after a local
-// miss (remoteResult) and returns the flight result of a hit, or the
-// warning of a tier that failed ("" when none did).
-func (d *Driver) remoteLookup(ctx context.Context, id *identity) (*flightResult, string) {
+// miss (remoteResult) and returns the flight result of a hit, and the
+// warnings of the lookup either way.
+func (d *Driver) remoteLookup(ctx context.Context, id *identity) (*flightResult, []string) {
 	start := time.Now()
-	_, h, warning := d.remoteResult(ctx, id)
+	_, h, served, failed := d.remoteResult(ctx, id)
+	warnings := append(served, failed...)
 	if h == nil {
-		return nil, warning
+		return nil, warnings
 	}
 	e := h.Entry
-	return &flightResult{outs: e.Outputs, stored: h, hit: true, tier: TierRemote, result: e.Key, remoteMS: ms(time.Since(start)), storedCompile: e.CompileTime}, ""
+	return &flightResult{outs: e.Outputs, stored: h, hit: true, tier: TierRemote, result: e.Key, remoteMS: ms(time.Since(start)), storedCompile: e.CompileTime, warnings: warnings}, nil
 }
 
 // remoteResult looks the key of id up in the remote tiers: its manifest
@@ -317,20 +318,22 @@ func (d *Driver) remoteLookup(ctx context.Context, id *identity) (*flightResult,
 // variant gives (the tiers accept only entries whose key is their
 // record's digest). The result comes from the store (copied to the local
 // one, except in verify mode); the variant is then merged into the local
-// manifest, which is not published back. A manifest whose JSON does not
-// parse is a miss and a warning naming the key. Without a hit, the
-// warning says what failed in a tier ("" when they answered).
-func (d *Driver) remoteResult(ctx context.Context, id *identity) (variant, *cache.Hit, string) {
+// manifest, which is not published back. served are the warnings of the
+// entries the tiers served (cache.Hit.Warnings); failed, without a hit,
+// says what failed in a tier (nothing when they answered), or that the
+// manifest's JSON does not parse (a miss, naming the key).
+func (d *Driver) remoteResult(ctx context.Context, id *identity) (v variant, h *cache.Hit, served, failed []string) {
 	rs, ok := d.opt.Store.(remoteStore)
 	if !ok {
-		return variant{}, nil, ""
+		return variant{}, nil, nil, nil
 	}
 	mh, err := rs.Remote(ctx, cache.Key(id.key))
 	if err != nil {
-		return variant{}, nil, remoteWarning(ctx, err)
+		return variant{}, nil, nil, remoteWarning(ctx, err)
 	}
+	served = mh.Warnings
 	if !slices.Equal(mh.Entry.Record, id.encoded) {
-		return variant{}, nil, ""
+		return variant{}, nil, served, nil
 	}
 	man, err := manifestOf(mh.Entry, func() ([]byte, error) {
 		if len(mh.Entry.Outputs) != 1 {
@@ -341,26 +344,26 @@ func (d *Driver) remoteResult(ctx context.Context, id *identity) (variant, *cach
 	var un *undecodableManifest
 	switch {
 	case errors.As(err, &un) || errors.Is(err, errManifestShape):
-		return variant{}, nil, fmt.Sprintf("remote cache: the manifest of key %s is damaged (%v): ignored, the build compiles", id.key, err)
+		return variant{}, nil, served, []string{fmt.Sprintf("remote cache: the manifest of key %s is damaged (%v): ignored, the build compiles", id.key, err)}
 	case err != nil:
-		return variant{}, nil, remoteWarning(ctx, err)
+		return variant{}, nil, served, remoteWarning(ctx, err)
 	}
 	v, rk, _, ok := d.matchVariant(id, man.Variants)
 	if !ok {
-		return variant{}, nil, ""
+		return variant{}, nil, served, nil
 	}
-	h, err := rs.Remote(ctx, rk)
-	if err != nil {
-		return variant{}, nil, remoteWarning(ctx, err)
+	if h, err = rs.Remote(ctx, rk); err != nil {
+		return variant{}, nil, served, remoteWarning(ctx, err)
 	}
+	served = append(served, h.Warnings...)
 	want, err := inventory.Encode(resultRecord(id.record, v.Headers))
 	if err != nil || !slices.Equal(h.Entry.Record, want) {
-		return variant{}, nil, "" // a result of another key or header set
+		return variant{}, nil, served, nil // a result of another key or header set
 	}
 	if !d.opt.Verify {
 		_, _ = d.writeManifest(ctx, rs.Unwrap(), id, v)
 	}
-	return v, h, ""
+	return v, h, served, nil
 }
 
 // remoteWarning is what a build says of an error of the remote tiers'
@@ -368,9 +371,9 @@ func (d *Driver) remoteResult(ctx context.Context, id *identity) (variant, *cach
 // the tier counts) or for the build's own end, else the failure (the
 // circuit open, authentication refused, the network), which the build
 // went on without.
-func remoteWarning(ctx context.Context, err error) string {
+func remoteWarning(ctx context.Context, err error) []string {
 	if errors.Is(err, cache.ErrMiss) || ctx.Err() != nil {
-		return ""
+		return nil
 	}
-	return err.Error() + " (the build went on without the remote cache)"
+	return []string{err.Error() + " (the build went on without the remote cache)"}
 }

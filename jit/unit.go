@@ -67,6 +67,9 @@ type unitBuild struct {
 	status    string
 	reason    string
 	compileMS float64
+	// warnings are those of the entries the unit's remote lookup was
+	// served (remoteResult), which the request reports.
+	warnings []string
 }
 
 // unitName names unit index of req as a miss line does.
@@ -145,7 +148,8 @@ func (d *Driver) lookupUnit(ctx context.Context, ub *unitBuild) {
 	if ub.object != nil || d.opt.Verify {
 		return
 	}
-	v, h, _ := d.remoteResult(ctx, ub.id)
+	v, h, served, _ := d.remoteResult(ctx, ub.id) // a tier's failure is the request's to report
+	ub.warnings = served
 	if h == nil || len(h.Entry.Outputs) != 1 {
 		return
 	}

@@ -70,9 +70,11 @@ func (c *Chain) get(ctx context.Context, key cache.Key) (*cache.Hit, error) {
 				return nil, err
 			}
 			c.publish(c.tiers[:i], h.Entry, data)
-			return cache.NewHit(h.Entry, func(i int) (io.ReadCloser, error) {
+			copied := cache.NewHit(h.Entry, func(i int) (io.ReadCloser, error) {
 				return io.NopCloser(bytes.NewReader(data[i])), nil
-			}), nil
+			})
+			copied.Warnings = h.Warnings
+			return copied, nil
 		case errors.Is(err, cache.ErrMiss):
 			miss = err
 		case failure == nil:

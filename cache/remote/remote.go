@@ -189,7 +189,7 @@ type Remote struct {
 
 	hits, misses, damaged, untrusted, errs, writes, dropped, up, down atomic.Int64
 
-	untrustedOnce, unauthOnce sync.Once
+	untrustedOnce, unauthOnce, servedOnce sync.Once
 }
 
 // quiet discards go-redis's own log lines: the Remote counts and reports

@@ -120,15 +120,16 @@ func (t *Tiered) fetch(ctx context.Context, key cache.Key, byGet bool) (*cache.H
 		return nil, err
 	case local == nil:
 		// The store did not take the copy: the tier serves it.
+		w := h.Warnings
 		if h, err = t.chain.get(context.WithoutCancel(ctx), key); err != nil {
 			return nil, err
 		}
-		h.Tier = TierName
+		h.Tier, h.Warnings = TierName, append(w, h.Warnings...)
 		_ = cache.CountRemoteHit(ctx, t.local, h.Entry, false)
 		return h, nil
 	}
 	_ = cache.CountRemoteHit(ctx, t.local, local.Entry, true)
-	local.Tier = TierName
+	local.Tier, local.Warnings = TierName, h.Warnings
 	return local, nil
 }
 
