@@ -67,9 +67,6 @@ func (c *Chain) Over(local cache.Core, verify bool) *Tiered {
 // Unwrap returns the local store.
 func (t *Tiered) Unwrap() cache.Core { return t.local }
 
-// Chain returns the tiers behind the local store.
-func (t *Tiered) Chain() *Chain { return t.chain }
-
 // Get implements cache.Core: the local store's hit, else the tiers' (see
 // Tiered).
 func (t *Tiered) Get(ctx context.Context, key cache.Key) (*cache.Hit, error) {
