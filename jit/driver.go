@@ -222,7 +222,6 @@ func (d *Driver) build(ctx context.Context, req *api.Request, resp *api.Response
 	var r *flightResult
 	if hit != nil {
 		r = hit.result()
-		resp.Warnings = append(resp.Warnings, r.warnings...)
 	} else if r, why, err = d.compileShared(ctx, req, id, began, why, resp, ph); err != nil {
 		return err
 	}
@@ -565,19 +564,18 @@ type storedHit struct {
 
 // result is the flight result of the hit h.
 func (h *storedHit) result() *flightResult {
-	tier := TierLocal
-	if h.Hit.Tier != "" {
-		tier = TierRemote // a local miss the store's remote tiers answered
-	}
-	return &flightResult{outs: h.Entry.Outputs, stored: h.Hit, hit: true, tier: tier, result: h.Entry.Key, storedCompile: h.Entry.CompileTime, warnings: h.Hit.Warnings}
+	return &flightResult{outs: h.Entry.Outputs, stored: h.Hit, hit: true, tier: TierLocal, result: h.Entry.Key, storedCompile: h.Entry.CompileTime}
 }
 
-// get looks the result entry rk up; why is the reason of a miss when rk
-// is not a matching header variant's. The store's Get counts the hit and
-// updates its last use; damage a reader of it finds later is a damaged
-// miss (see answerFlight), like the damage Get finds.
+// get looks the result entry rk up in the local store; why is the reason
+// of a miss when rk is not a matching header variant's. The store's Get
+// counts the hit and updates its last use; damage a reader of it finds
+// later is a damaged miss (see answerFlight), like the damage Get finds.
+// A store's remote tiers are not asked here but once, in the key's
+// flight (remoteLookup: its manifest there, then its result), so that a
+// slow tier costs a build one timeout, not one more before the flight.
 func (d *Driver) get(ctx context.Context, rk cache.Key, why string) (*storedHit, string, error) {
-	hit, err := d.opt.Store.Get(ctx, rk)
+	hit, err := d.localStore().Get(ctx, rk)
 	if err == nil {
 		return &storedHit{Entry: hit.Entry, Hit: hit}, "", nil
 	}
