@@ -108,6 +108,17 @@ func (c *Chain) publish(tiers []cache.Core, e *cache.Entry, data [][]byte) bool 
 	return took
 }
 
+// writable reports whether some tier takes writes (is not a read-only
+// Remote or another tier whose ReadOnly says so).
+func (c *Chain) writable() bool {
+	for _, t := range c.tiers {
+		if ro, ok := t.(interface{ ReadOnly() bool }); !ok || !ro.ReadOnly() {
+			return true
+		}
+	}
+	return false
+}
+
 // Publish queues a write of e and data to every tier (neither may be
 // modified afterwards). It returns whether some tier took it.
 func (c *Chain) Publish(e *cache.Entry, data [][]byte) bool { return c.publish(c.tiers, e, data) }

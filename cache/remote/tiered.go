@@ -177,8 +177,12 @@ func (r *readError) Read(p []byte) (int, error) {
 
 // Put implements cache.Core: the local store's Put, then, when it took
 // the entry, its publication to every tier. The outputs are held in
-// memory for the publication (the tiers' queues hold whole outputs).
+// memory for the publication (the tiers' queues hold whole outputs),
+// unless every tier is read-only.
 func (t *Tiered) Put(ctx context.Context, e *cache.Entry, data []io.Reader) error {
+	if !t.chain.writable() {
+		return t.local.Put(ctx, e, data) // nothing to hold the bytes for
+	}
 	bufs := make([]bytes.Buffer, len(data))
 	tees := make([]io.Reader, len(data))
 	for i, r := range data {
