@@ -226,7 +226,17 @@ func (e *Entry) Size() int64 {
 // Open returns a reader of its own, used by one goroutine.
 type Hit struct {
 	Entry *Entry
-	srcs  []*source
+	// Tier names the store a decorator served the hit from when it is
+	// not the one it decorates: "" for that store's own hit, else the
+	// decorator's name for it ("remote" for package cache/remote's
+	// tiers, whose hit the decorator may have copied to its store
+	// first).
+	Tier string
+	// Warnings are what the build served the hit should report of where
+	// it came from (a remote tier that cannot authenticate its entries,
+	// said once per tier).
+	Warnings []string
+	srcs     []*source
 	// onDamage run, in order and once, when a reader finds damage:
 	// the store removes the entry, a Counting store counts it.
 	mu       sync.Mutex // guards onDamage and damage

@@ -126,9 +126,17 @@ func (c *Counting) Count(ctx context.Context, event, reason string) error {
 }
 
 // CountRemoteHit implements EventCounter: one miss fewer, one remote hit
-// more, with e's compile time saved and its bytes served.
-func (c *Counting) CountRemoteHit(ctx context.Context, e *Entry) error {
-	return c.c.addCounts(ctx, Stats{Misses: -1, RemoteHits: 1, TimeSaved: int64(e.CompileTime), BytesServed: e.Size()})
+// more, with e's compile time saved and its bytes served; with stored,
+// one hit fewer too, whose time and bytes stay.
+func (c *Counting) CountRemoteHit(ctx context.Context, e *Entry, stored bool) error {
+	if isManifest(e) {
+		return nil
+	}
+	d := Stats{Misses: -1, RemoteHits: 1, TimeSaved: int64(e.CompileTime), BytesServed: e.Size()}
+	if stored {
+		d.Hits, d.TimeSaved, d.BytesServed = -1, 0, 0
+	}
+	return c.c.addCounts(ctx, d)
 }
 
 // ZeroCounts implements EventCounter by adding the negation of the counts

@@ -58,12 +58,27 @@ func TestStatsValue(t *testing.T) {
 			if st.TimeSaved != int64(3*e.CompileTime) || st.BytesServed != 15 {
 				t.Fatalf("time saved %v, bytes served %d; want %v and 15", time.Duration(st.TimeSaved), st.BytesServed, 3*e.CompileTime)
 			}
-			if err := s.CountRemoteHit(ctx, e); err != nil {
+			if err := s.CountRemoteHit(ctx, e, false); err != nil {
 				t.Fatal(err)
 			}
 			st, _ = ReadStats(ctx, s)
 			if st.Misses != 0 || st.RemoteHits != 1 || st.TimeSaved != int64(4*e.CompileTime) {
 				t.Fatalf("after a remote hit: %+v, want the miss turned into a remote hit", st)
+			}
+			// A remote hit served from its copy in the store: the miss
+			// and the Get of the copy are one remote hit.
+			if _, err := s.Get(ctx, Key{2}); err == nil {
+				t.Fatal("a missing key hit")
+			}
+			if _, err := s.Get(ctx, k); err != nil {
+				t.Fatal(err)
+			}
+			if err := s.CountRemoteHit(ctx, e, true); err != nil {
+				t.Fatal(err)
+			}
+			st, _ = ReadStats(ctx, s)
+			if st.Misses != 0 || st.Hits != 3 || st.RemoteHits != 2 || st.TimeSaved != int64(5*e.CompileTime) || st.BytesServed != 20 {
+				t.Fatalf("after a remote hit served from the store: %+v, want a miss and a hit turned into one remote hit", st)
 			}
 		})
 	}

@@ -64,9 +64,14 @@ type EventCounter interface {
 	// EventDamaged or EventVerifyMismatch.
 	Count(ctx context.Context, event string, reason string) error
 	// CountRemoteHit counts a lookup the store missed (and counted as a
-	// miss) that the remote tier answered with e: a remote hit instead of
-	// a miss, its compile time saved and its bytes served.
-	CountRemoteHit(ctx context.Context, e *Entry) error
+	// miss) that a remote tier answered with e: a remote hit instead of
+	// a miss, its compile time saved and its bytes served. With stored,
+	// the hit was served from the copy of e written to the store, whose
+	// Get the store counted as a hit (its time and bytes): that hit is
+	// taken back, so the lookup counts once. A Get the store counts no
+	// hit of (a manifest, a unit's object, a pack) counts no remote hit
+	// either.
+	CountRemoteHit(ctx context.Context, e *Entry, stored bool) error
 	// ZeroCounts zeroes every event counter and notes when (ZeroedAt),
 	// as ccache -z does; the size is not a counter and stays.
 	ZeroCounts(ctx context.Context) error
@@ -106,9 +111,9 @@ func Count(ctx context.Context, s Core, event, reason string) error {
 
 // CountRemoteHit counts a remote hit on s when s counts events
 // (implements EventCounter), and does nothing otherwise.
-func CountRemoteHit(ctx context.Context, s Core, e *Entry) error {
+func CountRemoteHit(ctx context.Context, s Core, e *Entry, stored bool) error {
 	if c, ok := s.(EventCounter); ok {
-		return c.CountRemoteHit(ctx, e)
+		return c.CountRemoteHit(ctx, e, stored)
 	}
 	return nil
 }

@@ -131,7 +131,7 @@ func TestManyHeadersCacheAndHit(t *testing.T) {
 			w, l := newListings(t, new(countMemo))
 			machine := func(r *remote.Remote, l *DirListings) *Driver {
 				getenv, environ := env("CC="+cc, "CC_LOG="+logf)
-				return New(Options{Store: cache.NewMemory(cache.Options{}), Remote: r, Listings: l, Identities: identities,
+				return New(Options{Store: withRemote(cache.NewMemory(cache.Options{}), r), Listings: l, Identities: identities,
 					Getenv: getenv, Environ: environ, TempDir: t.TempDir()})
 			}
 			tierA := tier(false)

@@ -128,11 +128,7 @@ func checkoutsShare(t *testing.T, addr string, reqs []*api.Request, path, logf s
 	getenv, environ := env(path)
 	environ = environ[1:] // path replaces the PATH env puts first
 	machine := func(r *remote.Remote) *Driver {
-		opt := Options{Store: cache.NewMemory(cache.Options{}), Identities: identities, Getenv: getenv, Environ: environ, TempDir: t.TempDir()}
-		if r != nil {
-			opt.Remote = r
-		}
-		return New(opt)
+		return New(Options{Store: withRemote(cache.NewMemory(cache.Options{}), r), Identities: identities, Getenv: getenv, Environ: environ, TempDir: t.TempDir()})
 	}
 	keys := make([]*KeyReport, len(reqs))
 	for i, req := range reqs {

@@ -63,7 +63,11 @@ const maxManifestVariants = 16
 type Options struct {
 	// Store is the artifact cache; nil makes every build uncached. The
 	// driver counts events (uncached, error, damaged, verify_mismatch) on
-	// it when it implements cache.EventCounter.
+	// it when it implements cache.EventCounter. A store with remote tiers
+	// behind it (package cache/remote's Tiered: a cache.Core whose Get
+	// reads the tiers after a local miss, copies their hits into the
+	// local store and publishes what is Put) is also asked, after a local
+	// miss, for the key's manifest in the tiers (see remoteStore).
 	Store cache.Core
 	// StoreErr, with Store nil, is why the cache in StoreDir could not be
 	// opened: every build runs uncached and carries a warning naming the
@@ -85,9 +89,6 @@ type Options struct {
 	// TempDir holds the compilers' working directories; "" means
 	// os.TempDir().
 	TempDir string
-	// Remote, when set, is looked up after a local miss and receives what
-	// is published locally.
-	Remote RemoteTier
 	// Verify compiles every hit again and compares its outputs with the
 	// stored ones, byte for byte (the verify mode, PTOJIT_CACHE_VERIFY): a
 	// difference fails the build with a *VerifyError and is counted as
@@ -275,7 +276,7 @@ func (d *Driver) answerFlight(ctx context.Context, req *api.Request, id *identit
 }
 
 // verifyFlight is verifyHit for a hit in verify mode (every output read
-// first), then the remote hit's local store; it does nothing otherwise.
+// first); it does nothing otherwise.
 func (d *Driver) verifyFlight(ctx context.Context, req *api.Request, id *identity, r *flightResult, out *blobs, began time.Time, resp *api.Response, ph *phases) error {
 	if !r.hit || !d.opt.Verify {
 		return nil
@@ -286,9 +287,6 @@ func (d *Driver) verifyFlight(ctx context.Context, req *api.Request, id *identit
 	}
 	if err := d.verifyHit(ctx, req, id, r, data, began, resp, ph); err != nil {
 		return err
-	}
-	if r.storeVerified != nil {
-		r.storeVerified(ctx)
 	}
 	return nil
 }
@@ -331,10 +329,7 @@ func (d *Driver) setStatus(ctx context.Context, r *flightResult, why string, res
 	case r.hit:
 		resp.Status = api.StatusHit
 		resp.HitTier = r.tier
-		resp.SavedMS = ms(r.storedCompile)
-		if r.tier == TierRemote {
-			_ = cache.CountRemoteHit(ctx, store, &cache.Entry{Outputs: r.outs, CompileTime: r.storedCompile})
-		}
+		resp.SavedMS = ms(r.storedCompile) // a remote hit is counted by the store that served it
 	case r.putErr != nil:
 		// The outputs are right; the store failed to keep them.
 		resp.Status = api.StatusUncached
@@ -402,7 +397,7 @@ func isPlainReadOnly(err error) bool {
 // cache directory, the cause and the remedy.
 func (d *Driver) storeWarning(err error) string {
 	dir := "(in memory)"
-	if s, ok := d.opt.Store.(interface{ Dir() string }); ok {
+	if s, ok := d.localStore().(interface{ Dir() string }); ok {
 		dir = s.Dir()
 	}
 	return cache.StoreWarning(dir, err)
@@ -442,7 +437,7 @@ var compileFlight flightGroup[*flightResult]
 
 // flightKey names a key in one store.
 func (d *Driver) flightKey(id *identity) string {
-	return fmt.Sprintf("%p/%s", d.opt.Store, id.key)
+	return fmt.Sprintf("%p/%s", d.localStore(), id.key)
 }
 
 // flightResult is what a compile flight hands every build that joined it.
@@ -473,9 +468,6 @@ type flightResult struct {
 	// remote tier's failures).
 	warnings             []string
 	compileMS, publishMS float64
-	// storeVerified, set on a remote hit in verify mode, stores the hit
-	// locally; a build calls it once its fresh compile agreed.
-	storeVerified func(context.Context)
 	// storedCompile is a hit's stored compile time (the time it saved).
 	storedCompile time.Duration
 	// units are the compiled units of a compile: each found in its own
@@ -490,15 +482,9 @@ func (d *Driver) compileAndPublish(ctx context.Context, req *api.Request, id *id
 	if hit, _, err := d.lookupQuiet(ctx, id); err == nil && hit != nil {
 		return hit.result(), nil
 	}
-	var warnings []string
-	if d.opt.Remote != nil {
-		r, warning := d.remoteLookup(ctx, id)
-		if r != nil {
-			return r, nil
-		}
-		if warning != "" {
-			warnings = append(warnings, warning)
-		}
+	r, warnings := d.remoteLookup(ctx, id)
+	if r != nil {
+		return r, nil
 	}
 	t := time.Now()
 	if err := settle(ctx, req, id, d.knownHeaders(ctx, id), began); err != nil {
@@ -512,7 +498,10 @@ func (d *Driver) compileAndPublish(ctx context.Context, req *api.Request, id *id
 	if err != nil {
 		return &flightResult{warnings: warnings}, err
 	}
-	r := &flightResult{outs: outs, data: data, compileMS: ms(time.Since(t)), warnings: warnings, units: units}
+	for _, ub := range units {
+		warnings = append(warnings, ub.warnings...)
+	}
+	r = &flightResult{outs: outs, data: data, compileMS: ms(time.Since(t)), warnings: warnings, units: units}
 	t = time.Now()
 	if d.opt.BeforeRevalidate != nil {
 		d.opt.BeforeRevalidate()
@@ -526,9 +515,6 @@ func (d *Driver) compileAndPublish(ctx context.Context, req *api.Request, id *id
 	if r.notPublished == "" && r.putErr == nil {
 		d.publishUnits(ctx, units)
 		d.putPack(ctx, id, pe)
-	}
-	if r.notPublished == "" && r.putErr == nil && d.opt.Remote != nil {
-		d.publishRemote(ctx, id, outs, data)
 	}
 	r.publishMS = ms(time.Since(t))
 	return r, nil
@@ -581,12 +567,15 @@ func (h *storedHit) result() *flightResult {
 	return &flightResult{outs: h.Entry.Outputs, stored: h.Hit, hit: true, tier: TierLocal, result: h.Entry.Key, storedCompile: h.Entry.CompileTime}
 }
 
-// get looks the result entry rk up; why is the reason of a miss when rk
-// is not a matching header variant's. The store's Get counts the hit and
-// updates its last use; damage a reader of it finds later is a damaged
-// miss (see answerFlight), like the damage Get finds.
+// get looks the result entry rk up in the local store; why is the reason
+// of a miss when rk is not a matching header variant's. The store's Get
+// counts the hit and updates its last use; damage a reader of it finds
+// later is a damaged miss (see answerFlight), like the damage Get finds.
+// A store's remote tiers are not asked here but once, in the key's
+// flight (remoteLookup: its manifest there, then its result), so that a
+// slow tier costs a build one timeout, not one more before the flight.
 func (d *Driver) get(ctx context.Context, rk cache.Key, why string) (*storedHit, string, error) {
-	hit, err := d.opt.Store.Get(ctx, rk)
+	hit, err := d.localStore().Get(ctx, rk)
 	if err == nil {
 		return &storedHit{Entry: hit.Entry, Hit: hit}, "", nil
 	}
@@ -770,7 +759,7 @@ func (d *Driver) putManifest(ctx context.Context, id *identity, headers []header
 	for i, p := range absentPaths {
 		absent[i] = id.base.rel(p)
 	}
-	return d.writeManifest(ctx, id, variant{Headers: headers, Absent: absent, Result: hex.EncodeToString(rk[:])})
+	return d.writeManifest(ctx, d.opt.Store, id, variant{Headers: headers, Absent: absent, Result: hex.EncodeToString(rk[:])})
 }
 
 // putFailure sorts an error of Put: a refusal of the entry itself (too

@@ -189,7 +189,7 @@ func (d *Driver) recordLatest(ctx context.Context, req *api.Request, id *identit
 		if ok {
 			meta["previous_key"], meta["previous_result"] = lb.Key.String(), lb.Result.String()
 		}
-		err = d.opt.Store.Put(ctx, &cache.Entry{
+		err = d.localStore().Put(ctx, &cache.Entry{ // this checkout's, not shared
 			Key:    cache.Key(sha256.Sum256(enc)),
 			Record: enc,
 			Meta:   meta,

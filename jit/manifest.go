@@ -7,9 +7,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
+	"time"
 
 	"github.com/ptojit/ptojit/cache"
+	"github.com/ptojit/ptojit/inventory"
 )
 
 // A build key's header manifest (see the package doc, "Direct mode") is
@@ -136,11 +139,11 @@ func decodeManifest(b []byte, sum [32]byte) (*manifest, error) {
 }
 
 // writeManifest puts nv first in the manifest of the key of id
-// (mergeManifest) and stores it as the one output of the key's entry,
-// which must be written after the result entry nv names. It returns why
+// (mergeManifest) and stores it in store (the Driver's, or the local one
+// under its remote tiers) as the one output of the key's entry, which
+// must be written after the result entry nv names. It returns why
 // nothing was stored (the manifest over the cap), or the store's error.
-func (d *Driver) writeManifest(ctx context.Context, id *identity, nv variant) (string, error) {
-	store := d.opt.Store
+func (d *Driver) writeManifest(ctx context.Context, store cache.Core, id *identity, nv variant) (string, error) {
 	var old []variant
 	if e, err := cache.Lookup(ctx, store, cache.Key(id.key)); err == nil {
 		if m, err := d.storedManifest(ctx, e); err == nil {
@@ -263,4 +266,114 @@ func (c *manifestMemo) put(sum [32]byte, m *manifest, size int64) {
 		delete(c.m, old.sum)
 		c.bytes -= old.size
 	}
+}
+
+// Hit tiers of a response.
+const (
+	TierLocal  = "local"
+	TierRemote = "remote"
+)
+
+// remoteStore is a store with remote tiers behind it (package
+// cache/remote's Tiered): Remote looks a key up in the tiers alone (a
+// manifest it returns is not copied to the local store; a result is, as
+// the store's Get copies a tier's hit, except in verify mode), and
+// Unwrap is the local store under them. Everything the tiers serve is
+// verified; their errors are misses to a build: one that matches
+// cache.ErrMiss is a miss, any other a failure of a tier, which the
+// build reports as a warning.
+type remoteStore interface {
+	Remote(ctx context.Context, key cache.Key) (*cache.Hit, error)
+	Unwrap() cache.Core
+}
+
+// localStore returns the store a build writes what it does not share
+// (and which names its flights): the local store under the remote tiers,
+// or the Driver's store.
+func (d *Driver) localStore() cache.Core {
+	if rs, ok := d.opt.Store.(remoteStore); ok {
+		return rs.Unwrap()
+	}
+	return d.opt.Store
+}
+
+// remoteLookup looks id up in the store's remote tiers after a local
+// miss (remoteResult) and returns the flight result of a hit, and the
+// warnings of the lookup either way.
+func (d *Driver) remoteLookup(ctx context.Context, id *identity) (*flightResult, []string) {
+	start := time.Now()
+	_, h, served, failed := d.remoteResult(ctx, id)
+	warnings := append(served, failed...)
+	if h == nil {
+		return nil, warnings
+	}
+	e := h.Entry
+	return &flightResult{outs: e.Outputs, stored: h, hit: true, tier: TierRemote, result: e.Key, remoteMS: ms(time.Since(start)), storedCompile: e.CompileTime, warnings: warnings}, nil
+}
+
+// remoteResult looks the key of id up in the remote tiers: its manifest
+// there (whose header variants may differ from the local one's), the
+// first variant that matches here (matchVariant, as a local lookup) and
+// that variant's result, which must be the entry of the record the
+// variant gives (the tiers accept only entries whose key is their
+// record's digest). The result comes from the store (copied to the local
+// one, except in verify mode); the variant is then merged into the local
+// manifest, which is not published back. served are the warnings of the
+// entries the tiers served (cache.Hit.Warnings); failed, without a hit,
+// says what failed in a tier (nothing when they answered), or that the
+// manifest's JSON does not parse (a miss, naming the key).
+func (d *Driver) remoteResult(ctx context.Context, id *identity) (v variant, h *cache.Hit, served, failed []string) {
+	rs, ok := d.opt.Store.(remoteStore)
+	if !ok {
+		return variant{}, nil, nil, nil
+	}
+	mh, err := rs.Remote(ctx, cache.Key(id.key))
+	if err != nil {
+		return variant{}, nil, nil, remoteWarning(ctx, err)
+	}
+	served = mh.Warnings
+	if !slices.Equal(mh.Entry.Record, id.encoded) {
+		return variant{}, nil, served, nil
+	}
+	man, err := manifestOf(mh.Entry, func() ([]byte, error) {
+		if len(mh.Entry.Outputs) != 1 {
+			return nil, errManifestShape
+		}
+		return mh.Read(0)
+	})
+	var un *undecodableManifest
+	switch {
+	case errors.As(err, &un) || errors.Is(err, errManifestShape):
+		return variant{}, nil, served, []string{fmt.Sprintf("remote cache: the manifest of key %s is damaged (%v): ignored, the build compiles", id.key, err)}
+	case err != nil:
+		return variant{}, nil, served, remoteWarning(ctx, err)
+	}
+	v, rk, _, ok := d.matchVariant(id, man.Variants)
+	if !ok {
+		return variant{}, nil, served, nil
+	}
+	if h, err = rs.Remote(ctx, rk); err != nil {
+		return variant{}, nil, served, remoteWarning(ctx, err)
+	}
+	served = append(served, h.Warnings...)
+	want, err := inventory.Encode(resultRecord(id.record, v.Headers))
+	if err != nil || !slices.Equal(h.Entry.Record, want) {
+		return variant{}, nil, served, nil // a result of another key or header set
+	}
+	if !d.opt.Verify {
+		_, _ = d.writeManifest(ctx, rs.Unwrap(), id, v)
+	}
+	return v, h, served, nil
+}
+
+// remoteWarning is what a build says of an error of the remote tiers'
+// lookup: nothing for a miss (cache.ErrMiss: damaged data included, which
+// the tier counts) or for the build's own end, else the failure (the
+// circuit open, authentication refused, the network), which the build
+// went on without.
+func remoteWarning(ctx context.Context, err error) []string {
+	if errors.Is(err, cache.ErrMiss) || ctx.Err() != nil {
+		return nil
+	}
+	return []string{err.Error() + " (the build went on without the remote cache)"}
 }

@@ -70,7 +70,8 @@ func TestManifestInMetaIsRead(t *testing.T) {
 	}
 	getenv, environ := env()
 	remote := New(Options{Store: cache.NewMemory(cache.Options{}), Identities: identities, Getenv: getenv, Environ: environ,
-		TempDir: t.TempDir(), Remote: &storeTier{store}})
+		TempDir: t.TempDir()})
+	remote.opt.Store = withTiers(remote.opt.Store, false, readOnlyTier{store})
 	if r := build(t, remote, req, api.StatusHit); r.HitTier != TierRemote || r.Hashid != first.Hashid {
 		t.Errorf("tier %q hashid %s from a remote manifest in meta, want a remote hit of %s", r.HitTier, r.Hashid, first.Hashid)
 	}
@@ -79,18 +80,10 @@ func TestManifestInMetaIsRead(t *testing.T) {
 	}
 }
 
-// storeTier is a remote tier that reads a local store.
-type storeTier struct{ s cache.Core }
+// readOnlyTier is a remote tier that reads a store and takes no write.
+type readOnlyTier struct{ cache.Core }
 
-func (r *storeTier) Entry(ctx context.Context, key cache.Key) (*cache.Entry, error) {
-	return cache.Lookup(ctx, r.s, key)
-}
-
-func (r *storeTier) Get(ctx context.Context, key cache.Key) (*cache.Hit, error) {
-	return r.s.Get(ctx, key)
-}
-
-func (r *storeTier) Publish(*cache.Entry, [][]byte) bool { return false }
+func (readOnlyTier) Publish(*cache.Entry, [][]byte) bool { return false }
 
 // The memo of decoded manifests is bounded in bytes: the least recently
 // used manifests go first, and one larger than the bound is not kept.

@@ -66,13 +66,14 @@ type packEntry struct {
 }
 
 // putPack stores pe (if any) with the hashid of its callable on id's
-// platform and runtime. A pack entry the store refuses only costs a pack.
+// platform and runtime, in the local store only (a pack is cheaper made
+// again than fetched). A pack entry the store refuses only costs a pack.
 func (d *Driver) putPack(ctx context.Context, id *identity, pe *packEntry) {
 	if pe == nil {
 		return
 	}
 	hashid, _ := registry.ChipHashid(id.platform, id.runtime, pe.blob)
-	_ = d.opt.Store.Put(ctx, &cache.Entry{
+	_ = d.localStore().Put(ctx, &cache.Entry{
 		Key:     pe.key,
 		Record:  pe.record,
 		Outputs: []cache.Output{{Name: CallableName, Mode: 0o644}},

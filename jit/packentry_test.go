@@ -83,7 +83,7 @@ func TestPackEntryChangesWithShape(t *testing.T) {
 func TestVerifyComparesPackEntry(t *testing.T) {
 	dir, req := copyExamples(t)
 	store := cache.NewMemory(cache.Options{})
-	plain, verify, _ := drivers(t, store, nil)
+	plain, verify, _ := drivers(t, store)
 	build(t, plain, req, api.StatusMiss)
 	var pk cache.Key
 	err := cache.ListRecent(context.Background(), store, 0, func(e *cache.Entry) error {

@@ -87,7 +87,7 @@ func TestRemoteTierAcrossMachines(t *testing.T) {
 	cc := ccLogger(t, root, logf)
 	machine := func(r *remote.Remote) *Driver {
 		getenv, environ := env("CC="+cc, "CC_LOG="+logf)
-		return New(Options{Store: cache.NewMemory(cache.Options{}), Remote: r, Identities: identities, Getenv: getenv, Environ: environ, TempDir: t.TempDir()})
+		return New(Options{Store: withRemote(cache.NewMemory(cache.Options{}), r), Identities: identities, Getenv: getenv, Environ: environ, TempDir: t.TempDir()})
 	}
 
 	reqA := checkout(t, filepath.Join(root, "a"))
@@ -225,7 +225,7 @@ func TestRemoteTierFaultsNeverFailABuild(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer r.Close()
-			d := New(Options{Store: cache.NewMemory(cache.Options{}), Remote: r, Identities: identities, Getenv: getenv, Environ: environ, TempDir: t.TempDir()})
+			d := New(Options{Store: withRemote(cache.NewMemory(cache.Options{}), r), Identities: identities, Getenv: getenv, Environ: environ, TempDir: t.TempDir()})
 			start := time.Now()
 			build(t, d, req, api.StatusMiss)
 			if resp := build(t, d, req, api.StatusHit); resp.HitTier != TierLocal {
@@ -273,7 +273,7 @@ func TestRemoteTierWarnings(t *testing.T) {
 	// (publications fail too): the third build skips the tier.
 	for i, epoch := range []string{"0", "1", "2"} {
 		getenv, environ := env(EpochVariable + "=" + epoch)
-		resp := build(t, New(Options{Store: store, Remote: r, Identities: identities, Getenv: getenv, Environ: environ, TempDir: t.TempDir()}), req, api.StatusMiss)
+		resp := build(t, New(Options{Store: withRemote(store, r), Identities: identities, Getenv: getenv, Environ: environ, TempDir: t.TempDir()}), req, api.StatusMiss)
 		switch i {
 		case 0:
 			warned(1, resp, "refused authentication: WRONGPASS")
@@ -291,14 +291,32 @@ func TestRemoteTierWarnings(t *testing.T) {
 		t.Fatal(err)
 	}
 	getenv, environ := env("CC=" + failing)
-	failed, err := New(Options{Store: store, Remote: r, Identities: identities, Getenv: getenv, Environ: environ, TempDir: t.TempDir()}).Build(context.Background(), req)
+	failed, err := New(Options{Store: withRemote(store, r), Identities: identities, Getenv: getenv, Environ: environ, TempDir: t.TempDir()}).Build(context.Background(), req)
 	if err == nil {
 		t.Fatal("the build with a failing compiler succeeded")
 	}
 	warned(4, failed, "skipped: it failed repeatedly")
 	getenv, environ = env(EpochVariable + "=0")
-	hit := build(t, New(Options{Store: store, Remote: r, Identities: identities, Getenv: getenv, Environ: environ, TempDir: t.TempDir()}), req, api.StatusHit)
+	hit := build(t, New(Options{Store: withRemote(store, r), Identities: identities, Getenv: getenv, Environ: environ, TempDir: t.TempDir()}), req, api.StatusHit)
 	if hit.HitTier != TierLocal || len(hit.Warnings) != 0 {
 		t.Errorf("local hit: tier %q, warnings %q", hit.HitTier, hit.Warnings)
 	}
+}
+
+// withRemote returns local with the remote tier r behind it (nil: local
+// alone), as a daemon builds with its tiers.
+func withRemote(local cache.Core, r *remote.Remote) cache.Core {
+	if r == nil {
+		return local
+	}
+	return withTiers(local, false, r)
+}
+
+// withTiers returns local with the tiers behind it (Chain.Over), verify
+// as the Driver's; no tiers is local alone.
+func withTiers(local cache.Core, verify bool, tiers ...cache.Core) cache.Core {
+	if len(tiers) == 0 {
+		return local
+	}
+	return remote.ChainOf(tiers...).Over(local, verify)
 }

@@ -3,6 +3,7 @@ package jit
 import (
 	"context"
 	"encoding/hex"
+	"io"
 	"strings"
 	"testing"
 
@@ -13,18 +14,16 @@ import (
 // manifestTier is a remote tier that holds one manifest entry.
 type manifestTier struct{ e *cache.Entry }
 
-func (r *manifestTier) Entry(_ context.Context, key cache.Key) (*cache.Entry, error) {
+func (r *manifestTier) Get(_ context.Context, key cache.Key) (*cache.Hit, error) {
 	if key != r.e.Key {
 		return nil, cache.ErrMiss
 	}
-	return r.e, nil
+	return cache.NewHit(r.e, nil), nil
 }
 
-func (r *manifestTier) Get(context.Context, cache.Key) (*cache.Hit, error) {
-	return nil, cache.ErrMiss
-}
+func (r *manifestTier) Put(context.Context, *cache.Entry, []io.Reader) error { return nil }
 
-func (r *manifestTier) Publish(*cache.Entry, [][]byte) bool { return true }
+func (r *manifestTier) Close() error { return nil }
 
 // A remote manifest whose JSON does not parse is not passed over in
 // silence: the build compiles, and its response warns, naming the key.
@@ -44,8 +43,8 @@ func TestDamagedRemoteManifestIsReported(t *testing.T) {
 	bad := *e
 	bad.Meta = map[string]string{"kind": "manifest", "manifest": `{"variants": [`}
 	getenv, environ := env()
-	d := New(Options{Store: cache.NewMemory(cache.Options{}), Identities: identities, Getenv: getenv, Environ: environ,
-		TempDir: t.TempDir(), Remote: &manifestTier{e: &bad}})
+	d := New(Options{Store: withTiers(cache.NewMemory(cache.Options{}), false, &manifestTier{e: &bad}), Identities: identities, Getenv: getenv, Environ: environ,
+		TempDir: t.TempDir()})
 	r = build(t, d, req, api.StatusMiss)
 	if len(r.Warnings) != 1 || !strings.Contains(r.Warnings[0], "damaged") || !strings.Contains(r.Warnings[0], r.Key) {
 		t.Errorf("warnings %q, want one naming the damaged remote manifest of %s", r.Warnings, r.Key)

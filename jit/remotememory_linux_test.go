@@ -31,14 +31,32 @@ func TestRemoteHitOfLargeOutputMemory(t *testing.T) {
 	if !inFreshProcess(t) {
 		return
 	}
-	size := hitOutputBytes(t)
-	ctx := context.Background()
 	node := fixture.StartRedis(t, false)
 	tier, err := remote.New(remote.Config{Target: &remote.Target{Addrs: []string{node.Addr}}, Timeout: 10 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer tier.Close()
+	largeRemoteHit(t, tier)
+}
+
+// TestRemoteHitOfLargeOutputMemoryS3 is TestRemoteHitOfLargeOutputMemory
+// with an S3 tier (versitygw), whose chunks are 16 MiB objects.
+func TestRemoteHitOfLargeOutputMemoryS3(t *testing.T) {
+	if testing.Short() {
+		t.Skip("writes a 1 GiB output into an S3 tier and out of it")
+	}
+	if !inFreshProcess(t) {
+		return
+	}
+	largeRemoteHit(t, bigTiers["s3"](t)(false))
+}
+
+// largeRemoteHit is TestRemoteHitOfLargeOutputMemory's build, through
+// tier.
+func largeRemoteHit(t *testing.T, tier *remote.Remote) {
+	size := hitOutputBytes(t)
+	ctx := context.Background()
 
 	// A's build, its result's orchestration output replaced by size
 	// bytes, published to the tier with its manifest.
@@ -87,7 +105,7 @@ func TestRemoteHitOfLargeOutputMemory(t *testing.T) {
 	}
 	defer store.Close()
 	getenv, environ := env()
-	d := New(Options{Store: store, Remote: tier, Identities: identities, Getenv: getenv, Environ: environ, TempDir: t.TempDir()})
+	d := New(Options{Store: withRemote(store, tier), Identities: identities, Getenv: getenv, Environ: environ, TempDir: t.TempDir()})
 	for _, want := range []string{TierRemote, TierLocal} {
 		os.Remove(filepath.Join(req.OutputDir, OrchestrationName))
 		base := resetPeakRSS(t)

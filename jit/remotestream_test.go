@@ -67,7 +67,7 @@ func TestRemoteHitDamagedChunk(t *testing.T) {
 
 	store := cache.NewMemory(cache.Options{})
 	getenv, environ := env()
-	d := New(Options{Store: store, Remote: open(true), Identities: identities, Getenv: getenv, Environ: environ, TempDir: t.TempDir()})
+	d := New(Options{Store: withRemote(store, open(true)), Identities: identities, Getenv: getenv, Environ: environ, TempDir: t.TempDir()})
 	for range 2 {
 		got := build(t, d, req, api.StatusMiss)
 		if got.HitTier != "" {

@@ -51,6 +51,9 @@ type unitBuild struct {
 	status    string
 	reason    string
 	compileMS float64
+	// warnings are those of the entries the unit's remote lookup was
+	// served (remoteResult), which the request reports.
+	warnings []string
 }
 
 // unitName names unit index of req as a miss line does.
@@ -79,21 +82,23 @@ func (d *Driver) unitBuilds(req *api.Request, id *identity) ([]*unitBuild, error
 }
 
 // lookupUnit looks unit ub up in the store and, when the store misses,
-// in the remote tier (not in verify mode, where every unit compiles): a
-// teammate's object is a remote hit for that unit, stored locally and
-// read from the store as a local one (so counted as a unit hit, not as a
-// request's remote hit). On a hit it sets ub.object and ub.v; on a miss
-// ub.reason says why.
+// in its remote tiers (remoteResult; not in verify mode, where every
+// unit compiles): a teammate's object is a remote hit for that unit,
+// stored locally and read from the store as a local one (so counted as
+// a unit hit, not as a request's remote hit). On a hit it sets
+// ub.object and ub.v; on a miss ub.reason says why.
 func (d *Driver) lookupUnit(ctx context.Context, ub *unitBuild) {
 	d.lookupStoredUnit(ctx, ub)
-	if ub.object != nil || d.opt.Remote == nil || d.opt.Verify {
+	if ub.object != nil || d.opt.Verify {
 		return
 	}
-	if r, _ := d.remoteLookup(ctx, ub.id); r != nil {
-		reason := ub.reason
-		if d.lookupStoredUnit(ctx, ub); ub.object == nil {
-			ub.reason = reason // the store did not take the remote hit
-		}
+	v, h, served, _ := d.remoteResult(ctx, ub.id) // a tier's failure is the request's to report
+	ub.warnings = served
+	if h == nil || len(h.Entry.Outputs) != 1 {
+		return
+	}
+	if b, err := h.Read(0); err == nil {
+		ub.object, ub.v, ub.status = b, v, unitHit
 	}
 }
 
@@ -282,8 +287,8 @@ func mergeUnits(id *identity, ubs []*unitBuild) *compileResult {
 
 // publishUnits stores, in its own entry with its header variant, the
 // object of every unit that compiled and that its flight did not store
-// (in verify mode), and queues both for the remote tier; the request's
-// outputs were published first.
+// (in verify mode), which a store with remote tiers publishes to them;
+// the request's outputs were published first.
 func (d *Driver) publishUnits(ctx context.Context, ubs []*unitBuild) {
 	for _, ub := range ubs {
 		if ub.object == nil && ub.fresh != nil && !ub.fresh.published {
@@ -293,8 +298,8 @@ func (d *Driver) publishUnits(ctx context.Context, ubs []*unitBuild) {
 }
 
 // publishUnit stores o, the compile of unit ub, in its own entry with
-// its header variant, and queues both for the remote tier; it reports
-// whether it stored them. A unit whose source changed since the request
+// its header variant (which a store with remote tiers publishes to
+// them); it reports whether it stored them. A unit whose source changed since the request
 // fingerprinted it, whose headers cannot be hashed or changed during the
 // compile, or one of whose searched paths appeared, is not published;
 // the store's failures are the request's to report.
@@ -329,10 +334,6 @@ func (d *Driver) publishUnit(ctx context.Context, ub *unitBuild, o *unitObject) 
 	}
 	if why, err := d.putManifest(ctx, ub.id, headers, o.deps.absent, rk); why != "" || err != nil {
 		return false
-	}
-	if d.opt.Remote != nil {
-		outs := []cache.Output{{Digest: sha256.Sum256(o.bin)}}
-		d.publishRemote(ctx, ub.id, outs, [][]byte{o.bin})
 	}
 	return true
 }

@@ -34,10 +34,10 @@ func TestUnitRemoteHit(t *testing.T) {
 	root := t.TempDir()
 	log := filepath.Join(root, "cc.log")
 	cc := unitLogger(t, log)
-	machine := func(r RemoteTier) (*Driver, cache.Core) {
+	machine := func(r *remote.Remote) (*Driver, cache.Core) {
 		getenv, environ := env("CC=" + cc)
 		s := cache.NewMemory(cache.Options{})
-		return New(Options{Store: s, Remote: r, Identities: identities, Getenv: getenv, Environ: environ, TempDir: t.TempDir()}), s
+		return New(Options{Store: withRemote(s, r), Identities: identities, Getenv: getenv, Environ: environ, TempDir: t.TempDir()}), s
 	}
 
 	teammate := tier(false)

@@ -18,14 +18,14 @@ import (
 // drivers returns two Drivers of store and remote with one C compiler,
 // which logs every shared-object compile to log (see compiles): plain, and
 // in verify mode.
-func drivers(t *testing.T, store testStore, remote RemoteTier) (plain, verify *Driver, log string) {
+func drivers(t *testing.T, store testStore, tiers ...cache.Core) (plain, verify *Driver, log string) {
 	t.Helper()
 	dir := t.TempDir()
 	log = filepath.Join(dir, "cc.log")
 	getenv, environ := env("CC=" + ccLogger(t, dir, log))
-	o := Options{Store: store, Remote: remote, Identities: identities, Getenv: getenv, Environ: environ, TempDir: t.TempDir()}
+	o := Options{Store: withTiers(store, false, tiers...), Identities: identities, Getenv: getenv, Environ: environ, TempDir: t.TempDir()}
 	plain = New(o)
-	o.Verify = true
+	o.Store, o.Verify = withTiers(store, true, tiers...), true
 	return plain, New(o), log
 }
 
@@ -84,7 +84,7 @@ func plant(t *testing.T, store testStore, r *storedResult, name string) []byte {
 func TestVerifyHitOfExample(t *testing.T) {
 	_, req := copyExamples(t)
 	store := cache.NewMemory(cache.Options{})
-	plain, d, log := drivers(t, store, nil)
+	plain, d, log := drivers(t, store)
 	first := build(t, plain, req, api.StatusMiss)
 	compiles(t, log)
 	for range 2 {
@@ -122,7 +122,7 @@ func TestVerifyHitOfExample(t *testing.T) {
 func TestVerifyReportsPlantedMismatch(t *testing.T) {
 	_, req := copyExamples(t)
 	store := cache.NewMemory(cache.Options{})
-	plain, d, log := drivers(t, store, nil)
+	plain, d, log := drivers(t, store)
 	first := build(t, plain, req, api.StatusMiss)
 	orig := resultOf(t, store, first.Key)
 	planted := plant(t, store, orig, KernelName(1))
@@ -180,7 +180,7 @@ func TestVerifyReportsPlantedMismatch(t *testing.T) {
 func TestVerifyNamedOutputIsCompared(t *testing.T) {
 	_, req := copyExamples(t)
 	store := cache.NewMemory(cache.Options{})
-	plain, d, _ := drivers(t, store, nil)
+	plain, d, _ := drivers(t, store)
 	first := build(t, plain, req, api.StatusMiss)
 	plant(t, store, resultOf(t, store, first.Key), KernelName(1))
 	verifyMayDiffer[KernelName(1)] = "a test's reason"
@@ -194,28 +194,13 @@ func TestVerifyNamedOutputIsCompared(t *testing.T) {
 	}
 }
 
-// memoryRemote is a RemoteTier over a memory store that publishes at once.
-type memoryRemote struct{ s *cache.Memory }
-
-func (m memoryRemote) Entry(ctx context.Context, k cache.Key) (*cache.Entry, error) {
-	return m.s.Entry(ctx, k)
-}
-
-func (m memoryRemote) Get(ctx context.Context, k cache.Key) (*cache.Hit, error) {
-	return m.s.Get(ctx, k)
-}
-
-func (m memoryRemote) Publish(e *cache.Entry, data [][]byte) bool {
-	return m.s.Put(context.Background(), e, cache.Readers(data...)) == nil
-}
-
 // TestVerifyRemoteHit: a remote hit is verified like a local one: a
 // faithful one is answered with hit_tier remote after a fresh compile, a
 // planted one fails the build, names the remote tier and is counted in the
 // local store's stats.
 func TestVerifyRemoteHit(t *testing.T) {
 	root := t.TempDir()
-	remote := memoryRemote{cache.NewMemory(cache.Options{})}
+	remote := cache.NewMemory(cache.Options{}) // a tier that publishes at once
 	a, _, log := drivers(t, cache.NewMemory(cache.Options{}), remote)
 	first := build(t, a, checkout(t, filepath.Join(root, "a")), api.StatusMiss)
 	compiles(t, log)
@@ -224,7 +209,7 @@ func TestVerifyRemoteHit(t *testing.T) {
 	cc := a.opt.Getenv("CC")
 	machine := func(local testStore) *Driver {
 		getenv, environ := env("CC=" + cc)
-		return New(Options{Store: local, Remote: remote, Verify: true, Identities: identities, Getenv: getenv, Environ: environ, TempDir: t.TempDir()})
+		return New(Options{Store: withTiers(local, true, remote), Verify: true, Identities: identities, Getenv: getenv, Environ: environ, TempDir: t.TempDir()})
 	}
 	d := machine(cache.NewMemory(cache.Options{}))
 	r := build(t, d, checkout(t, filepath.Join(root, "b", "deep")), api.StatusHit)
@@ -235,7 +220,7 @@ func TestVerifyRemoteHit(t *testing.T) {
 		t.Errorf("the verified remote hit compiled %d units, want 3", n)
 	}
 
-	plant(t, remote.s, resultOf(t, remote.s, first.Key), OrchestrationName)
+	plant(t, remote, resultOf(t, remote, first.Key), OrchestrationName)
 	local := cache.NewMemory(cache.Options{})
 	d = machine(local)
 	_, err := d.Build(context.Background(), checkout(t, filepath.Join(root, "c")))

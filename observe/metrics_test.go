@@ -36,7 +36,7 @@ func TestMetricsParseAndEqualStats(t *testing.T) {
 	}
 	_, _ = s.Get(ctx, cache.Key{2})
 	_, _ = s.Get(ctx, cache.Key{3})
-	_ = s.CountRemoteHit(ctx, e)
+	_ = s.CountRemoteHit(ctx, e, false)
 	_ = s.Count(ctx, cache.EventUncached, "pypto")
 	ObserveBuild(api.StatusHit, 3*time.Millisecond)
 	ObserveBuild(api.StatusMiss, 2*time.Second)

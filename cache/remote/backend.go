@@ -3,6 +3,8 @@ package remote
 import (
 	"context"
 	"errors"
+	"sync/atomic"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -40,41 +42,79 @@ const (
 	failAuth
 	// failFull is a full server: it answers, and reads still work.
 	failFull
+	// failPart is a failure of one part of the tier while the rest
+	// answers (a stopped Redis Cluster master): it does not count
+	// toward the breaker, so that the keys the rest holds are served.
+	failPart
 )
 
-// redisBackend is a backend on a Redis server or cluster: reads and
-// writes of many keys are pipelined.
-type redisBackend struct{ client redis.UniversalClient }
+// answeredWindow is how recently another part of a cluster must have
+// answered for a failure to be a part's (failPart).
+const answeredWindow = 10 * time.Second
 
+// redisBackend is a backend on a Redis server or cluster: reads and
+// writes of many keys are pipelined. In a cluster, a node that fails
+// while another answered within answeredWindow is a failure of that
+// node's slots alone (failPart): the others are still read and written.
+type redisBackend struct {
+	client  redis.UniversalClient
+	cluster bool
+	now     func() time.Time // Config.Now
+	// answered is when a command last had a reply (Unix nanoseconds).
+	answered atomic.Int64
+}
+
+// maxValueBytes bounds one value read: a chunk, a whole blob of at most
+// a chunk with its form byte, an entry or a signature, as S3's objects.
+const maxValueBytes = maxObjectBytes
+
+// get reads each value with GETRANGE up to maxValueBytes+1 bytes: a value
+// longer than the bound reads as one byte more than it, longer than any
+// value stored, so the size and digest checks refuse it without the
+// whole value ever in memory. An absent key reads as empty (and no
+// value stored is empty).
 func (b *redisBackend) get(ctx context.Context, keys []string) ([][]byte, error) {
 	pipe := b.client.Pipeline()
 	cmds := make([]*redis.StringCmd, len(keys))
 	for i, k := range keys {
-		cmds[i] = pipe.Get(ctx, k)
+		cmds[i] = pipe.GetRange(ctx, k, 0, maxValueBytes)
 	}
-	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
+	_, err := pipe.Exec(ctx)
+	b.note(cmds)
+	if err != nil {
 		return nil, err
 	}
 	out := make([][]byte, len(keys))
 	for i, c := range cmds {
 		v, err := c.Bytes()
-		if errors.Is(err, redis.Nil) {
-			continue
-		}
 		if err != nil {
 			return nil, err
 		}
-		if v == nil {
-			v = []byte{}
+		if len(v) > 0 {
+			out[i] = v
 		}
-		out[i] = v
 	}
 	return out, nil
 }
 
+// note records whether any of cmds had a reply (an error reply is one).
+func (b *redisBackend) note(cmds []*redis.StringCmd) {
+	for _, c := range cmds {
+		var reply redis.Error
+		if err := c.Err(); err == nil || errors.As(err, &reply) {
+			b.answered.Store(b.now().UnixNano())
+			return
+		}
+	}
+}
+
 func (b *redisBackend) set(ctx context.Context, keys []string, vals [][]byte) error {
 	if len(keys) == 1 {
-		return b.client.Set(ctx, keys[0], vals[0], 0).Err()
+		err := b.client.Set(ctx, keys[0], vals[0], 0).Err()
+		if err == nil {
+			b.answered.Store(b.now().UnixNano())
+		}
+		return err
 	}
 	pipe := b.client.Pipeline()
 	for i, k := range keys {
@@ -84,6 +124,7 @@ func (b *redisBackend) set(ctx context.Context, keys []string, vals [][]byte) er
 	if err != nil {
 		return err
 	}
+	b.answered.Store(b.now().UnixNano())
 	for _, c := range cmds {
 		if c.Err() != nil {
 			return c.Err()
@@ -101,6 +142,7 @@ func (b *redisBackend) exists(ctx context.Context, keys []string) ([]bool, error
 	if _, err := pipe.Exec(ctx); err != nil {
 		return nil, err
 	}
+	b.answered.Store(b.now().UnixNano())
 	out := make([]bool, len(keys))
 	for i, c := range cmds {
 		out[i] = c.Val() > 0
@@ -119,6 +161,9 @@ func (b *redisBackend) del(ctx context.Context, keys []string) {
 
 func (b *redisBackend) kind(err error) failureKind {
 	var reply redis.Error
+	if b.cluster && !errors.As(err, &reply) && b.now().Sub(time.Unix(0, b.answered.Load())) < answeredWindow {
+		return failPart
+	}
 	if errors.As(err, &reply) {
 		// The server's reply names its kind (the Redis protocol's error
 		// code); the client library reads it.

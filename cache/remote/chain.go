@@ -10,12 +10,19 @@ import (
 )
 
 // Chain is the remote tiers of one remote setting, in lookup order (a
-// Redis cache in front of a bucket, say). Lookups go through the tiers in
-// order; a hit in a later tier is published to the earlier writable ones;
-// publications go to every writable tier. Safe for concurrent use.
-type Chain struct{ tiers []*Remote }
+// Redis cache in front of a bucket, say). Each tier is a cache.Core: a
+// Remote (Redis or S3) or any other store that verifies what it serves
+// (a REAPI tier, a local store in tests). A tier may also queue its writes
+// (Publish(e, data) bool), wait for them (Drain) and report counters
+// (Stats); a tier without Publish is written with Put when a build
+// publishes. Lookups go through the tiers in order; a hit in a later tier
+// is published to the earlier ones; publications go to every tier.
+// Builds use a Chain through the store decorator Over returns. Safe for
+// concurrent use.
+type Chain struct{ tiers []cache.Core }
 
-// NewChain opens a Remote for each of cfgs (see New).
+// NewChain opens a tier for each of cfgs: a Remote (see New). A new kind
+// of tier is a cache.Core and a case here.
 func NewChain(cfgs []Config) (*Chain, error) {
 	c := &Chain{}
 	for _, cfg := range cfgs {
@@ -32,92 +39,102 @@ func NewChain(cfgs []Config) (*Chain, error) {
 	return c, nil
 }
 
-// Tiers returns the chain's tiers in lookup order.
-func (c *Chain) Tiers() []*Remote { return c.tiers }
+// ChainOf returns the chain of tiers, in lookup order: stores already
+// open, which the chain's Close closes.
+func ChainOf(tiers ...cache.Core) *Chain { return &Chain{tiers: tiers} }
 
-// lookup runs get on each tier in order until one hits. Without a hit it
+// Tiers returns the chain's tiers in lookup order.
+func (c *Chain) Tiers() []cache.Core { return c.tiers }
+
+// queuedTier is a tier that queues its writes (Remote.Publish).
+type queuedTier interface {
+	Publish(e *cache.Entry, data [][]byte) bool
+}
+
+// get runs Get on each tier in order until one hits. Without a hit it
 // returns the first failure of a tier (which the build warns about), else
-// the last miss.
-func lookup[T any](c *Chain, get func(*Remote) (T, error)) (T, int, error) {
-	var zero T
+// the last miss. A hit in a later tier of at most copyBackBytes is read
+// (verified) and published to the earlier ones, and the hit returned
+// serves those bytes; a larger one streams from its tier and is not
+// copied back (a publication holds whole outputs).
+func (c *Chain) get(ctx context.Context, key cache.Key) (*cache.Hit, error) {
 	var miss, failure error
-	for i, r := range c.tiers {
-		v, err := get(r)
-		if err == nil {
-			return v, i, nil
-		}
-		if errors.Is(err, cache.ErrMiss) {
+	for i, t := range c.tiers {
+		h, err := t.Get(ctx, key)
+		switch {
+		case err == nil && (i == 0 || h.Entry.Size() > copyBackBytes):
+			return h, nil
+		case err == nil:
+			data, err := h.ReadAll()
+			if err != nil {
+				return nil, err
+			}
+			c.publish(c.tiers[:i], h.Entry, data)
+			copied := cache.NewHit(h.Entry, func(i int) (io.ReadCloser, error) {
+				return io.NopCloser(bytes.NewReader(data[i])), nil
+			})
+			copied.Warnings = h.Warnings
+			return copied, nil
+		case errors.Is(err, cache.ErrMiss):
 			miss = err
-		} else if failure == nil {
+		case failure == nil:
 			failure = err
 		}
 	}
 	if failure != nil {
-		return zero, -1, failure
+		return nil, failure
 	}
-	return zero, -1, miss
+	if miss == nil {
+		miss = ErrMiss
+	}
+	return nil, miss
 }
 
-// Entry returns the verified entry of key, without its blobs, from the
-// first tier that has it. An entry without outputs (a manifest) found in
-// a later tier is published to the earlier ones.
-func (c *Chain) Entry(ctx context.Context, key cache.Key) (*cache.Entry, error) {
-	e, i, err := lookup(c, func(r *Remote) (*cache.Entry, error) { return r.Entry(ctx, key) })
-	if err == nil && len(e.Outputs) == 0 {
-		c.copyBack(i, e, nil)
-	}
-	return e, err
-}
-
-// Get returns the verified entry of key as a hit (see Remote.Get) from
-// the first tier that has it. A hit in a later tier of at most
-// copyBackBytes is read (verified) and published to the earlier ones, and
-// the hit returned serves those bytes; a larger one streams from its tier
-// and is not copied back (the publication queue holds whole outputs).
-func (c *Chain) Get(ctx context.Context, key cache.Key) (*cache.Hit, error) {
-	h, i, err := lookup(c, func(r *Remote) (*cache.Hit, error) { return r.Get(ctx, key) })
-	if err != nil || i == 0 || h.Entry.Size() > copyBackBytes {
-		return h, err
-	}
-	data, err := h.ReadAll()
-	if err != nil {
-		return nil, err
-	}
-	c.copyBack(i, h.Entry, data)
-	return cache.NewHit(h.Entry, func(i int) (io.ReadCloser, error) {
-		return io.NopCloser(bytes.NewReader(data[i])), nil
-	}), nil
-}
-
-// copyBackBytes bounds the outputs of a hit in a later tier that Get
+// copyBackBytes bounds the outputs of a hit in a later tier that get
 // copies back to the earlier ones.
 const copyBackBytes = 64 << 20
 
-// copyBack publishes what tier i served to the tiers before it.
-func (c *Chain) copyBack(i int, e *cache.Entry, data [][]byte) {
-	for _, r := range c.tiers[:i] {
-		r.Publish(e, data)
-	}
-}
-
-// Publish queues a write of e and data to every writable tier (neither may
-// be modified afterwards). It returns whether some tier took it.
-func (c *Chain) Publish(e *cache.Entry, data [][]byte) bool {
+// publish queues a write of e and data to tiers: through their Publish,
+// or their Put (not a Remote's: a tier that writes at once).
+func (c *Chain) publish(tiers []cache.Core, e *cache.Entry, data [][]byte) bool {
 	took := false
-	for _, r := range c.tiers {
-		if r.Publish(e, data) {
+	for _, t := range tiers {
+		if p, ok := t.(queuedTier); ok {
+			took = p.Publish(e, data) || took
+		} else if t.Put(context.Background(), e, cache.Readers(data...)) == nil {
 			took = true
 		}
 	}
 	return took
 }
 
-// Drain drains every tier at once (see Remote.Drain) and returns the
-// publications abandoned in all.
+// writable reports whether some tier takes writes (is not a read-only
+// Remote or another tier whose ReadOnly says so).
+func (c *Chain) writable() bool {
+	for _, t := range c.tiers {
+		if ro, ok := t.(interface{ ReadOnly() bool }); !ok || !ro.ReadOnly() {
+			return true
+		}
+	}
+	return false
+}
+
+// Publish queues a write of e and data to every tier (neither may be
+// modified afterwards). It returns whether some tier took it.
+func (c *Chain) Publish(e *cache.Entry, data [][]byte) bool { return c.publish(c.tiers, e, data) }
+
+// Drain drains every tier that queues its writes at once (see
+// Remote.Drain) and returns the publications abandoned in all.
 func (c *Chain) Drain(ctx context.Context) int {
 	n := make(chan int, len(c.tiers))
-	for _, r := range c.tiers {
-		go func() { n <- r.Drain(ctx) }()
+	for _, t := range c.tiers {
+		go func() {
+			if d, ok := t.(interface{ Drain(context.Context) int }); ok {
+				n <- d.Drain(ctx)
+				return
+			}
+			n <- 0
+		}()
 	}
 	total := 0
 	for range c.tiers {
@@ -129,26 +146,34 @@ func (c *Chain) Drain(ctx context.Context) int {
 // Close closes every tier.
 func (c *Chain) Close() error {
 	var errs []error
-	for _, r := range c.tiers {
-		errs = append(errs, r.Close())
+	for _, t := range c.tiers {
+		errs = append(errs, t.Close())
 	}
 	return errors.Join(errs...)
 }
 
-// Stats returns the counters of each tier, in lookup order.
+// Stats returns the counters of each tier that reports them (a Remote),
+// in lookup order.
 func (c *Chain) Stats() []Stats {
-	out := make([]Stats, len(c.tiers))
-	for i, r := range c.tiers {
-		out[i] = r.Stats()
+	var out []Stats
+	for _, t := range c.tiers {
+		if s, ok := t.(interface{ Stats() Stats }); ok {
+			out = append(out, s.Stats())
+		}
 	}
 	return out
 }
 
-// Target names the tiers, passwords elided.
+// Target names the tiers that say what they are (a Remote: its URL,
+// passwords elided).
 func (c *Chain) Target() string {
 	s := ""
-	for i, r := range c.tiers {
-		if i > 0 {
+	for _, t := range c.tiers {
+		r, ok := t.(*Remote)
+		if !ok {
+			continue
+		}
+		if s != "" {
 			s += " "
 		}
 		s += r.cfg.Target.String()

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -183,28 +184,91 @@ func TestClusterReadOnly(t *testing.T) {
 	}
 }
 
-// TestClusterNodeDown: a stopped master gives errors within the timeout
-// and opens the circuit, warning once; nothing hangs.
+// TestClusterNodeDown: with one of three masters stopped (the cluster
+// set to serve the slots that are up, cluster-require-full-coverage
+// no), a store with the cluster behind it (Tiered) is served every entry
+// whose keys all live on the masters that are up, as remote hits; the
+// others are misses within the timeout, each counted as an error of the
+// tier; the circuit stays closed, and nothing hangs.
 func TestClusterNodeDown(t *testing.T) {
+	timeout := 500 * time.Millisecond
+	r, nodes := clusterRemote(t, Config{Timeout: timeout, ConnectTimeout: timeout}, "--cluster-require-full-coverage", "no")
+	ctx := context.Background()
+	// Entries on every node first, then one node dies.
+	onStopped := func(k string) bool {
+		_, err := fixture.RedisCommand(nodes[1].Addr, "EXISTS", k)
+		return err == nil // the other nodes answer MOVED
+	}
+	var keys []cache.Key
+	up := map[cache.Key]bool{}
+	for i := range 30 {
+		e, data := keyedEntry([]byte{byte(i)})
+		if err := r.Put(ctx, e, cache.Readers(data...)); err != nil {
+			t.Fatal(err)
+		}
+		keys = append(keys, e.Key)
+		up[e.Key] = !onStopped(entryKey(e.Key)) && !onStopped(blobKey(e.Outputs[0].Digest))
+	}
+	nodes[1].Stop()
+	local := cache.NewMemory(cache.Options{})
+	st := ChainOf(r).Over(local, false)
+	served, down := 0, 0
+	for _, k := range keys {
+		start := time.Now()
+		h, err := st.Get(ctx, k)
+		if took := time.Since(start); took > timeout+2*time.Second {
+			t.Fatalf("Get took %s with a %s timeout", took, timeout)
+		}
+		switch {
+		case up[k] && (err != nil || h.Tier != TierName):
+			t.Errorf("entry %s, whose keys are on masters that are up: %v; want a remote hit", k, err)
+		case up[k]:
+			served++
+		case !errors.Is(err, cache.ErrMiss):
+			t.Errorf("entry %s on the stopped master: %v; want a miss", k, err)
+		default:
+			down++
+		}
+	}
+	if served == 0 || down == 0 {
+		t.Fatalf("%d entries served, %d on the stopped master: want some of each", served, down)
+	}
+	if s := r.Stats(); s.State != "ok" || s.Errors != int64(down) || s.Hits != int64(served) {
+		t.Errorf("stats %+v; want the circuit closed, %d errors and %d hits", s, down, served)
+	}
+	if ls, _ := cache.ReadStats(ctx, local); ls.RemoteHits != int64(served) {
+		t.Errorf("the local store counts %d remote hits, want %d", ls.RemoteHits, served)
+	}
+}
+
+// TestClusterDown: with every master stopped, the tier's failures open
+// the circuit after BreakerFailures of them, warning once; nothing hangs.
+func TestClusterDown(t *testing.T) {
 	var mu sync.Mutex
 	var warnings []string
 	timeout := 500 * time.Millisecond
-	r, nodes := clusterRemote(t, Config{Timeout: timeout, ConnectTimeout: timeout, Warn: func(s string) {
+	var skew atomic.Int64 // added to the clock
+	now := func() time.Time { return time.Now().Add(time.Duration(skew.Load())) }
+	r, nodes := clusterRemote(t, Config{Timeout: timeout, ConnectTimeout: timeout, Now: now, Warn: func(s string) {
 		mu.Lock()
 		warnings = append(warnings, s)
 		mu.Unlock()
 	}})
 	ctx := context.Background()
-	// Entries on every node first, then one node dies.
 	var keys []cache.Key
-	for i := range 30 {
+	for i := range 10 {
 		e, data := testEntry(byte(i), []byte{byte(i)})
 		if err := r.Put(ctx, e, cache.Readers(data...)); err != nil {
 			t.Fatal(err)
 		}
 		keys = append(keys, e.Key)
 	}
-	nodes[1].Stop()
+	for _, n := range nodes {
+		n.Stop()
+	}
+	// Within answeredWindow of the last reply a failure is a node's: the
+	// clock moves past the window first.
+	skew.Store(int64(answeredWindow))
 	var errs, open int
 	for _, k := range keys {
 		start := time.Now()
@@ -215,15 +279,12 @@ func TestClusterNodeDown(t *testing.T) {
 		switch {
 		case errors.Is(err, ErrCircuitOpen):
 			open++
-		case err != nil && !errors.Is(err, ErrMiss):
+		case err != nil:
 			errs++
 		}
 	}
-	if errs < DefaultBreakerFailures || open == 0 {
-		t.Errorf("%d errors and %d refused by the open circuit, want the circuit to open", errs, open)
-	}
-	if s := r.Stats(); s.State != "circuit open" || s.Errors != int64(errs) {
-		t.Errorf("stats %+v, counted %d errors", s, errs)
+	if errs != DefaultBreakerFailures || open != len(keys)-errs {
+		t.Errorf("%d errors and %d refused by the open circuit, want the circuit open after %d", errs, open, DefaultBreakerFailures)
 	}
 	mu.Lock()
 	defer mu.Unlock()

@@ -330,7 +330,9 @@ type Config struct {
 	// Warn receives one message when the circuit opens and one when it
 	// closes again; nil discards them.
 	Warn func(msg string)
-	// Now is the clock of the breaker; nil means time.Now.
+	// Now is the clock of the breaker and of a cluster's answered
+	// window (a failure while other masters answer is a master's); nil
+	// means time.Now.
 	Now func() time.Time
 	// SigningKey signs every entry written (nil: unsigned).
 	SigningKey ed25519.PrivateKey

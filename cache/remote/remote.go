@@ -1,6 +1,21 @@
-// Package remote is ptojit's remote cache tier on Redis (a single server,
-// over TLS or not, or a Redis Cluster), through github.com/redis/go-redis/v9.
-// It imports no ptojit package but cache.
+// Package remote is ptojit's remote cache tiers: Redis (a single server,
+// over TLS or not, or a Redis Cluster, through github.com/redis/go-redis/v9)
+// and S3, and the chain that puts them behind a local store. It imports no
+// ptojit package but cache.
+//
+// # Tiers and the chain
+//
+// Each tier is a cache.Core: a Remote (Get, Put, Close; Publish queues a
+// write), or any other store that verifies what it serves. A Chain holds
+// the tiers of one remote setting in lookup order, and Chain.Over puts
+// them behind a local store as a cache.Core decorator (Tiered) that does
+// what a build needs of them: the lookup after a local miss, the copy of
+// a tier's hit into the local store (backfill, none in verify mode) and
+// into the earlier tiers, the check that an entry's key is its record's
+// digest, the count of a remote hit, and the publication of what is Put.
+// Signatures are each tier's (Config.SigningKey, Config.Trust), and so
+// are its warnings (Config.Warn). A new kind of tier (the REAPI one) is a
+// cache.Core and a case in NewChain, which builds the tier list.
 //
 // # Layout
 //
@@ -33,7 +48,13 @@
 // once with ErrCircuitOpen for Config.BreakerCooldown, then one probe
 // decides. Config.Warn hears one message per episode. A full server
 // (maxmemory with noeviction: "OOM" replies to writes) is counted but does
-// not open the circuit: reads still work. The remote tier never fails a build: callers treat every
+// not open the circuit: reads still work. In a Redis Cluster, a failure
+// while another master answered within answeredWindow (10 s) is that
+// master's: it is counted but does not open the circuit, so the entries
+// whose keys live on the masters that are up are still served. Values
+// are read at most maxValueBytes and a byte (GETRANGE), as S3 objects
+// are, so a value stored by another writer never costs more memory than
+// a chunk. The remote tier never fails a build: callers treat every
 // error as a miss or a skipped publication.
 //
 // # Publication
@@ -168,7 +189,7 @@ type Remote struct {
 
 	hits, misses, damaged, untrusted, errs, writes, dropped, up, down atomic.Int64
 
-	untrustedOnce, unauthOnce sync.Once
+	untrustedOnce, unauthOnce, servedOnce sync.Once
 }
 
 // quiet discards go-redis's own log lines: the Remote counts and reports
@@ -194,7 +215,7 @@ func New(cfg Config) (*Remote, error) {
 		}
 		be = b
 	} else {
-		be = &redisBackend{client: newRedisClient(&cfg)}
+		be = &redisBackend{client: newRedisClient(&cfg), cluster: cfg.Target.Cluster, now: cfg.Now}
 	}
 	r := &Remote{cfg: cfg, be: be}
 	r.br = breaker{threshold: cfg.BreakerFailures, cooldown: cfg.BreakerCooldown, now: cfg.Now, warn: cfg.Warn, target: cfg.Target.String()}
@@ -317,6 +338,9 @@ func (r *Remote) op(ctx context.Context, fn func(ctx context.Context) error) err
 	switch r.be.kind(err) {
 	case failFull:
 		r.br.success() // a full server: it answers, and reads still work
+		return te
+	case failPart:
+		r.br.cancelled() // a cluster node: the others answer
 		return te
 	case failAuth:
 		te.Auth = true

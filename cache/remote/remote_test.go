@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/ptojit/ptojit/cache"
+	"github.com/ptojit/ptojit/test/fixture"
 )
 
 func TestParseURL(t *testing.T) {
@@ -411,4 +412,32 @@ func getAll(ctx context.Context, g interface {
 		return nil, nil, err
 	}
 	return h.Entry, data, nil
+}
+
+// TestRedisValueBound: a Redis value longer than any value stored (a
+// blob's, bound by maxValueBytes, as an S3 object is) is read only up to
+// one byte past the bound, and the entry whose blob it is is damaged.
+func TestRedisValueBound(t *testing.T) {
+	n := fixture.StartRedis(t, false)
+	r := newRemote(t, Config{Target: &Target{Addrs: []string{n.Addr}}, Timeout: 10 * time.Second})
+	ctx := context.Background()
+	e, data := keyedEntry([]byte("small"))
+	if err := r.Put(ctx, e, cache.Readers(data...)); err != nil {
+		t.Fatal(err)
+	}
+	big := make([]byte, maxValueBytes+1000)
+	big[0] = blobInline
+	k := blobKey(e.Outputs[0].Digest)
+	be := r.be.(*redisBackend)
+	if err := be.client.Set(ctx, k, big, 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	vals, err := be.get(ctx, []string{k})
+	if err != nil || len(vals[0]) != maxValueBytes+1 {
+		t.Fatalf("read %d bytes (%v), want %d", len(vals[0]), err, maxValueBytes+1)
+	}
+	var de *DamagedError
+	if _, err := r.Get(ctx, e.Key); !errors.As(err, &de) {
+		t.Fatalf("an entry whose blob is over the bound: %v, want damaged", err)
+	}
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/ed25519"
+	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -350,12 +351,17 @@ func TestRedisSigned(t *testing.T) {
 	})
 }
 
+// TestChainRedisBeforeS3: a store with a Redis tier in front of an S3
+// tier (Tiered): a local miss that the bucket answers is copied to Redis
+// (the earlier tier) and to the local store, served with Tier "remote"
+// and counted as a remote hit; the next Get is the local store's. A Put
+// reaches the local store and every tier.
 func TestChainRedisBeforeS3(t *testing.T) {
 	srv := fixture.StartS3(t, "bkt")
 	n := fixture.StartRedis(t, false)
 	ctx := context.Background()
 	s3 := s3Remote(t, srv, Config{}, "")
-	e, data := testEntry(1, []byte("from the bucket"))
+	e, data := keyedEntry([]byte("from the bucket"))
 	if err := s3.Put(ctx, e, cache.Readers(data...)); err != nil {
 		t.Fatal(err)
 	}
@@ -363,9 +369,21 @@ func TestChainRedisBeforeS3(t *testing.T) {
 		return newRemote(t, Config{Target: &Target{Addrs: []string{n.Addr}}, Timeout: 2 * time.Second})
 	}
 	red := redis()
-	c := &Chain{tiers: []*Remote{red, s3}}
-	if _, got, err := getAll(ctx, c, e.Key); err != nil || string(got[0]) != "from the bucket" {
-		t.Fatalf("chain: %v", err)
+	c := ChainOf(red, s3)
+	local := cache.NewMemory(cache.Options{})
+	st := c.Over(local, false)
+	h, err := st.Get(ctx, e.Key)
+	if err != nil || h.Tier != TierName {
+		t.Fatalf("chain: %v, tier %q", err, h.Tier)
+	}
+	if got, err := h.ReadAll(); err != nil || string(got[0]) != "from the bucket" {
+		t.Fatalf("chain: %q, %v", got, err)
+	}
+	if h, err := st.Get(ctx, e.Key); err != nil || h.Tier != "" {
+		t.Fatalf("the second Get: %v, tier %q; want the local store's hit", err, h.Tier)
+	}
+	if ls, err := cache.ReadStats(ctx, st); err != nil || ls.RemoteHits != 1 || ls.Hits != 1 || ls.Misses != 0 {
+		t.Errorf("local stats %+v, %v: want one remote hit, then one hit", ls, err)
 	}
 	// The hit was copied to Redis, the earlier tier.
 	dctx, cancel := context.WithTimeout(ctx, 10*time.Second)
@@ -379,18 +397,30 @@ func TestChainRedisBeforeS3(t *testing.T) {
 	if st := c.Stats(); len(st) != 2 || st[0].Hits != 1 || st[0].Misses != 1 || st[1].Hits != 1 || st[0].Writes != 1 {
 		t.Errorf("stats %+v", st)
 	}
+	// An entry whose key is not its record's digest is no hit of the
+	// chain, and never reaches the local store.
+	bad, badData := testEntry(3, []byte("misfiled"))
+	if err := s3.Put(ctx, bad, cache.Readers(badData...)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.Get(ctx, bad.Key); !errors.Is(err, cache.ErrMiss) {
+		t.Fatalf("an entry under another key than its record's digest: %v, want a miss", err)
+	}
+	if _, err := cache.Lookup(ctx, local, bad.Key); !errors.Is(err, cache.ErrMiss) {
+		t.Fatalf("the misfiled entry reached the local store: %v", err)
+	}
 	// Publications go to every tier.
-	c = &Chain{tiers: []*Remote{redis(), s3Remote(t, srv, Config{}, "")}}
+	c = ChainOf(redis(), s3Remote(t, srv, Config{}, ""))
 	e2, data2 := testEntry(2, []byte("new"))
-	if !c.Publish(e2, data2) {
-		t.Fatal("Publish dropped")
+	if err := c.Over(local, false).Put(ctx, e2, cache.Readers(data2...)); err != nil {
+		t.Fatal(err)
 	}
 	if n := c.Drain(dctx); n != 0 {
 		t.Fatalf("%d publications abandoned", n)
 	}
 	for _, r := range c.Tiers() {
 		if _, _, err := getAll(ctx, r, e2.Key); err != nil {
-			t.Errorf("%s: %v", r.Stats().Target, err)
+			t.Errorf("%s: %v", r.(*Remote).Stats().Target, err)
 		}
 	}
 }
@@ -459,4 +489,13 @@ func TestS3CredentialsFile(t *testing.T) {
 	if _, _, err := getAll(ctx, r, e.Key); err != nil {
 		t.Fatalf("after the file was fixed: %v", err)
 	}
+}
+
+// keyedEntry is testEntry whose key is the SHA-256 of its record, as a
+// Tiered store takes from its tiers.
+func keyedEntry(blobs ...[]byte) (*cache.Entry, [][]byte) {
+	e, data := testEntry(0, blobs...)
+	e.Record = append([]byte("record of "), blobs[0]...)
+	e.Key = sha256.Sum256(e.Record)
+	return e, data
 }

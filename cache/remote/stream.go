@@ -22,7 +22,8 @@ import (
 // a miss, damaged data or an error, and a reader the damage or error it
 // meets. The Get of a build key's manifest entry (kind "manifest") reads
 // the manifest, not a build's outputs, and counts no hit, as a local
-// store's does (see cache.Counting.Get). The hit's readers use ctx.
+// store's does (see cache.Counting.Get). The hit's readers use ctx. The
+// first hit of a tier without Config.Trust carries a warning (Warnings).
 func (r *Remote) Get(ctx context.Context, key cache.Key) (*cache.Hit, error) {
 	var (
 		e    *cache.Entry
@@ -40,13 +41,30 @@ func (r *Remote) Get(ctx context.Context, key cache.Key) (*cache.Hit, error) {
 	if err != nil {
 		return nil, err
 	}
-	return cache.NewHit(e, func(i int) (io.ReadCloser, error) {
+	h := cache.NewHit(e, func(i int) (io.ReadCloser, error) {
 		s := srcs[i]
 		if s.head == nil {
 			return io.NopCloser(bytes.NewReader(s.data)), nil
 		}
 		return &chunkStream{ctx: ctx, r: r, out: e.Outputs[i], h: *s.head, sum: sha256.New()}, nil
-	}), nil
+	})
+	h.Warnings = r.servedWarning()
+	return h, nil
+}
+
+// servedWarning is the warning of the tier's first hit without
+// Config.Trust (remote_trust): whoever can write to the tier wrote what
+// it served, signed or not. A build reports it (standard error, --json),
+// once per Remote: once per daemon and tier.
+func (r *Remote) servedWarning() []string {
+	if r.cfg.Trust != nil {
+		return nil
+	}
+	var w []string
+	r.servedOnce.Do(func() {
+		w = []string{fmt.Sprintf("remote cache %s served an entry that no signature authenticates (set remote_trust to accept only entries signed by trusted keys)", r.cfg.Target)}
+	})
+	return w
 }
 
 // blobSource is how a hit's output is read: its verified bytes (a blob of

@@ -365,7 +365,8 @@ func identities() *toolchain.InstallationIdentityCache {
 // driverFor returns the Driver of a command: with the shared identity memo
 // when there is one, reading env's variables and running the tools with
 // env's environment as a daemon of cacheDir ("" for the default) keeps it
-// (toolEnv), verifying every hit with verify (storeFor).
+// (toolEnv), verifying every hit with verify (storeFor), with the remote
+// tiers rt (nil: none) behind store.
 func driverFor(env *cli.Env, cacheDir string, store cache.Core, storeErr error, rt *remote.Chain, verify bool) *jit.Driver {
 	o := jit.Options{Store: store, Getenv: env.Getenv, Environ: toolEnv(env, cacheDir), Identities: identities(), Verify: verify, Listings: engine.listings}
 	if store == nil && storeErr != nil {
@@ -380,7 +381,7 @@ func driverFor(env *cli.Env, cacheDir string, store cache.Core, storeErr error, 
 		}
 	}
 	if store != nil && rt != nil {
-		o.Remote = rt
+		o.Store = rt.Over(store, verify)
 	}
 	return jit.New(o)
 }

@@ -80,7 +80,8 @@ func TestBuildRemoteTier(t *testing.T) {
 // directory and daemon and a checkout at another path and depth, share a
 // 3-master Redis Cluster. A's daemon compiles and publishes (drained when
 // it stops); B's daemon, reading only, answers with a remote hit: no
-// compiler run, the same key and outputs; its status shows the tier.
+// compiler run, the same key and outputs; its status shows the tier. B
+// trusts no key, and its first remote hit says so.
 func TestDaemonRemoteTier(t *testing.T) {
 	nodes := fixture.RedisCluster(t, 3)
 	var addrs []string
@@ -131,8 +132,25 @@ func TestDaemonRemoteTier(t *testing.T) {
 	if len(x) == 0 || !bytes.Equal(x, y) {
 		t.Error("B's callable differs from A's")
 	}
+	// B trusts no key (remote_trust): the build served says so, on
+	// standard error and in --json, once per daemon and tier.
+	const unauthenticated = "served an entry that no signature authenticates"
+	if n := strings.Count(strings.Join(resp.Warnings, "\n"), unauthenticated); n != 1 || !strings.Contains(errs, unauthenticated) {
+		t.Errorf("B's warnings %q, standard error %q: want the tier's entry said unauthenticated once", resp.Warnings, errs)
+	}
+	if _, errs, code := b.run("cache", "clear"); code != 0 {
+		t.Fatalf("B: cache clear: %s", errs)
+	}
+	out, errs, code = b.run("build", "--request", b.request, "--json")
+	var again api.Response
+	if err := json.Unmarshal([]byte(out), &again); code != 0 || err != nil || again.HitTier != "remote" {
+		t.Fatalf("B again: exit %d, %v, tier %q: %s", code, err, again.HitTier, errs)
+	}
+	if strings.Contains(strings.Join(again.Warnings, "\n")+errs, unauthenticated) {
+		t.Errorf("B's second remote hit warns again: %q", again.Warnings)
+	}
 	st := b.status()
-	if st.Remote == nil || st.Remote.Hits != 1 || st.Remote.Writes != 0 || st.Remote.State != "read-only" {
+	if st.Remote == nil || st.Remote.Hits != 2 || st.Remote.Writes != 0 || st.Remote.State != "read-only" {
 		t.Errorf("B's daemon status remote %+v", st.Remote)
 	}
 }
