@@ -149,6 +149,20 @@ func (d *Driver) storeRemoteHit(ctx context.Context, id *identity, h *cache.Hit,
 	return nil
 }
 
+// publishRemoteObjects is publishRemote of outputs whose bytes are objs:
+// the remote tier takes them in memory, so they are read whole here.
+func (d *Driver) publishRemoteObjects(ctx context.Context, id *identity, outs []cache.Output, objs []*object) {
+	data := make([][]byte, len(objs))
+	for i, o := range objs {
+		b, err := o.bytes()
+		if err != nil {
+			return
+		}
+		data[i] = b
+	}
+	d.publishRemote(ctx, id, outs, data)
+}
+
 // publishRemote queues the entries a local publish just wrote (the result
 // of the newest variant, then the manifest) for the remote tier. data are
 // the outputs' bytes in the order of outs.
