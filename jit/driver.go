@@ -294,7 +294,7 @@ func (d *Driver) verifyFlight(ctx context.Context, req *api.Request, id *identit
 // compile was another build's; the flight's timings and warnings go into
 // resp, a failed one's warnings too.
 func (d *Driver) compileShared(ctx context.Context, req *api.Request, id *identity, began time.Time, why string, resp *api.Response, ph *phases) (*flightResult, string, error) {
-	r, err, shared, done := compileFlight.do(ctx, d.flightKey(id), func(fctx context.Context) (*flightResult, error) {
+	r, done, err, shared := compileFlight.do(ctx, d.flightKey(id), func(fctx context.Context) (*flightResult, error) {
 		return d.compileAndPublish(fctx, req, id, began)
 	})
 	if err != nil {

@@ -42,7 +42,7 @@ type flight[T any] struct {
 // context carries ctx's values and is canceled only when no caller waits
 // any more. A caller whose ctx ends first returns ctx's cause. The caller
 // calls done once it no longer uses r (whatever err is).
-func (g *flightGroup[T]) do(ctx context.Context, key string, fn func(context.Context) (T, error)) (r T, err error, shared bool, done func()) {
+func (g *flightGroup[T]) do(ctx context.Context, key string, fn func(context.Context) (T, error)) (r T, done func(), err error, shared bool) {
 	g.mu.Lock()
 	f := g.m[key]
 	if f == nil {
@@ -60,7 +60,7 @@ func (g *flightGroup[T]) do(ctx context.Context, key string, fn func(context.Con
 	g.mu.Unlock()
 	select {
 	case <-f.done:
-		return f.val, f.err, shared, func() { g.drop(f) }
+		return f.val, func() { g.drop(f) }, f.err, shared
 	case <-ctx.Done():
 		g.mu.Lock()
 		if f.finished {
@@ -68,7 +68,7 @@ func (g *flightGroup[T]) do(ctx context.Context, key string, fn func(context.Con
 			g.mu.Unlock()
 			g.drop(f)
 			var zero T
-			return zero, context.Cause(ctx), shared, func() {}
+			return zero, func() {}, context.Cause(ctx), shared
 		}
 		f.waiters--
 		if f.waiters == 0 {
@@ -81,7 +81,7 @@ func (g *flightGroup[T]) do(ctx context.Context, key string, fn func(context.Con
 		}
 		g.mu.Unlock()
 		var zero T
-		return zero, context.Cause(ctx), shared, func() {}
+		return zero, func() {}, context.Cause(ctx), shared
 	}
 }
 

@@ -33,7 +33,7 @@ func TestFlightGroup(t *testing.T) {
 	call := func(ctx context.Context) chan answer {
 		ch := make(chan answer, 1)
 		go func() {
-			r, err, shared, done := g.do(ctx, "k", fn)
+			r, done, err, shared := g.do(ctx, "k", fn)
 			done()
 			ch <- answer{r, err, shared}
 		}()
@@ -96,7 +96,7 @@ func TestFlightGroup(t *testing.T) {
 	}
 
 	// A panic in the compile is an error for every build, not a crash.
-	r, err, _, _ := g.do(context.Background(), "p", func(context.Context) (*flightResult, error) { panic("boom") })
+	r, _, err, _ := g.do(context.Background(), "p", func(context.Context) (*flightResult, error) { panic("boom") })
 	if r != nil || err == nil || !strings.Contains(err.Error(), "boom") {
 		t.Fatalf("a panicking flight: %v %v", r, err)
 	}
@@ -119,9 +119,9 @@ func TestFlightReleasesAfterLastHolder(t *testing.T) {
 		done func()
 	}
 	results := make(chan got, 2)
-	go func() { r, _, _, done := g.do(context.Background(), "k", fn); results <- got{r, done} }()
+	go func() { r, done, _, _ := g.do(context.Background(), "k", fn); results <- got{r, done} }()
 	<-started
-	go func() { r, _, _, done := g.do(context.Background(), "k", fn); results <- got{r, done} }()
+	go func() { r, done, _, _ := g.do(context.Background(), "k", fn); results <- got{r, done} }()
 	deadline := time.After(10 * time.Second)
 	for {
 		g.mu.Lock()
@@ -164,7 +164,7 @@ func TestFlightReleasesAfterLastHolder(t *testing.T) {
 	started = make(chan struct{})
 	left := make(chan struct{})
 	go func() {
-		_, err, _, done := g.do(ctx, "l", fn)
+		_, done, err, _ := g.do(ctx, "l", fn)
 		done()
 		if err == nil {
 			t.Error("a build whose context ended got no error")

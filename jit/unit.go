@@ -281,7 +281,7 @@ type unitObject struct {
 // then finds its entry instead of compiling it a second time.
 func (d *Driver) compileUnit(ctx context.Context, req *api.Request, id *identity, ub *unitBuild) error {
 	key := fmt.Sprintf("%p/%s", d.opt.Store, ub.id.key)
-	o, err, shared, done := unitFlight.do(ctx, key, func(fctx context.Context) (*unitObject, error) {
+	o, done, err, shared := unitFlight.do(ctx, key, func(fctx context.Context) (*unitObject, error) {
 		if !d.opt.Verify {
 			probe := *ub
 			if d.lookupStoredUnit(fctx, &probe); probe.object != nil {
