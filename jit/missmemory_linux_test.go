@@ -14,7 +14,7 @@ import (
 )
 
 // paddingCC writes a C compiler wrapper that compiles with gcc and then
-// appends size pseudo-random bytes to an output named orchestration.so:
+// appends size zero bytes to an output named orchestration.so:
 // an ELF file with bytes past its sections is still a loadable shared
 // object exporting the same symbols.
 func paddingCC(t *testing.T, size int64) string {
@@ -29,7 +29,7 @@ for a; do
 done
 gcc "$@" || exit
 case "$out" in
-*/orchestration.so) head -c %d /dev/urandom >> "$out" ;;
+*/orchestration.so) head -c %d /dev/zero >> "$out" ;;
 esac
 `, size)
 	if err := os.WriteFile(cc, []byte(script), 0o755); err != nil {
