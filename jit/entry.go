@@ -76,7 +76,7 @@ type exportsKey struct {
 
 // objectExports is exports of o: its file, or, for an object in the
 // store that exportsMemo does not vouch for, a copy streamed into a
-// temporary file under tmpDir (the ELF reader reads at offsets; the
+// build directory under tmpDir (the ELF reader reads at offsets; the
 // store's reader streams).
 func objectExports(o *object, name, tmpDir string) error {
 	k := exportsKey{o.digest, name}
@@ -85,12 +85,16 @@ func objectExports(o *object, name, tmpDir string) error {
 	}
 	p := o.path
 	if p == "" {
-		f, err := os.CreateTemp(tmpDir, "ptojit-object-*")
+		dir, release, err := newBuildDir(tmpDir) // swept if this process dies
 		if err != nil {
 			return err
 		}
-		p = f.Name()
-		defer os.Remove(p)
+		defer release()
+		p = filepath.Join(dir, "object")
+		f, err := os.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+		if err != nil {
+			return err
+		}
 		r, err := o.open()
 		if err == nil {
 			_, err = io.Copy(f, r)
