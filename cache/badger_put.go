@@ -238,6 +238,9 @@ func (b *badgerDB) putBlobs(ctx context.Context, c *Entry, data []io.Reader, ps 
 		if data[i] == nil {
 			return &DataError{Key: c.Key, Output: o.Name, Reason: "no data"}
 		}
+		if b.holdsBlob(o, ps) {
+			continue
+		}
 		limit, tooBig := outputLimit(c.Key, *o, b.opt.MaxBytes)
 		st, err := streamBlob(ctx, data[i], buf, limit, put, tooBig)
 		if err != nil {
@@ -258,6 +261,28 @@ func (b *badgerDB) putBlobs(ctx context.Context, c *Entry, data []io.Reader, ps 
 		}
 	}
 	return nil
+}
+
+// holdsBlob reports whether the store holds the blob of o, whose size and
+// digest are given, and then pins it for the Put: its data is not read
+// (the blob stored is the one o names; a blob already stored was never
+// rewritten by a Put).
+func (b *badgerDB) holdsBlob(o *Output, ps *putState) bool {
+	if o.Digest == (Digest{}) {
+		return false
+	}
+	held := false
+	b.locked("put", func() error {
+		if ib, ok := b.idx.blobs[o.Digest]; ok && ib.size == o.Size {
+			b.idx.pin([]Digest{o.Digest})
+			held = true
+		}
+		return nil
+	})
+	if held {
+		ps.pinned = append(ps.pinned, o.Digest)
+	}
+	return held
 }
 
 // putBlob stores the blob d unless it is stored: its bytes, or its chunk

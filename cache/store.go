@@ -35,7 +35,10 @@ type Core interface {
 	// Put stores data[i], read to its end, as e.Outputs[i]: it fills zero
 	// Sizes and Digests, checks the others against the bytes as they
 	// stream (a *DataError on mismatch), writes the blobs first and the
-	// entry last. A blob larger than a chunk is written chunk by chunk,
+	// entry last. A store may leave data[i] unread when e.Outputs[i]
+	// gives a size and digest whose blob it already holds (a request's
+	// entry whose objects its units' entries hold): that blob is the
+	// output. A blob larger than a chunk is written chunk by chunk,
 	// so Put holds at most one chunk of it in memory. A zero Created is
 	// set to now, a zero LastUsed to Created. Putting an existing key
 	// replaces its entry. Put does not modify e; Readers wraps bytes.

@@ -78,7 +78,10 @@ func (e *ToolchainError) Error() string { return e.Msg }
 // compileResult holds the shared objects of a build and the headers the
 // compiler read.
 type compileResult struct {
-	binaries map[string][]byte // role -> shared object
+	binaries map[string]*object // role -> shared object
+	// release removes the build directory that holds the objects this
+	// compile wrote (nil when it holds none of them).
+	release func()
 	// headers lists every file the compiler read besides the sources, from
 	// its dependency output: absolute, cleaned, sorted, distinct.
 	headers []string
@@ -138,14 +141,19 @@ func (c *compiler) workDir(unitDir string) string {
 }
 
 // compileAll compiles every unit in a fresh temporary directory under
-// tmpDir, at most GOMAXPROCS at a time.
-func (c *compiler) compileAll(ctx context.Context, tmpDir string, units []unit) (*compileResult, error) {
+// tmpDir, at most GOMAXPROCS at a time. The objects stay in that
+// directory until the result's release.
+func (c *compiler) compileAll(ctx context.Context, tmpDir string, units []unit) (_ *compileResult, err error) {
 	dir, release, err := newBuildDir(tmpDir)
 	if err != nil {
 		return nil, fmt.Errorf("build directory: %w", err)
 	}
-	defer release()
-	res := &compileResult{binaries: map[string][]byte{}, started: time.Now()}
+	defer func() {
+		if err != nil {
+			release()
+		}
+	}()
+	res := &compileResult{binaries: map[string]*object{}, started: time.Now(), release: release}
 	var mu sync.Mutex // guards res.binaries and headers
 	headers := map[string]bool{}
 	searched := make([]struct{ search, deps []string }, len(units))
@@ -241,7 +249,7 @@ func ownDeps(dir, source string, deps, absent, appeared []string) *unitDeps {
 // compileUnit builds one unit in its own directory and returns the shared
 // object, the files its dependency output names and its include search
 // path (searchPath).
-func (c *compiler) compileUnit(ctx context.Context, dir string, u unit) ([]byte, []string, []string, error) {
+func (c *compiler) compileUnit(ctx context.Context, dir string, u unit) (*object, []string, []string, error) {
 	bin, deps, tool, cwd, err := c.compileUnitDeps(ctx, dir, u)
 	if err != nil {
 		return nil, nil, nil, err
@@ -255,7 +263,7 @@ var unitsCompiled func()
 
 // compileUnitDeps is compileUnit without the search path; it also returns
 // the compiler it ran and its working directory.
-func (c *compiler) compileUnitDeps(ctx context.Context, dir string, u unit) ([]byte, []string, string, string, error) {
+func (c *compiler) compileUnitDeps(ctx context.Context, dir string, u unit) (*object, []string, string, string, error) {
 	if err := os.Mkdir(dir, 0o700); err != nil {
 		return nil, nil, "", "", err
 	}
@@ -298,7 +306,7 @@ func (c *compiler) compileUnitDeps(ctx context.Context, dir string, u unit) ([]b
 	if msg, err := c.run(ctx, cwd, tool, args...); err != nil {
 		return nil, nil, "", "", fail(tool, msg, err)
 	}
-	bin, err := os.ReadFile(out)
+	bin, err := fileObject(out)
 	if err != nil {
 		return nil, nil, "", "", fail(tool, nil, fmt.Errorf("reading its output: %w", err))
 	}

@@ -156,7 +156,17 @@
 // temporary file and a rename, their bytes checked against their digests
 // as they are written, so the directory never holds a partial or corrupt
 // output; a local hit's outputs stream from the store, never whole in
-// memory.
+// memory. A miss's do not sit in memory either: each compiled object stays
+// a file of its compile's build directory, hashed once, until the last
+// build that received its flight's result is done with it (flightGroup
+// then removes the directory); a unit found in its entry is read through
+// the store's reader; the callable is packed from the objects' readers
+// into a file (registry.WriteChipCallable: its layout depends only on the
+// sizes); the store, the pack entry, the hashid and the output directory
+// read them as streams. Only the remote tier, which takes outputs in
+// memory, reads them whole. A Put whose output names a blob the store
+// holds (a request entry's objects, which their unit entries hold) does
+// not read it again.
 //
 // Every byte read from the store is verified, once. A local hit's Get
 // counts the hit and updates the entry's last use but reads no blob;

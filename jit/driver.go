@@ -1,7 +1,7 @@
 package jit
 
 import (
-	"bytes"
+	"bufio"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -232,6 +232,7 @@ func (d *Driver) build(ctx context.Context, req *api.Request, resp *api.Response
 	}
 	t = time.Now()
 	r, why, err = d.answerFlight(ctx, req, id, r, began, why, resp, ph)
+	defer r.finish()
 	resp.Timings.Publish = r.publishMS + ms(time.Since(t))
 	ph.mark("output")
 	if err != nil {
@@ -281,11 +282,10 @@ func (d *Driver) verifyFlight(ctx context.Context, req *api.Request, id *identit
 	if !r.hit || !d.opt.Verify {
 		return nil
 	}
-	data, err := out.readAll()
-	if err != nil {
+	if err := out.check(); err != nil {
 		return err
 	}
-	if err := d.verifyHit(ctx, req, id, r, data, began, resp, ph); err != nil {
+	if err := d.verifyHit(ctx, req, id, r, began, resp, ph); err != nil {
 		return err
 	}
 	return nil
@@ -297,7 +297,7 @@ func (d *Driver) verifyFlight(ctx context.Context, req *api.Request, id *identit
 // compile was another build's; the flight's timings and warnings go into
 // resp, a failed one's warnings too.
 func (d *Driver) compileShared(ctx context.Context, req *api.Request, id *identity, began time.Time, why string, resp *api.Response, ph *phases) (*flightResult, string, error) {
-	r, err, shared := compileFlight.do(ctx, d.flightKey(id), func(fctx context.Context) (*flightResult, error) {
+	r, done, err, shared := compileFlight.do(ctx, d.flightKey(id), func(fctx context.Context) (*flightResult, error) {
 		return d.compileAndPublish(fctx, req, id, began)
 	})
 	if err != nil {
@@ -305,8 +305,12 @@ func (d *Driver) compileShared(ctx context.Context, req *api.Request, id *identi
 			// A failed compile still reports what the flight met.
 			resp.Warnings = append(resp.Warnings, r.warnings...)
 		}
+		done()
 		return nil, "", err
 	}
+	own := *r // this build's hold of the flight's result
+	own.done = done
+	r = &own
 	if shared && !r.hit {
 		why = "compiled by a concurrent build of the same key"
 	}
@@ -410,13 +414,15 @@ func (d *Driver) buildUncached(ctx context.Context, req *api.Request, id *identi
 	if err != nil {
 		return err
 	}
-	outs, data, err := pack(req, res)
+	defer res.release()
+	outs, objs, release, err := pack(req, res, d.tempDir())
 	resp.Timings.Compile = ms(time.Since(t))
 	if err != nil {
 		return err
 	}
+	defer release()
 	t = time.Now()
-	err = d.answer(req, outs, &blobs{data: data}, resp)
+	err = d.answer(req, outs, &blobs{objs: objs}, resp)
 	resp.Timings.Publish = ms(time.Since(t))
 	if err != nil {
 		return err
@@ -433,7 +439,7 @@ func (d *Driver) buildUncached(ctx context.Context, req *api.Request, id *identi
 // compileFlight dedupes concurrent compiles of one key in this process
 // (every Driver of a store shares it: the daemon makes a Driver per
 // request).
-var compileFlight flightGroup[*flightResult]
+var compileFlight = flightGroup[*flightResult]{release: (*flightResult).free}
 
 // flightKey names a key in one store.
 func (d *Driver) flightKey(id *identity) string {
@@ -443,11 +449,16 @@ func (d *Driver) flightKey(id *identity) string {
 // flightResult is what a compile flight hands every build that joined it.
 type flightResult struct {
 	outs []cache.Output
-	// data are the outputs' bytes in memory (a compile's, the remote
-	// tier's), or, for a local hit, stored is the store's hit they are
-	// read from when needed (a Hit is safe for concurrent use).
-	data   [][]byte
+	// objs are the outputs' bytes (a compile's: files, or entries of
+	// the store), or, for a hit, stored is the store's or the remote
+	// tier's hit they are read from when needed (a Hit is safe for
+	// concurrent use).
+	objs   []*object
 	stored *cache.Hit
+	// release removes the files of objs a compile wrote, once no build
+	// uses them (see flightGroup); done, in a build's copy of the
+	// result, ends that build's hold of it.
+	release, done func()
 	// hit: a build that finished just before the flight began published
 	// the key, or the remote tier had it; nothing was compiled. tier says
 	// which.
@@ -490,18 +501,23 @@ func (d *Driver) compileAndPublish(ctx context.Context, req *api.Request, id *id
 	if err := settle(ctx, req, id, d.knownHeaders(ctx, id), began); err != nil {
 		return &flightResult{warnings: warnings}, err
 	}
-	res, units, err := d.compileUnits(ctx, req, id)
+	res, units, releaseUnits, err := d.compileUnits(ctx, req, id)
 	if err != nil {
 		return &flightResult{warnings: warnings}, err
 	}
-	outs, data, pe, err := d.packed(ctx, req, res)
+	outs, objs, pe, releasePack, err := d.packed(ctx, req, res)
 	if err != nil {
+		releaseUnits()
 		return &flightResult{warnings: warnings}, err
 	}
 	for _, ub := range units {
 		warnings = append(warnings, ub.warnings...)
 	}
-	r = &flightResult{outs: outs, data: data, compileMS: ms(time.Since(t)), warnings: warnings, units: units}
+	r = &flightResult{outs: outs, objs: objs, compileMS: ms(time.Since(t)), warnings: warnings, units: units}
+	r.release = func() {
+		releasePack()
+		releaseUnits()
+	}
 	t = time.Now()
 	if d.opt.BeforeRevalidate != nil {
 		d.opt.BeforeRevalidate()
@@ -509,15 +525,31 @@ func (d *Driver) compileAndPublish(ctx context.Context, req *api.Request, id *id
 	if ctx.Err() != nil {
 		// Cancelled: nobody waits for this flight any more, and
 		// nothing is published for it.
+		r.release()
 		return &flightResult{warnings: warnings}, context.Cause(ctx)
 	}
-	r.result, r.notPublished, r.putErr = d.publish(ctx, id, res, outs, data, time.Since(res.started))
+	r.result, r.notPublished, r.putErr = d.publish(ctx, id, res, outs, objs, time.Since(res.started))
 	if r.notPublished == "" && r.putErr == nil {
 		d.publishUnits(ctx, units)
 		d.putPack(ctx, id, pe)
 	}
 	r.publishMS = ms(time.Since(t))
 	return r, nil
+}
+
+// finish ends a build's hold of r (see flightResult.done).
+func (r *flightResult) finish() {
+	if r != nil && r.done != nil {
+		r.done()
+	}
+}
+
+// free releases the files of r (a flight's result, once no build holds
+// it).
+func (r *flightResult) free() {
+	if r != nil && r.release != nil {
+		r.release()
+	}
 }
 
 // manifest is the direct-mode record stored with a key: the header sets
@@ -709,7 +741,7 @@ func (d *Driver) changedHeader(id *identity, hs []headerDigest) string {
 // publish stores the outputs unless a source or header changed while the
 // compilers ran; it returns the key of the result entry, why it did not
 // publish, or "", and the store's error when the store failed.
-func (d *Driver) publish(ctx context.Context, id *identity, res *compileResult, outs []cache.Output, data [][]byte, took time.Duration) (cache.Key, string, error) {
+func (d *Driver) publish(ctx context.Context, id *identity, res *compileResult, outs []cache.Output, objs []*object, took time.Duration) (cache.Key, string, error) {
 	var none cache.Key
 	if why := d.revalidate(id); why != "" {
 		return none, why, nil
@@ -730,15 +762,22 @@ func (d *Driver) publish(ctx context.Context, id *identity, res *compileResult, 
 		return none, "not published: " + err.Error(), nil
 	}
 	rk := cache.Key(sha256.Sum256(renc))
-	hashid, _ := registry.ChipHashid(id.platform, id.runtime, data[len(data)-1])
-	store := d.opt.Store
-	err = store.Put(ctx, &cache.Entry{
+	hashid, err := objectHashid(id.platform, id.runtime, objs[len(objs)-1])
+	if err != nil {
+		return none, "not published: hashid: " + err.Error(), nil
+	}
+	rs, closeAll, err := readers(objs)
+	if err != nil {
+		return none, "not published: " + err.Error(), nil
+	}
+	defer closeAll()
+	err = d.opt.Store.Put(ctx, &cache.Entry{
 		Key:         rk,
 		Record:      renc,
 		Outputs:     outs,
-		Meta:        map[string]string{"kind": "result", "key": id.key.String(), "hashid": hashid.String(), "platform": id.platform, "runtime": id.runtime},
+		Meta:        map[string]string{"kind": "result", "key": id.key.String(), "hashid": hashid, "platform": id.platform, "runtime": id.runtime},
 		CompileTime: took,
-	}, cache.Readers(data...))
+	}, rs)
 	if err != nil {
 		why, err := putFailure(err)
 		return none, why, err
@@ -972,47 +1011,32 @@ func memoHolds(p string, sum [32]byte, mode os.FileMode) bool {
 	return hit && e.key == key && e.sum == sum && e.mode == mode
 }
 
-// blobs are the bytes of a build's outputs: in memory (data: a compile's
-// or the remote tier's, which writeOutputs checks against their digests),
-// or a local hit's (stored), read from the store output by output only
-// when needed, and verified by the store as it reads them. One build's.
+// blobs are the bytes of a build's outputs: a compile's objects (files,
+// or entries of the store; writeOutputs checks them against their
+// digests), or a hit's (stored), read from the store output by output
+// only when needed, and verified by the store as it reads them. One
+// build's.
 type blobs struct {
 	stored *cache.Hit
-	data   [][]byte
-	read   []bool // with stored: which of data were read
+	objs   []*object
 }
 
 // blobs returns the bytes of r's outputs.
 func (r *flightResult) blobs() *blobs {
-	if r.stored == nil {
-		return &blobs{data: r.data}
-	}
-	n := len(r.outs)
-	return &blobs{stored: r.stored, data: make([][]byte, n), read: make([]bool, n)}
+	return &blobs{stored: r.stored, objs: r.objs}
 }
 
-// get returns output i's bytes, reading them from the store the first
-// time; the store's damage is a *cache.MissError matching
-// cache.ErrDamaged.
-func (b *blobs) get(i int) ([]byte, error) {
-	if b.stored == nil || b.read[i] {
-		return b.data[i], nil
-	}
-	d, err := b.stored.Read(i)
-	if err != nil {
-		return nil, err
-	}
-	b.data[i], b.read[i] = d, true
-	return d, nil
-}
-
-// open returns a reader of output i: the store's, which verifies the
-// bytes as they stream (verified), or one of the bytes in memory.
+// open returns a reader of output i: the hit's, which verifies the bytes
+// as they stream (verified), or the object's.
 func (b *blobs) open(i int) (r io.ReadCloser, verified bool) {
-	if b.stored == nil || b.read[i] {
-		return io.NopCloser(bytes.NewReader(b.data[i])), b.stored != nil
+	if b.stored != nil {
+		return b.stored.Open(i), true
 	}
-	return b.stored.Open(i), true
+	r, err := b.objs[i].open()
+	if err != nil {
+		return io.NopCloser(failedRead{err}), false
+	}
+	return r, false
 }
 
 // readError remembers the error of the reader it wraps, so that a copy's
@@ -1059,14 +1083,18 @@ func stageOutput(p string, o cache.Output, mode os.FileMode, data *blobs, i int)
 	return tmp, nil
 }
 
-// readAll returns every output's bytes.
-func (b *blobs) readAll() ([][]byte, error) {
-	for i := range b.data {
-		if _, err := b.get(i); err != nil {
-			return nil, err
+// check reads every output of a hit through the store's verifying
+// reader: its damage is a *cache.MissError matching cache.ErrDamaged.
+func (b *blobs) check() error {
+	for i := range b.stored.Entry.Outputs {
+		r := b.stored.Open(i)
+		_, err := io.Copy(io.Discard, r)
+		r.Close()
+		if err != nil {
+			return err
 		}
 	}
-	return b.data, nil
+	return nil
 }
 
 // outputMemo remembers the outputs holds found in place.
@@ -1109,25 +1137,67 @@ func writeTemp(p string, r io.Reader, mode os.FileMode) (_ string, n int64, err 
 }
 
 // pack returns the cache outputs of a compile: the shared objects and, last,
-// the ChipCallable blob.
-func pack(req *api.Request, res *compileResult) ([]cache.Output, [][]byte, error) {
+// the ChipCallable blob, streamed into a file of a new build directory
+// under tmpDir (registry.WriteChipCallable: no binary is whole in
+// memory); release removes that directory.
+func pack(req *api.Request, res *compileResult, tmpDir string) (outs []cache.Output, objs []*object, release func(), err error) {
 	cc := registry.ChipCallable{
 		Signature:   req.Signature,
 		FuncName:    req.Orchestration.Function,
 		ConfigName:  req.Orchestration.Config,
 		ScalarCount: req.ScalarCount,
-		Binary:      res.binaries["orchestration"],
 	}
+	bins := []*object{res.binaries["orchestration"]}
 	for _, k := range req.Kernels {
-		cc.Children = append(cc.Children, registry.Child{FuncID: k.FuncID, Core: registry.CoreCallable{Signature: k.Signature, Binary: res.binaries[kernelRole(k.FuncID)]}})
+		cc.Children = append(cc.Children, registry.Child{FuncID: k.FuncID, Core: registry.CoreCallable{Signature: k.Signature}})
+		bins = append(bins, res.binaries[kernelRole(k.FuncID)])
+	}
+	sizes := make([]uint64, len(bins))
+	for i, b := range bins {
+		sizes[i] = uint64(b.size)
+	}
+	dir, release, err := newBuildDir(tmpDir)
+	if err != nil {
+		return nil, nil, nil, fmt.Errorf("pack chip callable: build directory: %w", err)
 	}
 	packs.Add(1)
-	blob, err := cc.MarshalBinary()
+	p := filepath.Join(dir, CallableName)
+	blob, err := writeObject(p, func(w io.Writer) error {
+		_, err := registry.WriteChipCallable(w, &cc, sizes, func(j int) (io.ReadCloser, error) { return bins[j].open() })
+		return err
+	})
 	if err != nil {
-		return nil, nil, fmt.Errorf("pack chip callable: %w", err)
+		release()
+		return nil, nil, nil, fmt.Errorf("pack chip callable: %w", err)
 	}
-	outs, data := packOutputs(req, res, blob)
-	return outs, data, nil
+	outs, objs = packOutputs(req, res, blob)
+	return outs, objs, release, nil
+}
+
+// writeObject creates file p, writes it with write through SHA-256 and
+// returns its object.
+func writeObject(p string, write func(io.Writer) error) (*object, error) {
+	f, err := os.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return nil, err
+	}
+	h := sha256.New()
+	bw := bufio.NewWriterSize(io.MultiWriter(f, h), 1<<20)
+	err = write(bw)
+	if err == nil {
+		err = bw.Flush()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return nil, err
+	}
+	fi, err := os.Stat(p)
+	if err != nil {
+		return nil, err
+	}
+	return &object{size: fi.Size(), digest: [32]byte(h.Sum(nil)), path: p}, nil
 }
 
 func kernelRole(funcID int32) string { return fmt.Sprintf("kernel.%d", funcID) }

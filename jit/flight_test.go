@@ -33,7 +33,8 @@ func TestFlightGroup(t *testing.T) {
 	call := func(ctx context.Context) chan answer {
 		ch := make(chan answer, 1)
 		go func() {
-			r, err, shared := g.do(ctx, "k", fn)
+			r, done, err, shared := g.do(ctx, "k", fn)
+			done()
 			ch <- answer{r, err, shared}
 		}()
 		return ch
@@ -95,8 +96,88 @@ func TestFlightGroup(t *testing.T) {
 	}
 
 	// A panic in the compile is an error for every build, not a crash.
-	r, err, _ := g.do(context.Background(), "p", func(context.Context) (*flightResult, error) { panic("boom") })
+	r, _, err, _ := g.do(context.Background(), "p", func(context.Context) (*flightResult, error) { panic("boom") })
 	if r != nil || err == nil || !strings.Contains(err.Error(), "boom") {
 		t.Fatalf("a panicking flight: %v %v", r, err)
+	}
+}
+
+// TestFlightReleasesAfterLastHolder checks that a flight's result is
+// released once, after the last build that received it is done with it,
+// and at once when no build received it.
+func TestFlightReleasesAfterLastHolder(t *testing.T) {
+	released := make(chan *flightResult, 2)
+	g := flightGroup[*flightResult]{release: func(r *flightResult) { released <- r }}
+	started, finish := make(chan struct{}), make(chan struct{})
+	fn := func(context.Context) (*flightResult, error) {
+		close(started)
+		<-finish
+		return &flightResult{}, nil
+	}
+	type got struct {
+		r    *flightResult
+		done func()
+	}
+	results := make(chan got, 2)
+	go func() { r, done, _, _ := g.do(context.Background(), "k", fn); results <- got{r, done} }()
+	<-started
+	go func() { r, done, _, _ := g.do(context.Background(), "k", fn); results <- got{r, done} }()
+	deadline := time.After(10 * time.Second)
+	for {
+		g.mu.Lock()
+		n := g.m["k"].waiters
+		g.mu.Unlock()
+		if n == 2 {
+			break
+		}
+		select {
+		case <-deadline:
+			t.Fatal("the second build never joined the flight")
+		default:
+			time.Sleep(time.Millisecond)
+		}
+	}
+	close(finish)
+	a, b := <-results, <-results
+	if a.r == nil || a.r != b.r {
+		t.Fatal("the builds did not share the flight's result")
+	}
+	a.done()
+	select {
+	case <-released:
+		t.Fatal("the result was released while a build still held it")
+	default:
+	}
+	b.done()
+	select {
+	case r := <-released:
+		if r != a.r {
+			t.Fatal("another result was released")
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the result was not released after its last holder")
+	}
+
+	// A flight whose only build left: its result is released at once.
+	ctx, cancel := context.WithCancel(context.Background())
+	finish = make(chan struct{})
+	started = make(chan struct{})
+	left := make(chan struct{})
+	go func() {
+		_, done, err, _ := g.do(ctx, "l", fn)
+		done()
+		if err == nil {
+			t.Error("a build whose context ended got no error")
+		}
+		close(left)
+	}()
+	<-started
+	cancel()
+	<-left
+	close(finish)
+	select {
+	case <-released:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the result of a flight nobody waited for was not released")
 	}
 }

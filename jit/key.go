@@ -6,7 +6,6 @@ package jit
 // differences).
 
 import (
-	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
 
@@ -252,9 +251,8 @@ const packTag = "ptojit.pack"
 
 // packRecord returns the pack record of req whose units compiled to res.
 func packRecord(req *api.Request, res *compileResult) inventory.Value {
-	digest := func(b []byte) inventory.Value {
-		s := sha256.Sum256(b)
-		return inventory.Str(hex.EncodeToString(s[:]))
+	digest := func(o *object) inventory.Value {
+		return inventory.Str(hex.EncodeToString(o.digest[:]))
 	}
 	signature := func(ds []registry.Direction) inventory.List {
 		l := make(inventory.List, len(ds))

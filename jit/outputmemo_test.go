@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -123,7 +124,7 @@ func TestSweepStaleTemps(t *testing.T) {
 	}
 	b := []byte("kernel bytes")
 	outs := []cache.Output{{Name: "kernel_0.so", Mode: 0o755, Size: int64(len(b)), Digest: sha256.Sum256(b)}}
-	if _, err := writeOutputs(dir, outs, &blobs{data: [][]byte{b}}); err != nil {
+	if _, err := writeOutputs(dir, outs, fileBlobs(t, [][]byte{b})); err != nil {
 		t.Fatal(err)
 	}
 	for n, removed := range files {
@@ -208,4 +209,24 @@ func TestHitInPlaceReadsNoBlob(t *testing.T) {
 			t.Errorf("%s after the damaged hit: %v, or other bytes", p, err)
 		}
 	}
+}
+
+// fileBlobs returns the blobs of outputs whose bytes are data, each in a
+// file of a temporary directory, as a compile's are.
+func fileBlobs(t *testing.T, data [][]byte) *blobs {
+	t.Helper()
+	dir := t.TempDir()
+	b := &blobs{}
+	for i, d := range data {
+		p := filepath.Join(dir, fmt.Sprint(i))
+		if err := os.WriteFile(p, d, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		o, err := fileObject(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b.objs = append(b.objs, o)
+	}
+	return b
 }

@@ -36,7 +36,7 @@ func TestFullDiskKeepsOldOutputs(t *testing.T) {
 		"orchestration.so", bytes.Repeat([]byte("o"), 4<<10),
 		"kernel_0.so", bytes.Repeat([]byte("k"), 4<<10),
 		"chip_callable.bin", bytes.Repeat([]byte("c"), 4<<10))
-	if _, err := writeOutputs(dir, oldOuts, &blobs{data: oldData}); err != nil {
+	if _, err := writeOutputs(dir, oldOuts, fileBlobs(t, oldData)); err != nil {
 		t.Fatal(err)
 	}
 	// Leave 64 KiB: room for the new first output, not for the second.
@@ -52,7 +52,7 @@ func TestFullDiskKeepsOldOutputs(t *testing.T) {
 		"orchestration.so", bytes.Repeat([]byte("O"), 8<<10),
 		"kernel_0.so", bytes.Repeat([]byte("K"), 512<<10),
 		"chip_callable.bin", bytes.Repeat([]byte("C"), 4<<10))
-	_, err := writeOutputs(dir, newOuts, &blobs{data: newData})
+	_, err := writeOutputs(dir, newOuts, fileBlobs(t, newData))
 	var oe *OutputError
 	if !errors.As(err, &oe) || oe.Name != "kernel_0.so" || !errors.Is(err, syscall.ENOSPC) {
 		t.Fatalf("writing the new set on a full disk: %v, want kernel_0.so's ENOSPC", err)

@@ -1,16 +1,15 @@
 package jit
 
 import (
-	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"io"
 	"sync/atomic"
 
 	"github.com/ptojit/ptojit/api"
 	"github.com/ptojit/ptojit/cache"
 	"github.com/ptojit/ptojit/inventory"
-	"github.com/ptojit/ptojit/registry"
 )
 
 // PackKind is the kind meta of a pack entry.
@@ -22,39 +21,41 @@ var packs atomic.Int64
 // packed returns the outputs of a request miss whose units compiled to
 // res: the objects and the callable its pack entry holds, else a fresh
 // pack and the pack entry to store once the request's outputs were
-// published (putPack). In verify mode it always packs and
-// compares the callable with the pack entry's (a difference is a
-// *VerifyError, counted as cache.EventVerifyMismatch). A pack entry that
-// cannot be read or stored only costs a pack.
-func (d *Driver) packed(ctx context.Context, req *api.Request, res *compileResult) ([]cache.Output, [][]byte, *packEntry, error) {
+// published (putPack), and the release of the fresh pack's file. In
+// verify mode it always packs and compares the callable with the pack
+// entry's (a difference is a *VerifyError, counted as
+// cache.EventVerifyMismatch). A pack entry that cannot be read or stored
+// only costs a pack.
+func (d *Driver) packed(ctx context.Context, req *api.Request, res *compileResult) ([]cache.Output, []*object, *packEntry, func(), error) {
 	enc, err := inventory.Encode(packRecord(req, res))
 	if err != nil || d.opt.Store == nil {
-		outs, data, err := pack(req, res)
-		return outs, data, nil, err
+		outs, objs, release, err := pack(req, res, d.tempDir())
+		return outs, objs, nil, release, err
 	}
 	k := cache.Key(sha256.Sum256(enc))
 	stored := d.storedPack(ctx, k)
 	if stored != nil && !d.opt.Verify {
-		outs, data := packOutputs(req, res, stored)
-		return outs, data, nil, nil
+		outs, objs := packOutputs(req, res, stored)
+		return outs, objs, nil, func() {}, nil
 	}
-	outs, data, err := pack(req, res)
+	outs, objs, release, err := pack(req, res, d.tempDir())
 	if err != nil {
-		return nil, nil, nil, err
+		return nil, nil, nil, nil, err
 	}
-	blob := data[len(data)-1]
+	blob := objs[len(objs)-1]
 	if stored != nil {
-		if bytes.Equal(stored, blob) {
-			return outs, data, nil, nil
+		if stored.digest == blob.digest {
+			return outs, objs, nil, release, nil
 		}
+		release()
 		_ = cache.Count(ctx, d.opt.Store, cache.EventVerifyMismatch, "")
-		return nil, nil, nil, &VerifyError{Key: k.String(), Tier: TierLocal + " pack", Diffs: []OutputDiff{{
+		return nil, nil, nil, nil, &VerifyError{Key: k.String(), Tier: TierLocal + " pack", Diffs: []OutputDiff{{
 			Name:   CallableName,
-			Stored: "sha256:" + hex.EncodeToString(sha256Of(stored)),
-			Fresh:  "sha256:" + hex.EncodeToString(sha256Of(blob)),
+			Stored: "sha256:" + hex.EncodeToString(stored.digest[:]),
+			Fresh:  "sha256:" + hex.EncodeToString(blob.digest[:]),
 		}}}
 	}
-	return outs, data, &packEntry{key: k, record: enc, blob: blob}, nil
+	return outs, objs, &packEntry{key: k, record: enc, blob: blob}, release, nil
 }
 
 // packEntry is a pack entry to store: its key, its encoded record and the
@@ -62,7 +63,7 @@ func (d *Driver) packed(ctx context.Context, req *api.Request, res *compileResul
 type packEntry struct {
 	key    cache.Key
 	record []byte
-	blob   []byte
+	blob   *object
 }
 
 // putPack stores pe (if any) with the hashid of its callable on id's
@@ -72,19 +73,44 @@ func (d *Driver) putPack(ctx context.Context, id *identity, pe *packEntry) {
 	if pe == nil {
 		return
 	}
-	hashid, _ := registry.ChipHashid(id.platform, id.runtime, pe.blob)
+	hashid, err := objectHashid(id.platform, id.runtime, pe.blob)
+	if err != nil {
+		return
+	}
+	rs, closeAll, err := readers([]*object{pe.blob})
+	if err != nil {
+		return
+	}
+	defer closeAll()
 	_ = d.localStore().Put(ctx, &cache.Entry{
 		Key:     pe.key,
 		Record:  pe.record,
 		Outputs: []cache.Output{{Name: CallableName, Mode: 0o644}},
-		Meta:    map[string]string{"kind": PackKind, "hashid": hashid.String(), "platform": id.platform, "runtime": id.runtime},
-	}, cache.Readers(pe.blob))
+		Meta:    map[string]string{"kind": PackKind, "hashid": hashid, "platform": id.platform, "runtime": id.runtime},
+	}, rs)
 }
 
-// storedPack returns the callable of pack entry k, or nil when the store
-// has none or cannot read it. The entry is looked up first: a Get that
-// misses counts a request miss.
-func (d *Driver) storedPack(ctx context.Context, k cache.Key) []byte {
+// objectHashid is chipHashid of the callable o.
+func objectHashid(platform, runtime string, o *object) (string, error) {
+	return chipHashid(platform, runtime, o.digest, o.size, func() io.ReadCloser {
+		r, err := o.open()
+		if err != nil {
+			return io.NopCloser(failedRead{err})
+		}
+		return r
+	})
+}
+
+// failedRead is a reader that fails with err.
+type failedRead struct{ err error }
+
+func (f failedRead) Read([]byte) (int, error) { return 0, f.err }
+
+// storedPack returns the callable of pack entry k, read once through the
+// store's verifying reader, or nil when the store has none or cannot read
+// it. The entry is looked up first: a Get that misses counts a request
+// miss.
+func (d *Driver) storedPack(ctx context.Context, k cache.Key) *object {
 	if _, err := cache.Lookup(ctx, d.opt.Store, k); err != nil {
 		return nil
 	}
@@ -92,27 +118,27 @@ func (d *Driver) storedPack(ctx context.Context, k cache.Key) []byte {
 	if err != nil || len(hit.Entry.Outputs) != 1 || hit.Entry.Outputs[0].Name != CallableName {
 		return nil
 	}
-	b, err := hit.Read(0)
+	o, err := hitObject(hit)
 	if err != nil {
 		return nil
 	}
-	return b
+	return o
 }
 
 // packOutputs returns the outputs of req whose units compiled to res and
 // whose callable is blob, as pack returns them.
-func packOutputs(req *api.Request, res *compileResult, blob []byte) ([]cache.Output, [][]byte) {
+func packOutputs(req *api.Request, res *compileResult, blob *object) ([]cache.Output, []*object) {
 	outs := []cache.Output{{Name: OrchestrationName, Mode: 0o755}}
-	data := [][]byte{res.binaries["orchestration"]}
+	objs := []*object{res.binaries["orchestration"]}
 	for _, k := range req.Kernels {
 		outs = append(outs, cache.Output{Name: KernelName(k.FuncID), Mode: 0o755})
-		data = append(data, res.binaries[kernelRole(k.FuncID)])
+		objs = append(objs, res.binaries[kernelRole(k.FuncID)])
 	}
 	outs = append(outs, cache.Output{Name: CallableName, Mode: 0o644})
-	data = append(data, blob)
+	objs = append(objs, blob)
 	for i := range outs {
-		outs[i].Size = int64(len(data[i]))
-		outs[i].Digest = sha256.Sum256(data[i])
+		outs[i].Size = objs[i].size
+		outs[i].Digest = objs[i].digest
 	}
-	return outs, data
+	return outs, objs
 }

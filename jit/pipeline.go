@@ -19,14 +19,16 @@ var ccecArch = map[string]string{"a2a3": "dav-c220", "a5": "dav-c310"}
 var ccecCandidates = []string{"bin/ccec", "compiler/ccec_compiler/bin/ccec", "tools/ccec_compiler/bin/ccec"}
 
 // compile runs the pipeline of req's platform with the tools the identity
-// resolved.
+// resolved. The caller calls the result's release once done with its
+// objects.
 func (d *Driver) compile(ctx context.Context, req *api.Request, id *identity) (*compileResult, error) {
 	units := requestUnits(req, id)
 	res, err := d.compileSome(ctx, req, id, units)
 	if err != nil {
 		return nil, err
 	}
-	if err := checkEntries(req, units, res); err != nil {
+	if err := checkEntries(req, units, res, d.tempDir()); err != nil {
+		res.release()
 		return nil, err
 	}
 	return res, nil
@@ -68,11 +70,15 @@ func (d *Driver) compileSome(ctx context.Context, req *api.Request, id *identity
 			c.cc, c.cxx = ccec, ccec
 		}
 	}
-	tmp := d.opt.TempDir
-	if tmp == "" {
-		tmp = os.TempDir()
+	return c.compileAll(ctx, d.tempDir(), units)
+}
+
+// tempDir is the directory builds compile and pack in.
+func (d *Driver) tempDir() string {
+	if d.opt.TempDir != "" {
+		return d.opt.TempDir
 	}
-	return c.compileAll(ctx, tmp, units)
+	return os.TempDir()
 }
 
 func findCCEC(root string) string {

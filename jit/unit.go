@@ -1,7 +1,6 @@
 package jit
 
 import (
-	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -41,11 +40,13 @@ type unitBuild struct {
 	// id is the request's identity with the unit's record and key.
 	id *identity
 	// object is the unit entry's object, on a hit.
-	object []byte
+	object *object
 	// v is the header variant that matched, on a hit.
 	v variant
-	// fresh is the unit's compile (a miss's, or a hit's in verify mode).
+	// fresh is the unit's compile (a miss's, or a hit's in verify mode);
+	// done ends this build's hold of it (see flightGroup).
 	fresh *unitObject
+	done  func()
 	// src is the unit's source as the request's identity fingerprinted it.
 	src       source
 	status    string
@@ -97,8 +98,8 @@ func (d *Driver) lookupUnit(ctx context.Context, ub *unitBuild) {
 	if h == nil || len(h.Entry.Outputs) != 1 {
 		return
 	}
-	if b, err := h.Read(0); err == nil {
-		ub.object, ub.v, ub.status = b, v, unitHit
+	if o, err := hitObject(h); err == nil {
+		ub.object, ub.v, ub.status = o, v, unitHit
 	}
 }
 
@@ -136,12 +137,12 @@ func (d *Driver) lookupStoredUnit(ctx context.Context, ub *unitBuild) {
 		ub.reason = "the unit entry holds no single object"
 		return
 	}
-	b, err := hit.Read(0)
+	o, err := hitObject(hit)
 	if err != nil {
 		ub.reason = "object unreadable: " + err.Error()
 		return
 	}
-	ub.object, ub.v, ub.status = b, v, unitHit
+	ub.object, ub.v, ub.status = o, v, unitHit
 }
 
 // compileUnits looks every unit of req up and compiles those no unit
@@ -150,12 +151,25 @@ func (d *Driver) lookupStoredUnit(ctx context.Context, ub *unitBuild) {
 // holds every unit's object (the hits' from their entries) and, for the
 // request's manifest, the headers and searched-and-absent paths of all
 // units: the compiled ones' as their compilers reported them, the hits'
-// from their matching variants.
-func (d *Driver) compileUnits(ctx context.Context, req *api.Request, id *identity) (*compileResult, []*unitBuild, error) {
+// from their matching variants. The compiled objects are files that stay
+// until release.
+func (d *Driver) compileUnits(ctx context.Context, req *api.Request, id *identity) (_ *compileResult, _ []*unitBuild, _ func(), err error) {
 	ubs, err := d.unitBuilds(req, id)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
+	release := func() {
+		for _, ub := range ubs {
+			if ub.done != nil {
+				ub.done()
+			}
+		}
+	}
+	defer func() {
+		if err != nil {
+			release()
+		}
+	}()
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(Jobs())
 	for _, ub := range ubs {
@@ -169,30 +183,33 @@ func (d *Driver) compileUnits(ctx context.Context, req *api.Request, id *identit
 		g.Go(func() error { return d.compileUnit(gctx, req, id, ub) })
 	}
 	if err := g.Wait(); err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	if err := d.verifyUnits(ctx, id, ubs); err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	res := mergeUnits(id, ubs)
 	units := make([]unit, len(ubs))
 	for i, ub := range ubs {
 		units[i] = ub.unit
 	}
-	if err := checkEntries(req, units, res); err != nil {
-		return nil, nil, err
+	if err := checkEntries(req, units, res, d.tempDir()); err != nil {
+		return nil, nil, nil, err
 	}
-	return res, ubs, nil
+	return res, ubs, release, nil
 }
 
 // unitFlight runs one compile per unit key at a time in this process,
 // for every request that needs the unit meanwhile (see flightGroup: a
 // compile is canceled only when no request waits for it any more).
-var unitFlight flightGroup[*unitObject]
+var unitFlight = flightGroup[*unitObject]{release: (*unitObject).free}
 
 // unitObject is a unit a flight compiled, or found in its entry.
 type unitObject struct {
-	bin     []byte
+	// bin is the object, a file of the compile's build directory, which
+	// release removes.
+	bin     *object
+	release func()
 	deps    *unitDeps
 	started time.Time
 	ms      float64
@@ -213,7 +230,7 @@ type unitObject struct {
 // then finds its entry instead of compiling it a second time.
 func (d *Driver) compileUnit(ctx context.Context, req *api.Request, id *identity, ub *unitBuild) error {
 	key := fmt.Sprintf("%p/%s", d.opt.Store, ub.id.key)
-	o, err, shared := unitFlight.do(ctx, key, func(fctx context.Context) (*unitObject, error) {
+	o, done, err, shared := unitFlight.do(ctx, key, func(fctx context.Context) (*unitObject, error) {
 		if !d.opt.Verify {
 			probe := *ub
 			if d.lookupStoredUnit(fctx, &probe); probe.object != nil {
@@ -225,12 +242,13 @@ func (d *Driver) compileUnit(ctx context.Context, req *api.Request, id *identity
 		if err != nil {
 			return nil, err
 		}
-		o := &unitObject{bin: res.binaries[ub.role], deps: res.units[ub.role], started: res.started, ms: ms(time.Since(t))}
+		o := &unitObject{bin: res.binaries[ub.role], release: res.release, deps: res.units[ub.role], started: res.started, ms: ms(time.Since(t))}
 		if !d.opt.Verify {
 			o.published = d.publishUnit(fctx, ub, o)
 		}
 		return o, nil
 	})
+	ub.done = done
 	if err != nil {
 		return err
 	}
@@ -251,7 +269,7 @@ func (d *Driver) compileUnit(ctx context.Context, req *api.Request, id *identity
 // mergeUnits returns the compile result of the request whose units are
 // ubs, each found or compiled.
 func mergeUnits(id *identity, ubs []*unitBuild) *compileResult {
-	res := &compileResult{binaries: map[string][]byte{}, units: map[string]*unitDeps{}, started: time.Now()}
+	res := &compileResult{binaries: map[string]*object{}, units: map[string]*unitDeps{}, started: time.Now()}
 	sources := map[string]bool{}
 	for _, ub := range ubs {
 		sources[filepath.Clean(ub.source)] = true
@@ -322,13 +340,18 @@ func (d *Driver) publishUnit(ctx context.Context, ub *unitBuild, o *unitObject) 
 		return false
 	}
 	rk := cache.Key(sha256.Sum256(renc))
+	rs, closeAll, err := readers([]*object{o.bin})
+	if err != nil {
+		return false
+	}
+	defer closeAll()
 	err = d.opt.Store.Put(ctx, &cache.Entry{
 		Key:         rk,
 		Record:      renc,
 		Outputs:     []cache.Output{{Name: unitObjectName, Mode: 0o755}},
 		Meta:        map[string]string{"kind": UnitKind, "unit": ub.name, "key": ub.id.key.String(), "platform": ub.id.platform, "runtime": ub.id.runtime},
 		CompileTime: time.Duration(o.ms * float64(time.Millisecond)),
-	}, cache.Readers(o.bin))
+	}, rs)
 	if err != nil {
 		return false
 	}
@@ -432,7 +455,7 @@ func (d *Driver) verifyUnits(ctx context.Context, id *identity, ubs []*unitBuild
 		return nil
 	}
 	for _, ub := range ubs {
-		if ub.object == nil || ub.fresh == nil || bytes.Equal(ub.fresh.bin, ub.object) {
+		if ub.object == nil || ub.fresh == nil || ub.fresh.bin.digest == ub.object.digest {
 			continue
 		}
 		if d.revalidate(id) != "" {
@@ -441,11 +464,16 @@ func (d *Driver) verifyUnits(ctx context.Context, id *identity, ubs []*unitBuild
 		_ = cache.Count(ctx, d.opt.Store, cache.EventVerifyMismatch, "")
 		return &VerifyError{Key: ub.id.key.String(), Tier: TierLocal + " unit", Diffs: []OutputDiff{{
 			Name:   ub.name,
-			Stored: "sha256:" + hex.EncodeToString(sha256Of(ub.object)),
-			Fresh:  "sha256:" + hex.EncodeToString(sha256Of(ub.fresh.bin)),
+			Stored: "sha256:" + hex.EncodeToString(ub.object.digest[:]),
+			Fresh:  "sha256:" + hex.EncodeToString(ub.fresh.bin.digest[:]),
 		}}}
 	}
 	return nil
 }
 
-func sha256Of(b []byte) []byte { s := sha256.Sum256(b); return s[:] }
+// free removes the file of o (a flight's unit, once no build holds it).
+func (o *unitObject) free() {
+	if o != nil && o.release != nil {
+		o.release()
+	}
+}

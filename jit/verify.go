@@ -1,7 +1,6 @@
 package jit
 
 import (
-	"bytes"
 	"context"
 	"encoding/hex"
 	"fmt"
@@ -57,19 +56,21 @@ func (e *VerifyError) Error() string {
 // publish does, a header modified since the build began): the comparison
 // proves nothing then and is a warning. The fresh outputs are never
 // published; the build answers with the stored ones.
-func (d *Driver) verifyHit(ctx context.Context, req *api.Request, id *identity, r *flightResult, stored [][]byte, began time.Time, resp *api.Response, ph *phases) error {
+func (d *Driver) verifyHit(ctx context.Context, req *api.Request, id *identity, r *flightResult, began time.Time, resp *api.Response, ph *phases) error {
 	t := time.Now()
 	res, err := d.compile(ctx, req, id)
 	if err != nil {
 		return fmt.Errorf("verify: the fresh compile of the hit of key %s: %w", id.key, err)
 	}
-	outs, data, err := pack(req, res)
+	defer res.release()
+	outs, _, release, err := pack(req, res, d.tempDir())
 	if err != nil {
 		return fmt.Errorf("verify: the fresh compile of the hit of key %s: %w", id.key, err)
 	}
+	release()
 	resp.Timings.Compile += ms(time.Since(t))
 	ph.mark("verify_compile")
-	diffs, notes := compareOutputs(r.outs, stored, outs, data)
+	diffs, notes := compareOutputs(r.outs, outs)
 	resp.Warnings = append(resp.Warnings, notes...)
 	if len(diffs) == 0 {
 		return nil
@@ -90,9 +91,10 @@ func (d *Driver) verifyHit(ctx context.Context, req *api.Request, id *identity, 
 }
 
 // compareOutputs compares the stored outputs with the fresh ones by name,
-// byte for byte. It returns the differences and, for the outputs
+// by size and SHA-256 (the stored bytes were read and verified against
+// theirs). It returns the differences and, for the outputs
 // verifyMayDiffer names, warnings instead.
-func compareOutputs(stored []cache.Output, storedData [][]byte, fresh []cache.Output, freshData [][]byte) (diffs []OutputDiff, notes []string) {
+func compareOutputs(stored []cache.Output, fresh []cache.Output) (diffs []OutputDiff, notes []string) {
 	freshByName := make(map[string]int, len(fresh))
 	for i, o := range fresh {
 		freshByName[o.Name] = i
@@ -105,13 +107,13 @@ func compareOutputs(stored []cache.Output, storedData [][]byte, fresh []cache.Ou
 		diffs = append(diffs, OutputDiff{Name: name, Stored: s, Fresh: f})
 	}
 	seen := make(map[string]bool, len(stored))
-	for i, o := range stored {
+	for _, o := range stored {
 		seen[o.Name] = true
 		j, ok := freshByName[o.Name]
 		switch {
 		case !ok:
 			add(o.Name, digestString(o.Digest), "none")
-		case !bytes.Equal(storedData[i], freshData[j]):
+		case o.Size != fresh[j].Size || o.Digest != fresh[j].Digest:
 			add(o.Name, digestString(o.Digest), digestString(fresh[j].Digest))
 		}
 	}

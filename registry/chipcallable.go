@@ -142,6 +142,18 @@ func checkSignature(op, what string, sig []Direction, max int) error {
 
 // layout returns the storage offset of each child and the storage size.
 func (c *ChipCallable) layout() (offsets []uint64, size uint64, err error) {
+	sizes := make([]uint64, 1+len(c.Children))
+	sizes[0] = uint64(len(c.Binary))
+	for i := range c.Children {
+		sizes[1+i] = uint64(len(c.Children[i].Core.Binary))
+	}
+	return c.layoutOf(sizes)
+}
+
+// layoutOf is layout for binaries of the given sizes: sizes[0] the
+// orchestration's, sizes[1+i] child i's (c's own binaries are not looked
+// at).
+func (c *ChipCallable) layoutOf(sizes []uint64) (offsets []uint64, size uint64, err error) {
 	const op = "marshal callable"
 	if err := checkSignature(op, "signature", c.Signature, MaxSignature); err != nil {
 		return nil, 0, err
@@ -155,7 +167,10 @@ func (c *ChipCallable) layout() (offsets []uint64, size uint64, err error) {
 	if len(c.Children) > MaxChildren {
 		return nil, 0, blobErr(op, "%d children, at most %d allowed", len(c.Children), MaxChildren)
 	}
-	size = uint64(len(c.Binary))
+	if len(sizes) != 1+len(c.Children) {
+		return nil, 0, blobErr(op, "%d binary sizes for %d children", len(sizes), len(c.Children))
+	}
+	size = sizes[0]
 	offsets = make([]uint64, len(c.Children))
 	for i := range c.Children {
 		core := &c.Children[i].Core
@@ -163,15 +178,52 @@ func (c *ChipCallable) layout() (offsets []uint64, size uint64, err error) {
 			return nil, 0, err
 		}
 		offsets[i] = alignUp(size)
-		size = offsets[i] + CoreHeaderSize + uint64(len(core.Binary))
-		if size > maxStorage {
+		size = offsets[i] + CoreHeaderSize + sizes[1+i]
+		if size > maxStorage || sizes[1+i] > maxStorage {
 			break
 		}
 	}
-	if size > maxStorage || uint64(len(c.Binary)) > math.MaxUint32 {
+	if size > maxStorage || sizes[0] > math.MaxUint32 {
 		return nil, 0, blobErr(op, "storage exceeds %d bytes", uint64(maxStorage))
 	}
 	return offsets, size, nil
+}
+
+// header returns the ChipHeaderSize bytes that start the blob of c whose
+// children lie at offsets and whose orchestration binary is binSize bytes.
+func (c *ChipCallable) header(offsets []uint64, binSize uint64) []byte {
+	b := make([]byte, ChipHeaderSize)
+	le := binary.LittleEndian
+	for i, d := range c.Signature {
+		le.PutUint32(b[offSignature+4*i:], uint32(d))
+	}
+	le.PutUint32(b[offSigCount:], uint32(len(c.Signature)))
+	le.PutUint32(b[offBinarySize:], uint32(binSize))
+	copy(b[offFuncName:offFuncName+NameSize], c.FuncName)
+	le.PutUint32(b[offFuncNameLen:], uint32(len(c.FuncName)))
+	le.PutUint32(b[offChildCount:], uint32(len(c.Children)))
+	copy(b[offConfigName:offConfigName+NameSize], c.ConfigName)
+	le.PutUint32(b[offConfigNameLen:], uint32(len(c.ConfigName)))
+	le.PutUint32(b[offScalarCount:], uint32(c.ScalarCount))
+	for i := range c.Children {
+		le.PutUint32(b[offChildFuncIDs+4*i:], uint32(c.Children[i].FuncID))
+		le.PutUint32(b[offChildOffsets+4*i:], uint32(offsets[i]))
+	}
+	return b
+}
+
+// coreHeader returns the CoreHeaderSize bytes that start child core,
+// whose binary is binSize bytes.
+func coreHeader(core *CoreCallable, binSize uint64) []byte {
+	cb := make([]byte, CoreHeaderSize)
+	le := binary.LittleEndian
+	for j, d := range core.Signature {
+		le.PutUint32(cb[offCoreSignature+4*j:], uint32(d))
+	}
+	le.PutUint32(cb[offCoreSigCount:], uint32(len(core.Signature)))
+	le.PutUint32(cb[offCoreBinarySize:], uint32(binSize))
+	le.PutUint64(cb[offCoreResolved:], core.ResolvedAddr)
+	return cb
 }
 
 // MarshalBinary writes the canonical blob: zero padding, each child at the
@@ -183,32 +235,14 @@ func (c *ChipCallable) MarshalBinary() ([]byte, error) {
 		return nil, err
 	}
 	b := make([]byte, ChipHeaderSize+size)
-	le := binary.LittleEndian
-	for i, d := range c.Signature {
-		le.PutUint32(b[offSignature+4*i:], uint32(d))
-	}
-	le.PutUint32(b[offSigCount:], uint32(len(c.Signature)))
-	le.PutUint32(b[offBinarySize:], uint32(len(c.Binary)))
-	copy(b[offFuncName:offFuncName+NameSize], c.FuncName)
-	le.PutUint32(b[offFuncNameLen:], uint32(len(c.FuncName)))
-	le.PutUint32(b[offChildCount:], uint32(len(c.Children)))
-	copy(b[offConfigName:offConfigName+NameSize], c.ConfigName)
-	le.PutUint32(b[offConfigNameLen:], uint32(len(c.ConfigName)))
-	le.PutUint32(b[offScalarCount:], uint32(c.ScalarCount))
+	copy(b, c.header(offsets, uint64(len(c.Binary))))
 	storage := b[ChipHeaderSize:]
 	copy(storage, c.Binary)
 	for i := range c.Children {
-		ch := &c.Children[i]
-		le.PutUint32(b[offChildFuncIDs+4*i:], uint32(ch.FuncID))
-		le.PutUint32(b[offChildOffsets+4*i:], uint32(offsets[i]))
+		core := &c.Children[i].Core
 		cb := storage[offsets[i]:]
-		for j, d := range ch.Core.Signature {
-			le.PutUint32(cb[offCoreSignature+4*j:], uint32(d))
-		}
-		le.PutUint32(cb[offCoreSigCount:], uint32(len(ch.Core.Signature)))
-		le.PutUint32(cb[offCoreBinarySize:], uint32(len(ch.Core.Binary)))
-		le.PutUint64(cb[offCoreResolved:], ch.Core.ResolvedAddr)
-		copy(cb[CoreHeaderSize:], ch.Core.Binary)
+		copy(cb, coreHeader(core, uint64(len(core.Binary))))
+		copy(cb[CoreHeaderSize:], core.Binary)
 	}
 	return b, nil
 }

@@ -191,6 +191,14 @@ func (t *Tiered) Put(ctx context.Context, e *cache.Entry, data []io.Reader) erro
 	if err := t.local.Put(ctx, e, tees); err != nil {
 		return err
 	}
+	// The local store may not read an output whose blob it holds
+	// already (cache.Core): what it left is read here, so the tiers get
+	// every byte.
+	for _, r := range tees {
+		if _, err := io.Copy(io.Discard, r); err != nil {
+			return nil // stored locally; the tiers do without it
+		}
+	}
 	p := *e
 	p.Outputs = append([]cache.Output(nil), e.Outputs...)
 	out := make([][]byte, len(bufs))

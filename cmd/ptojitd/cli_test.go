@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -58,6 +59,7 @@ func TestCLIScripts(t *testing.T) {
 			"hold-cache":    cmdHoldCache,
 			"daemon-bg":     cmdDaemonBG,
 			"release-cache": cmdReleaseCache,
+			"setenv-unit":   cmdSetenvUnit,
 		},
 	})
 }
@@ -217,4 +219,21 @@ func releaseCache(work string) {
 // release-cache: undoes hold-cache.
 func cmdReleaseCache(ts *testscript.TestScript, neg bool, args []string) {
 	releaseCache(ts.Getenv("WORK"))
+}
+
+// setenv-unit VAR FILE NAME: sets VAR to the key of the unit whose name
+// starts with NAME in the units of the build --json response in FILE.
+func cmdSetenvUnit(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 3 {
+		ts.Fatalf("usage: setenv-unit VAR FILE NAME")
+	}
+	var r api.Response
+	ts.Check(json.Unmarshal([]byte(ts.ReadFile(args[1])), &r))
+	for _, u := range r.Units {
+		if strings.HasPrefix(u.Name, args[2]) {
+			ts.Setenv(args[0], u.Key)
+			return
+		}
+	}
+	ts.Fatalf("%s names no unit %q", args[1], args[2])
 }

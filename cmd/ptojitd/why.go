@@ -32,7 +32,11 @@ one before; when it had this key, the build recorded before it is. The
 headers of the earlier build's header variant are compared with the files
 as they are now. With a key (or a unique prefix of at least 4 hex digits),
 the latest build that had it is explained from the cache alone; without an
-argument, the latest build recorded of any request. A request with no
+argument, the latest build recorded of any request. With a unit's key (a
+"units" key of build --json, or a unit's object entry), the unit is
+explained against the build of the same unit (its kind, source path,
+platform and runtime) stored last before it: its unit record's inputs,
+then its newest header variant's headers. A request with no
 earlier build says "first build".
 
 --json prints {"key", "predecessor": {"request", "first", "key", "note"},
@@ -127,12 +131,40 @@ func keyWhy(ctx context.Context, env *cli.Env, o keyWhyOptions, st cacheStore) (
 			return nil, fmt.Errorf("key why: %w", err)
 		}
 		key = e.Key
+		m, isUnit, err := drv.UnitManifest(ctx, e)
+		if err != nil {
+			return nil, fmt.Errorf("key why: %w", err)
+		}
+		if isUnit {
+			prev, err := unitBefore(ctx, st, m)
+			if err != nil {
+				return nil, err
+			}
+			return drv.WhyUnit(ctx, m, prev)
+		}
 	}
 	latest, err := latestRecordOf(ctx, st, key, o.arg != "")
 	if err != nil {
 		return nil, err
 	}
 	return drv.WhyLatest(ctx, latest)
+}
+
+// unitBefore returns the manifest entry of the unit m names (jit.UnitOf)
+// whose key differs from m's and that was created last before m, or nil.
+func unitBefore(ctx context.Context, st cacheStore, m *cache.Entry) (*cache.Entry, error) {
+	unit, _ := jit.UnitOf(m)
+	var found *cache.Entry
+	err := cache.List(ctx, st, func(e *cache.Entry) error {
+		if e.Key == m.Key || e.Created.After(m.Created) {
+			return nil
+		}
+		if u, ok := jit.UnitOf(e); ok && u == unit && (found == nil || e.Created.After(found.Created)) {
+			found = e
+		}
+		return nil
+	})
+	return found, err
 }
 
 // latestRecordOf returns the latest-build record, among those in st, whose
