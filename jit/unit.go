@@ -243,7 +243,9 @@ func (d *Driver) compileUnit(ctx context.Context, req *api.Request, id *identity
 			return nil, err
 		}
 		o := &unitObject{bin: res.binaries[ub.role], release: res.release, deps: res.units[ub.role], started: res.started, ms: ms(time.Since(t))}
-		if !d.opt.Verify {
+		// A flight nobody waits for any more (every build that asked
+		// was cancelled) publishes nothing.
+		if !d.opt.Verify && fctx.Err() == nil {
 			o.published = d.publishUnit(fctx, ub, o)
 		}
 		return o, nil
