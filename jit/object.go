@@ -3,7 +3,6 @@ package jit
 import (
 	"crypto/sha256"
 	"errors"
-	"fmt"
 	"io"
 	"os"
 
@@ -32,21 +31,6 @@ func (o *object) open() (io.ReadCloser, error) {
 		return o.hit.Open(0), nil
 	}
 	return os.Open(o.path)
-}
-
-// bytes reads o whole: only for the remote tier, which takes outputs in
-// memory.
-func (o *object) bytes() ([]byte, error) {
-	r, err := o.open()
-	if err != nil {
-		return nil, err
-	}
-	defer r.Close()
-	b, err := io.ReadAll(io.LimitReader(r, o.size+1))
-	if err == nil && int64(len(b)) != o.size {
-		err = fmt.Errorf("%s: %d bytes, want %d", o.path, len(b), o.size)
-	}
-	return b, err
 }
 
 // fileObject returns the object of file p, hashing it once.
