@@ -503,9 +503,10 @@ func (w *world) close() {
 				c.add(&c.recovered, 1)
 			}
 		}
-		if m := regexp.MustCompile(`(?m)^panic: |^fatal error: |SIGBUS|SIGSEGV|unexpected signal`).Find(log); m != nil {
+		if loc := regexp.MustCompile(`(?m)^panic: |^fatal error: |SIGBUS|SIGSEGV|unexpected signal`).FindIndex(log); loc != nil {
 			c.add(&c.crashes, 1)
-			w.t.Errorf("%s: the daemon log shows a crash (%q):\n%s", w.class, m, tail(log))
+			// The crash and the stack after it, not the log's end.
+			w.t.Errorf("%s: the daemon log shows a crash (%q):\n%s", w.class, log[loc[0]:loc[1]], tailN(log[:min(len(log), loc[0]+6000)], 6000))
 		} else if c.recovered == 0 {
 			c.add(&c.crashes, 1)
 			w.t.Errorf("%s: the daemon log holds goroutine dumps:\n%s", w.class, tail(log))
