@@ -38,6 +38,12 @@ func signalAndWait(t *testing.T, cmd *exec.Cmd, sig syscall.Signal) (int, time.D
 		took := time.Since(start)
 		var ee *exec.ExitError
 		if errors.As(err, &ee) {
+			if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() && ws.Signal() == sig {
+				// Signalled before it took the signals over
+				// (cli.InterruptAfter), the client ended by the
+				// signal's default action: a shell reports 128+signal.
+				return 128 + int(sig), took
+			}
 			return ee.ExitCode(), took
 		}
 		if err != nil {
