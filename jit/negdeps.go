@@ -92,6 +92,20 @@ func absentCandidates(search, deps []string, quoteOnly string, since time.Time) 
 	for _, h := range deps {
 		read[h] = true
 	}
+	// Each file read is scanned once, for both uses below.
+	type scan struct {
+		names []string
+		ok    bool
+	}
+	scans := map[string]scan{}
+	operands := func(f string) ([]string, bool) {
+		sc, done := scans[f]
+		if !done {
+			sc.names, sc.ok = quotedOperands(f)
+			scans[f] = sc
+		}
+		return sc.names, sc.ok
+	}
 	var quoted map[string]bool
 	scanned := false
 	searchedFor := func(d, name string) bool {
@@ -99,7 +113,7 @@ func absentCandidates(search, deps []string, quoteOnly string, since time.Time) 
 			return true
 		}
 		if !scanned {
-			quoted, scanned = quotedNames(quoteOnly, deps), true
+			quoted, scanned = quotedNames(quoteOnly, deps, operands), true
 		}
 		return quoted == nil || quoted[name]
 	}
@@ -143,7 +157,7 @@ func absentCandidates(search, deps []string, quoteOnly string, since time.Time) 
 	// first, wherever that file is; a file whose include forms are not
 	// known may have looked there for any header's name.
 	for _, f := range deps {
-		ops, ok := quotedOperands(f)
+		ops, ok := operands(f)
 		if !ok {
 			ops = names
 		}
@@ -187,17 +201,18 @@ var (
 )
 
 // quotedNames returns the cleaned names that the files read from dir
-// (among deps) may include in the quoted form (quotedOperands). It
+// (among deps) may include in the quoted form (operands: quotedOperands,
+// or a memo of it). It
 // returns nil, meaning any name, when the form of a file's includes is
 // not known or a quoted name leaves its directory: then every candidate
 // in dir is kept.
-func quotedNames(dir string, deps []string) map[string]bool {
+func quotedNames(dir string, deps []string, operands func(string) ([]string, bool)) map[string]bool {
 	names := map[string]bool{}
 	for _, f := range deps {
 		if filepath.Dir(filepath.Clean(f)) != dir {
 			continue
 		}
-		ops, ok := quotedOperands(f)
+		ops, ok := operands(f)
 		if !ok {
 			return nil
 		}
